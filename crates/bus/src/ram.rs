@@ -1,0 +1,240 @@
+//! Guest DRAM: one zero-initialised host allocation, bounds-checked.
+//!
+//! One machine's harts all run on one host thread, so the block is shared
+//! with `Rc` and mutated through raw pointers: no borrow is ever held across
+//! a call, and every public accessor checks its range first.
+
+use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::cell::Cell;
+use std::rc::Rc;
+
+/// Granule for code-page tracking (matches the smallest RISC-V page).
+pub const PAGE_SHIFT: u32 = 12;
+
+struct Block {
+    base: u64,
+    size: u64,
+    ptr: *mut u8,
+    layout: Layout,
+    /// One flag per 4 KiB page: some hart holds decoded instructions from it.
+    code: Box<[Cell<bool>]>,
+    /// Bumped whenever a store (hart or DMA) hits a page flagged as code;
+    /// harts compare it to their own copy to know when to drop decoded blocks.
+    code_gen: Cell<u64>,
+}
+
+impl Drop for Block {
+    fn drop(&mut self) {
+        // SAFETY: ptr/layout come from alloc_zeroed in GuestRam::new.
+        unsafe { dealloc(self.ptr, self.layout) }
+    }
+}
+
+/// Shared handle on a machine's DRAM. Cloning is cheap (same memory).
+#[derive(Clone)]
+pub struct GuestRam(Rc<Block>);
+
+/// Error creating guest RAM.
+#[derive(Debug, thiserror::Error)]
+pub enum RamError {
+    #[error("guest RAM size {0} bytes is not a positive multiple of 4 KiB")]
+    BadSize(u64),
+    #[error("cannot allocate {0} bytes of host memory for guest RAM")]
+    NoMemory(u64),
+}
+
+impl GuestRam {
+    /// Allocate `size` bytes of zeroed DRAM at physical address `base`.
+    /// The OS maps pages lazily, so a 4 GiB guest that touches 100 MiB costs 100 MiB.
+    pub fn new(base: u64, size: u64) -> Result<Self, RamError> {
+        if size == 0 || size % (1 << PAGE_SHIFT) != 0 || base.checked_add(size).is_none() {
+            return Err(RamError::BadSize(size));
+        }
+        let layout = Layout::from_size_align(size as usize, 4096).map_err(|_| RamError::BadSize(size))?;
+        // SAFETY: layout has non-zero size.
+        let ptr = unsafe { alloc_zeroed(layout) };
+        if ptr.is_null() {
+            return Err(RamError::NoMemory(size));
+        }
+        let pages = (size >> PAGE_SHIFT) as usize;
+        let code = (0..pages).map(|_| Cell::new(false)).collect();
+        Ok(Self(Rc::new(Block { base, size, ptr, layout, code, code_gen: Cell::new(0) })))
+    }
+
+    pub fn base(&self) -> u64 {
+        self.0.base
+    }
+    pub fn size(&self) -> u64 {
+        self.0.size
+    }
+    /// One past the last byte.
+    pub fn end(&self) -> u64 {
+        self.0.base + self.0.size
+    }
+
+    /// Is `[pa, pa+len)` entirely inside RAM?
+    #[inline(always)]
+    pub fn contains(&self, pa: u64, len: u64) -> bool {
+        let off = pa.wrapping_sub(self.0.base);
+        off < self.0.size && len <= self.0.size - off
+    }
+
+    /// Host pointer to the byte at `pa`. Only valid while this `GuestRam`
+    /// (or a clone) is alive; the caller must have checked [`Self::contains`]
+    /// for the whole range it will touch.
+    #[inline(always)]
+    pub fn host_ptr(&self, pa: u64) -> *mut u8 {
+        debug_assert!(self.contains(pa, 1));
+        // SAFETY: in bounds by the caller's contract.
+        unsafe { self.0.ptr.add((pa - self.0.base) as usize) }
+    }
+
+    /// Read a little-endian value of `size` (1, 2, 4, 8) bytes; `None` if out of RAM.
+    #[inline(always)]
+    pub fn read(&self, pa: u64, size: u8) -> Option<u64> {
+        if !self.contains(pa, size as u64) {
+            return None;
+        }
+        let p = self.host_ptr(pa);
+        // SAFETY: range checked above; unaligned reads are allowed.
+        unsafe {
+            Some(match size {
+                1 => *p as u64,
+                2 => u16::from_le(std::ptr::read_unaligned(p as *const u16)) as u64,
+                4 => u32::from_le(std::ptr::read_unaligned(p as *const u32)) as u64,
+                8 => u64::from_le(std::ptr::read_unaligned(p as *const u64)),
+                _ => return None,
+            })
+        }
+    }
+
+    /// Write the low `size` bytes of `val`; `false` if out of RAM.
+    /// Marks code pages dirty (see [`Self::code_generation`]).
+    #[inline(always)]
+    pub fn write(&self, pa: u64, size: u8, val: u64) -> bool {
+        if !self.contains(pa, size as u64) {
+            return false;
+        }
+        let p = self.host_ptr(pa);
+        // SAFETY: range checked above.
+        unsafe {
+            match size {
+                1 => *p = val as u8,
+                2 => std::ptr::write_unaligned(p as *mut u16, (val as u16).to_le()),
+                4 => std::ptr::write_unaligned(p as *mut u32, (val as u32).to_le()),
+                8 => std::ptr::write_unaligned(p as *mut u64, val.to_le()),
+                _ => return false,
+            }
+        }
+        self.note_store(pa, size as u64);
+        true
+    }
+
+    /// Copy guest memory into `buf`; `false` (and nothing copied) if out of RAM.
+    pub fn read_bytes(&self, pa: u64, buf: &mut [u8]) -> bool {
+        if !self.contains(pa, buf.len() as u64) {
+            return false;
+        }
+        // SAFETY: range checked; buf is a distinct host allocation.
+        unsafe { std::ptr::copy_nonoverlapping(self.host_ptr(pa), buf.as_mut_ptr(), buf.len()) };
+        true
+    }
+
+    /// Copy `data` into guest memory; `false` (and nothing written) if out of RAM.
+    pub fn write_bytes(&self, pa: u64, data: &[u8]) -> bool {
+        if !self.contains(pa, data.len() as u64) {
+            return false;
+        }
+        // SAFETY: range checked; data is a distinct host allocation.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.host_ptr(pa), data.len()) };
+        self.note_store(pa, data.len() as u64);
+        true
+    }
+
+    /// Record that decoded instructions now exist for the page holding `pa`.
+    #[inline]
+    pub fn mark_code(&self, pa: u64) {
+        if self.contains(pa, 1) {
+            self.0.code[((pa - self.0.base) >> PAGE_SHIFT) as usize].set(true);
+        }
+    }
+
+    /// Is the page holding `pa` flagged as code?
+    #[inline(always)]
+    pub fn is_code(&self, pa: u64) -> bool {
+        self.contains(pa, 1) && self.0.code[((pa - self.0.base) >> PAGE_SHIFT) as usize].get()
+    }
+
+    /// Changes whenever a store hits a code page. A hart whose copy differs
+    /// must drop its decoded blocks (and may re-mark pages as it re-decodes).
+    #[inline(always)]
+    pub fn code_generation(&self) -> u64 {
+        self.0.code_gen.get()
+    }
+
+    /// Called by every store path that bypasses [`Self::write`] (e.g. a
+    /// hart's fast path through a host pointer, or DMA).
+    #[inline(always)]
+    pub fn note_store(&self, pa: u64, len: u64) {
+        let b = &self.0;
+        let first = (pa - b.base) >> PAGE_SHIFT;
+        let last = (pa - b.base + len.max(1) - 1) >> PAGE_SHIFT;
+        for page in first..=last {
+            let flag = &b.code[page as usize];
+            if flag.get() {
+                flag.set(false);
+                b.code_gen.set(b.code_gen.get() + 1);
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for GuestRam {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "GuestRam[{:#x}..{:#x})", self.base(), self.end())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bounds_are_half_open() {
+        let ram = GuestRam::new(0x8000_0000, 0x1000).unwrap();
+        assert!(ram.contains(0x8000_0ff8, 8));
+        assert!(!ram.contains(0x8000_0ff9, 8));
+        assert!(!ram.contains(0x7fff_ffff, 1));
+        assert!(!ram.contains(0x8000_1000, 1));
+        assert_eq!(ram.read(0x8000_1000, 1), None);
+        assert!(!ram.write(0x8000_0ffc, 8, 0));
+    }
+
+    #[test]
+    fn little_endian_round_trip() {
+        let ram = GuestRam::new(0x1000, 0x1000).unwrap();
+        assert!(ram.write(0x1003, 8, 0x1122_3344_5566_7788));
+        assert_eq!(ram.read(0x1003, 1), Some(0x88));
+        assert_eq!(ram.read(0x1003, 4), Some(0x5566_7788));
+        assert_eq!(ram.read(0x1003, 8), Some(0x1122_3344_5566_7788));
+    }
+
+    #[test]
+    fn store_to_code_page_bumps_generation_once() {
+        let ram = GuestRam::new(0, 0x3000).unwrap();
+        ram.mark_code(0x1000);
+        let g = ram.code_generation();
+        ram.write(0x0ffc, 8, 1); // straddles pages 0 and 1
+        assert_eq!(ram.code_generation(), g + 1);
+        assert!(!ram.is_code(0x1000));
+        ram.write(0x1000, 4, 1);
+        assert_eq!(ram.code_generation(), g + 1);
+    }
+
+    #[test]
+    fn rejects_bad_sizes() {
+        assert!(GuestRam::new(0, 0).is_err());
+        assert!(GuestRam::new(0, 100).is_err());
+        assert!(GuestRam::new(u64::MAX - 0xfff, 0x2000).is_err());
+    }
+}

@@ -1,0 +1,1 @@
+//! The hart: registers, CSRs, privilege modes, traps, MMU, execution.

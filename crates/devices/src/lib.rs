@@ -1,0 +1,1 @@
+//! Platform devices: CLINT, PLIC, UART 16550, syscon, RTC, virtio-mmio.

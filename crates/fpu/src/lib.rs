@@ -1,0 +1,1 @@
+//! IEEE-754 arithmetic exactly as RISC-V F/D define it.

@@ -1,0 +1,1 @@
+//! Guest image recipes: Debian packages, kernel builds, initramfs, the agent.

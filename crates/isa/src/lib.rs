@@ -1,0 +1,1 @@
+//! RISC-V instruction decoding (RV64GC, compressed expanded), disassembly, CSR numbers.

@@ -1,0 +1,1 @@
+//! Scenarios, runs, the SQLite results store, reports.

@@ -1,0 +1,1 @@
+//! The board: memory map, device tree, boot loading, hart scheduling, virtual time.

@@ -1,0 +1,1 @@
+//! Counters, samples, phases, traces and their exporters.
