@@ -1,5 +1,34 @@
-//! The `hartscope` command line.
+//! The `hartscope` command line. Each subcommand lives in its own module;
+//! this file only dispatches and turns errors into one sentence and an exit code.
+
+use clap::{Parser, Subcommand};
+
+mod cmd_guest;
+
+#[derive(Parser)]
+#[command(name = "hartscope", version, about = "Full-system RISC-V virtual platform for OS performance studies")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Build guest images (or find them in the cache).
+    #[command(subcommand)]
+    Guest(cmd_guest::GuestCmd),
+}
+
 fn main() {
-    eprintln!("hartscope: no commands yet");
-    std::process::exit(2);
+    let cli = Cli::parse();
+    let result: Result<i32, String> = match cli.command {
+        Command::Guest(cmd) => cmd_guest::run(cmd),
+    };
+    match result {
+        Ok(code) => std::process::exit(code),
+        Err(msg) => {
+            eprintln!("hartscope: {msg}");
+            std::process::exit(1);
+        }
+    }
 }
