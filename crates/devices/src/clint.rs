@@ -1,0 +1,209 @@
+//! Core-local interruptor (SiFive CLINT, `riscv,clint0`): per-hart software
+//! interrupt (`msip`) and timer compare (`mtimecmp`) registers, and `mtime`.
+//!
+//! `mtime` is not stored: it is the accessing hart's cycle count divided by
+//! `cycles_per_tick`, the same quantity the hart's `time` CSR shows. For the
+//! same reason writes to `mtime` are refused silently (counted): moving it
+//! would make `mtime` and `time` disagree.
+
+use crate::fdt::{FdtCtx, FdtNode, Placement};
+use crate::{BadAccess, Clock, DevCtx, Device, Stat, WriteEffect};
+
+pub const MSIP_BASE: u64 = 0x0000;
+pub const MTIMECMP_BASE: u64 = 0x4000;
+pub const MTIME: u64 = 0xbff8;
+pub const SIZE: u64 = 0x1_0000;
+/// Harts the register layout has room for (msip: 4 bytes each below 0x4000).
+pub const MAX_HARTS: usize = 4095;
+
+pub struct Clint {
+    clock: Clock,
+    msip: Vec<bool>,
+    mtimecmp: Vec<u64>,
+    stat_msip_writes: u64,
+    stat_mtimecmp_writes: u64,
+    stat_mtime_reads: u64,
+    stat_mtime_writes_ignored: u64,
+}
+
+impl Clint {
+    pub fn new(harts: usize, clock: Clock) -> Self {
+        let harts = harts.min(MAX_HARTS);
+        Self {
+            clock,
+            msip: vec![false; harts],
+            // Reset value is unspecified; "never" keeps MTIP low until firmware programs it.
+            mtimecmp: vec![u64::MAX; harts],
+            stat_msip_writes: 0,
+            stat_mtimecmp_writes: 0,
+            stat_mtime_reads: 0,
+            stat_mtime_writes_ignored: 0,
+        }
+    }
+
+    pub fn harts(&self) -> usize {
+        self.msip.len()
+    }
+
+    /// Machine software interrupt pending for `hart`.
+    pub fn msip(&self, hart: usize) -> bool {
+        self.msip.get(hart).copied().unwrap_or(false)
+    }
+
+    /// Machine timer interrupt pending for `hart` at its cycle `now`.
+    pub fn mtip(&self, hart: usize, now: u64) -> bool {
+        self.mtimecmp.get(hart).is_some_and(|&cmp| self.clock.ticks(now) >= cmp)
+    }
+
+    /// Cycle at which `hart`'s MTIP rises, if it ever does.
+    pub fn timer_deadline(&self, hart: usize) -> Option<u64> {
+        match self.mtimecmp.get(hart) {
+            Some(&u64::MAX) | None => None,
+            Some(&cmp) => Some(self.clock.tick_to_cycle(cmp)),
+        }
+    }
+
+    pub fn mtimecmp(&self, hart: usize) -> Option<u64> {
+        self.mtimecmp.get(hart).copied()
+    }
+}
+
+/// Split an access into (64-bit register index, shift, mask) for registers
+/// that are 64 bits wide and accept aligned 4- and 8-byte accesses.
+fn reg64(offset: u64, size: u8) -> Result<(u64, u32, u64), BadAccess> {
+    match size {
+        8 if offset % 8 == 0 => Ok((offset / 8, 0, u64::MAX)),
+        4 if offset % 4 == 0 => Ok((offset / 8, (offset % 8) as u32 * 8, 0xffff_ffff)),
+        _ => Err(BadAccess),
+    }
+}
+
+impl Device for Clint {
+    fn name(&self) -> String {
+        "clint".into()
+    }
+    fn size(&self) -> u64 {
+        SIZE
+    }
+
+    fn read(&mut self, ctx: &mut DevCtx, offset: u64, size: u8) -> Result<u64, BadAccess> {
+        if offset < MTIMECMP_BASE {
+            if size != 4 || offset % 4 != 0 {
+                return Err(BadAccess);
+            }
+            return Ok(self.msip((offset / 4) as usize) as u64);
+        }
+        let (_, shift, mask) = reg64(offset, size)?;
+        if offset >= MTIME {
+            self.stat_mtime_reads += 1;
+            return Ok((self.clock.ticks(ctx.now) >> shift) & mask);
+        }
+        let hart = ((offset - MTIMECMP_BASE) / 8) as usize;
+        Ok(self.mtimecmp.get(hart).map_or(0, |v| (v >> shift) & mask))
+    }
+
+    fn write(&mut self, _ctx: &mut DevCtx, offset: u64, size: u8, val: u64)
+        -> Result<WriteEffect, BadAccess> {
+        if offset < MTIMECMP_BASE {
+            if size != 4 || offset % 4 != 0 {
+                return Err(BadAccess);
+            }
+            self.stat_msip_writes += 1;
+            if let Some(bit) = self.msip.get_mut((offset / 4) as usize) {
+                *bit = val & 1 != 0;
+            }
+            return Ok(WriteEffect { irq_changed: true, stop: false });
+        }
+        let (_, shift, mask) = reg64(offset, size)?;
+        if offset >= MTIME {
+            self.stat_mtime_writes_ignored += 1;
+            return Ok(WriteEffect::default());
+        }
+        let hart = ((offset - MTIMECMP_BASE) / 8) as usize;
+        if let Some(cmp) = self.mtimecmp.get_mut(hart) {
+            *cmp = (*cmp & !(mask << shift)) | ((val & mask) << shift);
+            self.stat_mtimecmp_writes += 1;
+        }
+        Ok(WriteEffect { irq_changed: true, stop: false })
+    }
+
+    fn fdt_nodes(&self, base: u64, ctx: &FdtCtx) -> Vec<(Placement, FdtNode)> {
+        // Per hart: machine software (3) and machine timer (7) interrupts.
+        let ext = ctx.cpu_intc.iter().flat_map(|&ph| [ph, 3, ph, 7]).collect();
+        let node = FdtNode::new(format!("clint@{base:x}"))
+            .u32s("interrupts-extended", ext)
+            .reg(base, SIZE)
+            .strs("compatible", &["sifive,clint0", "riscv,clint0"]);
+        vec![(Placement::Soc, node)]
+    }
+
+    fn stats(&self) -> Vec<Stat> {
+        vec![
+            Stat::new("clint.msip_writes", self.stat_msip_writes, "writes to msip registers (IPIs sent)"),
+            Stat::new("clint.mtimecmp_writes", self.stat_mtimecmp_writes, "writes to mtimecmp registers"),
+            Stat::new("clint.mtime_reads", self.stat_mtime_reads, "reads of mtime"),
+            Stat::new("clint.mtime_writes_ignored", self.stat_mtime_writes_ignored, "refused writes to mtime"),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::NoScheduler;
+
+    const CLK: Clock = Clock { hz: 1_000_000_000, cycles_per_tick: 100 };
+
+    fn ctx(hart: usize, now: u64, s: &mut NoScheduler) -> DevCtx<'_> {
+        DevCtx::new(hart, now, s)
+    }
+
+    #[test]
+    fn mtime_comes_from_the_accessing_harts_cycle() {
+        let mut c = Clint::new(2, CLK);
+        let mut s = NoScheduler;
+        assert_eq!(c.read(&mut ctx(0, 12_345, &mut s), MTIME, 8), Ok(123));
+        assert_eq!(c.read(&mut ctx(1, 99, &mut s), MTIME, 8), Ok(0));
+        let big = (5u64 << 32) * 100 + 700;
+        assert_eq!(c.read(&mut ctx(0, big, &mut s), MTIME, 4), Ok(7));
+        assert_eq!(c.read(&mut ctx(0, big, &mut s), MTIME + 4, 4), Ok(5));
+        // Writes to mtime are refused and do not move time.
+        c.write(&mut ctx(0, 0, &mut s), MTIME, 8, 1 << 40).unwrap();
+        assert_eq!(c.read(&mut ctx(0, 12_345, &mut s), MTIME, 8), Ok(123));
+    }
+
+    #[test]
+    fn mtimecmp_halves_and_mtip() {
+        let mut c = Clint::new(2, CLK);
+        let mut s = NoScheduler;
+        assert!(!c.mtip(1, u64::MAX));
+        assert_eq!(c.timer_deadline(1), None);
+        // OpenSBI on RV32-style halves: high first, then low.
+        c.write(&mut ctx(0, 0, &mut s), MTIMECMP_BASE + 8 + 4, 4, 0).unwrap();
+        c.write(&mut ctx(0, 0, &mut s), MTIMECMP_BASE + 8, 4, 50).unwrap();
+        assert_eq!(c.mtimecmp(1), Some(50));
+        assert_eq!(c.timer_deadline(1), Some(5000));
+        assert!(!c.mtip(1, 4999));
+        assert!(c.mtip(1, 5000));
+        assert!(!c.mtip(0, 5000), "other hart unaffected");
+        c.write(&mut ctx(0, 0, &mut s), MTIMECMP_BASE, 8, 7).unwrap();
+        assert_eq!(c.read(&mut ctx(0, 0, &mut s), MTIMECMP_BASE, 8), Ok(7));
+        assert_eq!(c.read(&mut ctx(0, 0, &mut s), MTIMECMP_BASE + 2, 4), Err(BadAccess));
+    }
+
+    #[test]
+    fn msip_bit0_only_and_per_hart() {
+        let mut c = Clint::new(3, CLK);
+        let mut s = NoScheduler;
+        let e = c.write(&mut ctx(0, 0, &mut s), 8, 4, 0xffff_ffff).unwrap();
+        assert!(e.irq_changed);
+        assert!(c.msip(2) && !c.msip(0) && !c.msip(1));
+        assert_eq!(c.read(&mut ctx(0, 0, &mut s), 8, 4), Ok(1));
+        c.write(&mut ctx(0, 0, &mut s), 8, 4, 2).unwrap();
+        assert!(!c.msip(2));
+        // A hart that does not exist reads as zero and ignores writes.
+        c.write(&mut ctx(0, 0, &mut s), 4 * 100, 4, 1).unwrap();
+        assert_eq!(c.read(&mut ctx(0, 0, &mut s), 4 * 100, 4), Ok(0));
+        assert_eq!(c.read(&mut ctx(0, 0, &mut s), 0, 8), Err(BadAccess));
+    }
+}

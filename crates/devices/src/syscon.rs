@@ -1,0 +1,126 @@
+//! SiFive test device (`sifive,test0`) used as a syscon: a 32-bit write of
+//! 0x5555 powers off, 0x7777 resets, 0x3333 | code << 16 powers off with a
+//! failure code. QEMU's `virt` wires `syscon-poweroff`/`syscon-reboot` to it.
+
+use crate::fdt::{FdtCtx, FdtNode, Placement};
+use crate::{BadAccess, DevCtx, Device, Stat, WriteEffect};
+
+pub const SIZE: u64 = 0x1000;
+pub const POWEROFF: u32 = 0x5555;
+pub const RESET: u32 = 0x7777;
+pub const FAIL: u32 = 0x3333;
+
+/// What the guest asked the machine to do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SysconRequest {
+    PowerOff,
+    Reset,
+    /// Power off reporting a failure with this code.
+    Fail(u16),
+}
+
+#[derive(Default)]
+pub struct Syscon {
+    request: Option<SysconRequest>,
+    stat_ignored: u64,
+}
+
+impl Syscon {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// The first stop request the guest made, if any.
+    pub fn request(&self) -> Option<SysconRequest> {
+        self.request
+    }
+}
+
+impl Device for Syscon {
+    fn name(&self) -> String {
+        "syscon".into()
+    }
+    fn size(&self) -> u64 {
+        SIZE
+    }
+    fn read(&mut self, _ctx: &mut DevCtx, _offset: u64, size: u8) -> Result<u64, BadAccess> {
+        if !crate::size_ok(size) {
+            return Err(BadAccess);
+        }
+        Ok(0)
+    }
+    fn write(&mut self, _ctx: &mut DevCtx, offset: u64, size: u8, val: u64)
+        -> Result<WriteEffect, BadAccess> {
+        if !crate::size_ok(size) {
+            return Err(BadAccess);
+        }
+        let req = if offset == 0 && size >= 4 {
+            match (val & 0xffff) as u32 {
+                POWEROFF => Some(SysconRequest::PowerOff),
+                RESET => Some(SysconRequest::Reset),
+                FAIL => Some(SysconRequest::Fail((val >> 16) as u16)),
+                _ => None,
+            }
+        } else {
+            None
+        };
+        match req {
+            Some(r) => {
+                self.request.get_or_insert(r);
+                Ok(WriteEffect { irq_changed: false, stop: true })
+            }
+            None => {
+                self.stat_ignored += 1;
+                Ok(WriteEffect::default())
+            }
+        }
+    }
+    fn fdt_nodes(&self, base: u64, ctx: &FdtCtx) -> Vec<(Placement, FdtNode)> {
+        let dev = FdtNode::new(format!("test@{base:x}"))
+            .u32("phandle", ctx.syscon)
+            .reg(base, SIZE)
+            .strs("compatible", &["sifive,test1", "sifive,test0", "syscon"]);
+        let poweroff = FdtNode::new("poweroff")
+            .u32("value", POWEROFF)
+            .u32("offset", 0)
+            .u32("regmap", ctx.syscon)
+            .str("compatible", "syscon-poweroff");
+        let reboot = FdtNode::new("reboot")
+            .u32("value", RESET)
+            .u32("offset", 0)
+            .u32("regmap", ctx.syscon)
+            .str("compatible", "syscon-reboot");
+        vec![(Placement::Soc, dev), (Placement::Root, poweroff), (Placement::Root, reboot)]
+    }
+    fn stats(&self) -> Vec<Stat> {
+        vec![Stat::new("syscon.ignored_writes", self.stat_ignored, "writes that requested nothing")]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::NoScheduler;
+
+    fn wr(s: &mut Syscon, off: u64, size: u8, v: u64) -> WriteEffect {
+        s.write(&mut DevCtx::new(0, 0, &mut NoScheduler), off, size, v).unwrap()
+    }
+
+    #[test]
+    fn poweroff_reset_fail() {
+        let mut s = Syscon::new();
+        assert!(!wr(&mut s, 0, 4, 0x1234).stop);
+        assert!(!wr(&mut s, 4, 4, 0x5555).stop, "only offset 0");
+        assert!(!wr(&mut s, 0, 2, 0x5555).stop, "needs a 32-bit write, as the regmap does");
+        assert_eq!(s.request(), None);
+        assert!(wr(&mut s, 0, 4, 0x5555).stop);
+        assert_eq!(s.request(), Some(SysconRequest::PowerOff));
+        assert!(wr(&mut s, 0, 4, 0x7777).stop);
+        assert_eq!(s.request(), Some(SysconRequest::PowerOff), "first request wins");
+        let mut s = Syscon::new();
+        wr(&mut s, 0, 4, (3 << 16) | 0x3333);
+        assert_eq!(s.request(), Some(SysconRequest::Fail(3)));
+        let mut s = Syscon::new();
+        wr(&mut s, 0, 8, 0x7777);
+        assert_eq!(s.request(), Some(SysconRequest::Reset));
+    }
+}
