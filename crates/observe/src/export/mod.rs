@@ -1,0 +1,2 @@
+//! Views of one record. All output is deterministic byte for byte: no
+//! hash-map order, no host time, fixed float formatting.

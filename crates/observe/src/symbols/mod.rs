@@ -1,0 +1,10 @@
+//! Symbol tables and the symbolizer.
+
+pub mod symbolizer;
+pub mod table;
+
+pub use symbolizer::{
+    satp_root, AddressSpace, Frame, ImageId, Mapping, NoUserSpace, Process, ResolvedSample, SatpResolver, Space,
+    Symbolizer, UserImage, UserResolver, FIRMWARE_DSO, KERNEL_DSO, UNKNOWN,
+};
+pub use table::{parse_proc_maps, LoadSegment, MapsEntry, Symbol, SymbolTable};

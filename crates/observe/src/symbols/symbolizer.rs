@@ -1,0 +1,402 @@
+//! Turning sampled addresses into names: firmware for M-mode, the kernel for
+//! S-mode, and for U-mode whichever binary the caller says is mapped there.
+
+use std::collections::BTreeMap;
+
+use crate::sample::{Privilege, Sample};
+use crate::symbols::table::{Symbol, SymbolTable};
+
+/// Fallback name for anything that cannot be resolved.
+pub const UNKNOWN: &str = "[unknown]";
+/// Binary name used for kernel frames when no kernel table is loaded.
+pub const KERNEL_DSO: &str = "[kernel.kallsyms]";
+/// Binary name used for firmware frames when no firmware table is loaded.
+pub const FIRMWARE_DSO: &str = "[firmware]";
+
+/// Which software an address belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Space {
+    Firmware,
+    Kernel,
+    User,
+}
+
+/// Where a user-mode sample was taken: enough for a resolver to pick the
+/// process and its mappings (a root page table may be reused later in a run,
+/// hence the cycle).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AddressSpace {
+    pub hart: u16,
+    pub cycle: u64,
+    pub satp: u64,
+}
+
+/// The process owning an address space.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Process<'a> {
+    pub comm: &'a str,
+    pub pid: u32,
+}
+
+/// The binary mapped at a user address. `bias` is subtracted from runtime
+/// addresses to get the addresses `table` uses (zero for fixed-address
+/// executables such as a static BusyBox).
+#[derive(Clone, Copy, Debug)]
+pub struct UserImage<'a> {
+    pub name: &'a str,
+    pub table: Option<&'a SymbolTable>,
+    pub bias: u64,
+}
+
+/// Supplied by the caller: which process and binary a user address belongs to.
+pub trait UserResolver {
+    fn process(&self, at: AddressSpace) -> Option<Process<'_>>;
+    fn image(&self, at: AddressSpace, addr: u64) -> Option<UserImage<'_>>;
+}
+
+/// Knows no user space: every user address is `[unknown]`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoUserSpace;
+
+impl UserResolver for NoUserSpace {
+    fn process(&self, _: AddressSpace) -> Option<Process<'_>> {
+        None
+    }
+    fn image(&self, _: AddressSpace, _: u64) -> Option<UserImage<'_>> {
+        None
+    }
+}
+
+/// Index of an image registered with a [`SatpResolver`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ImageId(usize);
+
+/// A runtime mapping `[start, end)` of an image.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mapping {
+    pub start: u64,
+    pub end: u64,
+    pub image: ImageId,
+    pub bias: u64,
+}
+
+#[derive(Clone, Debug)]
+struct SpaceEntry {
+    from_cycle: u64,
+    comm: String,
+    pid: u32,
+    mappings: Vec<Mapping>,
+}
+
+/// A resolver keyed by the root page table of `satp` (its PPN): Linux may
+/// renumber ASIDs, but a process keeps its root table. Entries for the same
+/// root table are told apart by the cycle from which they hold.
+#[derive(Clone, Debug, Default)]
+pub struct SatpResolver {
+    images: Vec<(String, SymbolTable)>,
+    spaces: BTreeMap<u64, Vec<SpaceEntry>>,
+}
+
+/// The root page-table PPN field of an RV64 `satp`.
+pub fn satp_root(satp: u64) -> u64 {
+    satp & ((1 << 44) - 1)
+}
+
+impl SatpResolver {
+    pub fn new() -> SatpResolver {
+        SatpResolver::default()
+    }
+
+    /// Register a binary; `name` is how reports show it (`busybox`).
+    pub fn add_image(&mut self, name: &str, table: SymbolTable) -> ImageId {
+        self.images.push((name.to_string(), table));
+        ImageId(self.images.len() - 1)
+    }
+
+    pub fn image_table(&self, id: ImageId) -> Option<&SymbolTable> {
+        self.images.get(id.0).map(|(_, t)| t)
+    }
+
+    /// Declare that from `from_cycle` on, the address space with this
+    /// `satp` root belongs to process `pid` (`comm`) with these mappings.
+    pub fn add_space(&mut self, satp: u64, from_cycle: u64, comm: &str, pid: u32, mut mappings: Vec<Mapping>) {
+        mappings.sort_by_key(|m| m.start);
+        let list = self.spaces.entry(satp_root(satp)).or_default();
+        list.push(SpaceEntry { from_cycle, comm: comm.to_string(), pid, mappings });
+        list.sort_by_key(|e| e.from_cycle);
+    }
+
+    fn entry(&self, at: AddressSpace) -> Option<&SpaceEntry> {
+        let list = self.spaces.get(&satp_root(at.satp))?;
+        let i = list.partition_point(|e| e.from_cycle <= at.cycle);
+        i.checked_sub(1).map(|i| &list[i])
+    }
+}
+
+impl UserResolver for SatpResolver {
+    fn process(&self, at: AddressSpace) -> Option<Process<'_>> {
+        self.entry(at).map(|e| Process { comm: &e.comm, pid: e.pid })
+    }
+
+    fn image(&self, at: AddressSpace, addr: u64) -> Option<UserImage<'_>> {
+        let e = self.entry(at)?;
+        let i = e.mappings.partition_point(|m| m.start <= addr).checked_sub(1)?;
+        let m = e.mappings[i];
+        if addr >= m.end {
+            return None;
+        }
+        let (name, table) = self.images.get(m.image.0)?;
+        Some(UserImage { name, table: Some(table), bias: m.bias })
+    }
+}
+
+/// One resolved address of a sample.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Frame<'a> {
+    /// The address as observed (PC or return address).
+    pub addr: u64,
+    /// The address inside the binary's file image (`addr - bias`).
+    pub file_addr: u64,
+    pub space: Space,
+    /// Binary name: `[kernel.kallsyms]`, `[nvme]`, `fw_jump.elf`, `busybox`, `[unknown]`.
+    pub dso: &'a str,
+    pub symbol: Option<&'a str>,
+    /// Offset of `file_addr` inside `symbol` (0 when unknown).
+    pub offset: u64,
+}
+
+impl Frame<'_> {
+    /// `kernel`, `firmware`, or the user binary's name.
+    pub fn where_name(&self) -> &str {
+        match self.space {
+            Space::Firmware => "firmware",
+            Space::Kernel => "kernel",
+            Space::User => self.dso,
+        }
+    }
+}
+
+/// A sample with its task and frames, leaf (the PC) first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResolvedSample<'a> {
+    pub comm: &'a str,
+    pub pid: u32,
+    pub frames: Vec<Frame<'a>>,
+}
+
+/// Symbol tables of the firmware and the kernel plus a user-space resolver.
+#[derive(Clone, Debug, Default)]
+pub struct Symbolizer<R = NoUserSpace> {
+    firmware: Option<SymbolTable>,
+    kernel: Option<SymbolTable>,
+    user: R,
+}
+
+impl Symbolizer<NoUserSpace> {
+    pub fn new() -> Self {
+        Symbolizer { firmware: None, kernel: None, user: NoUserSpace }
+    }
+}
+
+impl<R: UserResolver> Symbolizer<R> {
+    pub fn with_user(user: R) -> Self {
+        Symbolizer { firmware: None, kernel: None, user }
+    }
+
+    pub fn set_firmware(&mut self, table: SymbolTable) -> &mut Self {
+        self.firmware = Some(table);
+        self
+    }
+
+    pub fn set_kernel(&mut self, table: SymbolTable) -> &mut Self {
+        self.kernel = Some(table);
+        self
+    }
+
+    pub fn user(&self) -> &R {
+        &self.user
+    }
+
+    pub fn user_mut(&mut self) -> &mut R {
+        &mut self.user
+    }
+
+    /// Resolve one address seen in `privilege` mode. `caller` marks a return
+    /// address: it is looked up one byte earlier, so a call that ends a
+    /// function is charged to the caller, not to the next function.
+    pub fn resolve(&self, privilege: Privilege, at: AddressSpace, addr: u64, caller: bool) -> Frame<'_> {
+        let space = match privilege {
+            Privilege::Machine => Space::Firmware,
+            Privilege::User => Space::User,
+            Privilege::Supervisor if !caller => Space::Kernel,
+            // A kernel call chain may run into the user stack it came from.
+            Privilege::Supervisor => {
+                let kernel_has = self.kernel.as_ref().is_some_and(|k| k.lookup(addr.wrapping_sub(1)).is_some());
+                if kernel_has || addr >> 63 == 1 {
+                    Space::Kernel
+                } else {
+                    Space::User
+                }
+            }
+        };
+        let probe = |file_addr: u64| if caller { file_addr.wrapping_sub(1) } else { file_addr };
+        fn from_table<'t>(
+            table: Option<&'t SymbolTable>,
+            fallback: &'static str,
+            probe: u64,
+        ) -> (&'t str, Option<&'t Symbol>) {
+            let sym = table.and_then(|t| t.lookup_symbol(probe));
+            let dso = match (sym.and_then(|s| s.module.as_deref()), table) {
+                (Some(module), _) => module,
+                (None, Some(t)) => t.name(),
+                (None, None) => fallback,
+            };
+            (dso, sym)
+        }
+        let (dso, file_addr, sym) = match space {
+            Space::Firmware => {
+                let (dso, sym) = from_table(self.firmware.as_ref(), FIRMWARE_DSO, probe(addr));
+                (dso, addr, sym)
+            }
+            Space::Kernel => {
+                let (dso, sym) = from_table(self.kernel.as_ref(), KERNEL_DSO, probe(addr));
+                (dso, addr, sym)
+            }
+            Space::User => match self.user.image(at, addr) {
+                Some(img) => {
+                    let file_addr = addr.wrapping_sub(img.bias);
+                    let sym = img.table.and_then(|t| t.lookup_symbol(probe(file_addr)));
+                    (img.name, file_addr, sym)
+                }
+                None => (UNKNOWN, addr, None),
+            },
+        };
+        Frame {
+            addr,
+            file_addr,
+            space,
+            dso,
+            symbol: sym.map(|s| s.name.as_str()),
+            offset: sym.map_or(0, |s| file_addr.wrapping_sub(s.start)),
+        }
+    }
+
+    /// Resolve a sample's PC and call stack, and name its task: the process
+    /// owning `satp` if the resolver knows it, else by privilege.
+    pub fn resolve_sample(&self, s: &Sample) -> ResolvedSample<'_> {
+        let at = AddressSpace { hart: s.hart, cycle: s.cycle, satp: s.satp };
+        let mut frames = Vec::with_capacity(1 + s.stack.len());
+        frames.push(self.resolve(s.privilege, at, s.pc, false));
+        frames.extend(s.stack.iter().map(|&ra| self.resolve(s.privilege, at, ra, true)));
+        let (comm, pid) = match self.user.process(at) {
+            Some(p) => (p.comm, p.pid),
+            None => match s.privilege {
+                Privilege::Machine => ("[firmware]", 0),
+                Privilege::Supervisor => ("[kernel]", 0),
+                Privilege::User => (frames[0].dso, 0),
+            },
+        };
+        ResolvedSample { comm, pid, frames }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(name: &str, syms: &[(u64, u64, &str)]) -> SymbolTable {
+        SymbolTable::from_ranges(name, syms.iter().map(|&(s, e, n)| (s, e, n.to_string())))
+    }
+
+    fn symbolizer() -> Symbolizer<SatpResolver> {
+        let mut user = SatpResolver::new();
+        let bb = user.add_image("busybox", table("busybox", &[(0x10000, 0x10100, "main"), (0x10100, 0x10200, "printf_core")]));
+        let lib = user.add_image("libc.so", table("libc.so", &[(0x1000, 0x1100, "memcpy")]));
+        user.add_space(
+            0x8000_0000_0008_1234,
+            0,
+            "sh",
+            42,
+            vec![
+                Mapping { start: 0x10000, end: 0x20000, image: bb, bias: 0 },
+                Mapping { start: 0x3f0000_0000, end: 0x3f0001_0000, image: lib, bias: 0x3f0000_0000 },
+            ],
+        );
+        let mut s = Symbolizer::with_user(user);
+        s.set_kernel(table("[kernel.kallsyms]", &[(0xffffffff80001000, 0xffffffff80001100, "handle_exception")]));
+        s.set_firmware(table("fw_jump.elf", &[(0x80000000, 0x80000100, "sbi_trap_handler")]));
+        s
+    }
+
+    #[test]
+    fn each_privilege_uses_its_table() {
+        let s = symbolizer();
+        let at = AddressSpace { hart: 0, cycle: 5, satp: 0x8000_0000_0008_1234 };
+        let f = s.resolve(Privilege::Machine, at, 0x80000010, false);
+        assert_eq!((f.symbol, f.offset, f.dso, f.where_name()), (Some("sbi_trap_handler"), 0x10, "fw_jump.elf", "firmware"));
+        let f = s.resolve(Privilege::Supervisor, at, 0xffffffff80001008, false);
+        assert_eq!((f.symbol, f.offset, f.where_name()), (Some("handle_exception"), 8, "kernel"));
+        let f = s.resolve(Privilege::User, at, 0x10104, false);
+        assert_eq!((f.symbol, f.offset, f.where_name()), (Some("printf_core"), 4, "busybox"));
+        let f = s.resolve(Privilege::User, at, 0x3f0000_1010, false);
+        assert_eq!((f.symbol, f.offset, f.file_addr, f.dso), (Some("memcpy"), 0x10, 0x1010, "libc.so"));
+        // Inside a mapped binary but outside its symbols: unknown in that binary.
+        let f = s.resolve(Privilege::User, at, 0x18000, false);
+        assert_eq!((f.symbol, f.dso), (None, "busybox"));
+        // Unmapped user address, or an unknown address space.
+        let f = s.resolve(Privilege::User, at, 0x999999, false);
+        assert_eq!((f.symbol, f.dso), (None, UNKNOWN));
+        let other = AddressSpace { satp: 0x8000_0000_0000_0001, ..at };
+        assert_eq!(s.resolve(Privilege::User, other, 0x10104, false).symbol, None);
+    }
+
+    #[test]
+    fn return_addresses_are_charged_to_the_call_site() {
+        let s = symbolizer();
+        let at = AddressSpace { hart: 0, cycle: 5, satp: 0x8000_0000_0008_1234 };
+        // A call as the last instruction of main returns to printf_core's start.
+        let f = s.resolve(Privilege::User, at, 0x10100, true);
+        assert_eq!((f.symbol, f.offset), (Some("main"), 0x100));
+    }
+
+    #[test]
+    fn sample_task_and_mixed_stack() {
+        let s = symbolizer();
+        let sample = Sample {
+            hart: 1,
+            cycle: 9,
+            pc: 0xffffffff80001004,
+            privilege: Privilege::Supervisor,
+            satp: 0x8000_0000_0008_1234,
+            stack: vec![0xffffffff80001080, 0x10050],
+        };
+        let r = s.resolve_sample(&sample);
+        assert_eq!((r.comm, r.pid), ("sh", 42));
+        let names: Vec<_> = r.frames.iter().map(|f| (f.symbol, f.space)).collect();
+        assert_eq!(
+            names,
+            vec![
+                (Some("handle_exception"), Space::Kernel),
+                (Some("handle_exception"), Space::Kernel),
+                (Some("main"), Space::User)
+            ]
+        );
+        let boot = Sample { satp: 0, privilege: Privilege::Machine, pc: 0x80000000, stack: vec![], ..sample };
+        let r = s.resolve_sample(&boot);
+        assert_eq!((r.comm, r.frames[0].symbol), ("[firmware]", Some("sbi_trap_handler")));
+    }
+
+    #[test]
+    fn later_entries_for_a_reused_root_table_win_from_their_cycle() {
+        let mut user = SatpResolver::new();
+        let a = user.add_image("a", table("a", &[(0x1000, 0x2000, "fa")]));
+        let b = user.add_image("b", table("b", &[(0x1000, 0x2000, "fb")]));
+        user.add_space(0x77, 0, "first", 1, vec![Mapping { start: 0x1000, end: 0x2000, image: a, bias: 0 }]);
+        user.add_space(0x77, 100, "second", 2, vec![Mapping { start: 0x1000, end: 0x2000, image: b, bias: 0 }]);
+        let s = Symbolizer::with_user(user);
+        let at = |cycle| AddressSpace { hart: 0, cycle, satp: 0x77 };
+        assert_eq!(s.resolve(Privilege::User, at(99), 0x1000, false).symbol, Some("fa"));
+        assert_eq!(s.resolve(Privilege::User, at(100), 0x1000, false).symbol, Some("fb"));
+        assert_eq!(s.user().process(at(100)).unwrap().comm, "second");
+    }
+}
