@@ -6,7 +6,7 @@ use clap::Subcommand;
 pub enum GuestCmd {
     /// Build an image (or find it in the cache) and print its directory.
     Build {
-        /// Image name: `debian` (default) or `custom`.
+        /// Image name: `debian` (default) or `custom` (any recipe in guest/images/).
         #[arg(long, default_value = "debian")]
         image: String,
     },
@@ -14,6 +14,13 @@ pub enum GuestCmd {
 
 pub fn run(cmd: GuestCmd) -> Result<i32, String> {
     match cmd {
-        GuestCmd::Build { image } => Err(format!("guest image `{image}`: image building is not implemented yet")),
+        GuestCmd::Build { image } => {
+            let started = std::time::Instant::now();
+            let mut progress = |line: &str| eprintln!("hartscope guest: {line}");
+            let built = hs_guest::build(&image, &mut progress).map_err(|e| e.to_string())?;
+            eprintln!("hartscope guest: done in {:.1} s", started.elapsed().as_secs_f64());
+            println!("{}", built.dir.display());
+            Ok(0)
+        }
     }
 }

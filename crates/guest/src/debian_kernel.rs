@@ -1,0 +1,192 @@
+//! A kernel from a Debian binary package: the `Image` OpenSBI jumps to, its
+//! config, and the modules the platform's devices need with everything they
+//! depend on, decompressed and in load order.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::error::{io_err, GuestError, Result};
+use crate::process::run;
+
+pub struct DebianKernel {
+    pub release: String,
+    pub image: PathBuf,
+    pub config: PathBuf,
+    /// (module name, decompressed .ko bytes) in load order: dependencies first.
+    pub modules: Vec<(String, Vec<u8>)>,
+    /// Requested modules Debian builds into the kernel.
+    pub builtin: Vec<String>,
+}
+
+/// Modules are named with `_`; file names may use `-`.
+pub fn canonical(name: &str) -> String {
+    name.replace('-', "_")
+}
+
+fn module_stem(file: &str) -> Option<&str> {
+    [".ko.xz", ".ko.zst", ".ko.gz", ".ko"].iter().find_map(|s| file.strip_suffix(s))
+}
+
+pub fn extract(deb: &Path, package: &str, into: &Path, wanted: &[String]) -> Result<DebianKernel> {
+    run(
+        &format!("unpacking package `{package}` (dpkg-deb -x)"),
+        Command::new("dpkg-deb").arg("-x").arg(deb).arg(into),
+    )?;
+    let boot = into.join("boot");
+    let image = find_prefixed(&boot, "vmlinux-").or_else(|| find_prefixed(&boot, "vmlinuz-")).ok_or_else(|| {
+        GuestError::Package { package: package.into(), detail: "has no boot/vmlinux-* kernel image".into() }
+    })?;
+    let fname = image.file_name().unwrap_or_default().to_string_lossy().into_owned();
+    let release = fname.split_once('-').map(|(_, r)| r.to_string()).unwrap_or_default();
+    let config = boot.join(format!("config-{release}"));
+    let moddir = ["usr/lib/modules", "lib/modules"]
+        .iter()
+        .map(|d| into.join(d).join(&release))
+        .find(|p| p.is_dir())
+        .ok_or_else(|| GuestError::Package {
+            package: package.into(),
+            detail: format!("has no modules directory for kernel {release}"),
+        })?;
+
+    let mut files = BTreeMap::new();
+    index_modules(&moddir, &moddir, &mut files)?;
+    let builtin_text = std::fs::read_to_string(moddir.join("modules.builtin")).unwrap_or_default();
+    let builtin_all: BTreeSet<String> = builtin_text
+        .lines()
+        .filter_map(|l| l.rsplit('/').next().and_then(module_stem).map(canonical))
+        .collect();
+
+    let mut order = Vec::new();
+    let mut seen = BTreeSet::new();
+    let mut builtin = Vec::new();
+    for w in wanted {
+        let name = canonical(w);
+        if !files.contains_key(&name) {
+            if builtin_all.contains(&name) {
+                builtin.push(name);
+                continue;
+            }
+            return Err(GuestError::Package {
+                package: package.into(),
+                detail: format!("module `{w}` is neither shipped nor built in (kernel {release}); fix the image recipe"),
+            });
+        }
+        visit(&name, &files, &builtin_all, package, &mut seen, &mut order, 0)?;
+    }
+    Ok(DebianKernel { release, image, config, modules: order, builtin })
+}
+
+/// Depth-first: a module's dependencies are pushed before the module.
+fn visit(
+    name: &str,
+    files: &BTreeMap<String, PathBuf>,
+    builtin: &BTreeSet<String>,
+    package: &str,
+    seen: &mut BTreeSet<String>,
+    order: &mut Vec<(String, Vec<u8>)>,
+    depth: usize,
+) -> Result<()> {
+    if seen.contains(name) || builtin.contains(name) {
+        return Ok(());
+    }
+    if depth > 32 {
+        return Err(GuestError::Package { package: package.into(), detail: format!("module `{name}` has a dependency cycle") });
+    }
+    seen.insert(name.to_string());
+    let path = files.get(name).ok_or_else(|| GuestError::Package {
+        package: package.into(),
+        detail: format!("a needed module `{name}` is not in the package"),
+    })?;
+    let bytes = decompress(path, package)?;
+    for dep in module_depends(&bytes).map_err(|m| GuestError::Package {
+        package: package.into(),
+        detail: format!("cannot read {}: {m}", path.display()),
+    })? {
+        visit(&canonical(&dep), files, builtin, package, seen, order, depth + 1)?;
+    }
+    order.push((name.to_string(), bytes));
+    Ok(())
+}
+
+fn decompress(path: &Path, package: &str) -> Result<Vec<u8>> {
+    let name = path.to_string_lossy();
+    let tool = if name.ends_with(".xz") {
+        "xz"
+    } else if name.ends_with(".zst") {
+        "zstd"
+    } else if name.ends_with(".gz") {
+        "gzip"
+    } else {
+        return std::fs::read(path).map_err(io_err("read", path));
+    };
+    let out = Command::new(tool).arg("-dc").arg(path).output().map_err(|e| GuestError::ToolMissing {
+        step: format!("decompressing a module of package `{package}`"),
+        program: tool.into(),
+        package: if tool == "xz" { "xz-utils".into() } else { tool.into() },
+        source: e,
+    })?;
+    if !out.status.success() {
+        return Err(GuestError::Package {
+            package: package.into(),
+            detail: format!("`{tool} -dc {}` failed: {}", path.display(), String::from_utf8_lossy(&out.stderr).trim()),
+        });
+    }
+    Ok(out.stdout)
+}
+
+/// The `depends=` list of a module's `.modinfo` section.
+pub fn module_depends(ko: &[u8]) -> std::result::Result<Vec<String>, String> {
+    use object::{Object, ObjectSection};
+    let file = object::File::parse(ko).map_err(|e| e.to_string())?;
+    let section = file.section_by_name(".modinfo").ok_or("no .modinfo section")?;
+    let data = section.data().map_err(|e| e.to_string())?;
+    Ok(data
+        .split(|b| *b == 0)
+        .filter_map(|kv| std::str::from_utf8(kv).ok())
+        .filter_map(|kv| kv.strip_prefix("depends="))
+        .flat_map(|v| v.split(',').filter(|d| !d.is_empty()).map(str::to_string).collect::<Vec<_>>())
+        .collect())
+}
+
+fn index_modules(root: &Path, dir: &Path, files: &mut BTreeMap<String, PathBuf>) -> Result<()> {
+    for e in std::fs::read_dir(dir).map_err(io_err("list", dir))?.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            index_modules(root, &p, files)?;
+        } else if let Some(stem) = p.file_name().and_then(|f| f.to_str()).and_then(module_stem) {
+            files.entry(canonical(stem)).or_insert(p);
+        }
+    }
+    Ok(())
+}
+
+fn find_prefixed(dir: &Path, prefix: &str) -> Option<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.file_name().and_then(|f| f.to_str()).is_some_and(|f| f.starts_with(prefix)))
+        .collect();
+    v.sort();
+    v.pop()
+}
+
+/// Whether a kernel config enables KASLR (then the image boots with `nokaslr`).
+pub fn has_kaslr(config: &str) -> bool {
+    config.lines().any(|l| l.trim() == "CONFIG_RANDOMIZE_BASE=y")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_kaslr() {
+        assert_eq!(canonical("spi-dw-mmio"), "spi_dw_mmio");
+        assert_eq!(module_stem("virtio_mmio.ko.xz"), Some("virtio_mmio"));
+        assert_eq!(module_stem("README"), None);
+        assert!(has_kaslr("CONFIG_X=y\nCONFIG_RANDOMIZE_BASE=y\n"));
+        assert!(!has_kaslr("# CONFIG_RANDOMIZE_BASE is not set\n"));
+    }
+}

@@ -1,0 +1,130 @@
+//! Booting an image under Debian's `qemu-system-riscv64 -M virt`: used at
+//! build time to capture the Debian kernel's /proc/kallsyms, and by the
+//! integration test that proves each image independently of our emulator.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use crate::error::{io_err, Result};
+use crate::process::run_with_timeout;
+
+pub const QEMU: &str = "qemu-system-riscv64";
+
+pub struct QemuBoot<'a> {
+    pub firmware: &'a Path,
+    pub kernel: &'a Path,
+    pub initrd: &'a Path,
+    pub append: &'a str,
+    pub smp: u32,
+    pub memory_mib: u32,
+    pub timeout: Duration,
+    /// Where the console output is written.
+    pub console_log: PathBuf,
+}
+
+/// The console output of a boot, and whether QEMU exited by itself in time.
+pub struct QemuResult {
+    pub console: String,
+    pub exited: bool,
+}
+
+impl QemuBoot<'_> {
+    pub fn command(&self) -> Command {
+        let mut c = Command::new(QEMU);
+        c.args(["-M", "virt", "-nographic", "-no-reboot"])
+            .arg("-smp")
+            .arg(self.smp.to_string())
+            .arg("-m")
+            .arg(format!("{}M", self.memory_mib))
+            .arg("-bios")
+            .arg(self.firmware)
+            .arg("-kernel")
+            .arg(self.kernel)
+            .arg("-initrd")
+            .arg(self.initrd)
+            .arg("-append")
+            .arg(self.append);
+        c
+    }
+
+    pub fn run(&self) -> Result<QemuResult> {
+        let step = format!("booting {} under {QEMU}", self.kernel.display());
+        let status = run_with_timeout(&step, &mut self.command(), &self.console_log, self.timeout)?;
+        let bytes = std::fs::read(&self.console_log).map_err(io_err("read", &self.console_log))?;
+        Ok(QemuResult { console: String::from_utf8_lossy(&bytes).replace('\r', ""), exited: status.is_some() })
+    }
+}
+
+pub const KALLSYMS_BEGIN: &str = "@@hartscope-kallsyms-begin@@";
+pub const KALLSYMS_END: &str = "@@hartscope-kallsyms-end@@";
+
+/// The workload that prints /proc/kallsyms between delimiters.
+pub fn kallsyms_workload() -> String {
+    format!(
+        "echo 0 > /proc/sys/kernel/kptr_restrict\n\
+         echo {KALLSYMS_BEGIN}\n\
+         cat /proc/kallsyms\n\
+         echo {KALLSYMS_END}\n"
+    )
+}
+
+/// Extracts and checks the kallsyms text between the delimiters.
+pub fn parse_kallsyms(console: &str) -> std::result::Result<String, String> {
+    let begin = console.find(&format!("{KALLSYMS_BEGIN}\n")).ok_or("the begin delimiter never appeared")?;
+    let body = &console[begin + KALLSYMS_BEGIN.len() + 1..];
+    let end = body.find(&format!("{KALLSYMS_END}\n")).ok_or("the end delimiter never appeared")?;
+    let body = &body[..end];
+    let mut count = 0usize;
+    let mut nonzero = false;
+    for (i, line) in body.lines().enumerate() {
+        let mut parts = line.split_whitespace();
+        let (Some(addr), Some(ty), Some(_name)) = (parts.next(), parts.next(), parts.next()) else {
+            return Err(format!("line {} is not `address type name`: {line:?}", i + 1));
+        };
+        let a = u64::from_str_radix(addr, 16).map_err(|_| format!("line {} has a bad address: {line:?}", i + 1))?;
+        if ty.len() != 1 {
+            return Err(format!("line {} has a bad symbol type: {line:?}", i + 1));
+        }
+        nonzero |= a != 0;
+        count += 1;
+    }
+    if count < 1000 {
+        return Err(format!("only {count} symbols"));
+    }
+    if !nonzero {
+        return Err("every address is zero (kptr_restrict)".into());
+    }
+    Ok(body.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kallsyms_between_delimiters() {
+        let mut console = String::from("boot noise\n");
+        console.push_str(KALLSYMS_BEGIN);
+        console.push('\n');
+        for i in 0..1200u64 {
+            console.push_str(&format!("{:016x} T sym_{i}\n", 0xffffffff80000000u64 + i * 4));
+        }
+        console.push_str(&format!("{:016x} t helper\t[virtio_mmio]\n", 0xffffffff01000000u64));
+        console.push_str(KALLSYMS_END);
+        console.push_str("\nhartscope-agent: workload exited with status 0\n");
+        let text = parse_kallsyms(&console).unwrap();
+        assert_eq!(text.lines().count(), 1201);
+        assert!(text.ends_with("[virtio_mmio]\n"));
+
+        let zeros: String = console
+            .lines()
+            .map(|l| match l.split_once(' ') {
+                Some((addr, rest)) if addr.len() == 16 => format!("{} {rest}\n", "0".repeat(16)),
+                _ => format!("{l}\n"),
+            })
+            .collect();
+        assert!(parse_kallsyms(&zeros).unwrap_err().contains("zero"));
+        assert!(parse_kallsyms("no delimiters").is_err());
+    }
+}

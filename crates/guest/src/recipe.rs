@@ -1,0 +1,169 @@
+//! Image recipes (`guest/images/NAME.toml`) and their hashes. The hash
+//! covers every file the image is made from, so a changed recipe rebuilds
+//! and an unchanged one is found in the cache.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+
+use crate::error::{io_err, GuestError, Result};
+
+/// Bumped when the build logic changes in a way that changes images.
+pub const RECIPE_FORMAT: &str = "hartscope-guest-recipe-1";
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Recipe {
+    pub description: String,
+    /// Debian suite the riscv64 binary packages (kernel, firmware) come from.
+    pub binary_suite: String,
+    /// Debian suite BusyBox's source package comes from.
+    pub source_suite: String,
+    /// Kernel command line the image boots with (`nokaslr` is added when needed).
+    pub append: String,
+    pub firmware_package: String,
+    pub kernel: KernelRecipe,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "source", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum KernelRecipe {
+    /// A kernel from a Debian binary package, with selected modules.
+    DebianPackage { package: String, modules: Vec<String> },
+    /// A kernel cross-built from a Debian kernel source tarball.
+    LinuxSource {
+        package: String,
+        tarball: PathBuf,
+        base: String,
+        /// Config fragment, relative to the guest directory.
+        config: String,
+        /// Patch directory, relative to the guest directory.
+        patches: String,
+    },
+}
+
+/// Inputs shared by every image: the agent, hsmark, the C workloads, BusyBox's config.
+const COMMON_DIRS: &[&str] = &["agent", "hsmark", "busybox"];
+
+pub struct LoadedRecipe {
+    pub name: String,
+    pub recipe: Recipe,
+    pub hash: String,
+}
+
+impl LoadedRecipe {
+    /// Short hash used in directory names.
+    pub fn short_hash(&self) -> &str {
+        &self.hash[..16]
+    }
+}
+
+pub fn known_images(guest_dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(guest_dir.join("images"))
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .filter_map(|e| e.file_name().to_str().and_then(|n| n.strip_suffix(".toml")).map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+pub fn load(guest_dir: &Path, name: &str) -> Result<LoadedRecipe> {
+    let valid = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    let path = guest_dir.join("images").join(format!("{name}.toml"));
+    if !valid || !path.is_file() {
+        let known = known_images(guest_dir);
+        let known = if known.is_empty() {
+            format!("none (no recipes under {})", guest_dir.join("images").display())
+        } else {
+            known.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+        };
+        return Err(GuestError::UnknownImage { name: name.to_string(), known });
+    }
+    let text = std::fs::read_to_string(&path).map_err(io_err("read", &path))?;
+    let recipe: Recipe =
+        toml::from_str(&text).map_err(|e| GuestError::Recipe { path: path.clone(), message: e.message().to_string() })?;
+    let hash = hash_inputs(guest_dir, name, &recipe)?;
+    Ok(LoadedRecipe { name: name.to_string(), recipe, hash })
+}
+
+/// Every file (relative path → contents) the image is made from.
+pub fn input_files(guest_dir: &Path, name: &str, recipe: &Recipe) -> Result<BTreeMap<String, Vec<u8>>> {
+    let mut files = BTreeMap::new();
+    let rel = format!("images/{name}.toml");
+    files.insert(rel.clone(), read(&guest_dir.join(&rel))?);
+    for dir in COMMON_DIRS {
+        collect_dir(guest_dir, dir, &mut files, &|_| true)?;
+    }
+    // Only the C programs of guest/workloads go into images; its scripts are
+    // workloads the host supplies at run time.
+    collect_dir(guest_dir, "workloads", &mut files, &|p| {
+        !p.contains('/') && (p.ends_with(".c") || p.ends_with(".h"))
+    })?;
+    if let KernelRecipe::LinuxSource { config, patches, .. } = &recipe.kernel {
+        files.insert(config.clone(), read(&guest_dir.join(config))?);
+        collect_dir(guest_dir, patches, &mut files, &|p| p.ends_with(".patch"))?;
+    }
+    Ok(files)
+}
+
+fn hash_inputs(guest_dir: &Path, name: &str, recipe: &Recipe) -> Result<String> {
+    let mut h = Sha256::new();
+    h.update(RECIPE_FORMAT.as_bytes());
+    h.update([0]);
+    h.update(name.as_bytes());
+    h.update([0]);
+    for (path, data) in input_files(guest_dir, name, recipe)? {
+        h.update(path.as_bytes());
+        h.update([0]);
+        h.update((data.len() as u64).to_le_bytes());
+        h.update(&data);
+    }
+    Ok(hex(&h.finalize()))
+}
+
+fn read(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(io_err("read recipe file", path))
+}
+
+/// Adds the files under `guest_dir/dir` whose path relative to `dir` passes
+/// `keep`, keyed by their path relative to `guest_dir`. A missing directory adds nothing.
+fn collect_dir(
+    guest_dir: &Path,
+    dir: &str,
+    files: &mut BTreeMap<String, Vec<u8>>,
+    keep: &dyn Fn(&str) -> bool,
+) -> Result<()> {
+    let root = guest_dir.join(dir);
+    if !root.is_dir() {
+        return Ok(());
+    }
+    let mut stack = vec![root.clone()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).map_err(io_err("list", &d))? {
+            let entry = entry.map_err(io_err("list", &d))?;
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            let inner = path.strip_prefix(&root).unwrap_or(&path).to_string_lossy().replace('\\', "/");
+            if keep(&inner) {
+                files.insert(format!("{dir}/{inner}").replace("//", "/"), read(&path)?);
+            }
+        }
+    }
+    Ok(())
+}
+
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}

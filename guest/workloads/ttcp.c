@@ -1,0 +1,171 @@
+/*
+ * ttcp: a ttcp-like TCP bulk transfer that reports bytes per second.
+ *
+ *   ttcp -r [-p PORT] [-l LEN]                    receive and discard
+ *   ttcp -t HOST [-p PORT] [-l LEN] [-n COUNT]    send LEN x COUNT bytes
+ *   ttcp [-p PORT] [-l LEN] [-n COUNT]            both ends over loopback
+ *
+ * Defaults: LEN 8192, COUNT 2048 (16 MiB), PORT 5001. The transmit phase is
+ * bracketed by markers.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "marker.h"
+
+static void phase(const char *label) { mark_phase(label, strlen(label)); }
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void report(const char *who, long long bytes, double secs)
+{
+	printf("ttcp-%s: %lld bytes in %.6f s = %.1f bytes/s\n", who, bytes, secs,
+	       secs > 0 ? bytes / secs : 0.0);
+	fflush(stdout);
+}
+
+static int listen_on(int port)
+{
+	struct sockaddr_in sa;
+	int one = 1, fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (fd < 0)
+		return -1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	memset(&sa, 0, sizeof sa);
+	sa.sin_family = AF_INET;
+	sa.sin_port = htons(port);
+	sa.sin_addr.s_addr = htonl(INADDR_ANY);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(fd, 1) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int receive(int lfd, long len)
+{
+	char *buf = malloc(len);
+	long long total = 0;
+	double start;
+	ssize_t n;
+	int fd = accept(lfd, NULL, NULL);
+	if (fd < 0 || !buf) {
+		perror("ttcp-r: accept");
+		return 1;
+	}
+	start = now();
+	while ((n = read(fd, buf, len)) > 0)
+		total += n;
+	if (n < 0) {
+		perror("ttcp-r: read");
+		return 1;
+	}
+	report("r", total, now() - start);
+	close(fd);
+	free(buf);
+	return 0;
+}
+
+static int transmit(const char *host, int port, long len, long count)
+{
+	struct sockaddr_in sa;
+	char *buf = malloc(len);
+	long i;
+	double start;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (fd < 0 || !buf) {
+		perror("ttcp-t: socket");
+		return 1;
+	}
+	memset(&sa, 0, sizeof sa);
+	sa.sin_family = AF_INET;
+	sa.sin_port = htons(port);
+	if (inet_pton(AF_INET, host, &sa.sin_addr) != 1) {
+		fprintf(stderr, "ttcp-t: `%s` is not an IPv4 address\n", host);
+		return 2;
+	}
+	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+		fprintf(stderr, "ttcp-t: connect to %s:%d: %s\n", host, port, strerror(errno));
+		return 1;
+	}
+	for (i = 0; i < len; i++)
+		buf[i] = (char)i;
+	phase("ttcp transmit");
+	start = now();
+	for (i = 0; i < count; i++) {
+		long off = 0;
+		while (off < len) {
+			ssize_t n = write(fd, buf + off, len - off);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0) {
+				perror("ttcp-t: write");
+				return 1;
+			}
+			off += n;
+		}
+	}
+	close(fd);
+	report("t", (long long)len * count, now() - start);
+	phase("ttcp done");
+	free(buf);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	long len = 8192, count = 2048;
+	int port = 5001, opt, mode = 0; /* 0 loopback, 'r', 't' */
+	const char *host = "127.0.0.1";
+	while ((opt = getopt(argc, argv, "rt:p:l:n:")) != -1) {
+		switch (opt) {
+		case 'r': mode = 'r'; break;
+		case 't': mode = 't'; host = optarg; break;
+		case 'p': port = atoi(optarg); break;
+		case 'l': len = strtol(optarg, NULL, 0); break;
+		case 'n': count = strtol(optarg, NULL, 0); break;
+		default:
+			fprintf(stderr, "usage: ttcp [-r | -t HOST] [-p PORT] [-l LEN] [-n COUNT]\n");
+			return 2;
+		}
+	}
+	if (len <= 0 || count <= 0) {
+		fprintf(stderr, "ttcp: LEN and COUNT must be positive\n");
+		return 2;
+	}
+	if (mode == 't')
+		return transmit(host, port, len, count);
+	{
+		int lfd = listen_on(port), status = 0;
+		pid_t child;
+		if (lfd < 0) {
+			fprintf(stderr, "ttcp-r: cannot listen on port %d: %s\n", port, strerror(errno));
+			return 1;
+		}
+		if (mode == 'r')
+			return receive(lfd, len);
+		child = fork();
+		if (child == 0) {
+			close(lfd);
+			_exit(transmit("127.0.0.1", port, len, count));
+		}
+		if (receive(lfd, len) != 0)
+			return 1;
+		waitpid(child, &status, 0);
+		return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+	}
+}

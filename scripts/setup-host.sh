@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs the Debian packages hartscope needs on a bookworm host. Idempotent:
+# packages already present are left alone and `apt-get update` runs at most once.
+set -euo pipefail
+
+packages=(
+  gcc-riscv64-linux-gnu libc6-dev-riscv64-cross binutils-riscv64-linux-gnu
+  gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf
+  qemu-system-misc device-tree-compiler
+  cpio bc flex bison libssl-dev libelf-dev build-essential
+  xz-utils zstd dpkg-dev linux-source-6.1 sqlite3
+  # guest image builds: private apt configurations, signature checks, fetches
+  apt debian-archive-keyring gpgv ca-certificates coreutils
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed$'; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]})); then
+  echo "setup-host: installing ${missing[*]}" >&2
+  sudo_cmd=()
+  if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
+  "${sudo_cmd[@]}" apt-get update -q
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+else
+  echo "setup-host: all Debian packages present" >&2
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "setup-host: cargo is not on PATH; install a Rust toolchain (rustup or Debian's cargo) first" >&2
+  exit 1
+fi
+echo "setup-host: ok ($(cargo --version))" >&2
