@@ -36,6 +36,9 @@ pub enum ObserveError {
     /// A guest frequency of zero cannot convert cycles to time.
     #[error("guest frequency (guest_hz) must be greater than zero")]
     ZeroFrequency,
+    /// A value could not be encoded as JSON.
+    #[error("cannot encode {what} as JSON: {reason}")]
+    Json { what: &'static str, reason: String },
     /// A sample period of zero is meaningless for a sampled profile.
     #[error("sample period (sample_period) must be greater than zero")]
     ZeroSamplePeriod,

@@ -1,0 +1,298 @@
+//! Chrome trace-event JSON (the format Perfetto and `chrome://tracing`
+//! open): one track per hart, a track of phases, duration slices for `wfi`
+//! idle spans and system calls, instants for traps and markers, and flow
+//! arrows from each IPI send to the receive that consumed it.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use super::text::cycles_to_ps;
+use crate::error::{ObserveError, Result};
+use crate::event::{cause_name, syscall_name, Event, EventKind};
+use crate::phase::Phase;
+
+/// Process holding one thread per hart (`tid` = hart + 1).
+const HARTS_PID: u32 = 1;
+/// Process holding the phase track.
+const PHASES_PID: u32 = 2;
+const PHASES_TID: u32 = 1;
+
+fn hart_tid(hart: u16) -> u32 {
+    // tid 0 means "no thread" to some trace readers.
+    hart as u32 + 1
+}
+
+#[derive(Serialize)]
+struct TraceEvent {
+    name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cat: Option<&'static str>,
+    ph: &'static str,
+    ts: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dur: Option<f64>,
+    pid: u32,
+    tid: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    s: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bp: Option<&'static str>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    args: BTreeMap<&'static str, serde_json::Value>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Trace {
+    trace_events: Vec<TraceEvent>,
+    display_time_unit: &'static str,
+}
+
+struct Clock {
+    hz: u64,
+}
+
+impl Clock {
+    fn us(&self, cycle: u64) -> f64 {
+        cycles_to_ps(cycle, self.hz) as f64 / 1e6
+    }
+    fn dur(&self, start: u64, end: u64) -> f64 {
+        (cycles_to_ps(end, self.hz) - cycles_to_ps(start.min(end), self.hz)) as f64 / 1e6
+    }
+}
+
+fn meta(name: &str, pid: u32, tid: u32, key: &'static str, value: serde_json::Value) -> TraceEvent {
+    TraceEvent {
+        name: name.to_string(),
+        cat: None,
+        ph: "M",
+        ts: 0.0,
+        dur: None,
+        pid,
+        tid,
+        s: None,
+        id: None,
+        bp: None,
+        args: BTreeMap::from([(key, value)]),
+    }
+}
+
+fn slice(name: String, cat: &'static str, ts: f64, dur: f64, pid: u32, tid: u32) -> TraceEvent {
+    TraceEvent { name, cat: Some(cat), ph: "X", ts, dur: Some(dur), pid, tid, s: None, id: None, bp: None, args: BTreeMap::new() }
+}
+
+fn instant(name: String, cat: &'static str, ts: f64, tid: u32) -> TraceEvent {
+    TraceEvent {
+        name,
+        cat: Some(cat),
+        ph: "i",
+        ts,
+        dur: None,
+        pid: HARTS_PID,
+        tid,
+        s: Some("t"),
+        id: None,
+        bp: None,
+        args: BTreeMap::new(),
+    }
+}
+
+fn syscall_label(number: u64) -> String {
+    match syscall_name(number) {
+        Some(n) => format!("syscall {n} ({number})"),
+        None => format!("syscall {number}"),
+    }
+}
+
+fn trap_label(kind: &str, interrupt: bool, cause: u64) -> String {
+    match cause_name(interrupt, cause) {
+        Some(n) => format!("{kind}: {n}"),
+        None => format!("{kind}: cause {cause}"),
+    }
+}
+
+/// Render events and phases as a Chrome trace; `guest_hz` turns cycles into
+/// microseconds. Events may come in any order: they are ordered by cycle
+/// (stably, so simultaneous events keep their recorded order).
+pub fn chrome_trace(events: &[Event], phases: &[Phase], guest_hz: u64) -> Result<String> {
+    if guest_hz == 0 {
+        return Err(ObserveError::ZeroFrequency);
+    }
+    let clock = Clock { hz: guest_hz };
+    let mut order: Vec<usize> = (0..events.len()).collect();
+    order.sort_by_key(|&i| events[i].cycle);
+    let last_cycle = events
+        .iter()
+        .map(|e| match e.kind {
+            EventKind::WfiIdle { end_cycle } => end_cycle.max(e.cycle),
+            _ => e.cycle,
+        })
+        .chain(phases.iter().map(|p| p.end_cycle))
+        .max()
+        .unwrap_or(0);
+
+    let mut harts: BTreeSet<u16> = events.iter().map(|e| e.hart).collect();
+    harts.extend(phases.iter().flat_map(|p| p.harts.iter().map(|h| h.hart)));
+
+    let mut out = Vec::new();
+    out.push(meta("process_name", HARTS_PID, 0, "name", "hartscope guest".into()));
+    out.push(meta("process_sort_index", HARTS_PID, 0, "sort_index", 1.into()));
+    for &h in &harts {
+        out.push(meta("thread_name", HARTS_PID, hart_tid(h), "name", format!("hart {h}").into()));
+        out.push(meta("thread_sort_index", HARTS_PID, hart_tid(h), "sort_index", (h as u64).into()));
+    }
+    if !phases.is_empty() {
+        out.push(meta("process_name", PHASES_PID, 0, "name", "phases".into()));
+        out.push(meta("process_sort_index", PHASES_PID, 0, "sort_index", 0.into()));
+        out.push(meta("thread_name", PHASES_PID, PHASES_TID, "name", "phases".into()));
+    }
+    for p in phases {
+        let mut e = slice(
+            format!("{}. {}", p.index, p.label),
+            "phase",
+            clock.us(p.start_cycle),
+            clock.dur(p.start_cycle, p.end_cycle),
+            PHASES_PID,
+            PHASES_TID,
+        );
+        e.args.insert("cycles", p.cycles().into());
+        e.args.insert("instret", p.instret().into());
+        out.push(e);
+    }
+
+    // IPI flows: each receive consumes every earlier unconsumed send aimed
+    // at its hart (from the named sender, when known). MSIP is one bit, so
+    // several sends may wake one receive.
+    let mut pending: BTreeMap<u16, Vec<(usize, u16)>> = BTreeMap::new();
+    let mut flows_into: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    let mut flow_id_of_send: BTreeMap<usize, u64> = BTreeMap::new();
+    for &i in &order {
+        let e = &events[i];
+        match e.kind {
+            EventKind::IpiSent { to } => pending.entry(to).or_default().push((i, e.hart)),
+            EventKind::IpiReceived { from } => {
+                let list = pending.entry(e.hart).or_default();
+                let (taken, kept): (Vec<_>, Vec<_>) = list.drain(..).partition(|&(_, src)| from.map_or(true, |f| f == src));
+                *list = kept;
+                for (send, _) in taken {
+                    flow_id_of_send.insert(send, flow_id_of_send.len() as u64 + 1);
+                    flows_into.entry(i).or_default().push(send);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    // Syscall slices run from the ecall to the return to U-mode on the same
+    // hart; a context switch first means the task blocked, so the slice ends
+    // there (slices on one track must nest).
+    let mut open: BTreeMap<u16, (u64, u64)> = BTreeMap::new();
+    let close = |out: &mut Vec<TraceEvent>, hart: u16, (start, number): (u64, u64), end: u64, ended_by: &str| {
+        let mut e = slice(syscall_label(number), "syscall", clock.us(start), clock.dur(start, end), HARTS_PID, hart_tid(hart));
+        e.args.insert("number", number.into());
+        e.args.insert("ended_by", ended_by.into());
+        out.push(e);
+    };
+
+    let one_cycle_after = |c: u64| clock.dur(c, c.saturating_add(1));
+    for &i in &order {
+        let e = &events[i];
+        let tid = hart_tid(e.hart);
+        let ts = clock.us(e.cycle);
+        match &e.kind {
+            EventKind::Exception { cause, tval, target } => {
+                let mut ev = instant(trap_label("exception", false, *cause), "trap", ts, tid);
+                ev.args.insert("cause", (*cause).into());
+                ev.args.insert("tval", format!("{tval:#x}").into());
+                ev.args.insert("target", target.letter().to_string().into());
+                out.push(ev);
+            }
+            EventKind::Interrupt { cause, plic_source } => {
+                let mut ev = instant(trap_label("interrupt", true, *cause), "irq", ts, tid);
+                ev.args.insert("cause", (*cause).into());
+                if let Some(src) = plic_source {
+                    ev.args.insert("plic_source", (*src).into());
+                }
+                out.push(ev);
+            }
+            EventKind::IpiSent { to } => {
+                let dur = one_cycle_after(e.cycle);
+                out.push(slice(format!("IPI to hart {to}"), "ipi", ts, dur, HARTS_PID, tid));
+                if let Some(&id) = flow_id_of_send.get(&i) {
+                    out.push(TraceEvent {
+                        name: "IPI".into(),
+                        cat: Some("ipi"),
+                        ph: "s",
+                        ts,
+                        dur: None,
+                        pid: HARTS_PID,
+                        tid,
+                        s: None,
+                        id: Some(id),
+                        bp: None,
+                        args: BTreeMap::new(),
+                    });
+                }
+            }
+            EventKind::IpiReceived { from } => {
+                let name = match from {
+                    Some(f) => format!("IPI from hart {f}"),
+                    None => "IPI received".to_string(),
+                };
+                out.push(slice(name, "ipi", ts, one_cycle_after(e.cycle), HARTS_PID, tid));
+                for send in flows_into.get(&i).into_iter().flatten() {
+                    out.push(TraceEvent {
+                        name: "IPI".into(),
+                        cat: Some("ipi"),
+                        ph: "f",
+                        ts,
+                        dur: None,
+                        pid: HARTS_PID,
+                        tid,
+                        s: None,
+                        id: flow_id_of_send.get(send).copied(),
+                        bp: Some("e"),
+                        args: BTreeMap::new(),
+                    });
+                }
+            }
+            EventKind::WfiIdle { end_cycle } => {
+                out.push(slice("wfi idle".into(), "idle", ts, clock.dur(e.cycle, *end_cycle), HARTS_PID, tid));
+            }
+            EventKind::Syscall { number } => {
+                if let Some(prev) = open.insert(e.hart, (e.cycle, *number)) {
+                    close(&mut out, e.hart, prev, e.cycle, "next syscall");
+                }
+            }
+            EventKind::SyscallReturn => {
+                // A return with no open call belongs to one cut by a switch.
+                if let Some(prev) = open.remove(&e.hart) {
+                    close(&mut out, e.hart, prev, e.cycle, "return");
+                }
+            }
+            EventKind::ContextSwitch { satp } => {
+                if let Some(prev) = open.remove(&e.hart) {
+                    close(&mut out, e.hart, prev, e.cycle, "context switch");
+                }
+                let mut ev = instant("context switch".into(), "sched", ts, tid);
+                ev.args.insert("satp", format!("{satp:#x}").into());
+                out.push(ev);
+            }
+            EventKind::PhaseMarker { label } => {
+                out.push(instant(format!("phase: {label}"), "marker", ts, tid));
+            }
+            EventKind::Instant { label } => {
+                out.push(instant(label.clone(), "mark", ts, tid));
+            }
+        }
+    }
+    for (hart, prev) in std::mem::take(&mut open) {
+        close(&mut out, hart, prev, last_cycle, "end of trace");
+    }
+
+    let trace = Trace { trace_events: out, display_time_unit: "ns" };
+    serde_json::to_string_pretty(&trace).map_err(|e| ObserveError::Json { what: "the Chrome trace", reason: e.to_string() })
+}

@@ -1,0 +1,434 @@
+//! Exact output of each exporter for a small fabricated record.
+
+mod common;
+
+use common::*;
+use hs_observe::export::{
+    annotate, chrome_trace, flamegraph_svg, fold, folded_text, itrace_text, perf_script, phase_table, CycleShape,
+    FlamegraphOptions, FoldOptions, HotFunctions,
+};
+use hs_observe::{
+    Event, EventKind, HartCounts, ItraceLine, LineAccess, LineTouch, Phase, Privilege, StallCause, StatBlock,
+    SymbolOffset, Unit,
+};
+use serde_json::{json, Value};
+
+#[test]
+fn perf_script_matches_perfs_callchain_layout() {
+    let out = perf_script(&samples(), &symbolizer(), GUEST_HZ, PERIOD).unwrap();
+    let expected = "\
+sh    42/42    [000]     0.000001:       1024 cycles: 
+\t           10110 printf_core+0x10 (busybox)
+\t           10050 main+0x50 (busybox)
+
+sh    42/42    [000]     0.000002:       1024 cycles: 
+\tffffffff80001210 n_tty_write+0x10 ([kernel.kallsyms])
+\tffffffff80001120 do_trap_ecall_u+0x20 ([kernel.kallsyms])
+\tffffffff80001010 handle_exception+0x10 ([kernel.kallsyms])
+\t           10420 __fwritex+0x20 (busybox)
+\t           10050 main+0x50 (busybox)
+
+sh    42/42    [001]     0.000003:       1024 cycles: 
+\t        80000110 sbi_console_putc+0x10 (fw_jump.elf)
+\t        80000020 sbi_trap_handler+0x20 (fw_jump.elf)
+
+[unknown]     0/0     [001]     1.000004:       1024 cycles: 
+\t           30000 [unknown] ([unknown])
+
+sh    42/42    [000]     0.000005:       1024 cycles: 
+\tffffffff80001210 n_tty_write+0x10 ([kernel.kallsyms])
+\tffffffff80001120 do_trap_ecall_u+0x20 ([kernel.kallsyms])
+\tffffffff80001010 handle_exception+0x10 ([kernel.kallsyms])
+\t           10420 __fwritex+0x20 (busybox)
+\t           10050 main+0x50 (busybox)
+
+";
+    assert_eq!(out, expected);
+}
+
+#[test]
+fn perf_script_lines_parse_like_stackcollapse_perf() {
+    // The header and frame patterns stackcollapse-perf.pl matches on.
+    let out = perf_script(&samples(), &symbolizer(), GUEST_HZ, PERIOD).unwrap();
+    for block in out.split("\n\n").filter(|b| !b.is_empty()) {
+        let mut lines = block.lines();
+        let header = lines.next().unwrap();
+        let fields: Vec<&str> = header.split_whitespace().collect();
+        assert_eq!(fields.len(), 6, "{header}");
+        assert!(fields[1].split('/').all(|n| n.parse::<u32>().is_ok()), "{header}");
+        assert!(fields[2].starts_with('[') && fields[2].ends_with(']'), "{header}");
+        assert!(fields[3].ends_with(':') && fields[3].trim_end_matches(':').parse::<f64>().is_ok());
+        assert_eq!(fields[4], "1024");
+        assert_eq!(fields[5], "cycles:");
+        for frame in lines {
+            let rest = frame.strip_prefix('\t').expect("frames start with a tab");
+            let (addr, tail) = rest.trim_start().split_once(' ').unwrap();
+            assert!(u64::from_str_radix(addr, 16).is_ok(), "{frame}");
+            assert!(tail.ends_with(')') && tail.contains(" ("), "{frame}");
+        }
+    }
+}
+
+#[test]
+fn perf_script_refuses_zero_frequency() {
+    assert!(perf_script(&samples(), &symbolizer(), 0, PERIOD).is_err());
+    assert!(perf_script(&samples(), &symbolizer(), GUEST_HZ, 0).is_err());
+}
+
+#[test]
+fn folded_stacks_outermost_first() {
+    let folded = fold(&samples(), &symbolizer(), FoldOptions::default());
+    assert_eq!(
+        folded_text(&folded),
+        "\
+[unknown] 1
+main;__fwritex;handle_exception;do_trap_ecall_u;n_tty_write 2
+main;printf_core 1
+sbi_trap_handler;sbi_console_putc 1
+"
+    );
+    let folded = fold(&samples(), &symbolizer(), FoldOptions { include_comm: true, annotate_space: true });
+    assert_eq!(
+        folded_text(&folded),
+        "\
+[unknown];[unknown] 1
+sh;main;__fwritex;handle_exception_[k];do_trap_ecall_u_[k];n_tty_write_[k] 2
+sh;main;printf_core 1
+sh;sbi_trap_handler_[f];sbi_console_putc_[f] 1
+"
+    );
+}
+
+#[test]
+fn hot_functions_table() {
+    let hot = HotFunctions::compute(&samples(), &symbolizer(), PERIOD);
+    assert_eq!(hot.samples_of("n_tty_write"), 2);
+    assert_eq!(hot.samples_in("printf_core", "busybox"), 1);
+    assert_eq!(hot.samples_of("hvc_sbi_tty_put"), 0);
+    assert_eq!(
+        hot.to_markdown("P87 shell", 2),
+        "\
+**P87 shell** — 5 samples, one every 1,024 cycles
+
+| # | symbol | where | samples | share |
+|--:|:--|:--|--:|--:|
+| 1 | n_tty_write | kernel | 2 | 40.0% |
+| 2 | [unknown] | [unknown] | 1 | 20.0% |
+| 3 | (remaining) | remaining | 2 | 40.0% |
+"
+    );
+    // With room for every row there is no "(remaining)".
+    let all = hot.to_markdown("x", 10);
+    assert!(!all.contains("(remaining)"));
+    assert!(all.contains("| 4 | sbi_console_putc | firmware | 1 | 20.0% |"));
+}
+
+#[test]
+fn flamegraph_exact_for_two_stacks() {
+    let folded = vec![("a;b".to_string(), 3), ("a;c<x>".to_string(), 1)];
+    let opts = FlamegraphOptions { title: "t".into(), width: 120, ..FlamegraphOptions::default() };
+    let svg = flamegraph_svg(&folded, &opts);
+    let expected = r#"<?xml version="1.0" standalone="no"?>
+<svg version="1.1" width="120" height="96" viewBox="0 0 120 96" xmlns="http://www.w3.org/2000/svg">
+<style>text { font-family: Verdana, sans-serif; font-size: 12px; fill: rgb(0,0,0); } g:hover rect { stroke: rgb(0,0,0); stroke-width: 0.5; }</style>
+<rect x="0" y="0" width="120" height="96" fill="rgb(248,248,248)"/>
+<text x="60.0" y="24.0" text-anchor="middle" style="font-size: 17px">t</text>
+<g><title>all (4 samples, 100.00%)</title><rect x="10.00" y="68.0" width="100.00" height="15" fill="rgb(COLOUR_ALL)" rx="2" ry="2"/><text x="13.00" y="79.5">all</text></g>
+<g><title>a (4 samples, 100.00%)</title><rect x="10.00" y="52.0" width="100.00" height="15" fill="rgb(COLOUR_A)" rx="2" ry="2"/><text x="13.00" y="63.5">a</text></g>
+<g><title>b (3 samples, 75.00%)</title><rect x="10.00" y="36.0" width="75.00" height="15" fill="rgb(COLOUR_B)" rx="2" ry="2"/><text x="13.00" y="47.5">b</text></g>
+<g><title>c&lt;x&gt; (1 sample, 25.00%)</title><rect x="85.00" y="36.0" width="25.00" height="15" fill="rgb(COLOUR_C)" rx="2" ry="2"/></g>
+</svg>
+"#;
+    // Colours are a hash of the name: check they are stable and warm, then
+    // compare the rest exactly.
+    let mut normalised = svg.clone();
+    for (name, tag) in [("all", "COLOUR_ALL"), ("a", "COLOUR_A"), ("b", "COLOUR_B"), ("c&lt;x&gt;", "COLOUR_C")] {
+        let title = format!("<title>{name} (");
+        let at = normalised.find(&title).unwrap();
+        let fill_at = at + normalised[at..].find("fill=\"rgb(").unwrap() + "fill=\"rgb(".len();
+        let end = fill_at + normalised[fill_at..].find(')').unwrap();
+        let rgb: Vec<u32> = normalised[fill_at..end].split(',').map(|v| v.parse().unwrap()).collect();
+        assert!(rgb[0] >= 205 && rgb[1] <= 230 && rgb[2] <= 55, "{name}: {rgb:?}");
+        normalised.replace_range(fill_at..end, tag);
+    }
+    assert_eq!(normalised, expected);
+    assert_eq!(flamegraph_svg(&folded, &opts), svg, "deterministic");
+    // Same name, same colour, in any graph.
+    let other = flamegraph_svg(&[("b".to_string(), 1)], &opts);
+    let colour_of_b = |s: &str| {
+        let at = s.find("<title>b (").unwrap();
+        let f = at + s[at..].find("fill=").unwrap();
+        s[f..f + 22].to_string()
+    };
+    assert_eq!(colour_of_b(&svg), colour_of_b(&other));
+}
+
+#[test]
+fn flamegraph_without_samples_is_still_an_svg() {
+    let svg = flamegraph_svg(&[], &FlamegraphOptions::default());
+    assert!(svg.contains("no samples") && svg.ends_with("</svg>\n"));
+}
+
+fn trace_events() -> Vec<Event> {
+    let e = |hart, cycle, kind| Event { hart, cycle, kind };
+    vec![
+        e(0, 100, EventKind::Syscall { number: 64 }),
+        e(0, 150, EventKind::IpiSent { to: 1 }),
+        e(1, 50, EventKind::WfiIdle { end_cycle: 200 }),
+        e(1, 200, EventKind::IpiReceived { from: Some(0) }),
+        e(1, 210, EventKind::Interrupt { cause: 9, plic_source: Some(10) }),
+        e(0, 300, EventKind::SyscallReturn),
+        e(0, 400, EventKind::Syscall { number: 63 }),
+        e(0, 500, EventKind::ContextSwitch { satp: 0x8000_0000_0000_0042 }),
+        e(0, 600, EventKind::PhaseMarker { label: "echo".into() }),
+        e(0, 700, EventKind::Exception { cause: 13, tval: 0x1000, target: Privilege::Supervisor }),
+        e(1, 800, EventKind::Syscall { number: 173 }),
+        e(0, 900, EventKind::Instant { label: "note".into() }),
+    ]
+}
+
+fn trace_phases() -> Vec<Phase> {
+    vec![Phase {
+        index: 1,
+        label: "echo".into(),
+        start_cycle: 600,
+        end_cycle: 1000,
+        harts: vec![HartCounts { hart: 0, cycles: 400, instret: 200 }],
+    }]
+}
+
+#[test]
+fn chrome_trace_exact_events() {
+    let text = chrome_trace(&trace_events(), &trace_phases(), GUEST_HZ).unwrap();
+    let v: Value = serde_json::from_str(&text).unwrap();
+    let expected = json!({
+      "displayTimeUnit": "ns",
+      "traceEvents": [
+        {"name":"process_name","ph":"M","ts":0.0,"pid":1,"tid":0,"args":{"name":"hartscope guest"}},
+        {"name":"process_sort_index","ph":"M","ts":0.0,"pid":1,"tid":0,"args":{"sort_index":1}},
+        {"name":"thread_name","ph":"M","ts":0.0,"pid":1,"tid":1,"args":{"name":"hart 0"}},
+        {"name":"thread_sort_index","ph":"M","ts":0.0,"pid":1,"tid":1,"args":{"sort_index":0}},
+        {"name":"thread_name","ph":"M","ts":0.0,"pid":1,"tid":2,"args":{"name":"hart 1"}},
+        {"name":"thread_sort_index","ph":"M","ts":0.0,"pid":1,"tid":2,"args":{"sort_index":1}},
+        {"name":"process_name","ph":"M","ts":0.0,"pid":2,"tid":0,"args":{"name":"phases"}},
+        {"name":"process_sort_index","ph":"M","ts":0.0,"pid":2,"tid":0,"args":{"sort_index":0}},
+        {"name":"thread_name","ph":"M","ts":0.0,"pid":2,"tid":1,"args":{"name":"phases"}},
+        {"name":"1. echo","cat":"phase","ph":"X","ts":0.6,"dur":0.4,"pid":2,"tid":1,"args":{"cycles":400,"instret":200}},
+        {"name":"wfi idle","cat":"idle","ph":"X","ts":0.05,"dur":0.15,"pid":1,"tid":2},
+        {"name":"IPI to hart 1","cat":"ipi","ph":"X","ts":0.15,"dur":0.001,"pid":1,"tid":1},
+        {"name":"IPI","cat":"ipi","ph":"s","ts":0.15,"pid":1,"tid":1,"id":1},
+        {"name":"IPI from hart 0","cat":"ipi","ph":"X","ts":0.2,"dur":0.001,"pid":1,"tid":2},
+        {"name":"IPI","cat":"ipi","ph":"f","ts":0.2,"pid":1,"tid":2,"id":1,"bp":"e"},
+        {"name":"interrupt: supervisor external interrupt","cat":"irq","ph":"i","ts":0.21,"pid":1,"tid":2,"s":"t",
+         "args":{"cause":9,"plic_source":10}},
+        {"name":"syscall write (64)","cat":"syscall","ph":"X","ts":0.1,"dur":0.2,"pid":1,"tid":1,
+         "args":{"ended_by":"return","number":64}},
+        {"name":"syscall read (63)","cat":"syscall","ph":"X","ts":0.4,"dur":0.1,"pid":1,"tid":1,
+         "args":{"ended_by":"context switch","number":63}},
+        {"name":"context switch","cat":"sched","ph":"i","ts":0.5,"pid":1,"tid":1,"s":"t",
+         "args":{"satp":"0x8000000000000042"}},
+        {"name":"phase: echo","cat":"marker","ph":"i","ts":0.6,"pid":1,"tid":1,"s":"t"},
+        {"name":"exception: load page fault","cat":"trap","ph":"i","ts":0.7,"pid":1,"tid":1,"s":"t",
+         "args":{"cause":13,"target":"S","tval":"0x1000"}},
+        {"name":"note","cat":"mark","ph":"i","ts":0.9,"pid":1,"tid":1,"s":"t"},
+        {"name":"syscall getppid (173)","cat":"syscall","ph":"X","ts":0.8,"dur":0.2,"pid":1,"tid":2,
+         "args":{"ended_by":"end of trace","number":173}}
+      ]
+    });
+    assert_eq!(v, expected, "{text}");
+    assert_eq!(chrome_trace(&trace_events(), &trace_phases(), GUEST_HZ).unwrap(), text, "deterministic");
+}
+
+#[test]
+fn chrome_trace_follows_the_trace_event_format() {
+    let text = chrome_trace(&trace_events(), &trace_phases(), 50_000_000).unwrap();
+    let v: Value = serde_json::from_str(&text).unwrap();
+    let events = v["traceEvents"].as_array().expect("traceEvents array");
+    let mut flow_starts = std::collections::BTreeSet::new();
+    let mut flow_ends = std::collections::BTreeSet::new();
+    let mut named_tracks = std::collections::BTreeSet::new();
+    let mut used_tracks = std::collections::BTreeSet::new();
+    for e in events {
+        let ph = e["ph"].as_str().expect("ph is a string");
+        assert!(e["name"].is_string(), "{e}");
+        assert!(e["pid"].is_u64() && e["tid"].is_u64(), "{e}");
+        assert!(e["ts"].as_f64().is_some_and(|t| t >= 0.0), "{e}");
+        let track = (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap());
+        match ph {
+            "M" => {
+                assert!(e["args"]["name"].is_string() || e["args"]["sort_index"].is_number(), "{e}");
+                if e["name"] == "thread_name" {
+                    named_tracks.insert(track);
+                }
+            }
+            "X" => {
+                assert!(e["dur"].as_f64().is_some_and(|d| d >= 0.0), "{e}");
+                used_tracks.insert(track);
+            }
+            "i" => {
+                assert!(matches!(e["s"].as_str(), Some("t" | "p" | "g")), "{e}");
+                used_tracks.insert(track);
+            }
+            "s" => {
+                flow_starts.insert(e["id"].as_u64().unwrap());
+            }
+            "f" => {
+                assert_eq!(e["bp"], "e");
+                flow_ends.insert(e["id"].as_u64().unwrap());
+            }
+            other => panic!("unexpected phase {other}"),
+        }
+    }
+    assert_eq!(flow_starts, flow_ends, "every flow has both ends");
+    assert!(used_tracks.is_subset(&named_tracks), "every track is named");
+    // 50 MHz: one cycle is 0.02 us.
+    let ipi = events.iter().find(|e| e["name"] == "IPI to hart 1").unwrap();
+    assert_eq!(ipi["ts"].as_f64(), Some(3.0));
+    assert_eq!(ipi["dur"].as_f64(), Some(0.02));
+    assert!(chrome_trace(&trace_events(), &[], 0).is_err());
+}
+
+#[test]
+fn unmatched_ipis_have_no_flow_and_from_is_respected() {
+    let e = |hart, cycle, kind| Event { hart, cycle, kind };
+    let events = vec![
+        e(0, 10, EventKind::IpiSent { to: 2 }),
+        e(1, 11, EventKind::IpiSent { to: 2 }),
+        e(2, 20, EventKind::IpiReceived { from: Some(1) }),
+        e(3, 30, EventKind::IpiSent { to: 0 }),
+    ];
+    let v: Value = serde_json::from_str(&chrome_trace(&events, &[], GUEST_HZ).unwrap()).unwrap();
+    let flows: Vec<(String, u64)> = v["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "s" || e["ph"] == "f")
+        .map(|e| (format!("{}@{}", e["ph"].as_str().unwrap(), e["tid"]), e["id"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(flows, vec![("s@2".to_string(), 1), ("f@3".to_string(), 1)]);
+}
+
+fn itrace_lines() -> Vec<ItraceLine> {
+    let line = |cycle, pc, off, disasm: &str, cycles, stall, lines| ItraceLine {
+        hart: 0,
+        cycle,
+        pc,
+        privilege: Privilege::Supervisor,
+        symbol: Some(SymbolOffset { name: "handle_exception".into(), offset: off }),
+        disasm: disasm.into(),
+        cycles,
+        stall,
+        lines,
+    };
+    vec![
+        line(
+            1000,
+            0xffffffff80001000,
+            0,
+            "csrrw tp,sscratch,tp",
+            5,
+            StallCause::Serialize,
+            vec![LineTouch { line: 0x80001000, access: LineAccess::Fetch, hit: false }],
+        ),
+        line(
+            1005,
+            0xffffffff80001004,
+            4,
+            "sd ra,8(sp)",
+            3,
+            StallCause::Mem,
+            vec![
+                LineTouch { line: 0x80001000, access: LineAccess::Fetch, hit: true },
+                LineTouch { line: 0x80ff2040, access: LineAccess::Store, hit: false },
+            ],
+        ),
+        line(1008, 0xffffffff80001000, 0, "csrrw tp,sscratch,tp", 1, StallCause::None, vec![]),
+        ItraceLine {
+            hart: 0,
+            cycle: 1009,
+            pc: 0x10110,
+            privilege: Privilege::User,
+            symbol: None,
+            disasm: "ecall".into(),
+            cycles: 1,
+            stall: StallCause::None,
+            lines: vec![],
+        },
+    ]
+}
+
+#[test]
+fn itrace_text_exact() {
+    let expected = "\
+hart          cycle P               pc symbol                               cycles stall     instruction                      | lines
+   0           1000 S ffffffff80001000 handle_exception+0x0                      5 serialize csrrw tp,sscratch,tp             | I:80001000:miss
+   0           1005 S ffffffff80001004 handle_exception+0x4                      3 mem       sd ra,8(sp)                      | I:80001000:hit S:80ff2040:miss
+   0           1008 S ffffffff80001000 handle_exception+0x0                      1 -         csrrw tp,sscratch,tp             |
+   0           1009 U            10110 [unknown]                                 1 -         ecall                            |
+";
+    assert_eq!(itrace_text(&itrace_lines()), expected);
+}
+
+#[test]
+fn annotate_exact() {
+    let expected = concat!(
+        " Percent |   Cycles |  Execs | Stall     | Disassembly of handle_exception (9 cycles, 3 instructions retired)\n",
+        "---------+----------+--------+-----------+------------------------------------------------\n",
+        "   66.67 |        6 |      2 | serialize | ffffffff80001000 <+0x0>: csrrw tp,sscratch,tp\n",
+        "   33.33 |        3 |      1 | mem       | ffffffff80001004 <+0x4>: sd ra,8(sp)\n",
+    );
+    assert_eq!(annotate(&itrace_lines(), "handle_exception").as_deref(), Some(expected));
+    assert_eq!(annotate(&itrace_lines(), "nothing_here"), None);
+}
+
+#[test]
+fn phase_table_exact() {
+    let phases = vec![
+        Phase {
+            index: 1,
+            label: "kernel banner to /init".into(),
+            start_cycle: 0,
+            end_cycle: 117_614_359,
+            harts: vec![HartCounts { hart: 0, cycles: 117_614_359, instret: 45_000_000 }],
+        },
+        Phase {
+            index: 2,
+            label: "a|b".into(),
+            start_cycle: 117_614_359,
+            end_cycle: 117_615_957,
+            harts: vec![HartCounts { hart: 0, cycles: 1_598, instret: 0 }],
+        },
+    ];
+    assert_eq!(
+        phase_table(&phases, 222_825_777),
+        "\
+| # | phase | cycles | share | instret | CPI |
+|--:|:--|--:|--:|--:|--:|
+| 1 | kernel banner to /init | 117,614,359 | 52.8% | 45,000,000 | 2.61 |
+| 2 | a\\|b | 1,598 | 0.0% | 0 | - |
+"
+    );
+}
+
+#[test]
+fn cycle_shape_exact() {
+    let mut b = StatBlock::new("total");
+    b.add_u64("system.cpu0.cycles", 1000, Unit::Cycle, "Cycles").unwrap();
+    b.add_u64("system.cpu0.cycleShape.fetch", 38, Unit::Cycle, "Cycles fetching").unwrap();
+    b.add_u64("system.cpu0.cycleShape.execute", 389, Unit::Cycle, "Cycles executing").unwrap();
+    b.add_u64("system.cpu0.cycleShape.mul/div", 36, Unit::Cycle, "Cycles in mul/div").unwrap_err();
+    b.add_u64("system.cpu0.cycleShape.mulDiv", 36, Unit::Cycle, "Cycles in mul/div").unwrap();
+    let shape = CycleShape::from_stats("P87 workload", &b, "system.cpu0.cycleShape.", 1000);
+    assert_eq!(
+        shape.to_markdown(),
+        "\
+**P87 workload** — 1,000 cycles
+
+| # | state | share | cycles |
+|--:|:--|--:|--:|
+| 1 | fetch | 3.8% | 38 |
+| 2 | execute | 38.9% | 389 |
+| 3 | mulDiv | 3.6% | 36 |
+"
+    );
+}
