@@ -1,1 +1,20 @@
 //! The board: memory map, device tree, boot loading, hart scheduling, virtual time.
+//!
+//! [`Machine`] builds a QEMU-`virt`-compatible board ([`layout`]), loads
+//! firmware, kernel and initrd the way QEMU does ([`loader`]), generates the
+//! device tree from the devices present ([`dtb`]) and runs the harts in a
+//! fixed interleaving of bounded slices on simulated time only.
+
+pub mod board;
+pub mod dtb;
+pub mod error;
+pub mod events;
+pub mod layout;
+pub mod loader;
+pub mod machine;
+pub mod markers;
+
+pub use error::MachineError;
+pub use loader::{BootFile, BootImages};
+pub use machine::{ConsoleInput, ExtraDevice, InputEvent, Machine, MachineConfig, RunSummary, StopReason};
+pub use markers::{MarkerLog, Phase};

@@ -1,0 +1,183 @@
+//! The devices of one machine behind its physical address map, and the
+//! [`SystemBus`] the harts call for every access outside RAM.
+
+use hs_bus::{Access, BusFault, SystemBus, WriteEffect};
+use hs_devices::{
+    Clint, DevCtx, Device, DeviceMap, GoldfishRtc, Placement, FdtCtx, FdtNode, Plic, Rom, Scheduler, Syscon,
+    Uart16550, VirtioMmio,
+};
+
+use crate::events::EventQueue;
+
+/// Which device a map range belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Slot {
+    Rom,
+    Syscon,
+    Rtc,
+    Clint,
+    Plic,
+    Uart,
+    Virtio(u8),
+    Extra(u16),
+}
+
+/// Every device of the board, by kind, so the machine can reach the ones it
+/// drives (CLINT/PLIC for interrupts, UART for the console, syscon for stop).
+pub struct Devices {
+    pub rom: Rom,
+    pub syscon: Syscon,
+    pub rtc: GoldfishRtc,
+    pub clint: Clint,
+    pub plic: Plic,
+    pub uart: Uart16550,
+    pub virtio: Vec<VirtioMmio>,
+    pub extra: Vec<Box<dyn Device>>,
+}
+
+impl Devices {
+    /// The device in `slot`. Slots come from the map built with these
+    /// devices, so the indices are valid.
+    pub fn get(&mut self, slot: Slot) -> &mut dyn Device {
+        match slot {
+            Slot::Rom => &mut self.rom,
+            Slot::Syscon => &mut self.syscon,
+            Slot::Rtc => &mut self.rtc,
+            Slot::Clint => &mut self.clint,
+            Slot::Plic => &mut self.plic,
+            Slot::Uart => &mut self.uart,
+            Slot::Virtio(i) => &mut self.virtio[i as usize],
+            Slot::Extra(i) => &mut *self.extra[i as usize],
+        }
+    }
+    pub fn get_ref(&self, slot: Slot) -> &dyn Device {
+        match slot {
+            Slot::Rom => &self.rom,
+            Slot::Syscon => &self.syscon,
+            Slot::Rtc => &self.rtc,
+            Slot::Clint => &self.clint,
+            Slot::Plic => &self.plic,
+            Slot::Uart => &self.uart,
+            Slot::Virtio(i) => &self.virtio[i as usize],
+            Slot::Extra(i) => &*self.extra[i as usize],
+        }
+    }
+}
+
+/// Routes a device's timer requests into the machine's queue, tagged with its slot.
+struct SlotScheduler<'a> {
+    queue: &'a mut EventQueue<(Slot, u64)>,
+    slot: Slot,
+}
+
+impl Scheduler for SlotScheduler<'_> {
+    fn schedule(&mut self, cycle: u64, token: u64) {
+        self.queue.push(cycle, (self.slot, token));
+    }
+}
+
+pub struct Board {
+    pub map: DeviceMap<Slot>,
+    pub devs: Devices,
+    pub events: EventQueue<(Slot, u64)>,
+    harts: usize,
+    pub stat_unmapped: u64,
+    pub stat_bad_access: u64,
+    pub stat_mmio_reads: u64,
+    pub stat_mmio_writes: u64,
+}
+
+impl Board {
+    pub fn new(map: DeviceMap<Slot>, devs: Devices, harts: usize) -> Self {
+        Self {
+            map,
+            devs,
+            events: EventQueue::new(),
+            harts,
+            stat_unmapped: 0,
+            stat_bad_access: 0,
+            stat_mmio_reads: 0,
+            stat_mmio_writes: 0,
+        }
+    }
+
+    /// External interrupt outputs of the PLIC for every hart, packed.
+    fn external_snapshot(&self) -> u128 {
+        let mut bits = 0u128;
+        for h in 0..self.harts.min(64) {
+            bits |= (self.devs.plic.meip(h) as u128) << (2 * h);
+            bits |= (self.devs.plic.seip(h) as u128) << (2 * h + 1);
+        }
+        bits
+    }
+
+    /// `mip` bits the platform drives for `hart` at its cycle `now`.
+    pub fn irq_bits(&self, hart: usize, now: u64) -> u64 {
+        let d = &self.devs;
+        ((d.clint.msip(hart) as u64) << 3)
+            | ((d.clint.mtip(hart, now) as u64) << 7)
+            | ((d.plic.seip(hart) as u64) << 9)
+            | ((d.plic.meip(hart) as u64) << 11)
+    }
+
+    /// Run every device callback due at or before `now`.
+    pub fn fire_events(&mut self, now: u64) {
+        let mut fired = false;
+        while let Some((cycle, (slot, token))) = self.events.pop_due(now) {
+            let mut sched = SlotScheduler { queue: &mut self.events, slot };
+            let mut ctx = DevCtx::new(0, cycle, &mut sched);
+            self.devs.get(slot).event(&mut ctx, token);
+            fired = true;
+        }
+        if fired {
+            self.devs.plic.update();
+        }
+    }
+
+    /// Device-tree nodes of every mapped device, in address order.
+    pub fn fdt_nodes(&self, ctx: &FdtCtx) -> Vec<Vec<(Placement, FdtNode)>> {
+        self.map.ranges().map(|(_, base, _, slot)| self.devs.get_ref(slot).fdt_nodes(base, ctx)).collect()
+    }
+}
+
+impl SystemBus for Board {
+    fn mmio_read(&mut self, acc: Access, pa: u64, size: u8) -> Result<u64, BusFault> {
+        let Some((slot, off)) = self.map.lookup(pa, size as u64) else {
+            self.stat_unmapped += 1;
+            return Err(BusFault::Unmapped(pa));
+        };
+        self.stat_mmio_reads += 1;
+        let mut sched = SlotScheduler { queue: &mut self.events, slot };
+        let mut ctx = DevCtx::new(acc.hart, acc.now, &mut sched);
+        let r = self.devs.get(slot).read(&mut ctx, off, size);
+        if !matches!(slot, Slot::Clint | Slot::Rom) {
+            // A read can lower a line (RBR drains the FIFO, a claim takes a source).
+            self.devs.plic.update();
+        }
+        r.map_err(|_| {
+            self.stat_bad_access += 1;
+            BusFault::BadAccess(pa, size)
+        })
+    }
+
+    fn mmio_write(&mut self, acc: Access, pa: u64, size: u8, val: u64) -> Result<WriteEffect, BusFault> {
+        let Some((slot, off)) = self.map.lookup(pa, size as u64) else {
+            self.stat_unmapped += 1;
+            return Err(BusFault::Unmapped(pa));
+        };
+        self.stat_mmio_writes += 1;
+        let before = self.external_snapshot();
+        let mut sched = SlotScheduler { queue: &mut self.events, slot };
+        let mut ctx = DevCtx::new(acc.hart, acc.now, &mut sched);
+        let r = self.devs.get(slot).write(&mut ctx, off, size, val);
+        let mut eff = r.map_err(|_| {
+            self.stat_bad_access += 1;
+            BusFault::BadAccess(pa, size)
+        })?;
+        if !matches!(slot, Slot::Clint | Slot::Rom) {
+            self.devs.plic.update();
+            eff.irq_changed = self.external_snapshot() != before;
+        }
+        Ok(eff)
+    }
+}

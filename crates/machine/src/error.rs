@@ -1,0 +1,52 @@
+//! Host-side errors: each prints as one sentence naming the file or
+//! setting at fault. Nothing the guest does produces one of these.
+
+use std::path::PathBuf;
+
+use crate::layout::MAX_HARTS;
+
+#[derive(Debug, thiserror::Error)]
+pub enum MachineError {
+    #[error("cannot read {what} file {path}: {source}")]
+    Read { what: &'static str, path: PathBuf, source: std::io::Error },
+    #[error("{what} file {name} is empty")]
+    Empty { what: &'static str, name: String },
+    #[error("{what} file {name} is not a usable RISC-V image: {reason}")]
+    BadImage { what: &'static str, name: String, reason: String },
+    #[error("{what} {name} needs memory at {start:#x}..{end:#x}, outside RAM [{ram_start:#x}..{ram_end:#x})")]
+    OutsideRam { what: &'static str, name: String, start: u64, end: u64, ram_start: u64, ram_end: u64 },
+    #[error("{a} [{a_start:#x}..{a_end:#x}) and {b} [{b_start:#x}..{b_end:#x}) overlap in memory")]
+    ImagesOverlap { a: String, a_start: u64, a_end: u64, b: String, b_start: u64, b_end: u64 },
+    #[error("-m {have_mib}M is too small for {what}: at least {need_mib} MiB of RAM is needed")]
+    RamTooSmall { have_mib: u64, need_mib: u64, what: String },
+    #[error("-m {0}: RAM size must be a multiple of 4 KiB between 4 KiB and {max} GiB", max = crate::layout::MAX_RAM >> 30)]
+    BadRamSize(u64),
+    #[error("--smp {0}: this machine supports 1 to {MAX_HARTS} harts")]
+    BadSmp(usize),
+    #[error("CPU frequency {0} Hz must be a positive multiple of the 10 MHz timebase")]
+    BadFrequency(u64),
+    #[error("quantum of {0} cycles: must be at least 1")]
+    BadQuantum(u64),
+    #[error("-initrd needs -kernel: the initrd is placed relative to the kernel")]
+    InitrdWithoutKernel,
+    #[error("nothing to run: give -bios FILE and/or -kernel FILE")]
+    NothingToRun,
+    #[error("device map: {0}")]
+    DeviceMap(#[from] hs_devices::MapError),
+    #[error("board wiring: {0}")]
+    Wiring(String),
+    #[error("guest RAM: {0}")]
+    Ram(#[from] hs_bus::ram::RamError),
+    #[error("device tree generation failed: {0}")]
+    Fdt(String),
+    #[error("cannot write channel output {path}: {source}")]
+    WriteOutput { path: PathBuf, source: std::io::Error },
+    #[error("channel name `{0}` cannot be used as a file name")]
+    BadChannelName(String),
+}
+
+impl From<vm_fdt::Error> for MachineError {
+    fn from(e: vm_fdt::Error) -> Self {
+        MachineError::Fdt(e.to_string())
+    }
+}

@@ -1,0 +1,648 @@
+//! Building a machine and running it.
+//!
+//! Time: every hart keeps its own cycle count. The machine advances in
+//! slices; a slice ends at the earliest of (start + quantum, the next device
+//! event, the next timer deadline of any hart, the cycle limit). Within a
+//! slice the harts run one after another in index order, each up to the
+//! slice end, so the interleaving — and everything the guest sees — is the
+//! same on every run. A hart that idles (WFI, nothing pending) is moved to
+//! the slice end without executing; when every hart idles, the next slice
+//! ends at the next event instead of after a quantum, so idle guest time
+//! costs no host time.
+
+use std::collections::VecDeque;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use hs_bus::GuestRam;
+use hs_core::{Exit, Hart, HartConfig, MarkerCall};
+use hs_devices::{
+    Clint, Clock, Device, DeviceMap, GoldfishRtc, Plic, Rom, Stat, Syscon, SysconRequest, Uart16550, VirtioMmio,
+};
+use hs_timing::{Atomic, TimingModel};
+use serde::Serialize;
+
+use crate::board::{Board, Devices, Slot};
+use crate::dtb::{self, DtbParams};
+use crate::error::MachineError;
+use crate::layout::*;
+use crate::loader::{self, BootImages, BootPlan, HtifSymbols};
+use crate::markers::{GuestView, MarkerLog};
+
+/// A device added to the standard board (later tasks: SPI, DMA, ...).
+pub struct ExtraDevice {
+    pub base: u64,
+    /// Builds the device; it may take interrupt lines from the PLIC and keep a RAM handle for DMA.
+    pub make: Box<dyn FnOnce(&mut Plic, &GuestRam) -> Box<dyn Device>>,
+}
+
+pub struct MachineConfig {
+    pub harts: usize,
+    pub ram_bytes: u64,
+    /// Simulated core clock; a multiple of the 10 MHz timebase.
+    pub hz: u64,
+    /// Longest slice a hart runs before the next one gets its turn, in cycles.
+    pub quantum: u64,
+    pub images: BootImages,
+    pub bootargs: String,
+    /// RTC time at cycle 0, seconds since the Unix epoch.
+    pub rtc_epoch_secs: u64,
+    /// Seed of `/chosen/rng-seed`.
+    pub rng_seed: u64,
+    /// Stop once guest time reaches this many cycles.
+    pub max_cycles: Option<u64>,
+    /// Copy console output to the host's stdout as it appears.
+    pub echo_console: bool,
+    /// Keep console output in memory ([`Machine::console_output`]).
+    pub capture_console: bool,
+    pub extra_devices: Vec<ExtraDevice>,
+}
+
+impl Default for MachineConfig {
+    fn default() -> Self {
+        Self {
+            harts: 1,
+            ram_bytes: 512 << 20,
+            hz: DEFAULT_HZ,
+            quantum: 10_000,
+            images: BootImages::default(),
+            bootargs: String::new(),
+            rtc_epoch_secs: hs_devices::rtc::DEFAULT_EPOCH_SECS,
+            rng_seed: 0,
+            max_cycles: None,
+            echo_console: false,
+            capture_console: true,
+            extra_devices: Vec::new(),
+        }
+    }
+}
+
+/// Why the machine stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum StopReason {
+    /// The guest powered off through the syscon.
+    PowerOff,
+    /// The guest asked for a reboot, which this machine does not do.
+    Reboot,
+    /// The guest powered off reporting failure through the syscon.
+    Fail(u16),
+    /// A bare-metal program wrote its exit code to HTIF `tohost`.
+    HtifExit(u64),
+    /// Every hart waits for an interrupt and nothing is scheduled to raise one.
+    AllIdle,
+    /// Guest time reached `max_cycles`.
+    CycleLimit,
+    /// The console user quit (Ctrl-A x).
+    UserQuit,
+    /// A hart stopped for a reason of its own.
+    HartStop,
+}
+
+impl std::fmt::Display for StopReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StopReason::PowerOff => write!(f, "the guest powered off"),
+            StopReason::Reboot => write!(f, "the guest requested a reboot (not supported: stopped instead)"),
+            StopReason::Fail(c) => write!(f, "the guest powered off reporting failure code {c}"),
+            StopReason::HtifExit(c) => write!(f, "the program exited with code {c} through HTIF"),
+            StopReason::AllIdle => write!(f, "every hart is waiting for an interrupt and none can arrive"),
+            StopReason::CycleLimit => write!(f, "the cycle limit was reached"),
+            StopReason::UserQuit => write!(f, "the console user quit"),
+            StopReason::HartStop => write!(f, "a hart stopped"),
+        }
+    }
+}
+
+/// Console input polled by the machine (interactive mode only: the one
+/// host-timed input).
+pub enum InputEvent {
+    Nothing,
+    Bytes(Vec<u8>),
+    Quit,
+}
+
+pub trait ConsoleInput {
+    /// Return what the user typed; may block up to `wait` when the guest is idle.
+    fn poll(&mut self, wait: Option<Duration>) -> InputEvent;
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct HartSummary {
+    pub hart: usize,
+    pub cycles: u64,
+    pub instret: u64,
+    pub mips: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct RunSummary {
+    pub stop: Option<String>,
+    pub cycles: u64,
+    pub instret: u64,
+    pub host_seconds: f64,
+    /// Guest instructions (all harts) per host second, in millions.
+    pub mips: f64,
+    pub guest_seconds: f64,
+    pub harts: Vec<HartSummary>,
+    pub exit_status: Option<i64>,
+    pub phases: Vec<crate::markers::Phase>,
+    pub unknown_markers: u64,
+    pub bad_markers: u64,
+    /// Device counters, `name -> value`, in a fixed order.
+    pub devices: Vec<(String, u64)>,
+}
+
+impl RunSummary {
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+    }
+}
+
+/// How often (in slices) a busy machine polls console input.
+const INPUT_POLL_SLICES: u64 = 64;
+/// Longest host wait for console input while the guest idles.
+const IDLE_INPUT_WAIT: Duration = Duration::from_millis(20);
+
+pub struct Machine<T: TimingModel = Atomic> {
+    ram: GuestRam,
+    harts: Vec<Hart<T>>,
+    board: Board,
+    plan: BootPlan,
+    dtb: Vec<u8>,
+    clock: Clock,
+    quantum: u64,
+    max_cycles: Option<u64>,
+    /// Start of the current slice (all harts have reached it).
+    now: u64,
+    idle: Vec<bool>,
+    stop: Option<StopReason>,
+    markers: MarkerLog,
+    htif: Option<HtifSymbols>,
+    echo: bool,
+    capture: bool,
+    console: Vec<u8>,
+    input: Option<Box<dyn ConsoleInput>>,
+    input_queue: VecDeque<u8>,
+    slices: u64,
+    host_time: Duration,
+}
+
+impl Machine<Atomic> {
+    pub fn new(cfg: MachineConfig) -> Result<Self, MachineError> {
+        Self::with_timing(cfg, |_| Atomic)
+    }
+}
+
+struct HartView<'a, T: TimingModel>(&'a Hart<T>);
+impl<T: TimingModel> GuestView for HartView<'_, T> {
+    fn read_virt(&self, va: u64, buf: &mut [u8]) -> Result<(), ()> {
+        self.0.read_virt(va, buf)
+    }
+}
+
+impl<T: TimingModel> Machine<T> {
+    /// Build the board, load the images and reset the harts; `timing(h)` gives hart h its model.
+    pub fn with_timing(mut cfg: MachineConfig, timing: impl Fn(usize) -> T) -> Result<Self, MachineError> {
+        if cfg.harts == 0 || cfg.harts > MAX_HARTS {
+            return Err(MachineError::BadSmp(cfg.harts));
+        }
+        if cfg.hz == 0 || cfg.hz % TIMEBASE_HZ != 0 {
+            return Err(MachineError::BadFrequency(cfg.hz));
+        }
+        if cfg.quantum == 0 {
+            return Err(MachineError::BadQuantum(cfg.quantum));
+        }
+        if cfg.ram_bytes == 0 || cfg.ram_bytes % 4096 != 0 || cfg.ram_bytes > MAX_RAM {
+            return Err(MachineError::BadRamSize(cfg.ram_bytes));
+        }
+        let clock = Clock { hz: cfg.hz, cycles_per_tick: cfg.hz / TIMEBASE_HZ };
+        let ram = GuestRam::new(DRAM_BASE, cfg.ram_bytes)?;
+        let mut board = build_board(&mut cfg, clock, &ram)?;
+
+        // The DTB's size does not depend on the values in it, so measure it
+        // with placeholders, place everything, then build it for real.
+        let (_, fctx) = dtb::phandles(cfg.harts);
+        let nodes = board.fdt_nodes(&fctx);
+        let mut params = DtbParams {
+            harts: cfg.harts,
+            ram_base: DRAM_BASE,
+            ram_size: cfg.ram_bytes,
+            bootargs: cfg.bootargs.clone(),
+            initrd: cfg.images.initrd.as_ref().map(|_| (0, 0)),
+            stdout_path: format!("/soc/serial@{UART0_BASE:x}"),
+            rng_seed: cfg.rng_seed,
+            isa: hs_core::ISA_STRING.to_string(),
+            isa_extensions: hs_core::ISA_EXTENSIONS.iter().map(|s| s.to_string()).collect(),
+            mmu_type: "riscv,sv48".into(),
+        };
+        let size_guess = dtb::build(&params, &nodes)?.len() as u64;
+        let plan = loader::plan(&cfg.images, cfg.ram_bytes, size_guess)?;
+        params.initrd = plan.initrd;
+        let dtb = dtb::build(&params, &nodes)?;
+        if dtb.len() as u64 != size_guess {
+            return Err(MachineError::Fdt(format!("blob size changed from {size_guess} to {}", dtb.len())));
+        }
+
+        for seg in &plan.segments {
+            if !ram.write_bytes(seg.addr, &seg.data) {
+                return Err(MachineError::Fdt(format!("segment at {:#x} escaped RAM after planning", seg.addr)));
+            }
+        }
+        if !ram.write_bytes(plan.dtb_addr, &dtb) {
+            return Err(MachineError::Fdt(format!("blob at {:#x} escaped RAM after planning", plan.dtb_addr)));
+        }
+        let mut rom = vec![0u8; (FW_DYNAMIC_INFO_ADDR - MROM_BASE) as usize];
+        rom.extend(loader::fw_dynamic_info(plan.kernel_start, 0));
+        board.devs.rom = Rom::new("mrom", MROM_SIZE, rom);
+
+        let mut harts = Vec::with_capacity(cfg.harts);
+        for h in 0..cfg.harts {
+            let hc = HartConfig { hart_id: h as u64, cycles_per_tick: clock.cycles_per_tick };
+            let mut hart = Hart::new(hc, ram.clone(), timing(h));
+            hart.reset(plan.entry);
+            hart.set_x(10, h as u64); // a0: hart id
+            hart.set_x(11, plan.dtb_addr); // a1: device tree
+            hart.set_x(12, FW_DYNAMIC_INFO_ADDR); // a2: fw_dynamic_info
+            harts.push(hart);
+        }
+
+        Ok(Self {
+            htif: plan.htif,
+            ram,
+            idle: vec![false; cfg.harts],
+            harts,
+            board,
+            plan,
+            dtb,
+            clock,
+            quantum: cfg.quantum,
+            max_cycles: cfg.max_cycles,
+            now: 0,
+            stop: None,
+            markers: MarkerLog::default(),
+            echo: cfg.echo_console,
+            capture: cfg.capture_console,
+            console: Vec::new(),
+            input: None,
+            input_queue: VecDeque::new(),
+            slices: 0,
+            host_time: Duration::ZERO,
+        })
+    }
+
+    pub fn dtb(&self) -> &[u8] {
+        &self.dtb
+    }
+    pub fn plan(&self) -> &BootPlan {
+        &self.plan
+    }
+    pub fn ram(&self) -> &GuestRam {
+        &self.ram
+    }
+    pub fn harts(&self) -> &[Hart<T>] {
+        &self.harts
+    }
+    pub fn harts_mut(&mut self) -> &mut [Hart<T>] {
+        &mut self.harts
+    }
+    pub fn board(&self) -> &Board {
+        &self.board
+    }
+    pub fn board_mut(&mut self) -> &mut Board {
+        &mut self.board
+    }
+    pub fn clock(&self) -> Clock {
+        self.clock
+    }
+    pub fn markers(&self) -> &MarkerLog {
+        &self.markers
+    }
+    /// Captured console output (when capture is on).
+    pub fn console_output(&self) -> &[u8] {
+        &self.console
+    }
+    pub fn stop_reason(&self) -> Option<StopReason> {
+        self.stop
+    }
+    /// Guest time at the start of the current slice.
+    pub fn now(&self) -> u64 {
+        self.now
+    }
+
+    /// Poll `input` for console bytes (interactive use).
+    pub fn set_console_input(&mut self, input: Box<dyn ConsoleInput>) {
+        self.input = Some(input);
+    }
+    /// Queue bytes for the UART receiver; they enter as the FIFO has room.
+    pub fn push_console_input(&mut self, bytes: &[u8]) {
+        self.input_queue.extend(bytes);
+    }
+
+    /// Run until the machine stops.
+    pub fn run(&mut self) -> StopReason {
+        let started = Instant::now();
+        while self.stop.is_none() {
+            self.run_slice();
+        }
+        self.flush_console();
+        self.host_time += started.elapsed();
+        self.stop.unwrap_or(StopReason::HartStop)
+    }
+
+    /// Earliest future cycle at which something raises an interrupt.
+    fn next_deadline(&self) -> Option<u64> {
+        let mut next = self.board.events.next_cycle();
+        for (h, hart) in self.harts.iter().enumerate() {
+            for d in [self.board.devs.clint.timer_deadline(h), hart.next_timer_cycle()].into_iter().flatten() {
+                if d > self.now {
+                    next = Some(next.map_or(d, |n| n.min(d)));
+                }
+            }
+        }
+        next
+    }
+
+    fn run_slice(&mut self) {
+        let all_idle = self.idle.iter().all(|&i| i);
+        if all_idle {
+            self.poll_input(true);
+            if self.stop.is_some() {
+                return;
+            }
+        } else if self.slices % INPUT_POLL_SLICES == 0 {
+            self.poll_input(false);
+        }
+        self.feed_uart();
+
+        let quantum_end = if all_idle && self.input_queue.is_empty() { None } else { Some(self.now.saturating_add(self.quantum)) };
+        let mut end = match (quantum_end, self.next_deadline()) {
+            (Some(q), Some(d)) => q.min(d),
+            (Some(q), None) => q,
+            (None, Some(d)) => d,
+            (None, None) if self.input.is_some() => self.now.saturating_add(self.quantum),
+            (None, None) => {
+                self.stop = Some(StopReason::AllIdle);
+                return;
+            }
+        };
+        if let Some(max) = self.max_cycles {
+            if self.now >= max {
+                self.stop = Some(StopReason::CycleLimit);
+                return;
+            }
+            end = end.min(max);
+        }
+        end = end.max(self.now + 1);
+
+        self.board.devs.plic.update();
+        for h in 0..self.harts.len() {
+            if self.harts[h].cycle() >= end {
+                continue;
+            }
+            loop {
+                let bits = self.board.irq_bits(h, self.harts[h].cycle());
+                self.harts[h].set_platform_irqs(bits);
+                let exit = self.harts[h].run(&mut self.board, end);
+                self.poll_htif();
+                match exit {
+                    Exit::Budget => {
+                        self.idle[h] = false;
+                        break;
+                    }
+                    Exit::Idle => {
+                        self.idle[h] = true;
+                        self.harts[h].advance_to(end);
+                        break;
+                    }
+                    Exit::IrqCheck => {
+                        self.idle[h] = false;
+                        // This hart may just have armed a timer inside the slice.
+                        if let Some(d) = self.next_deadline() {
+                            end = end.min(d.max(self.harts[h].cycle() + 1));
+                        }
+                    }
+                    Exit::Marker(m) => self.handle_marker(h, m),
+                    Exit::Stop => {
+                        self.stop = Some(match self.board.devs.syscon.request() {
+                            Some(SysconRequest::PowerOff) => StopReason::PowerOff,
+                            Some(SysconRequest::Reset) => StopReason::Reboot,
+                            Some(SysconRequest::Fail(c)) => StopReason::Fail(c),
+                            None => StopReason::HartStop,
+                        });
+                    }
+                }
+                if self.stop.is_some() || self.harts[h].cycle() >= end {
+                    break;
+                }
+            }
+            if self.stop.is_some() {
+                return;
+            }
+        }
+        self.now = end;
+        self.board.fire_events(end);
+        self.flush_console();
+        self.slices += 1;
+    }
+
+    fn handle_marker(&mut self, h: usize, m: MarkerCall) {
+        let cycles = self.harts.iter().map(|x| x.cycle()).collect();
+        let instret = self.harts.iter().map(|x| x.instret()).collect();
+        self.markers.handle(m.op, m.args, h, &HartView(&self.harts[h]), cycles, instret);
+    }
+
+    fn feed_uart(&mut self) {
+        let room = self.board.devs.uart.rx_room();
+        if room == 0 || self.input_queue.is_empty() {
+            return;
+        }
+        for _ in 0..room.min(self.input_queue.len()) {
+            if let Some(b) = self.input_queue.pop_front() {
+                self.board.devs.uart.receive(b);
+            }
+        }
+        self.board.devs.plic.update();
+        self.idle.iter_mut().for_each(|i| *i = false);
+    }
+
+    fn poll_input(&mut self, idle: bool) {
+        let Some(input) = self.input.as_mut() else { return };
+        match input.poll(idle.then_some(IDLE_INPUT_WAIT)) {
+            InputEvent::Nothing => {}
+            InputEvent::Bytes(b) => self.input_queue.extend(b),
+            InputEvent::Quit => self.stop = Some(StopReason::UserQuit),
+        }
+    }
+
+    fn emit_console(&mut self, bytes: &[u8]) {
+        if bytes.is_empty() {
+            return;
+        }
+        if self.echo {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            // A closed stdout must not stop the guest; the capture still has it.
+            let _ = out.write_all(bytes).and_then(|_| out.flush());
+        }
+        if self.capture {
+            self.console.extend_from_slice(bytes);
+        }
+    }
+
+    fn flush_console(&mut self) {
+        if self.board.devs.uart.has_output() {
+            let out = self.board.devs.uart.take_output();
+            self.emit_console(&out);
+        }
+    }
+
+    /// Spike's host-target interface: the program writes a command to
+    /// `tohost`; we execute it, clear `tohost` and acknowledge in `fromhost`.
+    fn poll_htif(&mut self) {
+        let Some(sym) = self.htif else { return };
+        let Some(cmd) = self.ram.read(sym.tohost, 8) else { return };
+        if cmd == 0 {
+            return;
+        }
+        let (dev, op, payload) = (cmd >> 56, (cmd >> 48) & 0xff, cmd & ((1 << 48) - 1));
+        self.ram.write(sym.tohost, 8, 0);
+        let mut reply = None;
+        match (dev, op) {
+            (0, 0) if payload & 1 == 1 => {
+                self.flush_console();
+                self.stop = Some(StopReason::HtifExit(payload >> 1));
+            }
+            (0, 0) => {
+                // Proxied syscall: payload points at [num, a0, a1, a2, ...].
+                let rd = |i: u64| self.ram.read(payload + 8 * i, 8);
+                let ret = match (rd(0), rd(1), rd(2), rd(3)) {
+                    (Some(64), Some(1 | 2), Some(buf), Some(len)) => {
+                        let mut data = vec![0u8; len.min(1 << 20) as usize];
+                        if self.ram.read_bytes(buf, &mut data) {
+                            self.flush_console();
+                            self.emit_console(&data);
+                            data.len() as u64
+                        } else {
+                            (-14i64) as u64 // EFAULT
+                        }
+                    }
+                    (Some(93), Some(code), _, _) => {
+                        self.flush_console();
+                        self.stop = Some(StopReason::HtifExit(code));
+                        0
+                    }
+                    _ => (-38i64) as u64, // ENOSYS
+                };
+                self.ram.write(payload, 8, ret);
+                reply = Some(1);
+            }
+            (1, 1) => {
+                self.flush_console();
+                self.emit_console(&[payload as u8]);
+                reply = Some((1 << 56) | (1 << 48) | 0x100 | (payload & 0xff));
+            }
+            _ => reply = Some((dev << 56) | (op << 48)),
+        }
+        if let (Some(v), Some(fh)) = (reply, sym.fromhost) {
+            self.ram.write(fh, 8, v);
+        }
+    }
+
+    /// All device counters plus the board's own.
+    pub fn device_stats(&self) -> Vec<Stat> {
+        let mut v = Vec::new();
+        let b = &self.board;
+        v.push(Stat::new("bus.mmio_reads", b.stat_mmio_reads, "MMIO reads"));
+        v.push(Stat::new("bus.mmio_writes", b.stat_mmio_writes, "MMIO writes"));
+        v.push(Stat::new("bus.unmapped", b.stat_unmapped, "accesses to unmapped addresses"));
+        v.push(Stat::new("bus.bad_access", b.stat_bad_access, "accesses a device refused"));
+        for (_, _, _, slot) in b.map.ranges() {
+            v.extend(b.devs.get_ref(slot).stats());
+        }
+        v
+    }
+
+    pub fn summary(&self) -> RunSummary {
+        let secs = self.host_time.as_secs_f64();
+        let rate = |n: u64| if secs > 0.0 { n as f64 / secs / 1e6 } else { 0.0 };
+        let harts: Vec<HartSummary> = self
+            .harts
+            .iter()
+            .enumerate()
+            .map(|(i, h)| HartSummary { hart: i, cycles: h.cycle(), instret: h.instret(), mips: rate(h.instret()) })
+            .collect();
+        let instret = harts.iter().map(|h| h.instret).sum();
+        let cycles = harts.iter().map(|h| h.cycles).max().unwrap_or(0).max(self.now);
+        RunSummary {
+            stop: self.stop.map(|s| s.to_string()),
+            cycles,
+            instret,
+            host_seconds: secs,
+            mips: rate(instret),
+            guest_seconds: cycles as f64 / self.clock.hz as f64,
+            harts,
+            exit_status: self.markers.exit_status,
+            phases: self.markers.phases.clone(),
+            unknown_markers: self.markers.unknown,
+            bad_markers: self.markers.bad,
+            devices: self.device_stats().into_iter().map(|s| (s.name, s.value)).collect(),
+        }
+    }
+
+    /// Write every SEND channel under `dir`.
+    pub fn write_channels(&self, dir: &Path) -> Result<Vec<std::path::PathBuf>, MachineError> {
+        self.markers.write_channels(dir)
+    }
+}
+
+fn build_board(cfg: &mut MachineConfig, clock: Clock, ram: &GuestRam) -> Result<Board, MachineError> {
+    let mut plic = Plic::new(cfg.harts);
+    let wire = |plic: &mut Plic, src: u32| {
+        plic.connect(src).ok_or_else(|| MachineError::Wiring(format!("PLIC has no source {src}")))
+    };
+    let uart = Uart16550::new(Box::new(wire(&mut plic, UART0_IRQ)?));
+    let rtc = GoldfishRtc::new(clock, cfg.rtc_epoch_secs, Box::new(wire(&mut plic, RTC_IRQ)?));
+    let mut virtio = Vec::new();
+    for i in 0..VIRTIO_COUNT {
+        let src = VIRTIO_IRQ_BASE + i as u32;
+        virtio.push(VirtioMmio::new(i, src, Box::new(wire(&mut plic, src)?), None));
+    }
+    let mut map = DeviceMap::new();
+    map.insert("mrom", MROM_BASE, MROM_SIZE, Slot::Rom)?;
+    map.insert("syscon", SYSCON_BASE, hs_devices::syscon::SIZE, Slot::Syscon)?;
+    map.insert("rtc", RTC_BASE, hs_devices::rtc::SIZE, Slot::Rtc)?;
+    map.insert("clint", CLINT_BASE, hs_devices::clint::SIZE, Slot::Clint)?;
+    map.insert("plic", PLIC_BASE, hs_devices::plic::SIZE, Slot::Plic)?;
+    map.insert("uart0", UART0_BASE, hs_devices::uart::SIZE, Slot::Uart)?;
+    for i in 0..VIRTIO_COUNT {
+        map.insert(&format!("virtio{i}"), VIRTIO_BASE + VIRTIO_STRIDE * i as u64, hs_devices::virtio_mmio::SIZE, Slot::Virtio(i as u8))?;
+    }
+    let mut extra: Vec<Box<dyn Device>> = Vec::new();
+    for d in std::mem::take(&mut cfg.extra_devices) {
+        let dev = (d.make)(&mut plic, ram);
+        let name = dev.name();
+        map.insert(&name, d.base, dev.size(), Slot::Extra(extra.len() as u16))?;
+        extra.push(dev);
+    }
+    // RAM is not on the device map (harts reach it directly), but no device may sit over it.
+    let ram_end = DRAM_BASE + cfg.ram_bytes;
+    for (name, base, end, _) in map.ranges() {
+        if base < ram_end && DRAM_BASE < end {
+            return Err(hs_devices::MapError::Overlap {
+                a: name.to_string(), a_base: base, a_end: end,
+                b: "dram".into(), b_base: DRAM_BASE, b_end: ram_end,
+            }.into());
+        }
+    }
+    let devs = Devices {
+        rom: Rom::new("mrom", MROM_SIZE, Vec::new()),
+        syscon: Syscon::new(),
+        rtc,
+        clint: Clint::new(cfg.harts, clock),
+        plic,
+        uart,
+        virtio,
+        extra,
+    };
+    Ok(Board::new(map, devs, cfg.harts))
+}
