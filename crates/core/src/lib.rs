@@ -1,10 +1,31 @@
 //! The hart: registers, CSRs, privilege modes, traps, MMU, execution.
 //!
-//! API skeleton: the execution engine is being written; `run` currently
-//! reports `Exit::Stop` immediately so board code can be developed against it.
+//! One [`Hart`] is an RV64IMAFDC hart with Zicsr, Zifencei, Zicntr, Zihpm
+//! (counters read zero), Sstc, M/S/U modes, Sv39/Sv48 and 16 PMP entries.
+//! It runs decoded blocks (cached by physical address) until a cycle
+//! budget or an event the machine must handle; see [`Hart::run`].
+//!
+//! LR/SC: a hart holds at most one reservation (a physical address). It is
+//! dropped whenever `run` returns, so a store by another hart or by DMA,
+//! which can only happen between slices, always makes a later SC fail.
 
-use hs_bus::{GuestRam, SystemBus};
+mod csr;
+mod exec;
+mod fp;
+mod mem;
+mod mmu;
+mod pmp;
+mod trap;
+
+use hs_bus::GuestRam;
 pub use hs_timing::{Atomic, TimingModel};
+
+pub use pmp::PMP_ENTRIES;
+pub use trap::{
+    CAUSE_BREAKPOINT, CAUSE_FETCH_ACCESS, CAUSE_FETCH_PAGE_FAULT, CAUSE_ILLEGAL_INSN, CAUSE_LOAD_ACCESS,
+    CAUSE_LOAD_PAGE_FAULT, CAUSE_MACHINE_ECALL, CAUSE_MISALIGNED_FETCH, CAUSE_MISALIGNED_LOAD, CAUSE_MISALIGNED_STORE, CAUSE_STORE_ACCESS,
+    CAUSE_STORE_PAGE_FAULT, CAUSE_SUPERVISOR_ECALL, CAUSE_USER_ECALL,
+};
 
 /// ISA string the device tree advertises (`riscv,isa`).
 pub const ISA_STRING: &str = "rv64imafdc_zicntr_zicsr_zifencei_zihpm_sstc";
@@ -26,6 +47,17 @@ pub enum Priv {
     User = 0,
     Supervisor = 1,
     Machine = 3,
+}
+
+impl Priv {
+    /// From an xPP field; the reserved value 2 maps to User (least privilege).
+    pub(crate) fn from_bits(b: u64) -> Priv {
+        match b & 3 {
+            3 => Priv::Machine,
+            1 => Priv::Supervisor,
+            _ => Priv::User,
+        }
+    }
 }
 
 /// A marker HINT (see docs/markers.md) that retired.
@@ -55,27 +87,80 @@ pub enum Exit {
 /// One RISC-V hart.
 pub struct Hart<T: TimingModel = Atomic> {
     pub timing: T,
-    cfg: HartConfig,
-    #[allow(dead_code)]
-    ram: GuestRam,
     x: [u64; 32],
     pc: u64,
-    prv: Priv,
+    /// Local time in cycles.
     cycle: u64,
-    instret: u64,
-    platform_irqs: u64,
+    /// Cycles in which nothing retired (idle, traps, timing-model stalls);
+    /// instret = cycle - stall.
+    stall: u64,
+    prv: Priv,
+    fetch_ctx: usize,
+    data_ctx: usize,
+    tlb: Box<mmu::Tlb>,
+    blocks: exec::Blocks,
+    ram: GuestRam,
+    ram_base: u64,
+    ram_host: *mut u8,
+    f: [u64; 32],
+    csr: csr::Csrs,
+    pmp: pmp::Pmp,
+    cfg: HartConfig,
+    stimecmp_cycle: u64,
+    /// LR reservation (physical address).
+    reservation: Option<u64>,
+    /// Set by an instruction that retires and must end the run.
+    exit: Option<Exit>,
 }
 
 impl<T: TimingModel> Hart<T> {
     pub fn new(cfg: HartConfig, ram: GuestRam, timing: T) -> Self {
-        Self { timing, cfg, ram, x: [0; 32], pc: 0, prv: Priv::Machine, cycle: 0, instret: 0, platform_irqs: 0 }
+        let ram_host = ram.host_ptr(ram.base());
+        let mut h = Hart {
+            timing,
+            x: [0; 32],
+            pc: 0,
+            cycle: 0,
+            stall: 0,
+            prv: Priv::Machine,
+            fetch_ctx: mmu::CTX_M,
+            data_ctx: mmu::CTX_M,
+            tlb: mmu::Tlb::new(),
+            blocks: exec::Blocks::new(),
+            ram_base: ram.base(),
+            ram,
+            ram_host,
+            f: [0; 32],
+            csr: csr::Csrs::reset(),
+            pmp: pmp::Pmp::default(),
+            cfg,
+            stimecmp_cycle: u64::MAX,
+            reservation: None,
+            exit: None,
+        };
+        h.reset(0);
+        h
     }
-    /// M-mode, registers zero, as after power-on.
+
+    /// M-mode, registers and CSRs at their reset values, caches empty. The
+    /// hart's local time (`cycle`, `instret`) keeps running.
     pub fn reset(&mut self, pc: u64) {
         self.x = [0; 32];
+        self.f = [0; 32];
         self.pc = pc;
         self.prv = Priv::Machine;
+        self.csr = csr::Csrs::reset();
+        self.csr.mcycle_off = 0u64.wrapping_sub(self.cycle); // mcycle restarts at 0
+        self.csr.minstret_off = 0u64.wrapping_sub(self.instret());
+        self.pmp = pmp::Pmp::default();
+        self.reservation = None;
+        self.exit = None;
+        self.tlb.flush();
+        self.blocks.flush();
+        self.update_stimecmp_cycle();
+        self.update_modes();
     }
+
     pub fn x(&self, r: usize) -> u64 {
         self.x[r & 31]
     }
@@ -83,6 +168,10 @@ impl<T: TimingModel> Hart<T> {
         if r & 31 != 0 {
             self.x[r & 31] = v;
         }
+    }
+    /// Floating-point register `r` as raw bits (singles are NaN-boxed).
+    pub fn f(&self, r: usize) -> u64 {
+        self.f[r & 31]
     }
     pub fn pc(&self) -> u64 {
         self.pc
@@ -97,32 +186,53 @@ impl<T: TimingModel> Hart<T> {
     pub fn cycle(&self) -> u64 {
         self.cycle
     }
+    /// Instructions retired.
     pub fn instret(&self) -> u64 {
-        self.instret
+        self.cycle - self.stall
     }
     /// Idle fast-forward: time passes, nothing retires.
     pub fn advance_to(&mut self, cycle: u64) {
-        self.cycle = self.cycle.max(cycle);
+        if cycle > self.cycle {
+            self.stall += cycle - self.cycle;
+            self.cycle = cycle;
+        }
     }
     /// Platform-driven pending bits in `mip` layout: MSIP(1<<3), MTIP(1<<7), SEIP(1<<9), MEIP(1<<11).
     pub fn set_platform_irqs(&mut self, bits: u64) {
-        self.platform_irqs = bits;
+        self.csr.mip_platform = bits & csr::MIP_PLATFORM;
     }
     /// Earliest cycle at which this hart's own timer (Sstc stimecmp) fires, if armed.
     pub fn next_timer_cycle(&self) -> Option<u64> {
-        None
+        (self.csr.stce() && self.stimecmp_cycle != u64::MAX).then_some(self.stimecmp_cycle)
     }
-    /// Run until `cycle() >= until_cycle` or another exit. Interrupts are checked between blocks.
-    pub fn run<B: SystemBus>(&mut self, _bus: &mut B, _until_cycle: u64) -> Exit {
-        let _ = self.cfg;
-        Exit::Stop
+    /// Read guest virtual memory through the current translation (as the
+    /// current privilege would for a load, no A/D update, no trap). Err if
+    /// any byte is unmapped or not RAM.
+    pub fn read_virt(&self, va: u64, buf: &mut [u8]) -> Result<(), ()> {
+        let mut done = 0usize;
+        while done < buf.len() {
+            let a = va.wrapping_add(done as u64);
+            let chunk = ((4096 - (a & 0xfff)) as usize).min(buf.len() - done);
+            let pa = self.translate_peek(a, mmu::KIND_LOAD).ok_or(())?;
+            if !self.ram.read_bytes(pa, &mut buf[done..done + chunk]) {
+                return Err(());
+            }
+            done += chunk;
+        }
+        Ok(())
     }
-    /// Read guest virtual memory through the current translation. Err if any byte is unmapped.
-    pub fn read_virt(&self, _va: u64, _buf: &mut [u8]) -> Result<(), ()> {
-        Err(())
+    /// Observation: read any CSR without side effects (None if not implemented).
+    pub fn csr(&self, num: u16) -> Option<u64> {
+        self.csr_peek(num)
     }
-    /// Observation: read any CSR without side effects.
-    pub fn csr(&self, _num: u16) -> Option<u64> {
-        None
+
+    #[inline(always)]
+    pub(crate) fn charge(&mut self, extra: u64) {
+        self.cycle += extra;
+        self.stall += extra;
+    }
+
+    pub(crate) fn set_priv(&mut self, p: Priv) {
+        self.prv = p;
     }
 }

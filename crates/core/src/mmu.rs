@@ -1,0 +1,270 @@
+//! Address translation (Sv39/Sv48 with hardware A/D updates), PMP
+//! enforcement at fill time, and the software TLB that maps guest virtual
+//! pages to host pointers.
+//!
+//! The TLB is direct-mapped, one array per access kind (fetch, load,
+//! store) and per translation context (U, S, S with SUM, M). A context
+//! switch between them is an index change, not a flush. Flushing all
+//! entries is O(1): every tag carries a generation number.
+
+use hs_timing::TimingModel;
+
+use crate::csr::*;
+use crate::pmp::{PageCheck, Perm};
+use crate::trap::*;
+use crate::{Hart, Priv};
+
+pub const TLB_BITS: u32 = 8;
+pub const TLB_SIZE: usize = 1 << TLB_BITS;
+const GEN_SHIFT: u32 = 52;
+const GEN_MAX: u64 = (1 << 11) - 1;
+/// Tag flag: the page is not RAM (MMIO); `addend` then maps va to pa.
+pub const TLB_MMIO: u64 = 1 << 63;
+
+pub const KIND_FETCH: usize = 0;
+pub const KIND_LOAD: usize = 1;
+pub const KIND_STORE: usize = 2;
+
+/// Translation contexts (TLB array index).
+pub const CTX_U: usize = 0;
+pub const CTX_S: usize = 1;
+pub const CTX_S_SUM: usize = 2;
+pub const CTX_M: usize = 3;
+
+#[derive(Clone, Copy, Default)]
+#[repr(C)]
+pub struct TlbEntry {
+    /// `vpn | generation << 52`, plus [`TLB_MMIO`] for device pages; 0 = empty.
+    pub tag: u64,
+    /// RAM: host address = va + addend. MMIO: pa = va + addend.
+    pub addend: u64,
+}
+
+pub struct Tlb {
+    pub e: [[[TlbEntry; TLB_SIZE]; 4]; 3],
+    /// Current generation, pre-shifted into tag position.
+    pub gen_bits: u64,
+}
+
+impl Tlb {
+    pub fn new() -> Box<Self> {
+        let mut t: Box<Self> = Box::new(Tlb { e: [[[TlbEntry::default(); TLB_SIZE]; 4]; 3], gen_bits: 0 });
+        t.gen_bits = 1 << GEN_SHIFT;
+        t
+    }
+    pub fn flush(&mut self) {
+        let gen = (self.gen_bits >> GEN_SHIFT) + 1;
+        if gen > GEN_MAX {
+            for k in self.e.iter_mut() {
+                for c in k.iter_mut() {
+                    c.fill(TlbEntry::default());
+                }
+            }
+            self.gen_bits = 1 << GEN_SHIFT;
+        } else {
+            self.gen_bits = gen << GEN_SHIFT;
+        }
+    }
+}
+
+/// What a page-table walk found.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Walk {
+    pub pa: u64,
+}
+
+fn page_fault(kind: usize, va: u64) -> Trap {
+    let cause = match kind {
+        KIND_FETCH => CAUSE_FETCH_PAGE_FAULT,
+        KIND_LOAD => CAUSE_LOAD_PAGE_FAULT,
+        _ => CAUSE_STORE_PAGE_FAULT,
+    };
+    Trap::new(cause, va)
+}
+
+pub(crate) fn access_fault(kind: usize, va: u64) -> Trap {
+    let cause = match kind {
+        KIND_FETCH => CAUSE_FETCH_ACCESS,
+        KIND_LOAD => CAUSE_LOAD_ACCESS,
+        _ => CAUSE_STORE_ACCESS,
+    };
+    Trap::new(cause, va)
+}
+
+fn perm_of(kind: usize) -> Perm {
+    match kind {
+        KIND_FETCH => Perm::Exec,
+        KIND_LOAD => Perm::Read,
+        _ => Perm::Write,
+    }
+}
+
+fn ctx_priv(ctx: usize) -> Priv {
+    match ctx {
+        CTX_U => Priv::User,
+        CTX_M => Priv::Machine,
+        _ => Priv::Supervisor,
+    }
+}
+
+const PTE_V: u64 = 1;
+const PTE_R: u64 = 2;
+const PTE_W: u64 = 4;
+const PTE_X: u64 = 8;
+const PTE_U: u64 = 16;
+const PTE_A: u64 = 64;
+const PTE_D: u64 = 128;
+/// N, PBMT and reserved bits: Svnapot/Svpbmt are not implemented.
+const PTE_RESERVED: u64 = 0xffc0_0000_0000_0000;
+const PTE_PPN_MASK: u64 = ((1 << 44) - 1) << 10;
+
+impl<T: TimingModel> Hart<T> {
+    /// Recompute the translation contexts after a change of privilege or mstatus.
+    pub(crate) fn update_modes(&mut self) {
+        let ms = self.csr.mstatus;
+        let ctx = |p: Priv| match p {
+            Priv::User => CTX_U,
+            Priv::Supervisor if ms & MSTATUS_SUM != 0 => CTX_S_SUM,
+            Priv::Supervisor => CTX_S,
+            Priv::Machine => CTX_M,
+        };
+        self.fetch_ctx = if self.prv == Priv::Supervisor { CTX_S } else { ctx(self.prv) };
+        let eff = if self.prv == Priv::Machine && ms & MSTATUS_MPRV != 0 {
+            Priv::from_bits((ms >> MSTATUS_MPP_SHIFT) & 3)
+        } else {
+            self.prv
+        };
+        self.data_ctx = ctx(eff);
+    }
+
+    pub(crate) fn tlb_flush(&mut self) {
+        self.tlb.flush();
+    }
+
+    /// Walk the page tables for `va` in context `ctx`. `set_ad` updates the
+    /// A/D bits as hardware does; observation walks pass false.
+    pub(crate) fn walk(&self, va: u64, kind: usize, ctx: usize, set_ad: bool) -> Result<Walk, Trap> {
+        let prv = ctx_priv(ctx);
+        let satp = self.csr.satp;
+        let mode = satp >> 60;
+        if prv == Priv::Machine || mode == SATP_MODE_BARE {
+            return Ok(Walk { pa: va });
+        }
+        let levels: u32 = if mode == SATP_MODE_SV48 { 4 } else { 3 };
+        let va_bits = 12 + 9 * levels;
+        // the address must be sign-extended from its top bit
+        let top = (va as i64) >> (va_bits - 1);
+        if top != 0 && top != -1 {
+            return Err(page_fault(kind, va));
+        }
+        let mut table = (satp & ((1 << 44) - 1)) << 12;
+        let mut level = levels;
+        loop {
+            level -= 1;
+            let idx = (va >> (12 + 9 * level)) & 0x1ff;
+            let pte_addr = table + idx * 8;
+            // implicit accesses are checked as S-mode
+            if !self.pmp.check(pte_addr, 8, Priv::Supervisor, Perm::Read) {
+                return Err(access_fault(kind, va));
+            }
+            let Some(pte) = self.ram.read(pte_addr, 8) else {
+                return Err(access_fault(kind, va));
+            };
+            if pte & PTE_V == 0 || (pte & PTE_R == 0 && pte & PTE_W != 0) || pte & PTE_RESERVED != 0 {
+                return Err(page_fault(kind, va));
+            }
+            let ppn = (pte & PTE_PPN_MASK) >> 10;
+            if pte & (PTE_R | PTE_X) == 0 {
+                if level == 0 {
+                    return Err(page_fault(kind, va));
+                }
+                table = ppn << 12;
+                continue;
+            }
+            // leaf: permissions
+            let user = pte & PTE_U != 0;
+            let ok = match kind {
+                KIND_FETCH => pte & PTE_X != 0 && (if prv == Priv::User { user } else { !user }),
+                _ => {
+                    let readable = pte & PTE_R != 0 || (self.csr.mstatus & MSTATUS_MXR != 0 && pte & PTE_X != 0);
+                    let rw = if kind == KIND_LOAD { readable } else { pte & PTE_W != 0 };
+                    let priv_ok = match ctx {
+                        CTX_U => user,
+                        CTX_S => !user,
+                        _ => true, // S with SUM may touch U pages (never execute them)
+                    };
+                    rw && priv_ok
+                }
+            };
+            if !ok {
+                return Err(page_fault(kind, va));
+            }
+            // superpages must be aligned
+            let low_mask = (1u64 << (9 * level)) - 1;
+            if ppn & low_mask != 0 {
+                return Err(page_fault(kind, va));
+            }
+            let need = PTE_A | if kind == KIND_STORE { PTE_D } else { 0 };
+            if pte & need != need && set_ad {
+                if !self.pmp.check(pte_addr, 8, Priv::Supervisor, Perm::Write) {
+                    return Err(access_fault(kind, va));
+                }
+                // single-threaded machine: read-check-write is atomic
+                self.ram.write(pte_addr, 8, pte | need);
+            }
+            let off_mask = (1u64 << (12 + 9 * level)) - 1;
+            let pa = ((ppn << 12) & !off_mask) | (va & off_mask);
+            return Ok(Walk { pa });
+        }
+    }
+
+    /// Translate `[va, va+len)` (within one page) for an access of `kind`,
+    /// filling the TLB when the whole page may be cached. Returns the
+    /// physical address.
+    pub(crate) fn translate(&mut self, va: u64, len: u64, kind: usize) -> Result<u64, Trap> {
+        let ctx = if kind == KIND_FETCH { self.fetch_ctx } else { self.data_ctx };
+        let vpn = va >> 12;
+        let slot = (vpn as usize) & (TLB_SIZE - 1);
+        let e = self.tlb.e[kind][ctx][slot];
+        let want = vpn | self.tlb.gen_bits;
+        if e.tag == want {
+            return Ok(self.host_to_pa(va.wrapping_add(e.addend)));
+        }
+        if e.tag == want | TLB_MMIO {
+            return Ok(va.wrapping_add(e.addend));
+        }
+        let w = self.walk(va, kind, ctx, true)?;
+        let prv = ctx_priv(ctx);
+        let perm = perm_of(kind);
+        let page = w.pa & !0xfff;
+        match self.pmp.check_page(page, prv, perm) {
+            PageCheck::Uniform(false) => return Err(access_fault(kind, va)),
+            PageCheck::Uniform(true) => {
+                let entry = if self.ram.contains(page, 4096) {
+                    TlbEntry { tag: want, addend: (self.ram.host_ptr(page) as u64).wrapping_sub(va & !0xfff) }
+                } else {
+                    TlbEntry { tag: want | TLB_MMIO, addend: page.wrapping_sub(va & !0xfff) }
+                };
+                self.tlb.e[kind][ctx][slot] = entry;
+            }
+            PageCheck::Mixed => {
+                if !self.pmp.check(w.pa, len, prv, perm) {
+                    return Err(access_fault(kind, va));
+                }
+            }
+        }
+        Ok(w.pa)
+    }
+
+    #[inline(always)]
+    pub(crate) fn host_to_pa(&self, host: u64) -> u64 {
+        host.wrapping_sub(self.ram_host as u64).wrapping_add(self.ram_base)
+    }
+
+    /// Observation-only translation: no A/D update, no TLB fill, no trap.
+    pub(crate) fn translate_peek(&self, va: u64, kind: usize) -> Option<u64> {
+        let ctx = if kind == KIND_FETCH { self.fetch_ctx } else { self.data_ctx };
+        let w = self.walk(va, kind, ctx, false).ok()?;
+        self.pmp.check(w.pa, 1, ctx_priv(ctx), perm_of(kind)).then_some(w.pa)
+    }
+}

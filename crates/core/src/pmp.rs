@@ -1,0 +1,250 @@
+//! Physical memory protection: 16 entries, granularity 4 bytes, OFF/TOR/NA4/NAPOT.
+
+use crate::Priv;
+
+pub const PMP_ENTRIES: usize = 16;
+
+const R: u8 = 1;
+const W: u8 = 2;
+const X: u8 = 4;
+const A_SHIFT: u8 = 3;
+const L: u8 = 0x80;
+const A_OFF: u8 = 0;
+const A_TOR: u8 = 1;
+const A_NA4: u8 = 2;
+#[cfg(test)]
+const A_NAPOT: u8 = 3;
+/// pmpaddr holds bits 55:2 of an address.
+const ADDR_MASK: u64 = (1 << 54) - 1;
+
+/// Permission bits for an access kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Perm {
+    Read = 1,
+    Write = 2,
+    Exec = 4,
+}
+
+/// Result of checking one page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PageCheck {
+    /// Every byte of the page has the same permission: allowed or not.
+    Uniform(bool),
+    /// Entries split the page: check each access separately.
+    Mixed,
+}
+
+#[derive(Clone, Debug)]
+pub struct Pmp {
+    cfg: [u8; PMP_ENTRIES],
+    addr: [u64; PMP_ENTRIES],
+    /// Decoded ranges [lo, hi) per entry; empty when OFF.
+    lo: [u64; PMP_ENTRIES],
+    hi: [u64; PMP_ENTRIES],
+    any_active: bool,
+    any_locked: bool,
+}
+
+impl Default for Pmp {
+    fn default() -> Self {
+        Pmp { cfg: [0; PMP_ENTRIES], addr: [0; PMP_ENTRIES], lo: [0; PMP_ENTRIES], hi: [0; PMP_ENTRIES], any_active: false, any_locked: false }
+    }
+}
+
+impl Pmp {
+    /// pmpcfgN (N even) as a 64-bit CSR holding 8 entries; `n` is N/2.
+    pub fn read_cfg(&self, n: usize) -> u64 {
+        let mut v = 0;
+        for i in 0..8 {
+            if let Some(&c) = self.cfg.get(n * 8 + i) {
+                v |= (c as u64) << (8 * i);
+            }
+        }
+        v
+    }
+
+    pub fn read_addr(&self, i: usize) -> u64 {
+        self.addr.get(i).copied().unwrap_or(0)
+    }
+
+    /// Write pmpcfg; true if anything changed. Locked entries ignore writes.
+    pub fn write_cfg(&mut self, n: usize, v: u64) -> bool {
+        let mut changed = false;
+        for i in 0..8 {
+            let e = n * 8 + i;
+            if e >= PMP_ENTRIES || self.cfg[e] & L != 0 {
+                continue;
+            }
+            let mut c = (v >> (8 * i)) as u8 & (R | W | X | (3 << A_SHIFT) | L);
+            if c & R == 0 {
+                c &= !W; // W without R is reserved
+            }
+            if c != self.cfg[e] {
+                self.cfg[e] = c;
+                changed = true;
+            }
+        }
+        if changed {
+            self.recompute();
+        }
+        changed
+    }
+
+    pub fn write_addr(&mut self, i: usize, v: u64) -> bool {
+        if i >= PMP_ENTRIES || self.cfg[i] & L != 0 {
+            return false;
+        }
+        // a locked TOR entry also locks the address below it
+        if i + 1 < PMP_ENTRIES && self.cfg[i + 1] & L != 0 && (self.cfg[i + 1] >> A_SHIFT) & 3 == A_TOR {
+            return false;
+        }
+        let v = v & ADDR_MASK;
+        if v == self.addr[i] {
+            return false;
+        }
+        self.addr[i] = v;
+        self.recompute();
+        true
+    }
+
+    fn recompute(&mut self) {
+        self.any_active = false;
+        self.any_locked = false;
+        for i in 0..PMP_ENTRIES {
+            let a = self.addr[i];
+            let (lo, hi) = match (self.cfg[i] >> A_SHIFT) & 3 {
+                A_OFF => (0, 0),
+                A_TOR => {
+                    let prev = if i == 0 { 0 } else { self.addr[i - 1] };
+                    (prev << 2, a << 2)
+                }
+                A_NA4 => (a << 2, (a << 2) + 4),
+                _ /* A_NAPOT */ => {
+                    let t = a.trailing_ones() as u64; // <= 54
+                    let size = 8u64 << t;
+                    let base = (a << 2) & !(size - 1);
+                    (base, base.saturating_add(size))
+                }
+            };
+            self.lo[i] = lo;
+            self.hi[i] = hi;
+            if lo < hi {
+                self.any_active = true;
+                if self.cfg[i] & L != 0 {
+                    self.any_locked = true;
+                }
+            }
+        }
+    }
+
+    /// Does the access `[pa, pa+len)` by privilege `prv` with `perm` pass?
+    pub fn check(&self, pa: u64, len: u64, prv: Priv, perm: Perm) -> bool {
+        match self.first_match(pa, len) {
+            Some((i, true)) => self.allows(i, prv, perm),
+            Some((_, false)) => false, // partially matching entry
+            None => prv == Priv::Machine,
+        }
+    }
+
+    /// Check a whole 4 KiB page so the TLB may cache it.
+    pub fn check_page(&self, page: u64, prv: Priv, perm: Perm) -> PageCheck {
+        if prv == Priv::Machine && !self.any_locked {
+            return PageCheck::Uniform(true);
+        }
+        match self.first_match(page, 4096) {
+            Some((i, true)) => PageCheck::Uniform(self.allows(i, prv, perm)),
+            Some((_, false)) => PageCheck::Mixed,
+            None => PageCheck::Uniform(prv == Priv::Machine),
+        }
+    }
+
+    fn allows(&self, i: usize, prv: Priv, perm: Perm) -> bool {
+        let c = self.cfg[i];
+        (prv == Priv::Machine && c & L == 0) || c & perm as u8 != 0
+    }
+
+    /// The highest-priority entry overlapping the range: (index, covers it entirely).
+    fn first_match(&self, pa: u64, len: u64) -> Option<(usize, bool)> {
+        if !self.any_active {
+            return None;
+        }
+        let end = pa.saturating_add(len);
+        (0..PMP_ENTRIES).find(|&i| self.lo[i] < end && pa < self.hi[i]).map(|i| (i, self.lo[i] <= pa && end <= self.hi[i]))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn napot(base: u64, size: u64) -> u64 {
+        (base >> 2) | ((size >> 3) - 1)
+    }
+
+    #[test]
+    fn no_entries_denies_s_mode_allows_m() {
+        let p = Pmp::default();
+        assert!(p.check(0x8000_0000, 8, Priv::Machine, Perm::Write));
+        assert!(!p.check(0x8000_0000, 8, Priv::Supervisor, Perm::Read));
+        assert_eq!(p.check_page(0x8000_0000, Priv::User, Perm::Read), PageCheck::Uniform(false));
+    }
+
+    #[test]
+    fn opensbi_layout_firmware_hidden_rest_open() {
+        // entry 0: firmware 0x80000000/512K NAPOT no perms; entry 1: everything RWX
+        let mut p = Pmp::default();
+        p.write_addr(0, napot(0x8000_0000, 0x8_0000));
+        p.write_addr(1, u64::MAX);
+        p.write_cfg(0, ((A_NAPOT << A_SHIFT) as u64) | (((A_NAPOT << A_SHIFT) | R | W | X) as u64) << 8);
+        assert_eq!(p.read_addr(1), (1 << 54) - 1);
+        assert!(!p.check(0x8000_1000, 4, Priv::Supervisor, Perm::Read));
+        assert!(p.check(0x8000_1000, 4, Priv::Machine, Perm::Read));
+        assert!(p.check(0x8008_0000, 4, Priv::Supervisor, Perm::Exec));
+        assert!(!p.check(0x8007_fffc, 8, Priv::Supervisor, Perm::Read)); // straddles
+        assert_eq!(p.check_page(0x8007_f000, Priv::Supervisor, Perm::Read), PageCheck::Uniform(false));
+        assert_eq!(p.check_page(0x8008_0000, Priv::User, Perm::Write), PageCheck::Uniform(true));
+        assert!(p.check(0x1000_0000, 1, Priv::User, Perm::Write));
+    }
+
+    #[test]
+    fn tor_na4_and_mixed_pages() {
+        let mut p = Pmp::default();
+        p.write_addr(0, 0x8000_0800 >> 2);
+        p.write_addr(1, 0x8000_1000 >> 2);
+        p.write_addr(2, 0x8000_2000 >> 2);
+        // entry 0: TOR [0, 0x80000800) none; entry 1: TOR [0x80000800, 0x80001000) R; entry 2: NA4 at 0x80002000 RW
+        let cfg = ((A_TOR << A_SHIFT) as u64) | (((A_TOR << A_SHIFT) | R) as u64) << 8 | (((A_NA4 << A_SHIFT) | R | W) as u64) << 16;
+        assert!(p.write_cfg(0, cfg));
+        assert_eq!(p.check_page(0x8000_0000, Priv::Supervisor, Perm::Read), PageCheck::Mixed);
+        assert!(p.check(0x8000_0800, 8, Priv::Supervisor, Perm::Read));
+        assert!(!p.check(0x8000_0800, 8, Priv::Supervisor, Perm::Write));
+        assert!(!p.check(0x8000_07fc, 8, Priv::Supervisor, Perm::Read));
+        assert!(p.check(0x8000_2000, 4, Priv::User, Perm::Write));
+        assert!(!p.check(0x8000_2000, 8, Priv::User, Perm::Write));
+        assert_eq!(p.check_page(0x8000_2000, Priv::User, Perm::Write), PageCheck::Mixed);
+    }
+
+    #[test]
+    fn warl_and_locking() {
+        let mut p = Pmp::default();
+        // W without R is legalised away; reserved bits 6:5 read as zero
+        p.write_cfg(0, 0x62 | ((A_NAPOT << A_SHIFT) as u64));
+        assert_eq!(p.read_cfg(0) & 0xff, (A_NAPOT << A_SHIFT) as u64);
+        // lock entry 1 as TOR: entry 1 and pmpaddr0 become read-only
+        p.write_addr(0, 0x100);
+        p.write_addr(1, 0x200);
+        p.write_cfg(0, (((A_TOR << A_SHIFT) | R | L) as u64) << 8);
+        assert!(!p.write_addr(0, 0x300));
+        assert!(!p.write_addr(1, 0x300));
+        assert_eq!(p.read_addr(0), 0x100);
+        p.write_cfg(0, 0);
+        assert_eq!(p.read_cfg(0) >> 8 & 0xff, ((A_TOR << A_SHIFT) | R | L) as u64);
+        // locked entries bind M-mode too
+        assert!(!p.check(0x400, 4, Priv::Machine, Perm::Write));
+        assert!(p.check(0x400, 4, Priv::Machine, Perm::Read));
+        // pmpcfg beyond the 16 entries reads zero and ignores writes
+        assert!(!p.write_cfg(2, u64::MAX));
+        assert_eq!(p.read_cfg(2), 0);
+        assert_eq!(p.read_addr(40), 0);
+    }
+}
