@@ -3,6 +3,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod cmd_boot;
 mod cmd_guest;
 
 #[derive(Parser)]
@@ -17,12 +18,15 @@ enum Command {
     /// Build guest images (or find them in the cache).
     #[command(subcommand)]
     Guest(cmd_guest::GuestCmd),
+    /// Boot a guest image or QEMU-style files (also: `hartscope -bios ... -kernel ...`).
+    Boot(cmd_boot::BootArgs),
 }
 
 fn main() {
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(cmd_boot::qemu_style_args(std::env::args_os()));
     let result: Result<i32, String> = match cli.command {
         Command::Guest(cmd) => cmd_guest::run(cmd),
+        Command::Boot(args) => cmd_boot::run(args),
     };
     match result {
         Ok(code) => std::process::exit(code),
