@@ -1,0 +1,174 @@
+//! Builds every `tests/isa/**/*.S` with the `link.ld` of its own directory,
+//! runs it on a `Hart` and on QEMU (`-M spike`), and requires both to pass
+//! (HTIF `tohost` = 1) and to print the same HTIF console bytes.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use hs_bus::{Access, BusFault, GuestRam, SystemBus, WriteEffect};
+use hs_core::{Exit, Hart, HartConfig};
+use object::{Object, ObjectSegment, ObjectSymbol};
+
+const GCC: &str = "riscv64-unknown-elf-gcc";
+const QEMU: &str = "qemu-system-riscv64";
+const RAM_BASE: u64 = 0x8000_0000;
+const RAM_SIZE: u64 = 64 << 20;
+const MAX_CYCLES: u64 = 200_000_000;
+const SLICE: u64 = 2_000;
+
+/// No devices: every access outside RAM is an access fault.
+struct NoDevices;
+impl SystemBus for NoDevices {
+    fn mmio_read(&mut self, _: Access, pa: u64, _: u8) -> Result<u64, BusFault> {
+        Err(BusFault::Unmapped(pa))
+    }
+    fn mmio_write(&mut self, _: Access, pa: u64, _: u8, _: u64) -> Result<WriteEffect, BusFault> {
+        Err(BusFault::Unmapped(pa))
+    }
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+fn programs(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            programs(&p, out);
+        } else if p.extension().is_some_and(|e| e == "S") {
+            out.push(p);
+        }
+    }
+}
+
+fn build(src: &Path) -> Result<PathBuf, String> {
+    let dir = src.parent().unwrap();
+    let ld = dir.join("link.ld");
+    if !ld.exists() {
+        return Err(format!("{} has no link.ld beside it", src.display()));
+    }
+    let rel = src.strip_prefix(root().join("tests/isa")).unwrap();
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("isa").join(rel).with_extension("elf");
+    std::fs::create_dir_all(out.parent().unwrap()).unwrap();
+    let res = Command::new(GCC)
+        .args(["-nostdlib", "-nostartfiles", "-static", "-march=rv64gc", "-mabi=lp64d", "-mcmodel=medany"])
+        .arg("-T")
+        .arg(&ld)
+        .arg("-I")
+        .arg(dir)
+        .arg(src)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .map_err(|e| format!("cannot run {GCC} (install Debian package gcc-riscv64-unknown-elf): {e}"))?;
+    if !res.status.success() {
+        return Err(format!("{} does not build:\n{}", src.display(), String::from_utf8_lossy(&res.stderr)));
+    }
+    Ok(out)
+}
+
+#[derive(Debug, PartialEq)]
+struct Outcome {
+    code: u64,
+    console: Vec<u8>,
+}
+
+fn run_hart(elf: &Path) -> Result<Outcome, String> {
+    let data = std::fs::read(elf).map_err(|e| e.to_string())?;
+    let file = object::File::parse(&*data).map_err(|e| e.to_string())?;
+    let ram = GuestRam::new(RAM_BASE, RAM_SIZE).unwrap();
+    for seg in file.segments() {
+        let bytes = seg.data().map_err(|e| e.to_string())?;
+        if !bytes.is_empty() && !ram.write_bytes(seg.address(), bytes) {
+            return Err(format!("segment at {:#x} outside RAM", seg.address()));
+        }
+    }
+    let sym = |name: &str| file.symbols().find(|s| s.name() == Ok(name)).map(|s| s.address());
+    let tohost = sym("tohost").ok_or("no tohost symbol")?;
+    let fromhost = sym("fromhost").ok_or("no fromhost symbol")?;
+    let mut hart = Hart::new(HartConfig { hart_id: 0, cycles_per_tick: 10 }, ram.clone(), hs_core::Atomic);
+    hart.reset(file.entry());
+    let mut bus = NoDevices;
+    let mut console = Vec::new();
+    loop {
+        let target = hart.cycle() + SLICE;
+        match hart.run(&mut bus, target) {
+            Exit::Idle => hart.advance_to(target),
+            Exit::Budget | Exit::IrqCheck | Exit::Marker(_) => {}
+            Exit::Stop => return Err("unexpected stop".into()),
+        }
+        let v = ram.read(tohost, 8).unwrap();
+        if v != 0 {
+            let (dev, cmd) = (v >> 56, (v >> 48) & 0xff);
+            if dev == 0 && cmd == 0 && v & 1 == 1 {
+                return Ok(Outcome { code: (v & 0xffff_ffff_ffff) >> 1, console });
+            } else if dev == 1 && cmd == 1 {
+                console.push(v as u8);
+                ram.write(tohost, 8, 0);
+                ram.write(fromhost, 8, (v >> 48 << 48) | 0x100 | (v & 0xff));
+            } else {
+                return Err(format!("unsupported tohost command {v:#x}"));
+            }
+        }
+        if hart.cycle() > MAX_CYCLES {
+            return Err(format!("no exit after {MAX_CYCLES} cycles, pc {:#x}", hart.pc()));
+        }
+    }
+}
+
+fn run_qemu(elf: &Path) -> Result<Outcome, String> {
+    let out = Command::new("timeout")
+        .arg("60")
+        .arg(QEMU)
+        .args(["-M", "spike", "-bios", "none", "-nographic", "-monitor", "none", "-kernel"])
+        .arg(elf)
+        .output()
+        .map_err(|e| format!("cannot run {QEMU} (install Debian package qemu-system-misc): {e}"))?;
+    match out.status.code() {
+        Some(124) => Err("QEMU timed out".into()),
+        Some(code) => Ok(Outcome { code: code as u64, console: out.stdout }),
+        None => Err("QEMU was killed".into()),
+    }
+}
+
+#[test]
+fn isa_programs_pass_on_hart_and_qemu() {
+    let mut srcs = Vec::new();
+    programs(&root().join("tests/isa"), &mut srcs);
+    assert!(!srcs.is_empty(), "no programs in tests/isa");
+    let only = std::env::var("HS_ISA_ONLY").ok();
+    let mut failures = Vec::new();
+    let mut passed = 0;
+    for src in &srcs {
+        let name = src.strip_prefix(root()).unwrap().display().to_string();
+        if only.as_deref().is_some_and(|o| !name.contains(o)) {
+            continue;
+        }
+        let elf = match build(src) {
+            Ok(e) => e,
+            Err(e) => {
+                failures.push(e);
+                continue;
+            }
+        };
+        let ours = run_hart(&elf);
+        let qemu = run_qemu(&elf);
+        match (&ours, &qemu) {
+            (Ok(a), Ok(b)) if a.code == 0 && b.code == 0 && a.console == b.console => {
+                passed += 1;
+                eprintln!("ok   {name}");
+            }
+            _ => {
+                let show = |r: &Result<Outcome, String>| match r {
+                    Ok(o) => format!("exit {} console {:?}", o.code, String::from_utf8_lossy(&o.console)),
+                    Err(e) => e.clone(),
+                };
+                failures.push(format!("{name}: hart: {}; qemu: {}", show(&ours), show(&qemu)));
+            }
+        }
+    }
+    eprintln!("{passed} programs passed on both");
+    assert!(failures.is_empty(), "{} failing:\n{}", failures.len(), failures.join("\n"));
+}

@@ -1,0 +1,38 @@
+/* RV64M: products (all high-half forms), division and remainder edge cases
+ * (divide by zero, signed overflow), word forms sign-extend. */
+#include "hs_test.h"
+  START
+main:
+#define RR(n, op, a, b, want) TEST(n); li a0, a; li a1, b; op a2, a0, a1; CHECK(a2, want)
+  RR(1, mul, 7, -3, -21)
+  RR(2, mul, 0x100000001, 0x100000001, 0x200000001)
+  RR(3, mulh, -1, -1, 0)
+  RR(4, mulh, 0x8000000000000000, 0x8000000000000000, 0x4000000000000000)
+  RR(5, mulhu, -1, -1, 0xfffffffffffffffe)
+  RR(6, mulhsu, -1, -1, -1)
+  RR(7, mulhsu, 0x8000000000000000, 2, -1)
+  RR(8, mulhu, 0x8000000000000000, 4, 2)
+  RR(9, div, -20, 3, -6)
+  RR(10, div, 20, 0, -1)
+  RR(11, div, 0x8000000000000000, -1, 0x8000000000000000)
+  RR(12, divu, -1, 2, 0x7fffffffffffffff)
+  RR(13, divu, 5, 0, -1)
+  RR(14, rem, -20, 3, -2)
+  RR(15, rem, 20, 0, 20)
+  RR(16, rem, 0x8000000000000000, -1, 0)
+  RR(17, remu, -1, 10, 5)
+  RR(18, remu, 7, 0, 7)
+  RR(19, mulw, 0x10000, 0x10000, 0)
+  RR(20, mulw, 0x7fffffff, 2, -2)
+  RR(21, divw, 0x80000000, -1, 0xffffffff80000000)
+  RR(22, divw, 0x100000007, 2, 3)
+  RR(23, divw, 1, 0, -1)
+  RR(24, divuw, 0xffffffff, 2, 0x7fffffff)
+  RR(25, divuw, 0xfffffffe, 1, -2)
+  RR(26, divuw, 1, 0, -1)
+  RR(27, remw, -7, 2, -1)
+  RR(28, remw, 0x80000000, -1, 0)
+  RR(29, remw, 0x123456789, 0, 0x23456789)
+  RR(30, remuw, 0xffffffff, 0, -1)
+  RR(31, remuw, 0x80000005, 0x10, 5)
+  PASS
