@@ -175,6 +175,8 @@ pub struct Machine<T: TimingModel = Atomic> {
     /// Start of the current slice (all harts have reached it).
     now: u64,
     idle: Vec<bool>,
+    /// What an idle hart saw when it went idle; it must run again once this changes.
+    idle_sig: Vec<(u64, bool)>,
     stop: Option<StopReason>,
     markers: MarkerLog,
     htif: Option<HtifSymbols>,
@@ -270,6 +272,7 @@ impl<T: TimingModel> Machine<T> {
             htif: plan.htif,
             ram,
             idle: vec![false; cfg.harts],
+            idle_sig: vec![(0, false); cfg.harts],
             harts,
             board,
             plan,
@@ -362,8 +365,16 @@ impl<T: TimingModel> Machine<T> {
         next
     }
 
+    /// The inputs that decide whether hart `h` can leave WFI: platform
+    /// interrupt bits and whether its own (Sstc) timer has fired.
+    fn wake_signature(&self, h: usize) -> (u64, bool) {
+        let c = self.harts[h].cycle();
+        (self.board.irq_bits(h, c), self.harts[h].next_timer_cycle().is_some_and(|d| d <= c))
+    }
+
     fn run_slice(&mut self) {
-        let all_idle = self.idle.iter().all(|&i| i);
+        self.board.devs.plic.update();
+        let all_idle = (0..self.harts.len()).all(|h| self.idle[h] && self.wake_signature(h) == self.idle_sig[h]);
         if all_idle {
             self.poll_input(true);
             if self.stop.is_some() {
@@ -394,7 +405,6 @@ impl<T: TimingModel> Machine<T> {
         }
         end = end.max(self.now + 1);
 
-        self.board.devs.plic.update();
         for h in 0..self.harts.len() {
             if self.harts[h].cycle() >= end {
                 continue;
@@ -411,6 +421,7 @@ impl<T: TimingModel> Machine<T> {
                     }
                     Exit::Idle => {
                         self.idle[h] = true;
+                        self.idle_sig[h] = self.wake_signature(h);
                         self.harts[h].advance_to(end);
                         break;
                     }

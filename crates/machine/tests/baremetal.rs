@@ -1,0 +1,177 @@
+//! Bare-metal programs end to end: `-bios none -kernel prog.elf`, HTIF
+//! exit and console, UART, CLINT timer with idle skip, IPIs, PLIC routing
+//! of a UART interrupt, syscon power-off, markers, determinism.
+
+mod common;
+
+use common::*;
+use hs_machine::{BootFile, BootImages, Machine, MachineConfig, StopReason};
+
+const BASE: u64 = 0x8000_0000;
+
+fn machine(harts: usize, elf_bytes: Vec<u8>) -> Machine {
+    let cfg = MachineConfig {
+        harts,
+        ram_bytes: 64 << 20,
+        images: BootImages { firmware: None, kernel: Some(BootFile::from_bytes("prog.elf", elf_bytes)), initrd: None },
+        max_cycles: Some(2_000_000_000),
+        ..MachineConfig::default()
+    };
+    Machine::new(cfg).unwrap()
+}
+
+/// Data section shared by all programs: HTIF mailbox.
+fn htif_tail(a: &mut Asm) -> Vec<(&'static str, u64)> {
+    a.align(8).label("tohost").data(&[0; 8]).label("fromhost").data(&[0; 8]);
+    vec![("tohost", a.addr("tohost")), ("fromhost", a.addr("fromhost"))]
+}
+
+/// Exit through HTIF with the code in register `reg`.
+fn htif_exit_reg(a: &mut Asm, reg: u32) {
+    a.slli(T2, reg, 1).addi(T2, T2, 1).la(T3, "tohost").sd(T2, T3, 0).label("hang").j("hang");
+}
+
+fn build(a: &mut Asm) -> Vec<u8> {
+    let syms = htif_tail(a);
+    let image = a.finish();
+    elf(BASE, &image, &syms)
+}
+
+#[test]
+fn htif_console_uart_and_exit_code() {
+    let mut a = Asm::new(BASE);
+    a.csrr(A0, CSR_MHARTID).bne(A0, ZERO, "park");
+    a.li(T0, 0x1000_0000).li(T1, b'U' as u64).sb(T1, T0, 0).li(T1, b'\n' as u64).sb(T1, T0, 0);
+    a.la(T0, "msg");
+    a.label("loop").lbu(T1, T0, 0).beq(T1, ZERO, "done");
+    a.li(T2, 0x0101_0000_0000_0000).or(T2, T2, T1).la(T3, "tohost").sd(T2, T3, 0);
+    a.label("wait").ld(T2, T3, 0).bne(T2, ZERO, "wait");
+    a.addi(T0, T0, 1).j("loop");
+    a.label("done").li(A0, 42);
+    htif_exit_reg(&mut a, A0);
+    a.label("park").wfi().j("park");
+    a.label("msg").data(b"hi from htif\n\0");
+    let mut m = machine(2, build(&mut a));
+    assert_eq!(m.plan().entry, BASE);
+    assert_eq!(m.run(), StopReason::HtifExit(42));
+    assert_eq!(String::from_utf8_lossy(m.console_output()), "U\nhi from htif\n");
+}
+
+#[test]
+fn timer_interrupt_after_idle_skip() {
+    let mut a = Asm::new(BASE);
+    a.la(T0, "handler").csrw(CSR_MTVEC, T0);
+    a.li(T0, 0x0200_bff8).ld(T1, T0, 0).li(T2, 1_000_000).add(T1, T1, T2);
+    a.li(T0, 0x0200_4000).sd(T1, T0, 0);
+    a.li(T0, 0x80).csrs(CSR_MIE, T0).li(T0, 0x8).csrs(CSR_MSTATUS, T0);
+    a.label("idle").wfi().j("idle");
+    a.align(4).label("handler").csrr(A0, CSR_MCAUSE).li(T1, 0x8000_0000_0000_0007).bne(A0, T1, "bad");
+    a.li(A0, 7);
+    htif_exit_reg(&mut a, A0);
+    a.label("bad").li(A0, 1).slli(T2, A0, 1).addi(T2, T2, 1).la(T3, "tohost").sd(T2, T3, 0).label("h2").j("h2");
+    let mut m = machine(1, build(&mut a));
+    assert_eq!(m.run(), StopReason::HtifExit(7));
+    let s = m.summary();
+    // 1,000,000 ticks of 10 MHz = 0.1 s = 100,000,000 cycles at 1 GHz.
+    assert!(s.cycles >= 100_000_000 && s.cycles < 100_100_000, "cycles {}", s.cycles);
+    // Idle time retires nothing; the exit spin until the next HTIF poll
+    // (at most one 10,000-cycle quantum) is all that runs.
+    assert!(s.instret < 10_000 + 200, "idle time must not retire instructions: {}", s.instret);
+}
+
+#[test]
+fn ipi_wakes_the_other_hart_and_runs_repeat_exactly() {
+    let mut a = Asm::new(BASE);
+    a.la(T0, "handler").csrw(CSR_MTVEC, T0);
+    a.csrr(A0, CSR_MHARTID).bne(A0, ZERO, "waiter");
+    // hart 0: spin a while, then IPI hart 1 and park with interrupts off
+    a.li(T0, 50_000).label("spin").addi(T0, T0, -1).bne(T0, ZERO, "spin");
+    a.li(T0, 0x0200_0004).li(T1, 1).sw(T1, T0, 0);
+    a.label("park").wfi().j("park");
+    a.label("waiter").li(T0, 0x8).csrs(CSR_MIE, T0).csrs(CSR_MSTATUS, T0);
+    a.label("idle").wfi().j("idle");
+    a.align(4).label("handler").csrr(A0, CSR_MCAUSE).li(T1, 0x8000_0000_0000_0003).bne(A0, T1, "bad");
+    a.csrr(A0, CSR_MHARTID);
+    htif_exit_reg(&mut a, A0);
+    a.label("bad").li(A0, 99).slli(T2, A0, 1).addi(T2, T2, 1).la(T3, "tohost").sd(T2, T3, 0).label("h2").j("h2");
+    let elf_bytes = build(&mut a);
+    let mut m1 = machine(2, elf_bytes.clone());
+    assert_eq!(m1.run(), StopReason::HtifExit(1), "hart 1 took the software interrupt");
+    let mut m2 = machine(2, elf_bytes);
+    m2.run();
+    let (s1, s2) = (m1.summary(), m2.summary());
+    assert_eq!((s1.cycles, s1.instret), (s2.cycles, s2.instret));
+    for (a, b) in s1.harts.iter().zip(&s2.harts) {
+        assert_eq!((a.cycles, a.instret), (b.cycles, b.instret));
+    }
+    assert_eq!(s1.devices, s2.devices);
+}
+
+#[test]
+fn uart_receive_interrupt_through_the_plic() {
+    let mut a = Asm::new(BASE);
+    a.la(T0, "handler").csrw(CSR_MTVEC, T0);
+    a.li(T0, 0x0c00_0000 + 4 * 10).li(T1, 1).sw(T1, T0, 0); // priority 1
+    a.li(T0, 0x0c00_2000).li(T1, 1 << 10).sw(T1, T0, 0); // enable for hart 0 M-mode
+    a.li(T0, 0x1000_0001).li(T1, 1).sb(T1, T0, 0); // IER: receive data
+    a.li(T0, 0x800).csrs(CSR_MIE, T0).li(T0, 0x8).csrs(CSR_MSTATUS, T0);
+    a.label("idle").wfi().j("idle");
+    a.align(4).label("handler");
+    a.li(T0, 0x0c20_0004).lw(T1, T0, 0).li(T2, 10).bne(T1, T2, "bad"); // claim
+    a.li(A2, 0x1000_0000).lbu(A0, A2, 0).addi(A1, A0, 1).sb(A1, A2, 0); // echo byte + 1
+    a.sw(T1, T0, 0); // complete
+    htif_exit_reg(&mut a, A0);
+    a.label("bad").li(A0, 99).slli(T2, A0, 1).addi(T2, T2, 1).la(T3, "tohost").sd(T2, T3, 0).label("h2").j("h2");
+    let mut m = machine(1, build(&mut a));
+    m.push_console_input(b"A");
+    assert_eq!(m.run(), StopReason::HtifExit(b'A' as u64));
+    assert_eq!(m.console_output(), b"B");
+    assert!(m.device_stats().iter().any(|s| s.name == "plic.hart0.m.claims" && s.value == 1));
+}
+
+#[test]
+fn markers_and_syscon_poweroff() {
+    let mut a = Asm::new(BASE);
+    a.la(A0, "label").li(A1, 5).marker(0x480); // PHASE "start"
+    a.la(A0, "data").li(A1, 3).la(A2, "chan").li(A3, 4).marker(0x482); // SEND "abc" to "logs"
+    a.li(A0, 3).marker(0x481); // EXIT 3
+    a.marker(0x48f); // reserved: counted, ignored
+    a.li(T0, 0x0010_0000).li(T1, 0x5555).sw(T1, T0, 0);
+    a.label("hang").j("hang");
+    a.label("label").data(b"start").label("data").data(b"abc").label("chan").data(b"logs");
+    let image = a.finish();
+    let mut m = machine(1, elf(BASE, &image, &[]));
+    assert_eq!(m.run(), StopReason::PowerOff);
+    let mk = m.markers();
+    assert_eq!(mk.phases.len(), 1);
+    assert_eq!(mk.phases[0].label, "start");
+    assert!(mk.phases[0].instret[0] > 0);
+    assert_eq!(mk.exit_status, Some(3));
+    assert_eq!(mk.channels["logs"].data, b"abc");
+    assert_eq!(mk.unknown, 1);
+}
+
+#[test]
+fn all_idle_with_nothing_pending_stops_cleanly() {
+    let mut a = Asm::new(BASE);
+    a.label("idle").wfi().j("idle");
+    let mut m = machine(2, build(&mut a));
+    assert_eq!(m.run(), StopReason::AllIdle);
+}
+
+#[test]
+fn cycle_limit_stops_a_spinning_program() {
+    let mut a = Asm::new(BASE);
+    a.label("spin").j("spin");
+    let elf_bytes = build(&mut a);
+    let cfg = MachineConfig {
+        ram_bytes: 16 << 20,
+        images: BootImages { firmware: None, kernel: Some(BootFile::from_bytes("spin.elf", elf_bytes)), initrd: None },
+        max_cycles: Some(1_000_000),
+        ..MachineConfig::default()
+    };
+    let mut m = Machine::new(cfg).unwrap();
+    assert_eq!(m.run(), StopReason::CycleLimit);
+    let c = m.summary().cycles;
+    assert!((1_000_000..1_000_010).contains(&c), "{c}");
+}
