@@ -238,8 +238,9 @@ impl<T: TimingModel> Hart<T> {
             MCAUSE => c.mcause,
             MTVAL => c.mtval,
             MIP => self.effective_mip(),
-            n @ 0x3a0..=0x3af if n & 1 == 0 => self.pmp.read_cfg(((n - PMPCFG0) / 2) as usize),
-            n @ 0x3b0..=0x3ef => self.pmp.read_addr((n - PMPADDR0) as usize),
+            // 16 entries: pmpcfg0, pmpcfg2 and pmpaddr0..15 exist (as on QEMU)
+            PMPCFG0 | 0x3a2 => self.pmp.read_cfg(((num - PMPCFG0) / 2) as usize),
+            n @ 0x3b0..=0x3bf => self.pmp.read_addr((n - PMPADDR0) as usize),
             _ => return None,
         })
     }
@@ -398,12 +399,12 @@ impl<T: TimingModel> Hart<T> {
             MEPC => c.mepc = v & !1,
             MCAUSE => c.mcause = v,
             MTVAL => c.mtval = v,
-            n @ 0x3a0..=0x3af => {
+            n @ (PMPCFG0 | 0x3a2) => {
                 if self.pmp.write_cfg(((n - PMPCFG0) / 2) as usize, v) {
                     self.tlb_flush();
                 }
             }
-            n @ 0x3b0..=0x3ef => {
+            n @ 0x3b0..=0x3bf => {
                 if self.pmp.write_addr((n - PMPADDR0) as usize, v) {
                     self.tlb_flush();
                 }
