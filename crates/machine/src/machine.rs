@@ -148,8 +148,8 @@ pub struct RunSummary {
     pub phases: Vec<crate::markers::Phase>,
     pub unknown_markers: u64,
     pub bad_markers: u64,
-    /// Device counters, `name -> value`, in a fixed order.
-    pub devices: Vec<(String, u64)>,
+    /// Device counters, `name -> value`, sorted by name.
+    pub devices: std::collections::BTreeMap<String, u64>,
 }
 
 impl RunSummary {
