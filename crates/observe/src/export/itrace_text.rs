@@ -21,8 +21,8 @@ pub fn itrace_text(lines: &[ItraceLine]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:>4} {:>14} {} {:>16} {:<36} {:>6} {:<9} {:<32} | lines",
-        "hart", "cycle", "P", "pc", "symbol", "cycles", "stall", "instruction"
+        "{:>4} {:>14} P {:>16} {:<36} {:>6} {:<9} {:<32} | lines",
+        "hart", "cycle", "pc", "symbol", "cycles", "stall", "instruction"
     );
     for l in lines {
         let touched: Vec<String> = l

@@ -319,7 +319,7 @@ mod tests {
             42,
             vec![
                 Mapping { start: 0x10000, end: 0x20000, image: bb, bias: 0 },
-                Mapping { start: 0x3f0000_0000, end: 0x3f0001_0000, image: lib, bias: 0x3f0000_0000 },
+                Mapping { start: 0x3f_0000_0000, end: 0x3f_0001_0000, image: lib, bias: 0x3f_0000_0000 },
             ],
         );
         let mut s = Symbolizer::with_user(user);
@@ -338,7 +338,7 @@ mod tests {
         assert_eq!((f.symbol, f.offset, f.where_name()), (Some("handle_exception"), 8, "kernel"));
         let f = s.resolve(Privilege::User, at, 0x10104, false);
         assert_eq!((f.symbol, f.offset, f.where_name()), (Some("printf_core"), 4, "busybox"));
-        let f = s.resolve(Privilege::User, at, 0x3f0000_1010, false);
+        let f = s.resolve(Privilege::User, at, 0x3f_0000_1010, false);
         assert_eq!((f.symbol, f.offset, f.file_addr, f.dso), (Some("memcpy"), 0x10, 0x1010, "libc.so"));
         // Inside a mapped binary but outside its symbols: unknown in that binary.
         let f = s.resolve(Privilege::User, at, 0x18000, false);

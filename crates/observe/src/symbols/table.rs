@@ -31,11 +31,15 @@ pub struct LoadSegment {
     pub file_size: u64,
 }
 
-/// The symbols of one binary, sorted by start address.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// The symbols of one binary, sorted by start address. Not serialisable on
+/// purpose: the lookup indexes must stay consistent with the symbols, so a
+/// table is always rebuilt from its source file.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SymbolTable {
     name: String,
     symbols: Vec<Symbol>,
+    /// `symbols[i].start`, apart so the binary search touches 8 bytes a step.
+    starts: Vec<u64>,
     /// `max_end[i]` = largest `end` among `symbols[..=i]`: lets a lookup stop
     /// early and still find a symbol that encloses a nested one.
     max_end: Vec<u64>,
@@ -90,7 +94,7 @@ impl SymbolTable {
 
     /// The innermost symbol covering `addr`.
     pub fn lookup_symbol(&self, addr: u64) -> Option<&Symbol> {
-        let mut i = self.symbols.partition_point(|s| s.start <= addr);
+        let mut i = self.starts.partition_point(|&s| s <= addr);
         while i > 0 {
             i -= 1;
             if self.max_end[i] <= addr {
@@ -353,7 +357,7 @@ fn build(name: &str, mut candidates: Vec<Candidate>) -> SymbolTable {
         m = m.max(s.end);
         max_end.push(m);
     }
-    SymbolTable { name: name.to_string(), symbols, max_end, segments: Vec::new(), position_independent: false }
+    SymbolTable { name: name.to_string(), symbols, starts, max_end, segments: Vec::new(), position_independent: false }
 }
 
 /// One line of `/proc/<pid>/maps`.
