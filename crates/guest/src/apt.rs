@@ -103,7 +103,7 @@ impl Apt {
             self.binary_suite, self.source_suite, self.mirror
         );
         let mut c = self.cmd("apt-get");
-        c.arg("update");
+        c.args(["update", "--error-on=any"]);
         run(&step, &mut c)?;
         Ok(())
     }

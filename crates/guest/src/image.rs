@@ -77,11 +77,9 @@ pub fn build_image(b: &Builder, r: &LoadedRecipe, dest: &Path, progress: &mut dy
     let (release, config, symbols) = match &recipe.kernel {
         KernelRecipe::DebianPackage { package, modules: wanted } => {
             let mut pkg = apt.show(package)?;
-            // A metapackage (linux-image-riscv64) names the versioned package it depends on.
-            if !package.chars().any(|c| c.is_ascii_digit()) {
-                if let Some(real) = pkg.depends.iter().find(|d| d.starts_with("linux-image-")) {
-                    pkg = apt.show(real)?;
-                }
+            // A metapackage (linux-image-riscv64) depends on the versioned package that has the kernel.
+            if let Some(real) = pkg.depends.iter().find(|d| d.starts_with("linux-image-")).cloned() {
+                pkg = apt.show(&real)?;
             }
             progress(&format!("kernel: {} {} (downloading)", pkg.name, pkg.version));
             let deb = apt.download(&pkg)?;

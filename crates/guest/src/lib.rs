@@ -20,6 +20,8 @@ mod process;
 mod recipe;
 mod rootfs;
 mod staging;
+#[cfg(test)]
+mod tests;
 
 use std::path::{Path, PathBuf};
 
@@ -97,6 +99,11 @@ impl Builder {
 
     fn image_path(&self, r: &recipe::LoadedRecipe) -> PathBuf {
         self.cache.join("images").join(format!("{}-{}", r.name, r.short_hash()))
+    }
+
+    /// The hash of the image's current recipe (the suffix of its directory name).
+    pub fn recipe_hash(&self, name: &str) -> Result<String, GuestError> {
+        Ok(recipe::load(&self.guest_dir, name)?.hash)
     }
 
     /// The image built from the current recipe, without building anything.

@@ -39,13 +39,18 @@ pub fn error_summary(stderr: &str, stdout: &str) -> String {
         let lines: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
         let flagged: Vec<String> = lines
             .iter()
-            .filter(|l| l.starts_with("E:") || l.contains("error") || l.contains("Error") || l.contains("failed"))
+            .filter(|l| l.starts_with("E:") || l.starts_with("Err:") || l.contains("error") || l.contains("Error") || l.contains("failed"))
             .map(|l| l.to_string())
             .collect();
         if flagged.is_empty() {
             lines.iter().rev().take(3).rev().map(|l| l.to_string()).collect()
         } else {
-            flagged.into_iter().rev().take(3).rev().collect()
+            // The first error usually names the cause, the last the outcome.
+            let mut v = vec![flagged[0].clone()];
+            if flagged.len() > 1 {
+                v.push(flagged[flagged.len() - 1].clone());
+            }
+            v
         }
     };
     let mut lines = pick(stderr);

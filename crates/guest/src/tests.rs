@@ -1,0 +1,210 @@
+//! Tests of the builder that need no network and no cross toolchain.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::cpio::read_archives;
+use crate::manifest::{self, Manifest};
+use crate::{Builder, GuestError, KernelSymbols};
+
+fn scratch(tag: &str) -> PathBuf {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "hs-guest-test-{tag}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst)
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// A copy of the real recipe tree (guest/), so tests can change files.
+fn guest_copy() -> PathBuf {
+    let real = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../guest");
+    let dir = scratch("guest");
+    copy_tree(&real, &dir);
+    dir
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let p = e.unwrap().path();
+        let dest = to.join(p.file_name().unwrap());
+        if p.is_dir() {
+            copy_tree(&p, &dest);
+        } else {
+            std::fs::copy(&p, &dest).unwrap();
+        }
+    }
+}
+
+fn builder(guest_dir: &Path, cache: &Path, mirror: &str) -> Builder {
+    Builder { cache: cache.to_path_buf(), guest_dir: guest_dir.to_path_buf(), mirror: mirror.into() }
+}
+
+#[test]
+fn recipe_hash_follows_the_files_the_image_is_made_of() {
+    let g = guest_copy();
+    let b = builder(&g, &scratch("cache"), crate::DEFAULT_MIRROR);
+    let debian = b.recipe_hash("debian").unwrap();
+    let custom = b.recipe_hash("custom").unwrap();
+    assert_ne!(debian, custom);
+    assert_eq!(debian, b.recipe_hash("debian").unwrap(), "hashing is repeatable");
+
+    // A host-supplied workload script is not part of any image.
+    write(&g.join("workloads/p87-shell/run.sh"), "echo changed\n");
+    assert_eq!(b.recipe_hash("debian").unwrap(), debian);
+
+    // The agent is part of every image.
+    let agent = std::fs::read_to_string(g.join("agent/init")).unwrap();
+    write(&g.join("agent/init"), &format!("{agent}\n# changed\n"));
+    let debian2 = b.recipe_hash("debian").unwrap();
+    assert_ne!(debian2, debian);
+    assert_ne!(b.recipe_hash("custom").unwrap(), custom);
+
+    // A workload program, the kernel config and a new patch change the hash.
+    write(&g.join("workloads/extra.c"), "int main(void) { return 0; }\n");
+    let debian3 = b.recipe_hash("debian").unwrap();
+    assert_ne!(debian3, debian2);
+    let custom3 = b.recipe_hash("custom").unwrap();
+    let cfg = std::fs::read_to_string(g.join("kernel/virt.config")).unwrap();
+    write(&g.join("kernel/virt.config"), &format!("{cfg}CONFIG_EXT2_FS=y\n"));
+    let custom4 = b.recipe_hash("custom").unwrap();
+    assert_ne!(custom4, custom3);
+    assert_eq!(b.recipe_hash("debian").unwrap(), debian3, "the kernel config is not an input of `debian`");
+    write(&g.join("kernel/patches/0001-x.patch"), "--- a/x\n+++ b/x\n");
+    assert_ne!(b.recipe_hash("custom").unwrap(), custom4);
+
+    // The recipe file itself.
+    let toml = std::fs::read_to_string(g.join("images/debian.toml")).unwrap();
+    write(&g.join("images/debian.toml"), &toml.replace("console=ttyS0", "console=hvc0"));
+    assert_ne!(b.recipe_hash("debian").unwrap(), debian3);
+    let _ = std::fs::remove_dir_all(&g);
+}
+
+#[test]
+fn unknown_and_unbuilt_images_are_one_clear_sentence() {
+    let g = guest_copy();
+    let b = builder(&g, &scratch("cache"), crate::DEFAULT_MIRROR);
+    let err = b.find("nope").unwrap_err();
+    assert!(matches!(err, GuestError::UnknownImage { .. }));
+    let msg = err.to_string();
+    assert!(msg.contains("`nope`") && msg.contains("`custom`") && msg.contains("`debian`"), "{msg}");
+    assert!(b.build("../debian", &mut |_| {}).is_err(), "names cannot escape guest/images");
+
+    let msg = b.find("custom").unwrap_err().to_string();
+    assert!(msg.contains("hartscope guest build --image custom"), "{msg}");
+
+    write(&g.join("images/broken.toml"), "description = 3\n");
+    let msg = b.find("broken").unwrap_err().to_string();
+    assert!(msg.contains("broken.toml") && msg.contains("invalid"), "{msg}");
+}
+
+#[test]
+fn unreachable_mirror_fails_clearly_and_leaves_nothing_behind() {
+    let g = guest_copy();
+    let cache = scratch("cache");
+    // Port 9 (discard) on loopback: nothing listens, the connection is refused at once.
+    let b = builder(&g, &cache, "http://127.0.0.1:9/debian");
+    let mut lines = Vec::new();
+    let err = b.build("debian", &mut |l| lines.push(l.to_string())).unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("apt-get update") && msg.contains("127.0.0.1:9"), "{msg}");
+    assert!(!msg.contains('\n'), "one line: {msg}");
+    let images = cache.join("images");
+    let left: Vec<_> = std::fs::read_dir(&images).map(|rd| rd.flatten().map(|e| e.path()).collect()).unwrap_or_default();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    assert!(matches!(b.find("debian"), Err(GuestError::NotBuilt { .. })));
+    let _ = std::fs::remove_dir_all(&cache);
+}
+
+#[test]
+fn manifest_round_trips_and_find_uses_it() {
+    let g = guest_copy();
+    let cache = scratch("cache");
+    let b = builder(&g, &cache, crate::DEFAULT_MIRROR);
+    let hash = b.recipe_hash("debian").unwrap();
+    let dir = cache.join("images").join(format!("debian-{}", &hash[..16]));
+    for f in ["fw_jump.bin", "fw_dynamic.bin", "Image", "initrd", "busybox", "kallsyms"] {
+        write(&dir.join(f), f);
+    }
+    write(&dir.join("programs/hsmark"), "elf");
+    let m = Manifest {
+        name: "debian".into(),
+        recipe_format: crate::RECIPE_FORMAT.into(),
+        recipe_hash: hash.clone(),
+        description: "test".into(),
+        kernel_release: "6.12.0-test".into(),
+        default_append: "console=ttyS0".into(),
+        symbols: "kallsyms".into(),
+        packages: vec![],
+        modules: vec!["virtio_mmio".into()],
+        builtin_modules: vec![],
+        kernel_build_seconds: None,
+        files: manifest::hash_files(&dir).unwrap(),
+    };
+    assert_eq!(m.files.len(), 7);
+    assert_eq!(m.files["Image"], crate::recipe::sha256_hex(b"Image"));
+    assert!(m.files.contains_key("programs/hsmark"));
+    manifest::write(&dir, &m).unwrap();
+    assert_eq!(manifest::read(&dir).unwrap(), m);
+
+    let image = b.find("debian").unwrap();
+    assert_eq!(image.dir, dir);
+    assert_eq!(image.default_append, "console=ttyS0");
+    assert_eq!(image.symbols, KernelSymbols::Kallsyms(dir.join("kallsyms")));
+    assert_eq!(image.firmware, dir.join("fw_jump.bin"));
+    assert_eq!(image.firmware_elf, None);
+    assert_eq!(image.read_manifest().unwrap().kernel_release, "6.12.0-test");
+    // A cache hit builds nothing and reports it.
+    let mut lines = Vec::new();
+    let again = b.build("debian", &mut |l| lines.push(l.to_string())).unwrap();
+    assert_eq!(again.dir, dir);
+    assert!(lines.iter().any(|l| l.contains("up to date")), "{lines:?}");
+    let _ = std::fs::remove_dir_all(&cache);
+}
+
+#[test]
+fn workload_archives_are_appended_and_reproducible() {
+    let dir = scratch("workload");
+    let base_entries = vec![crate::cpio::Entry::file("init", 0o755, b"#!/bin/sh\n".to_vec())];
+    let mut base = Vec::new();
+    crate::cpio::write_archive(&mut base, &base_entries).unwrap();
+
+    let script = dir.join("one.sh");
+    write(&script, "echo hi\nexit 3\n");
+    let a = crate::rootfs::with_workload(&base, &script).unwrap();
+    let b = crate::rootfs::with_workload(&base, &script).unwrap();
+    assert_eq!(a, b);
+    assert!(a.starts_with(&base));
+    let names: Vec<_> = read_archives(&a).unwrap().into_iter().map(|e| (e.name, e.mode, e.data)).collect();
+    assert_eq!(names[1..], [
+        ("workload".to_string(), 0o040755, vec![]),
+        ("workload/run.sh".to_string(), 0o100755, b"echo hi\nexit 3\n".to_vec()),
+    ]);
+
+    let wdir = dir.join("tree");
+    write(&wdir.join("run.sh"), "cat data/x.txt\n");
+    write(&wdir.join("data/x.txt"), "payload\n");
+    let t = crate::rootfs::with_workload(&base, &wdir).unwrap();
+    let parsed = read_archives(&t).unwrap();
+    let names: Vec<_> = parsed.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(names, ["init", "workload", "workload/data", "workload/data/x.txt", "workload/run.sh"]);
+    assert_eq!(parsed[3].mode, 0o100644);
+    assert_eq!(parsed[4].mode, 0o100755);
+
+    let empty = dir.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let msg = crate::rootfs::with_workload(&base, &empty).unwrap_err().to_string();
+    assert!(msg.contains("run.sh") && msg.contains("empty"), "{msg}");
+    let msg = crate::rootfs::with_workload(&base, &dir.join("missing")).unwrap_err().to_string();
+    assert!(msg.contains("missing"), "{msg}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

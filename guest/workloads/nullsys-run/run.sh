@@ -1,0 +1,2 @@
+# Cycles per system call: nullsys marks a phase around COUNT getppid calls.
+nullsys 100000
