@@ -140,7 +140,7 @@ fn divide_significands(a: u64, scale_a: i32, b: u64, scale_b: i32, prec: u32) ->
     if prec <= 29 {
         // Fits 64-bit division: both normalised to bit 31, quotient in (2^31, 2^33).
         let (la, lb) = ((a as u32).leading_zeros(), (b as u32).leading_zeros());
-        let num = ((a << la) as u64) << 32;
+        let num = (a << la) << 32;
         let den = b << lb;
         let q = num / den;
         let sticky = (num % den != 0) as u64;

@@ -73,7 +73,7 @@ impl Fp {
             1 << 63
         }
     }
-    fn from_f64(self, x: f64) -> u64 {
+    fn encode(self, x: f64) -> u64 {
         match self.k {
             K::S => {
                 let v = x as f32;
@@ -333,8 +333,8 @@ fn arith_program(fp: Fp) -> (&'static str, String) {
             op!("fsqrt.d", D, [D], true, |v, rm| fpu::sqrt_d(v[0], rm)),
         ]
     };
-    let one = fp.from_f64(1.0);
-    let two = fp.from_f64(2.0);
+    let one = fp.encode(1.0);
+    let two = fp.encode(2.0);
     let zero = 0;
     let nzero = fp.neg(0);
     let (add, sub, mul, div, sqrt) = (&ops[0], &ops[1], &ops[2], &ops[3], &ops[4]);
@@ -380,8 +380,8 @@ fn arith_program(fp: Fp) -> (&'static str, String) {
         (fp.neg(fp.max()), two, RDN),
         (fp.neg(fp.max()), two, RUP),
         (fp.one_minus_ulp(), fp.min_normal(), RNE),
-        (fp.min_sub(), fp.from_f64(0.5), RNE),
-        (fp.min_sub(), fp.from_f64(0.5), RUP),
+        (fp.min_sub(), fp.encode(0.5), RNE),
+        (fp.min_sub(), fp.encode(0.5), RUP),
         (nzero, one, RNE),
         (fp.snan(), zero, RNE),
     ] {
@@ -397,9 +397,9 @@ fn arith_program(fp: Fp) -> (&'static str, String) {
         (fp.inf(), zero, RNE),
         (zero, one, RNE),
         (one, fp.inf(), RNE),
-        (fp.max(), fp.from_f64(0.5), RNE),
-        (fp.min_normal(), fp.from_f64(3.0), RNE),
-        (fp.from_f64(6.0), fp.from_f64(3.0), RNE),
+        (fp.max(), fp.encode(0.5), RNE),
+        (fp.min_normal(), fp.encode(3.0), RNE),
+        (fp.encode(6.0), fp.encode(3.0), RNE),
     ] {
         prog.test(div, None, rm, &[a, b]);
     }
@@ -410,7 +410,7 @@ fn arith_program(fp: Fp) -> (&'static str, String) {
         (fp.inf(), RNE),
         (fp.neg(fp.inf()), RNE),
         (fp.neg(fp.min_sub()), RNE),
-        (fp.from_f64(4.0), RNE),
+        (fp.encode(4.0), RNE),
         (fp.snan(), RNE),
         (fp.qnan_payload(), RNE),
         (fp.min_sub(), RNE),
@@ -444,10 +444,10 @@ fn fma_program(fp: Fp) -> (&'static str, String) {
     for o in &ops {
         prog.rounding_sweep(o, &cands, 3);
     }
-    let one = fp.from_f64(1.0);
+    let one = fp.encode(1.0);
     let zero = 0;
     let nzero = fp.neg(0);
-    let three = fp.from_f64(3.0);
+    let three = fp.encode(3.0);
     let third = if fp.k == K::S { fpu::div_s(one as u32, three as u32, RNE).0 as u64 } else { fpu::div_d(one, three, RNE).0 };
     prog.section(&format!("fmadd.{p} family: inf*0 with a quiet NaN addend is invalid (RISC-V), NaNs, signed zeros"));
     let [fmadd, fmsub, fnmsub, fnmadd] = &ops;
@@ -463,7 +463,7 @@ fn fma_program(fp: Fp) -> (&'static str, String) {
         (third, three, fp.neg(one), RNE),
         (fp.min_sub(), fp.min_sub(), one, RUP),
         (fp.max(), fp.max(), fp.neg(fp.inf()), RNE),
-        (fp.max(), fp.from_f64(2.0), fp.neg(fp.max()), RNE),
+        (fp.max(), fp.encode(2.0), fp.neg(fp.max()), RNE),
     ] {
         prog.test(fmadd, None, rm, &[a, b, c]);
     }
@@ -502,9 +502,9 @@ fn compare_program() -> (&'static str, String) {
                 op!("fclass.d", X, [D], false, |v, _| (fpu::classify_d(v[0]), 0)),
             ]
         };
-        let one = fp.from_f64(1.0);
-        let m1 = fp.from_f64(-1.0);
-        let m2 = fp.from_f64(-2.0);
+        let one = fp.encode(1.0);
+        let m1 = fp.encode(-1.0);
+        let m2 = fp.encode(-2.0);
         let (zero, nzero) = (0, fp.neg(0));
         let (q, sn) = (fp.qnan_payload(), fp.snan());
         prog.section(&format!("fmin.{p}/fmax.{p}: one NaN gives the other operand, two NaNs the canonical NaN, NV only for sNaN, -0 < +0"));
@@ -550,12 +550,12 @@ fn float_to_int_program(fp: Fp) -> (&'static str, String) {
     for o in &ops {
         prog.rounding_sweep(o, &cands, 3);
     }
-    let big = fp.from_f64(18446744073709551616.0); // 2^64
-    let two31 = fp.from_f64(2147483648.0);
-    let two32 = fp.from_f64(4294967296.0);
-    let two63 = fp.from_f64(9223372036854775808.0);
-    let three_e9 = fp.from_f64(3e9);
-    let half = fp.from_f64(0.5);
+    let big = fp.encode(18446744073709551616.0); // 2^64
+    let two31 = fp.encode(2147483648.0);
+    let two32 = fp.encode(4294967296.0);
+    let two63 = fp.encode(9223372036854775808.0);
+    let three_e9 = fp.encode(3e9);
+    let half = fp.encode(0.5);
     let specials = [
         (fp.qnan_payload(), RNE),
         (fp.neg(fp.qnan_payload()), RNE),
@@ -584,9 +584,9 @@ fn float_to_int_program(fp: Fp) -> (&'static str, String) {
     if fp.k == K::D {
         prog.section("fcvt.w.d: rounding decides whether the result is in range");
         for (x, rm) in [(2147483647.5, RTZ), (2147483647.5, RNE), (-2147483648.5, RUP), (-2147483648.5, RDN), (-2147483649.0, RNE)] {
-            prog.test(&ops[0], None, rm, &[D.from_f64(x)]);
+            prog.test(&ops[0], None, rm, &[D.encode(x)]);
         }
-        prog.test(&ops[1], None, RNE, &[D.from_f64(4294967295.0)]);
+        prog.test(&ops[1], None, RNE, &[D.encode(4294967295.0)]);
     }
     prog.finish()
 }
@@ -651,12 +651,12 @@ fn float_to_float_program() -> (&'static str, String) {
         (just_below_min_normal, RDN),
         (D.min_sub(), RNE),
         (D.min_sub(), RUP),
-        (D.from_f64(1.0e-40), RNE),
+        (D.encode(1.0e-40), RNE),
     ] {
         prog.test(&narrow, None, rm, &[a]);
     }
     prog.section("fcvt.d.s: exact; NaNs become the canonical double NaN");
-    for a in [S.qnan_payload(), S.neg(S.qnan_payload()), S.snan(), S.neg(S.inf()), S.neg(0), S.min_sub(), S.max(), S.from_f64(0.1f32 as f64)] {
+    for a in [S.qnan_payload(), S.neg(S.qnan_payload()), S.snan(), S.neg(S.inf()), S.neg(0), S.min_sub(), S.max(), S.encode(0.1f32 as f64)] {
         prog.test(&widen, None, RNE, &[a]);
     }
     prog.finish()
@@ -749,7 +749,7 @@ fn programs_pass_on_qemu() {
         let name = src.file_stem().unwrap().to_string_lossy().into_owned();
         let elf = out.join(format!("{name}.elf"));
         let cc = Command::new(CC)
-            .args(["-nostdlib", "-nostartfiles", "-static", "-march=rv64gc", "-mabi=lp64d", "-Wl,--no-warn-rwx-segments"])
+            .args(["-nostdlib", "-nostartfiles", "-static", "-march=rv64gc", "-mabi=lp64d", "-mcmodel=medany", "-Wl,--no-warn-rwx-segments"])
             .arg("-I")
             .arg(&dir)
             .arg("-T")
