@@ -18,6 +18,8 @@ const PROGRAM: &str = r#"
 #include <stdio.h>
 __attribute__((noinline)) int hs_probe_function(int x) { return x * 3 + 1; }
 int main(int argc, char **argv) { (void)argv; printf("%d\n", hs_probe_function(argc)); return 0; }
+/* An assembly entry point: a global label with no type and no size. */
+__asm__(".text\n.globl hs_asm_label\nhs_asm_label:\n addi a0,a0,1\n addi a0,a0,1\n ret\n");
 "#;
 
 /// Build the test program once per test binary run, in a private directory
@@ -28,7 +30,7 @@ fn build_program() -> PathBuf {
 }
 
 fn compile_program() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("hs-observe-elf-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("hs-observe-elf-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let src = dir.join("prog.c");
     let exe = dir.join("prog");
@@ -58,6 +60,30 @@ fn nm_symbol(exe: &Path, name: &str) -> (u64, u64) {
         }
     }
     panic!("{CROSS_NM} does not list {name}");
+}
+
+/// Address of an unsized symbol as nm reports it.
+fn nm_address(exe: &Path, name: &str) -> u64 {
+    let out = Command::new(CROSS_NM).arg(exe).output().unwrap_or_else(|e| panic!("cannot run {CROSS_NM}: {e}"));
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .find(|f| f.len() == 3 && f[2] == name)
+        .map(|f| u64::from_str_radix(f[0], 16).unwrap())
+        .unwrap_or_else(|| panic!("{CROSS_NM} does not list {name}"))
+}
+
+#[test]
+fn untyped_assembly_labels_are_kept_and_end_at_the_next_symbol() {
+    let exe = build_program();
+    let table = SymbolTable::from_elf_file(&exe).unwrap();
+    let addr = nm_address(&exe, "hs_asm_label");
+    assert_eq!(table.lookup(addr), Some(("hs_asm_label", 0)));
+    // Three instructions of at least 2 bytes each (compressed or not).
+    assert_eq!(table.lookup(addr + 4), Some(("hs_asm_label", 4)));
+    let sym = table.by_name("hs_asm_label").unwrap();
+    let next = table.symbols().iter().find(|s| s.start > addr).expect("main follows the label");
+    assert_eq!(sym.end, next.start);
 }
 
 #[test]
@@ -110,7 +136,7 @@ fn user_sample_in_static_program_resolves_through_the_symbolizer() {
 
 #[test]
 fn non_elf_input_is_a_clear_error() {
-    let dir = std::env::temp_dir().join(format!("hs-observe-bad-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("hs-observe-bad-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let bad = dir.join("not-elf.bin");
     std::fs::write(&bad, b"this is not an ELF file").unwrap();
@@ -139,5 +165,11 @@ fn opensbi_fw_jump_resolves_a_known_function() {
         let at = hs_observe::AddressSpace { hart: 0, cycle: 0, satp: 0 };
         let f = symbolizer.resolve(Privilege::Machine, at, sym.start + 2, false);
         assert_eq!((f.symbol, f.offset, f.dso, f.where_name()), (Some(sym.name.as_str()), 2, "fw_jump.elf", "firmware"));
+    }
+    // Debian's stripped build exports this assembly label without a size:
+    // it must not swallow the unexported code after it.
+    if let Some(label) = table.by_name("__sbi_expected_trap_hext") {
+        assert_eq!(table.lookup(label.start).map(|(n, _)| n), Some("__sbi_expected_trap_hext"));
+        assert_eq!(table.lookup(label.start + 0x100), None);
     }
 }

@@ -110,11 +110,11 @@ impl Layout<'_> {
 pub fn flamegraph_svg(folded: &[(String, u64)], opts: &FlamegraphOptions) -> String {
     let mut root = Node::default();
     for (stack, count) in folded {
-        root.value += count;
+        root.value = root.value.saturating_add(*count);
         let mut node = &mut root;
         for frame in stack.split(';').filter(|f| !f.is_empty()) {
             node = node.children.entry(frame.to_string()).or_default();
-            node.value += count;
+            node.value = node.value.saturating_add(*count);
         }
     }
     let depth = root.depth() + 1;

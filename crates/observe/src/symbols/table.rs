@@ -150,10 +150,10 @@ impl SymbolTable {
         }
         let mut candidates = Vec::new();
         let mut from_symtab = true;
-        collect_elf_symbols(&file, file.symbols(), &mut candidates);
+        collect_elf_symbols(&file, file.symbols(), false, &mut candidates);
         if candidates.is_empty() {
             from_symtab = false;
-            collect_elf_symbols(&file, file.dynamic_symbols(), &mut candidates);
+            collect_elf_symbols(&file, file.dynamic_symbols(), true, &mut candidates);
         }
         if candidates.is_empty() {
             let which = if from_symtab { "no code symbols in .symtab or .dynsym" } else { "no code symbols" };
@@ -270,19 +270,24 @@ impl SymbolTable {
     }
 }
 
+/// `sparse`: the symbols are a stripped file's exports only. Then an
+/// unsized label names its own address and nothing more, since the next
+/// exported symbol says nothing about where the label's code ends.
 fn collect_elf_symbols<'d, 'f>(
     file: &'f object::File<'d>,
     symbols: impl Iterator<Item = object::Symbol<'d, 'f>>,
+    sparse: bool,
     out: &mut Vec<Candidate>,
 ) {
     for sym in symbols {
-        if !sym.is_definition() && sym.kind() != SymbolKind::Label {
+        if sym.is_undefined() {
             continue;
         }
         let typed_function = match sym.kind() {
             SymbolKind::Text => true,
-            // Assembly entry points (`handle_exception`) are untyped labels.
-            SymbolKind::Label => false,
+            // Assembly entry points (`handle_exception`) are STT_NOTYPE,
+            // which `object` reports as Unknown (or Label).
+            SymbolKind::Unknown | SymbolKind::Label => false,
             _ => continue,
         };
         let Some(section) = sym.section_index().and_then(|i| file.section_by_index(i).ok()) else {
@@ -299,7 +304,11 @@ fn collect_elf_symbols<'d, 'f>(
         let start = sym.address();
         out.push(Candidate {
             start,
-            size: (sym.size() > 0).then_some(sym.size()),
+            size: match sym.size() {
+                0 if sparse => Some(1),
+                0 => None,
+                n => Some(n),
+            },
             limit: section.address().saturating_add(section.size()).max(start.saturating_add(1)),
             name: clean_name(raw),
             module: None,
