@@ -20,7 +20,7 @@ pub mod symbols;
 pub use error::{ObserveError, Result};
 pub use event::{cause_name, syscall_name, Event, EventKind};
 pub use itrace::{ItraceLine, LineAccess, LineTouch, StallCause, SymbolOffset};
-pub use phase::{HartCounts, Phase};
+pub use phase::{HartCounts, Phase, PhaseRecorder};
 pub use record::Observations;
 pub use sample::{Privilege, Sample};
 pub use stats::{Stat, StatBlock, StatValue, Unit};

@@ -58,6 +58,61 @@ impl Phase {
     }
 }
 
+/// Turns phase markers plus cumulative per-hart counters into [`Phase`]s:
+/// the machine calls [`PhaseRecorder::mark`] when a hart executes a phase
+/// marker and [`PhaseRecorder::finish`] when the run ends.
+#[derive(Clone, Debug, Default)]
+pub struct PhaseRecorder {
+    open: Option<(String, u64, Vec<HartCounts>)>,
+    done: Vec<Phase>,
+}
+
+impl PhaseRecorder {
+    pub fn new() -> PhaseRecorder {
+        PhaseRecorder::default()
+    }
+
+    /// A phase named `label` starts at `cycle`; `totals` are the harts'
+    /// counters since reset at that moment. Closes the previous phase.
+    pub fn mark(&mut self, cycle: u64, label: &str, totals: &[HartCounts]) {
+        self.close(cycle, totals);
+        self.open = Some((label.to_string(), cycle, totals.to_vec()));
+    }
+
+    /// Close the last phase at `cycle` and return all phases in order.
+    pub fn finish(mut self, cycle: u64, totals: &[HartCounts]) -> Vec<Phase> {
+        self.close(cycle, totals);
+        self.done
+    }
+
+    /// Phases closed so far.
+    pub fn phases(&self) -> &[Phase] {
+        &self.done
+    }
+
+    fn close(&mut self, cycle: u64, totals: &[HartCounts]) {
+        let Some((label, start, at_start)) = self.open.take() else { return };
+        let harts = totals
+            .iter()
+            .map(|now| {
+                let before = at_start.iter().find(|h| h.hart == now.hart);
+                HartCounts {
+                    hart: now.hart,
+                    cycles: now.cycles.saturating_sub(before.map_or(0, |b| b.cycles)),
+                    instret: now.instret.saturating_sub(before.map_or(0, |b| b.instret)),
+                }
+            })
+            .collect();
+        self.done.push(Phase {
+            index: self.done.len() as u32 + 1,
+            label,
+            start_cycle: start,
+            end_cycle: cycle.max(start),
+            harts,
+        });
+    }
+}
+
 fn ratio(num: u64, den: u64) -> Option<f64> {
     (den != 0).then(|| num as f64 / den as f64)
 }
@@ -65,6 +120,26 @@ fn ratio(num: u64, den: u64) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn recorder_makes_phases_from_markers_and_counter_snapshots() {
+        let c = |hart, cycles, instret| HartCounts { hart, cycles, instret };
+        let mut r = PhaseRecorder::new();
+        r.mark(100, "boot", &[c(0, 90, 40), c(1, 10, 5)]);
+        assert!(r.phases().is_empty());
+        r.mark(500, "echo", &[c(0, 480, 200), c(1, 30, 9)]);
+        assert_eq!(r.phases().len(), 1);
+        let phases = r.finish(600, &[c(0, 570, 230), c(1, 30, 9), c(2, 7, 3)]);
+        assert_eq!(
+            phases,
+            vec![
+                Phase { index: 1, label: "boot".into(), start_cycle: 100, end_cycle: 500, harts: vec![c(0, 390, 160), c(1, 20, 4)] },
+                // A hart absent from the start snapshot counts from zero.
+                Phase { index: 2, label: "echo".into(), start_cycle: 500, end_cycle: 600, harts: vec![c(0, 90, 30), c(1, 0, 0), c(2, 7, 3)] },
+            ]
+        );
+        assert_eq!(PhaseRecorder::new().finish(10, &[]), vec![]);
+    }
 
     #[test]
     fn derived_values() {
