@@ -10,6 +10,9 @@ use crate::mmu::*;
 use crate::trap::*;
 use crate::{Exit, Hart, MarkerCall, Priv};
 
+/// `exec`'s "stop" return value (an odd pc).
+const STOP: u64 = 1;
+
 /// One cached instruction: decoded form, raw bits (for `mtval`), length.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Op {
@@ -143,6 +146,7 @@ impl<T: TimingModel> Hart<T> {
     /// Find or decode the block at `pc`: (first op index, op count).
     #[inline(always)]
     fn fetch_block(&mut self) -> Result<(usize, usize), Trap> {
+        // (kept as Result: called once per block, off the per-instruction path)
         let pc = self.pc;
         let vpn = pc >> 12;
         let e = self.tlb.e[KIND_FETCH][self.fetch_ctx & 3][(vpn as usize) & (TLB_SIZE - 1)];
@@ -233,22 +237,30 @@ impl<T: TimingModel> Hart<T> {
     /// Execute `n` ops starting at `start`; `Some` when the run loop must return.
     fn exec_block<B: SystemBus>(&mut self, bus: &mut B, start: usize, n: usize) -> Option<Exit> {
         let mut pc = self.pc;
+        debug_assert!(start + n <= self.blocks.ops.len());
+        let ops = self.blocks.ops.as_ptr();
         for i in start..start + n {
-            let op = self.blocks.ops[i];
+            // SAFETY: `fetch_block` returned an in-bounds range, and nothing
+            // that runs while a block executes reallocates `ops`: decoding
+            // happens between blocks, and `fence.i` (which may truncate the
+            // arena, keeping its allocation) ends its block.
+            let op = unsafe { &*ops.add(i) };
             let extra = self.timing.insn(pc, class_of(&op.insn));
-            match self.exec(bus, &op, pc) {
-                Ok(next) => {
-                    self.cycle += 1 + extra;
-                    self.stall += extra;
-                    pc = next;
-                }
-                Err(t) if t.cause == CAUSE_EXIT => {
+            let next = self.exec(bus, op, pc);
+            if next & 1 == 0 {
+                self.cycle += 1 + extra;
+                self.stall += extra;
+                pc = next;
+                continue;
+            }
+            match self.trap {
+                t if t.cause == CAUSE_EXIT => {
                     self.cycle += 1 + extra;
                     self.stall += extra;
                     self.pc = pc.wrapping_add(op.len as u64);
                     return Some(self.exit.take().unwrap_or(Exit::IrqCheck));
                 }
-                Err(t) => {
+                t => {
                     // the faulting instruction does not retire but takes time
                     self.cycle += 1 + extra;
                     self.stall += 1 + extra;
@@ -284,9 +296,18 @@ impl<T: TimingModel> Hart<T> {
         }
     }
 
-    /// Execute one instruction at `pc`; returns the next pc.
+    /// Record a trap (or exit) and return the stop marker: pcs are always
+    /// even, so an odd "next pc" means "look at `self.trap`". This keeps
+    /// the per-instruction result in a register.
     #[inline(always)]
-    fn exec<B: SystemBus>(&mut self, bus: &mut B, op: &Op, pc: u64) -> Result<u64, Trap> {
+    fn raise(&mut self, t: Trap) -> u64 {
+        self.trap = t;
+        STOP
+    }
+
+    /// Execute one instruction at `pc`; returns the next pc, or [`STOP`].
+    #[inline(always)]
+    fn exec<B: SystemBus>(&mut self, bus: &mut B, op: &Op, pc: u64) -> u64 {
         use Insn::*;
         let len = op.len as u64;
         let next = pc.wrapping_add(len);
@@ -304,6 +325,14 @@ impl<T: TimingModel> Hart<T> {
                 self.wx($rd, $e);
             }};
         }
+        macro_rules! tri {
+            ($e:expr) => {
+                match $e {
+                    Ok(v) => v,
+                    Err(t) => return self.raise(t),
+                }
+            };
+        }
         macro_rules! addr {
             ($rs1:expr, $imm:expr) => {
                 self.rx($rs1).wrapping_add($imm as i64 as u64)
@@ -318,54 +347,54 @@ impl<T: TimingModel> Hart<T> {
                 let extra = self.timing.branch(pc, true, t);
                 self.charge(extra);
                 self.wx(rd, next);
-                return Ok(t);
+                return t;
             }
             Jalr { rd, rs1, imm } => {
                 let t = addr!(rs1, imm) & !1;
                 let extra = self.timing.branch(pc, true, t);
                 self.charge(extra);
                 self.wx(rd, next);
-                return Ok(t);
+                return t;
             }
-            Beq { rs1, rs2, imm } => return Ok(self.branch(pc, len, self.rx(rs1) == self.rx(rs2), imm)),
-            Bne { rs1, rs2, imm } => return Ok(self.branch(pc, len, self.rx(rs1) != self.rx(rs2), imm)),
-            Blt { rs1, rs2, imm } => return Ok(self.branch(pc, len, (self.rx(rs1) as i64) < self.rx(rs2) as i64, imm)),
-            Bge { rs1, rs2, imm } => return Ok(self.branch(pc, len, (self.rx(rs1) as i64) >= self.rx(rs2) as i64, imm)),
-            Bltu { rs1, rs2, imm } => return Ok(self.branch(pc, len, self.rx(rs1) < self.rx(rs2), imm)),
-            Bgeu { rs1, rs2, imm } => return Ok(self.branch(pc, len, self.rx(rs1) >= self.rx(rs2), imm)),
+            Beq { rs1, rs2, imm } => return self.branch(pc, len, self.rx(rs1) == self.rx(rs2), imm),
+            Bne { rs1, rs2, imm } => return self.branch(pc, len, self.rx(rs1) != self.rx(rs2), imm),
+            Blt { rs1, rs2, imm } => return self.branch(pc, len, (self.rx(rs1) as i64) < self.rx(rs2) as i64, imm),
+            Bge { rs1, rs2, imm } => return self.branch(pc, len, (self.rx(rs1) as i64) >= self.rx(rs2) as i64, imm),
+            Bltu { rs1, rs2, imm } => return self.branch(pc, len, self.rx(rs1) < self.rx(rs2), imm),
+            Bgeu { rs1, rs2, imm } => return self.branch(pc, len, self.rx(rs1) >= self.rx(rs2), imm),
 
             Lb { rd, rs1, imm } => {
-                let v = self.load::<B, 1>(bus, addr!(rs1, imm))?;
+                let v = tri!(self.load::<B, 1>(bus, addr!(rs1, imm)));
                 self.wx(rd, v as i8 as i64 as u64)
             }
             Lh { rd, rs1, imm } => {
-                let v = self.load::<B, 2>(bus, addr!(rs1, imm))?;
+                let v = tri!(self.load::<B, 2>(bus, addr!(rs1, imm)));
                 self.wx(rd, v as i16 as i64 as u64)
             }
             Lw { rd, rs1, imm } => {
-                let v = self.load::<B, 4>(bus, addr!(rs1, imm))?;
+                let v = tri!(self.load::<B, 4>(bus, addr!(rs1, imm)));
                 self.wx(rd, sext32(v))
             }
             Ld { rd, rs1, imm } => {
-                let v = self.load::<B, 8>(bus, addr!(rs1, imm))?;
+                let v = tri!(self.load::<B, 8>(bus, addr!(rs1, imm)));
                 self.wx(rd, v)
             }
             Lbu { rd, rs1, imm } => {
-                let v = self.load::<B, 1>(bus, addr!(rs1, imm))?;
+                let v = tri!(self.load::<B, 1>(bus, addr!(rs1, imm)));
                 self.wx(rd, v)
             }
             Lhu { rd, rs1, imm } => {
-                let v = self.load::<B, 2>(bus, addr!(rs1, imm))?;
+                let v = tri!(self.load::<B, 2>(bus, addr!(rs1, imm)));
                 self.wx(rd, v)
             }
             Lwu { rd, rs1, imm } => {
-                let v = self.load::<B, 4>(bus, addr!(rs1, imm))?;
+                let v = tri!(self.load::<B, 4>(bus, addr!(rs1, imm)));
                 self.wx(rd, v)
             }
-            Sb { rs1, rs2, imm } => self.store::<B, 1>(bus, addr!(rs1, imm), self.rx(rs2))?,
-            Sh { rs1, rs2, imm } => self.store::<B, 2>(bus, addr!(rs1, imm), self.rx(rs2))?,
-            Sw { rs1, rs2, imm } => self.store::<B, 4>(bus, addr!(rs1, imm), self.rx(rs2))?,
-            Sd { rs1, rs2, imm } => self.store::<B, 8>(bus, addr!(rs1, imm), self.rx(rs2))?,
+            Sb { rs1, rs2, imm } => tri!(self.store::<B, 1>(bus, addr!(rs1, imm), self.rx(rs2))),
+            Sh { rs1, rs2, imm } => tri!(self.store::<B, 2>(bus, addr!(rs1, imm), self.rx(rs2))),
+            Sw { rs1, rs2, imm } => tri!(self.store::<B, 4>(bus, addr!(rs1, imm), self.rx(rs2))),
+            Sd { rs1, rs2, imm } => tri!(self.store::<B, 8>(bus, addr!(rs1, imm), self.rx(rs2))),
 
             Slti { rd, rs1, imm } => alu_i!(rd, rs1, imm, |a, b| ((a as i64) < b as i64) as u64),
             Sltiu { rd, rs1, imm } => alu_i!(rd, rs1, imm, |a, b| (a < b) as u64),
@@ -443,9 +472,12 @@ impl<T: TimingModel> Hart<T> {
             }),
 
             Fence { .. } => {}
-            _ => return self.exec_rare(bus, op, pc),
+            Illegal(_) | Csrrw { .. } | Csrrs { .. } | Csrrc { .. } | Csrrwi { .. } | Csrrsi { .. } | Csrrci { .. }
+            | FenceI | Ecall | Ebreak | Mret | Sret | Wfi | SfenceVma { .. } | Marker { .. } | LrW { .. } | LrD { .. }
+            | ScW { .. } | ScD { .. } | AmoW { .. } | AmoD { .. } | Flw { .. } | Fld { .. } | Fsw { .. } | Fsd { .. }
+            | Fma { .. } | Fp { .. } => return tri!(self.exec_rare(bus, op, pc)),
         }
-        Ok(next)
+        next
     }
 
     /// System, atomic and floating-point instructions.

@@ -111,6 +111,8 @@ pub struct Hart<T: TimingModel = Atomic> {
     reservation: Option<u64>,
     /// Set by an instruction that retires and must end the run.
     exit: Option<Exit>,
+    /// The trap (or exit) behind an `exec` stop.
+    trap: trap::Trap,
 }
 
 impl<T: TimingModel> Hart<T> {
@@ -137,6 +139,7 @@ impl<T: TimingModel> Hart<T> {
             stimecmp_cycle: u64::MAX,
             reservation: None,
             exit: None,
+            trap: trap::Trap::new(0, 0),
         };
         h.reset(0);
         h
