@@ -80,7 +80,8 @@ pub struct Board {
     pub map: DeviceMap<Slot>,
     pub devs: Devices,
     pub events: EventQueue<(Slot, u64)>,
-    harts: usize,
+    /// Platform interrupt bits each hart was last given (`mip` layout).
+    delivered: Vec<u64>,
     pub stat_unmapped: u64,
     pub stat_bad_access: u64,
     pub stat_mmio_reads: u64,
@@ -93,7 +94,7 @@ impl Board {
             map,
             devs,
             events: EventQueue::new(),
-            harts,
+            delivered: vec![0; harts],
             stat_unmapped: 0,
             stat_bad_access: 0,
             stat_mmio_reads: 0,
@@ -101,14 +102,19 @@ impl Board {
         }
     }
 
-    /// External interrupt outputs of the PLIC for every hart, packed.
-    fn external_snapshot(&self) -> u128 {
-        let mut bits = 0u128;
-        for h in 0..self.harts.min(64) {
-            bits |= (self.devs.plic.meip(h) as u128) << (2 * h);
-            bits |= (self.devs.plic.seip(h) as u128) << (2 * h + 1);
+    /// Record what `hart` was told by `set_platform_irqs`.
+    pub fn note_delivered(&mut self, hart: usize, bits: u64) {
+        if let Some(d) = self.delivered.get_mut(hart) {
+            *d = bits;
         }
-        bits
+    }
+
+    /// Do the PLIC's outputs for `hart` differ from what it was last told?
+    /// (A claim read lowers SEIP without an exit; the next write catches it.)
+    fn external_stale(&self, hart: usize) -> bool {
+        const EXT: u64 = (1 << 9) | (1 << 11);
+        let now = ((self.devs.plic.seip(hart) as u64) << 9) | ((self.devs.plic.meip(hart) as u64) << 11);
+        self.delivered.get(hart).is_some_and(|d| d & EXT != now)
     }
 
     /// `mip` bits the platform drives for `hart` at its cycle `now`.
@@ -166,7 +172,6 @@ impl SystemBus for Board {
             return Err(BusFault::Unmapped(pa));
         };
         self.stat_mmio_writes += 1;
-        let before = self.external_snapshot();
         let mut sched = SlotScheduler { queue: &mut self.events, slot };
         let mut ctx = DevCtx::new(acc.hart, acc.now, &mut sched);
         let r = self.devs.get(slot).write(&mut ctx, off, size, val);
@@ -175,8 +180,11 @@ impl SystemBus for Board {
             BusFault::BadAccess(pa, size)
         })?;
         if !matches!(slot, Slot::Clint | Slot::Rom) {
+            // Devices reach harts only through the PLIC: compare its outputs
+            // for the writing hart with what that hart last saw. Other harts
+            // pick up changes when their turn comes.
             self.devs.plic.update();
-            eff.irq_changed = self.external_snapshot() != before;
+            eff.irq_changed = self.external_stale(acc.hart);
         }
         Ok(eff)
     }

@@ -412,6 +412,7 @@ impl<T: TimingModel> Machine<T> {
             loop {
                 let bits = self.board.irq_bits(h, self.harts[h].cycle());
                 self.harts[h].set_platform_irqs(bits);
+                self.board.note_delivered(h, bits);
                 let exit = self.harts[h].run(&mut self.board, end);
                 self.poll_htif();
                 match exit {
