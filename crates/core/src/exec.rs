@@ -29,7 +29,19 @@ struct BlockEntry {
     n: u32,
 }
 
+/// First-level lookup by virtual pc. `stamp` captures everything the
+/// pc → block mapping depends on: the TLB generation (no flush since),
+/// the fetch context and the block-cache generation.
+#[derive(Clone, Copy, Default)]
+struct VEntry {
+    pc: u64,
+    stamp: u64,
+    start: u32,
+    n: u32,
+}
+
 const TABLE_BITS: u32 = 15;
+const VCACHE_BITS: u32 = 14;
 const MAX_BLOCK_INSNS: usize = 64;
 /// The arena is reset when it holds this many ops (blocks evicted from the
 /// direct-mapped table leave garbage behind).
@@ -38,6 +50,7 @@ const ARENA_LIMIT: usize = 1 << 20;
 /// Decoded blocks keyed by physical address. `ops[0]` is a scratch slot for
 /// instructions that cannot be cached (page-crossing, PMP-split pages).
 pub(crate) struct Blocks {
+    vcache: Box<[VEntry]>,
     table: Box<[BlockEntry]>,
     ops: Vec<Op>,
     gen: u32,
@@ -47,20 +60,38 @@ pub(crate) struct Blocks {
 impl Blocks {
     pub fn new() -> Self {
         let scratch = Op { insn: Insn::Illegal(0), bits: 0, len: 2 };
-        Blocks { table: vec![BlockEntry::default(); 1 << TABLE_BITS].into_boxed_slice(), ops: vec![scratch], gen: 1, code_gen_seen: 0 }
+        Blocks {
+            vcache: vec![VEntry::default(); 1 << VCACHE_BITS].into_boxed_slice(),
+            table: vec![BlockEntry::default(); 1 << TABLE_BITS].into_boxed_slice(),
+            ops: vec![scratch],
+            gen: 1,
+            code_gen_seen: 0,
+        }
     }
     pub fn flush(&mut self) {
         self.ops.truncate(1);
         self.gen = self.gen.wrapping_add(1);
         if self.gen == 0 {
             self.table.fill(BlockEntry::default());
+            self.vcache.fill(VEntry::default());
             self.gen = 1;
         }
+    }
+    #[inline(always)]
+    fn vslot(pc: u64) -> usize {
+        ((pc >> 1) as usize) & ((1 << VCACHE_BITS) - 1)
     }
     #[inline(always)]
     fn slot(pa: u64) -> usize {
         (((pa >> 1) ^ (pa >> (TABLE_BITS + 1))) as usize) & ((1 << TABLE_BITS) - 1)
     }
+}
+
+/// Blocks end at jumps and system instructions but run on through
+/// conditional branches (a taken branch leaves the block early).
+fn ends_block(i: &Insn) -> bool {
+    use Insn::*;
+    i.ends_block() && !matches!(i, Beq { .. } | Bne { .. } | Blt { .. } | Bge { .. } | Bltu { .. } | Bgeu { .. })
 }
 
 pub(crate) fn class_of(i: &Insn) -> InsnClass {
@@ -112,7 +143,8 @@ impl<T: TimingModel> Hart<T> {
             if self.cycle >= until_cycle {
                 break Exit::Budget;
             }
-            if self.csr.mie != 0 {
+            if self.irq_dirty || self.cycle >= self.stimecmp_cycle {
+                self.irq_dirty = false;
                 if let Some(irq) = self.interrupt_to_take() {
                     self.cycle += 1;
                     self.stall += 1;
@@ -143,10 +175,31 @@ impl<T: TimingModel> Hart<T> {
         exit
     }
 
+    #[inline(always)]
+    fn fetch_stamp(&self) -> u64 {
+        self.tlb.gen_bits | ((self.fetch_ctx as u64) << 40) | self.blocks.gen as u64
+    }
+
     /// Find or decode the block at `pc`: (first op index, op count).
     #[inline(always)]
     fn fetch_block(&mut self) -> Result<(usize, usize), Trap> {
-        // (kept as Result: called once per block, off the per-instruction path)
+        let pc = self.pc;
+        let v = self.blocks.vcache[Blocks::vslot(pc)];
+        if v.pc == pc && v.stamp == self.fetch_stamp() {
+            return Ok((v.start as usize, v.n as usize));
+        }
+        let r = self.fetch_block_miss();
+        if let Ok((start, n)) = r {
+            if start != 0 {
+                let stamp = self.fetch_stamp();
+                self.blocks.vcache[Blocks::vslot(pc)] = VEntry { pc, stamp, start: start as u32, n: n as u32 };
+            }
+        }
+        r
+    }
+
+    #[inline(never)]
+    fn fetch_block_miss(&mut self) -> Result<(usize, usize), Trap> {
         let pc = self.pc;
         let vpn = pc >> 12;
         let e = self.tlb.e[KIND_FETCH][self.fetch_ctx & 3][(vpn as usize) & (TLB_SIZE - 1)];
@@ -221,7 +274,7 @@ impl<T: TimingModel> Hart<T> {
             let (insn, l) = decode(word);
             self.blocks.ops.push(Op { insn, bits: word, len: l });
             a += len;
-            if insn.ends_block() || self.blocks.ops.len() - start >= MAX_BLOCK_INSNS || a >= page_end {
+            if ends_block(&insn) || self.blocks.ops.len() - start >= MAX_BLOCK_INSNS || a >= page_end {
                 break;
             }
         }
@@ -250,6 +303,10 @@ impl<T: TimingModel> Hart<T> {
             if next & 1 == 0 {
                 self.cycle += 1 + extra;
                 self.stall += extra;
+                if next != pc.wrapping_add(op.len as u64) {
+                    self.pc = next; // taken branch or jump: leave the block
+                    return None;
+                }
                 pc = next;
                 continue;
             }

@@ -113,6 +113,8 @@ pub struct Hart<T: TimingModel = Atomic> {
     exit: Option<Exit>,
     /// The trap (or exit) behind an `exec` stop.
     trap: trap::Trap,
+    /// Interrupt inputs or enables may have changed: check before the next block.
+    irq_dirty: bool,
 }
 
 impl<T: TimingModel> Hart<T> {
@@ -140,6 +142,7 @@ impl<T: TimingModel> Hart<T> {
             reservation: None,
             exit: None,
             trap: trap::Trap::new(0, 0),
+            irq_dirty: true,
         };
         h.reset(0);
         h
@@ -162,6 +165,7 @@ impl<T: TimingModel> Hart<T> {
         self.blocks.flush();
         self.update_stimecmp_cycle();
         self.update_modes();
+        self.irq_dirty = true;
     }
 
     pub fn x(&self, r: usize) -> u64 {
@@ -203,6 +207,7 @@ impl<T: TimingModel> Hart<T> {
     /// Platform-driven pending bits in `mip` layout: MSIP(1<<3), MTIP(1<<7), SEIP(1<<9), MEIP(1<<11).
     pub fn set_platform_irqs(&mut self, bits: u64) {
         self.csr.mip_platform = bits & csr::MIP_PLATFORM;
+        self.irq_dirty = true;
     }
     /// Earliest cycle at which this hart's own timer (Sstc stimecmp) fires, if armed.
     pub fn next_timer_cycle(&self) -> Option<u64> {
@@ -237,5 +242,6 @@ impl<T: TimingModel> Hart<T> {
 
     pub(crate) fn set_priv(&mut self, p: Priv) {
         self.prv = p;
+        self.irq_dirty = true;
     }
 }
