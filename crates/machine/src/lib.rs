@@ -16,5 +16,5 @@ pub mod markers;
 
 pub use error::MachineError;
 pub use loader::{BootFile, BootImages};
-pub use machine::{ConsoleInput, ExtraDevice, InputEvent, Machine, MachineConfig, RunSummary, StopReason};
+pub use machine::{ConsoleInput, ExtraDevice, InputEvent, Machine, MachineConfig, RunSummary, StopReason, VirtioDevice};
 pub use markers::{MarkerLog, Phase};

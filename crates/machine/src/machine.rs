@@ -36,6 +36,14 @@ pub struct ExtraDevice {
     pub make: Box<dyn FnOnce(&mut Plic, &GuestRam) -> Box<dyn Device>>,
 }
 
+/// A virtio device type plugged into one of the eight virtio-mmio slots.
+pub struct VirtioDevice {
+    /// Slot 0..8 (base 0x1000_1000 + 0x1000·slot, PLIC source 1 + slot).
+    pub slot: usize,
+    /// Builds the backend; it keeps the RAM handle for its queues.
+    pub make: Box<dyn FnOnce(&GuestRam) -> Box<dyn hs_devices::VirtioBackend>>,
+}
+
 pub struct MachineConfig {
     pub harts: usize,
     pub ram_bytes: u64,
@@ -56,6 +64,8 @@ pub struct MachineConfig {
     /// Keep console output in memory ([`Machine::console_output`]).
     pub capture_console: bool,
     pub extra_devices: Vec<ExtraDevice>,
+    /// Filled virtio slots; the others show "no device".
+    pub virtio_devices: Vec<VirtioDevice>,
 }
 
 impl Default for MachineConfig {
@@ -73,6 +83,7 @@ impl Default for MachineConfig {
             echo_console: false,
             capture_console: true,
             extra_devices: Vec::new(),
+            virtio_devices: Vec::new(),
         }
     }
 }
@@ -614,10 +625,18 @@ fn build_board(cfg: &mut MachineConfig, clock: Clock, ram: &GuestRam) -> Result<
     };
     let uart = Uart16550::new(Box::new(wire(&mut plic, UART0_IRQ)?));
     let rtc = GoldfishRtc::new(clock, cfg.rtc_epoch_secs, Box::new(wire(&mut plic, RTC_IRQ)?));
+    let mut backends: Vec<Option<Box<dyn hs_devices::VirtioBackend>>> = (0..VIRTIO_COUNT).map(|_| None).collect();
+    for d in std::mem::take(&mut cfg.virtio_devices) {
+        match backends.get_mut(d.slot) {
+            Some(b @ None) => *b = Some((d.make)(ram)),
+            Some(Some(_)) => return Err(MachineError::Wiring(format!("virtio slot {} is given two devices", d.slot))),
+            None => return Err(MachineError::Wiring(format!("virtio slot {} does not exist (slots are 0 to {})", d.slot, VIRTIO_COUNT - 1))),
+        }
+    }
     let mut virtio = Vec::new();
-    for i in 0..VIRTIO_COUNT {
+    for (i, backend) in backends.into_iter().enumerate() {
         let src = VIRTIO_IRQ_BASE + i as u32;
-        virtio.push(VirtioMmio::new(i, src, Box::new(wire(&mut plic, src)?), None));
+        virtio.push(VirtioMmio::new(i, src, Box::new(wire(&mut plic, src)?), backend));
     }
     let mut map = DeviceMap::new();
     map.insert("mrom", MROM_BASE, MROM_SIZE, Slot::Rom)?;

@@ -114,3 +114,33 @@ fn configuration_errors_are_one_clear_sentence() {
     c = cfg(1, vec![], None);
     assert_eq!(Machine::new(c).err().unwrap().to_string(), "kernel file Image is empty");
 }
+
+/// A virtio backend that answers reads of its config space with a constant.
+struct ConstBackend;
+impl hs_devices::VirtioBackend for ConstBackend {
+    fn device_id(&self) -> u32 { 2 }
+    fn device_features(&self) -> u64 { 0 }
+    fn num_queues(&self) -> u16 { 1 }
+    fn queue_max(&self) -> u16 { 128 }
+    fn config_read(&mut self, _offset: u64, _size: u8) -> u64 { 0x77 }
+    fn config_write(&mut self, _offset: u64, _size: u8, _val: u64) {}
+    fn notify(&mut self, _ctx: &mut hs_devices::DevCtx, _index: u16, _q: &hs_devices::virtio_mmio::QueueConfig) -> Result<u32, ()> { Ok(0) }
+}
+
+#[test]
+fn virtio_slots_take_pluggable_backends() {
+    use hs_bus::{Access, SystemBus};
+    let mut c = cfg(1, vec![1; 16], None);
+    c.virtio_devices.push(hs_machine::VirtioDevice { slot: 3, make: Box::new(|_ram| Box::new(ConstBackend)) });
+    let mut m = Machine::new(c).unwrap();
+    let acc = Access { hart: 0, now: 0 };
+    let bus = m.board_mut();
+    let slot = |i: u64| VIRTIO_BASE + VIRTIO_STRIDE * i;
+    assert_eq!(bus.mmio_read(acc, slot(3), 4), Ok(0x7472_6976));
+    assert_eq!(bus.mmio_read(acc, slot(3) + 8, 4), Ok(2), "device id of the plugged backend");
+    assert_eq!(bus.mmio_read(acc, slot(2) + 8, 4), Ok(0), "empty slot");
+    assert_eq!(bus.mmio_read(acc, slot(3) + 0x100, 1), Ok(0x77));
+    let mut c = cfg(1, vec![1; 16], None);
+    c.virtio_devices.push(hs_machine::VirtioDevice { slot: 8, make: Box::new(|_ram| Box::new(ConstBackend)) });
+    assert_eq!(Machine::new(c).err().unwrap().to_string(), "board wiring: virtio slot 8 does not exist (slots are 0 to 7)");
+}
