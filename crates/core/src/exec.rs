@@ -10,8 +10,6 @@ use crate::mmu::*;
 use crate::trap::*;
 use crate::{Exit, Hart, MarkerCall, Priv};
 
-/// `exec`'s "stop" return value (an odd pc).
-const STOP: u64 = 1;
 
 /// One cached instruction: decoded form, raw bits (for `mtval`), length.
 #[derive(Clone, Copy, Debug)]
@@ -146,6 +144,7 @@ impl<T: TimingModel> Hart<T> {
             if self.irq_dirty || self.cycle >= self.stimecmp_cycle {
                 self.irq_dirty = false;
                 if let Some(irq) = self.interrupt_to_take() {
+                    self.stats.interrupts += 1;
                     self.cycle += 1;
                     self.stall += 1;
                     self.take_trap(irq, true, 0);
@@ -153,6 +152,7 @@ impl<T: TimingModel> Hart<T> {
             }
             let code_gen = self.ram.code_generation();
             if code_gen != self.blocks.code_gen_seen {
+                self.stats.block_flushes += 1;
                 self.blocks.flush();
                 self.blocks.code_gen_seen = code_gen;
             }
@@ -279,6 +279,7 @@ impl<T: TimingModel> Hart<T> {
             }
         }
         let n = self.blocks.ops.len() - start;
+        self.stats.blocks_decoded += 1;
         if n == 0 {
             return Err(Trap::new(CAUSE_FETCH_ACCESS, pc));
         }
@@ -288,47 +289,248 @@ impl<T: TimingModel> Hart<T> {
     }
 
     /// Execute `n` ops starting at `start`; `Some` when the run loop must return.
+    ///
+    /// The instruction match sits directly in the loop so each arm either
+    /// continues with the next op or leaves the block itself.
     fn exec_block<B: SystemBus>(&mut self, bus: &mut B, start: usize, n: usize) -> Option<Exit> {
-        let mut pc = self.pc;
-        debug_assert!(start + n <= self.blocks.ops.len());
+        use Insn::*;
+        debug_assert!(n > 0 && start + n <= self.blocks.ops.len());
         let ops = self.blocks.ops.as_ptr();
-        for i in start..start + n {
+        let end = start + n;
+        let mut i = start;
+        let mut pc = self.pc;
+        let (trap, op, extra) = 'run: loop {
             // SAFETY: `fetch_block` returned an in-bounds range, and nothing
             // that runs while a block executes reallocates `ops`: decoding
             // happens between blocks, and `fence.i` (which may truncate the
             // arena, keeping its allocation) ends its block.
-            let op = unsafe { &*ops.add(i) };
+            let op: &Op = unsafe { &*ops.add(i) };
+            i += 1;
+            let len = op.len as u64;
+            let next = pc.wrapping_add(len);
             let extra = self.timing.insn(pc, class_of(&op.insn));
-            let next = self.exec(bus, op, pc);
-            if next & 1 == 0 {
-                self.cycle += 1 + extra;
-                self.stall += extra;
-                if next != pc.wrapping_add(op.len as u64) {
-                    self.pc = next; // taken branch or jump: leave the block
-                    return None;
-                }
-                pc = next;
-                continue;
-            }
-            match self.trap {
-                t if t.cause == CAUSE_EXIT => {
+            macro_rules! retire {
+                () => {{
                     self.cycle += 1 + extra;
                     self.stall += extra;
-                    self.pc = pc.wrapping_add(op.len as u64);
-                    return Some(self.exit.take().unwrap_or(Exit::IrqCheck));
+                }};
+            }
+            // leave the block at `target` (taken branch, jump, xRET)
+            macro_rules! jump {
+                ($target:expr) => {{
+                    let t = $target;
+                    retire!();
+                    self.pc = t;
+                    return None;
+                }};
+            }
+            macro_rules! tri {
+                ($e:expr) => {
+                    match $e {
+                        Ok(v) => v,
+                        Err(t) => break 'run (t, op, extra),
+                    }
+                };
+            }
+            macro_rules! alu_i {
+                ($rd:expr, $rs1:expr, $imm:expr, |$a:ident, $b:ident| $e:expr) => {{
+                    let $a = self.rx($rs1);
+                    let $b = $imm as i64 as u64;
+                    self.wx($rd, $e);
+                }};
+            }
+            macro_rules! alu_r {
+                ($rd:expr, $rs1:expr, $rs2:expr, |$a:ident, $b:ident| $e:expr) => {{
+                    let $a = self.rx($rs1);
+                    let $b = self.rx($rs2);
+                    self.wx($rd, $e);
+                }};
+            }
+            macro_rules! addr {
+                ($rs1:expr, $imm:expr) => {
+                    self.rx($rs1).wrapping_add($imm as i64 as u64)
+                };
+            }
+            macro_rules! br {
+                ($cond:expr, $imm:expr) => {{
+                    let target = pc.wrapping_add($imm as i64 as u64);
+                    let taken = $cond;
+                    let extra = self.timing.branch(pc, taken, target);
+                    self.charge(extra);
+                    if taken {
+                        jump!(target);
+                    }
+                }};
+            }
+            match op.insn {
+                Addi { rd, rs1, imm } => alu_i!(rd, rs1, imm, |a, b| a.wrapping_add(b)),
+                Lui { rd, imm } => self.wx(rd, imm as i64 as u64),
+                Auipc { rd, imm } => self.wx(rd, pc.wrapping_add(imm as i64 as u64)),
+                Jal { rd, imm } => {
+                    let t = pc.wrapping_add(imm as i64 as u64);
+                    let extra = self.timing.branch(pc, true, t);
+                    self.charge(extra);
+                    self.wx(rd, next);
+                    jump!(t);
                 }
-                t => {
-                    // the faulting instruction does not retire but takes time
-                    self.cycle += 1 + extra;
-                    self.stall += 1 + extra;
-                    self.pc = pc;
-                    self.take_trap(t.cause, false, t.tval);
-                    return self.exit.take();
+                Jalr { rd, rs1, imm } => {
+                    let t = addr!(rs1, imm) & !1;
+                    let extra = self.timing.branch(pc, true, t);
+                    self.charge(extra);
+                    self.wx(rd, next);
+                    jump!(t);
+                }
+                Beq { rs1, rs2, imm } => br!(self.rx(rs1) == self.rx(rs2), imm),
+                Bne { rs1, rs2, imm } => br!(self.rx(rs1) != self.rx(rs2), imm),
+                Blt { rs1, rs2, imm } => br!((self.rx(rs1) as i64) < self.rx(rs2) as i64, imm),
+                Bge { rs1, rs2, imm } => br!((self.rx(rs1) as i64) >= self.rx(rs2) as i64, imm),
+                Bltu { rs1, rs2, imm } => br!(self.rx(rs1) < self.rx(rs2), imm),
+                Bgeu { rs1, rs2, imm } => br!(self.rx(rs1) >= self.rx(rs2), imm),
+
+                Lb { rd, rs1, imm } => {
+                    let v = tri!(self.load::<B, 1>(bus, addr!(rs1, imm)));
+                    self.wx(rd, v as i8 as i64 as u64)
+                }
+                Lh { rd, rs1, imm } => {
+                    let v = tri!(self.load::<B, 2>(bus, addr!(rs1, imm)));
+                    self.wx(rd, v as i16 as i64 as u64)
+                }
+                Lw { rd, rs1, imm } => {
+                    let v = tri!(self.load::<B, 4>(bus, addr!(rs1, imm)));
+                    self.wx(rd, sext32(v))
+                }
+                Ld { rd, rs1, imm } => {
+                    let v = tri!(self.load::<B, 8>(bus, addr!(rs1, imm)));
+                    self.wx(rd, v)
+                }
+                Lbu { rd, rs1, imm } => {
+                    let v = tri!(self.load::<B, 1>(bus, addr!(rs1, imm)));
+                    self.wx(rd, v)
+                }
+                Lhu { rd, rs1, imm } => {
+                    let v = tri!(self.load::<B, 2>(bus, addr!(rs1, imm)));
+                    self.wx(rd, v)
+                }
+                Lwu { rd, rs1, imm } => {
+                    let v = tri!(self.load::<B, 4>(bus, addr!(rs1, imm)));
+                    self.wx(rd, v)
+                }
+                Sb { rs1, rs2, imm } => tri!(self.store::<B, 1>(bus, addr!(rs1, imm), self.rx(rs2))),
+                Sh { rs1, rs2, imm } => tri!(self.store::<B, 2>(bus, addr!(rs1, imm), self.rx(rs2))),
+                Sw { rs1, rs2, imm } => tri!(self.store::<B, 4>(bus, addr!(rs1, imm), self.rx(rs2))),
+                Sd { rs1, rs2, imm } => tri!(self.store::<B, 8>(bus, addr!(rs1, imm), self.rx(rs2))),
+
+                Slti { rd, rs1, imm } => alu_i!(rd, rs1, imm, |a, b| ((a as i64) < b as i64) as u64),
+                Sltiu { rd, rs1, imm } => alu_i!(rd, rs1, imm, |a, b| (a < b) as u64),
+                Xori { rd, rs1, imm } => alu_i!(rd, rs1, imm, |a, b| a ^ b),
+                Ori { rd, rs1, imm } => alu_i!(rd, rs1, imm, |a, b| a | b),
+                Andi { rd, rs1, imm } => alu_i!(rd, rs1, imm, |a, b| a & b),
+                Slli { rd, rs1, imm } => alu_i!(rd, rs1, imm, |a, b| a << (b & 63)),
+                Srli { rd, rs1, imm } => alu_i!(rd, rs1, imm, |a, b| a >> (b & 63)),
+                Srai { rd, rs1, imm } => alu_i!(rd, rs1, imm, |a, b| ((a as i64) >> (b & 63)) as u64),
+                Addiw { rd, rs1, imm } => alu_i!(rd, rs1, imm, |a, b| sext32(a.wrapping_add(b))),
+                Slliw { rd, rs1, imm } => alu_i!(rd, rs1, imm, |a, b| sext32(a << (b & 31))),
+                Srliw { rd, rs1, imm } => alu_i!(rd, rs1, imm, |a, b| sext32(((a as u32) >> (b & 31)) as u64)),
+                Sraiw { rd, rs1, imm } => alu_i!(rd, rs1, imm, |a, b| ((a as i32) >> (b & 31)) as i64 as u64),
+
+                Add { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| a.wrapping_add(b)),
+                Sub { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| a.wrapping_sub(b)),
+                Sll { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| a << (b & 63)),
+                Slt { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| ((a as i64) < b as i64) as u64),
+                Sltu { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| (a < b) as u64),
+                Xor { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| a ^ b),
+                Srl { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| a >> (b & 63)),
+                Sra { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| ((a as i64) >> (b & 63)) as u64),
+                Or { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| a | b),
+                And { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| a & b),
+                Addw { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| sext32(a.wrapping_add(b))),
+                Subw { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| sext32(a.wrapping_sub(b))),
+                Sllw { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| sext32(a << (b & 31))),
+                Srlw { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| sext32(((a as u32) >> (b & 31)) as u64)),
+                Sraw { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| ((a as i32) >> (b & 31)) as i64 as u64),
+
+                Mul { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| a.wrapping_mul(b)),
+                Mulh { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| ((a as i64 as i128 * b as i64 as i128) >> 64) as u64),
+                Mulhsu { rd, rs1, rs2 } => {
+                    alu_r!(rd, rs1, rs2, |a, b| ((a as i64 as i128).wrapping_mul(b as i128) >> 64) as u64)
+                }
+                Mulhu { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| ((a as u128 * b as u128) >> 64) as u64),
+                Div { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| if b == 0 {
+                    u64::MAX
+                } else {
+                    (a as i64).wrapping_div(b as i64) as u64
+                }),
+                Divu { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| if b == 0 { u64::MAX } else { a / b }),
+                Rem { rd, rs1, rs2 } => {
+                    alu_r!(rd, rs1, rs2, |a, b| if b == 0 { a } else { (a as i64).wrapping_rem(b as i64) as u64 })
+                }
+                Remu { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| if b == 0 { a } else { a % b }),
+                Mulw { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| sext32(a.wrapping_mul(b))),
+                Divw { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| {
+                    let (a, b) = (a as i32, b as i32);
+                    if b == 0 {
+                        u64::MAX
+                    } else {
+                        a.wrapping_div(b) as i64 as u64
+                    }
+                }),
+                Divuw { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| {
+                    let (a, b) = (a as u32, b as u32);
+                    if b == 0 {
+                        u64::MAX
+                    } else {
+                        sext32((a / b) as u64)
+                    }
+                }),
+                Remw { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| {
+                    let (a, b) = (a as i32, b as i32);
+                    if b == 0 {
+                        a as i64 as u64
+                    } else {
+                        a.wrapping_rem(b) as i64 as u64
+                    }
+                }),
+                Remuw { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| {
+                    let (a, b) = (a as u32, b as u32);
+                    if b == 0 {
+                        sext32(a as u64)
+                    } else {
+                        sext32((a % b) as u64)
+                    }
+                }),
+
+                Fence { .. } => {}
+                Illegal(_) | Csrrw { .. } | Csrrs { .. } | Csrrc { .. } | Csrrwi { .. } | Csrrsi { .. } | Csrrci { .. }
+                | FenceI | Ecall | Ebreak | Mret | Sret | Wfi | SfenceVma { .. } | Marker { .. } | LrW { .. } | LrD { .. }
+                | ScW { .. } | ScD { .. } | AmoW { .. } | AmoD { .. } | Flw { .. } | Fld { .. } | Fsw { .. } | Fsd { .. }
+                | Fma { .. } | Fp { .. } => {
+                    let t = tri!(self.exec_rare(bus, op, pc));
+                    if t != next {
+                        jump!(t);
+                    }
                 }
             }
+            retire!();
+            pc = next;
+            if i == end {
+                self.pc = pc;
+                return None;
+            }
+        };
+        let extra_cycles = 1 + extra;
+        if trap.cause == CAUSE_EXIT {
+            // the instruction retired; the machine must act now
+            self.cycle += extra_cycles;
+            self.stall += extra_cycles - 1;
+            self.pc = pc.wrapping_add(op.len as u64);
+            return Some(self.exit.take().unwrap_or(Exit::IrqCheck));
         }
+        // the faulting instruction does not retire but takes time
+        self.cycle += extra_cycles;
+        self.stall += extra_cycles;
         self.pc = pc;
-        None
+        self.take_trap(trap.cause, false, trap.tval);
+        self.exit.take()
     }
 
     #[inline(always)]
@@ -339,202 +541,6 @@ impl<T: TimingModel> Hart<T> {
     fn wx(&mut self, r: u8, v: u64) {
         self.x[(r & 31) as usize] = v;
         self.x[0] = 0;
-    }
-
-    #[inline(always)]
-    fn branch(&mut self, pc: u64, len: u64, taken: bool, imm: i32) -> u64 {
-        let target = pc.wrapping_add(imm as i64 as u64);
-        let extra = self.timing.branch(pc, taken, target);
-        self.charge(extra);
-        if taken {
-            target
-        } else {
-            pc.wrapping_add(len)
-        }
-    }
-
-    /// Record a trap (or exit) and return the stop marker: pcs are always
-    /// even, so an odd "next pc" means "look at `self.trap`". This keeps
-    /// the per-instruction result in a register.
-    #[inline(always)]
-    fn raise(&mut self, t: Trap) -> u64 {
-        self.trap = t;
-        STOP
-    }
-
-    /// Execute one instruction at `pc`; returns the next pc, or [`STOP`].
-    #[inline(always)]
-    fn exec<B: SystemBus>(&mut self, bus: &mut B, op: &Op, pc: u64) -> u64 {
-        use Insn::*;
-        let len = op.len as u64;
-        let next = pc.wrapping_add(len);
-        macro_rules! alu_i {
-            ($rd:expr, $rs1:expr, $imm:expr, |$a:ident, $b:ident| $e:expr) => {{
-                let $a = self.rx($rs1);
-                let $b = $imm as i64 as u64;
-                self.wx($rd, $e);
-            }};
-        }
-        macro_rules! alu_r {
-            ($rd:expr, $rs1:expr, $rs2:expr, |$a:ident, $b:ident| $e:expr) => {{
-                let $a = self.rx($rs1);
-                let $b = self.rx($rs2);
-                self.wx($rd, $e);
-            }};
-        }
-        macro_rules! tri {
-            ($e:expr) => {
-                match $e {
-                    Ok(v) => v,
-                    Err(t) => return self.raise(t),
-                }
-            };
-        }
-        macro_rules! addr {
-            ($rs1:expr, $imm:expr) => {
-                self.rx($rs1).wrapping_add($imm as i64 as u64)
-            };
-        }
-        match op.insn {
-            Addi { rd, rs1, imm } => alu_i!(rd, rs1, imm, |a, b| a.wrapping_add(b)),
-            Lui { rd, imm } => self.wx(rd, imm as i64 as u64),
-            Auipc { rd, imm } => self.wx(rd, pc.wrapping_add(imm as i64 as u64)),
-            Jal { rd, imm } => {
-                let t = pc.wrapping_add(imm as i64 as u64);
-                let extra = self.timing.branch(pc, true, t);
-                self.charge(extra);
-                self.wx(rd, next);
-                return t;
-            }
-            Jalr { rd, rs1, imm } => {
-                let t = addr!(rs1, imm) & !1;
-                let extra = self.timing.branch(pc, true, t);
-                self.charge(extra);
-                self.wx(rd, next);
-                return t;
-            }
-            Beq { rs1, rs2, imm } => return self.branch(pc, len, self.rx(rs1) == self.rx(rs2), imm),
-            Bne { rs1, rs2, imm } => return self.branch(pc, len, self.rx(rs1) != self.rx(rs2), imm),
-            Blt { rs1, rs2, imm } => return self.branch(pc, len, (self.rx(rs1) as i64) < self.rx(rs2) as i64, imm),
-            Bge { rs1, rs2, imm } => return self.branch(pc, len, (self.rx(rs1) as i64) >= self.rx(rs2) as i64, imm),
-            Bltu { rs1, rs2, imm } => return self.branch(pc, len, self.rx(rs1) < self.rx(rs2), imm),
-            Bgeu { rs1, rs2, imm } => return self.branch(pc, len, self.rx(rs1) >= self.rx(rs2), imm),
-
-            Lb { rd, rs1, imm } => {
-                let v = tri!(self.load::<B, 1>(bus, addr!(rs1, imm)));
-                self.wx(rd, v as i8 as i64 as u64)
-            }
-            Lh { rd, rs1, imm } => {
-                let v = tri!(self.load::<B, 2>(bus, addr!(rs1, imm)));
-                self.wx(rd, v as i16 as i64 as u64)
-            }
-            Lw { rd, rs1, imm } => {
-                let v = tri!(self.load::<B, 4>(bus, addr!(rs1, imm)));
-                self.wx(rd, sext32(v))
-            }
-            Ld { rd, rs1, imm } => {
-                let v = tri!(self.load::<B, 8>(bus, addr!(rs1, imm)));
-                self.wx(rd, v)
-            }
-            Lbu { rd, rs1, imm } => {
-                let v = tri!(self.load::<B, 1>(bus, addr!(rs1, imm)));
-                self.wx(rd, v)
-            }
-            Lhu { rd, rs1, imm } => {
-                let v = tri!(self.load::<B, 2>(bus, addr!(rs1, imm)));
-                self.wx(rd, v)
-            }
-            Lwu { rd, rs1, imm } => {
-                let v = tri!(self.load::<B, 4>(bus, addr!(rs1, imm)));
-                self.wx(rd, v)
-            }
-            Sb { rs1, rs2, imm } => tri!(self.store::<B, 1>(bus, addr!(rs1, imm), self.rx(rs2))),
-            Sh { rs1, rs2, imm } => tri!(self.store::<B, 2>(bus, addr!(rs1, imm), self.rx(rs2))),
-            Sw { rs1, rs2, imm } => tri!(self.store::<B, 4>(bus, addr!(rs1, imm), self.rx(rs2))),
-            Sd { rs1, rs2, imm } => tri!(self.store::<B, 8>(bus, addr!(rs1, imm), self.rx(rs2))),
-
-            Slti { rd, rs1, imm } => alu_i!(rd, rs1, imm, |a, b| ((a as i64) < b as i64) as u64),
-            Sltiu { rd, rs1, imm } => alu_i!(rd, rs1, imm, |a, b| (a < b) as u64),
-            Xori { rd, rs1, imm } => alu_i!(rd, rs1, imm, |a, b| a ^ b),
-            Ori { rd, rs1, imm } => alu_i!(rd, rs1, imm, |a, b| a | b),
-            Andi { rd, rs1, imm } => alu_i!(rd, rs1, imm, |a, b| a & b),
-            Slli { rd, rs1, imm } => alu_i!(rd, rs1, imm, |a, b| a << (b & 63)),
-            Srli { rd, rs1, imm } => alu_i!(rd, rs1, imm, |a, b| a >> (b & 63)),
-            Srai { rd, rs1, imm } => alu_i!(rd, rs1, imm, |a, b| ((a as i64) >> (b & 63)) as u64),
-            Addiw { rd, rs1, imm } => alu_i!(rd, rs1, imm, |a, b| sext32(a.wrapping_add(b))),
-            Slliw { rd, rs1, imm } => alu_i!(rd, rs1, imm, |a, b| sext32(a << (b & 31))),
-            Srliw { rd, rs1, imm } => alu_i!(rd, rs1, imm, |a, b| sext32(((a as u32) >> (b & 31)) as u64)),
-            Sraiw { rd, rs1, imm } => alu_i!(rd, rs1, imm, |a, b| ((a as i32) >> (b & 31)) as i64 as u64),
-
-            Add { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| a.wrapping_add(b)),
-            Sub { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| a.wrapping_sub(b)),
-            Sll { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| a << (b & 63)),
-            Slt { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| ((a as i64) < b as i64) as u64),
-            Sltu { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| (a < b) as u64),
-            Xor { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| a ^ b),
-            Srl { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| a >> (b & 63)),
-            Sra { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| ((a as i64) >> (b & 63)) as u64),
-            Or { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| a | b),
-            And { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| a & b),
-            Addw { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| sext32(a.wrapping_add(b))),
-            Subw { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| sext32(a.wrapping_sub(b))),
-            Sllw { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| sext32(a << (b & 31))),
-            Srlw { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| sext32(((a as u32) >> (b & 31)) as u64)),
-            Sraw { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| ((a as i32) >> (b & 31)) as i64 as u64),
-
-            Mul { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| a.wrapping_mul(b)),
-            Mulh { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| ((a as i64 as i128 * b as i64 as i128) >> 64) as u64),
-            Mulhsu { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| ((a as i64 as i128).wrapping_mul(b as i128) >> 64) as u64),
-            Mulhu { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| ((a as u128 * b as u128) >> 64) as u64),
-            Div { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| if b == 0 {
-                u64::MAX
-            } else {
-                (a as i64).wrapping_div(b as i64) as u64
-            }),
-            Divu { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| if b == 0 { u64::MAX } else { a / b }),
-            Rem { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| if b == 0 { a } else { (a as i64).wrapping_rem(b as i64) as u64 }),
-            Remu { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| if b == 0 { a } else { a % b }),
-            Mulw { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| sext32(a.wrapping_mul(b))),
-            Divw { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| {
-                let (a, b) = (a as i32, b as i32);
-                if b == 0 {
-                    u64::MAX
-                } else {
-                    a.wrapping_div(b) as i64 as u64
-                }
-            }),
-            Divuw { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| {
-                let (a, b) = (a as u32, b as u32);
-                if b == 0 {
-                    u64::MAX
-                } else {
-                    sext32((a / b) as u64)
-                }
-            }),
-            Remw { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| {
-                let (a, b) = (a as i32, b as i32);
-                if b == 0 {
-                    a as i64 as u64
-                } else {
-                    a.wrapping_rem(b) as i64 as u64
-                }
-            }),
-            Remuw { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| {
-                let (a, b) = (a as u32, b as u32);
-                if b == 0 {
-                    sext32(a as u64)
-                } else {
-                    sext32((a % b) as u64)
-                }
-            }),
-
-            Fence { .. } => {}
-            Illegal(_) | Csrrw { .. } | Csrrs { .. } | Csrrc { .. } | Csrrwi { .. } | Csrrsi { .. } | Csrrci { .. }
-            | FenceI | Ecall | Ebreak | Mret | Sret | Wfi | SfenceVma { .. } | Marker { .. } | LrW { .. } | LrD { .. }
-            | ScW { .. } | ScD { .. } | AmoW { .. } | AmoD { .. } | Flw { .. } | Fld { .. } | Fsw { .. } | Fsd { .. }
-            | Fma { .. } | Fp { .. } => return tri!(self.exec_rare(bus, op, pc)),
-        }
-        next
     }
 
     /// System, atomic and floating-point instructions.
@@ -569,7 +575,10 @@ impl<T: TimingModel> Hart<T> {
                 let v = self.csr_op(csr, 2, uimm as u64, uimm != 0, op.bits)?;
                 self.wx(rd, v);
             }
-            FenceI => self.blocks.flush(),
+            FenceI => {
+                self.stats.block_flushes += 1;
+                self.blocks.flush();
+            }
             Ecall => {
                 let cause = match self.prv {
                     Priv::User => CAUSE_USER_ECALL,

@@ -84,6 +84,24 @@ pub enum Exit {
     Stop,
 }
 
+/// Counters of the hart's internal slow paths (for tuning and reports;
+/// none of them is guest-visible).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HartStats {
+    /// Blocks decoded (block-cache misses).
+    pub blocks_decoded: u64,
+    /// Whole block-cache flushes (fence.i, stores to code pages, arena full).
+    pub block_flushes: u64,
+    /// Page-table walks (software-TLB misses that needed translation).
+    pub page_walks: u64,
+    /// Exceptions taken.
+    pub exceptions: u64,
+    /// Interrupts taken.
+    pub interrupts: u64,
+    /// TLB flushes (sfence.vma, satp, PMP or MXR changes).
+    pub tlb_flushes: u64,
+}
+
 /// One RISC-V hart.
 pub struct Hart<T: TimingModel = Atomic> {
     pub timing: T,
@@ -111,10 +129,9 @@ pub struct Hart<T: TimingModel = Atomic> {
     reservation: Option<u64>,
     /// Set by an instruction that retires and must end the run.
     exit: Option<Exit>,
-    /// The trap (or exit) behind an `exec` stop.
-    trap: trap::Trap,
     /// Interrupt inputs or enables may have changed: check before the next block.
     irq_dirty: bool,
+    stats: HartStats,
 }
 
 impl<T: TimingModel> Hart<T> {
@@ -141,8 +158,8 @@ impl<T: TimingModel> Hart<T> {
             stimecmp_cycle: u64::MAX,
             reservation: None,
             exit: None,
-            trap: trap::Trap::new(0, 0),
             irq_dirty: true,
+            stats: HartStats::default(),
         };
         h.reset(0);
         h
@@ -229,6 +246,10 @@ impl<T: TimingModel> Hart<T> {
         }
         Ok(())
     }
+    /// Slow-path counters since creation.
+    pub fn stats(&self) -> HartStats {
+        self.stats
+    }
     /// Observation: read any CSR without side effects (None if not implemented).
     pub fn csr(&self, num: u16) -> Option<u64> {
         self.csr_peek(num)
@@ -243,5 +264,14 @@ impl<T: TimingModel> Hart<T> {
     pub(crate) fn set_priv(&mut self, p: Priv) {
         self.prv = p;
         self.irq_dirty = true;
+    }
+}
+
+// TEMPORARY tuning aid (to be removed): print slow-path counters on drop.
+impl<T: TimingModel> Drop for Hart<T> {
+    fn drop(&mut self) {
+        if std::env::var_os("HS_CORE_STATS").is_some() {
+            eprintln!("hart {}: cycle {} instret {} {:?}", self.cfg.hart_id, self.cycle, self.instret(), self.stats);
+        }
     }
 }

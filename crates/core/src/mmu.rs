@@ -138,6 +138,7 @@ impl<T: TimingModel> Hart<T> {
     }
 
     pub(crate) fn tlb_flush(&mut self) {
+        self.stats.tlb_flushes += 1;
         self.tlb.flush();
     }
 
@@ -233,6 +234,7 @@ impl<T: TimingModel> Hart<T> {
         if e.tag == want | TLB_MMIO {
             return Ok(va.wrapping_add(e.addend));
         }
+        self.stats.page_walks += 1;
         let w = self.walk(va, kind, ctx, true)?;
         let prv = ctx_priv(ctx);
         let perm = perm_of(kind);

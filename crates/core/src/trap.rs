@@ -82,6 +82,9 @@ impl<T: TimingModel> Hart<T> {
 
     /// Enter the trap handler for `cause` (interrupt number when `irq`).
     pub(crate) fn take_trap(&mut self, cause: u64, irq: bool, tval: u64) {
+        if !irq {
+            self.stats.exceptions += 1;
+        }
         let extra = self.timing.trap(cause, irq);
         self.charge(extra);
         let deleg = if irq { self.csr.mideleg } else { self.csr.medeleg };
