@@ -17,7 +17,16 @@ fn debian_image_runs_a_workload_and_reports_its_status() {
     let dir = std::env::temp_dir().join(format!("hs-linux-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let script = dir.join("run.sh");
-    std::fs::write(&script, "echo workload-says-hi\nhsmark phase measured\ncat /proc/interrupts\nexit 7\n").unwrap();
+    // Also move the UART interrupt to hart 1 as a user would (smp_affinity):
+    // the PLIC must route by its enable bits.
+    let run = "echo workload-says-hi\n\
+               hsmark phase measured\n\
+               irq=$(grep ttyS0 /proc/interrupts | cut -d: -f1 | tr -d ' ')\n\
+               echo 2 > /proc/irq/$irq/smp_affinity\n\
+               for i in 1 2 3 4 5 6; do echo moving the console interrupt $i; done\n\
+               cat /proc/interrupts\n\
+               exit 7\n";
+    std::fs::write(&script, run).unwrap();
     let initrd = hs_guest::workload_initrd(&image, &script).unwrap();
     let cfg = MachineConfig {
         harts: 2,
@@ -43,6 +52,8 @@ fn debian_image_runs_a_workload_and_reports_its_status() {
     assert_eq!(m.markers().exit_status, Some(7));
     let labels: Vec<&str> = m.markers().phases.iter().map(|p| p.label.as_str()).collect();
     assert!(labels.contains(&"measured"), "{labels:?}");
+    let claims = |name: &str| m.device_stats().iter().find(|s| s.name == name).map_or(0, |s| s.value);
+    assert!(claims("plic.hart1.s.claims") > 0, "UART interrupts reached hart 1 after smp_affinity:\n{console}");
     let s = m.summary();
     assert!(s.harts.iter().all(|h| h.instret > 1_000_000), "both harts ran Linux: {:?}", s.harts);
 }
