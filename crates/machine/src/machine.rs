@@ -386,18 +386,26 @@ impl<T: TimingModel> Machine<T> {
     fn run_slice(&mut self) {
         self.board.devs.plic.update();
         let all_idle = (0..self.harts.len()).all(|h| self.idle[h] && self.wake_signature(h) == self.idle_sig[h]);
+        let deadline = self.next_deadline();
         if all_idle {
-            self.poll_input(true);
+            // Interactive only: while the guest idles, wait for the user at
+            // most as long as the guest would (idle guest time then passes
+            // no faster than wall-clock time).
+            let gap = deadline.map_or(IDLE_INPUT_WAIT, |d| {
+                let secs = (d - self.now) as f64 / self.clock.hz as f64;
+                Duration::from_secs_f64(secs).min(IDLE_INPUT_WAIT)
+            });
+            self.poll_input(Some(gap));
             if self.stop.is_some() {
                 return;
             }
         } else if self.slices % INPUT_POLL_SLICES == 0 {
-            self.poll_input(false);
+            self.poll_input(None);
         }
-        self.feed_uart();
+        let fed = self.feed_uart();
 
-        let quantum_end = if all_idle && self.input_queue.is_empty() { None } else { Some(self.now.saturating_add(self.quantum)) };
-        let mut end = match (quantum_end, self.next_deadline()) {
+        let quantum_end = if all_idle && !fed { None } else { Some(self.now.saturating_add(self.quantum)) };
+        let mut end = match (quantum_end, deadline) {
             (Some(q), Some(d)) => q.min(d),
             (Some(q), None) => q,
             (None, Some(d)) => d,
@@ -474,10 +482,11 @@ impl<T: TimingModel> Machine<T> {
         self.markers.handle(m.op, m.args, h, &HartView(&self.harts[h]), cycles, instret);
     }
 
-    fn feed_uart(&mut self) {
+    /// Move queued console input into the UART as far as it has room; true if any moved.
+    fn feed_uart(&mut self) -> bool {
         let room = self.board.devs.uart.rx_room();
         if room == 0 || self.input_queue.is_empty() {
-            return;
+            return false;
         }
         for _ in 0..room.min(self.input_queue.len()) {
             if let Some(b) = self.input_queue.pop_front() {
@@ -486,11 +495,12 @@ impl<T: TimingModel> Machine<T> {
         }
         self.board.devs.plic.update();
         self.idle.iter_mut().for_each(|i| *i = false);
+        true
     }
 
-    fn poll_input(&mut self, idle: bool) {
+    fn poll_input(&mut self, wait: Option<Duration>) {
         let Some(input) = self.input.as_mut() else { return };
-        match input.poll(idle.then_some(IDLE_INPUT_WAIT)) {
+        match input.poll(wait) {
             InputEvent::Nothing => {}
             InputEvent::Bytes(b) => self.input_queue.extend(b),
             InputEvent::Quit => self.stop = Some(StopReason::UserQuit),
