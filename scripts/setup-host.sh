@@ -10,7 +10,7 @@ packages=(
   cpio bc flex bison libssl-dev libelf-dev build-essential
   xz-utils zstd dpkg-dev linux-source-6.1 sqlite3
   # guest image builds: private apt configurations, signature checks, fetches
-  apt debian-archive-keyring gpgv ca-certificates coreutils
+  apt debian-archive-keyring gpgv ca-certificates coreutils patch tar
 )
 
 missing=()
