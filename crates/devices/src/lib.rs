@@ -66,7 +66,8 @@ pub struct BadAccess;
 /// Something that can arrange for a device's [`Device::event`] to be called
 /// at a later cycle. The machine's event queue implements it.
 pub trait Scheduler {
-    /// Call the device back with `token` once every hart has reached `cycle`.
+    /// Call the device back with `token` at `cycle`. Scheduling a token
+    /// that is still pending moves it (a device re-arms, never piles up).
     fn schedule(&mut self, cycle: u64, token: u64);
 }
 

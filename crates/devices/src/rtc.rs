@@ -17,6 +17,7 @@ const IRQ_ENABLED: u64 = 0x10;
 const CLEAR_ALARM: u64 = 0x14;
 const ALARM_STATUS: u64 = 0x18;
 const CLEAR_INTERRUPT: u64 = 0x1c;
+const ALARM_TOKEN: u64 = 0;
 
 pub struct GoldfishRtc {
     clock: Clock,
@@ -27,8 +28,6 @@ pub struct GoldfishRtc {
     time_high_latch: u32,
     alarm: u64,
     alarm_running: bool,
-    /// Bumped whenever the armed alarm changes, so stale events are ignored.
-    alarm_gen: u64,
     irq_enabled: bool,
     irq_pending: bool,
     stat_alarms: u64,
@@ -45,7 +44,6 @@ impl GoldfishRtc {
             time_high_latch: 0,
             alarm: 0,
             alarm_running: false,
-            alarm_gen: 0,
             irq_enabled: false,
             irq_pending: false,
             stat_alarms: 0,
@@ -70,7 +68,6 @@ impl GoldfishRtc {
     }
 
     fn arm(&mut self, ctx: &mut DevCtx) {
-        self.alarm_gen += 1;
         let now_ns = self.time_ns(ctx.now);
         if self.alarm <= now_ns {
             self.fire();
@@ -78,7 +75,8 @@ impl GoldfishRtc {
         }
         self.alarm_running = true;
         let wait = self.clock.ns_to_cycles(self.alarm - now_ns);
-        ctx.events.schedule(ctx.now.saturating_add(wait.max(1)), self.alarm_gen);
+        // One token: re-arming moves the pending callback.
+        ctx.events.schedule(ctx.now.saturating_add(wait.max(1)), ALARM_TOKEN);
     }
 
     fn set_time(&mut self, ctx: &mut DevCtx, new_ns: u64) {
@@ -144,10 +142,7 @@ impl Device for GoldfishRtc {
                 self.irq_enabled = v & 1 != 0;
                 self.update_irq();
             }
-            CLEAR_ALARM => {
-                self.alarm_running = false;
-                self.alarm_gen += 1;
-            }
+            CLEAR_ALARM => self.alarm_running = false,
             CLEAR_INTERRUPT => {
                 self.irq_pending = false;
                 self.update_irq();
@@ -158,8 +153,8 @@ impl Device for GoldfishRtc {
     }
 
     fn event(&mut self, ctx: &mut DevCtx, token: u64) {
-        if token != self.alarm_gen || !self.alarm_running {
-            return; // superseded
+        if token != ALARM_TOKEN || !self.alarm_running {
+            return; // cleared since it was scheduled
         }
         if self.time_ns(ctx.now) >= self.alarm {
             self.fire();
@@ -231,10 +226,10 @@ mod tests {
         r.write(&mut c, ALARM_HIGH, 4, 0).unwrap();
         r.write(&mut c, ALARM_LOW, 4, 5000).unwrap();
         assert_eq!(r.read(&mut c, ALARM_STATUS, 4), Ok(1));
-        assert_eq!(ev.0, vec![(5000, 1)]);
+        assert_eq!(ev.0, vec![(5000, ALARM_TOKEN)]);
         assert!(!irq.is_high());
         let mut ev2 = Rec::default();
-        r.event(&mut DevCtx::new(0, 5000, &mut ev2), 1);
+        r.event(&mut DevCtx::new(0, 5000, &mut ev2), ALARM_TOKEN);
         assert!(irq.is_high());
         assert_eq!(rd(&mut r, 5000, ALARM_STATUS), 0);
         r.write(&mut DevCtx::new(0, 5000, &mut ev2), CLEAR_INTERRUPT, 4, 1).unwrap();
@@ -243,7 +238,7 @@ mod tests {
         let mut c = DevCtx::new(0, 6000, &mut ev2);
         r.write(&mut c, ALARM_LOW, 4, 9000).unwrap();
         r.write(&mut c, CLEAR_ALARM, 4, 1).unwrap();
-        r.event(&mut DevCtx::new(0, 9000, &mut ev2), 2);
+        r.event(&mut DevCtx::new(0, 9000, &mut ev2), ALARM_TOKEN);
         assert!(!irq.is_high());
         // An alarm in the past fires at once.
         r.write(&mut DevCtx::new(0, 9000, &mut ev2), ALARM_LOW, 4, 10).unwrap();

@@ -10,7 +10,7 @@ use hs_devices::{
 use crate::events::EventQueue;
 
 /// Which device a map range belongs to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Slot {
     Rom,
     Syscon,

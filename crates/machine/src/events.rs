@@ -1,70 +1,61 @@
 //! Timed callbacks: ordered by cycle, ties broken by insertion order, so two
 //! runs of the same machine fire the same events in the same order.
+//!
+//! Each event has a key (device slot + token). Scheduling a key that is
+//! already pending moves it: a device re-arming its timer never piles up
+//! stale entries, so the guest cannot grow the queue without bound.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-
-#[derive(Debug)]
-struct Entry<T> {
-    cycle: u64,
-    seq: u64,
-    item: T,
-}
-
-impl<T> PartialEq for Entry<T> {
-    fn eq(&self, other: &Self) -> bool {
-        (self.cycle, self.seq) == (other.cycle, other.seq)
-    }
-}
-impl<T> Eq for Entry<T> {}
-impl<T> PartialOrd for Entry<T> {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl<T> Ord for Entry<T> {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        (self.cycle, self.seq).cmp(&(other.cycle, other.seq))
-    }
-}
+use std::collections::{BTreeMap, HashMap};
+use std::hash::Hash;
 
 #[derive(Debug)]
-pub struct EventQueue<T> {
-    heap: BinaryHeap<Reverse<Entry<T>>>,
+pub struct EventQueue<K: Copy + Eq + Hash> {
+    /// (cycle, insertion sequence) → key. Only this map is ever iterated.
+    order: BTreeMap<(u64, u64), K>,
+    /// key → its position in `order`, for replacement (lookups only).
+    pending: HashMap<K, (u64, u64)>,
     next_seq: u64,
 }
 
-impl<T> Default for EventQueue<T> {
+impl<K: Copy + Eq + Hash> Default for EventQueue<K> {
     fn default() -> Self {
-        Self { heap: BinaryHeap::new(), next_seq: 0 }
+        Self { order: BTreeMap::new(), pending: HashMap::new(), next_seq: 0 }
     }
 }
 
-impl<T> EventQueue<T> {
+impl<K: Copy + Eq + Hash> EventQueue<K> {
     pub fn new() -> Self {
         Self::default()
     }
-    pub fn push(&mut self, cycle: u64, item: T) {
-        let seq = self.next_seq;
+    /// Schedule `key` at `cycle`, replacing a pending event with the same key.
+    pub fn push(&mut self, cycle: u64, key: K) {
+        if let Some(old) = self.pending.remove(&key) {
+            self.order.remove(&old);
+        }
+        let pos = (cycle, self.next_seq);
         self.next_seq += 1;
-        self.heap.push(Reverse(Entry { cycle, seq, item }));
+        self.order.insert(pos, key);
+        self.pending.insert(key, pos);
     }
     /// Cycle of the earliest event.
     pub fn next_cycle(&self) -> Option<u64> {
-        self.heap.peek().map(|Reverse(e)| e.cycle)
+        self.order.keys().next().map(|&(c, _)| c)
     }
     /// Remove and return the earliest event if it is due at or before `now`.
-    pub fn pop_due(&mut self, now: u64) -> Option<(u64, T)> {
-        if self.next_cycle()? > now {
+    pub fn pop_due(&mut self, now: u64) -> Option<(u64, K)> {
+        let (&(cycle, seq), _) = self.order.iter().next()?;
+        if cycle > now {
             return None;
         }
-        self.heap.pop().map(|Reverse(e)| (e.cycle, e.item))
+        let key = self.order.remove(&(cycle, seq))?;
+        self.pending.remove(&key);
+        Some((cycle, key))
     }
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.order.len()
     }
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.order.is_empty()
     }
 }
 
@@ -88,5 +79,20 @@ mod tests {
         }
         assert_eq!(got, vec![(10, "a"), (10, "b"), (50, "c"), (50, "d")]);
         assert_eq!(q.len(), 1);
+    }
+
+    #[test]
+    fn rescheduling_a_key_moves_it() {
+        let mut q = EventQueue::new();
+        for c in (0..1000).rev() {
+            q.push(1000 + c, "timer");
+        }
+        assert_eq!(q.len(), 1, "re-arming never piles up entries");
+        assert_eq!(q.next_cycle(), Some(1000));
+        q.push(5, "other");
+        q.push(7, "timer");
+        assert_eq!(q.pop_due(100), Some((5, "other")));
+        assert_eq!(q.pop_due(100), Some((7, "timer")));
+        assert!(q.is_empty());
     }
 }

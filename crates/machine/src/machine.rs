@@ -169,6 +169,8 @@ impl RunSummary {
     }
 }
 
+/// Most console output kept in memory when capturing.
+pub const MAX_CAPTURE: usize = 256 << 20;
 /// How often (in slices) a busy machine polls console input.
 const INPUT_POLL_SLICES: u64 = 64;
 /// Longest host wait for console input while the guest idles.
@@ -194,6 +196,7 @@ pub struct Machine<T: TimingModel = Atomic> {
     echo: bool,
     capture: bool,
     console: Vec<u8>,
+    console_dropped: u64,
     input: Option<Box<dyn ConsoleInput>>,
     input_queue: VecDeque<u8>,
     slices: u64,
@@ -297,6 +300,7 @@ impl<T: TimingModel> Machine<T> {
             echo: cfg.echo_console,
             capture: cfg.capture_console,
             console: Vec::new(),
+            console_dropped: 0,
             input: None,
             input_queue: VecDeque::new(),
             slices: 0,
@@ -518,7 +522,10 @@ impl<T: TimingModel> Machine<T> {
             let _ = out.write_all(bytes).and_then(|_| out.flush());
         }
         if self.capture {
-            self.console.extend_from_slice(bytes);
+            // The guest decides how much it prints; keep a bounded amount.
+            let room = MAX_CAPTURE.saturating_sub(self.console.len());
+            self.console.extend_from_slice(&bytes[..bytes.len().min(room)]);
+            self.console_dropped += bytes.len().saturating_sub(room) as u64;
         }
     }
 
@@ -589,6 +596,7 @@ impl<T: TimingModel> Machine<T> {
         v.push(Stat::new("bus.mmio_writes", b.stat_mmio_writes, "MMIO writes"));
         v.push(Stat::new("bus.unmapped", b.stat_unmapped, "accesses to unmapped addresses"));
         v.push(Stat::new("bus.bad_access", b.stat_bad_access, "accesses a device refused"));
+        v.push(Stat::new("console.capture_dropped", self.console_dropped, "console bytes beyond the capture limit"));
         for (_, _, _, slot) in b.map.ranges() {
             v.extend(b.devs.get_ref(slot).stats());
         }

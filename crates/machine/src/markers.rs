@@ -14,6 +14,10 @@ pub const OP_SEND: u16 = 2;
 pub const MAX_LABEL: u64 = 256;
 pub const MAX_CHUNK: u64 = 65536;
 pub const MAX_CHANNEL_NAME: u64 = 64;
+/// Limits on what the guest can make the host keep: beyond them markers
+/// are dropped and counted as bad.
+pub const MAX_PHASES: usize = 100_000;
+pub const MAX_CHANNEL_BYTES: usize = 256 << 20;
 
 /// A phase boundary: where every hart stood when the marker retired.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -43,8 +47,10 @@ pub struct MarkerLog {
     pub channels: BTreeMap<String, Channel>,
     /// Reserved ops seen (0x483..0x48f).
     pub unknown: u64,
-    /// Markers whose arguments were too long or not mapped.
+    /// Markers whose arguments were too long or not mapped, or that
+    /// exceeded [`MAX_PHASES`] / [`MAX_CHANNEL_BYTES`].
     pub bad: u64,
+    channel_bytes: usize,
 }
 
 /// Reads guest virtual memory through the marking hart's translation.
@@ -67,6 +73,7 @@ impl MarkerLog {
         };
         match op {
             OP_PHASE => match read(args[0], args[1], MAX_LABEL) {
+                Some(_) if self.phases.len() >= MAX_PHASES => self.bad += 1,
                 Some(label) => self.phases.push(Phase {
                     label: String::from_utf8_lossy(&label).into_owned(),
                     hart,
@@ -81,7 +88,9 @@ impl MarkerLog {
                 let name = read(args[2], args[3], MAX_CHANNEL_NAME);
                 let data = read(args[0], args[1], MAX_CHUNK);
                 match (name, data) {
+                    (Some(_), Some(data)) if self.channel_bytes + data.len() > MAX_CHANNEL_BYTES => self.bad += 1,
                     (Some(name), Some(data)) if !name.is_empty() => {
+                        self.channel_bytes += data.len();
                         let ch = self.channels.entry(String::from_utf8_lossy(&name).into_owned()).or_default();
                         if data.is_empty() {
                             ch.closed = true;
