@@ -28,6 +28,11 @@ pub struct QueueConfig {
     pub device: u64,
 }
 
+/// The driver broke the device's rules (a malformed queue): the transport
+/// sets `DEVICE_NEEDS_RESET` and raises a configuration-change interrupt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NeedsReset;
+
 /// A virtio device type behind the transport.
 pub trait VirtioBackend {
     /// Virtio device ID (2 = block, 1 = net, ...); never 0.
@@ -44,11 +49,10 @@ pub trait VirtioBackend {
     /// The driver finished negotiating (`DRIVER_OK`) with these features.
     fn activate(&mut self, _driver_features: u64) {}
     /// The driver kicked queue `index`. Returns interrupt status bits to
-    /// raise (e.g. [`INT_USED_BUFFER`]) or `Err(())` if the device must
-    /// report `DEVICE_NEEDS_RESET` (a malformed queue).
-    fn notify(&mut self, ctx: &mut DevCtx, index: u16, queue: &QueueConfig) -> Result<u32, ()>;
+    /// raise (e.g. [`INT_USED_BUFFER`]).
+    fn notify(&mut self, ctx: &mut DevCtx, index: u16, queue: &QueueConfig) -> Result<u32, NeedsReset>;
     /// A scheduled completion is due (see [`DevCtx::events`]); same return as `notify`.
-    fn event(&mut self, _ctx: &mut DevCtx, _token: u64, _queues: &[QueueConfig]) -> Result<u32, ()> {
+    fn event(&mut self, _ctx: &mut DevCtx, _token: u64, _queues: &[QueueConfig]) -> Result<u32, NeedsReset> {
         Ok(0)
     }
     /// The driver reset the device.
@@ -114,14 +118,14 @@ impl VirtioMmio {
         self.irq.set_level(false);
     }
 
-    fn raise(&mut self, result: Result<u32, ()>) {
+    fn raise(&mut self, result: Result<u32, NeedsReset>) {
         match result {
             Ok(0) => {}
             Ok(bits) => {
                 self.interrupt_status |= bits & (INT_USED_BUFFER | INT_CONFIG_CHANGE);
                 self.stat_interrupts += 1;
             }
-            Err(()) => {
+            Err(NeedsReset) => {
                 self.status |= STATUS_NEEDS_RESET;
                 self.interrupt_status |= INT_CONFIG_CHANGE;
                 self.stat_interrupts += 1;
@@ -333,9 +337,9 @@ mod tests {
         fn queue_max(&self) -> u16 { 64 }
         fn config_read(&mut self, offset: u64, _size: u8) -> u64 { 0x1000 + offset }
         fn config_write(&mut self, _offset: u64, _size: u8, _val: u64) {}
-        fn notify(&mut self, _ctx: &mut DevCtx, index: u16, q: &QueueConfig) -> Result<u32, ()> {
+        fn notify(&mut self, _ctx: &mut DevCtx, index: u16, q: &QueueConfig) -> Result<u32, NeedsReset> {
             self.0.push(*q);
-            if index == 0 { Ok(INT_USED_BUFFER) } else { Err(()) }
+            if index == 0 { Ok(INT_USED_BUFFER) } else { Err(NeedsReset) }
         }
     }
 

@@ -124,7 +124,7 @@ impl hs_devices::VirtioBackend for ConstBackend {
     fn queue_max(&self) -> u16 { 128 }
     fn config_read(&mut self, _offset: u64, _size: u8) -> u64 { 0x77 }
     fn config_write(&mut self, _offset: u64, _size: u8, _val: u64) {}
-    fn notify(&mut self, _ctx: &mut hs_devices::DevCtx, _index: u16, _q: &hs_devices::virtio_mmio::QueueConfig) -> Result<u32, ()> { Ok(0) }
+    fn notify(&mut self, _ctx: &mut hs_devices::DevCtx, _index: u16, _q: &hs_devices::virtio_mmio::QueueConfig) -> Result<u32, hs_devices::virtio_mmio::NeedsReset> { Ok(0) }
 }
 
 #[test]
