@@ -142,6 +142,9 @@ pub struct HartSummary {
     pub hart: usize,
     pub cycles: u64,
     pub instret: u64,
+    /// Host time spent inside this hart's `run` calls.
+    pub host_seconds: f64,
+    /// This hart's instructions per host second spent on it, in millions.
     pub mips: f64,
 }
 
@@ -201,6 +204,7 @@ pub struct Machine<T: TimingModel = Atomic> {
     input_queue: VecDeque<u8>,
     slices: u64,
     host_time: Duration,
+    hart_host_time: Vec<Duration>,
 }
 
 impl Machine<Atomic> {
@@ -305,6 +309,7 @@ impl<T: TimingModel> Machine<T> {
             input_queue: VecDeque::new(),
             slices: 0,
             host_time: Duration::ZERO,
+            hart_host_time: vec![Duration::ZERO; cfg.harts],
         })
     }
 
@@ -436,7 +441,9 @@ impl<T: TimingModel> Machine<T> {
                 let bits = self.board.irq_bits(h, self.harts[h].cycle());
                 self.harts[h].set_platform_irqs(bits);
                 self.board.note_delivered(h, bits);
+                let t0 = Instant::now();
                 let exit = self.harts[h].run(&mut self.board, end);
+                self.hart_host_time[h] += t0.elapsed();
                 self.poll_htif();
                 match exit {
                     Exit::Budget => {
@@ -610,7 +617,11 @@ impl<T: TimingModel> Machine<T> {
             .harts
             .iter()
             .enumerate()
-            .map(|(i, h)| HartSummary { hart: i, cycles: h.cycle(), instret: h.instret(), mips: rate(h.instret()) })
+            .map(|(i, h)| {
+                let hs = self.hart_host_time[i].as_secs_f64();
+                let mips = if hs > 0.0 { h.instret() as f64 / hs / 1e6 } else { 0.0 };
+                HartSummary { hart: i, cycles: h.cycle(), instret: h.instret(), host_seconds: hs, mips }
+            })
             .collect();
         let instret = harts.iter().map(|h| h.instret).sum();
         let cycles = harts.iter().map(|h| h.cycles).max().unwrap_or(0).max(self.now);
