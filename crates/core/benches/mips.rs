@@ -80,6 +80,26 @@ fn alu_loop() -> Vec<u32> {
     ]
 }
 
+/// The integer loop body four times per iteration (fewer block boundaries).
+fn alu_loop_unrolled() -> Vec<u32> {
+    let body = [
+        r(0, A1, A0, 0, A2, 0x33),
+        r(0, A0, A2, 4, A3, 0x33),
+        i(3, A3, 1, A3, 0x13),
+        r(1, A1, A3, 0, A4, 0x33),
+        i(7, A4, 7, A1, 0x13),
+        addi(A0, A0, 1),
+    ];
+    let mut v = vec![lui(T0, 0x10000), addi(A0, 0, 1), addi(A1, 0, 3)];
+    for _ in 0..4 {
+        v.extend_from_slice(&body);
+    }
+    v.push(addi(T0, T0, -1));
+    v.push(b(-(4 * 25), 0, T0, 1));
+    v.push(WFI);
+    v
+}
+
 /// Memory loop: loads and stores over a 64 KiB buffer with a call per iteration.
 fn mem_loop(buf: u32) -> Vec<u32> {
     vec![
@@ -118,6 +138,9 @@ fn thread_cpu_secs() -> Option<f64> {
 }
 
 fn run(name: &str, prog: &[u32], budget: u64) {
+    if std::env::var("HS_BENCH_ONLY").is_ok_and(|o| !name.contains(&o)) {
+        return;
+    }
     let ram = GuestRam::new(0x8000_0000, 16 << 20).unwrap();
     for (k, w) in prog.iter().enumerate() {
         ram.write(0x8000_0000 + 4 * k as u64, 4, *w as u64);
@@ -147,5 +170,6 @@ fn run(name: &str, prog: &[u32], budget: u64) {
 fn main() {
     let budget = std::env::var("HS_BENCH_INSNS").ok().and_then(|v| v.parse().ok()).unwrap_or(300_000_000u64);
     run("alu-loop", &alu_loop(), budget);
+    run("alu-unroll", &alu_loop_unrolled(), budget);
     run("mem-loop", &mem_loop(0x8010_0000), budget);
 }

@@ -307,7 +307,7 @@ impl<T: TimingModel> Hart<T> {
 
     /// Write a CSR that exists (checked by the caller), applying WARL rules.
     pub(crate) fn csr_write(&mut self, num: u16, v: u64) {
-        self.irq_dirty = true; // enables, pending bits, delegation or stimecmp may change
+        self.checks |= crate::CHECK_IRQ; // enables, pending bits, delegation or stimecmp may change
         let c = &mut self.csr;
         match num {
             FFLAGS => {

@@ -8,7 +8,7 @@ use hs_timing::{InsnClass, MemKind, TimingModel};
 use crate::csr::*;
 use crate::mmu::*;
 use crate::trap::*;
-use crate::{Exit, Hart, MarkerCall, Priv};
+use crate::{Exit, Hart, MarkerCall, Priv, CHECK_CODE, CHECK_IRQ};
 
 
 /// One cached instruction: decoded form, raw bits (for `mtval`), length.
@@ -51,8 +51,8 @@ pub(crate) struct Blocks {
     vcache: Box<[VEntry]>,
     table: Box<[BlockEntry]>,
     ops: Vec<Op>,
-    gen: u32,
-    code_gen_seen: u64,
+    pub gen: u32,
+    pub code_gen_seen: u64,
 }
 
 impl Blocks {
@@ -85,6 +85,46 @@ impl Blocks {
     }
 }
 
+/// Index of the sink register: hot-path instructions whose rd is x0 are
+/// cached with rd = SINK, so their handlers write unconditionally and x0
+/// stays zero without a fix-up on every write.
+pub(crate) const SINK: u8 = 32;
+
+/// Redirect writes to x0 into the sink register (cached copies only).
+fn sink_rd0(insn: Insn) -> Insn {
+    use Insn::*;
+    macro_rules! sink {
+        ($insn:expr; $($v:ident),*) => {
+            match $insn {
+                $( $v { rd: 0, rs1, imm } => $v { rd: SINK, rs1, imm }, )*
+                other => other,
+            }
+        };
+    }
+    macro_rules! sink_r {
+        ($insn:expr; $($v:ident),*) => {
+            match $insn {
+                $( $v { rd: 0, rs1, rs2 } => $v { rd: SINK, rs1, rs2 }, )*
+                other => other,
+            }
+        };
+    }
+    let insn = match insn {
+        Lui { rd: 0, imm } => Lui { rd: SINK, imm },
+        Auipc { rd: 0, imm } => Auipc { rd: SINK, imm },
+        Jal { rd: 0, imm } => Jal { rd: SINK, imm },
+        other => other,
+    };
+    let insn = sink!(insn;
+        Jalr, Lb, Lh, Lw, Ld, Lbu, Lhu, Lwu, Addi, Slti, Sltiu, Xori, Ori, Andi, Slli, Srli, Srai, Addiw, Slliw, Srliw,
+        Sraiw
+    );
+    sink_r!(insn;
+        Add, Sub, Sll, Slt, Sltu, Xor, Srl, Sra, Or, And, Addw, Subw, Sllw, Srlw, Sraw, Mul, Mulh, Mulhsu, Mulhu, Div,
+        Divu, Rem, Remu, Mulw, Divw, Divuw, Remw, Remuw
+    )
+}
+
 /// Blocks end at jumps and system instructions but run on through
 /// conditional branches (a taken branch leaves the block early).
 fn ends_block(i: &Insn) -> bool {
@@ -92,6 +132,7 @@ fn ends_block(i: &Insn) -> bool {
     i.ends_block() && !matches!(i, Beq { .. } | Bne { .. } | Blt { .. } | Bge { .. } | Bltu { .. } | Bgeu { .. })
 }
 
+#[inline(always)]
 pub(crate) fn class_of(i: &Insn) -> InsnClass {
     use Insn::*;
     match i {
@@ -137,24 +178,31 @@ fn sext32(v: u64) -> u64 {
 impl<T: TimingModel> Hart<T> {
     /// Run until `cycle() >= until_cycle` or another exit.
     pub fn run<B: SystemBus>(&mut self, bus: &mut B, until_cycle: u64) -> Exit {
+        // other harts and DMA may have written code since our last slice
+        self.checks |= CHECK_CODE | CHECK_IRQ;
+        // one compare per block covers both the budget and the Sstc timer
+        let mut limit = until_cycle.min(self.stimecmp_cycle);
         let exit = loop {
-            if self.cycle >= until_cycle {
-                break Exit::Budget;
-            }
-            if self.irq_dirty || self.cycle >= self.stimecmp_cycle {
-                self.irq_dirty = false;
+            if self.cycle >= limit || self.checks != 0 {
+                if self.cycle >= until_cycle {
+                    break Exit::Budget;
+                }
+                self.checks &= !CHECK_IRQ;
                 if let Some(irq) = self.interrupt_to_take() {
                     self.stats.interrupts += 1;
                     self.cycle += 1;
                     self.stall += 1;
                     self.take_trap(irq, true, 0);
                 }
-            }
-            let code_gen = self.ram.code_generation();
-            if code_gen != self.blocks.code_gen_seen {
-                self.stats.block_flushes += 1;
-                self.blocks.flush();
-                self.blocks.code_gen_seen = code_gen;
+                if self.checks & CHECK_CODE != 0 {
+                    self.checks &= !CHECK_CODE;
+                    let code_gen = self.ram.code_generation();
+                    if code_gen != self.blocks.code_gen_seen {
+                        self.flush_blocks();
+                        self.blocks.code_gen_seen = code_gen;
+                    }
+                }
+                limit = until_cycle.min(self.stimecmp_cycle);
             }
             let (start, n) = match self.fetch_block() {
                 Ok(b) => b,
@@ -165,6 +213,12 @@ impl<T: TimingModel> Hart<T> {
                     continue;
                 }
             };
+            if self.prof_every != 0 {
+                self.prof_tick += 1;
+                if self.prof_tick % self.prof_every == 0 && self.cycle > self.prof_from {
+                    *self.prof.entry(self.pc).or_insert(0) += 1;
+                }
+            }
             if let Some(e) = self.exec_block(bus, start, n) {
                 break e;
             }
@@ -175,23 +229,18 @@ impl<T: TimingModel> Hart<T> {
         exit
     }
 
-    #[inline(always)]
-    fn fetch_stamp(&self) -> u64 {
-        self.tlb.gen_bits | ((self.fetch_ctx as u64) << 40) | self.blocks.gen as u64
-    }
-
     /// Find or decode the block at `pc`: (first op index, op count).
     #[inline(always)]
     fn fetch_block(&mut self) -> Result<(usize, usize), Trap> {
         let pc = self.pc;
         let v = self.blocks.vcache[Blocks::vslot(pc)];
-        if v.pc == pc && v.stamp == self.fetch_stamp() {
+        if v.pc == pc && v.stamp == self.fetch_stamp {
             return Ok((v.start as usize, v.n as usize));
         }
         let r = self.fetch_block_miss();
         if let Ok((start, n)) = r {
             if start != 0 {
-                let stamp = self.fetch_stamp();
+                let stamp = self.fetch_stamp;
                 self.blocks.vcache[Blocks::vslot(pc)] = VEntry { pc, stamp, start: start as u32, n: n as u32 };
             }
         }
@@ -249,14 +298,14 @@ impl<T: TimingModel> Hart<T> {
             word |= (hi as u32) << 16;
         }
         let (insn, len) = decode(word);
-        self.blocks.ops[0] = Op { insn, bits: word, len };
+        self.blocks.ops[0] = Op { insn: sink_rd0(insn), bits: word, len };
         Ok((0, 1))
     }
 
     #[inline(never)]
     fn decode_block(&mut self, pc: u64, pa: u64) -> Result<(usize, usize), Trap> {
         if self.blocks.ops.len() > ARENA_LIMIT {
-            self.blocks.flush();
+            self.flush_blocks();
         }
         let page_end = (pa | 0xfff) + 1;
         let start = self.blocks.ops.len();
@@ -272,7 +321,7 @@ impl<T: TimingModel> Hart<T> {
             }
             let word = if len == 4 { self.ram.read(a, 4).unwrap_or(0) as u32 } else { lo as u32 };
             let (insn, l) = decode(word);
-            self.blocks.ops.push(Op { insn, bits: word, len: l });
+            self.blocks.ops.push(Op { insn: sink_rd0(insn), bits: word, len: l });
             a += len;
             if ends_block(&insn) || self.blocks.ops.len() - start >= MAX_BLOCK_INSNS || a >= page_end {
                 break;
@@ -295,17 +344,17 @@ impl<T: TimingModel> Hart<T> {
     fn exec_block<B: SystemBus>(&mut self, bus: &mut B, start: usize, n: usize) -> Option<Exit> {
         use Insn::*;
         debug_assert!(n > 0 && start + n <= self.blocks.ops.len());
-        let ops = self.blocks.ops.as_ptr();
-        let end = start + n;
-        let mut i = start;
+        // SAFETY (for the pointer arithmetic here and the reads below):
+        // `fetch_block` returned an in-bounds range, and nothing that runs
+        // while a block executes reallocates `ops`: decoding happens between
+        // blocks, and `fence.i` (which may truncate the arena, keeping its
+        // allocation) ends its block.
+        let mut p = unsafe { self.blocks.ops.as_ptr().add(start) };
+        let end = unsafe { p.add(n) };
         let mut pc = self.pc;
         let (trap, op, extra) = 'run: loop {
-            // SAFETY: `fetch_block` returned an in-bounds range, and nothing
-            // that runs while a block executes reallocates `ops`: decoding
-            // happens between blocks, and `fence.i` (which may truncate the
-            // arena, keeping its allocation) ends its block.
-            let op: &Op = unsafe { &*ops.add(i) };
-            i += 1;
+            let op: &Op = unsafe { &*p };
+            p = unsafe { p.add(1) };
             let len = op.len as u64;
             let next = pc.wrapping_add(len);
             let extra = self.timing.insn(pc, class_of(&op.insn));
@@ -336,14 +385,14 @@ impl<T: TimingModel> Hart<T> {
                 ($rd:expr, $rs1:expr, $imm:expr, |$a:ident, $b:ident| $e:expr) => {{
                     let $a = self.rx($rs1);
                     let $b = $imm as i64 as u64;
-                    self.wx($rd, $e);
+                    self.wxs($rd, $e);
                 }};
             }
             macro_rules! alu_r {
                 ($rd:expr, $rs1:expr, $rs2:expr, |$a:ident, $b:ident| $e:expr) => {{
                     let $a = self.rx($rs1);
                     let $b = self.rx($rs2);
-                    self.wx($rd, $e);
+                    self.wxs($rd, $e);
                 }};
             }
             macro_rules! addr {
@@ -364,20 +413,20 @@ impl<T: TimingModel> Hart<T> {
             }
             match op.insn {
                 Addi { rd, rs1, imm } => alu_i!(rd, rs1, imm, |a, b| a.wrapping_add(b)),
-                Lui { rd, imm } => self.wx(rd, imm as i64 as u64),
-                Auipc { rd, imm } => self.wx(rd, pc.wrapping_add(imm as i64 as u64)),
+                Lui { rd, imm } => self.wxs(rd, imm as i64 as u64),
+                Auipc { rd, imm } => self.wxs(rd, pc.wrapping_add(imm as i64 as u64)),
                 Jal { rd, imm } => {
                     let t = pc.wrapping_add(imm as i64 as u64);
                     let extra = self.timing.branch(pc, true, t);
                     self.charge(extra);
-                    self.wx(rd, next);
+                    self.wxs(rd, next);
                     jump!(t);
                 }
                 Jalr { rd, rs1, imm } => {
                     let t = addr!(rs1, imm) & !1;
                     let extra = self.timing.branch(pc, true, t);
                     self.charge(extra);
-                    self.wx(rd, next);
+                    self.wxs(rd, next);
                     jump!(t);
                 }
                 Beq { rs1, rs2, imm } => br!(self.rx(rs1) == self.rx(rs2), imm),
@@ -389,31 +438,31 @@ impl<T: TimingModel> Hart<T> {
 
                 Lb { rd, rs1, imm } => {
                     let v = tri!(self.load::<B, 1>(bus, addr!(rs1, imm)));
-                    self.wx(rd, v as i8 as i64 as u64)
+                    self.wxs(rd, v as i8 as i64 as u64)
                 }
                 Lh { rd, rs1, imm } => {
                     let v = tri!(self.load::<B, 2>(bus, addr!(rs1, imm)));
-                    self.wx(rd, v as i16 as i64 as u64)
+                    self.wxs(rd, v as i16 as i64 as u64)
                 }
                 Lw { rd, rs1, imm } => {
                     let v = tri!(self.load::<B, 4>(bus, addr!(rs1, imm)));
-                    self.wx(rd, sext32(v))
+                    self.wxs(rd, sext32(v))
                 }
                 Ld { rd, rs1, imm } => {
                     let v = tri!(self.load::<B, 8>(bus, addr!(rs1, imm)));
-                    self.wx(rd, v)
+                    self.wxs(rd, v)
                 }
                 Lbu { rd, rs1, imm } => {
                     let v = tri!(self.load::<B, 1>(bus, addr!(rs1, imm)));
-                    self.wx(rd, v)
+                    self.wxs(rd, v)
                 }
                 Lhu { rd, rs1, imm } => {
                     let v = tri!(self.load::<B, 2>(bus, addr!(rs1, imm)));
-                    self.wx(rd, v)
+                    self.wxs(rd, v)
                 }
                 Lwu { rd, rs1, imm } => {
                     let v = tri!(self.load::<B, 4>(bus, addr!(rs1, imm)));
-                    self.wx(rd, v)
+                    self.wxs(rd, v)
                 }
                 Sb { rs1, rs2, imm } => tri!(self.store::<B, 1>(bus, addr!(rs1, imm), self.rx(rs2))),
                 Sh { rs1, rs2, imm } => tri!(self.store::<B, 2>(bus, addr!(rs1, imm), self.rx(rs2))),
@@ -512,7 +561,7 @@ impl<T: TimingModel> Hart<T> {
             }
             retire!();
             pc = next;
-            if i == end {
+            if p == end {
                 self.pc = pc;
                 return None;
             }
@@ -541,6 +590,11 @@ impl<T: TimingModel> Hart<T> {
     fn wx(&mut self, r: u8, v: u64) {
         self.x[(r & 31) as usize] = v;
         self.x[0] = 0;
+    }
+    /// Hot-path write: rd is never 0 here (see [`SINK`]).
+    #[inline(always)]
+    fn wxs(&mut self, r: u8, v: u64) {
+        self.x[(r & 63) as usize] = v;
     }
 
     /// System, atomic and floating-point instructions.
@@ -575,10 +629,7 @@ impl<T: TimingModel> Hart<T> {
                 let v = self.csr_op(csr, 2, uimm as u64, uimm != 0, op.bits)?;
                 self.wx(rd, v);
             }
-            FenceI => {
-                self.stats.block_flushes += 1;
-                self.blocks.flush();
-            }
+            FenceI => self.flush_blocks(),
             Ecall => {
                 let cause = match self.prv {
                     Priv::User => CAUSE_USER_ECALL,

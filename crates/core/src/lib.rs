@@ -102,10 +102,16 @@ pub struct HartStats {
     pub tlb_flushes: u64,
 }
 
+/// `Hart::checks`: interrupt inputs or enables may have changed.
+pub(crate) const CHECK_IRQ: u8 = 1;
+/// `Hart::checks`: a store may have hit a page holding decoded code.
+pub(crate) const CHECK_CODE: u8 = 2;
+
 /// One RISC-V hart.
 pub struct Hart<T: TimingModel = Atomic> {
     pub timing: T,
-    x: [u64; 32],
+    /// x0..x31, then the write sink for cached rd = x0 (see `exec::SINK`).
+    x: [u64; 64],
     pc: u64,
     /// Local time in cycles.
     cycle: u64,
@@ -129,9 +135,16 @@ pub struct Hart<T: TimingModel = Atomic> {
     reservation: Option<u64>,
     /// Set by an instruction that retires and must end the run.
     exit: Option<Exit>,
-    /// Interrupt inputs or enables may have changed: check before the next block.
-    irq_dirty: bool,
+    /// Work the run loop must do before the next block (CHECK_* bits).
+    checks: u8,
+    /// Everything the virtual-pc block lookup depends on (see `refresh_stamp`).
+    fetch_stamp: u64,
     stats: HartStats,
+    // TEMPORARY tuning aid
+    prof_every: u64,
+    prof_from: u64,
+    prof_tick: u64,
+    prof: std::collections::HashMap<u64, u64>,
 }
 
 impl<T: TimingModel> Hart<T> {
@@ -139,7 +152,7 @@ impl<T: TimingModel> Hart<T> {
         let ram_host = ram.host_ptr(ram.base());
         let mut h = Hart {
             timing,
-            x: [0; 32],
+            x: [0; 64],
             pc: 0,
             cycle: 0,
             stall: 0,
@@ -158,8 +171,13 @@ impl<T: TimingModel> Hart<T> {
             stimecmp_cycle: u64::MAX,
             reservation: None,
             exit: None,
-            irq_dirty: true,
+            checks: CHECK_IRQ | CHECK_CODE,
+            fetch_stamp: 0,
             stats: HartStats::default(),
+            prof_every: std::env::var("HS_CORE_PROF").ok().and_then(|v| v.parse().ok()).unwrap_or(0),
+            prof_from: std::env::var("HS_CORE_PROF_FROM").ok().and_then(|v| v.parse().ok()).unwrap_or(0),
+            prof_tick: 0,
+            prof: Default::default(),
         };
         h.reset(0);
         h
@@ -168,7 +186,7 @@ impl<T: TimingModel> Hart<T> {
     /// M-mode, registers and CSRs at their reset values, caches empty. The
     /// hart's local time (`cycle`, `instret`) keeps running.
     pub fn reset(&mut self, pc: u64) {
-        self.x = [0; 32];
+        self.x = [0; 64];
         self.f = [0; 32];
         self.pc = pc;
         self.prv = Priv::Machine;
@@ -179,10 +197,10 @@ impl<T: TimingModel> Hart<T> {
         self.reservation = None;
         self.exit = None;
         self.tlb.flush();
-        self.blocks.flush();
+        self.flush_blocks();
         self.update_stimecmp_cycle();
         self.update_modes();
-        self.irq_dirty = true;
+        self.checks |= CHECK_IRQ | CHECK_CODE;
     }
 
     pub fn x(&self, r: usize) -> u64 {
@@ -224,7 +242,7 @@ impl<T: TimingModel> Hart<T> {
     /// Platform-driven pending bits in `mip` layout: MSIP(1<<3), MTIP(1<<7), SEIP(1<<9), MEIP(1<<11).
     pub fn set_platform_irqs(&mut self, bits: u64) {
         self.csr.mip_platform = bits & csr::MIP_PLATFORM;
-        self.irq_dirty = true;
+        self.checks |= CHECK_IRQ;
     }
     /// Earliest cycle at which this hart's own timer (Sstc stimecmp) fires, if armed.
     pub fn next_timer_cycle(&self) -> Option<u64> {
@@ -261,9 +279,30 @@ impl<T: TimingModel> Hart<T> {
         self.stall += extra;
     }
 
+    /// Recompute `fetch_stamp` after a TLB flush, a fetch-context change or
+    /// a block-cache flush.
+    #[inline]
+    pub(crate) fn refresh_stamp(&mut self) {
+        self.fetch_stamp = self.tlb.gen_bits | ((self.fetch_ctx as u64) << 40) | self.blocks.gen as u64;
+    }
+
+    pub(crate) fn flush_blocks(&mut self) {
+        self.stats.block_flushes += 1;
+        self.blocks.flush();
+        self.refresh_stamp();
+    }
+
+    /// A slow path wrote RAM: make the run loop compare code generations.
+    #[inline]
+    pub(crate) fn note_ram_write(&mut self) {
+        if self.ram.code_generation() != self.blocks.code_gen_seen {
+            self.checks |= CHECK_CODE;
+        }
+    }
+
     pub(crate) fn set_priv(&mut self, p: Priv) {
         self.prv = p;
-        self.irq_dirty = true;
+        self.checks |= CHECK_IRQ;
     }
 }
 
@@ -272,6 +311,11 @@ impl<T: TimingModel> Drop for Hart<T> {
     fn drop(&mut self) {
         if std::env::var_os("HS_CORE_STATS").is_some() {
             eprintln!("hart {}: cycle {} instret {} {:?}", self.cfg.hart_id, self.cycle, self.instret(), self.stats);
+            let mut v: Vec<_> = self.prof.iter().map(|(a, b)| (*b, *a)).collect();
+            v.sort();
+            for (n, pc) in v.iter().rev().take(400) {
+                eprintln!("PROF {pc:#x} {n}");
+            }
         }
     }
 }

@@ -37,7 +37,10 @@ impl<T: TimingModel> Hart<T> {
             self.charge(extra);
             // SAFETY: as in `load`.
             unsafe { write_host::<N>(host as *mut u8, v) };
-            self.ram.note_store(pa, N);
+            if self.ram.is_code(pa) {
+                self.ram.note_store(pa, N);
+                self.checks |= crate::CHECK_CODE;
+            }
             return Ok(());
         }
         self.store_slow(bus, va, N, v)
@@ -81,6 +84,7 @@ impl<T: TimingModel> Hart<T> {
                 let pa = if i < first { pa0 + i } else { pa1 + (i - first) };
                 self.ram.write(pa, 1, v >> (8 * i));
             }
+            self.note_ram_write();
             return Ok(());
         }
         let pa = self.translate(va, n, KIND_STORE)?;
@@ -110,6 +114,7 @@ impl<T: TimingModel> Hart<T> {
 
     pub(crate) fn phys_write<B: SystemBus>(&mut self, bus: &mut B, pa: u64, n: u64, v: u64) -> Result<(), ()> {
         if self.ram.write(pa, n as u8, v) {
+            self.note_ram_write();
             let extra = self.timing.mem(pa, n as u8, MemKind::Store, false);
             self.charge(extra);
             return Ok(());

@@ -129,6 +129,7 @@ impl<T: TimingModel> Hart<T> {
             Priv::Machine => CTX_M,
         };
         self.fetch_ctx = if self.prv == Priv::Supervisor { CTX_S } else { ctx(self.prv) };
+        self.refresh_stamp();
         let eff = if self.prv == Priv::Machine && ms & MSTATUS_MPRV != 0 {
             Priv::from_bits((ms >> MSTATUS_MPP_SHIFT) & 3)
         } else {
@@ -140,6 +141,7 @@ impl<T: TimingModel> Hart<T> {
     pub(crate) fn tlb_flush(&mut self) {
         self.stats.tlb_flushes += 1;
         self.tlb.flush();
+        self.refresh_stamp();
     }
 
     /// Walk the page tables for `va` in context `ctx`. `set_ad` updates the
@@ -235,7 +237,9 @@ impl<T: TimingModel> Hart<T> {
             return Ok(va.wrapping_add(e.addend));
         }
         self.stats.page_walks += 1;
-        let w = self.walk(va, kind, ctx, true)?;
+        let w = self.walk(va, kind, ctx, true);
+        self.note_ram_write(); // A/D updates
+        let w = w?;
         let prv = ctx_priv(ctx);
         let perm = perm_of(kind);
         let page = w.pa & !0xfff;
