@@ -14,6 +14,21 @@ impl Scheduler for Sched {
 
 const CLK: Clock = Clock { hz: 1_000_000_000, cycles_per_tick: 100 };
 
+/// A backend that fails every other kick, to exercise both outcomes.
+struct Flaky(u64);
+impl VirtioBackend for Flaky {
+    fn device_id(&self) -> u32 { 2 }
+    fn device_features(&self) -> u64 { 1 }
+    fn num_queues(&self) -> u16 { 2 }
+    fn queue_max(&self) -> u16 { 256 }
+    fn config_read(&mut self, offset: u64, _size: u8) -> u64 { offset.wrapping_mul(0x0101_0101_0101_0101) }
+    fn config_write(&mut self, _offset: u64, _size: u8, _val: u64) {}
+    fn notify(&mut self, _ctx: &mut DevCtx, _index: u16, _q: &virtio_mmio::QueueConfig) -> Result<u32, virtio_mmio::NeedsReset> {
+        self.0 += 1;
+        if self.0 % 2 == 0 { Ok(virtio_mmio::INT_USED_BUFFER) } else { Err(virtio_mmio::NeedsReset) }
+    }
+}
+
 fn devices() -> (Vec<Box<dyn Device>>, Plic) {
     let mut plic = Plic::new(4);
     let uart = Uart16550::new(Box::new(plic.connect(10).unwrap()));
@@ -27,6 +42,7 @@ fn devices() -> (Vec<Box<dyn Device>>, Plic) {
         Box::new(Syscon::new()),
         Box::new(v),
         Box::new(Rom::new("mrom", 0xf000, vec![0xaa; 64])),
+        Box::new(VirtioMmio::new(1, 2, Box::new(plic.connect(2).unwrap()), Some(Box::new(Flaky(0))))),
     ];
     (devs, plic)
 }
@@ -45,7 +61,7 @@ struct Op {
 
 fn op() -> impl Strategy<Value = Op> {
     (
-        0usize..7,
+        0usize..8,
         any::<bool>(),
         prop_oneof![0u64..0x200, 0u64..0x10_000, 0x1f_0000u64..0x21_0000, any::<u64>()],
         prop_oneof![Just(1u8), Just(2), Just(4), Just(8), 0u8..=16],

@@ -172,6 +172,8 @@ impl RunSummary {
     }
 }
 
+/// Guest time never goes past this cycle (about 290 years at 1 GHz).
+const TIME_HORIZON: u64 = u64::MAX / 2;
 /// Most console output kept in memory when capturing.
 pub const MAX_CAPTURE: usize = 256 << 20;
 /// How often (in slices) a busy machine polls console input.
@@ -373,11 +375,13 @@ impl<T: TimingModel> Machine<T> {
     }
 
     /// Earliest future cycle at which something raises an interrupt.
+    /// Deadlines centuries away (a guest writing a huge compare value) count
+    /// as never, so time cannot be driven to overflow.
     fn next_deadline(&self) -> Option<u64> {
-        let mut next = self.board.events.next_cycle();
+        let mut next = self.board.events.next_cycle().filter(|&d| d < TIME_HORIZON);
         for (h, hart) in self.harts.iter().enumerate() {
             for d in [self.board.devs.clint.timer_deadline(h), hart.next_timer_cycle()].into_iter().flatten() {
-                if d > self.now {
+                if d > self.now && d < TIME_HORIZON {
                     next = Some(next.map_or(d, |n| n.min(d)));
                 }
             }
@@ -431,7 +435,11 @@ impl<T: TimingModel> Machine<T> {
             }
             end = end.min(max);
         }
-        end = end.max(self.now + 1);
+        if self.now >= TIME_HORIZON {
+            self.stop = Some(StopReason::AllIdle);
+            return;
+        }
+        end = end.clamp(self.now + 1, TIME_HORIZON);
 
         for h in 0..self.harts.len() {
             if self.harts[h].cycle() >= end {

@@ -175,3 +175,14 @@ fn cycle_limit_stops_a_spinning_program() {
     let c = m.summary().cycles;
     assert!((1_000_000..1_000_010).contains(&c), "{c}");
 }
+
+#[test]
+fn a_timer_set_centuries_ahead_cannot_overflow_time() {
+    let mut a = Asm::new(BASE);
+    a.li(T1, u64::MAX - 1).li(T0, 0x0200_4000).sd(T1, T0, 0);
+    a.li(T0, 0x80).csrs(CSR_MIE, T0);
+    a.label("idle").wfi().j("idle");
+    let mut m = machine(1, build(&mut a));
+    m.run();
+    assert_eq!(m.stop_reason(), Some(StopReason::AllIdle));
+}
