@@ -11,8 +11,11 @@ use sha2::{Digest, Sha256};
 use crate::apt::Apt;
 use crate::error::{io_err, GuestError, Result};
 use crate::process::{run, run_logged};
-use crate::recipe::{hex, RECIPE_FORMAT};
+use crate::recipe::hex;
 use crate::staging::Staging;
+
+/// Bumped when the BusyBox build steps change; independent of image recipes.
+const BUSYBOX_BUILD_FORMAT: &str = "hartscope-guest-recipe-1";
 
 pub struct BusyboxBuild {
     pub binary: PathBuf,
@@ -42,7 +45,7 @@ pub fn ensure(
     let frag_path = fragment_path(guest_dir);
     let fragment = std::fs::read_to_string(&frag_path).map_err(io_err("read", &frag_path))?;
     let mut h = Sha256::new();
-    h.update(RECIPE_FORMAT);
+    h.update(BUSYBOX_BUILD_FORMAT);
     h.update(source_suite);
     h.update(&fragment);
     let key = hex(&h.finalize())[..16].to_string();

@@ -9,7 +9,7 @@ use crate::apt::{Apt, BinaryPackage};
 use crate::error::{io_err, GuestError, Result};
 use crate::manifest::{self, Manifest, PackageEntry};
 use crate::process::run;
-use crate::qemu::{kallsyms_workload, parse_kallsyms, QemuBoot};
+use crate::qemu::{between, kallsyms_workload, parse_kallsyms, QemuBoot, MODULES_BEGIN, MODULES_END};
 use crate::recipe::{sha256_hex, KernelRecipe, LoadedRecipe, RECIPE_FORMAT};
 use crate::rootfs::{base_archive, with_workload, BaseContents};
 use crate::staging::Staging;
@@ -209,8 +209,15 @@ fn capture_kallsyms(
             console_log.display()
         ),
     })?;
+    let modules = between(&result.console, MODULES_BEGIN, MODULES_END).map_err(|why| GuestError::Step {
+        step: format!("capturing /proc/modules of image `{}` under qemu-system-riscv64", r.name),
+        detail: format!("{why}; console output is in {}", console_log.display()),
+    })?;
     progress(&format!("kallsyms: {} symbols", text.lines().count()));
     std::fs::write(out.join("kallsyms"), text).map_err(io_err("write", out.join("kallsyms")))?;
+    // Module load addresses at capture time: module symbols move from boot to boot.
+    let path = out.join("kallsyms-modules");
+    std::fs::write(&path, modules).map_err(io_err("write", &path))?;
     let _ = std::fs::remove_file(&console_log);
     Ok(())
 }

@@ -12,8 +12,12 @@ use sha2::{Digest, Sha256};
 use crate::busybox::keep_log;
 use crate::error::{io_err, GuestError, Result};
 use crate::process::{run, run_logged};
-use crate::recipe::{hex, RECIPE_FORMAT};
+use crate::recipe::hex;
 use crate::staging::Staging;
+
+/// Bumped when the kernel build steps change; independent of image recipe
+/// changes so a new agent does not rebuild the kernel.
+const KERNEL_BUILD_FORMAT: &str = "hartscope-guest-recipe-1";
 
 pub struct KernelBuild {
     pub image: PathBuf,
@@ -83,7 +87,7 @@ fn patches(dir: &Path) -> Result<Vec<PathBuf>> {
 
 pub fn cache_key(spec: &KernelSpec) -> Result<String> {
     let mut h = Sha256::new();
-    h.update(RECIPE_FORMAT);
+    h.update(KERNEL_BUILD_FORMAT);
     h.update(spec.package);
     h.update(spec.tarball.to_string_lossy().as_bytes());
     let meta = std::fs::metadata(spec.tarball).map_err(|e| GuestError::Package {

@@ -58,23 +58,33 @@ impl QemuBoot<'_> {
 
 pub const KALLSYMS_BEGIN: &str = "@@hartscope-kallsyms-begin@@";
 pub const KALLSYMS_END: &str = "@@hartscope-kallsyms-end@@";
+pub const MODULES_BEGIN: &str = "@@hartscope-modules-begin@@";
+pub const MODULES_END: &str = "@@hartscope-modules-end@@";
 
-/// The workload that prints /proc/kallsyms between delimiters.
+/// The workload that prints /proc/kallsyms and /proc/modules between delimiters.
 pub fn kallsyms_workload() -> String {
     format!(
         "echo 0 > /proc/sys/kernel/kptr_restrict\n\
          echo {KALLSYMS_BEGIN}\n\
          cat /proc/kallsyms\n\
-         echo {KALLSYMS_END}\n"
+         echo {KALLSYMS_END}\n\
+         echo {MODULES_BEGIN}\n\
+         cat /proc/modules\n\
+         echo {MODULES_END}\n"
     )
+}
+
+/// The text between two delimiter lines of a console log.
+pub fn between<'a>(console: &'a str, begin: &str, end: &str) -> std::result::Result<&'a str, String> {
+    let start = console.find(&format!("{begin}\n")).ok_or(format!("`{begin}` never appeared"))?;
+    let body = &console[start + begin.len() + 1..];
+    let stop = body.find(&format!("{end}\n")).ok_or(format!("`{end}` never appeared"))?;
+    Ok(&body[..stop])
 }
 
 /// Extracts and checks the kallsyms text between the delimiters.
 pub fn parse_kallsyms(console: &str) -> std::result::Result<String, String> {
-    let begin = console.find(&format!("{KALLSYMS_BEGIN}\n")).ok_or("the begin delimiter never appeared")?;
-    let body = &console[begin + KALLSYMS_BEGIN.len() + 1..];
-    let end = body.find(&format!("{KALLSYMS_END}\n")).ok_or("the end delimiter never appeared")?;
-    let body = &body[..end];
+    let body = between(console, KALLSYMS_BEGIN, KALLSYMS_END)?;
     let mut count = 0usize;
     let mut nonzero = false;
     for (i, line) in body.lines().enumerate() {
@@ -112,10 +122,12 @@ mod tests {
         }
         console.push_str(&format!("{:016x} t helper\t[virtio_mmio]\n", 0xffffffff01000000u64));
         console.push_str(KALLSYMS_END);
+        console.push_str(&format!("\n{MODULES_BEGIN}\nvirtio_mmio 20480 0 - Live 0xffffffff01000000\n{MODULES_END}"));
         console.push_str("\nhartscope-agent: workload exited with status 0\n");
         let text = parse_kallsyms(&console).unwrap();
         assert_eq!(text.lines().count(), 1201);
         assert!(text.ends_with("[virtio_mmio]\n"));
+        assert_eq!(between(&console, MODULES_BEGIN, MODULES_END).unwrap(), "virtio_mmio 20480 0 - Live 0xffffffff01000000\n");
 
         let zeros: String = console
             .lines()
