@@ -146,6 +146,13 @@ pub struct HartSummary {
     pub host_seconds: f64,
     /// This hart's instructions per host second spent on it, in millions.
     pub mips: f64,
+    /// The hart's slow-path counters (block decodes, flushes, walks, traps).
+    pub blocks_decoded: u64,
+    pub block_flushes: u64,
+    pub page_walks: u64,
+    pub tlb_flushes: u64,
+    pub exceptions: u64,
+    pub interrupts: u64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -628,7 +635,20 @@ impl<T: TimingModel> Machine<T> {
             .map(|(i, h)| {
                 let hs = self.hart_host_time[i].as_secs_f64();
                 let mips = if hs > 0.0 { h.instret() as f64 / hs / 1e6 } else { 0.0 };
-                HartSummary { hart: i, cycles: h.cycle(), instret: h.instret(), host_seconds: hs, mips }
+                let st = h.stats();
+                HartSummary {
+                    hart: i,
+                    cycles: h.cycle(),
+                    instret: h.instret(),
+                    host_seconds: hs,
+                    mips,
+                    blocks_decoded: st.blocks_decoded,
+                    block_flushes: st.block_flushes,
+                    page_walks: st.page_walks,
+                    tlb_flushes: st.tlb_flushes,
+                    exceptions: st.exceptions,
+                    interrupts: st.interrupts,
+                }
             })
             .collect();
         let instret = harts.iter().map(|h| h.instret).sum();
