@@ -81,8 +81,7 @@ fn header(out: &mut Vec<u8>, ino: u32, mode: u32, nlink: u32, filesize: u32, rde
 /// padding `out` to a 4-byte boundary as Linux requires for a second archive.
 pub fn write_archive(out: &mut Vec<u8>, entries: &[Entry]) -> Result<()> {
     pad4(out);
-    let mut ino = 1u32;
-    for e in entries {
+    for (ino, e) in (1u32..).zip(entries) {
         let name = e.name.trim_start_matches('/');
         if name.is_empty() || name.contains('\0') {
             return Err(GuestError::Cpio { name: e.name.clone(), message: "the name is empty or holds a NUL byte".into() });
@@ -101,7 +100,6 @@ pub fn write_archive(out: &mut Vec<u8>, entries: &[Entry]) -> Result<()> {
         pad4(out);
         out.extend_from_slice(data);
         pad4(out);
-        ino += 1;
     }
     header(out, 0, 0, 1, 0, (0, 0), TRAILER.len() as u32 + 1);
     out.extend_from_slice(TRAILER.as_bytes());

@@ -50,7 +50,7 @@ pub fn extract(deb: &Path, package: &str, into: &Path, wanted: &[String]) -> Res
         })?;
 
     let mut files = BTreeMap::new();
-    index_modules(&moddir, &moddir, &mut files)?;
+    index_modules(&moddir, &mut files)?;
     let builtin_text = std::fs::read_to_string(moddir.join("modules.builtin")).unwrap_or_default();
     let builtin_all: BTreeSet<String> = builtin_text
         .lines()
@@ -149,11 +149,11 @@ pub fn module_depends(ko: &[u8]) -> std::result::Result<Vec<String>, String> {
         .collect())
 }
 
-fn index_modules(root: &Path, dir: &Path, files: &mut BTreeMap<String, PathBuf>) -> Result<()> {
+fn index_modules(dir: &Path, files: &mut BTreeMap<String, PathBuf>) -> Result<()> {
     for e in std::fs::read_dir(dir).map_err(io_err("list", dir))?.flatten() {
         let p = e.path();
         if p.is_dir() {
-            index_modules(root, &p, files)?;
+            index_modules(&p, files)?;
         } else if let Some(stem) = p.file_name().and_then(|f| f.to_str()).and_then(module_stem) {
             files.entry(canonical(stem)).or_insert(p);
         }
