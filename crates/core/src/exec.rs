@@ -11,12 +11,14 @@ use crate::trap::*;
 use crate::{Exit, Hart, MarkerCall, Priv, CHECK_CODE, CHECK_IRQ};
 
 
-/// One cached instruction: decoded form, raw bits (for `mtval`), length.
+/// One cached instruction: decoded form, raw bits (for `mtval`), length,
+/// and byte offset from the start of its block (so pc = block pc + off).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Op {
     pub insn: Insn,
     pub bits: u32,
     pub len: u8,
+    pub off: u16,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -57,7 +59,7 @@ pub(crate) struct Blocks {
 
 impl Blocks {
     pub fn new() -> Self {
-        let scratch = Op { insn: Insn::Illegal(0), bits: 0, len: 2 };
+        let scratch = Op { insn: Insn::Illegal(0), bits: 0, len: 2, off: 0 };
         Blocks {
             vcache: vec![VEntry::default(); 1 << VCACHE_BITS].into_boxed_slice(),
             table: vec![BlockEntry::default(); 1 << TABLE_BITS].into_boxed_slice(),
@@ -298,7 +300,7 @@ impl<T: TimingModel> Hart<T> {
             word |= (hi as u32) << 16;
         }
         let (insn, len) = decode(word);
-        self.blocks.ops[0] = Op { insn: sink_rd0(insn), bits: word, len };
+        self.blocks.ops[0] = Op { insn: sink_rd0(insn), bits: word, len, off: 0 };
         Ok((0, 1))
     }
 
@@ -321,7 +323,7 @@ impl<T: TimingModel> Hart<T> {
             }
             let word = if len == 4 { self.ram.read(a, 4).unwrap_or(0) as u32 } else { lo as u32 };
             let (insn, l) = decode(word);
-            self.blocks.ops.push(Op { insn: sink_rd0(insn), bits: word, len: l });
+            self.blocks.ops.push(Op { insn: sink_rd0(insn), bits: word, len: l, off: (a - pa) as u16 });
             a += len;
             if ends_block(&insn) || self.blocks.ops.len() - start >= MAX_BLOCK_INSNS || a >= page_end {
                 break;
@@ -351,16 +353,28 @@ impl<T: TimingModel> Hart<T> {
         // allocation) ends its block.
         let mut p = unsafe { self.blocks.ops.as_ptr().add(start) };
         let end = unsafe { p.add(n) };
-        let mut pc = self.pc;
+        // pc and the cycle count live in registers while the block runs;
+        // `self.cycle` is synced around every slow path that may read it.
+        let base_pc = self.pc;
+        let mut cyc = self.cycle;
         let (trap, op, extra) = 'run: loop {
             let op: &Op = unsafe { &*p };
             p = unsafe { p.add(1) };
-            let len = op.len as u64;
-            let next = pc.wrapping_add(len);
-            let extra = self.timing.insn(pc, class_of(&op.insn));
+            // computed where used, so straight-line ALU ops never pay for them
+            macro_rules! pc {
+                () => {
+                    base_pc.wrapping_add(op.off as u64)
+                };
+            }
+            macro_rules! next {
+                () => {
+                    pc!().wrapping_add(op.len as u64)
+                };
+            }
+            let extra = self.timing.insn(pc!(), class_of(&op.insn));
             macro_rules! retire {
                 () => {{
-                    self.cycle += 1 + extra;
+                    cyc += 1 + extra;
                     self.stall += extra;
                 }};
             }
@@ -369,6 +383,7 @@ impl<T: TimingModel> Hart<T> {
                 ($target:expr) => {{
                     let t = $target;
                     retire!();
+                    self.cycle = cyc;
                     self.pc = t;
                     return None;
                 }};
@@ -402,10 +417,11 @@ impl<T: TimingModel> Hart<T> {
             }
             macro_rules! br {
                 ($cond:expr, $imm:expr) => {{
-                    let target = pc.wrapping_add($imm as i64 as u64);
+                    let target = pc!().wrapping_add($imm as i64 as u64);
                     let taken = $cond;
-                    let extra = self.timing.branch(pc, taken, target);
-                    self.charge(extra);
+                    let extra = self.timing.branch(pc!(), taken, target);
+                    cyc += extra;
+                    self.stall += extra;
                     if taken {
                         jump!(target);
                     }
@@ -414,19 +430,21 @@ impl<T: TimingModel> Hart<T> {
             match op.insn {
                 Addi { rd, rs1, imm } => alu_i!(rd, rs1, imm, |a, b| a.wrapping_add(b)),
                 Lui { rd, imm } => self.wxs(rd, imm as i64 as u64),
-                Auipc { rd, imm } => self.wxs(rd, pc.wrapping_add(imm as i64 as u64)),
+                Auipc { rd, imm } => self.wxs(rd, pc!().wrapping_add(imm as i64 as u64)),
                 Jal { rd, imm } => {
-                    let t = pc.wrapping_add(imm as i64 as u64);
-                    let extra = self.timing.branch(pc, true, t);
-                    self.charge(extra);
-                    self.wxs(rd, next);
+                    let t = pc!().wrapping_add(imm as i64 as u64);
+                    let extra = self.timing.branch(pc!(), true, t);
+                    cyc += extra;
+                    self.stall += extra;
+                    self.wxs(rd, next!());
                     jump!(t);
                 }
                 Jalr { rd, rs1, imm } => {
                     let t = addr!(rs1, imm) & !1;
-                    let extra = self.timing.branch(pc, true, t);
-                    self.charge(extra);
-                    self.wxs(rd, next);
+                    let extra = self.timing.branch(pc!(), true, t);
+                    cyc += extra;
+                    self.stall += extra;
+                    self.wxs(rd, next!());
                     jump!(t);
                 }
                 Beq { rs1, rs2, imm } => br!(self.rx(rs1) == self.rx(rs2), imm),
@@ -437,37 +455,37 @@ impl<T: TimingModel> Hart<T> {
                 Bgeu { rs1, rs2, imm } => br!(self.rx(rs1) >= self.rx(rs2), imm),
 
                 Lb { rd, rs1, imm } => {
-                    let v = tri!(self.load::<B, 1>(bus, addr!(rs1, imm)));
+                    let v = tri!(self.load_c::<B, 1>(bus, addr!(rs1, imm), &mut cyc));
                     self.wxs(rd, v as i8 as i64 as u64)
                 }
                 Lh { rd, rs1, imm } => {
-                    let v = tri!(self.load::<B, 2>(bus, addr!(rs1, imm)));
+                    let v = tri!(self.load_c::<B, 2>(bus, addr!(rs1, imm), &mut cyc));
                     self.wxs(rd, v as i16 as i64 as u64)
                 }
                 Lw { rd, rs1, imm } => {
-                    let v = tri!(self.load::<B, 4>(bus, addr!(rs1, imm)));
+                    let v = tri!(self.load_c::<B, 4>(bus, addr!(rs1, imm), &mut cyc));
                     self.wxs(rd, sext32(v))
                 }
                 Ld { rd, rs1, imm } => {
-                    let v = tri!(self.load::<B, 8>(bus, addr!(rs1, imm)));
+                    let v = tri!(self.load_c::<B, 8>(bus, addr!(rs1, imm), &mut cyc));
                     self.wxs(rd, v)
                 }
                 Lbu { rd, rs1, imm } => {
-                    let v = tri!(self.load::<B, 1>(bus, addr!(rs1, imm)));
+                    let v = tri!(self.load_c::<B, 1>(bus, addr!(rs1, imm), &mut cyc));
                     self.wxs(rd, v)
                 }
                 Lhu { rd, rs1, imm } => {
-                    let v = tri!(self.load::<B, 2>(bus, addr!(rs1, imm)));
+                    let v = tri!(self.load_c::<B, 2>(bus, addr!(rs1, imm), &mut cyc));
                     self.wxs(rd, v)
                 }
                 Lwu { rd, rs1, imm } => {
-                    let v = tri!(self.load::<B, 4>(bus, addr!(rs1, imm)));
+                    let v = tri!(self.load_c::<B, 4>(bus, addr!(rs1, imm), &mut cyc));
                     self.wxs(rd, v)
                 }
-                Sb { rs1, rs2, imm } => tri!(self.store::<B, 1>(bus, addr!(rs1, imm), self.rx(rs2))),
-                Sh { rs1, rs2, imm } => tri!(self.store::<B, 2>(bus, addr!(rs1, imm), self.rx(rs2))),
-                Sw { rs1, rs2, imm } => tri!(self.store::<B, 4>(bus, addr!(rs1, imm), self.rx(rs2))),
-                Sd { rs1, rs2, imm } => tri!(self.store::<B, 8>(bus, addr!(rs1, imm), self.rx(rs2))),
+                Sb { rs1, rs2, imm } => tri!(self.store_c::<B, 1>(bus, addr!(rs1, imm), self.rx(rs2), &mut cyc)),
+                Sh { rs1, rs2, imm } => tri!(self.store_c::<B, 2>(bus, addr!(rs1, imm), self.rx(rs2), &mut cyc)),
+                Sw { rs1, rs2, imm } => tri!(self.store_c::<B, 4>(bus, addr!(rs1, imm), self.rx(rs2), &mut cyc)),
+                Sd { rs1, rs2, imm } => tri!(self.store_c::<B, 8>(bus, addr!(rs1, imm), self.rx(rs2), &mut cyc)),
 
                 Slti { rd, rs1, imm } => alu_i!(rd, rs1, imm, |a, b| ((a as i64) < b as i64) as u64),
                 Sltiu { rd, rs1, imm } => alu_i!(rd, rs1, imm, |a, b| (a < b) as u64),
@@ -553,20 +571,25 @@ impl<T: TimingModel> Hart<T> {
                 | FenceI | Ecall | Ebreak | Mret | Sret | Wfi | SfenceVma { .. } | Marker { .. } | LrW { .. } | LrD { .. }
                 | ScW { .. } | ScD { .. } | AmoW { .. } | AmoD { .. } | Flw { .. } | Fld { .. } | Fsw { .. } | Fsd { .. }
                 | Fma { .. } | Fp { .. } => {
-                    let t = tri!(self.exec_rare(bus, op, pc));
-                    if t != next {
+                    self.cycle = cyc;
+                    let r = self.exec_rare(bus, op, pc!());
+                    cyc = self.cycle;
+                    let t = tri!(r);
+                    if t != next!() {
                         jump!(t);
                     }
                 }
             }
             retire!();
-            pc = next;
             if p == end {
-                self.pc = pc;
+                self.cycle = cyc;
+                self.pc = next!();
                 return None;
             }
         };
+        let pc = base_pc.wrapping_add(op.off as u64);
         let extra_cycles = 1 + extra;
+        self.cycle = cyc;
         if trap.cause == CAUSE_EXIT {
             // the instruction retired; the machine must act now
             self.cycle += extra_cycles;
@@ -582,19 +605,21 @@ impl<T: TimingModel> Hart<T> {
         self.exit.take()
     }
 
+    // The register file has 256 slots so a u8 index needs neither a mask
+    // nor a bounds check; decoded fields are < 32 and the sink is 32.
     #[inline(always)]
     fn rx(&self, r: u8) -> u64 {
-        self.x[(r & 31) as usize]
+        self.x[r as usize]
     }
     #[inline(always)]
     fn wx(&mut self, r: u8, v: u64) {
-        self.x[(r & 31) as usize] = v;
+        self.x[r as usize] = v;
         self.x[0] = 0;
     }
     /// Hot-path write: rd is never 0 here (see [`SINK`]).
     #[inline(always)]
     fn wxs(&mut self, r: u8, v: u64) {
-        self.x[(r & 63) as usize] = v;
+        self.x[r as usize] = v;
     }
 
     /// System, atomic and floating-point instructions.

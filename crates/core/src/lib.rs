@@ -110,8 +110,9 @@ pub(crate) const CHECK_CODE: u8 = 2;
 /// One RISC-V hart.
 pub struct Hart<T: TimingModel = Atomic> {
     pub timing: T,
-    /// x0..x31, then the write sink for cached rd = x0 (see `exec::SINK`).
-    x: [u64; 64],
+    /// x0..x31, then the write sink for cached rd = x0 (see `exec::SINK`);
+    /// 256 slots so any u8 index is in bounds without a check.
+    x: [u64; 256],
     pc: u64,
     /// Local time in cycles.
     cycle: u64,
@@ -152,7 +153,7 @@ impl<T: TimingModel> Hart<T> {
         let ram_host = ram.host_ptr(ram.base());
         let mut h = Hart {
             timing,
-            x: [0; 64],
+            x: [0; 256],
             pc: 0,
             cycle: 0,
             stall: 0,
@@ -186,7 +187,7 @@ impl<T: TimingModel> Hart<T> {
     /// M-mode, registers and CSRs at their reset values, caches empty. The
     /// hart's local time (`cycle`, `instret`) keeps running.
     pub fn reset(&mut self, pc: u64) {
-        self.x = [0; 64];
+        self.x = [0; 256];
         self.f = [0; 32];
         self.pc = pc;
         self.prv = Priv::Machine;

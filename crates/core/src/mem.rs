@@ -12,30 +12,59 @@ impl<T: TimingModel> Hart<T> {
     /// Load `N` bytes (1, 2, 4, 8) zero-extended.
     #[inline(always)]
     pub(crate) fn load<B: SystemBus, const N: u64>(&mut self, bus: &mut B, va: u64) -> Result<u64, Trap> {
-        let vpn = va >> 12;
-        let e = &self.tlb.e[KIND_LOAD][self.data_ctx & 3][(vpn as usize) & (TLB_SIZE - 1)];
-        if e.tag == vpn | self.tlb.gen_bits && (va & 0xfff) <= 4096 - N {
-            let host = va.wrapping_add(e.addend);
-            let extra = self.timing.mem(self.host_to_pa(host), N as u8, MemKind::Load, false);
-            self.charge(extra);
-            // SAFETY: the entry maps this whole page to RAM (checked at fill)
-            // and the access stays inside the page.
-            return Ok(unsafe { read_host::<N>(host as *const u8) });
-        }
-        self.load_slow(bus, va, N)
+        let mut cyc = self.cycle;
+        let r = self.load_c::<B, N>(bus, va, &mut cyc);
+        self.cycle = cyc;
+        r
     }
 
     /// Store the low `N` bytes of `v`.
     #[inline(always)]
     pub(crate) fn store<B: SystemBus, const N: u64>(&mut self, bus: &mut B, va: u64, v: u64) -> Result<(), Trap> {
+        let mut cyc = self.cycle;
+        let r = self.store_c::<B, N>(bus, va, v, &mut cyc);
+        self.cycle = cyc;
+        r
+    }
+
+    /// `load` for the block loop, which keeps the cycle count in `cyc`
+    /// (a register) and syncs `self.cycle` only around the slow path.
+    #[inline(always)]
+    pub(crate) fn load_c<B: SystemBus, const N: u64>(&mut self, bus: &mut B, va: u64, cyc: &mut u64) -> Result<u64, Trap> {
+        let vpn = va >> 12;
+        let e = &self.tlb.e[KIND_LOAD][self.data_ctx & 3][(vpn as usize) & (TLB_SIZE - 1)];
+        if e.tag == vpn | self.tlb.gen_bits && (va & 0xfff) <= 4096 - N {
+            let host = va.wrapping_add(e.addend);
+            let extra = self.timing.mem(self.host_to_pa(host), N as u8, MemKind::Load, false);
+            *cyc += extra;
+            self.stall += extra;
+            // SAFETY: the entry maps this whole page to RAM (checked at fill)
+            // and the access stays inside the page.
+            return Ok(unsafe { read_host::<N>(host as *const u8) });
+        }
+        self.cycle = *cyc;
+        let r = self.load_slow(bus, va, N);
+        *cyc = self.cycle;
+        r
+    }
+
+    #[inline(always)]
+    pub(crate) fn store_c<B: SystemBus, const N: u64>(
+        &mut self,
+        bus: &mut B,
+        va: u64,
+        v: u64,
+        cyc: &mut u64,
+    ) -> Result<(), Trap> {
         let vpn = va >> 12;
         let e = &self.tlb.e[KIND_STORE][self.data_ctx & 3][(vpn as usize) & (TLB_SIZE - 1)];
         if e.tag == vpn | self.tlb.gen_bits && (va & 0xfff) <= 4096 - N {
             let host = va.wrapping_add(e.addend);
             let pa = self.host_to_pa(host);
             let extra = self.timing.mem(pa, N as u8, MemKind::Store, false);
-            self.charge(extra);
-            // SAFETY: as in `load`.
+            *cyc += extra;
+            self.stall += extra;
+            // SAFETY: as in `load_c`.
             unsafe { write_host::<N>(host as *mut u8, v) };
             if self.ram.is_code(pa) {
                 self.ram.note_store(pa, N);
@@ -43,7 +72,10 @@ impl<T: TimingModel> Hart<T> {
             }
             return Ok(());
         }
-        self.store_slow(bus, va, N, v)
+        self.cycle = *cyc;
+        let r = self.store_slow(bus, va, N, v);
+        *cyc = self.cycle;
+        r
     }
 
     #[inline(never)]
