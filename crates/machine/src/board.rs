@@ -68,11 +68,13 @@ impl Devices {
 struct SlotScheduler<'a> {
     queue: &'a mut EventQueue<(Slot, u64)>,
     slot: Slot,
+    scheduled: bool,
 }
 
 impl Scheduler for SlotScheduler<'_> {
     fn schedule(&mut self, cycle: u64, token: u64) {
         self.queue.push(cycle, (self.slot, token));
+        self.scheduled = true;
     }
 }
 
@@ -130,7 +132,7 @@ impl Board {
     pub fn fire_events(&mut self, now: u64) {
         let mut fired = false;
         while let Some((cycle, (slot, token))) = self.events.pop_due(now) {
-            let mut sched = SlotScheduler { queue: &mut self.events, slot };
+            let mut sched = SlotScheduler { queue: &mut self.events, slot, scheduled: false };
             let mut ctx = DevCtx::new(0, cycle, &mut sched);
             self.devs.get(slot).event(&mut ctx, token);
             fired = true;
@@ -153,7 +155,7 @@ impl SystemBus for Board {
             return Err(BusFault::Unmapped(pa));
         };
         self.stat_mmio_reads += 1;
-        let mut sched = SlotScheduler { queue: &mut self.events, slot };
+        let mut sched = SlotScheduler { queue: &mut self.events, slot, scheduled: false };
         let mut ctx = DevCtx::new(acc.hart, acc.now, &mut sched);
         let r = self.devs.get(slot).read(&mut ctx, off, size);
         if !matches!(slot, Slot::Clint | Slot::Rom) {
@@ -172,9 +174,12 @@ impl SystemBus for Board {
             return Err(BusFault::Unmapped(pa));
         };
         self.stat_mmio_writes += 1;
-        let mut sched = SlotScheduler { queue: &mut self.events, slot };
+        let mut sched = SlotScheduler { queue: &mut self.events, slot, scheduled: false };
         let mut ctx = DevCtx::new(acc.hart, acc.now, &mut sched);
         let r = self.devs.get(slot).write(&mut ctx, off, size, val);
+        // A new device event may fall inside the current slice: make the
+        // hart stop so the machine can end the slice at it.
+        let scheduled = sched.scheduled;
         let mut eff = r.map_err(|_| {
             self.stat_bad_access += 1;
             BusFault::BadAccess(pa, size)
@@ -184,7 +189,7 @@ impl SystemBus for Board {
             // for the writing hart with what that hart last saw. Other harts
             // pick up changes when their turn comes.
             self.devs.plic.update();
-            eff.irq_changed = self.external_stale(acc.hart);
+            eff.irq_changed = self.external_stale(acc.hart) || scheduled;
         }
         Ok(eff)
     }

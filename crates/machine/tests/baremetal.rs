@@ -186,3 +186,28 @@ fn a_timer_set_centuries_ahead_cannot_overflow_time() {
     m.run();
     assert_eq!(m.stop_reason(), Some(StopReason::AllIdle));
 }
+
+#[test]
+fn rtc_alarm_a_few_cycles_ahead_fires_on_time() {
+    // Alarm 2 µs ahead (well inside one 10,000-cycle slice); the handler
+    // powers off at once, so the stop cycle shows when the interrupt came.
+    let mut a = Asm::new(BASE);
+    a.la(T0, "handler").csrw(CSR_MTVEC, T0);
+    a.li(T0, 0x0c00_0000 + 4 * 11).li(T1, 1).sw(T1, T0, 0); // RTC source priority
+    a.li(T0, 0x0c00_2000).li(T1, 1 << 11).sw(T1, T0, 0); // enable for hart 0 M-mode
+    a.li(T0, 0x0010_1000).li(T1, 1).sw(T1, T0, 0x10); // IRQ_ENABLED
+    a.lw(T1, T0, 0x00).lw(T2, T0, 0x04); // TIME_LOW, TIME_HIGH (latched)
+    a.slli(T2, T2, 32).slli(T1, T1, 32).word(0x0203_5313); // srli t1, t1, 32 (zero-extend low half)
+    a.or(T1, T1, T2).li(T2, 2000).add(T1, T1, T2);
+    a.word(0x0203_5393); // srli t2, t1, 32
+    a.sw(T2, T0, 0x0c).sw(T1, T0, 0x08); // ALARM_HIGH, then ALARM_LOW arms
+    a.li(T0, 0x800).csrs(CSR_MIE, T0).li(T0, 0x8).csrs(CSR_MSTATUS, T0);
+    a.label("idle").wfi().j("idle");
+    a.align(4).label("handler").li(T0, 0x0010_0000).li(T1, 0x5555).sw(T1, T0, 0);
+    a.label("hang").j("hang");
+    let image = a.finish();
+    let mut m = machine(1, elf(BASE, &image, &[]));
+    assert_eq!(m.run(), StopReason::PowerOff);
+    let c = m.summary().cycles;
+    assert!((2_000..2_200).contains(&c), "alarm at ~2,000 cycles (+ setup), powered off at {c}");
+}
