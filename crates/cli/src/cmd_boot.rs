@@ -38,7 +38,7 @@ pub struct BootArgs {
     /// Number of harts (QEMU: -smp N or -smp cpus=N).
     #[arg(long, value_parser = parse_smp, default_value = "1")]
     pub smp: usize,
-    /// RAM size: 512, 512M, 2G (MiB when no unit, as QEMU).
+    /// RAM size: 512, 512M, 2G (MiB when no unit, as QEMU); default 512M.
     #[arg(short = 'm', long = "memory", value_parser = parse_mem)]
     pub mem: Option<u64>,
     /// Accepted for QEMU compatibility: the console is always the terminal.
