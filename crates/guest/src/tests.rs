@@ -7,16 +7,31 @@ use crate::cpio::read_archives;
 use crate::manifest::{self, Manifest};
 use crate::{Builder, GuestError, KernelSymbols};
 
-fn scratch(tag: &str) -> PathBuf {
+/// A temporary directory removed when the test ends, passing or failing.
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+fn scratch(tag: &str) -> Scratch {
     static N: AtomicUsize = AtomicUsize::new(0);
     let dir = std::env::temp_dir().join(format!(
         "hs-guest-test-{tag}-{}-{}",
         std::process::id(),
         N.fetch_add(1, Ordering::SeqCst)
     ));
-    let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    Scratch(dir)
 }
 
 fn write(path: &Path, text: &str) {
@@ -25,7 +40,7 @@ fn write(path: &Path, text: &str) {
 }
 
 /// A copy of the real recipe tree (guest/), so tests can change files.
-fn guest_copy() -> PathBuf {
+fn guest_copy() -> Scratch {
     let real = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../guest");
     let dir = scratch("guest");
     copy_tree(&real, &dir);
@@ -86,7 +101,6 @@ fn recipe_hash_follows_the_files_the_image_is_made_of() {
     let toml = std::fs::read_to_string(g.join("images/debian.toml")).unwrap();
     write(&g.join("images/debian.toml"), &toml.replace("console=ttyS0", "console=hvc0"));
     assert_ne!(b.recipe_hash("debian").unwrap(), debian3);
-    let _ = std::fs::remove_dir_all(&g);
 }
 
 #[test]
@@ -122,7 +136,6 @@ fn unreachable_mirror_fails_clearly_and_leaves_nothing_behind() {
     let left: Vec<_> = std::fs::read_dir(&images).map(|rd| rd.flatten().map(|e| e.path()).collect()).unwrap_or_default();
     assert!(left.is_empty(), "left behind: {left:?}");
     assert!(matches!(b.find("debian"), Err(GuestError::NotBuilt { .. })));
-    let _ = std::fs::remove_dir_all(&cache);
 }
 
 #[test]
@@ -168,7 +181,6 @@ fn manifest_round_trips_and_find_uses_it() {
     let again = b.build("debian", &mut |l| lines.push(l.to_string())).unwrap();
     assert_eq!(again.dir, dir);
     assert!(lines.iter().any(|l| l.contains("up to date")), "{lines:?}");
-    let _ = std::fs::remove_dir_all(&cache);
 }
 
 #[test]
@@ -206,5 +218,4 @@ fn workload_archives_are_appended_and_reproducible() {
     assert!(msg.contains("run.sh") && msg.contains("empty"), "{msg}");
     let msg = crate::rootfs::with_workload(&base, &dir.join("missing")).unwrap_err().to_string();
     assert!(msg.contains("missing"), "{msg}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
