@@ -9,6 +9,8 @@ packages=(
   qemu-system-misc device-tree-compiler
   cpio bc flex bison libssl-dev libelf-dev build-essential
   xz-utils zstd dpkg-dev linux-source-6.1 sqlite3
+  # bookworm's OpenSBI ELF: a real firmware file for the symbolizer's tests
+  opensbi
   # guest image builds: private apt configurations, signature checks, fetches
   apt debian-archive-keyring gpgv ca-certificates coreutils patch tar
 )
