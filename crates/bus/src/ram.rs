@@ -10,6 +10,8 @@ use std::rc::Rc;
 
 /// Granule for code-page tracking (matches the smallest RISC-V page).
 pub const PAGE_SHIFT: u32 = 12;
+/// How many recent code-page writes [`GuestRam::code_write`] remembers.
+pub const CODE_WRITE_LOG: usize = 256;
 
 struct Block {
     base: u64,
@@ -21,6 +23,8 @@ struct Block {
     /// Bumped whenever a store (hart or DMA) hits a page flagged as code;
     /// harts compare it to their own copy to know when to drop decoded blocks.
     code_gen: Cell<u64>,
+    /// Page base address of the store behind each recent `code_gen` value.
+    code_log: Box<[Cell<u64>]>,
 }
 
 impl Drop for Block {
@@ -58,7 +62,8 @@ impl GuestRam {
         }
         let pages = (size >> PAGE_SHIFT) as usize;
         let code = (0..pages).map(|_| Cell::new(false)).collect();
-        Ok(Self(Rc::new(Block { base, size, ptr, layout, code, code_gen: Cell::new(0) })))
+        let code_log = (0..CODE_WRITE_LOG).map(|_| Cell::new(0)).collect();
+        Ok(Self(Rc::new(Block { base, size, ptr, layout, code, code_gen: Cell::new(0), code_log })))
     }
 
     pub fn base(&self) -> u64 {
@@ -172,6 +177,15 @@ impl GuestRam {
         self.0.code_gen.get()
     }
 
+    /// The page (its base address) whose store raised the code generation
+    /// to `gen`, if that is among the last [`CODE_WRITE_LOG`] such stores.
+    /// Lets a hart drop only the decoded blocks of pages that changed.
+    pub fn code_write(&self, gen: u64) -> Option<u64> {
+        let now = self.0.code_gen.get();
+        (gen != 0 && gen <= now && now - gen < CODE_WRITE_LOG as u64)
+            .then(|| self.0.code_log[(gen % CODE_WRITE_LOG as u64) as usize].get())
+    }
+
     /// Called by every store path that bypasses [`Self::write`] (e.g. a
     /// hart's fast path through a host pointer, or DMA).
     #[inline(always)]
@@ -183,7 +197,9 @@ impl GuestRam {
             let flag = &b.code[page as usize];
             if flag.get() {
                 flag.set(false);
-                b.code_gen.set(b.code_gen.get() + 1);
+                let gen = b.code_gen.get() + 1;
+                b.code_gen.set(gen);
+                b.code_log[(gen % CODE_WRITE_LOG as u64) as usize].set(b.base + (page << PAGE_SHIFT));
             }
         }
     }
@@ -229,6 +245,23 @@ mod tests {
         assert!(!ram.is_code(0x1000));
         ram.write(0x1000, 4, 1);
         assert_eq!(ram.code_generation(), g + 1);
+    }
+
+    #[test]
+    fn code_write_log_names_the_page() {
+        let ram = GuestRam::new(0x8000_0000, 0x4000).unwrap();
+        let g = ram.code_generation();
+        assert_eq!(ram.code_write(g), None);
+        ram.mark_code(0x8000_2000);
+        ram.write(0x8000_2ffc, 4, 1);
+        assert_eq!(ram.code_write(g + 1), Some(0x8000_2000));
+        assert_eq!(ram.code_write(g + 2), None);
+        for _ in 0..CODE_WRITE_LOG {
+            ram.mark_code(0x8000_1000);
+            ram.write(0x8000_1000, 1, 0);
+        }
+        assert_eq!(ram.code_write(g + 1), None); // fell out of the log
+        assert_eq!(ram.code_write(ram.code_generation()), Some(0x8000_1000));
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! The run loop: decoded-block cache, block execution and the integer,
 //! atomic and system instruction semantics.
 
+use std::collections::HashMap;
+
 use hs_bus::SystemBus;
 use hs_isa::{decode, insn_len, AmoOp, Insn};
 use hs_timing::{InsnClass, MemKind, TimingModel};
@@ -49,12 +51,21 @@ const ARENA_LIMIT: usize = 1 << 20;
 
 /// Decoded blocks keyed by physical address. `ops[0]` is a scratch slot for
 /// instructions that cannot be cached (page-crossing, PMP-split pages).
+///
+/// Invalidation is per page where possible: `page_slots` lists the table
+/// slots holding blocks of each page, and a write to a code page clears
+/// just those (plus the whole virtual-pc level, which refills from the
+/// table without decoding).
 pub(crate) struct Blocks {
     vcache: Box<[VEntry]>,
     table: Box<[BlockEntry]>,
     ops: Vec<Op>,
+    /// Generation of `table` entries (bumped by a full flush).
     pub gen: u32,
+    /// Generation of `vcache` entries (bumped by any invalidation).
+    pub vgen: u32,
     pub code_gen_seen: u64,
+    page_slots: HashMap<u64, Vec<u32>>,
 }
 
 impl Blocks {
@@ -65,16 +76,39 @@ impl Blocks {
             table: vec![BlockEntry::default(); 1 << TABLE_BITS].into_boxed_slice(),
             ops: vec![scratch],
             gen: 1,
+            vgen: 1,
             code_gen_seen: 0,
+            page_slots: HashMap::new(),
         }
     }
     pub fn flush(&mut self) {
         self.ops.truncate(1);
+        self.page_slots.clear();
         self.gen = self.gen.wrapping_add(1);
         if self.gen == 0 {
             self.table.fill(BlockEntry::default());
-            self.vcache.fill(VEntry::default());
             self.gen = 1;
+        }
+        self.bump_vgen();
+    }
+    fn bump_vgen(&mut self) {
+        self.vgen = self.vgen.wrapping_add(1);
+        if self.vgen == 0 {
+            self.vcache.fill(VEntry::default());
+            self.vgen = 1;
+        }
+    }
+    /// Drop the blocks decoded from the page at `page` (its ops stay in the
+    /// arena as garbage until the next full flush).
+    pub fn invalidate_page(&mut self, page: u64) {
+        if let Some(slots) = self.page_slots.remove(&page) {
+            for s in slots {
+                let e = &mut self.table[s as usize];
+                if e.pa & !0xfff == page {
+                    *e = BlockEntry::default();
+                }
+            }
+            self.bump_vgen();
         }
     }
     #[inline(always)]
@@ -198,11 +232,7 @@ impl<T: TimingModel> Hart<T> {
                 }
                 if self.checks & CHECK_CODE != 0 {
                     self.checks &= !CHECK_CODE;
-                    let code_gen = self.ram.code_generation();
-                    if code_gen != self.blocks.code_gen_seen {
-                        self.flush_blocks();
-                        self.blocks.code_gen_seen = code_gen;
-                    }
+                    self.drop_written_code();
                 }
                 limit = until_cycle.min(self.stimecmp_cycle);
             }
@@ -335,7 +365,9 @@ impl<T: TimingModel> Hart<T> {
             return Err(Trap::new(CAUSE_FETCH_ACCESS, pc));
         }
         self.ram.mark_code(pa);
-        self.blocks.table[Blocks::slot(pa)] = BlockEntry { pa, gen: self.blocks.gen, start: start as u32, n: n as u32 };
+        let slot = Blocks::slot(pa);
+        self.blocks.table[slot] = BlockEntry { pa, gen: self.blocks.gen, start: start as u32, n: n as u32 };
+        self.blocks.page_slots.entry(pa & !0xfff).or_default().push(slot as u32);
         Ok((start, n))
     }
 
@@ -654,7 +686,9 @@ impl<T: TimingModel> Hart<T> {
                 let v = self.csr_op(csr, 2, uimm as u64, uimm != 0, op.bits)?;
                 self.wx(rd, v);
             }
-            FenceI => self.flush_blocks(),
+            // every store to a code page is logged by GuestRam, so dropping
+            // the blocks of written pages is all fence.i has to do
+            FenceI => self.drop_written_code(),
             Ecall => {
                 let cause = match self.prv {
                     Priv::User => CAUSE_USER_ECALL,

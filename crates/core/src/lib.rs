@@ -100,6 +100,8 @@ pub struct HartStats {
     pub interrupts: u64,
     /// TLB flushes (sfence.vma, satp, PMP or MXR changes).
     pub tlb_flushes: u64,
+    /// Code pages whose blocks were dropped because the page was written.
+    pub code_invalidations: u64,
 }
 
 /// `Hart::checks`: interrupt inputs or enables may have changed.
@@ -284,12 +286,38 @@ impl<T: TimingModel> Hart<T> {
     /// a block-cache flush.
     #[inline]
     pub(crate) fn refresh_stamp(&mut self) {
-        self.fetch_stamp = self.tlb.gen_bits | ((self.fetch_ctx as u64) << 40) | self.blocks.gen as u64;
+        self.fetch_stamp = self.tlb.gen_bits | ((self.fetch_ctx as u64) << 40) | self.blocks.vgen as u64;
     }
 
     pub(crate) fn flush_blocks(&mut self) {
         self.stats.block_flushes += 1;
         self.blocks.flush();
+        self.refresh_stamp();
+    }
+
+    /// Drop decoded blocks of every page written since we last looked (all
+    /// blocks if the RAM's write log no longer reaches back that far).
+    pub(crate) fn drop_written_code(&mut self) {
+        let now = self.ram.code_generation();
+        let seen = self.blocks.code_gen_seen;
+        if now == seen {
+            return;
+        }
+        self.blocks.code_gen_seen = now;
+        if now - seen > hs_bus::ram::CODE_WRITE_LOG as u64 {
+            self.flush_blocks();
+            return;
+        }
+        for gen in seen + 1..=now {
+            match self.ram.code_write(gen) {
+                Some(page) => self.blocks.invalidate_page(page),
+                None => {
+                    self.flush_blocks();
+                    return;
+                }
+            }
+        }
+        self.stats.code_invalidations += now - seen;
         self.refresh_stamp();
     }
 
