@@ -212,6 +212,10 @@ pub fn run(args: BootArgs) -> Result<i32, String> {
         summary.cycles, summary.guest_seconds, summary.instret, summary.host_seconds, summary.mips
     );
 
+    if !machine.markers().phases.is_empty() {
+        eprintln!("\n{}", phase_table(&machine));
+    }
+
     if args.workload.is_some() {
         return match machine.markers().exit_status {
             Some(status) => Ok((status & 0xff) as i32),
@@ -225,6 +229,27 @@ pub fn run(args: BootArgs) -> Result<i32, String> {
         StopReason::CycleLimit => Ok(124),
         other => Err(format!("the machine stopped: {other}")),
     }
+}
+
+/// The guest's phase markers as a table: the time before the first marker
+/// is the "boot" phase, the last phase ends when the run ended.
+fn phase_table(machine: &Machine) -> String {
+    use hs_observe::{HartCounts, PhaseRecorder};
+    let counts = |cycles: &[u64], instret: &[u64]| -> Vec<HartCounts> {
+        cycles.iter().zip(instret).enumerate().map(|(h, (&c, &i))| HartCounts { hart: h as u16, cycles: c, instret: i }).collect()
+    };
+    let harts = machine.harts();
+    let zero = vec![0; harts.len()];
+    let mut rec = PhaseRecorder::new();
+    rec.mark(0, "boot to first marker", &counts(&zero, &zero));
+    for p in &machine.markers().phases {
+        rec.mark(p.cycle, &p.label, &counts(&p.cycles, &p.instret));
+    }
+    let end: Vec<u64> = harts.iter().map(|h| h.cycle()).collect();
+    let end_instret: Vec<u64> = harts.iter().map(|h| h.instret()).collect();
+    let now = machine.now();
+    let phases = rec.finish(now, &counts(&end, &end_instret));
+    hs_observe::export::phase_table(&phases, now)
 }
 
 /// Write `path` through a temporary file and a rename, so readers never see half a file.
