@@ -16,6 +16,8 @@ mod mem;
 mod mmu;
 mod pmp;
 mod trap;
+#[cfg(test)]
+mod tests;
 
 use hs_bus::GuestRam;
 pub use hs_timing::{Atomic, TimingModel};

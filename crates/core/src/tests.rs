@@ -1,0 +1,550 @@
+//! Unit tests of the hart: CSR WARL rules, trap delegation and interrupt
+//! selection, page walks on hand-built tables with A/D updates, LR/SC, the
+//! run-loop exits, code modification, observation helpers.
+
+use hs_bus::{Access, BusFault, GuestRam, SystemBus, WriteEffect};
+use hs_isa::csr::*;
+
+use crate::csr::*;
+use crate::mmu::*;
+use crate::trap::*;
+use crate::*;
+
+const BASE: u64 = 0x8000_0000;
+const DEV: u64 = 0x1000_0000;
+
+/// A device at DEV: reads return 0x5a, writes are logged; a write of 1 to
+/// DEV+8 reports irq_changed, of 1 to DEV+16 reports stop.
+#[derive(Default)]
+struct Dev {
+    writes: Vec<(u64, u64, u64)>,
+}
+impl SystemBus for Dev {
+    fn mmio_read(&mut self, _: Access, pa: u64, _: u8) -> Result<u64, BusFault> {
+        if (DEV..DEV + 0x100).contains(&pa) {
+            Ok(0x5a)
+        } else {
+            Err(BusFault::Unmapped(pa))
+        }
+    }
+    fn mmio_write(&mut self, acc: Access, pa: u64, _: u8, v: u64) -> Result<WriteEffect, BusFault> {
+        if !(DEV..DEV + 0x100).contains(&pa) {
+            return Err(BusFault::Unmapped(pa));
+        }
+        self.writes.push((pa, v, acc.now));
+        Ok(WriteEffect { irq_changed: pa == DEV + 8, stop: pa == DEV + 16 })
+    }
+}
+
+// ---- a tiny assembler
+fn r(f7: u32, rs2: u32, rs1: u32, f3: u32, rd: u32, op: u32) -> u32 {
+    (f7 << 25) | (rs2 << 20) | (rs1 << 15) | (f3 << 12) | (rd << 7) | op
+}
+fn i(imm: i32, rs1: u32, f3: u32, rd: u32, op: u32) -> u32 {
+    (((imm as u32) & 0xfff) << 20) | (rs1 << 15) | (f3 << 12) | (rd << 7) | op
+}
+fn s(imm: i32, rs2: u32, rs1: u32, f3: u32) -> u32 {
+    let imm = imm as u32;
+    (((imm >> 5) & 0x7f) << 25) | (rs2 << 20) | (rs1 << 15) | (f3 << 12) | ((imm & 31) << 7) | 0x23
+}
+fn b(imm: i32, rs2: u32, rs1: u32, f3: u32) -> u32 {
+    let imm = imm as u32;
+    (((imm >> 12) & 1) << 31)
+        | (((imm >> 5) & 0x3f) << 25)
+        | (rs2 << 20)
+        | (rs1 << 15)
+        | (f3 << 12)
+        | (((imm >> 1) & 0xf) << 8)
+        | (((imm >> 11) & 1) << 7)
+        | 0x63
+}
+fn addi(rd: u32, rs1: u32, imm: i32) -> u32 {
+    i(imm, rs1, 0, rd, 0x13)
+}
+fn ld(rd: u32, rs1: u32, imm: i32) -> u32 {
+    i(imm, rs1, 3, rd, 0x03)
+}
+fn sd(rs2: u32, rs1: u32, imm: i32) -> u32 {
+    s(imm, rs2, rs1, 3)
+}
+fn sw(rs2: u32, rs1: u32, imm: i32) -> u32 {
+    s(imm, rs2, rs1, 2)
+}
+fn jal(rd: u32, imm: i32) -> u32 {
+    let imm = imm as u32;
+    (((imm >> 20) & 1) << 31) | (((imm >> 1) & 0x3ff) << 21) | (((imm >> 11) & 1) << 20) | (((imm >> 12) & 0xff) << 12) | (rd << 7) | 0x6f
+}
+fn lr_d(rd: u32, rs1: u32) -> u32 {
+    r(0b0001000, 0, rs1, 3, rd, 0x2f)
+}
+fn sc_d(rd: u32, rs2: u32, rs1: u32) -> u32 {
+    r(0b0001100, rs2, rs1, 3, rd, 0x2f)
+}
+fn lr_w(rd: u32, rs1: u32) -> u32 {
+    r(0b0001000, 0, rs1, 2, rd, 0x2f)
+}
+fn csrrw(rd: u32, csr: u16, rs1: u32) -> u32 {
+    i(csr as i32, rs1, 1, rd, 0x73)
+}
+fn csrrs(rd: u32, csr: u16, rs1: u32) -> u32 {
+    i(csr as i32, rs1, 2, rd, 0x73)
+}
+const WFI: u32 = 0x1050_0073;
+const ECALL: u32 = 0x0000_0073;
+const FENCE_I: u32 = 0x0000_100f;
+const EBREAK: u32 = 0x0010_0073;
+const MARKER_EXIT: u32 = 0x4810_2013; // slti x0, x0, 0x481
+
+fn hart_with(prog: &[u32]) -> (Hart, GuestRam) {
+    let ram = GuestRam::new(BASE, 1 << 20).unwrap();
+    for (k, w) in prog.iter().enumerate() {
+        ram.write(BASE + 4 * k as u64, 4, *w as u64);
+    }
+    // trap handlers used by the tests just stop (WFI with nothing pending)
+    for handler in [BASE + 0x100, BASE + 0x400] {
+        ram.write(handler, 4, WFI as u64);
+    }
+    let mut h = Hart::new(HartConfig { hart_id: 3, cycles_per_tick: 4 }, ram.clone(), Atomic);
+    h.reset(BASE);
+    (h, ram)
+}
+
+/// Run until an exit other than Budget, or the budget.
+fn run_until(h: &mut Hart, bus: &mut Dev, budget: u64) -> Exit {
+    h.run(bus, budget)
+}
+
+#[test]
+fn counts_one_cycle_per_instruction_and_stops_at_budget() {
+    let (mut h, _) = hart_with(&[addi(10, 10, 1), jal(0, -4)]);
+    let e = run_until(&mut h, &mut Dev::default(), 1000);
+    assert_eq!(e, Exit::Budget);
+    assert!(h.cycle() >= 1000 && h.cycle() < 1000 + 64);
+    assert_eq!(h.instret(), h.cycle());
+    assert_eq!(h.x(10), h.cycle().div_ceil(2));
+    assert_eq!(h.csr(MCYCLE), Some(h.cycle()));
+    assert_eq!(h.csr(MINSTRET), Some(h.instret()));
+}
+
+#[test]
+fn marker_exit_carries_args_and_advances_pc() {
+    let (mut h, _) = hart_with(&[addi(10, 0, 7), addi(11, 0, -1), MARKER_EXIT, WFI]);
+    let e = run_until(&mut h, &mut Dev::default(), 1000);
+    assert_eq!(e, Exit::Marker(MarkerCall { op: 1, args: [7, u64::MAX, 0, 0] }));
+    assert_eq!(h.pc(), BASE + 12);
+    assert_eq!(h.instret(), 3);
+}
+
+#[test]
+fn wfi_idles_only_without_pending_interrupts() {
+    let (mut h, _) = hart_with(&[WFI, WFI, addi(10, 0, 1), jal(0, 0)]);
+    assert_eq!(run_until(&mut h, &mut Dev::default(), 1000), Exit::Idle);
+    assert_eq!(h.pc(), BASE + 4);
+    h.advance_to(500);
+    assert_eq!(h.cycle(), 500);
+    assert_eq!(h.instret(), 1); // idle cycles retire nothing
+    // MTIP pending and enabled in mie (but MIE=0): WFI completes, no trap
+    h.csr_write(MIE, MIP_MTIP);
+    h.set_platform_irqs(MIP_MTIP);
+    assert_eq!(run_until(&mut h, &mut Dev::default(), 600), Exit::Budget);
+    assert_eq!(h.x(10), 1);
+}
+
+#[test]
+fn mmio_writes_report_irq_changes_and_stops() {
+    // a0 = DEV; sw to DEV (plain), DEV+8 (irq), DEV+16 (stop)
+    let prog = [
+        0x1000_0537, // lui a0, 0x10000
+        addi(11, 0, 1),
+        sw(11, 10, 0),
+        sw(11, 10, 8),
+        sw(11, 10, 16),
+        jal(0, 0),
+    ];
+    let (mut h, _) = hart_with(&prog);
+    let mut dev = Dev::default();
+    assert_eq!(run_until(&mut h, &mut dev, 1000), Exit::IrqCheck);
+    assert_eq!(h.pc(), BASE + 16); // after the store that reported
+    assert_eq!(run_until(&mut h, &mut dev, 1000), Exit::Stop);
+    assert_eq!(dev.writes.iter().map(|w| w.0).collect::<Vec<_>>(), vec![DEV, DEV + 8, DEV + 16]);
+    // the device saw the exact cycle of each store: instructions 2, 3, 4
+    assert_eq!(dev.writes.iter().map(|w| w.2).collect::<Vec<_>>(), vec![2, 3, 4]);
+}
+
+#[test]
+fn access_to_nothing_is_an_access_fault_with_tval() {
+    let prog = [0x2000_0537 /* lui a0, 0x20000 */, ld(11, 10, 8), jal(0, 0)];
+    let (mut h, _) = hart_with(&prog);
+    h.csr_write(MTVEC, BASE + 0x100);
+    run_until(&mut h, &mut Dev::default(), 10);
+    assert_eq!(h.csr(MCAUSE), Some(CAUSE_LOAD_ACCESS));
+    assert_eq!(h.csr(MTVAL), Some(0x2000_0008));
+    assert_eq!(h.csr(MEPC), Some(BASE + 4));
+}
+
+#[test]
+fn csr_warl_rules() {
+    let (mut h, _) = hart_with(&[]);
+    // MPP: the reserved value 2 keeps the old one; UXL/SXL stay 64-bit
+    h.csr_write(MSTATUS, 1 << MSTATUS_MPP_SHIFT);
+    h.csr_write(MSTATUS, 2 << MSTATUS_MPP_SHIFT);
+    let ms = h.csr(MSTATUS).unwrap();
+    assert_eq!((ms >> MSTATUS_MPP_SHIFT) & 3, 1);
+    assert_eq!(ms & (0xf << 32), MSTATUS_XL64);
+    // SD mirrors FS = dirty
+    h.csr_write(MSTATUS, MSTATUS_FS);
+    assert!(h.csr(MSTATUS).unwrap() >> 63 == 1);
+    assert!(h.csr(SSTATUS).unwrap() >> 63 == 1);
+    // sstatus writes only its own bits
+    h.csr_write(SSTATUS, u64::MAX);
+    let ms = h.csr(MSTATUS).unwrap();
+    assert_eq!(ms & MSTATUS_MIE, 0);
+    assert_ne!(ms & MSTATUS_SUM, 0);
+    // delegation masks
+    h.csr_write(MEDELEG, u64::MAX);
+    assert_eq!(h.csr(MEDELEG), Some(0xb3ff));
+    h.csr_write(MIDELEG, u64::MAX);
+    assert_eq!(h.csr(MIDELEG), Some(0x222));
+    h.csr_write(MIE, u64::MAX);
+    assert_eq!(h.csr(MIE), Some(0xaaa));
+    assert_eq!(h.csr(SIE), Some(0x222));
+    // tvec: reserved modes become direct
+    h.csr_write(MTVEC, BASE | 3);
+    assert_eq!(h.csr(MTVEC), Some(BASE));
+    h.csr_write(STVEC, BASE | 1);
+    assert_eq!(h.csr(STVEC), Some(BASE | 1));
+    // mepc/sepc: bit 0 is always zero (IALIGN=16)
+    h.csr_write(MEPC, BASE | 1);
+    assert_eq!(h.csr(MEPC), Some(BASE));
+    h.csr_write(SEPC, u64::MAX);
+    assert_eq!(h.csr(SEPC), Some(u64::MAX - 1));
+    // counters enables are 32 bits; menvcfg keeps STCE and FIOM only
+    h.csr_write(MCOUNTEREN, u64::MAX);
+    assert_eq!(h.csr(MCOUNTEREN), Some(0xffff_ffff));
+    h.csr_write(MENVCFG, u64::MAX);
+    assert_eq!(h.csr(MENVCFG), Some(MENVCFG_STCE | MENVCFG_FIOM));
+    // hpm counters and events read zero, writes ignored
+    h.csr_write(MHPMCOUNTER3, 5);
+    h.csr_write(MHPMEVENT3, 5);
+    assert_eq!(h.csr(MHPMCOUNTER3), Some(0));
+    assert_eq!(h.csr(MHPMEVENT3 + 28), Some(0));
+    // ids and misa
+    assert_eq!(h.csr(MHARTID), Some(3));
+    assert_eq!(h.csr(MISA), Some(0x8000_0000_0014_112d));
+    for id in [MVENDORID, MARCHID, MIMPID] {
+        assert_eq!(h.csr(id), Some(0));
+    }
+    // 16 PMP entries: pmpcfg0/2 and pmpaddr0..15 exist, the rest do not
+    assert!(h.csr(PMPCFG0 + 2).is_some());
+    assert!(h.csr(PMPCFG0 + 1).is_none());
+    assert!(h.csr(PMPCFG0 + 4).is_none());
+    assert!(h.csr(PMPADDR0 + 15).is_some());
+    assert!(h.csr(PMPADDR0 + 16).is_none());
+    // satp: unsupported modes are ignored
+    h.csr_write(SATP, (9 << 60) | 0x1234);
+    h.csr_write(SATP, (10 << 60) | 0x5678);
+    assert_eq!(h.csr(SATP), Some((9 << 60) | 0x1234));
+    // mcountinhibit freezes mcycle
+    h.csr_write(MCOUNTINHIBIT, 1);
+    let c = h.csr(MCYCLE).unwrap();
+    h.advance_to(h.cycle() + 100);
+    assert_eq!(h.csr(MCYCLE), Some(c));
+    assert_eq!(h.csr(MCOUNTINHIBIT), Some(1));
+    h.csr_write(MCOUNTINHIBIT, 2); // TM bit is read-only zero
+    assert_eq!(h.csr(MCOUNTINHIBIT), Some(0));
+}
+
+#[test]
+fn counter_access_is_gated_by_counteren() {
+    let (mut h, _) = hart_with(&[]);
+    let rdtime = csrrs(10, TIME, 0);
+    for (prv, m, s, ok) in [
+        (Priv::Supervisor, 0, 0, false),
+        (Priv::Supervisor, 2, 0, true),
+        (Priv::User, 2, 0, false),
+        (Priv::User, 2, 2, true),
+        (Priv::User, 0, 2, false),
+        (Priv::Machine, 0, 0, true),
+    ] {
+        h.csr_write(MCOUNTEREN, m);
+        h.csr_write(SCOUNTEREN, s);
+        h.set_priv(prv);
+        assert_eq!(h.csr_op(TIME, 1, 0, false, rdtime).is_ok(), ok, "{prv:?} m={m} s={s}");
+        h.set_priv(Priv::Machine);
+    }
+    // stimecmp from S needs STCE and TM
+    h.csr_write(MCOUNTEREN, 2);
+    h.set_priv(Priv::Supervisor);
+    assert!(h.csr_op(STIMECMP, 0, 5, true, 0).is_err());
+    h.set_priv(Priv::Machine);
+    h.csr_write(MENVCFG, MENVCFG_STCE);
+    h.set_priv(Priv::Supervisor);
+    assert!(h.csr_op(STIMECMP, 0, 5, true, 0).is_ok());
+    // M CSRs from S, writes to read-only CSRs: illegal with the bits in tval
+    assert_eq!(h.csr_op(MSTATUS, 1, 0, false, 0x1234), Err(Trap::illegal(0x1234)));
+    h.set_priv(Priv::Machine);
+    assert!(h.csr_op(MHARTID, 0, 1, true, 7).is_err());
+    assert!(h.csr_op(MHARTID, 1, 0, false, 7).is_ok());
+}
+
+#[test]
+fn traps_delegate_from_s_and_u_only() {
+    let (mut h, _) = hart_with(&[]);
+    h.csr_write(MTVEC, BASE + 0x100);
+    h.csr_write(STVEC, BASE + 0x200 + 1); // vectored
+    h.csr_write(MEDELEG, 1 << CAUSE_USER_ECALL | 1 << CAUSE_BREAKPOINT);
+    // from U: delegated to S
+    h.set_priv(Priv::User);
+    h.pc = BASE + 0x40;
+    h.take_trap(CAUSE_USER_ECALL, false, 0);
+    assert_eq!(h.priv_mode(), Priv::Supervisor);
+    assert_eq!(h.pc(), BASE + 0x200); // exceptions ignore vectoring
+    assert_eq!(h.csr(SEPC), Some(BASE + 0x40));
+    assert_eq!(h.csr(SCAUSE), Some(CAUSE_USER_ECALL));
+    assert_eq!(h.csr(SSTATUS).unwrap() & MSTATUS_SPP, 0);
+    // from M: never delegated
+    h.set_priv(Priv::Machine);
+    h.take_trap(CAUSE_BREAKPOINT, false, 5);
+    assert_eq!(h.priv_mode(), Priv::Machine);
+    assert_eq!(h.pc(), BASE + 0x100);
+    assert_eq!(h.csr(MTVAL), Some(5));
+    assert_eq!((h.csr(MSTATUS).unwrap() >> MSTATUS_MPP_SHIFT) & 3, 3);
+    // a delegated interrupt in S uses the vector
+    h.csr_write(MIDELEG, MIP_STIP);
+    h.set_priv(Priv::User);
+    h.take_trap(IRQ_S_TIMER, true, 0);
+    assert_eq!(h.pc(), BASE + 0x200 + 4 * 5);
+    assert_eq!(h.csr(SCAUSE), Some(1 << 63 | 5));
+    // sret returns to U and re-enables as SPIE says
+    h.csr_write(SEPC, BASE + 0x80);
+    h.do_sret();
+    assert_eq!((h.priv_mode(), h.pc()), (Priv::User, BASE + 0x80));
+}
+
+#[test]
+fn interrupt_selection_follows_priority_and_enables() {
+    let (mut h, _) = hart_with(&[]);
+    h.csr_write(MIE, 0xaaa);
+    h.csr_write(MIDELEG, 0x222);
+    h.set_platform_irqs(MIP_MTIP | MIP_SEIP);
+    h.csr_write(MIP, MIP_SSIP);
+    // M with MIE=0: nothing; M interrupts are not maskable from S/U though
+    assert_eq!(h.interrupt_to_take(), None);
+    h.set_priv(Priv::Supervisor);
+    assert_eq!(h.interrupt_to_take(), Some(IRQ_M_TIMER));
+    h.set_platform_irqs(MIP_SEIP);
+    // S with SIE=0: delegated ones wait; in U they are taken, SEI before SSI
+    assert_eq!(h.interrupt_to_take(), None);
+    h.set_priv(Priv::User);
+    assert_eq!(h.interrupt_to_take(), Some(IRQ_S_EXT));
+    h.set_platform_irqs(0);
+    assert_eq!(h.interrupt_to_take(), Some(IRQ_S_SOFT));
+    // MEI beats everything
+    h.set_platform_irqs(MIP_MEIP | MIP_MSIP);
+    assert_eq!(h.interrupt_to_take(), Some(IRQ_M_EXT));
+}
+
+#[test]
+fn sstc_timer_fires_from_stimecmp() {
+    let (mut h, _) = hart_with(&[jal(0, 0)]);
+    h.csr_write(MENVCFG, MENVCFG_STCE);
+    assert_eq!(h.next_timer_cycle(), None);
+    h.csr_write(STIMECMP, 100); // 4 cycles per tick
+    assert_eq!(h.next_timer_cycle(), Some(400));
+    assert_eq!(h.csr(MIP).unwrap() & MIP_STIP, 0);
+    h.advance_to(400);
+    assert_ne!(h.csr(MIP).unwrap() & MIP_STIP, 0);
+    assert_eq!(h.csr(TIME), Some(100));
+    // taken in S with SIE once enabled
+    h.csr_write(MIE, MIP_STIP);
+    h.csr_write(MIDELEG, MIP_STIP);
+    h.csr_write(STVEC, BASE + 0x300);
+    h.csr_write(MSTATUS, MSTATUS_SIE);
+    h.set_priv(Priv::Supervisor);
+    run_until(&mut h, &mut Dev::default(), 410);
+    assert_eq!(h.csr(SCAUSE), Some(1 << 63 | IRQ_S_TIMER));
+}
+
+/// Sv39 tables: root at BASE+0x10000, l1 at +0x11000, l0 at +0x12000.
+fn sv39(h: &mut Hart, ram: &GuestRam) {
+    let (root, l1, l0) = (BASE + 0x10000, BASE + 0x11000, BASE + 0x12000);
+    let pte = |pa: u64, flags: u64| (pa >> 12) << 10 | flags;
+    ram.write(root + 8, 8, pte(l1, 1)); // VA 0x4000_0000
+    ram.write(l1, 8, pte(l0, 1));
+    ram.write(l0, 8, pte(BASE + 0x20000, 0x07)); // V R W, no A/D
+    ram.write(l0 + 8, 8, pte(BASE + 0x21000, 0x17 | 0xc0)); // U page, A D
+    ram.write(l0 + 16, 8, pte(BASE + 0x22000, 0x09 | 0x40)); // X only
+    ram.write(l1 + 8, 8, pte(BASE + 0x200000, 0x0b | 0xc0)); // 2 MiB R X at VA 0x4020_0000
+    ram.write(l1 + 16, 8, pte(BASE + 0x201000, 0x03 | 0x40)); // misaligned 2 MiB
+    ram.write(root + 16, 8, pte(BASE, 0xcf)); // 1 GiB identity at 0x8000_0000
+    h.csr_write(SATP, (8 << 60) | (root >> 12));
+    // open PMP for S/U
+    h.csr_write(PMPADDR0, u64::MAX);
+    h.csr_write(PMPCFG0, 0x1f);
+}
+
+#[test]
+fn page_walk_sets_accessed_and_dirty() {
+    let (mut h, ram) = hart_with(&[]);
+    sv39(&mut h, &ram);
+    h.set_priv(Priv::Supervisor);
+    h.update_modes();
+    let pte_addr = BASE + 0x12000;
+    assert_eq!(h.translate(0x4000_0123, 1, KIND_LOAD), Ok(BASE + 0x20123));
+    assert_eq!(ram.read(pte_addr, 8).unwrap() & 0xc0, 0x40); // A only
+    assert_eq!(h.translate(0x4000_0123, 1, KIND_STORE), Ok(BASE + 0x20123));
+    assert_eq!(ram.read(pte_addr, 8).unwrap() & 0xc0, 0xc0); // and D
+    // observation walks change nothing
+    ram.write(pte_addr, 8, ram.read(pte_addr, 8).unwrap() & !0xc0);
+    assert_eq!(h.translate_peek(0x4000_0008, KIND_LOAD), Some(BASE + 0x20008));
+    assert_eq!(ram.read(pte_addr, 8).unwrap() & 0xc0, 0);
+}
+
+#[test]
+fn page_walk_permissions_and_faults() {
+    let (mut h, ram) = hart_with(&[]);
+    sv39(&mut h, &ram);
+    h.set_priv(Priv::Supervisor);
+    h.update_modes();
+    let pf = |c| Err(Trap::new(c, 0));
+    let t = |h: &mut Hart, va: u64, k: usize| h.translate(va, 1, k).map_err(|e| Trap::new(e.cause, 0));
+    // U page from S: only with SUM, never executable
+    assert_eq!(t(&mut h, 0x4000_1000, KIND_LOAD), pf(CAUSE_LOAD_PAGE_FAULT));
+    h.csr_write(SSTATUS, MSTATUS_SUM);
+    assert_eq!(t(&mut h, 0x4000_1000, KIND_LOAD), Ok(BASE + 0x21000));
+    assert_eq!(t(&mut h, 0x4000_1000, KIND_FETCH), pf(CAUSE_FETCH_PAGE_FAULT));
+    // X-only: load only with MXR
+    assert_eq!(t(&mut h, 0x4000_2000, KIND_LOAD), pf(CAUSE_LOAD_PAGE_FAULT));
+    h.csr_write(MSTATUS, h.csr(MSTATUS).unwrap() | MSTATUS_MXR);
+    assert_eq!(t(&mut h, 0x4000_2000, KIND_LOAD), Ok(BASE + 0x22000));
+    // megapage: offset bits come from the VA; misaligned PPN faults
+    assert_eq!(t(&mut h, 0x4023_4567, KIND_FETCH), Ok(BASE + 0x234567));
+    assert_eq!(t(&mut h, 0x4040_0000, KIND_LOAD), pf(CAUSE_LOAD_PAGE_FAULT));
+    // store to a read-only page, unmapped, non-canonical
+    assert_eq!(t(&mut h, 0x4020_0000, KIND_STORE), pf(CAUSE_STORE_PAGE_FAULT));
+    assert_eq!(t(&mut h, 0x4000_3000, KIND_LOAD), pf(CAUSE_LOAD_PAGE_FAULT));
+    assert_eq!(t(&mut h, 0x0000_0040_0000_0000, KIND_LOAD), pf(CAUSE_LOAD_PAGE_FAULT));
+    // U cannot touch supervisor pages
+    h.set_priv(Priv::User);
+    h.update_modes();
+    assert_eq!(t(&mut h, 0x4000_0000, KIND_LOAD), pf(CAUSE_LOAD_PAGE_FAULT));
+    assert_eq!(t(&mut h, 0x4000_1000, KIND_STORE), Ok(BASE + 0x21000));
+    // a PTE outside RAM is an access fault
+    ram.write(BASE + 0x11000 + 24, 8, 1); // l1[3] -> table at physical 0
+    h.set_priv(Priv::Supervisor);
+    h.update_modes();
+    assert_eq!(t(&mut h, 0x4060_0000, KIND_LOAD), pf(CAUSE_LOAD_ACCESS));
+}
+
+#[test]
+fn read_virt_follows_translation() {
+    let (mut h, ram) = hart_with(&[]);
+    sv39(&mut h, &ram);
+    ram.write_bytes(BASE + 0x20ffe, b"hi");
+    ram.write_bytes(BASE + 0x21000, b"there");
+    h.set_priv(Priv::Supervisor);
+    h.update_modes();
+    let mut buf = [0u8; 6];
+    // crosses from the S page into the U page: needs SUM
+    assert!(h.read_virt(0x4000_0ffe, &mut buf).is_err());
+    h.csr_write(SSTATUS, MSTATUS_SUM);
+    h.read_virt(0x4000_0ffe, &mut buf).unwrap();
+    assert_eq!(&buf, b"hithere"[..6].as_ref());
+    assert!(h.read_virt(0x4000_3000, &mut buf).is_err());
+}
+
+#[test]
+fn lr_sc_reservation_and_slices() {
+    // a0 = BASE+0x800; lr.d; sc.d (succeeds); lr.d; <slice ends>; sc.d fails
+    let prog = [
+        0x8000_0537, // lui a0, 0x80000 (sign-extends)
+        i(32, 10, 1, 10, 0x13),
+        i(32, 10, 5, 10, 0x13),
+        addi(10, 10, 0x700),
+        addi(10, 10, 0x100),
+        lr_d(11, 10),
+        addi(11, 11, 1),
+        sc_d(12, 11, 10),
+        lr_d(13, 10),
+        WFI,
+        sc_d(14, 11, 10),
+        lr_w(15, 11), // misaligned LR (a1 = 1): load-misaligned
+        jal(0, 0),
+    ];
+    let (mut h, ram) = hart_with(&prog);
+    h.csr_write(MTVEC, BASE + 0x400);
+    assert_eq!(run_until(&mut h, &mut Dev::default(), 1000), Exit::Idle);
+    assert_eq!(h.x(12), 0);
+    assert_eq!(ram.read(BASE + 0x800, 8), Some(1));
+    run_until(&mut h, &mut Dev::default(), 1000);
+    assert_eq!(h.x(14), 1, "reservation must not survive the end of a slice");
+    assert_eq!(ram.read(BASE + 0x800, 8), Some(1));
+    assert_eq!(h.csr(MCAUSE), Some(CAUSE_MISALIGNED_LOAD));
+    assert_eq!(h.csr(MTVAL), Some(1));
+}
+
+#[test]
+fn misaligned_sc_and_amo_raise_store_misaligned() {
+    let (mut h, _) = hart_with(&[addi(10, 0, 0x7ff), sc_d(12, 0, 10), jal(0, 0)]);
+    h.csr_write(MTVEC, BASE + 0x400);
+    run_until(&mut h, &mut Dev::default(), 100);
+    assert_eq!(h.csr(MCAUSE), Some(CAUSE_MISALIGNED_STORE));
+    assert_eq!(h.csr(MEPC), Some(BASE + 4));
+}
+
+#[test]
+fn code_written_by_others_runs_after_fence_i() {
+    // loop: addi a0, a0, 1; fence.i; j loop -- then the addi is rewritten
+    // the way another hart or a DMA engine would (GuestRam logs the write)
+    let (mut a, ram) = hart_with(&[addi(10, 10, 1), FENCE_I, jal(0, -8)]);
+    run_until(&mut a, &mut Dev::default(), 30);
+    let before = a.x(10);
+    assert!(before >= 9);
+    ram.write(BASE, 4, addi(10, 10, 100) as u64);
+    run_until(&mut a, &mut Dev::default(), 60);
+    let gained = a.x(10) - before;
+    assert!(gained >= 100 * 9, "patched code did not run: +{gained}");
+    assert!(a.stats().code_invalidations >= 1);
+}
+
+#[test]
+fn own_store_to_code_then_fence_i() {
+    let prog = [
+        0x8000_0637,            // 0: lui a2, 0x80000
+        i(32, 12, 1, 12, 0x13), // 1: slli a2, a2, 32
+        i(32, 12, 5, 12, 0x13), // 2: srli a2, a2, 32
+        i(0x400, 12, 2, 11, 0x03), // 3: lw a1, 0x400(a2)
+        addi(10, 10, 1),        // 4: patched to addi a0, a0, 5
+        b(20, 0, 13, 1),        // 5: bne a3, zero, 10
+        addi(13, 0, 1),         // 6: a3 = 1
+        sw(11, 12, 16),         // 7: store the patch over 4
+        FENCE_I,                // 8
+        jal(0, -20),            // 9: back to 4
+        jal(0, 0),              // 10
+    ];
+    let (mut h, ram) = hart_with(&prog);
+    ram.write(BASE + 0x400, 4, addi(10, 10, 5) as u64);
+    run_until(&mut h, &mut Dev::default(), 40);
+    assert_eq!(h.x(10), 6);
+}
+
+#[test]
+fn ebreak_and_ecall_causes() {
+    let (mut h, _) = hart_with(&[EBREAK]);
+    h.csr_write(MTVEC, BASE + 0x400);
+    run_until(&mut h, &mut Dev::default(), 2);
+    assert_eq!((h.csr(MCAUSE), h.csr(MTVAL)), (Some(CAUSE_BREAKPOINT), Some(BASE)));
+    let (mut h, _) = hart_with(&[ECALL]);
+    h.csr_write(MTVEC, BASE + 0x400);
+    run_until(&mut h, &mut Dev::default(), 2);
+    assert_eq!(h.csr(MCAUSE), Some(CAUSE_MACHINE_ECALL));
+}
+
+#[test]
+fn csr_instructions_in_guest_code() {
+    // csrrw a0, mscratch, a1 with a1 = 9; csrrs a2, mscratch, x0
+    let (mut h, _) = hart_with(&[addi(11, 0, 9), csrrw(10, MSCRATCH, 11), csrrs(12, MSCRATCH, 0), WFI]);
+    h.csr_write(MSCRATCH, 4);
+    assert_eq!(run_until(&mut h, &mut Dev::default(), 100), Exit::Idle);
+    assert_eq!((h.x(10), h.x(12)), (4, 9));
+}
