@@ -17,6 +17,8 @@ mod mmu;
 mod pmp;
 mod trap;
 #[cfg(test)]
+mod fuzz_tests;
+#[cfg(test)]
 mod tests;
 
 use hs_bus::GuestRam;
