@@ -40,6 +40,7 @@ struct VEntry {
     stamp: u64,
     start: u32,
     n: u32,
+    pa: u64,
 }
 
 const TABLE_BITS: u32 = 15;
@@ -236,7 +237,7 @@ impl<T: TimingModel> Hart<T> {
                 }
                 limit = until_cycle.min(self.stimecmp_cycle);
             }
-            let (start, n) = match self.fetch_block() {
+            let (start, n, pa) = match self.fetch_block() {
                 Ok(b) => b,
                 Err(t) => {
                     self.cycle += 1;
@@ -245,13 +246,7 @@ impl<T: TimingModel> Hart<T> {
                     continue;
                 }
             };
-            if self.prof_every != 0 {
-                self.prof_tick += 1;
-                if self.prof_tick % self.prof_every == 0 && self.cycle > self.prof_from {
-                    *self.prof.entry(self.pc).or_insert(0) += 1;
-                }
-            }
-            if let Some(e) = self.exec_block(bus, start, n) {
+            if let Some(e) = self.exec_block(bus, start, n, pa) {
                 break e;
             }
         };
@@ -263,24 +258,24 @@ impl<T: TimingModel> Hart<T> {
 
     /// Find or decode the block at `pc`: (first op index, op count).
     #[inline(always)]
-    fn fetch_block(&mut self) -> Result<(usize, usize), Trap> {
+    fn fetch_block(&mut self) -> Result<(usize, usize, u64), Trap> {
         let pc = self.pc;
         let v = self.blocks.vcache[Blocks::vslot(pc)];
         if v.pc == pc && v.stamp == self.fetch_stamp {
-            return Ok((v.start as usize, v.n as usize));
+            return Ok((v.start as usize, v.n as usize, v.pa));
         }
         let r = self.fetch_block_miss();
-        if let Ok((start, n)) = r {
+        if let Ok((start, n, pa)) = r {
             if start != 0 {
                 let stamp = self.fetch_stamp;
-                self.blocks.vcache[Blocks::vslot(pc)] = VEntry { pc, stamp, start: start as u32, n: n as u32 };
+                self.blocks.vcache[Blocks::vslot(pc)] = VEntry { pc, stamp, start: start as u32, n: n as u32, pa };
             }
         }
         r
     }
 
     #[inline(never)]
-    fn fetch_block_miss(&mut self) -> Result<(usize, usize), Trap> {
+    fn fetch_block_miss(&mut self) -> Result<(usize, usize, u64), Trap> {
         let pc = self.pc;
         let vpn = pc >> 12;
         let e = self.tlb.e[KIND_FETCH][self.fetch_ctx & 3][(vpn as usize) & (TLB_SIZE - 1)];
@@ -290,13 +285,13 @@ impl<T: TimingModel> Hart<T> {
         let pa = self.host_to_pa(pc.wrapping_add(e.addend));
         let b = self.blocks.table[Blocks::slot(pa)];
         if b.pa == pa && b.gen == self.blocks.gen {
-            return Ok((b.start as usize, b.n as usize));
+            return Ok((b.start as usize, b.n as usize, pa));
         }
         self.decode_block(pc, pa)
     }
 
     #[inline(never)]
-    fn fetch_block_slow(&mut self) -> Result<(usize, usize), Trap> {
+    fn fetch_block_slow(&mut self) -> Result<(usize, usize, u64), Trap> {
         let pc = self.pc;
         let pa = self.translate(pc, 2, KIND_FETCH)?;
         if !self.ram.contains(pa, 2) {
@@ -313,7 +308,7 @@ impl<T: TimingModel> Hart<T> {
     }
 
     /// Decode one instruction into the scratch slot (not cached).
-    fn single_op(&mut self, pc: u64, pa: u64) -> Result<(usize, usize), Trap> {
+    fn single_op(&mut self, pc: u64, pa: u64) -> Result<(usize, usize, u64), Trap> {
         let prv = if self.fetch_ctx == CTX_U { Priv::User } else if self.fetch_ctx == CTX_M { Priv::Machine } else { Priv::Supervisor };
         if !self.pmp.check(pa, 2, prv, crate::pmp::Perm::Exec) {
             return Err(Trap::new(CAUSE_FETCH_ACCESS, pc));
@@ -331,11 +326,11 @@ impl<T: TimingModel> Hart<T> {
         }
         let (insn, len) = decode(word);
         self.blocks.ops[0] = Op { insn: sink_rd0(insn), bits: word, len, off: 0 };
-        Ok((0, 1))
+        Ok((0, 1, pa))
     }
 
     #[inline(never)]
-    fn decode_block(&mut self, pc: u64, pa: u64) -> Result<(usize, usize), Trap> {
+    fn decode_block(&mut self, pc: u64, pa: u64) -> Result<(usize, usize, u64), Trap> {
         if self.blocks.ops.len() > ARENA_LIMIT {
             self.flush_blocks();
         }
@@ -368,14 +363,14 @@ impl<T: TimingModel> Hart<T> {
         let slot = Blocks::slot(pa);
         self.blocks.table[slot] = BlockEntry { pa, gen: self.blocks.gen, start: start as u32, n: n as u32 };
         self.blocks.page_slots.entry(pa & !0xfff).or_default().push(slot as u32);
-        Ok((start, n))
+        Ok((start, n, pa))
     }
 
     /// Execute `n` ops starting at `start`; `Some` when the run loop must return.
     ///
     /// The instruction match sits directly in the loop so each arm either
     /// continues with the next op or leaves the block itself.
-    fn exec_block<B: SystemBus>(&mut self, bus: &mut B, start: usize, n: usize) -> Option<Exit> {
+    fn exec_block<B: SystemBus>(&mut self, bus: &mut B, start: usize, n: usize, block_pa: u64) -> Option<Exit> {
         use Insn::*;
         debug_assert!(n > 0 && start + n <= self.blocks.ops.len());
         // SAFETY (for the pointer arithmetic here and the reads below):
@@ -403,7 +398,8 @@ impl<T: TimingModel> Hart<T> {
                     pc!().wrapping_add(op.len as u64)
                 };
             }
-            let extra = self.timing.insn(pc!(), class_of(&op.insn));
+            let extra = self.timing.insn(pc!(), class_of(&op.insn))
+                + self.timing.mem(block_pa + op.off as u64, op.len, MemKind::Fetch, false);
             macro_rules! retire {
                 () => {{
                     cyc += 1 + extra;

@@ -147,11 +147,6 @@ pub struct Hart<T: TimingModel = Atomic> {
     /// Everything the virtual-pc block lookup depends on (see `refresh_stamp`).
     fetch_stamp: u64,
     stats: HartStats,
-    // TEMPORARY tuning aid
-    prof_every: u64,
-    prof_from: u64,
-    prof_tick: u64,
-    prof: std::collections::HashMap<u64, u64>,
 }
 
 impl<T: TimingModel> Hart<T> {
@@ -181,10 +176,6 @@ impl<T: TimingModel> Hart<T> {
             checks: CHECK_IRQ | CHECK_CODE,
             fetch_stamp: 0,
             stats: HartStats::default(),
-            prof_every: std::env::var("HS_CORE_PROF").ok().and_then(|v| v.parse().ok()).unwrap_or(0),
-            prof_from: std::env::var("HS_CORE_PROF_FROM").ok().and_then(|v| v.parse().ok()).unwrap_or(0),
-            prof_tick: 0,
-            prof: Default::default(),
         };
         h.reset(0);
         h
@@ -336,19 +327,5 @@ impl<T: TimingModel> Hart<T> {
     pub(crate) fn set_priv(&mut self, p: Priv) {
         self.prv = p;
         self.checks |= CHECK_IRQ;
-    }
-}
-
-// TEMPORARY tuning aid (to be removed): print slow-path counters on drop.
-impl<T: TimingModel> Drop for Hart<T> {
-    fn drop(&mut self) {
-        if std::env::var_os("HS_CORE_STATS").is_some() {
-            eprintln!("hart {}: cycle {} instret {} {:?}", self.cfg.hart_id, self.cycle, self.instret(), self.stats);
-            let mut v: Vec<_> = self.prof.iter().map(|(a, b)| (*b, *a)).collect();
-            v.sort();
-            for (n, pc) in v.iter().rev().take(400) {
-                eprintln!("PROF {pc:#x} {n}");
-            }
-        }
     }
 }

@@ -548,3 +548,83 @@ fn csr_instructions_in_guest_code() {
     assert_eq!(run_until(&mut h, &mut Dev::default(), 100), Exit::Idle);
     assert_eq!((h.x(10), h.x(12)), (4, 9));
 }
+
+/// Counts every hook and charges 2 extra cycles per data load.
+#[derive(Default)]
+struct Counting {
+    insns: u64,
+    fetches: u64,
+    loads: u64,
+    stores: u64,
+    branches: u64,
+    taken: u64,
+    traps: u64,
+    csrs: u64,
+}
+impl TimingModel for Counting {
+    fn insn(&mut self, _pc: u64, _class: hs_timing::InsnClass) -> u64 {
+        self.insns += 1;
+        0
+    }
+    fn mem(&mut self, _pa: u64, _size: u8, kind: hs_timing::MemKind, _mmio: bool) -> u64 {
+        match kind {
+            hs_timing::MemKind::Fetch => self.fetches += 1,
+            hs_timing::MemKind::Load => {
+                self.loads += 1;
+                return 2;
+            }
+            hs_timing::MemKind::Store => self.stores += 1,
+            hs_timing::MemKind::Walk => {}
+        }
+        0
+    }
+    fn branch(&mut self, _pc: u64, taken: bool, _target: u64) -> u64 {
+        self.branches += 1;
+        self.taken += taken as u64;
+        0
+    }
+    fn trap(&mut self, _cause: u64, _irq: bool) -> u64 {
+        self.traps += 1;
+        0
+    }
+    fn csr(&mut self, _csr: u16, _write: bool) -> u64 {
+        self.csrs += 1;
+        0
+    }
+}
+
+#[test]
+fn timing_hooks_see_every_event_and_charge_cycles() {
+    // 10 iterations of: ld; sd; addi; bne  then csrr; ecall -> handler WFI
+    let prog = [
+        0x8000_0537,            // lui a0, 0x80000
+        i(32, 10, 1, 10, 0x13), // slli
+        i(32, 10, 5, 10, 0x13), // srli  -> a0 = BASE
+        addi(12, 0, 10),        // a2 = 10
+        ld(11, 10, 0x200),      // loop:
+        sd(11, 10, 0x208),
+        addi(12, 12, -1),
+        b(-12, 0, 12, 1),       // bne a2, zero, loop
+        csrrs(13, MSCRATCH, 0),
+        ECALL,
+    ];
+    let ram = GuestRam::new(BASE, 1 << 20).unwrap();
+    for (k, w) in prog.iter().enumerate() {
+        ram.write(BASE + 4 * k as u64, 4, *w as u64);
+    }
+    ram.write(BASE + 0x100, 4, WFI as u64);
+    let mut h = Hart::new(HartConfig { hart_id: 0, cycles_per_tick: 1 }, ram, Counting::default());
+    h.reset(BASE);
+    h.csr_write(MTVEC, BASE + 0x100);
+    assert_eq!(h.run(&mut Dev::default(), 10_000), Exit::Idle);
+    let t = &h.timing;
+    // 4 + 40 + csrr retired, ecall trapped, WFI retired
+    assert_eq!(h.instret(), 4 + 40 + 1 + 1);
+    assert_eq!(t.insns, 4 + 40 + 1 + 1 + 1);
+    assert_eq!(t.fetches, t.insns);
+    assert_eq!((t.loads, t.stores), (10, 10));
+    assert_eq!((t.branches, t.taken), (10, 9));
+    assert_eq!((t.traps, t.csrs), (1, 1));
+    // one cycle per instruction (the trapping one too) plus 2 per load
+    assert_eq!(h.cycle(), t.insns + 2 * 10);
+}
