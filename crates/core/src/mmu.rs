@@ -7,7 +7,7 @@
 //! switch between them is an index change, not a flush. Flushing all
 //! entries is O(1): every tag carries a generation number.
 
-use hs_timing::TimingModel;
+use hs_timing::{MemKind, TimingModel};
 
 use crate::csr::*;
 use crate::pmp::{PageCheck, Perm};
@@ -71,6 +71,13 @@ impl Tlb {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Walk {
     pub pa: u64,
+}
+
+/// Physical addresses of the PTEs a walk read (for the timing model).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct WalkTrace {
+    pub ptes: [u64; 4],
+    pub n: usize,
 }
 
 fn page_fault(kind: usize, va: u64) -> Trap {
@@ -146,7 +153,7 @@ impl<T: TimingModel> Hart<T> {
 
     /// Walk the page tables for `va` in context `ctx`. `set_ad` updates the
     /// A/D bits as hardware does; observation walks pass false.
-    pub(crate) fn walk(&self, va: u64, kind: usize, ctx: usize, set_ad: bool) -> Result<Walk, Trap> {
+    pub(crate) fn walk(&self, va: u64, kind: usize, ctx: usize, set_ad: bool, trace: &mut WalkTrace) -> Result<Walk, Trap> {
         let prv = ctx_priv(ctx);
         let satp = self.csr.satp;
         let mode = satp >> 60;
@@ -169,6 +176,10 @@ impl<T: TimingModel> Hart<T> {
             // implicit accesses are checked as S-mode
             if !self.pmp.check(pte_addr, 8, Priv::Supervisor, Perm::Read) {
                 return Err(access_fault(kind, va));
+            }
+            if trace.n < 4 {
+                trace.ptes[trace.n] = pte_addr;
+                trace.n += 1;
             }
             let Some(pte) = self.ram.read(pte_addr, 8) else {
                 return Err(access_fault(kind, va));
@@ -237,8 +248,13 @@ impl<T: TimingModel> Hart<T> {
             return Ok(va.wrapping_add(e.addend));
         }
         self.stats.page_walks += 1;
-        let w = self.walk(va, kind, ctx, true);
+        let mut trace = WalkTrace::default();
+        let w = self.walk(va, kind, ctx, true, &mut trace);
         self.note_ram_write(); // A/D updates
+        for &pte in &trace.ptes[..trace.n] {
+            let extra = self.timing.mem(pte, 8, MemKind::Walk, false);
+            self.charge(extra);
+        }
         let w = w?;
         let prv = ctx_priv(ctx);
         let perm = perm_of(kind);
@@ -270,7 +286,7 @@ impl<T: TimingModel> Hart<T> {
     /// Observation-only translation: no A/D update, no TLB fill, no trap.
     pub(crate) fn translate_peek(&self, va: u64, kind: usize) -> Option<u64> {
         let ctx = if kind == KIND_FETCH { self.fetch_ctx } else { self.data_ctx };
-        let w = self.walk(va, kind, ctx, false).ok()?;
+        let w = self.walk(va, kind, ctx, false, &mut WalkTrace::default()).ok()?;
         self.pmp.check(w.pa, 1, ctx_priv(ctx), perm_of(kind)).then_some(w.pa)
     }
 }
