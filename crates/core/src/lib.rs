@@ -1,13 +1,32 @@
 //! The hart: registers, CSRs, privilege modes, traps, MMU, execution.
 //!
 //! One [`Hart`] is an RV64IMAFDC hart with Zicsr, Zifencei, Zicntr, Zihpm
-//! (counters read zero), Sstc, M/S/U modes, Sv39/Sv48 and 16 PMP entries.
-//! It runs decoded blocks (cached by physical address) until a cycle
-//! budget or an event the machine must handle; see [`Hart::run`].
+//! (counters read zero), Sstc, M/S/U modes, Sv39/Sv48 (A/D set by
+//! hardware) and 16 PMP entries. It runs until a cycle budget or an event
+//! the machine must handle; see [`Hart::run`] and [`Exit`].
+//!
+//! How it is fast:
+//! * Decoded blocks, cached by physical address (`exec::Blocks`), with a
+//!   first level keyed by virtual pc. Blocks run through conditional
+//!   branches and end at jumps, system instructions, 64 instructions or the
+//!   page end. Interrupts, the budget and code changes are checked between
+//!   blocks only.
+//! * A software TLB per access kind and translation context (U, S, S+SUM,
+//!   M) holding host addresses for RAM pages; PMP is checked when an entry
+//!   is filled (pages PMP splits are never cached). Flushing is O(1).
+//! * Code changes: every store to a page holding decoded code goes through
+//!   `GuestRam::note_store`; the hart drops the blocks of just the written
+//!   pages (using `GuestRam::code_write`), on `fence.i` or before its next
+//!   block, whichever comes first.
 //!
 //! LR/SC: a hart holds at most one reservation (a physical address). It is
 //! dropped whenever `run` returns, so a store by another hart or by DMA,
 //! which can only happen between slices, always makes a later SC fail.
+//! Misaligned LR raises load-address-misaligned, misaligned SC/AMO
+//! store/AMO-address-misaligned; ordinary misaligned accesses are performed
+//! (also across pages; device accesses must be aligned).
+//!
+//! Instruction fetch from anything but RAM is an instruction access fault.
 
 mod csr;
 mod exec;
