@@ -100,6 +100,14 @@ fn alu_loop_unrolled() -> Vec<u32> {
     v
 }
 
+/// Every instruction a jump to the next: one block per instruction, so
+/// this measures the per-block cost.
+fn jump_chain() -> Vec<u32> {
+    let mut v: Vec<u32> = (0..64).map(|_| jal(0, 4)).collect();
+    v.push(jal(0, -(4 * 64)));
+    v
+}
+
 /// Memory loop: loads and stores over a 64 KiB buffer with a call per iteration.
 fn mem_loop(buf: u32) -> Vec<u32> {
     vec![
@@ -172,4 +180,5 @@ fn main() {
     run("alu-loop", &alu_loop(), budget);
     run("alu-unroll", &alu_loop_unrolled(), budget);
     run("mem-loop", &mem_loop(0x8010_0000), budget);
+    run("jump-chain", &jump_chain(), budget);
 }

@@ -246,7 +246,7 @@ impl<T: TimingModel> Hart<T> {
                     continue;
                 }
             };
-            if let Some(e) = self.exec_block(bus, start, n, pa) {
+            if let Some(e) = self.exec_block(bus, start, n, pa, limit) {
                 break e;
             }
         };
@@ -260,7 +260,7 @@ impl<T: TimingModel> Hart<T> {
     #[inline(always)]
     fn fetch_block(&mut self) -> Result<(usize, usize, u64), Trap> {
         let pc = self.pc;
-        let v = self.blocks.vcache[Blocks::vslot(pc)];
+        let v = &self.blocks.vcache[Blocks::vslot(pc)];
         if v.pc == pc && v.stamp == self.fetch_stamp {
             return Ok((v.start as usize, v.n as usize, v.pa));
         }
@@ -370,7 +370,18 @@ impl<T: TimingModel> Hart<T> {
     ///
     /// The instruction match sits directly in the loop so each arm either
     /// continues with the next op or leaves the block itself.
-    fn exec_block<B: SystemBus>(&mut self, bus: &mut B, start: usize, n: usize, block_pa: u64) -> Option<Exit> {
+    ///
+    /// A taken branch or jump whose target block is in the virtual-pc cache
+    /// chains straight into it, unless the run loop has work (`checks`) or
+    /// `limit` (budget or Sstc deadline) is reached.
+    fn exec_block<B: SystemBus>(
+        &mut self,
+        bus: &mut B,
+        start: usize,
+        n: usize,
+        block_pa: u64,
+        limit: u64,
+    ) -> Option<Exit> {
         use Insn::*;
         debug_assert!(n > 0 && start + n <= self.blocks.ops.len());
         // SAFETY (for the pointer arithmetic here and the reads below):
@@ -378,11 +389,13 @@ impl<T: TimingModel> Hart<T> {
         // while a block executes reallocates `ops`: decoding happens between
         // blocks, and `fence.i` (which may truncate the arena, keeping its
         // allocation) ends its block.
-        let mut p = unsafe { self.blocks.ops.as_ptr().add(start) };
-        let end = unsafe { p.add(n) };
+        let ops = self.blocks.ops.as_ptr();
+        let mut p = unsafe { ops.add(start) };
+        let mut end = unsafe { p.add(n) };
+        let mut block_pa = block_pa;
         // pc and the cycle count live in registers while the block runs;
         // `self.cycle` is synced around every slow path that may read it.
-        let base_pc = self.pc;
+        let mut base_pc = self.pc;
         let mut cyc = self.cycle;
         let (trap, op, extra) = 'run: loop {
             let op: &Op = unsafe { &*p };
@@ -411,6 +424,18 @@ impl<T: TimingModel> Hart<T> {
                 ($target:expr) => {{
                     let t = $target;
                     retire!();
+                    if cyc < limit && self.checks == 0 {
+                        let v = &self.blocks.vcache[Blocks::vslot(t)];
+                        if v.pc == t && v.stamp == self.fetch_stamp {
+                            // SAFETY: as above; the stamp proves the entry
+                            // belongs to the current arena generation.
+                            p = unsafe { ops.add(v.start as usize) };
+                            end = unsafe { p.add(v.n as usize) };
+                            base_pc = t;
+                            block_pa = v.pa;
+                            continue 'run;
+                        }
+                    }
                     self.cycle = cyc;
                     self.pc = t;
                     return None;
