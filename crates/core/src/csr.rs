@@ -171,7 +171,7 @@ impl<T: TimingModel> Hart<T> {
     /// Cycle at which `time >= stimecmp` first holds (u64::MAX: never).
     pub(crate) fn update_stimecmp_cycle(&mut self) {
         let cpt = self.cfg.cycles_per_tick.max(1);
-        self.stimecmp_cycle = self.csr.stimecmp.checked_mul(cpt).unwrap_or(u64::MAX);
+        self.stimecmp_cycle = self.csr.stimecmp.saturating_mul(cpt);
     }
 
     fn mcycle(&self) -> u64 {
