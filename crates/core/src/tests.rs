@@ -485,11 +485,18 @@ fn lr_sc_reservation_and_slices() {
 
 #[test]
 fn misaligned_sc_and_amo_raise_store_misaligned() {
-    let (mut h, _) = hart_with(&[addi(10, 0, 0x7ff), sc_d(12, 0, 10), jal(0, 0)]);
-    h.csr_write(MTVEC, BASE + 0x400);
-    run_until(&mut h, &mut Dev::default(), 100);
-    assert_eq!(h.csr(MCAUSE), Some(CAUSE_MISALIGNED_STORE));
-    assert_eq!(h.csr(MEPC), Some(BASE + 4));
+    let amoadd_w = r(0, 11, 10, 2, 12, 0x2f);
+    for insn in [sc_d(12, 0, 10), amoadd_w] {
+        // a0 = BASE + 0x802 (lui sign-extends; clear the top)
+        let prog = [0x8000_0537, i(32, 10, 1, 10, 0x13), i(32, 10, 5, 10, 0x13), addi(10, 10, 0x7ff), addi(10, 10, 3), insn];
+        let (mut h, ram) = hart_with(&prog);
+        ram.write(BASE + 0x800, 8, 0x1111);
+        h.csr_write(MTVEC, BASE + 0x400);
+        run_until(&mut h, &mut Dev::default(), 100);
+        assert_eq!(h.csr(MCAUSE), Some(CAUSE_MISALIGNED_STORE), "{insn:08x}");
+        assert_eq!((h.csr(MEPC), h.csr(MTVAL)), (Some(BASE + 20), Some(BASE + 0x802)));
+        assert_eq!(ram.read(BASE + 0x800, 8), Some(0x1111));
+    }
 }
 
 #[test]
