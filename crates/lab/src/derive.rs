@@ -1,0 +1,147 @@
+//! Images derived for a study's kernel patch series: a guest recipe
+//! directory that shares everything with the real one (by symlinks) except
+//! a recipe whose patch series is the image's own followed by the study's.
+//! hs-guest then builds it like any image, cached by its recipe hash.
+
+use std::path::{Path, PathBuf};
+
+use hs_guest::{Builder, ImageDir};
+
+use crate::error::{io_err, LabError, Result};
+
+/// Directories of the guest tree a derived recipe shares unchanged.
+const SHARED: &[&str] = &["agent", "hsmark", "busybox", "workloads", "kernel"];
+const SERIES_DIR: &str = "study-patches";
+
+/// The patch files of a series directory, by name.
+fn series(dir: &Path) -> Result<Vec<(String, Vec<u8>)>> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).map_err(io_err("list", dir))? {
+        let e = e.map_err(io_err("list", dir))?;
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.ends_with(".patch") {
+            out.push((name, std::fs::read(e.path()).map_err(io_err("read", &e.path()))?));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Write (or find) the derived guest directory for `base` + `patches`;
+/// returns it and the derived image's name.
+pub fn derive_guest_dir(b: &Builder, base: &str, patches: &Path) -> Result<(PathBuf, String)> {
+    let img_err = |message: String| LabError::Image { image: base.to_string(), message };
+    let recipe_path = b.guest_dir.join("images").join(format!("{base}.toml"));
+    let text = std::fs::read_to_string(&recipe_path).map_err(io_err("read", &recipe_path))?;
+    let mut recipe: toml::Table = text.parse().map_err(|e: toml::de::Error| img_err(format!("{}: {}", recipe_path.display(), e.message())))?;
+    let kernel = recipe.get_mut("kernel").and_then(|k| k.as_table_mut()).ok_or_else(|| img_err("the recipe has no [kernel] table".into()))?;
+    if kernel.get("source").and_then(|s| s.as_str()) != Some("linux-source") {
+        return Err(img_err("its kernel is not built from source, so a patch series cannot apply".into()));
+    }
+    let own_dir = kernel.get("patches").and_then(|p| p.as_str()).map(|p| b.guest_dir.join(p));
+    let own = match &own_dir {
+        Some(d) if d.is_dir() => series(d)?,
+        _ => Vec::new(),
+    };
+    let study = series(patches)?;
+    if study.is_empty() {
+        return Err(img_err(format!("{} holds no *.patch files", patches.display())));
+    }
+
+    let mut all: Vec<(String, Vec<u8>)> = own.into_iter().map(|(n, d)| (format!("0-image-{n}"), d)).collect();
+    all.extend(study.into_iter().map(|(n, d)| (format!("1-study-{n}"), d)));
+    let mut key = format!("{base}\0");
+    for (n, d) in &all {
+        key.push_str(n);
+        key.push('\0');
+        key.push_str(&crate::sha256_hex(d));
+        key.push('\0');
+    }
+    let name = format!("{base}-study-{}", &crate::sha256_hex(key.as_bytes())[..12]);
+    kernel.insert("patches".into(), toml::Value::String(SERIES_DIR.into()));
+    if let Some(toml::Value::String(d)) = recipe.get_mut("description") {
+        d.push_str(&format!(" + study patch series {}", patches.display()));
+    }
+
+    let dir = b.cache.join("lab").join("guest").join(&name);
+    if dir.join("images").join(format!("{name}.toml")).is_file() {
+        return Ok((dir, name));
+    }
+    // Written beside its final place and renamed, so a half-written tree is never used.
+    let tmp = dir.with_file_name(format!(".{name}.tmp{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    let write = || -> Result<()> {
+        std::fs::create_dir_all(tmp.join("images")).map_err(io_err("create directory", &tmp))?;
+        for d in SHARED {
+            let src = b.guest_dir.join(d);
+            if src.exists() {
+                let src = src.canonicalize().map_err(io_err("resolve", &src))?;
+                std::os::unix::fs::symlink(&src, tmp.join(d)).map_err(io_err("create link", &tmp.join(d)))?;
+            }
+        }
+        let sdir = tmp.join(SERIES_DIR);
+        std::fs::create_dir_all(&sdir).map_err(io_err("create directory", &sdir))?;
+        for (n, d) in &all {
+            std::fs::write(sdir.join(n), d).map_err(io_err("write", &sdir.join(n)))?;
+        }
+        let body = toml::to_string(&recipe).map_err(|e| img_err(format!("cannot write the derived recipe ({e})")))?;
+        let header = format!("# Derived by hartscope's lab: image `{base}` with a study's patch series appended.\n");
+        let path = tmp.join("images").join(format!("{name}.toml"));
+        std::fs::write(&path, header + &body).map_err(io_err("write", &path))?;
+        Ok(())
+    };
+    if let Err(e) = write() {
+        let _ = std::fs::remove_dir_all(&tmp);
+        return Err(e);
+    }
+    if let Err(e) = std::fs::rename(&tmp, &dir) {
+        let _ = std::fs::remove_dir_all(&tmp);
+        // Another process may have made the same directory meanwhile.
+        if !dir.join("images").join(format!("{name}.toml")).is_file() {
+            return Err(io_err("rename into", &dir)(e));
+        }
+    }
+    Ok((dir, name))
+}
+
+/// Build (or find in the cache) `base` with `patches` appended to its kernel patch series.
+pub fn build_patched(base: &str, patches: &Path, progress: &mut dyn FnMut(&str)) -> Result<ImageDir> {
+    let b = Builder::from_env();
+    let (guest_dir, name) = derive_guest_dir(&b, base, patches)?;
+    let derived = Builder { cache: b.cache.clone(), guest_dir, mirror: b.mirror.clone() };
+    derived.build(&name, progress).map_err(|e| LabError::Image { image: name.clone(), message: e.to_string() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn derived_recipe_appends_the_study_series() {
+        let real = Builder::from_env();
+        let scratch = std::env::temp_dir().join(format!("hs-lab-derive-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&scratch);
+        let b = Builder { cache: scratch.join("cache"), guest_dir: real.guest_dir.clone(), mirror: real.mirror.clone() };
+        let patches = scratch.join("patches");
+        std::fs::create_dir_all(&patches).unwrap();
+        std::fs::write(patches.join("0001-quiet.patch"), "--- a/x\n+++ b/x\n").unwrap();
+        std::fs::write(patches.join("notes.txt"), "not a patch").unwrap();
+
+        let (dir, name) = derive_guest_dir(&b, "custom", &patches).unwrap();
+        assert!(name.starts_with("custom-study-"), "{name}");
+        let files: Vec<String> = std::fs::read_dir(dir.join(SERIES_DIR)).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        assert_eq!(files, vec!["1-study-0001-quiet.patch".to_string()]);
+        // hs-guest accepts the derived recipe, and it is a different image from `custom`.
+        let derived = Builder { cache: b.cache.clone(), guest_dir: dir.clone(), mirror: b.mirror.clone() };
+        let h = derived.recipe_hash(&name).unwrap();
+        assert_ne!(h, real.recipe_hash("custom").unwrap());
+        // The same series derives the same directory; a changed one a new image.
+        assert_eq!(derive_guest_dir(&b, "custom", &patches).unwrap().1, name);
+        std::fs::write(patches.join("0001-quiet.patch"), "--- a/y\n+++ b/y\n").unwrap();
+        assert_ne!(derive_guest_dir(&b, "custom", &patches).unwrap().1, name);
+
+        let err = derive_guest_dir(&b, "debian", &patches).unwrap_err().to_string();
+        assert!(err.contains("not built from source"), "{err}");
+        std::fs::remove_dir_all(&scratch).unwrap();
+    }
+}

@@ -1,0 +1,274 @@
+//! Metrics a study headlines or checks, named by a small text syntax:
+//!
+//! | metric | value |
+//! |--------|-------|
+//! | `cycles`, `instret`, `cpi`, `guest_seconds` | the whole run |
+//! | `boot_cycles` | before the first guest phase marker |
+//! | `workload_cycles` | from the first phase marker to the end |
+//! | `console_bytes` | bytes the guest wrote to the console |
+//! | `phase[LABEL].cycles` (`.instret`, `.cpi`) | every phase with that label |
+//! | `window[FROM..TO].cycles` (`.instret`, `.cpi`) | from the start of phase FROM to the end of phase TO |
+//! | `samples[SYMBOL]` | profiler samples whose leaf is SYMBOL |
+//! | `stat[NAME]` | a counter of the run's total stat block |
+//! | `device[NAME]` | a device counter (`uart0.…`, `bus.mmio_writes`, …) |
+
+use std::fmt;
+
+use crate::record::RunRecord;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Quantity {
+    Cycles,
+    Instret,
+    Cpi,
+}
+
+impl Quantity {
+    fn name(self) -> &'static str {
+        match self {
+            Quantity::Cycles => "cycles",
+            Quantity::Instret => "instret",
+            Quantity::Cpi => "cpi",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Metric {
+    Cycles,
+    Instret,
+    Cpi,
+    GuestSeconds,
+    BootCycles,
+    WorkloadCycles,
+    ConsoleBytes,
+    Phase { label: String, what: Quantity },
+    Window { from: String, to: String, what: Quantity },
+    Samples { symbol: String },
+    Stat { name: String },
+    Device { name: String },
+}
+
+/// Why a metric has no value in a run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Missing {
+    /// The build does not collect this kind of data yet: a check on it is NOT RUN.
+    NotCollected(String),
+    /// The run should have had it and did not: a check on it FAILs.
+    Absent(String),
+}
+
+impl Missing {
+    pub fn reason(&self) -> &str {
+        match self {
+            Missing::NotCollected(r) | Missing::Absent(r) => r,
+        }
+    }
+}
+
+pub const NO_PROFILER: &str = "the sampling profiler is not part of this build yet";
+pub const NO_TIMING_MODEL: &str = "the in-order timing model is not part of this build yet";
+pub const NO_TIMELINE: &str = "the event timeline (syscalls, interrupts) is not part of this build yet";
+
+const KNOWN: &str = "cycles, instret, cpi, guest_seconds, boot_cycles, workload_cycles, console_bytes, \
+phase[LABEL].cycles|instret|cpi, window[FROM..TO].cycles|instret|cpi, samples[SYMBOL], stat[NAME], device[NAME]";
+
+impl std::str::FromStr for Metric {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Metric, String> {
+        let s = s.trim();
+        let simple = match s {
+            "cycles" => Some(Metric::Cycles),
+            "instret" => Some(Metric::Instret),
+            "cpi" => Some(Metric::Cpi),
+            "guest_seconds" => Some(Metric::GuestSeconds),
+            "boot_cycles" => Some(Metric::BootCycles),
+            "workload_cycles" => Some(Metric::WorkloadCycles),
+            "console_bytes" => Some(Metric::ConsoleBytes),
+            _ => None,
+        };
+        if let Some(m) = simple {
+            return Ok(m);
+        }
+        let unknown = || format!("`{s}` is not a metric (known: {KNOWN})");
+        let open = s.find('[').ok_or_else(unknown)?;
+        let close = s.rfind(']').ok_or_else(unknown)?;
+        if close < open {
+            return Err(unknown());
+        }
+        let (kind, arg, rest) = (&s[..open], &s[open + 1..close], &s[close + 1..]);
+        if arg.trim().is_empty() {
+            return Err(format!("`{s}` has an empty name between the brackets"));
+        }
+        let quantity = || match rest {
+            ".cycles" => Ok(Quantity::Cycles),
+            ".instret" => Ok(Quantity::Instret),
+            ".cpi" => Ok(Quantity::Cpi),
+            _ => Err(format!("`{s}` must end in .cycles, .instret or .cpi")),
+        };
+        let bare = |m: Metric| if rest.is_empty() { Ok(m) } else { Err(format!("`{s}` has `{rest}` after the brackets")) };
+        match kind {
+            "phase" => Ok(Metric::Phase { label: arg.to_string(), what: quantity()? }),
+            "window" => {
+                let (from, to) = arg
+                    .split_once("..")
+                    .filter(|(a, b)| !a.trim().is_empty() && !b.trim().is_empty())
+                    .ok_or_else(|| format!("`{s}`: a window is written window[FROM PHASE..TO PHASE]"))?;
+                Ok(Metric::Window { from: from.trim().to_string(), to: to.trim().to_string(), what: quantity()? })
+            }
+            "samples" => bare(Metric::Samples { symbol: arg.to_string() }),
+            "stat" => bare(Metric::Stat { name: arg.to_string() }),
+            "device" => bare(Metric::Device { name: arg.to_string() }),
+            _ => Err(unknown()),
+        }
+    }
+}
+
+impl fmt::Display for Metric {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Metric::Cycles => f.write_str("cycles"),
+            Metric::Instret => f.write_str("instret"),
+            Metric::Cpi => f.write_str("cpi"),
+            Metric::GuestSeconds => f.write_str("guest_seconds"),
+            Metric::BootCycles => f.write_str("boot_cycles"),
+            Metric::WorkloadCycles => f.write_str("workload_cycles"),
+            Metric::ConsoleBytes => f.write_str("console_bytes"),
+            Metric::Phase { label, what } => write!(f, "phase[{label}].{}", what.name()),
+            Metric::Window { from, to, what } => write!(f, "window[{from}..{to}].{}", what.name()),
+            Metric::Samples { symbol } => write!(f, "samples[{symbol}]"),
+            Metric::Stat { name } => write!(f, "stat[{name}]"),
+            Metric::Device { name } => write!(f, "device[{name}]"),
+        }
+    }
+}
+
+/// How a value prints: integers with thousands separators, ratios with decimals.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Count,
+    Ratio,
+    Seconds,
+}
+
+impl Metric {
+    pub fn format(&self) -> Format {
+        match self {
+            Metric::Cpi | Metric::Phase { what: Quantity::Cpi, .. } | Metric::Window { what: Quantity::Cpi, .. } => {
+                Format::Ratio
+            }
+            Metric::GuestSeconds => Format::Seconds,
+            Metric::Stat { .. } => Format::Ratio,
+            _ => Format::Count,
+        }
+    }
+
+    /// The metric's value in `run`.
+    pub fn value(&self, run: &RunRecord) -> Result<f64, Missing> {
+        let obs = &run.observations;
+        let c = &run.counters;
+        let busy: u64 = c.harts.iter().map(|h| h.cycles).sum();
+        match self {
+            Metric::Cycles => Ok(c.cycles as f64),
+            Metric::Instret => Ok(c.instret as f64),
+            Metric::Cpi => ratio(busy, c.instret),
+            Metric::GuestSeconds => Ok(c.guest_seconds),
+            Metric::BootCycles => match obs.phases.first() {
+                Some(p) if obs.phases.len() > 1 => Ok(p.cycles() as f64),
+                _ => Err(Missing::Absent("the guest marked no phase".into())),
+            },
+            Metric::WorkloadCycles => match obs.phases.get(1) {
+                Some(p) => Ok(c.cycles.saturating_sub(p.start_cycle) as f64),
+                None => Err(Missing::Absent("the guest marked no phase".into())),
+            },
+            Metric::ConsoleBytes => Ok(run.console.bytes as f64),
+            Metric::Phase { label, what } => {
+                let phases: Vec<_> = obs.phases.iter().filter(|p| &p.label == label).collect();
+                if phases.is_empty() {
+                    return Err(Missing::Absent(format!("no phase `{label}` in run {}", run.variant)));
+                }
+                let cycles: u64 = phases.iter().map(|p| p.cycles()).sum();
+                let instret: u64 = phases.iter().map(|p| p.instret()).sum();
+                let busy: u64 = phases.iter().map(|p| p.hart_cycles()).sum();
+                quantity(*what, cycles, instret, busy)
+            }
+            Metric::Window { from, to, what } => {
+                let a = obs.phases.iter().position(|p| &p.label == from);
+                let a = a.ok_or_else(|| Missing::Absent(format!("no phase `{from}` in run {}", run.variant)))?;
+                let b = obs.phases[a..].iter().position(|p| &p.label == to).map(|i| a + i);
+                let b = b.ok_or_else(|| Missing::Absent(format!("no phase `{to}` at or after `{from}` in run {}", run.variant)))?;
+                let span = &obs.phases[a..=b];
+                let cycles = span[span.len() - 1].end_cycle.saturating_sub(span[0].start_cycle);
+                let instret = span.iter().map(|p| p.instret()).sum();
+                let busy = span.iter().map(|p| p.hart_cycles()).sum();
+                quantity(*what, cycles, instret, busy)
+            }
+            Metric::Samples { symbol } => match &run.profile {
+                Some(p) => Ok(p.samples_of(symbol) as f64),
+                None => Err(Missing::NotCollected(NO_PROFILER.into())),
+            },
+            Metric::Stat { name } => match obs.total.get(name) {
+                Some(s) => Ok(s.value.as_f64()),
+                None => Err(Missing::NotCollected(format!(
+                    "the run recorded no stat `{name}` (counters beyond cycles and instret need the timing model; {NO_TIMING_MODEL})"
+                ))),
+            },
+            Metric::Device { name } => match c.devices.get(name) {
+                Some(v) => Ok(*v as f64),
+                None => Err(Missing::Absent(format!("the run has no device counter `{name}`"))),
+            },
+        }
+    }
+}
+
+fn ratio(num: u64, den: u64) -> Result<f64, Missing> {
+    if den == 0 {
+        Err(Missing::Absent("no instructions retired".into()))
+    } else {
+        Ok(num as f64 / den as f64)
+    }
+}
+
+fn quantity(what: Quantity, cycles: u64, instret: u64, busy: u64) -> Result<f64, Missing> {
+    match what {
+        Quantity::Cycles => Ok(cycles as f64),
+        Quantity::Instret => Ok(instret as f64),
+        Quantity::Cpi => ratio(busy, instret),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_prints_back() {
+        for text in [
+            "cycles",
+            "cpi",
+            "phase[ls /bin /usr/share].cycles",
+            "window[shell banner..final marker].instret",
+            "samples[n_tty_write]",
+            "stat[system.cpu0.memStallCycles]",
+            "device[uart0.thr_writes]",
+        ] {
+            let m: Metric = text.parse().unwrap();
+            assert_eq!(m.to_string(), text);
+        }
+        assert_eq!(
+            "window[ a .. b ].cpi".parse::<Metric>().unwrap(),
+            Metric::Window { from: "a".into(), to: "b".into(), what: Quantity::Cpi }
+        );
+    }
+
+    #[test]
+    fn bad_metrics_say_why() {
+        assert!("cylces".parse::<Metric>().unwrap_err().contains("is not a metric"));
+        assert!("phase[x]".parse::<Metric>().unwrap_err().contains("must end in .cycles"));
+        assert!("phase[].cycles".parse::<Metric>().unwrap_err().contains("empty name"));
+        assert!("window[a].cycles".parse::<Metric>().unwrap_err().contains("FROM PHASE..TO PHASE"));
+        assert!("samples[x].cycles".parse::<Metric>().unwrap_err().contains("after the brackets"));
+        assert!("nope[x]".parse::<Metric>().unwrap_err().contains("is not a metric"));
+    }
+}

@@ -1,0 +1,211 @@
+//! `hartscope study`: build what the variants need, run them in parallel,
+//! store each completed run, and write the report from the stored runs.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::{mpsc, Mutex};
+use std::time::{Duration, Instant};
+
+use hs_guest::ImageDir;
+
+use crate::error::{io_err, LabError, Result};
+use crate::report::{self, CheckResult, RepeatOutcome, ReportInput, ReportRun};
+use crate::run::{self, Finished, Prepared};
+use crate::scenario::Scenario;
+use crate::store::{NewRun, Store};
+
+pub struct StudyOptions {
+    /// Where report.md, report.html and the run artefacts go.
+    pub out: PathBuf,
+    pub jobs: usize,
+    /// Runs per variant (1: no repeats).
+    pub repeat: u32,
+    pub db: PathBuf,
+}
+
+pub struct StudyOutcome {
+    pub batch: String,
+    /// Ids of the stored runs, in completion order.
+    pub run_ids: Vec<i64>,
+    pub report_md: PathBuf,
+    pub report_html: PathBuf,
+    pub checks: Vec<CheckResult>,
+}
+
+/// `studies/results/<study>/` next to the scenario's `studies/` directory.
+pub fn default_out(scenario: &Scenario) -> PathBuf {
+    let dir = scenario.path.parent().map(Path::to_path_buf).unwrap_or_default();
+    dir.join("results").join(&scenario.name)
+}
+
+/// Progress lines go to `progress` (any thread may call it).
+pub fn run_study(scenario: &Scenario, opts: &StudyOptions, progress: &(dyn Fn(&str) + Sync)) -> Result<StudyOutcome> {
+    let mut store = Store::open(&opts.db)?;
+    let jobs = opts.jobs.max(1);
+    let repeat = opts.repeat.max(1);
+    std::fs::create_dir_all(&opts.out).map_err(io_err("create directory", &opts.out))?;
+
+    // Images, shared through the cache; built one at a time (a kernel build uses every core).
+    let mut images: BTreeMap<(String, Option<PathBuf>), ImageDir> = BTreeMap::new();
+    for v in &scenario.variants {
+        let key = (v.image.clone(), v.patches.clone());
+        if images.contains_key(&key) {
+            continue;
+        }
+        let mut say = |line: &str| progress(&format!("image: {line}"));
+        let img = match &v.patches {
+            None => hs_guest::build(&v.image, &mut say).map_err(|e| LabError::Image { image: v.image.clone(), message: e.to_string() })?,
+            Some(p) => crate::derive::build_patched(&v.image, p, &mut say)?,
+        };
+        images.insert(key, img);
+    }
+
+    let scratch = opts.out.join(format!(".scratch-{}", std::process::id()));
+    let prepared: Result<Vec<Prepared>> = scenario
+        .variants
+        .iter()
+        .map(|v| run::prepare(v, &images[&(v.image.clone(), v.patches.clone())], &scratch))
+        .collect();
+    let _ = std::fs::remove_dir_all(&scratch);
+    let prepared = prepared?;
+
+    let batch = format!("{}-{}", crate::timestamp::now_rfc3339(), std::process::id());
+    let queue: Mutex<VecDeque<(usize, u32)>> =
+        Mutex::new((0..repeat).flat_map(|r| (0..prepared.len()).map(move |v| (v, r))).collect());
+    let running: Mutex<BTreeMap<String, Instant>> = Mutex::new(BTreeMap::new());
+    let (tx, rx) = mpsc::channel::<(usize, u32, Result<Finished>, Duration)>();
+    let headline = scenario.headline.first().cloned().unwrap_or(crate::metric::Metric::Cycles);
+
+    let mut run_ids = Vec::new();
+    let mut failures = Vec::new();
+    let mut stored: BTreeMap<(usize, u32), i64> = BTreeMap::new();
+    let total = prepared.len() * repeat as usize;
+    std::thread::scope(|s| {
+        for _ in 0..jobs.min(total) {
+            let tx = tx.clone();
+            let (queue, running, prepared) = (&queue, &running, &prepared);
+            s.spawn(move || loop {
+                let next = queue.lock().map(|mut q| q.pop_front()).unwrap_or(None);
+                let Some((vi, r)) = next else { break };
+                let p = &prepared[vi];
+                let name = if r == 0 { p.variant.name.clone() } else { format!("{} (repeat {})", p.variant.name, r + 1) };
+                progress(&format!("{name}: booting `{}` on {} hart(s), kernel command line `{}`", p.variant.image, p.variant.harts, p.bootargs));
+                if let Ok(mut m) = running.lock() {
+                    m.insert(name.clone(), Instant::now());
+                }
+                let t0 = Instant::now();
+                let dir = run::artefacts_dir(&opts.out, &p.variant.name, r);
+                // A panic in one run must not take the others (or their stored results) down.
+                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run::execute(p, scenario, r, &dir)))
+                    .unwrap_or_else(|_| Err(LabError::Run { variant: p.variant.name.clone(), message: "the emulator panicked; nothing was stored".into() }));
+                if let Ok(mut m) = running.lock() {
+                    m.remove(&name);
+                }
+                if tx.send((vi, r, result, t0.elapsed())).is_err() {
+                    break;
+                }
+            });
+        }
+        drop(tx);
+        loop {
+            match rx.recv_timeout(Duration::from_secs(10)) {
+                Ok((vi, r, result, took)) => {
+                    let p = &prepared[vi];
+                    match result {
+                        Ok(f) => {
+                            let rec = &f.record;
+                            let value = headline.value(rec).ok().map(|v| (headline.to_string(), v));
+                            match store.insert(&NewRun { batch: &batch, record: rec, console: &f.console, headline: value }) {
+                                Ok(id) => {
+                                    progress(&format!(
+                                        "{}{}: done, run {id}: exit status {}, {} phases, {} cycles ({:.6} s guest) in {:.1} s host",
+                                        p.variant.name,
+                                        if r > 0 { format!(" (repeat {})", r + 1) } else { String::new() },
+                                        rec.exit_status.unwrap_or(-1),
+                                        rec.observations.phases.len(),
+                                        report::thousands(rec.counters.cycles as i64),
+                                        rec.counters.guest_seconds,
+                                        took.as_secs_f64()
+                                    ));
+                                    run_ids.push(id);
+                                    stored.insert((vi, r), id);
+                                }
+                                Err(e) => failures.push(e.to_string()),
+                            }
+                        }
+                        Err(e) => {
+                            progress(&format!("{}: failed: {e}", p.variant.name));
+                            failures.push(e.to_string());
+                        }
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    if let Ok(m) = running.lock() {
+                        for (name, since) in m.iter() {
+                            progress(&format!("{name}: running for {:.0} s host", since.elapsed().as_secs_f64()));
+                        }
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+        }
+    });
+    if !failures.is_empty() {
+        return Err(LabError::Run {
+            variant: "(study)".into(),
+            message: format!("{} of {total} runs failed, so no report was written: {}", failures.len(), failures.join("; ")),
+        });
+    }
+
+    // The report is made from what the store holds, exactly as `compare` would.
+    let mut runs = Vec::new();
+    for vi in 0..prepared.len() {
+        let got = store.get(stored[&(vi, 0)])?;
+        runs.push(ReportRun { id: got.id, batch: got.batch, record: got.record });
+    }
+    let mut repeats = Vec::new();
+    if repeat > 1 {
+        for (vi, p) in prepared.iter().enumerate() {
+            let first = &runs[vi].record;
+            let mut differences: Vec<String> = Vec::new();
+            for r in 1..repeat {
+                for d in first.differences(&store.get(stored[&(vi, r)])?.record) {
+                    if !differences.contains(&d) {
+                        differences.push(d);
+                    }
+                }
+            }
+            repeats.push(RepeatOutcome { variant: p.variant.name.clone(), runs: repeat, differences });
+        }
+    }
+    let input = ReportInput {
+        title: format!("Study: {}", scenario.name),
+        description: scenario.description.clone(),
+        runs,
+        headline: scenario.headline.clone(),
+        checks: scenario.checks.clone(),
+        repeats,
+    };
+    let (report_md, report_html) = write_report(&input, &opts.out)?;
+    Ok(StudyOutcome { batch, run_ids, report_md, report_html, checks: input.evaluate() })
+}
+
+/// Write `report.md` and `report.html` into `out` (each replaced whole).
+pub fn write_report(input: &ReportInput, out: &Path) -> Result<(PathBuf, PathBuf)> {
+    std::fs::create_dir_all(out).map_err(io_err("create directory", out))?;
+    let blocks = report::build(input);
+    let md = out.join("report.md");
+    let html = out.join("report.html");
+    write_atomically(&md, crate::doc::markdown(&blocks).as_bytes())?;
+    write_atomically(&html, crate::doc::html(&input.title, &blocks).as_bytes())?;
+    Ok((md, html))
+}
+
+fn write_atomically(path: &Path, data: &[u8]) -> Result<()> {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.tmp{}", std::process::id()));
+    std::fs::write(&tmp, data).and_then(|_| std::fs::rename(&tmp, path)).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        LabError::Io { action: "write", path: path.to_path_buf(), source: e }
+    })
+}
