@@ -68,9 +68,13 @@ impl Parsed {
         let end = self.segments.iter().map(|s| s.addr.saturating_add(s.mem_size)).max().unwrap_or(0);
         (start, end)
     }
-    fn shifted(&self, to: u64) -> Vec<Segment> {
+    /// The segments moved so the lowest starts at `to` (`None`: the move overflows).
+    fn shifted(&self, to: u64, bytes: Bytes) -> Option<Vec<Segment>> {
         let (start, _) = self.span();
-        self.segments.iter().map(|s| Segment { addr: to + (s.addr - start), ..s.clone() }).collect()
+        self.segments.iter().map(|s| Some(bytes.segment(to.checked_add(s.addr - start)?, s))).collect()
+    }
+    fn in_place(&self, bytes: Bytes) -> Vec<Segment> {
+        self.segments.iter().map(|s| bytes.segment(s.addr, s)).collect()
     }
 }
 
@@ -169,17 +173,41 @@ struct Region {
     end: u64,
 }
 
+/// Whether a placement copies the images' bytes: trial placements (the
+/// search for enough RAM) need only addresses, and copying a large kernel
+/// tens of thousands of times would hang the host.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Bytes {
+    Copy,
+    AddressesOnly,
+}
+
+impl Bytes {
+    fn segment(self, addr: u64, s: &Segment) -> Segment {
+        let data = if self == Bytes::Copy { s.data.clone() } else { Vec::new() };
+        Segment { addr, data, mem_size: s.mem_size }
+    }
+}
+
 enum Problem {
     Fatal(MachineError),
     /// More RAM might fix it.
     Fit(MachineError),
 }
 
+/// An image whose segments span more than the address space once moved to `to`.
+fn too_far(what: &'static str, p: &Parsed, to: u64, ram_end: u64) -> Problem {
+    let (start, end) = p.span();
+    Problem::Fatal(MachineError::OutsideRam {
+        what, name: p.name.clone(), start: to, end: to.saturating_add(end - start), ram_start: DRAM_BASE, ram_end,
+    })
+}
+
 fn align_up(x: u64, a: u64) -> u64 {
     x.div_ceil(a) * a
 }
 
-fn place(fw: Option<&Parsed>, kernel: Option<&Parsed>, initrd: Option<&BootFile>, ram: u64, dtb_size: u64)
+fn place(fw: Option<&Parsed>, kernel: Option<&Parsed>, initrd: Option<&BootFile>, ram: u64, dtb_size: u64, bytes: Bytes)
     -> Result<BootPlan, Problem> {
     let ram_end = DRAM_BASE + ram;
     let mut segments = Vec::new();
@@ -204,8 +232,8 @@ fn place(fw: Option<&Parsed>, kernel: Option<&Parsed>, initrd: Option<&BootFile>
 
     let (entry, kernel_start, htif) = match fw {
         Some(fw) => {
-            let segs = if fw.is_elf { fw.segments.clone() } else { fw.shifted(DRAM_BASE) };
-            add("firmware", &fw.name, segs, &mut regions)?;
+            let segs = if fw.is_elf { Some(fw.in_place(bytes)) } else { fw.shifted(DRAM_BASE, bytes) };
+            add("firmware", &fw.name, segs.ok_or_else(|| too_far("firmware", fw, DRAM_BASE, ram_end))?, &mut regions)?;
             let fw_end = regions.iter().map(|r| r.end).max().unwrap_or(DRAM_BASE);
             let entry = if fw.is_elf { fw.entry.unwrap_or(DRAM_BASE) } else { DRAM_BASE };
             let mut kstart = 0;
@@ -213,16 +241,16 @@ fn place(fw: Option<&Parsed>, kernel: Option<&Parsed>, initrd: Option<&BootFile>
                 let (kmin, kmax) = k.span();
                 let in_ram = k.is_elf && kmin >= DRAM_BASE && kmax <= ram_end;
                 kstart = if in_ram { kmin } else { align_up(fw_end, KERNEL_ALIGN) };
-                let segs = if in_ram { k.segments.clone() } else { k.shifted(kstart) };
-                add("kernel", &k.name, segs, &mut regions)?;
+                let segs = if in_ram { Some(k.in_place(bytes)) } else { k.shifted(kstart, bytes) };
+                add("kernel", &k.name, segs.ok_or_else(|| too_far("kernel", k, kstart, ram_end))?, &mut regions)?;
             }
             (entry, kstart, fw.htif)
         }
         None => {
             let k = kernel.ok_or(Problem::Fatal(MachineError::NothingToRun))?;
             // Bare metal: an ELF goes exactly where it was linked.
-            let segs = if k.is_elf { k.segments.clone() } else { k.shifted(DRAM_BASE) };
-            add("kernel", &k.name, segs, &mut regions)?;
+            let segs = if k.is_elf { Some(k.in_place(bytes)) } else { k.shifted(DRAM_BASE, bytes) };
+            add("kernel", &k.name, segs.ok_or_else(|| too_far("kernel", k, DRAM_BASE, ram_end))?, &mut regions)?;
             let start = if k.is_elf { k.span().0 } else { DRAM_BASE };
             (k.entry.unwrap_or(DRAM_BASE), start, k.htif)
         }
@@ -234,8 +262,10 @@ fn place(fw: Option<&Parsed>, kernel: Option<&Parsed>, initrd: Option<&BootFile>
             return Err(Problem::Fatal(MachineError::InitrdWithoutKernel));
         }
         let start = kernel_start + (ram / 2).min(INITRD_MAX_OFFSET);
-        let end = start + rd.data.len() as u64;
-        add("initrd", &rd.name, vec![Segment { addr: start, data: rd.data.clone(), mem_size: rd.data.len() as u64 }], &mut regions)?;
+        let len = rd.data.len() as u64;
+        let end = start.saturating_add(len);
+        let data = if bytes == Bytes::Copy { rd.data.clone() } else { Vec::new() };
+        add("initrd", &rd.name, vec![Segment { addr: start, data, mem_size: len }], &mut regions)?;
         initrd_range = Some((start, end));
     }
 
@@ -274,14 +304,14 @@ pub fn plan(images: &BootImages, ram: u64, dtb_size: u64) -> Result<BootPlan, Ma
             return Err(MachineError::Empty { what: "initrd", name: rd.name.clone() });
         }
     }
-    match place(fw.as_ref(), kernel.as_ref(), images.initrd.as_ref(), ram, dtb_size) {
+    match place(fw.as_ref(), kernel.as_ref(), images.initrd.as_ref(), ram, dtb_size, Bytes::Copy) {
         Ok(p) => Ok(p),
         Err(Problem::Fatal(e)) => Err(e),
         Err(Problem::Fit(e)) => {
             const MIB: u64 = 1 << 20;
             let mut try_ram = align_up(ram + 1, MIB);
             while try_ram <= MAX_RAM {
-                if place(fw.as_ref(), kernel.as_ref(), images.initrd.as_ref(), try_ram, dtb_size).is_ok() {
+                if place(fw.as_ref(), kernel.as_ref(), images.initrd.as_ref(), try_ram, dtb_size, Bytes::AddressesOnly).is_ok() {
                     let what = match (&images.firmware, &images.kernel, &images.initrd) {
                         (_, _, Some(_)) => "the firmware, kernel, initrd and device tree",
                         (_, Some(_), None) => "the firmware, kernel and device tree",
@@ -390,6 +420,45 @@ mod tests {
         let images = BootImages { firmware: None, kernel: Some(corrupt), initrd: None };
         let err = plan(&images, 64 * MIB, 0x1000).unwrap_err().to_string();
         assert!(err.starts_with("kernel file prog.elf is not a usable RISC-V image: not a valid 64-bit ELF"), "{err}");
+    }
+
+    #[test]
+    fn overlap_more_ram_cannot_fix_is_reported_without_copying() {
+        // A kernel whose Image header claims more than the 128 MiB initrd
+        // offset: the initrd lands inside it whatever the RAM size, so the
+        // search for enough RAM runs to the end and must stay cheap.
+        let mut img = vec![0u8; 32 * MIB as usize];
+        img[0x10..0x18].copy_from_slice(&(200 * MIB).to_le_bytes());
+        img[0x38..0x3c].copy_from_slice(b"RSC\x05");
+        let images = BootImages {
+            firmware: Some(raw("fw_jump.bin", 270_000)),
+            kernel: Some(BootFile::from_bytes("Image", img)),
+            initrd: Some(raw("initrd", 8 * MIB as usize)),
+        };
+        let started = std::time::Instant::now();
+        let err = plan(&images, 512 * MIB, 0x2000).unwrap_err();
+        assert!(matches!(err, MachineError::ImagesOverlap { .. }), "{err}");
+        assert!(err.to_string().contains("kernel Image") && err.to_string().contains("initrd initrd"), "{err}");
+        // Copying 40 MiB per trial took minutes; address-only trials take milliseconds.
+        assert!(started.elapsed() < std::time::Duration::from_secs(20), "took {:?}", started.elapsed());
+    }
+
+    #[test]
+    fn segments_spanning_the_address_space_are_refused() {
+        let seg = |addr| Segment { addr, data: vec![0x13; 16], mem_size: 0x1000 };
+        let kernel = Parsed {
+            name: "wide.elf".into(),
+            segments: vec![seg(0x8000_0000), seg(u64::MAX - 0xfff)],
+            entry: Some(0x8000_0000),
+            is_elf: true,
+            htif: None,
+        };
+        let fw = parse("firmware", &raw("fw_jump.bin", 4096)).unwrap();
+        match place(Some(&fw), Some(&kernel), None, 512 * MIB, 0x1000, Bytes::Copy) {
+            Err(Problem::Fatal(MachineError::OutsideRam { what: "kernel", .. })) => {}
+            Err(Problem::Fatal(e) | Problem::Fit(e)) => panic!("unexpected {e}"),
+            Ok(p) => panic!("placed at {:#x?}", p.segments.iter().map(|s| s.addr).collect::<Vec<_>>()),
+        }
     }
 
     #[test]
