@@ -19,7 +19,7 @@ pub enum MachineError {
     ImagesOverlap { a: String, a_start: u64, a_end: u64, b: String, b_start: u64, b_end: u64 },
     #[error("-m {have_mib}M is too small for {what}: at least {need_mib} MiB of RAM is needed")]
     RamTooSmall { have_mib: u64, need_mib: u64, what: String },
-    #[error("-m {0}: RAM size must be a multiple of 4 KiB between 4 KiB and {max} GiB", max = crate::layout::MAX_RAM >> 30)]
+    #[error("-m {}: RAM size must be a multiple of 4 KiB between 4 KiB and {max} GiB", ram_size(*.0), max = crate::layout::MAX_RAM >> 30)]
     BadRamSize(u64),
     #[error("--smp {0}: this machine supports 1 to {MAX_HARTS} harts")]
     BadSmp(usize),
@@ -45,8 +45,32 @@ pub enum MachineError {
     BadChannelName(String),
 }
 
+/// A RAM size as the user would have typed it (`-m` takes MiB by default).
+fn ram_size(bytes: u64) -> String {
+    match bytes {
+        0 => "0".into(),
+        b if b % (1 << 30) == 0 => format!("{}G", b >> 30),
+        b if b % (1 << 20) == 0 => format!("{}M", b >> 20),
+        b if b % (1 << 10) == 0 => format!("{}K", b >> 10),
+        b => format!("{b} bytes"),
+    }
+}
+
 impl From<vm_fdt::Error> for MachineError {
     fn from(e: vm_fdt::Error) -> Self {
         MachineError::Fdt(e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MachineError;
+
+    #[test]
+    fn ram_sizes_print_as_typed() {
+        assert_eq!(MachineError::BadRamSize(99999 << 30).to_string(), "-m 99999G: RAM size must be a multiple of 4 KiB between 4 KiB and 64 GiB");
+        assert!(MachineError::BadRamSize(0).to_string().starts_with("-m 0: "));
+        assert!(MachineError::BadRamSize(6 << 10).to_string().starts_with("-m 6K: "));
+        assert!(MachineError::BadRamSize(4097).to_string().starts_with("-m 4097 bytes: "));
     }
 }
