@@ -126,6 +126,12 @@ pub(crate) struct Csrs {
     pub minstret_off: u64,
     pub mcycle_frozen: u64,
     pub minstret_frozen: u64,
+    /// mhpmeventN (index N; 0..=2 unused), stored as written.
+    pub mhpmevent: [u64; 32],
+    /// mhpmcounterN = timing model's count + hpm_off[N] (or hpm_frozen[N]
+    /// while inhibited).
+    pub hpm_off: [u64; 32],
+    pub hpm_frozen: [u64; 32],
 }
 
 impl Csrs {
@@ -181,6 +187,23 @@ impl<T: TimingModel> Hart<T> {
             self.cycle.wrapping_add(self.csr.mcycle_off)
         }
     }
+    /// The timing model's count for counter `i` (3..=31) and its event.
+    fn hpm_raw(&self, i: usize) -> u64 {
+        self.timing.hpm_counter(i as u16, self.csr.mhpmevent[i])
+    }
+    fn hpm(&self, i: usize) -> u64 {
+        if self.csr.mcountinhibit & (1 << i) != 0 {
+            self.csr.hpm_frozen[i]
+        } else {
+            self.hpm_raw(i).wrapping_add(self.csr.hpm_off[i])
+        }
+    }
+    /// Start every hpm counter at zero (reset).
+    pub(crate) fn reset_hpm(&mut self) {
+        for i in 3..32 {
+            self.csr.hpm_off[i] = 0u64.wrapping_sub(self.hpm_raw(i));
+        }
+    }
     fn minstret(&self) -> u64 {
         if self.csr.mcountinhibit & COUNTINHIBIT_IR != 0 {
             self.csr.minstret_frozen
@@ -209,7 +232,9 @@ impl<T: TimingModel> Hart<T> {
             CYCLE | MCYCLE => self.mcycle(),
             TIME => self.time(),
             INSTRET | MINSTRET => self.minstret(),
-            0xc03..=0xc1f | 0xb03..=0xb1f | 0x323..=0x33f => 0,
+            n @ 0xc03..=0xc1f => self.hpm((n - 0xc00) as usize),
+            n @ 0xb03..=0xb1f => self.hpm((n - 0xb00) as usize),
+            n @ 0x323..=0x33f => c.mhpmevent[(n - 0x320) as usize],
             SSTATUS => self.mstatus_read() & SSTATUS_RMASK,
             SIE => c.mie & c.mideleg,
             STVEC => c.stvec,
@@ -283,7 +308,15 @@ impl<T: TimingModel> Hart<T> {
                 1 => old | src,
                 _ => old & !src,
             };
+            // a satp write with an unsupported mode has no effect at all
+            let ignored = num == SATP && !matches!(new >> 60, SATP_MODE_BARE | SATP_MODE_SV39 | SATP_MODE_SV48);
             self.csr_write(num, new);
+            if !ignored {
+                let counter = matches!(num, MCYCLE | MINSTRET | 0xb03..=0xb1f);
+                // counters read back one instruction later; report what was written
+                let value = if counter { new } else { self.csr_peek(num).unwrap_or(new) };
+                self.timing.csr_write(num, value);
+            }
         }
         Ok(old)
     }
@@ -342,6 +375,14 @@ impl<T: TimingModel> Hart<T> {
             MCOUNTINHIBIT => {
                 let (cy, ir) = (self.mcycle(), self.minstret());
                 let new = v & 0xffff_fffd;
+                for i in 3..32 {
+                    let (was, now) = (self.csr.mcountinhibit & (1 << i) != 0, new & (1 << i) != 0);
+                    if !was && now {
+                        self.csr.hpm_frozen[i] = self.hpm(i);
+                    } else if was && !now {
+                        self.csr.hpm_off[i] = self.csr.hpm_frozen[i].wrapping_sub(self.hpm_raw(i));
+                    }
+                }
                 let c = &mut self.csr;
                 if new & COUNTINHIBIT_CY != 0 {
                     c.mcycle_frozen = cy;
@@ -410,7 +451,24 @@ impl<T: TimingModel> Hart<T> {
                     self.tlb_flush();
                 }
             }
-            // read-only zero: misa (fixed), hpm counters and events, ids
+            n @ 0xb03..=0xb1f => {
+                let i = (n - 0xb00) as usize;
+                if c.mcountinhibit & (1 << i) != 0 {
+                    c.hpm_frozen[i] = v;
+                } else {
+                    self.csr.hpm_off[i] = v.wrapping_sub(self.hpm_raw(i));
+                }
+            }
+            n @ 0x323..=0x33f => {
+                // the counter keeps its value and counts the new event from now on
+                let i = (n - 0x320) as usize;
+                let cur = self.hpm(i);
+                self.csr.mhpmevent[i] = v;
+                if self.csr.mcountinhibit & (1 << i) == 0 {
+                    self.csr.hpm_off[i] = cur.wrapping_sub(self.hpm_raw(i));
+                }
+            }
+            // read-only: misa (fixed), ids
             _ => {}
         }
     }

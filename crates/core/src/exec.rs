@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use hs_bus::SystemBus;
 use hs_isa::{decode, insn_len, AmoOp, Insn};
-use hs_timing::{InsnClass, MemKind, TimingModel};
+use hs_timing::{InsnClass, TimingModel};
 
 use crate::csr::*;
 use crate::mmu::*;
@@ -411,8 +411,8 @@ impl<T: TimingModel> Hart<T> {
                     pc!().wrapping_add(op.len as u64)
                 };
             }
-            let extra = self.timing.insn(pc!(), class_of(&op.insn))
-                + self.timing.mem(block_pa + op.off as u64, op.len, MemKind::Fetch, false);
+            let extra = self.timing.fetch(pc!(), block_pa + op.off as u64, op.len)
+                + self.timing.insn(pc!(), class_of(&op.insn));
             macro_rules! retire {
                 () => {{
                     cyc += 1 + extra;
@@ -723,20 +723,27 @@ impl<T: TimingModel> Hart<T> {
                 if self.prv != Priv::Machine {
                     return Err(ill);
                 }
+                let from = self.prv;
                 self.do_mret();
+                let extra = self.timing.xret(self.pc, from as u8, self.prv as u8);
+                self.charge(extra);
                 return Ok(self.pc);
             }
             Sret => {
                 if self.prv == Priv::User || (self.prv == Priv::Supervisor && self.csr.mstatus & MSTATUS_TSR != 0) {
                     return Err(ill);
                 }
+                let from = self.prv;
                 self.do_sret();
+                let extra = self.timing.xret(self.pc, from as u8, self.prv as u8);
+                self.charge(extra);
                 return Ok(self.pc);
             }
             Wfi => {
                 if self.prv == Priv::User || (self.prv == Priv::Supervisor && self.csr.mstatus & MSTATUS_TW != 0) {
                     return Err(ill);
                 }
+                self.timing.wfi(pc);
                 if self.pending_enabled() == 0 {
                     self.exit = Some(Exit::Idle);
                     return Err(Trap::exit());
@@ -815,8 +822,7 @@ impl<T: TimingModel> Hart<T> {
             return Err(Trap::new(CAUSE_MISALIGNED_STORE, va));
         }
         let pa = self.translate(va, n, KIND_STORE)?;
-        let extra = self.timing.mem(pa, n as u8, MemKind::Load, !self.ram.contains(pa, n));
-        self.charge(extra);
+        // phys_read and phys_write report the two halves to the timing model
         let old = self.phys_read(bus, pa, n).map_err(|_| access_fault(KIND_STORE, va))?;
         let (a, b) = if n == 4 { (sext32(old), sext32(src)) } else { (old, src) };
         let new = match op {

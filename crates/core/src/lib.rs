@@ -1,7 +1,8 @@
 //! The hart: registers, CSRs, privilege modes, traps, MMU, execution.
 //!
 //! One [`Hart`] is an RV64IMAFDC hart with Zicsr, Zifencei, Zicntr, Zihpm
-//! (counters read zero), Sstc, M/S/U modes, Sv39/Sv48 (A/D set by
+//! (counters 3..31 count what the timing model reports for the event
+//! written to `mhpmeventN`), Sstc, M/S/U modes, Sv39/Sv48 (A/D set by
 //! hardware) and 16 PMP entries. It runs until a cycle budget or an event
 //! the machine must handle; see [`Hart::run`] and [`Exit`].
 //!
@@ -41,7 +42,7 @@ mod fuzz_tests;
 mod tests;
 
 use hs_bus::GuestRam;
-pub use hs_timing::{Atomic, TimingModel};
+pub use hs_timing::{Atomic, TimingModel, TrapInfo};
 
 pub use pmp::PMP_ENTRIES;
 pub use trap::{
@@ -210,6 +211,7 @@ impl<T: TimingModel> Hart<T> {
         self.csr = csr::Csrs::reset();
         self.csr.mcycle_off = 0u64.wrapping_sub(self.cycle); // mcycle restarts at 0
         self.csr.minstret_off = 0u64.wrapping_sub(self.instret());
+        self.reset_hpm();
         self.pmp = pmp::Pmp::default();
         self.reservation = None;
         self.exit = None;

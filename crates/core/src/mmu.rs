@@ -73,10 +73,11 @@ pub(crate) struct Walk {
     pub pa: u64,
 }
 
-/// Physical addresses of the PTEs a walk read (for the timing model).
+/// Physical addresses of the PTEs a walk read, then the one it wrote
+/// (A/D update), in order (for the timing model).
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct WalkTrace {
-    pub ptes: [u64; 4],
+    pub ptes: [u64; 5],
     pub n: usize,
 }
 
@@ -225,6 +226,10 @@ impl<T: TimingModel> Hart<T> {
                 }
                 // single-threaded machine: read-check-write is atomic
                 self.ram.write(pte_addr, 8, pte | need);
+                if trace.n < trace.ptes.len() {
+                    trace.ptes[trace.n] = pte_addr;
+                    trace.n += 1;
+                }
             }
             let off_mask = (1u64 << (12 + 9 * level)) - 1;
             let pa = ((ppn << 12) & !off_mask) | (va & off_mask);

@@ -223,10 +223,10 @@ fn csr_warl_rules() {
     assert_eq!(h.csr(MCOUNTEREN), Some(0xffff_ffff));
     h.csr_write(MENVCFG, u64::MAX);
     assert_eq!(h.csr(MENVCFG), Some(MENVCFG_STCE | MENVCFG_FIOM));
-    // hpm counters and events read zero, writes ignored
+    // hpm counters and events hold what is written (Atomic counts no events)
     h.csr_write(MHPMCOUNTER3, 5);
-    h.csr_write(MHPMEVENT3, 5);
-    assert_eq!(h.csr(MHPMCOUNTER3), Some(0));
+    h.csr_write(MHPMEVENT3, 6);
+    assert_eq!((h.csr(MHPMCOUNTER3), h.csr(MHPMEVENT3)), (Some(5), Some(6)));
     assert_eq!(h.csr(MHPMEVENT3 + 28), Some(0));
     // ids and misa
     assert_eq!(h.csr(MHARTID), Some(3));
@@ -366,7 +366,7 @@ fn sstc_timer_fires_from_stimecmp() {
 }
 
 /// Sv39 tables: root at BASE+0x10000, l1 at +0x11000, l0 at +0x12000.
-fn sv39(h: &mut Hart, ram: &GuestRam) {
+fn sv39<T: TimingModel>(h: &mut Hart<T>, ram: &GuestRam) {
     let (root, l1, l0) = (BASE + 0x10000, BASE + 0x11000, BASE + 0x12000);
     let pte = |pa: u64, flags: u64| (pa >> 12) << 10 | flags;
     ram.write(root + 8, 8, pte(l1, 1)); // VA 0x4000_0000
@@ -569,13 +569,18 @@ struct Counting {
     csrs: u64,
 }
 impl TimingModel for Counting {
+    fn fetch(&mut self, pc: u64, pa: u64, len: u8) -> u64 {
+        assert_eq!((pc, len), (pa, 4)); // bare translation, no compressed code
+        self.fetches += 1;
+        0
+    }
     fn insn(&mut self, _pc: u64, _class: hs_timing::InsnClass) -> u64 {
         self.insns += 1;
         0
     }
     fn mem(&mut self, _pa: u64, _size: u8, kind: hs_timing::MemKind, _mmio: bool) -> u64 {
         match kind {
-            hs_timing::MemKind::Fetch => self.fetches += 1,
+            hs_timing::MemKind::Fetch => panic!("the hart reports fetches through fetch()"),
             hs_timing::MemKind::Load => {
                 self.loads += 1;
                 return 2;
@@ -634,4 +639,138 @@ fn timing_hooks_see_every_event_and_charge_cycles() {
     assert_eq!((t.traps, t.csrs), (1, 1));
     // one cycle per instruction (the trapping one too) plus 2 per load
     assert_eq!(h.cycle(), t.insns + 2 * 10);
+}
+
+/// Records the hooks added for observation, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Ev {
+    Trap(TrapInfo),
+    Xret(u64, u8, u8),
+    CsrWrite(u16, u64),
+    Wfi(u64),
+    Walk(u64),
+}
+#[derive(Default)]
+struct Recording {
+    evs: Vec<Ev>,
+    /// What `hpm_counter` reports for event 7 (0 for any other event).
+    count7: u64,
+}
+impl TimingModel for Recording {
+    fn mem(&mut self, pa: u64, _size: u8, kind: hs_timing::MemKind, _mmio: bool) -> u64 {
+        if kind == hs_timing::MemKind::Walk {
+            self.evs.push(Ev::Walk(pa));
+        }
+        0
+    }
+    fn trap_info(&mut self, t: &TrapInfo) {
+        self.evs.push(Ev::Trap(*t));
+    }
+    fn xret(&mut self, new_pc: u64, from: u8, to: u8) -> u64 {
+        self.evs.push(Ev::Xret(new_pc, from, to));
+        5
+    }
+    fn csr_write(&mut self, csr: u16, value: u64) {
+        self.evs.push(Ev::CsrWrite(csr, value));
+    }
+    fn wfi(&mut self, pc: u64) {
+        self.evs.push(Ev::Wfi(pc));
+    }
+    fn hpm_counter(&self, _index: u16, event: u64) -> u64 {
+        if event == 7 {
+            self.count7
+        } else {
+            0
+        }
+    }
+}
+
+fn recording_hart(prog: &[u32]) -> (Hart<Recording>, GuestRam) {
+    let (_, ram) = hart_with(prog);
+    let mut h = Hart::new(HartConfig { hart_id: 0, cycles_per_tick: 1 }, ram.clone(), Recording::default());
+    h.reset(BASE);
+    (h, ram)
+}
+
+#[test]
+fn hooks_report_xret_trap_details_csr_writes_and_wfi() {
+    // M: mepc = user code; mret (MPP = U) -> U: a7 = 172; ecall -> M handler WFI
+    let user = BASE + 0x40;
+    let mut prog = vec![
+        0x8000_0537,              // lui a0, 0x80000
+        i(32, 10, 1, 10, 0x13),   // slli
+        i(32, 10, 5, 10, 0x13),   // srli  -> a0 = BASE
+        addi(10, 10, 0x40),       // a0 = user
+        csrrw(0, MEPC, 10),
+        addi(11, 0, 1),
+        i(63, 11, 1, 11, 0x13),   // slli a1, a1, 63
+        i(1, 11, 5, 11, 0x13),    // srli a1, a1, 1: bit 62 -> mode 4 (unsupported)
+        csrrw(0, SATP, 11),       // ignored, not reported
+        0x3020_0073,              // mret
+    ];
+    prog.resize(0x10, 0);
+    prog.push(addi(17, 0, 172)); // at BASE + 0x40
+    prog.push(ECALL);
+    let (mut h, _) = recording_hart(&prog);
+    h.csr_write(MTVEC, BASE + 0x100);
+    h.csr_write(PMPADDR0, u64::MAX);
+    h.csr_write(PMPCFG0, 0x1f);
+    assert_eq!(h.run(&mut Dev::default(), 1000), Exit::Idle);
+    let trap = TrapInfo { cause: CAUSE_USER_ECALL, interrupt: false, epc: user + 4, tval: 0, from: 0, to: 3, a7: 172 };
+    assert_eq!(
+        h.timing.evs,
+        vec![Ev::CsrWrite(MEPC, user), Ev::Xret(user, 3, 0), Ev::Trap(trap), Ev::Wfi(BASE + 0x100)]
+    );
+    assert_eq!(h.csr(SATP), Some(0));
+    // 10 + 1 instructions retired, ecall trapped, WFI retired; mret charged 5
+    assert_eq!(h.instret(), 12);
+    assert_eq!(h.cycle(), 13 + 5);
+}
+
+#[test]
+fn page_walks_report_pte_reads_then_the_accessed_dirty_write() {
+    let (mut h, ram) = recording_hart(&[]);
+    sv39(&mut h, &ram);
+    h.set_priv(Priv::Supervisor);
+    h.update_modes();
+    h.timing.evs.clear();
+    let (root, l1, l0) = (BASE + 0x10000, BASE + 0x11000, BASE + 0x12000);
+    assert_eq!(h.translate(0x4000_0123, 8, KIND_STORE), Ok(BASE + 0x20123));
+    assert_eq!(h.timing.evs, vec![Ev::Walk(root + 8), Ev::Walk(l1), Ev::Walk(l0), Ev::Walk(l0)]);
+    // A and D already set: no write
+    h.timing.evs.clear();
+    h.tlb_flush();
+    assert_eq!(h.translate(0x4000_0456, 8, KIND_STORE), Ok(BASE + 0x20456));
+    assert_eq!(h.timing.evs, vec![Ev::Walk(root + 8), Ev::Walk(l1), Ev::Walk(l0)]);
+}
+
+#[test]
+fn hpm_counters_follow_the_model_with_writes_events_and_inhibit() {
+    let (mut h, _) = recording_hart(&[]);
+    h.timing.count7 = 100;
+    let read = |h: &Hart<Recording>| (h.csr(MHPMCOUNTER3), h.csr(0xc03));
+    assert_eq!(read(&h), (Some(0), Some(0)));
+    h.csr_write(MHPMEVENT3, 7);
+    assert_eq!(h.csr(MHPMEVENT3), Some(7));
+    assert_eq!(read(&h), (Some(0), Some(0))); // keeps its value across the event change
+    h.timing.count7 = 150;
+    assert_eq!(read(&h), (Some(50), Some(50)));
+    h.csr_write(MHPMCOUNTER3, 1000);
+    h.timing.count7 = 160;
+    assert_eq!(read(&h), (Some(1010), Some(1010)));
+    // counter 4 on another event does not move
+    h.csr_write(MHPMEVENT3 + 1, 3);
+    assert_eq!(h.csr(MHPMCOUNTER3 + 1), Some(0));
+    // inhibited: frozen, and writable while frozen
+    h.csr_write(MCOUNTINHIBIT, 1 << 3);
+    h.timing.count7 = 200;
+    assert_eq!(read(&h), (Some(1010), Some(1010)));
+    h.csr_write(MHPMCOUNTER3, 2000);
+    h.timing.count7 = 300;
+    h.csr_write(MCOUNTINHIBIT, 0);
+    h.timing.count7 = 310;
+    assert_eq!(read(&h), (Some(2010), Some(2010)));
+    // OpenSBI's probe: write 1, read back 1 (event 0 counts nothing)
+    h.csr_write(MHPMCOUNTER3 + 2, 1);
+    assert_eq!(h.csr(MHPMCOUNTER3 + 2), Some(1));
 }

@@ -1,6 +1,6 @@
 //! Exception causes, trap entry, interrupt selection and xRET.
 
-use hs_timing::TimingModel;
+use hs_timing::{TimingModel, TrapInfo};
 
 use crate::csr::*;
 use crate::{Hart, Priv};
@@ -89,6 +89,7 @@ impl<T: TimingModel> Hart<T> {
         self.charge(extra);
         let deleg = if irq { self.csr.mideleg } else { self.csr.medeleg };
         let from = self.prv;
+        let epc = self.pc;
         let mcause = cause | if irq { 1 << 63 } else { 0 };
         let ms = self.csr.mstatus;
         if from <= Priv::Supervisor && (deleg >> (cause & 63)) & 1 != 0 {
@@ -119,6 +120,9 @@ impl<T: TimingModel> Hart<T> {
             self.set_priv(Priv::Machine);
         }
         self.update_modes();
+        let info =
+            TrapInfo { cause, interrupt: irq, epc, tval, from: from as u8, to: self.prv as u8, a7: self.x[17] };
+        self.timing.trap_info(&info);
     }
 
     pub(crate) fn do_mret(&mut self) {

@@ -39,13 +39,45 @@ pub enum MemKind {
     Store,
     /// Page-table walker access.
     Walk,
-    /// Instruction fetch (once per decoded block entry or per instruction, as the hart reports).
+    /// Instruction fetch. The hart reports fetches through
+    /// [`TimingModel::fetch`]; models use this kind internally (e.g. when a
+    /// fetch goes to a cache).
     Fetch,
 }
 
-/// Hooks called by the hart. Each returns extra cycles to charge beyond the
-/// one cycle every instruction costs.
+/// Full details of a trap, reported right after [`TimingModel::trap`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TrapInfo {
+    /// Exception code or interrupt number.
+    pub cause: u64,
+    pub interrupt: bool,
+    /// pc of the trapping instruction / the interrupted pc.
+    pub epc: u64,
+    pub tval: u64,
+    /// Privilege before the trap (0 U, 1 S, 3 M).
+    pub from: u8,
+    /// Privilege of the handler.
+    pub to: u8,
+    /// x17 at the trap (the syscall number for an ecall from U).
+    pub a7: u64,
+}
+
+/// Hooks called by the hart. Those returning `u64` return extra cycles to
+/// charge: an instruction costs 1 + the sum of what its hooks returned, and
+/// `Hart::cycle()`, `mcycle`, `cycle` and `time` follow that.
+///
+/// Order per instruction: `fetch`, `insn`, then whatever it does (`mem`,
+/// `branch`, `csr`/`csr_write`, `wfi`, `xret`, or `trap` + `trap_info` when
+/// it faults). Page-table walks report each PTE read and A/D write as
+/// `mem(pte, 8, MemKind::Walk, false)` before the access they serve.
+/// Interrupts call `trap` + `trap_info` between instructions.
 pub trait TimingModel {
+    /// Every instruction, before `insn()`: its virtual pc, physical address
+    /// and length (2 or 4).
+    #[inline(always)]
+    fn fetch(&mut self, _pc: u64, _pa: u64, _len: u8) -> u64 {
+        0
+    }
     /// Before executing an instruction of this class at `pc`.
     #[inline(always)]
     fn insn(&mut self, _pc: u64, _class: InsnClass) -> u64 {
@@ -69,6 +101,30 @@ pub trait TimingModel {
     /// A CSR was accessed; `write` when it was modified.
     #[inline(always)]
     fn csr(&mut self, _csr: u16, _write: bool) -> u64 {
+        0
+    }
+    /// Full details of a trap, right after `trap()`.
+    #[inline(always)]
+    fn trap_info(&mut self, _t: &TrapInfo) {}
+    /// mret/sret retired: the new pc and the privileges before/after.
+    #[inline(always)]
+    fn xret(&mut self, _new_pc: u64, _from: u8, _to: u8) -> u64 {
+        0
+    }
+    /// A CSR write that took effect (after WARL legalisation; `value` is
+    /// what the CSR reads back). `satp` writes are context switches.
+    #[inline(always)]
+    fn csr_write(&mut self, _csr: u16, _value: u64) {}
+    /// WFI executed at `pc` (whether or not the hart then idles).
+    #[inline(always)]
+    fn wfi(&mut self, _pc: u64) {}
+    /// Value of hardware performance counter `index` (3..=31) for
+    /// `mhpmcounterN`/`hpmcounterN` reads; `event` is the value last
+    /// written to `mhpmeventN`. The hart adds its own offset (so guest
+    /// writes to the counter work) and freezes it under `mcountinhibit`;
+    /// the model only has to return a monotonic count of `event`.
+    #[inline(always)]
+    fn hpm_counter(&self, _index: u16, _event: u64) -> u64 {
         0
     }
 }
