@@ -24,6 +24,9 @@ pub enum ObserveError {
     /// A `/proc/<pid>/maps` line is malformed.
     #[error("{name} line {line}: expected `START-END PERMS OFFSET DEV INODE [PATH]`, found {text:?}")]
     MapsLine { name: String, line: usize, text: String },
+    /// A `/proc/modules` line is malformed.
+    #[error("{name} line {line}: expected `NAME SIZE REFS DEPS STATE 0xADDRESS`, found {text:?}")]
+    ModulesLine { name: String, line: usize, text: String },
     /// A stat name is not a dotted identifier.
     #[error("stat name {name:?} is invalid: {reason}")]
     StatName { name: String, reason: &'static str },

@@ -18,7 +18,7 @@ pub mod stats;
 pub mod symbols;
 
 pub use error::{ObserveError, Result};
-pub use event::{cause_name, syscall_name, Event, EventKind};
+pub use event::{cause_name, syscall_name, syscall_number, Event, EventKind};
 pub use itrace::{ItraceLine, LineAccess, LineTouch, StallCause, SymbolOffset};
 pub use phase::{HartCounts, Phase, PhaseRecorder};
 pub use record::Observations;
@@ -26,5 +26,5 @@ pub use sample::{Privilege, Sample};
 pub use stats::{Stat, StatBlock, StatValue, Unit};
 pub use symbols::{
     AddressSpace, Frame, Mapping, NoUserSpace, Process, ResolvedSample, SatpResolver, Space, SymbolTable, Symbolizer,
-    UserImage, UserResolver,
+    UserBinary, UserIdentifier, UserImage, UserResolver,
 };

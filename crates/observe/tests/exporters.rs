@@ -124,6 +124,20 @@ fn hot_functions_table() {
 }
 
 #[test]
+fn hot_functions_split_by_place() {
+    let hot = HotFunctions::compute(&samples(), &symbolizer(), PERIOD);
+    assert_eq!(
+        hot.places(),
+        vec![("kernel".to_string(), 2), ("[unknown]".to_string(), 1), ("busybox".to_string(), 1), ("firmware".to_string(), 1)]
+    );
+    let md = hot.to_markdown_by_place("P87 shell", 1);
+    assert!(md.starts_with("**P87 shell** — 5 samples, one every 1,024 cycles\n\n| where | samples | share |\n"), "{md}");
+    assert!(md.contains("| kernel | 2 | 40.0% |\n"), "{md}");
+    assert!(md.contains("\n### kernel — 2 samples\n\n| # | symbol | samples | share | share of place |\n|--:|:--|--:|--:|--:|\n| 1 | n_tty_write | 2 | 40.0% | 100.0% |\n"), "{md}");
+    assert!(md.contains("### firmware — 1 samples\n\n| # | symbol | samples | share | share of place |\n|--:|:--|--:|--:|--:|\n| 1 | sbi_console_putc | 1 | 20.0% | 100.0% |\n"), "{md}");
+}
+
+#[test]
 fn flamegraph_exact_for_two_stacks() {
     let folded = vec![("a;b".to_string(), 3), ("a;c<x>".to_string(), 1)];
     let opts = FlamegraphOptions { title: "t".into(), width: 120, ..FlamegraphOptions::default() };

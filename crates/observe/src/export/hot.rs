@@ -51,6 +51,64 @@ impl HotFunctions {
         self.rows.iter().filter(|r| r.symbol == symbol && r.place == place).map(|r| r.samples).sum()
     }
 
+    /// Samples per place (`kernel`, `firmware`, each user binary), most first.
+    pub fn places(&self) -> Vec<(String, u64)> {
+        let mut by: BTreeMap<&str, u64> = BTreeMap::new();
+        for r in &self.rows {
+            *by.entry(&r.place).or_default() += r.samples;
+        }
+        let mut v: Vec<(String, u64)> = by.into_iter().map(|(p, n)| (p.to_string(), n)).collect();
+        v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        v
+    }
+
+    /// Markdown: a summary of samples per place, then one table per place
+    /// (its `top` rows, shares of all samples and of the place's samples).
+    pub fn to_markdown_by_place(&self, title: &str, top: usize) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "**{}** — {} samples, one every {} cycles\n",
+            md_cell(title),
+            thousands(self.total_samples),
+            thousands(self.period)
+        );
+        let places = self.places();
+        out.push_str("| where | samples | share |\n|:--|--:|--:|\n");
+        for (place, n) in &places {
+            let _ = writeln!(out, "| {} | {} | {} |", md_cell(place), thousands(*n), percent(*n, self.total_samples));
+        }
+        for (place, n) in &places {
+            let _ = writeln!(out, "\n### {} — {} samples\n", md_cell(place), thousands(*n));
+            out.push_str("| # | symbol | samples | share | share of place |\n|--:|:--|--:|--:|--:|\n");
+            let rows: Vec<&HotRow> = self.rows.iter().filter(|r| &r.place == place).collect();
+            for (i, r) in rows.iter().take(top).enumerate() {
+                let _ = writeln!(
+                    out,
+                    "| {} | {} | {} | {} | {} |",
+                    i + 1,
+                    md_cell(&r.symbol),
+                    thousands(r.samples),
+                    percent(r.samples, self.total_samples),
+                    percent(r.samples, *n)
+                );
+            }
+            if rows.len() > top {
+                let rest: u64 = rows[top..].iter().map(|r| r.samples).sum();
+                let _ = writeln!(
+                    out,
+                    "| {} | ({} more symbols) | {} | {} | {} |",
+                    top + 1,
+                    rows.len() - top,
+                    thousands(rest),
+                    percent(rest, self.total_samples),
+                    percent(rest, *n)
+                );
+            }
+        }
+        out
+    }
+
     /// Markdown: the `top` rows, then `(remaining)` for all the others.
     pub fn to_markdown(&self, title: &str, top: usize) -> String {
         let mut out = String::new();

@@ -2,9 +2,11 @@
 
 pub mod symbolizer;
 pub mod table;
+pub mod user;
 
 pub use symbolizer::{
     satp_root, AddressSpace, Frame, ImageId, Mapping, NoUserSpace, Process, ResolvedSample, SatpResolver, Space,
     Symbolizer, UserImage, UserResolver, FIRMWARE_DSO, KERNEL_DSO, UNKNOWN,
 };
-pub use table::{parse_proc_maps, LoadSegment, MapsEntry, Symbol, SymbolTable};
+pub use table::{parse_proc_maps, parse_proc_modules, LoadSegment, MapsEntry, ModuleLoad, Symbol, SymbolTable};
+pub use user::{UserBinary, UserIdentifier};

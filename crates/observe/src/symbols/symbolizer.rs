@@ -189,18 +189,21 @@ pub struct ResolvedSample<'a> {
 pub struct Symbolizer<R = NoUserSpace> {
     firmware: Option<SymbolTable>,
     kernel: Option<SymbolTable>,
+    /// Where the kernel image sits in physical memory: `(pa_start, pa_end,
+    /// va_start)`, to name S-mode PCs taken before the MMU is on.
+    kernel_physical: Option<(u64, u64, u64)>,
     user: R,
 }
 
 impl Symbolizer<NoUserSpace> {
     pub fn new() -> Self {
-        Symbolizer { firmware: None, kernel: None, user: NoUserSpace }
+        Symbolizer { firmware: None, kernel: None, kernel_physical: None, user: NoUserSpace }
     }
 }
 
 impl<R: UserResolver> Symbolizer<R> {
     pub fn with_user(user: R) -> Self {
-        Symbolizer { firmware: None, kernel: None, user }
+        Symbolizer { firmware: None, kernel: None, kernel_physical: None, user }
     }
 
     pub fn set_firmware(&mut self, table: SymbolTable) -> &mut Self {
@@ -210,6 +213,14 @@ impl<R: UserResolver> Symbolizer<R> {
 
     pub fn set_kernel(&mut self, table: SymbolTable) -> &mut Self {
         self.kernel = Some(table);
+        self
+    }
+
+    /// The kernel image occupies physical `[pa_start, pa_end)` and is linked
+    /// at `va_start`: S-mode addresses in that range (before `satp` turns
+    /// translation on) are looked up at their link address.
+    pub fn set_kernel_physical(&mut self, pa_start: u64, pa_end: u64, va_start: u64) -> &mut Self {
+        self.kernel_physical = Some((pa_start, pa_end, va_start));
         self
     }
 
@@ -232,7 +243,8 @@ impl<R: UserResolver> Symbolizer<R> {
             // A kernel call chain may run into the user stack it came from.
             Privilege::Supervisor => {
                 let kernel_has = self.kernel.as_ref().is_some_and(|k| k.lookup(addr.wrapping_sub(1)).is_some());
-                if kernel_has || addr >> 63 == 1 {
+                let physical = self.kernel_physical.is_some_and(|(lo, hi, _)| (lo..hi).contains(&addr));
+                if kernel_has || physical || addr >> 63 == 1 {
                     Space::Kernel
                 } else {
                     Space::User
@@ -259,8 +271,12 @@ impl<R: UserResolver> Symbolizer<R> {
                 (dso, addr, sym)
             }
             Space::Kernel => {
-                let (dso, sym) = from_table(self.kernel.as_ref(), KERNEL_DSO, probe(addr));
-                (dso, addr, sym)
+                let link = match self.kernel_physical {
+                    Some((lo, hi, va)) if (lo..hi).contains(&addr) => addr - lo + va,
+                    _ => addr,
+                };
+                let (dso, sym) = from_table(self.kernel.as_ref(), KERNEL_DSO, probe(link));
+                (dso, link, sym)
             }
             Space::User => match self.user.image(at, addr) {
                 Some(img) => {
@@ -348,6 +364,18 @@ mod tests {
         assert_eq!((f.symbol, f.dso), (None, UNKNOWN));
         let other = AddressSpace { satp: 0x8000_0000_0000_0001, ..at };
         assert_eq!(s.resolve(Privilege::User, other, 0x10104, false).symbol, None);
+    }
+
+    #[test]
+    fn physical_kernel_addresses_resolve_at_their_link_address() {
+        let mut s = symbolizer();
+        let at = AddressSpace { hart: 0, cycle: 5, satp: 0 };
+        assert_eq!(s.resolve(Privilege::Supervisor, at, 0x8020_1008, false).symbol, None);
+        s.set_kernel_physical(0x8020_0000, 0x8120_0000, 0xffffffff80000000);
+        let f = s.resolve(Privilege::Supervisor, at, 0x8020_1008, false);
+        assert_eq!((f.symbol, f.offset, f.addr, f.file_addr), (Some("handle_exception"), 8, 0x8020_1008, 0xffffffff80001008));
+        let f = s.resolve(Privilege::Supervisor, at, 0x8020_1010, true);
+        assert_eq!((f.symbol, f.space), (Some("handle_exception"), Space::Kernel));
     }
 
     #[test]

@@ -270,6 +270,108 @@ impl SymbolTable {
     }
 }
 
+impl SymbolTable {
+    /// Whether the file was position independent (ET_DYN): its runtime
+    /// addresses are its link addresses plus a load bias.
+    pub fn is_position_independent(&self) -> bool {
+        self.position_independent
+    }
+
+    /// The file's segments (link addresses, file ranges).
+    pub fn segments(&self) -> &[LoadSegment] {
+        &self.segments
+    }
+
+    /// The same table with every symbol moved up by `delta` (wrapping): a
+    /// position-independent binary loaded at `delta`, such as OpenSBI's
+    /// `fw_jump.elf` (linked at 0) at 0x8000_0000.
+    pub fn shifted(&self, delta: u64) -> SymbolTable {
+        let symbols = self
+            .symbols
+            .iter()
+            .map(|s| Symbol { start: s.start.wrapping_add(delta), end: s.end.wrapping_add(delta), ..s.clone() })
+            .collect();
+        let segments =
+            self.segments.iter().map(|g| LoadSegment { vaddr: g.vaddr.wrapping_add(delta), ..*g }).collect();
+        from_symbols(&self.name, symbols, segments, false)
+    }
+
+    /// Kernel-module symbols moved from where the capture boot loaded each
+    /// module (`captured`) to where this run loaded it (`now`), both as
+    /// `/proc/modules` lists. Returns the table and the modules that could
+    /// not be placed (absent from either list, or with a hidden address);
+    /// their symbols are dropped rather than left at a wrong address.
+    pub fn with_module_bases(&self, captured: &[ModuleLoad], now: &[ModuleLoad]) -> (SymbolTable, Vec<String>) {
+        let base_of = |list: &[ModuleLoad], name: &str| list.iter().find(|m| m.name == name && m.base != 0).map(|m| m.base);
+        let mut unplaced: Vec<String> = Vec::new();
+        let mut symbols = Vec::with_capacity(self.symbols.len());
+        for s in &self.symbols {
+            let Some(module) = s.module.as_deref() else {
+                symbols.push(s.clone());
+                continue;
+            };
+            match (base_of(captured, module), base_of(now, module)) {
+                (Some(a), Some(b)) => {
+                    let delta = b.wrapping_sub(a);
+                    symbols.push(Symbol { start: s.start.wrapping_add(delta), end: s.end.wrapping_add(delta), ..s.clone() });
+                }
+                _ => {
+                    if !unplaced.iter().any(|m| m == module) {
+                        unplaced.push(module.to_string());
+                    }
+                }
+            }
+        }
+        unplaced.sort();
+        (from_symbols(&self.name, symbols, self.segments.clone(), self.position_independent), unplaced)
+    }
+}
+
+/// A table from finished symbols (sorted here; the first of two symbols at
+/// one address wins, as `build` would have chosen it already).
+fn from_symbols(name: &str, mut symbols: Vec<Symbol>, segments: Vec<LoadSegment>, pi: bool) -> SymbolTable {
+    symbols.sort_by_key(|s| s.start);
+    symbols.dedup_by_key(|s| s.start);
+    let starts = symbols.iter().map(|s| s.start).collect();
+    let mut max_end = Vec::with_capacity(symbols.len());
+    let mut m = 0;
+    for s in &symbols {
+        m = m.max(s.end);
+        max_end.push(m);
+    }
+    SymbolTable { name: name.to_string(), symbols, starts, max_end, segments, position_independent: pi }
+}
+
+/// One line of `/proc/modules`: a loaded module and its base address.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModuleLoad {
+    pub name: String,
+    pub size: u64,
+    /// Load address (0 when the kernel hid it).
+    pub base: u64,
+}
+
+/// Parse `/proc/modules` text (`NAME SIZE REFS DEPS STATE ADDRESS ...`);
+/// `source` names it in errors.
+pub fn parse_proc_modules(source: &str, text: &str) -> Result<Vec<ModuleLoad>> {
+    let mut out = Vec::new();
+    for (n, raw) in text.lines().enumerate() {
+        if raw.trim().is_empty() {
+            continue;
+        }
+        let bad = || ObserveError::ModulesLine { name: source.to_string(), line: n + 1, text: raw.to_string() };
+        let fields: Vec<&str> = raw.split_whitespace().collect();
+        if fields.len() < 6 {
+            return Err(bad());
+        }
+        let size = fields[1].parse().map_err(|_| bad())?;
+        let addr = fields[5].strip_prefix("0x").ok_or_else(bad)?;
+        let base = u64::from_str_radix(addr, 16).map_err(|_| bad())?;
+        out.push(ModuleLoad { name: fields[0].to_string(), size, base });
+    }
+    Ok(out)
+}
+
 /// `sparse`: the symbols are a stripped file's exports only. Then an
 /// unsized label names its own address and nothing more, since the next
 /// exported symbol says nothing about where the label's code ends.
@@ -485,6 +587,35 @@ ffffffff01000040 T nvme_probe\t[nvme]
     fn guest_supplied_names_are_kept_on_one_line() {
         let t = SymbolTable::from_ranges("x", [(0, 4, "a\nb".to_string())]);
         assert_eq!(t.lookup(1), Some(("a?b", 1)));
+    }
+
+    #[test]
+    fn shifting_and_module_relocation() {
+        let t = SymbolTable::from_kallsyms("test", KALLSYMS).unwrap();
+        let captured = parse_proc_modules(
+            "kallsyms-modules",
+            "nvme 94208 0 - Live 0xffffffff01000000\nother 100 0 - Live 0xffffffff09000000\n",
+        )
+        .unwrap();
+        assert_eq!(captured[0], ModuleLoad { name: "nvme".into(), size: 94208, base: 0xffffffff01000000 });
+        let now = parse_proc_modules("modules", "nvme 94208 0 - Live 0xffffffff02000000 (O)\n").unwrap();
+        let (moved, unplaced) = t.with_module_bases(&captured, &now);
+        assert!(unplaced.is_empty());
+        assert_eq!(moved.lookup(0xffffffff02000010), Some(("nvme_irq", 0x10)));
+        assert_eq!(moved.lookup(0xffffffff01000010), None);
+        assert_eq!(moved.lookup(0xffffffff80001004), Some(("handle_exception", 4)), "kernel symbols stay");
+        // A module this run did not load loses its symbols.
+        let (gone, unplaced) = t.with_module_bases(&captured, &[]);
+        assert_eq!(unplaced, vec!["nvme".to_string()]);
+        assert_eq!(gone.lookup(0xffffffff01000010), None);
+
+        let s = SymbolTable::from_ranges("fw", [(0x10, 0x20, "sbi_trap_handler".to_string())]).shifted(0x8000_0000);
+        assert_eq!(s.lookup(0x8000_0018), Some(("sbi_trap_handler", 8)));
+        assert_eq!(s.lookup(0x18), None);
+
+        let e = parse_proc_modules("modules", "nvme 12 0 - Live ffff\n").unwrap_err();
+        assert_eq!(e.to_string(), "modules line 1: expected `NAME SIZE REFS DEPS STATE 0xADDRESS`, found \"nvme 12 0 - Live ffff\"");
+        assert!(parse_proc_modules("modules", "short line\n").is_err());
     }
 
     #[test]
