@@ -3,6 +3,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod cmd_bench;
 mod cmd_boot;
 mod cmd_guest;
 
@@ -20,6 +21,8 @@ enum Command {
     Guest(cmd_guest::GuestCmd),
     /// Boot a guest image or QEMU-style files (also: `hartscope -bios ... -kernel ...`).
     Boot(cmd_boot::BootArgs),
+    /// Time a Linux boot and a CPU-bound program on hartscope and on QEMU, side by side.
+    Bench(cmd_bench::BenchArgs),
 }
 
 fn main() {
@@ -27,6 +30,7 @@ fn main() {
     let result: Result<i32, String> = match cli.command {
         Command::Guest(cmd) => cmd_guest::run(cmd),
         Command::Boot(args) => cmd_boot::run(args),
+        Command::Bench(args) => cmd_bench::run(args),
     };
     match result {
         Ok(code) => std::process::exit(code),

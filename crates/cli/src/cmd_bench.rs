@@ -1,0 +1,567 @@
+//! `hartscope bench`: hartscope and QEMU side by side on the same inputs.
+//!
+//! Two measurements, each repeated and interleaved (hartscope, QEMU,
+//! hartscope, ...) so the noise of a shared machine hits both alike:
+//! a Linux boot of a guest image with a fixed workload to power-off, and
+//! the bare-metal build of `guest/workloads/cpubound.c`. It prints figures;
+//! it never judges them.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use serde::Serialize;
+
+const QEMU: &str = "qemu-system-riscv64";
+const BARE_CC: &str = "riscv64-unknown-elf-gcc";
+/// Rounds of the bare-metal cpubound kernel: about 1.7 billion instructions.
+const BARE_ROUNDS: u32 = 300;
+/// Longest any single run may take before the bench gives up on it.
+const RUN_TIMEOUT: Duration = Duration::from_secs(900);
+const AGENT_STATUS: &str = "hartscope-agent: workload exited with status ";
+
+const WHY_BARE_METAL: &str = "bare metal rather than inside Linux: the program is then the whole run, \
+so nothing has to be subtracted (a Linux boot takes seconds and varies on a shared machine by more than \
+the program's own time); both sides execute the same ELF and therefore the same instructions, so QEMU's \
+MIPS is hartscope's instruction count over QEMU's wall time";
+
+#[derive(Args, Debug, Clone)]
+pub struct BenchArgs {
+    /// Guest image to boot (see `hartscope guest build`).
+    #[arg(long, default_value = "debian")]
+    pub image: String,
+    /// Number of harts for the Linux boot (QEMU gets the same -smp).
+    #[arg(long, default_value_t = 2)]
+    pub smp: usize,
+    /// RAM size for the Linux boot: 512, 512M, 2G (MiB when no unit).
+    #[arg(short = 'm', long = "memory", default_value = "512M", value_parser = parse_mib)]
+    pub mem_mib: u64,
+    /// Repetitions of each measurement; medians are reported.
+    #[arg(long, default_value_t = 3)]
+    pub repeat: usize,
+    /// Workload of the Linux boot (script or directory with run.sh); default the P87 shell session.
+    #[arg(long)]
+    pub workload: Option<PathBuf>,
+    /// Also write the figures as JSON to this file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+fn parse_mib(s: &str) -> Result<u64, String> {
+    let bad = || format!("`{s}` is not a memory size in whole MiB (e.g. 512, 512M, 2G)");
+    let t = s.trim_end_matches(['B', 'b']).trim_end_matches('i');
+    let (num, shift) = match t.chars().last() {
+        Some('M' | 'm') => (&t[..t.len() - 1], 0),
+        Some('G' | 'g') => (&t[..t.len() - 1], 10),
+        _ => (t, 0),
+    };
+    let n: u64 = num.parse().map_err(|_| bad())?;
+    n.checked_shl(shift).filter(|&v| v > 0 && v >> shift == n).ok_or_else(bad)
+}
+
+/// One finished child process: wall time and the CPU time it used (all its threads).
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Timing {
+    pub wall_s: f64,
+    pub cpu_s: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct HartscopeRun {
+    pub wall_s: f64,
+    pub cpu_s: f64,
+    /// Guest instructions per second of hartscope's own host time (from its stats).
+    pub mips: f64,
+    pub instret: u64,
+    pub cycles: u64,
+    pub guest_s: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Pair {
+    pub hartscope: HartscopeRun,
+    pub qemu: Option<Timing>,
+    /// hartscope wall / QEMU wall.
+    pub ratio: Option<f64>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Medians {
+    pub hartscope_wall_s: f64,
+    pub hartscope_mips: f64,
+    pub qemu_wall_s: Option<f64>,
+    /// For the bare-metal program: hartscope's instruction count / QEMU's median wall time.
+    pub qemu_mips_estimate: Option<f64>,
+    /// Median of the per-repetition ratios hartscope wall / QEMU wall.
+    pub ratio: Option<f64>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Section {
+    pub what: String,
+    pub hartscope_command: String,
+    pub qemu_command: Option<String>,
+    pub runs: Vec<Pair>,
+    pub median: Medians,
+    pub note: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct BenchReport {
+    pub image: String,
+    pub smp: usize,
+    pub mem_mib: u64,
+    pub repeat: usize,
+    pub workload: String,
+    /// `qemu-system-riscv64 --version` when QEMU ran.
+    pub qemu_version: Option<String>,
+    /// Why QEMU was not run, when it was not.
+    pub qemu_not_run: Option<String>,
+    pub load_average_before: Option<String>,
+    pub load_average_after: Option<String>,
+    pub linux_boot: Section,
+    pub cpubound: Option<Section>,
+    /// Why the CPU-bound program was not measured, when it was not.
+    pub cpubound_not_measured: Option<String>,
+}
+
+/// A scratch directory removed when the bench ends.
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+pub fn run(args: BenchArgs) -> Result<i32, String> {
+    if args.repeat == 0 {
+        return Err("--repeat 0: give at least one repetition".into());
+    }
+    if args.smp == 0 || args.smp > hs_machine::layout::MAX_HARTS {
+        return Err(format!("--smp {}: this machine supports 1 to {} harts", args.smp, hs_machine::layout::MAX_HARTS));
+    }
+    let image = hs_guest::find(&args.image).map_err(|e| e.to_string())?;
+    let guest_dir = hs_guest::Builder::from_env().guest_dir;
+    let workload = args.workload.clone().unwrap_or_else(|| guest_dir.join("workloads/p87-shell"));
+    let me = std::env::current_exe().map_err(|e| format!("cannot find the hartscope executable: {e}"))?;
+
+    let scratch = Scratch(std::env::temp_dir().join(format!("hartscope-bench-{}", std::process::id())));
+    std::fs::create_dir_all(&scratch.0).map_err(|e| format!("cannot create {}: {e}", scratch.0.display()))?;
+    let initrd = scratch.0.join("initrd");
+    let initrd_bytes = hs_guest::workload_initrd(&image, &workload).map_err(|e| e.to_string())?;
+    std::fs::write(&initrd, initrd_bytes).map_err(|e| format!("cannot write {}: {e}", initrd.display()))?;
+
+    let qemu = qemu_version();
+    let load_before = load_average();
+    eprintln!(
+        "hartscope bench: image `{}`, --smp {}, -m {}M, workload {}, {} repetition(s); QEMU: {}",
+        args.image,
+        args.smp,
+        args.mem_mib,
+        workload.display(),
+        args.repeat,
+        qemu.as_deref().unwrap_or_else(|e| e)
+    );
+
+    let linux_boot = bench_linux(&args, &me, &image, &workload, &initrd, qemu.is_ok(), &scratch.0)?;
+    let cpubound = bench_cpubound(&args, &me, &guest_dir, qemu.is_ok(), &scratch.0);
+    let report = BenchReport {
+        image: args.image.clone(),
+        smp: args.smp,
+        mem_mib: args.mem_mib,
+        repeat: args.repeat,
+        workload: workload.display().to_string(),
+        qemu_version: qemu.as_ref().ok().cloned(),
+        qemu_not_run: qemu.as_ref().err().cloned(),
+        load_average_before: load_before,
+        load_average_after: load_average(),
+        linux_boot,
+        cpubound_not_measured: cpubound.as_ref().err().cloned(),
+        cpubound: cpubound.ok(),
+    };
+    print!("{}", render(&report));
+    if let Some(path) = &args.json {
+        let text = serde_json::to_string_pretty(&report).map_err(|e| format!("cannot encode the figures: {e}"))?;
+        std::fs::write(path, text + "\n").map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    Ok(0)
+}
+
+fn bench_linux(
+    args: &BenchArgs,
+    me: &Path,
+    image: &hs_guest::ImageDir,
+    workload: &Path,
+    initrd: &Path,
+    with_qemu: bool,
+    scratch: &Path,
+) -> Result<Section, String> {
+    let stats = scratch.join("boot-stats.json");
+    let mut hs = Command::new(me);
+    hs.arg("boot")
+        .args(["--image", &args.image, "--smp", &args.smp.to_string(), "-m", &format!("{}M", args.mem_mib)])
+        .arg("--workload")
+        .arg(workload)
+        .arg("--stats-json")
+        .arg(&stats);
+    let boot = hs_guest::qemu::QemuBoot {
+        firmware: &image.firmware,
+        kernel: &image.kernel,
+        initrd,
+        append: &image.default_append,
+        smp: args.smp as u32,
+        memory_mib: args.mem_mib as u32,
+        timeout: RUN_TIMEOUT,
+        console_log: scratch.join("qemu-console.txt"),
+    };
+    let mut runs = Vec::new();
+    for rep in 1..=args.repeat {
+        eprintln!("hartscope bench: Linux boot {rep}/{}: hartscope", args.repeat);
+        let console = scratch.join("hartscope-console.txt");
+        let t = timed(&mut hs, &console, &scratch.join("hartscope-stderr.txt"))?;
+        let status = agent_status(&console).ok_or_else(|| run_failed("hartscope", &console))?;
+        let h = hartscope_run(t, &stats)?;
+        let q = if with_qemu {
+            eprintln!("hartscope bench: Linux boot {rep}/{}: QEMU", args.repeat);
+            let log = boot.console_log.clone();
+            let t = timed(&mut boot.command(), &log, &scratch.join("qemu-stderr.txt"))?;
+            match agent_status(&log) {
+                Some(s) if s == status => Some(t),
+                Some(s) => return Err(format!("the workload exited with status {status} on hartscope but {s} on QEMU")),
+                None => return Err(run_failed("QEMU", &log)),
+            }
+        } else {
+            None
+        };
+        runs.push(pair(h, q));
+    }
+    Ok(Section {
+        what: format!("Linux boot of image `{}` with workload {} to power-off", args.image, workload.display()),
+        hartscope_command: show(&hs),
+        qemu_command: with_qemu.then(|| show(&boot.command())),
+        median: medians(&runs, false),
+        runs,
+        note: "same firmware, kernel, initrd + workload, append, -smp and -m on both; QEMU (TCG) runs one host \
+               thread per hart, so with -smp > 1 its CPU time can exceed its wall time"
+            .into(),
+    })
+}
+
+fn bench_cpubound(args: &BenchArgs, me: &Path, guest_dir: &Path, with_qemu: bool, scratch: &Path) -> Result<Section, String> {
+    let elf = build_bare_cpubound(guest_dir, scratch)?;
+    let stats = scratch.join("cpubound-stats.json");
+    let mut hs = Command::new(me);
+    hs.args(["boot", "--bios", "none", "--kernel"]).arg(&elf).arg("--stats-json").arg(&stats);
+    let mut qemu = Command::new(QEMU);
+    qemu.args(["-M", "spike", "-bios", "none", "-nographic", "-monitor", "none", "-kernel"]).arg(&elf);
+    let mut runs = Vec::new();
+    for rep in 1..=args.repeat {
+        eprintln!("hartscope bench: cpubound {rep}/{}: hartscope", args.repeat);
+        let out = scratch.join("cpubound-hartscope.txt");
+        let t = timed(&mut hs, &out, &scratch.join("cpubound-hartscope-stderr.txt"))?;
+        let mine = checksum_line(&out).ok_or_else(|| run_failed("hartscope (cpubound)", &out))?;
+        let h = hartscope_run(t, &stats)?;
+        let q = if with_qemu {
+            eprintln!("hartscope bench: cpubound {rep}/{}: QEMU", args.repeat);
+            let out = scratch.join("cpubound-qemu.txt");
+            let t = timed(&mut qemu, &out, &scratch.join("cpubound-qemu-stderr.txt"))?;
+            match checksum_line(&out) {
+                Some(theirs) if theirs == mine => Some(t),
+                Some(theirs) => return Err(format!("cpubound printed `{mine}` on hartscope but `{theirs}` on QEMU")),
+                None => return Err(run_failed("QEMU (cpubound)", &out)),
+            }
+        } else {
+            None
+        };
+        runs.push(pair(h, q));
+    }
+    Ok(Section {
+        what: format!("guest/workloads/cpubound.c, {BARE_ROUNDS} rounds, bare metal (-bios none), one hart"),
+        hartscope_command: show(&hs),
+        qemu_command: with_qemu.then(|| show(&qemu)),
+        median: medians(&runs, true),
+        runs,
+        note: WHY_BARE_METAL.into(),
+    })
+}
+
+/// Builds the bare-metal cpubound ELF into `scratch`.
+fn build_bare_cpubound(guest_dir: &Path, scratch: &Path) -> Result<PathBuf, String> {
+    let src = guest_dir.join("workloads/cpubound.c");
+    let ld = guest_dir.join("workloads/cpubound-bare.ld");
+    let elf = scratch.join("cpubound.elf");
+    let out = Command::new(BARE_CC)
+        .args(["-DCPUBOUND_BARE_METAL", &format!("-DDEFAULT_ROUNDS={BARE_ROUNDS}"), "-O2", "-march=rv64gc", "-mabi=lp64d"])
+        .args(["-mcmodel=medany", "-ffreestanding", "-fno-builtin", "-fno-tree-loop-distribute-patterns"])
+        .args(["-nostdlib", "-nostartfiles", "-static", "-Wl,--no-warn-rwx-segments", "-T"])
+        .arg(&ld)
+        .arg(&src)
+        .arg("-lgcc")
+        .arg("-o")
+        .arg(&elf)
+        .output()
+        .map_err(|e| format!("cannot run {BARE_CC} (install Debian package gcc-riscv64-unknown-elf): {e}"))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let first = err.lines().find(|l| l.contains("error")).unwrap_or_else(|| err.lines().next().unwrap_or(""));
+        return Err(format!("{} does not build for bare metal: {first}", src.display()));
+    }
+    Ok(elf)
+}
+
+/// Runs `cmd` with stdout to `out` and stderr to `err`, timing it; a
+/// non-zero exit is not an error here (the caller checks the output).
+fn timed(cmd: &mut Command, out: &Path, err: &Path) -> Result<Timing, String> {
+    let open = |p: &Path| File::create(p).map_err(|e| format!("cannot create {}: {e}", p.display()));
+    let program = cmd.get_program().to_string_lossy().into_owned();
+    let cpu_before = children_cpu_seconds();
+    let started = Instant::now();
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(open(out)?)
+        .stderr(open(err)?)
+        .spawn()
+        .map_err(|e| format!("cannot start {program}: {e}"))?;
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if started.elapsed() > RUN_TIMEOUT => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("{program} did not finish within {} s; its output is in {}", RUN_TIMEOUT.as_secs(), out.display()));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(2)),
+            Err(e) => return Err(format!("cannot wait for {program}: {e}")),
+        }
+    }
+    let wall_s = started.elapsed().as_secs_f64();
+    Ok(Timing { wall_s, cpu_s: children_cpu_seconds() - cpu_before })
+}
+
+/// User + system time of all waited-for children so far.
+fn children_cpu_seconds() -> f64 {
+    // SAFETY: getrusage fills the zeroed struct it is given.
+    let ru = unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru);
+        ru
+    };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    secs(ru.ru_utime) + secs(ru.ru_stime)
+}
+
+fn hartscope_run(t: Timing, stats: &Path) -> Result<HartscopeRun, String> {
+    let text = std::fs::read_to_string(stats).map_err(|e| format!("cannot read hartscope's stats {}: {e}", stats.display()))?;
+    let v: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("hartscope's stats {} are not JSON: {e}", stats.display()))?;
+    let num = |k: &str| v.get(k).and_then(serde_json::Value::as_f64);
+    let field = |k: &str| num(k).ok_or_else(|| format!("hartscope's stats {} have no number `{k}`", stats.display()));
+    Ok(HartscopeRun {
+        wall_s: t.wall_s,
+        cpu_s: t.cpu_s,
+        mips: field("mips")?,
+        instret: v.get("instret").and_then(serde_json::Value::as_u64).unwrap_or(0),
+        cycles: v.get("cycles").and_then(serde_json::Value::as_u64).unwrap_or(0),
+        guest_s: field("guest_seconds")?,
+    })
+}
+
+fn pair(hartscope: HartscopeRun, qemu: Option<Timing>) -> Pair {
+    let ratio = qemu.map(|q| hartscope.wall_s / q.wall_s);
+    Pair { hartscope, qemu, ratio }
+}
+
+pub fn median(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
+}
+
+fn medians(runs: &[Pair], estimate_qemu_mips: bool) -> Medians {
+    let hs_wall = median(runs.iter().map(|r| r.hartscope.wall_s).collect()).unwrap_or(0.0);
+    let qemu_wall = median(runs.iter().filter_map(|r| r.qemu.map(|q| q.wall_s)).collect());
+    let instret = runs.first().map_or(0, |r| r.hartscope.instret);
+    Medians {
+        hartscope_wall_s: hs_wall,
+        hartscope_mips: median(runs.iter().map(|r| r.hartscope.mips).collect()).unwrap_or(0.0),
+        qemu_wall_s: qemu_wall,
+        qemu_mips_estimate: qemu_wall.filter(|_| estimate_qemu_mips).map(|w| instret as f64 / w / 1e6),
+        ratio: median(runs.iter().filter_map(|r| r.ratio).collect()),
+    }
+}
+
+/// The agent's exit-status line in a console log.
+fn agent_status(console: &Path) -> Option<i64> {
+    let text = String::from_utf8_lossy(&std::fs::read(console).ok()?).replace('\r', "");
+    let status = text.lines().find_map(|l| l.trim().strip_prefix(AGENT_STATUS))?.trim().parse().ok()?;
+    text.contains("reboot: Power down").then_some(status)
+}
+
+fn checksum_line(out: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(out).ok()?;
+    text.lines().find(|l| l.starts_with("cpubound: ")).map(|l| l.trim().to_string())
+}
+
+fn run_failed(who: &str, log: &Path) -> String {
+    let text = std::fs::read(log).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
+    let last = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("(no output)").trim().to_string();
+    format!("the {who} run did not finish its workload; its output ended with: {last}")
+}
+
+fn qemu_version() -> Result<String, String> {
+    match Command::new(QEMU).arg("--version").stdin(Stdio::null()).output() {
+        Ok(o) if o.status.success() => {
+            Ok(String::from_utf8_lossy(&o.stdout).lines().next().unwrap_or(QEMU).trim().to_string())
+        }
+        Ok(_) => Err(format!("{QEMU} --version failed: QEMU not run, hartscope's figures alone")),
+        Err(_) => Err(format!(
+            "{QEMU} is not installed (Debian package qemu-system-misc): QEMU not run, hartscope's figures alone"
+        )),
+    }
+}
+
+fn load_average() -> Option<String> {
+    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    Some(text.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+}
+
+fn show(cmd: &Command) -> String {
+    let mut parts = vec![cmd.get_program().to_string_lossy().into_owned()];
+    parts.extend(cmd.get_args().map(|a| {
+        let a = a.to_string_lossy();
+        if a.is_empty() || a.contains(' ') { format!("'{a}'") } else { a.into_owned() }
+    }));
+    parts.join(" ")
+}
+
+fn fmt_opt(v: Option<f64>, digits: usize) -> String {
+    v.map_or_else(|| "–".into(), |x| format!("{x:.digits$}"))
+}
+
+/// The report as Markdown tables.
+pub fn render(r: &BenchReport) -> String {
+    let mut s = String::new();
+    s.push_str(&format!(
+        "# hartscope bench\n\nimage `{}`, --smp {}, -m {}M, {} repetition(s), interleaved\n",
+        r.image, r.smp, r.mem_mib, r.repeat
+    ));
+    if let Some(v) = r.qemu_version.as_ref().or(r.qemu_not_run.as_ref()) {
+        s.push_str(&format!("QEMU: {v}\n"));
+    }
+    if let (Some(a), Some(b)) = (&r.load_average_before, &r.load_average_after) {
+        s.push_str(&format!("host load average: {a} before, {b} after (a shared machine: compare side by side)\n"));
+    }
+    s.push_str(&section(&r.linux_boot, false));
+    if let Some(sec) = &r.cpubound {
+        s.push_str(&section(sec, true));
+    }
+    if let Some(why) = &r.cpubound_not_measured {
+        s.push_str(&format!("\n## CPU-bound program\n\nnot measured: {why}\n"));
+    }
+    s
+}
+
+fn section(sec: &Section, bare: bool) -> String {
+    let mut s = format!("\n## {}\n\n", sec.what);
+    s.push_str(&format!("hartscope: `{}`\n", sec.hartscope_command));
+    if let Some(q) = &sec.qemu_command {
+        s.push_str(&format!("QEMU:      `{q}`\n"));
+    }
+    s.push_str(&format!("{}\n\n", sec.note));
+    s.push_str("| run | hartscope wall s | hartscope CPU s | hartscope MIPS | guest s | QEMU wall s | QEMU CPU s | hartscope/QEMU |\n");
+    s.push_str("|--:|--:|--:|--:|--:|--:|--:|--:|\n");
+    for (i, p) in sec.runs.iter().enumerate() {
+        let h = &p.hartscope;
+        s.push_str(&format!(
+            "| {} | {:.2} | {:.2} | {:.1} | {:.3} | {} | {} | {} |\n",
+            i + 1,
+            h.wall_s,
+            h.cpu_s,
+            h.mips,
+            h.guest_s,
+            fmt_opt(p.qemu.map(|q| q.wall_s), 2),
+            fmt_opt(p.qemu.map(|q| q.cpu_s), 2),
+            fmt_opt(p.ratio, 2)
+        ));
+    }
+    let m = &sec.median;
+    s.push_str(&format!(
+        "| median | {:.2} | | {:.1} | | {} | | {} |\n\n",
+        m.hartscope_wall_s,
+        m.hartscope_mips,
+        fmt_opt(m.qemu_wall_s, 2),
+        fmt_opt(m.ratio, 2)
+    ));
+    match m.ratio {
+        Some(ratio) => s.push_str(&format!("hartscope/QEMU wall time, median of the paired runs: {ratio:.2}\n")),
+        None => s.push_str("QEMU not run: no ratio\n"),
+    }
+    if bare {
+        if let Some(q) = m.qemu_mips_estimate {
+            let instret = sec.runs.first().map_or(0, |r| r.hartscope.instret);
+            s.push_str(&format!(
+                "{instret} instructions: hartscope {:.1} MIPS, QEMU about {q:.1} MIPS (that count over its median wall time)\n",
+                m.hartscope_mips
+            ));
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn medians_of_odd_and_even_counts() {
+        assert_eq!(median(vec![]), None);
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(vec![4.0, 1.0, 3.0, 2.0]), Some(2.5));
+    }
+
+    #[test]
+    fn memory_sizes_in_mib() {
+        assert_eq!(parse_mib("512"), Ok(512));
+        assert_eq!(parse_mib("512M"), Ok(512));
+        assert_eq!(parse_mib("2G"), Ok(2048));
+        assert_eq!(parse_mib("1GiB"), Ok(1024));
+        assert!(parse_mib("0").is_err());
+        assert!(parse_mib("lots").is_err());
+        assert!(parse_mib("99999999999999999G").is_err());
+    }
+
+    fn run_of(wall: f64, qemu: Option<f64>) -> Pair {
+        let h = HartscopeRun { wall_s: wall, cpu_s: wall, mips: 100.0 * wall, instret: 1_000_000_000, cycles: 1, guest_s: 1.0 };
+        pair(h, qemu.map(|w| Timing { wall_s: w, cpu_s: w }))
+    }
+
+    #[test]
+    fn ratio_is_the_median_of_paired_runs() {
+        let runs = vec![run_of(10.0, Some(5.0)), run_of(12.0, Some(4.0)), run_of(30.0, Some(20.0))];
+        let m = medians(&runs, true);
+        assert_eq!(m.hartscope_wall_s, 12.0);
+        assert_eq!(m.qemu_wall_s, Some(5.0));
+        assert_eq!(m.ratio, Some(2.0), "ratios 2, 3, 1.5");
+        assert_eq!(m.qemu_mips_estimate, Some(200.0), "1e9 instructions in 5 s");
+        let alone = medians(&[run_of(10.0, None)], true);
+        assert_eq!((alone.qemu_wall_s, alone.ratio, alone.qemu_mips_estimate), (None, None, None));
+    }
+
+    #[test]
+    fn agent_status_needs_the_power_down() {
+        let dir = std::env::temp_dir().join(format!("hs-bench-unit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let log = dir.join("console.txt");
+        std::fs::write(&log, "x\r\nhartscope-agent: workload exited with status 3\r\n").unwrap();
+        assert_eq!(agent_status(&log), None, "no power-off yet");
+        std::fs::write(&log, "hartscope-agent: workload exited with status 3\r\n[ 1.0] reboot: Power down\r\n").unwrap();
+        assert_eq!(agent_status(&log), Some(3));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
