@@ -150,6 +150,8 @@ pub enum Format {
     Count,
     Ratio,
     Seconds,
+    /// A count when the value is whole, else a ratio (stats hold both).
+    Auto,
 }
 
 impl Metric {
@@ -159,7 +161,7 @@ impl Metric {
                 Format::Ratio
             }
             Metric::GuestSeconds => Format::Seconds,
-            Metric::Stat { .. } => Format::Ratio,
+            Metric::Stat { .. } => Format::Auto,
             _ => Format::Count,
         }
     }

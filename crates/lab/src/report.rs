@@ -92,6 +92,8 @@ pub fn format_value(v: f64, f: Format) -> String {
         Format::Count => thousands(v.round() as i64),
         Format::Ratio => format!("{v:.4}"),
         Format::Seconds => format!("{v:.6}"),
+        Format::Auto if v.fract() == 0.0 && v.abs() < 9e18 => thousands(v as i64),
+        Format::Auto => format!("{v:.4}"),
     }
 }
 
@@ -290,7 +292,7 @@ pub fn build(input: &ReportInput) -> Vec<Block> {
         input.headline.clone()
     };
     let mut result = Table { headers, right, rows: Vec::new() };
-    let mut unavailable: Vec<String> = Vec::new();
+    let mut unavailable: Vec<(String, Vec<String>)> = Vec::new();
     let mut charts = Vec::new();
     for m in &headline {
         let values: Vec<Result<f64, Missing>> = runs.iter().map(|r| m.value(&r.record)).collect();
@@ -311,8 +313,9 @@ pub fn build(input: &ReportInput) -> Vec<Block> {
         result.row(row);
         if let Some(Err(e)) = values.iter().find(|v| v.is_err()) {
             let why = e.reason().to_string();
-            if !unavailable.iter().any(|u| u.ends_with(&why)) {
-                unavailable.push(format!("`{m}`: {why}"));
+            match unavailable.iter_mut().find(|(w, _)| *w == why) {
+                Some((_, ms)) => ms.push(format!("`{m}`")),
+                None => unavailable.push((why, vec![format!("`{m}`")])),
             }
         }
         if values.iter().all(|v| v.is_ok()) {
@@ -321,7 +324,8 @@ pub fn build(input: &ReportInput) -> Vec<Block> {
     }
     b.push(Block::Table(result));
     if !unavailable.is_empty() {
-        b.push(Block::Para(format!("Not available: {}.", unavailable.join("; "))));
+        let parts: Vec<String> = unavailable.iter().map(|(why, ms)| format!("{}: {why}", ms.join(", "))).collect();
+        b.push(Block::Para(format!("Not available: {}.", parts.join("; "))));
     }
     for (name, values) in charts {
         b.push(Block::Chart(Chart { title: name, unit: String::new(), series: labels.clone(), categories: vec![(String::new(), values)], stacked: false }));
@@ -404,7 +408,7 @@ pub fn build(input: &ReportInput) -> Vec<Block> {
     b.push(Block::Heading(2, "Cycle shape".into()));
     let shapes: Vec<Vec<(String, u64)>> = runs.iter().map(|r| shape_of(&r.record)).collect();
     if shapes.iter().all(|s| s.is_empty()) {
-        b.push(Block::Para(format!("NOT RUN: {NO_TIMING_MODEL}; the runs count cycles and instructions only (CPI 1 by construction).")));
+        b.push(Block::Para(format!("NOT RUN: {NO_TIMING_MODEL}; the runs count cycles and instructions only (the atomic model charges one cycle per instruction).")));
         not_run.push(("cycle-shape chart".into(), NO_TIMING_MODEL.into()));
     } else {
         let mut states: Vec<String> = Vec::new();

@@ -300,9 +300,10 @@ impl Scenario {
             Err(e) => {
                 let key = e.path().to_string();
                 let inner = e.into_inner();
-                let message = inner.message().to_string();
+                // toml spreads some messages over lines; the error is one sentence.
+                let message = inner.message().lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join("; ");
                 if key.is_empty() || key == "." {
-                    let line = inner.span().map(|s| text[..s.start.min(text.len())].lines().count().max(1));
+                    let line = inner.span().map(|s| text.as_bytes()[..s.start.min(text.len())].iter().filter(|&&b| b == b'\n').count() + 1);
                     return Err(LabError::ScenarioFile {
                         file: path.to_path_buf(),
                         message: match line {

@@ -1,0 +1,65 @@
+//! `hartscope study FILE`: run a scenario's variants, store the runs, write the report.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use hs_lab::study::{default_out, run_study, StudyOptions};
+use hs_lab::{Context, Scenario};
+
+#[derive(Args, Debug)]
+pub struct StudyArgs {
+    /// Scenario file (studies/NAME.toml).
+    pub file: PathBuf,
+    /// Where report.md, report.html and the run artefacts go; default studies/results/<study>/ beside the file.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Variants run at once (each in its own thread); default: the number of cores.
+    #[arg(long)]
+    pub jobs: Option<usize>,
+    /// Run every variant N times and report whether console bytes and counts matched.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub repeat: u32,
+    /// Results database; default ~/.local/share/hartscope/results.db.
+    #[arg(long)]
+    pub db: Option<PathBuf>,
+    /// Only validate the scenario file, run nothing.
+    #[arg(long)]
+    pub check: bool,
+}
+
+pub fn run(args: StudyArgs) -> Result<i32, String> {
+    let scenario = Scenario::load(&args.file, &Context::from_env()).map_err(|e| e.to_string())?;
+    if args.check {
+        println!("{}: valid, {} variants ({})", args.file.display(), scenario.variants.len(),
+            scenario.variants.iter().map(|v| v.name.as_str()).collect::<Vec<_>>().join(", "));
+        return Ok(0);
+    }
+    let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    if jobs == 0 {
+        return Err("--jobs must be at least 1".into());
+    }
+    let opts = StudyOptions {
+        out: args.out.unwrap_or_else(|| default_out(&scenario)),
+        jobs,
+        repeat: args.repeat,
+        db: args.db.unwrap_or_else(hs_lab::store::default_path),
+    };
+    eprintln!(
+        "hartscope study: {} — {} variants × {} run(s), {} at a time; results in {}",
+        scenario.name,
+        scenario.variants.len(),
+        opts.repeat,
+        jobs,
+        opts.db.display()
+    );
+    let progress = |line: &str| eprintln!("hartscope study: {line}");
+    let outcome = run_study(&scenario, &opts, &progress).map_err(|e| e.to_string())?;
+    let ids: Vec<String> = outcome.run_ids.iter().map(|i| i.to_string()).collect();
+    println!("stored runs {} (batch {})", ids.join(", "), outcome.batch);
+    println!("report: {}", outcome.report_md.display());
+    println!("report: {}", outcome.report_html.display());
+    for c in &outcome.checks {
+        println!("{:<8} {} [{}]: {}", c.status.as_str(), c.name, c.variant, c.detail);
+    }
+    Ok(0)
+}
