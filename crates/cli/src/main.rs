@@ -3,6 +3,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod cmd_bench;
 mod cmd_boot;
 mod cmd_compare;
 mod cmd_guest;
@@ -23,6 +24,8 @@ enum Command {
     Guest(cmd_guest::GuestCmd),
     /// Boot a guest image or QEMU-style files (also: `hartscope -bios ... -kernel ...`).
     Boot(cmd_boot::BootArgs),
+    /// Time a Linux boot and a CPU-bound program on hartscope and on QEMU, side by side.
+    Bench(cmd_bench::BenchArgs),
     /// Run a study (scenario file): every variant, stored in the results database, with a report.
     Study(cmd_study::StudyArgs),
     /// Report two or more stored runs side by side.
@@ -36,6 +39,7 @@ fn main() {
     let result: Result<i32, String> = match cli.command {
         Command::Guest(cmd) => cmd_guest::run(cmd),
         Command::Boot(args) => cmd_boot::run(args),
+        Command::Bench(args) => cmd_bench::run(args),
         Command::Study(args) => cmd_study::run(args),
         Command::Compare(args) => cmd_compare::run(args),
         Command::History(args) => cmd_history::run(args),
