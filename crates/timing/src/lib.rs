@@ -4,6 +4,20 @@
 //! a default that costs nothing, and the hart is generic over the model, so
 //! the [`Atomic`] model (one cycle per instruction) compiles to the same code
 //! as an emulator without hooks.
+//!
+//! [`InOrder`] is the parameterised in-order model; a machine description
+//! ([`MachineDesc`], a TOML file) selects and configures a model.
+
+pub mod bpred;
+pub mod cache;
+pub mod desc;
+pub mod inorder;
+pub mod stats;
+pub mod tlb;
+
+pub use desc::{DescError, InOrderConfig, MachineDesc, ModelDesc};
+pub use inorder::{InOrder, InOrderFactory};
+pub use stats::{event, ModelStats, Stat, CYCLE_STATES};
 
 /// Coarse instruction class, enough to price an instruction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -126,6 +140,12 @@ pub trait TimingModel {
     #[inline(always)]
     fn hpm_counter(&self, _index: u16, _event: u64) -> u64 {
         0
+    }
+    /// The model's own counters (cycle shape, caches, TLBs, predictor), for
+    /// reports; `None` when it keeps none (Atomic: every cycle is one
+    /// instruction in execute). A wrapping model forwards this.
+    fn model_stats(&self) -> Option<ModelStats> {
+        None
     }
 }
 

@@ -1,0 +1,198 @@
+//! A set-associative, write-back, write-allocate cache of line tags (no
+//! data: the hart holds the data; this only decides hit or miss).
+
+use crate::desc::{CacheConfig, Replacement};
+
+const INVALID: u64 = u64::MAX;
+
+/// Outcome of one access.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Outcome {
+    pub hit: bool,
+    /// Line address (byte address of the line) of a dirty line evicted to make room.
+    pub writeback: Option<u64>,
+}
+
+/// Hit and miss counts of one cache, split by reads and writes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheCounts {
+    pub read_accesses: u64,
+    pub read_misses: u64,
+    pub write_accesses: u64,
+    pub write_misses: u64,
+    pub writebacks: u64,
+}
+
+pub struct Cache {
+    line_shift: u32,
+    set_mask: u64,
+    ways: usize,
+    /// Line numbers (address >> line_shift), `ways` per set; INVALID = empty.
+    tags: Vec<u64>,
+    /// LRU: last use; FIFO: fill time.
+    stamps: Vec<u64>,
+    dirty: Vec<bool>,
+    clock: u64,
+    replacement: Replacement,
+    rng: u64,
+    pub counts: CacheCounts,
+}
+
+impl Cache {
+    pub fn new(cfg: &CacheConfig) -> Self {
+        let n = (cfg.size / cfg.line) as usize;
+        Cache {
+            line_shift: cfg.line.trailing_zeros(),
+            set_mask: cfg.sets() - 1,
+            ways: cfg.ways as usize,
+            tags: vec![INVALID; n],
+            stamps: vec![0; n],
+            dirty: vec![false; n],
+            clock: 0,
+            replacement: cfg.replacement,
+            rng: 0x9e37_79b9_7f4a_7c15,
+            counts: CacheCounts::default(),
+        }
+    }
+
+    #[inline(always)]
+    pub fn line_shift(&self) -> u32 {
+        self.line_shift
+    }
+
+    /// Access the line holding byte address `pa`.
+    pub fn access(&mut self, pa: u64, write: bool) -> Outcome {
+        let line = pa >> self.line_shift;
+        let base = (line & self.set_mask) as usize * self.ways;
+        self.clock += 1;
+        if write {
+            self.counts.write_accesses += 1;
+        } else {
+            self.counts.read_accesses += 1;
+        }
+        let set = base..base + self.ways;
+        if let Some(w) = self.tags[set.clone()].iter().position(|&t| t == line) {
+            let i = base + w;
+            if self.replacement == Replacement::Lru {
+                self.stamps[i] = self.clock;
+            }
+            self.dirty[i] |= write;
+            return Outcome { hit: true, writeback: None };
+        }
+        if write {
+            self.counts.write_misses += 1;
+        } else {
+            self.counts.read_misses += 1;
+        }
+        let victim = match self.tags[set.clone()].iter().position(|&t| t == INVALID) {
+            Some(w) => base + w,
+            None => match self.replacement {
+                Replacement::Lru | Replacement::Fifo => {
+                    let mut v = base;
+                    for i in set {
+                        if self.stamps[i] < self.stamps[v] {
+                            v = i;
+                        }
+                    }
+                    v
+                }
+                Replacement::Random => {
+                    // xorshift64 from a fixed seed: the same victims every run
+                    let mut x = self.rng;
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    self.rng = x;
+                    base + (x % self.ways as u64) as usize
+                }
+            },
+        };
+        let writeback = (self.tags[victim] != INVALID && self.dirty[victim]).then(|| self.tags[victim] << self.line_shift);
+        if writeback.is_some() {
+            self.counts.writebacks += 1;
+        }
+        self.tags[victim] = line;
+        self.stamps[victim] = self.clock;
+        self.dirty[victim] = write;
+        Outcome { hit: false, writeback }
+    }
+
+    /// Drop every line (dirty ones are written back without cost).
+    pub fn invalidate_all(&mut self) {
+        self.tags.fill(INVALID);
+        self.dirty.fill(false);
+    }
+
+    /// Whether the line holding `pa` is present (no state change).
+    pub fn contains(&self, pa: u64) -> bool {
+        let line = pa >> self.line_shift;
+        let base = (line & self.set_mask) as usize * self.ways;
+        self.tags[base..base + self.ways].contains(&line)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(size: u64, ways: u64, line: u64, replacement: Replacement) -> CacheConfig {
+        CacheConfig { size, ways, line, latency: 1, replacement }
+    }
+
+    #[test]
+    fn lru_keeps_the_recently_used_line() {
+        // 2 sets x 2 ways x 64 B: lines 0, 2, 4 all map to set 0
+        let mut c = Cache::new(&cfg(256, 2, 64, Replacement::Lru));
+        assert!(!c.access(0, false).hit);
+        assert!(!c.access(128, false).hit);
+        assert!(c.access(0, false).hit); // 0 is now MRU
+        assert!(!c.access(256, false).hit); // evicts 128
+        assert!(c.contains(0) && !c.contains(128) && c.contains(256));
+        assert!(c.access(64, false).hit == false && c.contains(0)); // other set untouched
+        assert_eq!(c.counts.read_accesses, 5);
+        assert_eq!(c.counts.read_misses, 4);
+    }
+
+    #[test]
+    fn fifo_evicts_the_oldest_fill_even_if_used() {
+        let mut c = Cache::new(&cfg(256, 2, 64, Replacement::Fifo));
+        c.access(0, false);
+        c.access(128, false);
+        assert!(c.access(0, false).hit);
+        c.access(256, false); // evicts 0, the first filled
+        assert!(!c.contains(0) && c.contains(128));
+    }
+
+    #[test]
+    fn dirty_lines_are_written_back_on_eviction() {
+        let mut c = Cache::new(&cfg(64, 1, 64, Replacement::Lru));
+        assert_eq!(c.access(0x1000, true), Outcome { hit: false, writeback: None });
+        assert_eq!(c.access(0x2000, false), Outcome { hit: false, writeback: Some(0x1000) });
+        assert_eq!(c.access(0x3000, false), Outcome { hit: false, writeback: None });
+        assert_eq!(c.counts.writebacks, 1);
+        assert_eq!((c.counts.write_accesses, c.counts.write_misses), (1, 1));
+    }
+
+    #[test]
+    fn random_replacement_is_the_same_every_time() {
+        let run = || {
+            let mut c = Cache::new(&cfg(1024, 4, 64, Replacement::Random));
+            (0..1000u64).filter(|i| c.access((i * 7919) % 8192 * 64, false).hit).count()
+        };
+        assert_eq!(run(), run());
+    }
+
+    #[test]
+    fn a_cyclic_sweep_larger_than_the_cache_always_misses_under_lru() {
+        let mut c = Cache::new(&cfg(4096, 4, 64, Replacement::Lru));
+        for round in 0..3 {
+            let hits = (0..128u64).filter(|i| c.access(i * 64, false).hit).count();
+            assert_eq!(hits, 0, "round {round}");
+        }
+        let mut c = Cache::new(&cfg(4096, 4, 64, Replacement::Lru));
+        for _ in 0..2 {
+            (0..64u64).for_each(|i| drop(c.access(i * 64, false)));
+        }
+        assert_eq!(c.counts.read_misses, 64, "a sweep that fits misses only the first time");
+    }
+}

@@ -1,0 +1,525 @@
+//! Machine descriptions: which timing model a run uses and its parameters,
+//! read from a TOML file (`--machine FILE.toml`; presets in `machines/`).
+//!
+//! Validation is strict: an unknown key, a missing key or an impossible
+//! value is an error naming the file and the key.
+//!
+//! ```toml
+//! model = "inorder"            # or "atomic" (then nothing else may be given)
+//! description = "free text"
+//! [core]      writeback = 1
+//! [latency]   alu = 1  mul = 4  div = 33 ...   # execute cycles per class, >= 1
+//! [l1i] [l1d] [l2]  size = "16KiB"  ways = 4  line = 64  latency = 1  replacement = "lru"
+//! [memory]    latency = 80
+//! [itlb] [dtlb]  entries = 16
+//! [bpred]     kind = "gshare"  entries = 1024  history_bits = 8  btb_entries = 256
+//!             ras_depth = 8  mispredict_penalty = 3  taken_penalty = 1
+//! [devices]   mmio = 20  irq_delivery = 10  ipi_delivery = 30
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// A machine description that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum DescError {
+    /// The file cannot be read.
+    #[error("cannot read machine description {}: {source}", file.display())]
+    Read { file: PathBuf, source: std::io::Error },
+    /// The file is not valid TOML or not shaped like a description.
+    #[error("machine description {}: {message}", file.display())]
+    Syntax { file: PathBuf, message: String },
+    /// One key is unknown, missing or has an impossible value.
+    #[error("machine description {}: key `{key}`: {message}", file.display())]
+    Key { file: PathBuf, key: String, message: String },
+}
+
+/// Which model a description selects.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ModelDesc {
+    /// One cycle per instruction.
+    Atomic,
+    /// The parameterised in-order model.
+    InOrder(InOrderConfig),
+}
+
+/// A validated machine description.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MachineDesc {
+    /// Where it came from (for reports).
+    pub file: PathBuf,
+    pub description: String,
+    pub model: ModelDesc,
+}
+
+/// Parameters of the in-order model (all validated).
+#[derive(Clone, Debug, PartialEq)]
+pub struct InOrderConfig {
+    /// Cycles every instruction spends in writeback.
+    pub writeback: u64,
+    pub latency: Latencies,
+    pub l1i: CacheConfig,
+    pub l1d: CacheConfig,
+    pub l2: CacheConfig,
+    /// Main-memory latency in cycles (after an L2 miss).
+    pub memory_latency: u64,
+    pub itlb_entries: usize,
+    pub dtlb_entries: usize,
+    pub bpred: BpredConfig,
+    pub devices: DeviceLatencies,
+}
+
+/// Execute cycles of each instruction class (each >= 1; the first cycle is
+/// the one every instruction costs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Latencies {
+    pub alu: u64,
+    pub branch: u64,
+    pub jump: u64,
+    pub mul: u64,
+    pub div: u64,
+    pub fp_add: u64,
+    pub fp_mul: u64,
+    pub fp_fma: u64,
+    pub fp_div: u64,
+    pub fp_sqrt: u64,
+    pub fp_misc: u64,
+    /// Address generation of a load (its cache access comes on top, in `mem`).
+    pub load: u64,
+    pub store: u64,
+    pub amo: u64,
+    pub csr_read: u64,
+    pub csr_write: u64,
+    /// Extra cycles of a CSR write: it drains the pipeline.
+    pub csr_serialize: u64,
+    pub fence: u64,
+    pub fence_i: u64,
+    pub sfence_vma: u64,
+    pub ecall: u64,
+    pub xret: u64,
+    pub wfi: u64,
+    /// Marker hints and illegal instructions.
+    pub system: u64,
+    /// Extra cycles of entering a trap handler.
+    pub trap_entry: u64,
+}
+
+/// Replacement policy of a cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Replacement {
+    Lru,
+    Fifo,
+    /// Pseudo-random from a fixed seed (the same every run).
+    Random,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CacheConfig {
+    pub size: u64,
+    pub ways: u64,
+    pub line: u64,
+    /// Cycles of a hit at this level (an access that misses pays every level's latency it passed).
+    pub latency: u64,
+    pub replacement: Replacement,
+}
+
+impl CacheConfig {
+    pub fn sets(&self) -> u64 {
+        self.size / (self.ways * self.line)
+    }
+}
+
+/// Direction predictor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PredictorKind {
+    /// Two-bit counters indexed by pc.
+    Bimodal,
+    /// Two-bit counters indexed by pc xor global history.
+    Gshare,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BpredConfig {
+    pub kind: PredictorKind,
+    pub entries: usize,
+    pub history_bits: u32,
+    pub btb_entries: usize,
+    pub ras_depth: usize,
+    pub mispredict_penalty: u64,
+    /// Bubble of a correctly predicted taken branch or jump.
+    pub taken_penalty: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceLatencies {
+    /// Cycles of one device (MMIO) access.
+    pub mmio: u64,
+    /// Extra cycles of taking an external or timer interrupt.
+    pub irq_delivery: u64,
+    /// Extra cycles of taking a software interrupt (an IPI).
+    pub ipi_delivery: u64,
+}
+
+// ---- the file's shape (before value checks)
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDesc {
+    model: String,
+    #[serde(default)]
+    description: String,
+    core: Option<RawCore>,
+    latency: Option<Latencies>,
+    l1i: Option<RawCache>,
+    l1d: Option<RawCache>,
+    l2: Option<RawCache>,
+    memory: Option<RawMemory>,
+    itlb: Option<RawTlb>,
+    dtlb: Option<RawTlb>,
+    bpred: Option<RawBpred>,
+    devices: Option<DeviceLatencies>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCore {
+    writeback: u64,
+}
+
+/// A size in bytes: an integer or a string such as "32KiB", "1MiB", "64".
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Size {
+    Bytes(u64),
+    Text(String),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCache {
+    size: Size,
+    ways: u64,
+    line: u64,
+    latency: u64,
+    replacement: Replacement,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMemory {
+    latency: u64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTlb {
+    entries: u64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawBpred {
+    kind: PredictorKind,
+    entries: u64,
+    #[serde(default)]
+    history_bits: u32,
+    btb_entries: u64,
+    ras_depth: u64,
+    mispredict_penalty: u64,
+    taken_penalty: u64,
+}
+
+/// Largest latency or penalty accepted: more is surely a typo.
+const MAX_CYCLES: u64 = 1_000_000;
+
+fn parse_size(s: &Size) -> Result<u64, String> {
+    let text = match s {
+        Size::Bytes(b) => return Ok(*b),
+        Size::Text(t) => t.trim(),
+    };
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (num, unit) = text.split_at(split);
+    let shift = match unit.trim() {
+        "" | "B" => 0,
+        "K" | "KB" | "KiB" => 10,
+        "M" | "MB" | "MiB" => 20,
+        "G" | "GB" | "GiB" => 30,
+        _ => return Err(format!("`{text}` is not a size (e.g. 32768, \"32KiB\", \"1MiB\")")),
+    };
+    let n: u64 = num.parse().map_err(|_| format!("`{text}` is not a size (e.g. 32768, \"32KiB\", \"1MiB\")"))?;
+    n.checked_shl(shift).filter(|v| v >> shift == n).ok_or_else(|| format!("`{text}` is too large"))
+}
+
+impl MachineDesc {
+    /// Read and validate a description file.
+    pub fn load(path: &Path) -> Result<Self, DescError> {
+        let text =
+            std::fs::read_to_string(path).map_err(|source| DescError::Read { file: path.to_path_buf(), source })?;
+        Self::parse(path, &text)
+    }
+
+    /// Validate description text; `path` names it in errors.
+    pub fn parse(path: &Path, text: &str) -> Result<Self, DescError> {
+        let file = path.to_path_buf();
+        let key_err = |key: &str, message: String| DescError::Key { file: file.clone(), key: key.to_string(), message };
+        let raw: RawDesc = match serde_path_to_error::deserialize(toml::Deserializer::new(text)) {
+            Ok(r) => r,
+            Err(e) => {
+                let key = e.path().to_string();
+                let inner = e.into_inner();
+                let message = inner.message().to_string();
+                if key.is_empty() || key == "." {
+                    let line = inner
+                        .span()
+                        .map(|s| text.as_bytes()[..s.start.min(text.len())].iter().filter(|&&b| b == b'\n').count() + 1);
+                    let message = match line {
+                        Some(l) => format!("line {l}: {message}"),
+                        None => message,
+                    };
+                    return Err(DescError::Syntax { file, message });
+                }
+                return Err(key_err(&key, message));
+            }
+        };
+        let description = raw.description.clone();
+        let model = match raw.model.as_str() {
+            "atomic" => {
+                let given = [
+                    ("core", raw.core.is_some()),
+                    ("latency", raw.latency.is_some()),
+                    ("l1i", raw.l1i.is_some()),
+                    ("l1d", raw.l1d.is_some()),
+                    ("l2", raw.l2.is_some()),
+                    ("memory", raw.memory.is_some()),
+                    ("itlb", raw.itlb.is_some()),
+                    ("dtlb", raw.dtlb.is_some()),
+                    ("bpred", raw.bpred.is_some()),
+                    ("devices", raw.devices.is_some()),
+                ];
+                if let Some((k, _)) = given.iter().find(|(_, g)| *g) {
+                    return Err(key_err(k, "has no effect with model = \"atomic\" (remove it)".into()));
+                }
+                ModelDesc::Atomic
+            }
+            "inorder" => ModelDesc::InOrder(inorder(raw, &key_err)?),
+            other => {
+                let other = other.to_string();
+                return Err(key_err("model", format!("`{other}` is not a model (\"atomic\" or \"inorder\")")));
+            }
+        };
+        Ok(MachineDesc { file, description, model })
+    }
+}
+
+fn inorder(raw: RawDesc, key_err: &dyn Fn(&str, String) -> DescError) -> Result<InOrderConfig, DescError> {
+    let missing = |k: &str| key_err(k, "is missing (the inorder model needs it)".into());
+    let core = raw.core.ok_or_else(|| missing("core"))?;
+    let latency = raw.latency.ok_or_else(|| missing("latency"))?;
+    let memory = raw.memory.ok_or_else(|| missing("memory"))?;
+    let itlb = raw.itlb.ok_or_else(|| missing("itlb"))?;
+    let dtlb = raw.dtlb.ok_or_else(|| missing("dtlb"))?;
+    let bpred = raw.bpred.ok_or_else(|| missing("bpred"))?;
+    let devices = raw.devices.ok_or_else(|| missing("devices"))?;
+    let l1i = cache("l1i", raw.l1i.ok_or_else(|| missing("l1i"))?, key_err)?;
+    let l1d = cache("l1d", raw.l1d.ok_or_else(|| missing("l1d"))?, key_err)?;
+    let l2 = cache("l2", raw.l2.ok_or_else(|| missing("l2"))?, key_err)?;
+
+    let cycles = |k: &str, v: u64, min: u64| {
+        if v < min || v > MAX_CYCLES {
+            Err(key_err(k, format!("{v} is out of range ({min} to {MAX_CYCLES} cycles)")))
+        } else {
+            Ok(())
+        }
+    };
+    cycles("core.writeback", core.writeback, 0)?;
+    let l = &latency;
+    for (k, v) in [
+        ("alu", l.alu),
+        ("branch", l.branch),
+        ("jump", l.jump),
+        ("mul", l.mul),
+        ("div", l.div),
+        ("fp_add", l.fp_add),
+        ("fp_mul", l.fp_mul),
+        ("fp_fma", l.fp_fma),
+        ("fp_div", l.fp_div),
+        ("fp_sqrt", l.fp_sqrt),
+        ("fp_misc", l.fp_misc),
+        ("load", l.load),
+        ("store", l.store),
+        ("amo", l.amo),
+        ("csr_read", l.csr_read),
+        ("csr_write", l.csr_write),
+        ("fence", l.fence),
+        ("fence_i", l.fence_i),
+        ("sfence_vma", l.sfence_vma),
+        ("ecall", l.ecall),
+        ("xret", l.xret),
+        ("wfi", l.wfi),
+        ("system", l.system),
+    ] {
+        cycles(&format!("latency.{k}"), v, 1)?;
+    }
+    cycles("latency.csr_serialize", l.csr_serialize, 0)?;
+    cycles("latency.trap_entry", l.trap_entry, 0)?;
+    cycles("memory.latency", memory.latency, 0)?;
+    if l2.line < l1i.line || l2.line < l1d.line {
+        return Err(key_err("l2.line", format!("{} is smaller than an L1 line (the L2 holds whole L1 lines)", l2.line)));
+    }
+    let tlb = |k: &str, n: u64| {
+        if n == 0 || n > 4096 {
+            Err(key_err(k, format!("{n} is out of range (1 to 4096 entries)")))
+        } else {
+            Ok(n as usize)
+        }
+    };
+    let itlb_entries = tlb("itlb.entries", itlb.entries)?;
+    let dtlb_entries = tlb("dtlb.entries", dtlb.entries)?;
+    let pow2 = |k: &str, n: u64, max: u64| {
+        if !n.is_power_of_two() || n > max {
+            Err(key_err(k, format!("{n} is not a power of two up to {max}")))
+        } else {
+            Ok(n as usize)
+        }
+    };
+    let entries = pow2("bpred.entries", bpred.entries, 1 << 20)?;
+    let btb_entries = pow2("bpred.btb_entries", bpred.btb_entries, 1 << 20)?;
+    if bpred.ras_depth == 0 || bpred.ras_depth > 1024 {
+        return Err(key_err("bpred.ras_depth", format!("{} is out of range (1 to 1024)", bpred.ras_depth)));
+    }
+    let index_bits = entries.trailing_zeros();
+    match bpred.kind {
+        PredictorKind::Gshare if bpred.history_bits == 0 || bpred.history_bits > index_bits => {
+            return Err(key_err(
+                "bpred.history_bits",
+                format!("{} is out of range for gshare (1 to log2(entries) = {index_bits})", bpred.history_bits),
+            ));
+        }
+        PredictorKind::Bimodal if bpred.history_bits != 0 => {
+            return Err(key_err("bpred.history_bits", "has no effect with kind = \"bimodal\" (remove it)".into()));
+        }
+        _ => {}
+    }
+    cycles("bpred.mispredict_penalty", bpred.mispredict_penalty, 0)?;
+    cycles("bpred.taken_penalty", bpred.taken_penalty, 0)?;
+    cycles("devices.mmio", devices.mmio, 0)?;
+    cycles("devices.irq_delivery", devices.irq_delivery, 0)?;
+    cycles("devices.ipi_delivery", devices.ipi_delivery, 0)?;
+    Ok(InOrderConfig {
+        writeback: core.writeback,
+        latency,
+        l1i,
+        l1d,
+        l2,
+        memory_latency: memory.latency,
+        itlb_entries,
+        dtlb_entries,
+        bpred: BpredConfig {
+            kind: bpred.kind,
+            entries,
+            history_bits: bpred.history_bits,
+            btb_entries,
+            ras_depth: bpred.ras_depth as usize,
+            mispredict_penalty: bpred.mispredict_penalty,
+            taken_penalty: bpred.taken_penalty,
+        },
+        devices,
+    })
+}
+
+fn cache(name: &str, raw: RawCache, key_err: &dyn Fn(&str, String) -> DescError) -> Result<CacheConfig, DescError> {
+    let k = |field: &str| format!("{name}.{field}");
+    let size = parse_size(&raw.size).map_err(|m| key_err(&k("size"), m))?;
+    if size == 0 || !size.is_power_of_two() {
+        return Err(key_err(&k("size"), format!("{size} bytes is not a power of two")));
+    }
+    if size > 1 << 30 {
+        return Err(key_err(&k("size"), format!("{size} bytes is larger than 1 GiB")));
+    }
+    if raw.line < 8 || raw.line > 4096 || !raw.line.is_power_of_two() {
+        return Err(key_err(&k("line"), format!("{} is not a power of two from 8 to 4096 bytes", raw.line)));
+    }
+    if raw.ways == 0 {
+        return Err(key_err(&k("ways"), "0 ways: a cache needs at least one".into()));
+    }
+    if raw.ways > 64 {
+        return Err(key_err(&k("ways"), format!("{} ways is more than 64", raw.ways)));
+    }
+    if size % (raw.ways * raw.line) != 0 || !(size / (raw.ways * raw.line)).is_power_of_two() {
+        return Err(key_err(
+            &k("ways"),
+            format!("{size} bytes in {}-byte lines does not divide into {} ways of a power-of-two set count", raw.line, raw.ways),
+        ));
+    }
+    if raw.latency > MAX_CYCLES {
+        return Err(key_err(&k("latency"), format!("{} is out of range (0 to {MAX_CYCLES} cycles)", raw.latency)));
+    }
+    Ok(CacheConfig { size, ways: raw.ways, line: raw.line, latency: raw.latency, replacement: raw.replacement })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn preset(name: &str) -> String {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../machines").join(name);
+        std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+    }
+
+    fn err(text: &str) -> String {
+        MachineDesc::parse(Path::new("m.toml"), text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn presets_parse() {
+        let a = MachineDesc::parse(Path::new("atomic.toml"), &preset("atomic.toml")).unwrap();
+        assert_eq!(a.model, ModelDesc::Atomic);
+        let d = MachineDesc::parse(Path::new("inorder.toml"), &preset("inorder.toml")).unwrap();
+        let ModelDesc::InOrder(c) = d.model else { panic!("inorder preset is not inorder") };
+        assert_eq!((c.l1d.size, c.l1d.sets(), c.l2.size), (16 << 10, 64, 256 << 10));
+        assert_eq!(c.bpred.kind, PredictorKind::Gshare);
+    }
+
+    #[test]
+    fn errors_name_the_file_and_the_key() {
+        let good = preset("inorder.toml");
+        let e = err(&good.replace("ways = 4\nline = 64\nlatency = 1", "ways = 4\nline = 64\nlatency = 1\nsizee = 3"));
+        assert!(e.starts_with("machine description m.toml: key `l1d.sizee`: unknown field"), "{e}");
+        let e = err(&good.replace("size = \"16KiB\"\nways = 4\nline = 64\nlatency = 1", "size = 12288\nways = 4\nline = 64\nlatency = 1"));
+        assert_eq!(e, "machine description m.toml: key `l1d.size`: 12288 bytes is not a power of two");
+        let e = err(&good.replacen("ways = 4", "ways = 0", 1));
+        assert_eq!(e, "machine description m.toml: key `l1i.ways`: 0 ways: a cache needs at least one");
+        let e = err(&good.replace("entries = 512", "entries = 500"));
+        assert_eq!(e, "machine description m.toml: key `bpred.entries`: 500 is not a power of two up to 1048576");
+        let e = err(&good.replace("alu = 1", "alu = 0"));
+        assert!(e.contains("key `latency.alu`: 0 is out of range"), "{e}");
+        let e = err(&good.replace("[memory]\nlatency = 60\n", ""));
+        assert_eq!(e, "machine description m.toml: key `memory`: is missing (the inorder model needs it)");
+        let e = err("model = \"atomic\"\n[l2]\nsize = 1\nways = 1\nline = 8\nlatency = 1\nreplacement = \"lru\"\n");
+        assert_eq!(e, "machine description m.toml: key `l2`: has no effect with model = \"atomic\" (remove it)");
+        let e = err("model = \"ooo\"");
+        assert!(e.contains("key `model`: `ooo` is not a model"), "{e}");
+        let e = err(&good.replace("replacement = \"lru\"", "replacement = \"plru\""));
+        assert!(e.contains("key `l1i.replacement`"), "{e}");
+        let e = err(&good.replace("size = \"256KiB\"", "size = \"256 parsecs\""));
+        assert!(e.contains("key `l2.size`: `256 parsecs` is not a size"), "{e}");
+        let e = err("model = ");
+        assert!(e.starts_with("machine description m.toml: line 1"), "{e}");
+        let e = MachineDesc::load(Path::new("/nonexistent/x.toml")).unwrap_err().to_string();
+        assert!(e.starts_with("cannot read machine description /nonexistent/x.toml"), "{e}");
+    }
+
+    #[test]
+    fn sizes_accept_units() {
+        assert_eq!(parse_size(&Size::Text("32KiB".into())), Ok(32768));
+        assert_eq!(parse_size(&Size::Text("1 MiB".into())), Ok(1 << 20));
+        assert_eq!(parse_size(&Size::Text("64".into())), Ok(64));
+        assert_eq!(parse_size(&Size::Bytes(4096)), Ok(4096));
+        assert!(parse_size(&Size::Text("99999999999999G".into())).is_err());
+    }
+}

@@ -1,0 +1,844 @@
+//! The parameterised in-order model: a hart that spends each instruction in
+//! a sequence of states (fetch, execute or mul/div, mem, walker, writeback),
+//! with L1 I/D caches, a shared L2, main memory, I/D TLBs refilled by a page
+//! walker whose accesses go through the L1 D-cache, a branch predictor and
+//! device latencies. Parameters come from a machine description
+//! ([`crate::desc::InOrderConfig`]).
+//!
+//! Cost of one instruction = 1 (execute) + its class latency - 1 (execute,
+//! or mul/div) + `writeback` + fetch cycles (L1I hit latency and misses,
+//! only when the instruction starts a new line, plus branch penalties) +
+//! mem cycles (each data access: L1D latency, misses, MMIO) + walker cycles
+//! (TLB misses) + CSR, trap and interrupt-delivery cycles (execute).
+//!
+//! Page sizes and walker addresses: the hart reports its own page walks as
+//! `Walk` accesses right before the access they serve. The model keeps them
+//! (per physical page, with the page size the walk depth implies) and, on
+//! a TLB miss of its own, sends the page's PTE accesses through the caches.
+//!
+//! Not modelled: coherence between harts' L1s (each hart's L1 ignores the
+//! others' stores, DMA bypasses the caches), ASIDs (the TLBs flush on every
+//! `satp` write and `sfence.vma`, as the hart's do), MPRV translation in
+//! M-mode beyond the accesses the hart walks for.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use crate::bpred::Predictor;
+use crate::cache::Cache;
+use crate::desc::InOrderConfig;
+use crate::stats::{event, ModelStats, Stat};
+use crate::tlb::Tlb;
+use crate::{InsnClass, MemKind, TimingModel, TrapInfo};
+
+const FETCH: usize = 0;
+const EXECUTE: usize = 1;
+const MEM: usize = 2;
+const WALKER: usize = 3;
+const WRITEBACK: usize = 4;
+const MULDIV: usize = 5;
+
+const CLASSES: usize = 22;
+const CSR_SATP: u16 = 0x180;
+const CAUSE_FETCH_ACCESS: u64 = 1;
+const CAUSE_FETCH_PAGE_FAULT: u64 = 12;
+const IRQ_S_SOFT: u64 = 1;
+const IRQ_M_SOFT: u64 = 3;
+/// Walk accesses kept while waiting for the access they serve (two walks
+/// for a page-crossing access fit).
+const PENDING_MAX: usize = 10;
+
+/// The L2 all harts of a machine share (one machine runs on one thread).
+pub type SharedL2 = Rc<RefCell<Cache>>;
+
+/// Builds the per-hart models of one machine around one shared L2.
+pub struct InOrderFactory {
+    cfg: InOrderConfig,
+    l2: SharedL2,
+}
+
+impl InOrderFactory {
+    pub fn new(cfg: &InOrderConfig) -> Self {
+        InOrderFactory { cfg: cfg.clone(), l2: Rc::new(RefCell::new(Cache::new(&cfg.l2))) }
+    }
+    /// A hart's model.
+    pub fn build(&self) -> InOrder {
+        InOrder::new(&self.cfg, self.l2.clone())
+    }
+}
+
+/// The PTE accesses of one walk (reads, then the A/D write if any).
+#[derive(Clone, Copy, Debug, Default)]
+struct WalkRec {
+    ptes: [u64; 5],
+    n: u8,
+    /// The last access is the A/D write.
+    wrote: bool,
+    stamp: u64,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Counts {
+    fetches: u64,
+    l2_read_accesses: u64,
+    l2_read_misses: u64,
+    l2_write_accesses: u64,
+    l2_write_misses: u64,
+    memory_writebacks: u64,
+    walks: u64,
+    walk_accesses: u64,
+    walks_unrecorded: u64,
+    dtlb_write_accesses: u64,
+    dtlb_write_misses: u64,
+    mmio_accesses: u64,
+    traps: u64,
+    interrupts: u64,
+    ipis: u64,
+    csr_writes_serialising: u64,
+    fence_i: u64,
+    sfence_vma: u64,
+    satp_writes: u64,
+    wfi: u64,
+    mispredict_cycles: u64,
+}
+
+pub struct InOrder {
+    // parameters
+    lat_extra: [u64; CLASSES],
+    lat_state: [u8; CLASSES],
+    writeback: u64,
+    csr_read_extra: u64,
+    csr_write_extra: u64,
+    trap_entry: u64,
+    l1i_lat: u64,
+    l1d_lat: u64,
+    l2_lat: u64,
+    mem_lat: u64,
+    mispredict: u64,
+    taken_penalty: u64,
+    mmio: u64,
+    irq_delivery: u64,
+    ipi_delivery: u64,
+    // structures
+    l1i: Cache,
+    l1d: Cache,
+    l2: SharedL2,
+    itlb: Tlb,
+    dtlb: Tlb,
+    bp: Predictor,
+    walks: HashMap<u64, WalkRec>,
+    walk_clock: u64,
+    pending: [u64; PENDING_MAX],
+    pending_n: usize,
+    // fast-path memos
+    ishift: u32,
+    dshift: u32,
+    last_iline: u64,
+    last_dline: u64,
+    last_dline_dirty: bool,
+    // architectural context seen through the hooks
+    prv: u8,
+    levels: u32,
+    translating: bool,
+    last_class: InsnClass,
+    last_len: u8,
+    // accounting
+    state: [u64; 6],
+    mem_stall: u64,
+    c: Counts,
+}
+
+fn class_index(c: InsnClass) -> usize {
+    c as usize
+}
+
+impl InOrder {
+    pub fn new(cfg: &InOrderConfig, l2: SharedL2) -> Self {
+        let l = &cfg.latency;
+        let mut lat = [1u64; CLASSES];
+        let mut st = [EXECUTE as u8; CLASSES];
+        use InsnClass::*;
+        for (class, cycles) in [
+            (Alu, l.alu),
+            (Branch, l.branch),
+            (Jump, l.jump),
+            (Load, l.load),
+            (Store, l.store),
+            (Amo, l.amo),
+            (Mul, l.mul),
+            (Div, l.div),
+            (FpAdd, l.fp_add),
+            (FpMul, l.fp_mul),
+            (FpDiv, l.fp_div),
+            (FpSqrt, l.fp_sqrt),
+            (FpFma, l.fp_fma),
+            (FpMisc, l.fp_misc),
+            (Csr, 1), // priced by csr()
+            (Fence, l.fence),
+            (FenceI, l.fence_i),
+            (SfenceVma, l.sfence_vma),
+            (Ecall, l.ecall),
+            (Xret, l.xret),
+            (Wfi, l.wfi),
+            (System, l.system),
+        ] {
+            lat[class_index(class)] = cycles;
+        }
+        st[class_index(Mul)] = MULDIV as u8;
+        st[class_index(Div)] = MULDIV as u8;
+        let lat_extra = lat.map(|c| c.saturating_sub(1));
+        InOrder {
+            lat_extra,
+            lat_state: st,
+            writeback: cfg.writeback,
+            csr_read_extra: l.csr_read - 1,
+            csr_write_extra: l.csr_write - 1 + l.csr_serialize,
+            trap_entry: l.trap_entry,
+            l1i_lat: cfg.l1i.latency,
+            l1d_lat: cfg.l1d.latency,
+            l2_lat: cfg.l2.latency,
+            mem_lat: cfg.memory_latency,
+            mispredict: cfg.bpred.mispredict_penalty,
+            taken_penalty: cfg.bpred.taken_penalty,
+            mmio: cfg.devices.mmio,
+            irq_delivery: cfg.devices.irq_delivery,
+            ipi_delivery: cfg.devices.ipi_delivery,
+            l1i: Cache::new(&cfg.l1i),
+            l1d: Cache::new(&cfg.l1d),
+            l2,
+            itlb: Tlb::new(cfg.itlb_entries),
+            dtlb: Tlb::new(cfg.dtlb_entries),
+            bp: Predictor::new(&cfg.bpred),
+            walks: HashMap::new(),
+            walk_clock: 0,
+            pending: [0; PENDING_MAX],
+            pending_n: 0,
+            ishift: cfg.l1i.line.trailing_zeros(),
+            dshift: cfg.l1d.line.trailing_zeros(),
+            last_iline: u64::MAX,
+            last_dline: u64::MAX,
+            last_dline_dirty: false,
+            prv: 3,
+            levels: 0,
+            translating: false,
+            last_class: InsnClass::Alu,
+            last_len: 4,
+            state: [0; 6],
+            mem_stall: 0,
+            c: Counts::default(),
+        }
+    }
+
+    /// Cycles the model accounted for (the sum of the cycle-shape states).
+    pub fn busy_cycles(&self) -> u64 {
+        self.state.iter().sum()
+    }
+
+    fn set_context(&mut self) {
+        self.translating = self.prv != 3 && self.levels != 0;
+        self.last_iline = u64::MAX; // the next fetch looks at the I-TLB again
+    }
+
+    fn flush_tlbs(&mut self) {
+        self.itlb.flush();
+        self.dtlb.flush();
+        self.last_iline = u64::MAX;
+    }
+
+    /// An L1 miss (or write-back) reaching the L2: cycles of the fill.
+    fn l2_access(&mut self, pa: u64, write: bool) -> u64 {
+        let o = self.l2.borrow_mut().access(pa, write);
+        if write {
+            self.c.l2_write_accesses += 1;
+            self.c.l2_write_misses += !o.hit as u64;
+        } else {
+            self.c.l2_read_accesses += 1;
+            self.c.l2_read_misses += !o.hit as u64;
+        }
+        self.c.memory_writebacks += o.writeback.is_some() as u64;
+        self.l2_lat + if o.hit { 0 } else { self.mem_lat }
+    }
+
+    /// One L1 D-cache access: (cycles, of which stall beyond the L1 latency).
+    #[inline]
+    fn data_access(&mut self, pa: u64, write: bool) -> (u64, u64) {
+        let line = pa >> self.dshift;
+        if line == self.last_dline && (!write || self.last_dline_dirty) {
+            if write {
+                self.l1d.counts.write_accesses += 1;
+            } else {
+                self.l1d.counts.read_accesses += 1;
+            }
+            return (self.l1d_lat, 0);
+        }
+        self.data_access_slow(pa, write)
+    }
+
+    #[inline(never)]
+    fn data_access_slow(&mut self, pa: u64, write: bool) -> (u64, u64) {
+        let o = self.l1d.access(pa, write);
+        self.last_dline = pa >> self.dshift;
+        self.last_dline_dirty = write;
+        let mut stall = 0;
+        if !o.hit {
+            stall = self.l2_access(pa, false);
+        }
+        if let Some(victim) = o.writeback {
+            // buffered: updates the L2, costs the hart nothing
+            self.l2_access(victim, true);
+        }
+        (self.l1d_lat + stall, stall)
+    }
+
+    /// A TLB lookup that may follow a hart walk: consume the pending walk
+    /// (remember it), and on a miss walk through the caches. Walker cycles.
+    #[inline(never)]
+    fn tlb_step(&mut self, itlb: bool, pa: u64, hit: bool, write: bool) -> u64 {
+        let rec = if self.pending_n > 0 {
+            let (shift, r) = self.take_pending();
+            self.remember_walk(pa, shift, r);
+            Some((shift, r))
+        } else if hit {
+            None
+        } else {
+            self.recorded_walk(pa)
+        };
+        if hit {
+            return 0;
+        }
+        if !itlb && write && self.translating {
+            self.c.dtlb_write_misses += 1;
+        }
+        self.c.walks += 1;
+        let (shift, cycles) = match rec {
+            Some((shift, r)) => (shift, self.replay_walk(&r)),
+            None => {
+                // no walk of this page seen (e.g. MPRV): a walk that misses everywhere
+                self.c.walks_unrecorded += 1;
+                let per = self.l1d_lat + self.l2_lat + self.mem_lat;
+                let levels = self.levels.max(3) as u64;
+                self.mem_stall += levels * (per - self.l1d_lat);
+                self.state[WALKER] += levels * per;
+                (12, levels * per)
+            }
+        };
+        if itlb {
+            self.itlb.fill(pa, shift);
+        } else {
+            self.dtlb.fill(pa, shift);
+        }
+        cycles
+    }
+
+    /// Turn the pending walk accesses into a record: (page shift, accesses).
+    fn take_pending(&mut self) -> (u32, WalkRec) {
+        let n = self.pending_n.min(5);
+        self.pending_n = 0;
+        let mut r = WalkRec::default();
+        r.ptes[..n].copy_from_slice(&self.pending[..n]);
+        r.n = n as u8;
+        r.wrote = n >= 2 && r.ptes[n - 1] == r.ptes[n - 2];
+        let reads = n as u32 - r.wrote as u32;
+        let levels = self.levels.max(3);
+        let shift = if reads >= 1 && reads <= levels { 12 + 9 * (levels - reads) } else { 12 };
+        (shift, r)
+    }
+
+    /// Keep a walk of the page holding `pa` for later TLB misses.
+    fn remember_walk(&mut self, pa: u64, shift: u32, mut r: WalkRec) {
+        self.walk_clock += 1;
+        r.stamp = self.walk_clock;
+        // a walk writes A/D once; later walks of the page only read
+        if r.wrote {
+            r.n -= 1;
+            r.wrote = false;
+        }
+        self.walks.insert((pa >> shift << shift) | shift as u64, r);
+    }
+
+    /// The freshest recorded walk of a page holding `pa`.
+    fn recorded_walk(&self, pa: u64) -> Option<(u32, WalkRec)> {
+        let mut best: Option<(u32, WalkRec)> = None;
+        for shift in [12u32, 21, 30, 39] {
+            if let Some(r) = self.walks.get(&((pa >> shift << shift) | shift as u64)) {
+                if best.map_or(true, |(_, b)| r.stamp > b.stamp) {
+                    best = Some((shift, *r));
+                }
+            }
+        }
+        best
+    }
+
+    /// Send a walk's PTE accesses through the D-cache; walker cycles.
+    fn replay_walk(&mut self, r: &WalkRec) -> u64 {
+        let mut cycles = 0;
+        for i in 0..r.n as usize {
+            let write = r.wrote && i + 1 == r.n as usize;
+            let (c, stall) = self.data_access(r.ptes[i], write);
+            cycles += c;
+            self.mem_stall += stall;
+        }
+        self.c.walk_accesses += r.n as u64;
+        self.state[WALKER] += cycles;
+        cycles
+    }
+
+    #[inline(never)]
+    fn fetch_new_line(&mut self, pa: u64) -> u64 {
+        let mut cycles = 0;
+        if self.translating || self.pending_n > 0 {
+            let hit = self.translating && self.itlb.lookup(pa);
+            if !hit || self.pending_n > 0 {
+                cycles += self.tlb_step(true, pa, hit, false);
+            }
+        }
+        self.last_iline = pa >> self.ishift;
+        let o = self.l1i.access(pa, false);
+        let mut c = self.l1i_lat;
+        if !o.hit {
+            let stall = self.l2_access(pa, false);
+            self.mem_stall += stall;
+            c += stall;
+        }
+        self.state[FETCH] += c;
+        cycles + c
+    }
+
+    #[inline(never)]
+    fn class_side_effects(&mut self, class: InsnClass) {
+        match class {
+            InsnClass::FenceI => {
+                self.c.fence_i += 1;
+                self.l1i.invalidate_all();
+                self.last_iline = u64::MAX;
+            }
+            InsnClass::SfenceVma => {
+                self.c.sfence_vma += 1;
+                self.flush_tlbs();
+            }
+            _ => {}
+        }
+    }
+
+    fn all_stats(&self) -> ModelStats {
+        let l1i = self.l1i.counts;
+        let l1d = self.l1d.counts;
+        let b = self.bp.counts;
+        let c = &self.c;
+        let s = |name, value, unit, desc| Stat { name, value, unit, desc };
+        ModelStats {
+            stats: vec![
+                s("cycles.busy", self.busy_cycles(), "cycles", "cycles the timing model accounted for (sum of the six states)"),
+                s("cycles.fetch", self.state[FETCH], "cycles", "fetch: L1I latency and misses, branch penalties"),
+                s("cycles.execute", self.state[EXECUTE], "cycles", "execute: one per instruction plus class latency, CSR and trap costs"),
+                s("cycles.mem", self.state[MEM], "cycles", "mem: L1D latency and misses of loads and stores, MMIO"),
+                s("cycles.walker", self.state[WALKER], "cycles", "walker: page walks after TLB misses"),
+                s("cycles.writeback", self.state[WRITEBACK], "cycles", "writeback: register write per instruction"),
+                s("cycles.muldiv", self.state[MULDIV], "cycles", "mul/div: integer multiply and divide beyond the first cycle"),
+                s("cycles.mem_stall", self.mem_stall, "cycles", "cycles waiting for L2 or memory after an L1 miss (inside fetch, mem, walker)"),
+                s("insts.fetched", c.fetches, "count", "instructions fetched (retired plus faulting)"),
+                s("icache.accesses", c.fetches, "count", "L1 I-cache accesses (one per instruction)"),
+                s("icache.misses", l1i.read_misses, "count", "L1 I-cache misses"),
+                s("dcache.read_accesses", l1d.read_accesses, "count", "L1 D-cache reads (loads and walker reads)"),
+                s("dcache.read_misses", l1d.read_misses, "count", "L1 D-cache read misses"),
+                s("dcache.write_accesses", l1d.write_accesses, "count", "L1 D-cache writes (stores and walker A/D updates)"),
+                s("dcache.write_misses", l1d.write_misses, "count", "L1 D-cache write misses (write-allocate)"),
+                s("dcache.writebacks", l1d.writebacks, "count", "dirty L1 D-cache lines written back to the L2"),
+                s("l2.read_accesses", c.l2_read_accesses, "count", "L2 reads by this hart (L1 fills)"),
+                s("l2.read_misses", c.l2_read_misses, "count", "L2 read misses by this hart"),
+                s("l2.write_accesses", c.l2_write_accesses, "count", "L2 writes by this hart (L1 write-backs)"),
+                s("l2.write_misses", c.l2_write_misses, "count", "L2 write misses by this hart"),
+                s("l2.writebacks", c.memory_writebacks, "count", "dirty L2 lines this hart's accesses evicted to memory"),
+                s("itlb.accesses", self.itlb.accesses, "count", "I-TLB lookups (one per new fetch line while translating)"),
+                s("itlb.misses", self.itlb.misses, "count", "I-TLB misses"),
+                s("dtlb.accesses", self.dtlb.accesses, "count", "D-TLB lookups while translating"),
+                s("dtlb.misses", self.dtlb.misses, "count", "D-TLB misses"),
+                s("walker.walks", c.walks, "count", "page walks after a TLB miss"),
+                s("walker.accesses", c.walk_accesses, "count", "PTE reads and A/D writes of those walks"),
+                s("walker.unrecorded", c.walks_unrecorded, "count", "walks priced without knowing the PTE addresses"),
+                s("bpred.cond_branches", b.cond_branches, "count", "conditional branches"),
+                s("bpred.cond_mispredicts", b.cond_mispredicts, "count", "conditional branches mispredicted"),
+                s("bpred.jumps", b.jumps, "count", "jumps (direct, indirect, calls, returns)"),
+                s("bpred.jump_mispredicts", b.jump_mispredicts, "count", "jumps whose target the BTB or RAS did not predict"),
+                s("bpred.ras_returns", b.returns, "count", "returns predicted by the return-address stack"),
+                s("bpred.mispredict_cycles", c.mispredict_cycles, "cycles", "cycles lost to mispredictions (in fetch)"),
+                s("mmio.accesses", c.mmio_accesses, "count", "device (MMIO) accesses"),
+                s("traps.taken", c.traps, "count", "traps taken (exceptions and interrupts)"),
+                s("traps.interrupts", c.interrupts, "count", "interrupts taken"),
+                s("traps.ipis", c.ipis, "count", "software interrupts (IPIs) taken"),
+                s("csr.serialising_writes", c.csr_writes_serialising, "count", "CSR writes (each drains the pipeline)"),
+                s("fence_i", c.fence_i, "count", "fence.i executed (flushes the L1 I-cache)"),
+                s("sfence_vma", c.sfence_vma, "count", "sfence.vma executed (flushes the TLBs)"),
+                s("satp_writes", c.satp_writes, "count", "satp writes (flush the TLBs)"),
+                s("wfi", c.wfi, "count", "WFI executed"),
+            ],
+        }
+    }
+}
+
+impl TimingModel for InOrder {
+    #[inline(always)]
+    fn fetch(&mut self, _pc: u64, pa: u64, len: u8) -> u64 {
+        self.c.fetches += 1;
+        self.last_len = len;
+        self.state[EXECUTE] += 1;
+        self.state[WRITEBACK] += self.writeback;
+        if pa >> self.ishift == self.last_iline && self.pending_n == 0 {
+            return self.writeback;
+        }
+        self.writeback + self.fetch_new_line(pa)
+    }
+
+    #[inline(always)]
+    fn insn(&mut self, _pc: u64, class: InsnClass) -> u64 {
+        self.last_class = class;
+        let i = class_index(class);
+        let extra = self.lat_extra[i];
+        self.state[self.lat_state[i] as usize] += extra;
+        if matches!(class, InsnClass::FenceI | InsnClass::SfenceVma) {
+            self.class_side_effects(class);
+        }
+        extra
+    }
+
+    #[inline(always)]
+    fn mem(&mut self, pa: u64, _size: u8, kind: MemKind, mmio: bool) -> u64 {
+        let write = match kind {
+            MemKind::Load | MemKind::Fetch => false,
+            MemKind::Store => true,
+            MemKind::Walk => {
+                if self.pending_n < PENDING_MAX {
+                    self.pending[self.pending_n] = pa;
+                    self.pending_n += 1;
+                }
+                return 0;
+            }
+        };
+        let mut cycles = 0;
+        if self.translating || self.pending_n > 0 {
+            let hit = self.translating && self.dtlb.lookup(pa);
+            if write {
+                self.c.dtlb_write_accesses += self.translating as u64;
+            }
+            if !hit || self.pending_n > 0 {
+                cycles += self.tlb_step(false, pa, hit, write);
+            }
+        }
+        if mmio {
+            self.c.mmio_accesses += 1;
+            self.state[MEM] += self.mmio;
+            return cycles + self.mmio;
+        }
+        let (c, stall) = self.data_access(pa, write);
+        self.state[MEM] += c;
+        self.mem_stall += stall;
+        cycles + c
+    }
+
+    #[inline(always)]
+    fn branch(&mut self, pc: u64, taken: bool, target: u64) -> u64 {
+        let ok = if self.last_class == InsnClass::Branch {
+            self.bp.branch(pc, taken)
+        } else {
+            self.bp.jump(pc, self.last_len, target)
+        };
+        let cycles = if !ok {
+            self.c.mispredict_cycles += self.mispredict;
+            self.mispredict
+        } else if taken {
+            self.taken_penalty
+        } else {
+            0
+        };
+        self.state[FETCH] += cycles;
+        cycles
+    }
+
+    fn trap(&mut self, cause: u64, interrupt: bool) -> u64 {
+        self.c.traps += 1;
+        let mut cycles = self.trap_entry;
+        if interrupt {
+            self.c.interrupts += 1;
+            if cause == IRQ_S_SOFT || cause == IRQ_M_SOFT {
+                self.c.ipis += 1;
+                cycles += self.ipi_delivery;
+            } else {
+                cycles += self.irq_delivery;
+            }
+        }
+        self.state[EXECUTE] += cycles;
+        if self.pending_n > 0 {
+            // a walk that ended in a fault still made its accesses
+            let (_, r) = self.take_pending();
+            self.c.walks += 1;
+            cycles += self.replay_walk(&r);
+        }
+        cycles
+    }
+
+    fn trap_info(&mut self, t: &TrapInfo) {
+        // the hart charged one cycle for a trap no instruction fetch preceded
+        if t.interrupt || t.cause == CAUSE_FETCH_ACCESS || t.cause == CAUSE_FETCH_PAGE_FAULT {
+            self.state[EXECUTE] += 1;
+        }
+        self.prv = t.to;
+        self.set_context();
+    }
+
+    fn xret(&mut self, _new_pc: u64, _from: u8, to: u8) -> u64 {
+        self.prv = to;
+        self.set_context();
+        0
+    }
+
+    #[inline]
+    fn csr(&mut self, _csr: u16, write: bool) -> u64 {
+        let cycles = if write {
+            self.c.csr_writes_serialising += 1;
+            self.csr_write_extra
+        } else {
+            self.csr_read_extra
+        };
+        self.state[EXECUTE] += cycles;
+        cycles
+    }
+
+    fn csr_write(&mut self, csr: u16, value: u64) {
+        if csr == CSR_SATP {
+            self.c.satp_writes += 1;
+            self.levels = match value >> 60 {
+                8 => 3,
+                9 => 4,
+                _ => 0,
+            };
+            self.flush_tlbs();
+            self.set_context();
+        }
+    }
+
+    fn wfi(&mut self, _pc: u64) {
+        self.c.wfi += 1;
+    }
+
+    fn hpm_counter(&self, _index: u16, sel: u64) -> u64 {
+        use event::*;
+        let l1d = &self.l1d.counts;
+        let b = &self.bp.counts;
+        let c = &self.c;
+        match sel {
+            CPU_CYCLES => self.busy_cycles(),
+            INSTRUCTIONS => c.fetches,
+            CACHE_REFERENCES => c.l2_read_accesses + c.l2_write_accesses,
+            CACHE_MISSES => c.l2_read_misses + c.l2_write_misses,
+            BRANCH_INSTRUCTIONS => b.cond_branches + b.jumps,
+            BRANCH_MISSES => b.cond_mispredicts + b.jump_mispredicts,
+            STALLED_CYCLES_FRONTEND => self.state[FETCH],
+            STALLED_CYCLES_BACKEND => self.mem_stall,
+            s if s == cache(L1D, READ, ACCESS) => l1d.read_accesses,
+            s if s == cache(L1D, READ, MISS) => l1d.read_misses,
+            s if s == cache(L1D, WRITE, ACCESS) => l1d.write_accesses,
+            s if s == cache(L1D, WRITE, MISS) => l1d.write_misses,
+            s if s == cache(L1I, READ, ACCESS) => c.fetches,
+            s if s == cache(L1I, READ, MISS) => self.l1i.counts.read_misses,
+            s if s == cache(LL, READ, ACCESS) => c.l2_read_accesses,
+            s if s == cache(LL, READ, MISS) => c.l2_read_misses,
+            s if s == cache(LL, WRITE, ACCESS) => c.l2_write_accesses,
+            s if s == cache(LL, WRITE, MISS) => c.l2_write_misses,
+            s if s == cache(DTLB, READ, ACCESS) => self.dtlb.accesses.saturating_sub(c.dtlb_write_accesses),
+            s if s == cache(DTLB, READ, MISS) => self.dtlb.misses.saturating_sub(c.dtlb_write_misses),
+            s if s == cache(DTLB, WRITE, ACCESS) => c.dtlb_write_accesses,
+            s if s == cache(DTLB, WRITE, MISS) => c.dtlb_write_misses,
+            s if s == cache(ITLB, READ, ACCESS) => self.itlb.accesses,
+            s if s == cache(ITLB, READ, MISS) => self.itlb.misses,
+            s if s == cache(BPU, READ, ACCESS) => b.cond_branches + b.jumps,
+            s if s == cache(BPU, READ, MISS) => b.cond_mispredicts + b.jump_mispredicts,
+            _ => 0,
+        }
+    }
+
+    fn model_stats(&self) -> Option<ModelStats> {
+        Some(self.all_stats())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::desc::{MachineDesc, ModelDesc};
+
+    fn cfg() -> InOrderConfig {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../machines/inorder.toml");
+        match MachineDesc::load(&p).unwrap().model {
+            ModelDesc::InOrder(c) => c,
+            ModelDesc::Atomic => panic!("inorder preset is atomic"),
+        }
+    }
+
+    fn model() -> (InOrder, InOrderConfig) {
+        let c = cfg();
+        (InOrderFactory::new(&c).build(), c)
+    }
+
+    const RAM: u64 = 0x8000_0000;
+
+    #[test]
+    fn loads_pay_each_level_they_reach() {
+        let (mut m, c) = model();
+        let (l1, l2, mem) = (c.l1d.latency, c.l2.latency, c.memory_latency);
+        assert_eq!(m.mem(RAM, 8, MemKind::Load, false), l1 + l2 + mem);
+        assert_eq!(m.mem(RAM + 8, 8, MemKind::Load, false), l1);
+        // ways + 1 lines in one L1 set: the first leaves the L1, stays in the L2
+        let stride = c.l1d.sets() * c.l1d.line;
+        for k in 1..=c.l1d.ways {
+            m.mem(RAM + k * stride, 8, MemKind::Store, false);
+        }
+        assert_eq!(m.mem(RAM, 8, MemKind::Load, false), l1 + l2);
+        assert_eq!(m.mem(0x1000_0000, 1, MemKind::Store, true), c.devices.mmio);
+        let s = m.model_stats().unwrap();
+        assert_eq!(s.get("dcache.read_misses"), Some(2));
+        assert_eq!(s.get("dcache.write_misses"), Some(c.l1d.ways));
+        assert_eq!(s.get("l2.read_misses"), Some(1 + c.l1d.ways));
+        assert_eq!(s.get("mmio.accesses"), Some(1));
+        assert_eq!(s.get("cycles.mem_stall"), Some(2 * l2 + mem + c.l1d.ways * (l2 + mem)));
+        assert_eq!(m.hpm_counter(3, event::cache(event::L1D, event::READ, event::MISS)), 2);
+        assert_eq!(m.hpm_counter(3, event::CACHE_MISSES), 1 + c.l1d.ways);
+        assert_eq!(m.hpm_counter(3, 0), 0);
+    }
+
+    #[test]
+    fn fetches_pay_the_icache_once_per_line() {
+        let (mut m, c) = model();
+        let wb = c.writeback;
+        let miss = c.l1i.latency + c.l2.latency + c.memory_latency;
+        assert_eq!(m.fetch(RAM, RAM, 4), wb + miss);
+        assert_eq!(m.fetch(RAM + 4, RAM + 4, 4), wb);
+        assert_eq!(m.fetch(RAM + c.l1i.line, RAM + c.l1i.line, 2), wb + miss);
+        assert_eq!(m.fetch(RAM, RAM, 4), wb + c.l1i.latency);
+        // fence.i empties the I-cache
+        assert_eq!(m.insn(RAM, InsnClass::FenceI), c.latency.fence_i - 1);
+        assert_eq!(m.fetch(RAM, RAM, 4), wb + c.l1i.latency + c.l2.latency);
+        let s = m.model_stats().unwrap();
+        assert_eq!((s.get("icache.misses"), s.get("insts.fetched")), (Some(3), Some(5)));
+    }
+
+    /// Enter S-mode with Sv39 on.
+    fn translating(m: &mut InOrder) {
+        m.csr_write(CSR_SATP, 8 << 60);
+        m.xret(0, 3, 1);
+    }
+
+    #[test]
+    fn tlb_misses_walk_through_the_caches_with_the_harts_pte_addresses() {
+        let (mut m, c) = model();
+        translating(&mut m);
+        let (l1, l2, mem) = (c.l1d.latency, c.l2.latency, c.memory_latency);
+        let ptes = [RAM + 0x10_000, RAM + 0x11_000, RAM + 0x12_008];
+        for p in ptes {
+            m.mem(p, 8, MemKind::Walk, false);
+        }
+        m.mem(ptes[2], 8, MemKind::Walk, false); // A/D update of the leaf
+        let page = RAM + 0x40_000;
+        // 3 cold PTE reads + the A/D write (an L1 hit now) + the load
+        let walk = 3 * (l1 + l2 + mem) + l1;
+        assert_eq!(m.mem(page, 8, MemKind::Load, false), walk + l1 + l2 + mem);
+        assert_eq!(m.mem(page + 0xff8, 8, MemKind::Load, false), l1 + l2 + mem); // TLB hit
+        // the hart's TLB still holds the page, ours was flushed: replay the walk (PTEs now in L1)
+        m.insn(0, InsnClass::SfenceVma);
+        assert_eq!(m.mem(page + 8, 8, MemKind::Load, false), 3 * l1 + l1);
+        // a 4 KiB page: the next page is not covered
+        assert!(m.mem(page + 0x1000, 8, MemKind::Load, false) > l1 + l2 + mem);
+        let s = m.model_stats().unwrap();
+        assert_eq!(s.get("walker.walks"), Some(3));
+        assert_eq!(s.get("walker.unrecorded"), Some(1));
+        assert_eq!(s.get("dtlb.misses"), Some(3));
+        assert_eq!(s.get("cycles.walker"), Some(walk + 3 * l1 + 3 * (l1 + l2 + mem)));
+    }
+
+    #[test]
+    fn walk_depth_gives_the_page_size() {
+        let (mut m, c) = model();
+        translating(&mut m);
+        m.mem(RAM + 0x10_000, 8, MemKind::Walk, false);
+        m.mem(RAM + 0x11_000, 8, MemKind::Walk, false); // two levels: a 2 MiB leaf
+        let page = RAM + 0x20_0000;
+        m.mem(page, 8, MemKind::Load, false);
+        let l1 = c.l1d.latency;
+        let far = page + 0x1f_f000;
+        let cost = m.mem(far, 8, MemKind::Load, false);
+        assert_eq!(cost, l1 + c.l2.latency + c.memory_latency, "TLB hit, cache miss");
+        // no translation in M-mode
+        m.trap(8, false);
+        m.trap_info(&TrapInfo { cause: 8, interrupt: false, epc: 0, tval: 0, from: 1, to: 3, a7: 0 });
+        let before = m.model_stats().unwrap().get("dtlb.accesses");
+        m.mem(RAM + 0x4000_0000, 8, MemKind::Load, false);
+        assert_eq!(m.model_stats().unwrap().get("dtlb.accesses"), before);
+    }
+
+    #[test]
+    fn mispredicts_cost_the_configured_penalty() {
+        let (mut m, c) = model();
+        let (pen, taken) = (c.bpred.mispredict_penalty, c.bpred.taken_penalty);
+        let run = |m: &mut InOrder, n: u64, dir: &dyn Fn(u64) -> bool| {
+            (0..n).map(|i| {
+                m.insn(0x1000, InsnClass::Branch);
+                m.branch(0x1000, dir(i), 0x900)
+            }).sum::<u64>()
+        };
+        // an always-taken branch: learned once the history is all ones
+        let warm = run(&mut m, 100, &|_| true);
+        let misses = m.model_stats().unwrap().get("bpred.cond_mispredicts").unwrap();
+        assert!(misses >= 1 && misses <= c.bpred.history_bits as u64 + 1, "{misses}");
+        assert_eq!(warm, misses * pen + (100 - misses) * taken);
+        assert_eq!(run(&mut m, 100, &|_| true), 100 * taken);
+        // a pattern-free branch (xorshift bits) misses about half the time
+        let mut x = 88172645463325252u64;
+        let bits: Vec<bool> = (0..4000).map(|_| { x ^= x << 13; x ^= x >> 7; x ^= x << 17; x & 1 == 1 }).collect();
+        let before = m.model_stats().unwrap().get("bpred.cond_mispredicts").unwrap();
+        let cost = run(&mut m, 4000, &|i| bits[i as usize]);
+        let s = m.model_stats().unwrap();
+        let missed = s.get("bpred.cond_mispredicts").unwrap() - before;
+        let taken_count = bits.iter().filter(|&&b| b).count() as u64;
+        assert!(missed > 1500 && missed < 2500, "{missed}");
+        // each miss costs the penalty; each correctly predicted taken one the bubble
+        assert!(cost >= missed * pen && cost <= missed * pen + taken_count * taken, "{cost}");
+        assert_eq!(s.get("bpred.mispredict_cycles"), Some((misses + missed) * pen));
+        assert_eq!(m.hpm_counter(5, event::BRANCH_MISSES), misses + missed);
+    }
+
+    #[test]
+    fn every_accounted_cycle_is_in_one_state() {
+        let (mut m, c) = model();
+        let mut charged = 0;
+        // what the hart does per instruction: 1 + fetch + insn + the rest
+        for i in 0..1000u64 {
+            let pc = RAM + 4 * (i % 300);
+            charged += 1 + m.fetch(pc, pc, 4);
+            let class = [InsnClass::Alu, InsnClass::Load, InsnClass::Mul, InsnClass::Csr, InsnClass::Div][i as usize % 5];
+            charged += m.insn(pc, class);
+            match class {
+                InsnClass::Load => charged += m.mem(RAM + 0x10_0000 + 64 * (i * 7 % 900), 8, MemKind::Load, false),
+                InsnClass::Csr => charged += m.csr(0x140, i % 2 == 0),
+                _ => {}
+            }
+        }
+        charged += 1 + m.trap(7, true); // an interrupt: the hart's cycle plus the model's
+        m.trap_info(&TrapInfo { cause: 7, interrupt: true, epc: 0, tval: 0, from: 3, to: 3, a7: 0 });
+        let s = m.model_stats().unwrap();
+        let states: u64 = s.cycle_shape().iter().map(|(_, v)| v).sum();
+        assert_eq!(states, charged);
+        assert_eq!(s.get("cycles.busy"), Some(charged));
+        assert_eq!(s.get("cycles.muldiv"), Some(200 * (c.latency.mul - 1) + 200 * (c.latency.div - 1)));
+        assert_eq!(s.get("cycles.writeback"), Some(1000 * c.writeback));
+        assert!(s.get("cycles.mem_stall").unwrap() > 0);
+    }
+
+    #[test]
+    fn harts_share_the_l2() {
+        let c = cfg();
+        let f = InOrderFactory::new(&c);
+        let (mut a, mut b) = (f.build(), f.build());
+        a.mem(RAM, 8, MemKind::Load, false);
+        assert_eq!(b.mem(RAM, 8, MemKind::Load, false), c.l1d.latency + c.l2.latency);
+    }
+}
