@@ -449,7 +449,7 @@ fn read_virt_follows_translation() {
     assert!(h.read_virt(0x4000_0ffe, &mut buf).is_err());
     h.csr_write(SSTATUS, MSTATUS_SUM);
     h.read_virt(0x4000_0ffe, &mut buf).unwrap();
-    assert_eq!(&buf, b"hithere"[..6].as_ref());
+    assert_eq!(&buf[..], &b"hithere"[..6]);
     assert!(h.read_virt(0x4000_3000, &mut buf).is_err());
 }
 
@@ -773,4 +773,52 @@ fn hpm_counters_follow_the_model_with_writes_events_and_inhibit() {
     // OpenSBI's probe: write 1, read back 1 (event 0 counts nothing)
     h.csr_write(MHPMCOUNTER3 + 2, 1);
     assert_eq!(h.csr(MHPMCOUNTER3 + 2), Some(1));
+}
+
+fn inorder_hart(prog: &[u32]) -> Hart<hs_timing::InOrder> {
+    let (_, ram) = hart_with(prog);
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../machines/inorder.toml");
+    let hs_timing::ModelDesc::InOrder(cfg) = hs_timing::MachineDesc::load(&p).unwrap().model else {
+        panic!("inorder preset is not inorder")
+    };
+    let mut h = Hart::new(HartConfig { hart_id: 0, cycles_per_tick: 1 }, ram, hs_timing::InOrderFactory::new(&cfg).build());
+    h.reset(BASE);
+    h
+}
+
+#[test]
+fn inorder_model_accounts_for_every_cycle_and_feeds_hpm_counters() {
+    // mhpmevent3 = L1D read misses; loop 200x: ld (stride 64 over 32 KiB) ; addi ; bne; then csrr a5, mhpmcounter3; ecall
+    let l1d_read_miss = hs_timing::event::cache(hs_timing::event::L1D, hs_timing::event::READ, hs_timing::event::MISS);
+    let prog = [
+        0x8000_0537,            // lui a0, 0x80000
+        i(32, 10, 1, 10, 0x13), // slli
+        i(32, 10, 5, 10, 0x13), // srli  -> a0 = BASE
+        0x0001_0737,            // lui a4, 0x10   (a4 = 64 KiB)
+        r(0, 14, 10, 0, 10, 0x33), // add a0, a0, a4 -> data at BASE + 64 KiB
+        addi(12, 0, 200),       // a2 = 200
+        addi(13, 0, l1d_read_miss as i32 & 0x7ff), // low bits of the selector
+        0x0001_07b7,            // lui a5, 0x10 -> 0x10000
+        r(0, 15, 13, 6, 13, 0x33), // or a3, a3, a5
+        csrrw(0, MHPMEVENT3, 13),
+        ld(11, 10, 0),          // loop:
+        i(64, 10, 0, 10, 0x13), // addi a0, a0, 64
+        addi(12, 12, -1),
+        b(-12, 0, 12, 1),       // bne a2, zero, loop
+        csrrs(15, MHPMCOUNTER3, 0),
+        ECALL,
+    ];
+    let mut h = inorder_hart(&prog);
+    h.csr_write(MTVEC, BASE + 0x100);
+    assert_eq!(h.run(&mut Dev::default(), 1_000_000), Exit::Idle);
+    let s = h.timing.model_stats().unwrap();
+    assert_eq!(s.get("cycles.busy"), Some(h.cycle()), "every cycle is in the cycle shape");
+    assert_eq!(h.x(15), 200, "one L1D miss per loop iteration, read through mhpmcounter3");
+    assert_eq!(s.get("dcache.read_misses"), Some(200));
+    assert!(h.cycle() > 200 * 60, "the misses went to memory: {}", h.cycle());
+    // the same program twice gives the same counts
+    let mut h2 = inorder_hart(&prog);
+    h2.csr_write(MTVEC, BASE + 0x100);
+    h2.run(&mut Dev::default(), 1_000_000);
+    assert_eq!((h2.cycle(), h2.timing.model_stats()), (h.cycle(), Some(s)));
 }
