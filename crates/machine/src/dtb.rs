@@ -72,6 +72,22 @@ fn write_node(w: &mut FdtWriter, n: &FdtNode) -> Result<(), MachineError> {
     Ok(())
 }
 
+/// The `riscv,pmu` node OpenSBI reads to map SBI PMU events to counters:
+/// cycles and instructions on `mcycle`/`minstret`, every event the timing
+/// models count (`hs_timing::event`) on `mhpmcounter3..31`. The selector
+/// written to `mhpmeventN` is the event index itself (OpenSBI's default
+/// when the node has no `riscv,event-to-mhpmevent`).
+fn pmu_node() -> FdtNode {
+    use hs_timing::event;
+    const HPM_COUNTERS: u32 = 0xffff_fff8;
+    let mut map = vec![event::CPU_CYCLES as u32, event::CPU_CYCLES as u32, 1 << 0];
+    map.extend([event::INSTRUCTIONS as u32, event::INSTRUCTIONS as u32, 1 << 2]);
+    for e in event::SUPPORTED.iter().filter(|&&e| e != event::CPU_CYCLES && e != event::INSTRUCTIONS) {
+        map.extend([*e as u32, *e as u32, HPM_COUNTERS]);
+    }
+    FdtNode::new("pmu").str("compatible", "riscv,pmu").prop("riscv,event-to-mhpmcounters", Prop::U32s(map))
+}
+
 /// Build the DTB. `devices` are `(base, nodes)` as each device described itself.
 pub fn build(p: &DtbParams, devices: &[Vec<(Placement, FdtNode)>]) -> Result<Vec<u8>, MachineError> {
     let (cpu_ph, ctx) = phandles(p.harts);
@@ -100,6 +116,7 @@ pub fn build(p: &DtbParams, devices: &[Vec<(Placement, FdtNode)>]) -> Result<Vec
         }
     }
 
+    root = root.child(pmu_node());
     root = root.child(
         FdtNode::new(format!("memory@{:x}", p.ram_base))
             .str("device_type", "memory")
@@ -158,6 +175,17 @@ pub fn build(p: &DtbParams, devices: &[Vec<(Placement, FdtNode)>]) -> Result<Vec
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pmu_node_maps_every_model_event() {
+        let n = pmu_node();
+        let Some((_, Prop::U32s(map))) = n.props.iter().find(|(k, _)| k == "riscv,event-to-mhpmcounters") else {
+            panic!("no event map")
+        };
+        assert_eq!(map.len(), 3 * hs_timing::event::SUPPORTED.len());
+        assert_eq!(&map[..6], &[1, 1, 1, 2, 2, 4]);
+        assert!(map.chunks(3).skip(2).all(|t| t[0] == t[1] && t[2] == 0xffff_fff8));
+    }
 
     #[test]
     fn rng_seed_is_fixed_per_seed() {
