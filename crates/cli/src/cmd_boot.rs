@@ -9,7 +9,13 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::Args;
-use hs_machine::{BootFile, BootImages, ConsoleInput, InputEvent, Machine, MachineConfig, StopReason};
+use hs_machine::hs_timing::{Atomic, TimingModel};
+use hs_machine::reports::{chrome_trace_json, itrace_report, write_profile};
+use hs_machine::{
+    BootFile, BootImages, ConsoleInput, GuestSymbols, InputEvent, ItraceSpec, KernelSymbolSource, Machine, MachineConfig,
+    ObserveOptions, SamplerConfig, StopReason, SymbolSources,
+};
+use hs_observe::Observations;
 
 /// Firmware QEMU itself boots when no `-bios` is given.
 const QEMU_DEFAULT_BIOS: &str = "/usr/share/qemu/opensbi-riscv64-generic-fw_dynamic.bin";
@@ -50,9 +56,31 @@ pub struct BootArgs {
     /// Stop once guest time reaches this many cycles.
     #[arg(long)]
     pub max_cycles: Option<u64>,
-    /// Write run statistics (cycles, instret, host seconds, MIPS, per hart) to this JSON file.
+    /// Write run statistics (cycles, instret, host seconds, MIPS, per hart) to this JSON file,
+    /// with the counters of --stats-txt under "stats".
     #[arg(long)]
     pub stats_json: Option<PathBuf>,
+    /// Write gem5-style counters (one block per phase, then the total): cycles, instret, CPI,
+    /// traps by cause, interrupts by PLIC source and hart, IPIs, syscalls by number, context switches.
+    #[arg(long)]
+    pub stats_txt: Option<PathBuf>,
+    /// Sample every hart every --sample-period cycles and write hot.md, perf.script,
+    /// folded.txt and flamegraph.svg into this directory.
+    #[arg(long)]
+    pub profile: Option<PathBuf>,
+    /// Cycles between two samples of one hart.
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..))]
+    pub sample_period: u64,
+    /// Instruction trace of a window: `syscall=NAME[,count=N][,limit=LINES]` (from the ecall to
+    /// the return to user) or `phase=LABEL[,limit=LINES]` (from that phase marker to the next).
+    #[arg(long)]
+    pub itrace: Option<String>,
+    /// Write the instruction trace here instead of to stdout after the run.
+    #[arg(long)]
+    pub itrace_out: Option<PathBuf>,
+    /// Write a Chrome trace-event JSON timeline (one track per hart; opens in Perfetto).
+    #[arg(long)]
+    pub trace: Option<PathBuf>,
     /// Write the guest's SEND marker channels as files under this directory.
     #[arg(long)]
     pub channels_dir: Option<PathBuf>,
@@ -62,6 +90,10 @@ pub struct BootArgs {
     /// Longest slice one hart runs before the next gets a turn, in cycles.
     #[arg(long, default_value_t = 10_000)]
     pub quantum: u64,
+    /// Machine description (TOML) choosing and configuring the timing model,
+    /// e.g. machines/inorder.toml; default: the atomic model (one cycle per instruction).
+    #[arg(long)]
+    pub machine: Option<PathBuf>,
 }
 
 /// QEMU flags that take a value and their `boot` spelling.
@@ -129,7 +161,7 @@ fn parse_mem(s: &str) -> Result<u64, String> {
 }
 
 /// What to load, resolved from an image and/or explicit files.
-struct Resolved {
+pub struct Resolved {
     images: BootImages,
     bootargs: String,
 }
@@ -178,7 +210,81 @@ fn resolve(args: &BootArgs) -> Result<Resolved, String> {
 
 pub fn run(args: BootArgs) -> Result<i32, String> {
     let r = resolve(&args)?;
-    let cfg = MachineConfig {
+    let model = match &args.machine {
+        Some(path) => hs_timing::MachineDesc::load(path).map_err(|e| e.to_string())?.model,
+        None => hs_timing::ModelDesc::Atomic,
+    };
+    match model {
+        hs_timing::ModelDesc::Atomic => boot(&args, r, |_| Atomic),
+        hs_timing::ModelDesc::InOrder(cfg) => {
+            let harts = hs_timing::InOrderFactory::new(&cfg);
+            boot(&args, r, |_| harts.build())
+        }
+    }
+}
+
+/// What the run records beyond its summary.
+struct Observed {
+    options: ObserveOptions,
+    itrace: Option<ItraceSpec>,
+    /// Counters need the `Observing` wrapper; sampling alone does not.
+    wrap: bool,
+}
+
+fn observed(args: &BootArgs) -> Result<Observed, String> {
+    let itrace = args.itrace.as_deref().map(ItraceSpec::parse).transpose().map_err(|e| e.to_string())?;
+    let wrap = args.trace.is_some() || itrace.is_some() || args.stats_txt.is_some() || args.stats_json.is_some();
+    let options = ObserveOptions { events: args.trace.is_some(), max_events: 0, itrace: itrace.clone() };
+    Ok(Observed { options, itrace, wrap })
+}
+
+/// The files that name the guest's code: the image's, unless explicit
+/// files replace its firmware or kernel.
+fn symbol_sources(args: &BootArgs, machine_kernel: Option<(u64, u64)>) -> Option<SymbolSources> {
+    let name = args.image.clone().or_else(|| args.kernel.is_none().then(|| DEFAULT_IMAGE.to_string()))?;
+    let img = hs_guest::find(&name).ok()?;
+    let kernel = if args.kernel.is_some() {
+        None
+    } else {
+        Some(match &img.symbols {
+            hs_guest::KernelSymbols::Vmlinux(p) => KernelSymbolSource::Elf(p.clone()),
+            hs_guest::KernelSymbols::Kallsyms(p) => {
+                let captured = img.dir.join("kallsyms-modules");
+                KernelSymbolSource::Kallsyms { path: p.clone(), captured_modules: captured.is_file().then_some(captured) }
+            }
+        })
+    };
+    let mut user_binaries = vec![img.busybox.clone()];
+    if let Ok(dir) = std::fs::read_dir(img.dir.join("programs")) {
+        let mut progs: Vec<PathBuf> = dir.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_file()).collect();
+        progs.sort();
+        user_binaries.extend(progs);
+    }
+    Some(SymbolSources {
+        firmware_elf: if args.bios.is_none() { img.firmware_elf.clone() } else { None },
+        firmware_base: hs_machine::layout::DRAM_BASE,
+        kernel,
+        kernel_physical: machine_kernel,
+        user_binaries,
+    })
+}
+
+/// Boot with `model(h)` as hart h's timing model (wrapped for observation
+/// when counters, a timeline or a trace are asked for).
+pub fn boot<M: TimingModel>(args: &BootArgs, r: Resolved, model: impl Fn(usize) -> M) -> Result<i32, String> {
+    let obs = observed(args)?;
+    let cfg = machine_config(args, r);
+    if obs.wrap {
+        let machine = Machine::with_observing(cfg, &obs.options, model).map_err(|e| e.to_string())?;
+        finish(args, &obs, machine)
+    } else {
+        let machine = Machine::with_timing(cfg, model).map_err(|e| e.to_string())?;
+        finish(args, &obs, machine)
+    }
+}
+
+fn machine_config(args: &BootArgs, r: Resolved) -> MachineConfig {
+    MachineConfig {
         harts: args.smp,
         ram_bytes: args.mem.unwrap_or(DEFAULT_RAM_MIB << 20),
         hz: args.mhz.saturating_mul(1_000_000),
@@ -189,8 +295,23 @@ pub fn run(args: BootArgs) -> Result<i32, String> {
         echo_console: true,
         capture_console: false,
         ..MachineConfig::default()
+    }
+}
+
+fn finish<T: TimingModel>(args: &BootArgs, obs: &Observed, mut machine: Machine<T>) -> Result<i32, String> {
+    let symbols = if args.profile.is_some() || obs.itrace.is_some() {
+        let sources = symbol_sources(args, machine.kernel_extent());
+        match sources.map(|s| GuestSymbols::load(&s)).transpose() {
+            Ok(s) => s,
+            Err(e) => return Err(format!("symbols: {e}")),
+        }
+    } else {
+        None
     };
-    let mut machine = Machine::new(cfg).map_err(|e| e.to_string())?;
+    if args.profile.is_some() {
+        let ident = symbols.as_ref().map(|s| s.identifier()).unwrap_or_default();
+        machine.enable_sampling(SamplerConfig { period: args.sample_period, ..SamplerConfig::default() }, ident);
+    }
 
     let stop = if args.workload.is_some() {
         machine.run()
@@ -201,9 +322,6 @@ pub fn run(args: BootArgs) -> Result<i32, String> {
     };
 
     let summary = machine.summary();
-    if let Some(path) = &args.stats_json {
-        write_atomically(path, summary.to_json().as_bytes())?;
-    }
     if let Some(dir) = &args.channels_dir {
         machine.write_channels(dir).map_err(|e| e.to_string())?;
     }
@@ -212,8 +330,22 @@ pub fn run(args: BootArgs) -> Result<i32, String> {
         summary.cycles, summary.guest_seconds, summary.instret, summary.host_seconds, summary.mips
     );
 
-    if !machine.markers().phases.is_empty() {
-        eprintln!("\n{}", phase_table(&machine));
+    let mut symbols = symbols;
+    if let Some(s) = symbols.as_mut() {
+        let modules = machine.markers().channels.get("modules").map(|c| c.data.clone());
+        s.apply_run_modules(modules.as_deref()).map_err(|e| format!("symbols: {e}"))?;
+        s.add_space_marks(machine.space_marks());
+    }
+    let record = machine.take_observations(symbols.as_ref());
+    if !record.phases.iter().all(|p| p.label == hs_machine::BOOT_PHASE) {
+        eprintln!("\n{}", hs_observe::export::phase_table(&record.phases, record.phases.last().map_or(0, |p| p.end_cycle)));
+        if obs.wrap {
+            eprint!("{}", syscall_lines(&record));
+        }
+    }
+    write_outputs(args, obs, &record, symbols.as_ref(), &summary)?;
+    if machine.cycle_mismatches() > 0 && obs.itrace.is_some() {
+        eprintln!("hartscope: note: the trace's cycle accounting missed {} run(s); per-instruction cycles may not add up", machine.cycle_mismatches());
     }
 
     if args.workload.is_some() {
@@ -231,25 +363,78 @@ pub fn run(args: BootArgs) -> Result<i32, String> {
     }
 }
 
-/// The guest's phase markers as a table: the time before the first marker
-/// is the "boot" phase, the last phase ends when the run ended.
-fn phase_table(machine: &Machine) -> String {
-    use hs_observe::{HartCounts, PhaseRecorder};
-    let counts = |cycles: &[u64], instret: &[u64]| -> Vec<HartCounts> {
-        cycles.iter().zip(instret).enumerate().map(|(h, (&c, &i))| HartCounts { hart: h as u16, cycles: c, instret: i }).collect()
-    };
-    let harts = machine.harts();
-    let zero = vec![0; harts.len()];
-    let mut rec = PhaseRecorder::new();
-    rec.mark(0, "boot to first marker", &counts(&zero, &zero));
-    for p in &machine.markers().phases {
-        rec.mark(p.cycle, &p.label, &counts(&p.cycles, &p.instret));
+/// Per phase: system calls made and cycles per call (for `nullsys`, the
+/// cost of one `getppid`).
+fn syscall_lines(record: &Observations) -> String {
+    let mut out = String::new();
+    for (p, b) in record.phases.iter().zip(&record.phase_stats) {
+        let calls = b.get("system.syscalls").map_or(0, |s| s.value.as_f64() as u64);
+        if calls == 0 {
+            continue;
+        }
+        let top = b
+            .with_prefix("system.syscalls.")
+            .max_by(|a, b| a.1.value.as_f64().total_cmp(&b.1.value.as_f64()))
+            .map(|(name, s)| (name.to_string(), s.value.as_f64() as u64));
+        let per = p.cycles() as f64 / calls as f64;
+        match top {
+            Some((name, n)) if n == calls => out.push_str(&format!(
+                "phase {} ({}): {n} {name} calls, {per:.1} cycles per call ({} cycles / {n})\n",
+                p.index,
+                p.label,
+                p.cycles()
+            )),
+            _ => out.push_str(&format!("phase {} ({}): {calls} system calls, {per:.1} cycles per call\n", p.index, p.label)),
+        }
     }
-    let end: Vec<u64> = harts.iter().map(|h| h.cycle()).collect();
-    let end_instret: Vec<u64> = harts.iter().map(|h| h.instret()).collect();
-    let now = machine.now();
-    let phases = rec.finish(now, &counts(&end, &end_instret));
-    hs_observe::export::phase_table(&phases, now)
+    out
+}
+
+/// Everything the options asked to be written.
+fn write_outputs(
+    args: &BootArgs,
+    obs: &Observed,
+    record: &Observations,
+    symbols: Option<&GuestSymbols>,
+    summary: &hs_machine::machine::RunSummary,
+) -> Result<(), String> {
+    if let Some(path) = &args.stats_json {
+        let mut json = serde_json::to_value(summary).map_err(|e| format!("cannot encode the run summary: {e}"))?;
+        if let Some(map) = json.as_object_mut() {
+            let stats = serde_json::json!({ "phases": record.phase_stats, "total": record.total });
+            map.insert("stats".into(), stats);
+        }
+        let text = serde_json::to_string_pretty(&json).map_err(|e| format!("cannot encode the run summary: {e}"))?;
+        write_atomically(path, text.as_bytes())?;
+    }
+    if let Some(path) = &args.stats_txt {
+        write_atomically(path, hs_observe::export::stats_txt(&record.phase_stats, &record.total).as_bytes())?;
+    }
+    if let Some(path) = &args.trace {
+        let json = chrome_trace_json(record).map_err(|e| e.to_string())?;
+        write_atomically(path, json.as_bytes())?;
+    }
+    if let Some(dir) = &args.profile {
+        let empty;
+        let syms = match symbols {
+            Some(s) => s,
+            None => {
+                empty = GuestSymbols::load(&SymbolSources::default()).map_err(|e| e.to_string())?;
+                &empty
+            }
+        };
+        let title = args.image.clone().unwrap_or_else(|| "hartscope run".into());
+        write_profile(dir, record, syms, &title).map_err(|e| e.to_string())?;
+        eprintln!("hartscope: profile of {} samples written to {}", record.samples.len(), dir.display());
+    }
+    if let Some(spec) = &obs.itrace {
+        let text = itrace_report(record, spec);
+        match &args.itrace_out {
+            Some(path) => write_atomically(path, text.as_bytes())?,
+            None => print!("{text}"),
+        }
+    }
+    Ok(())
 }
 
 /// Write `path` through a temporary file and a rename, so readers never see half a file.

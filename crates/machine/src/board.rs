@@ -78,6 +78,68 @@ impl Scheduler for SlotScheduler<'_> {
     }
 }
 
+/// What the board saw for observations: PLIC claims (which source an
+/// external interrupt was for) and CLINT `msip` writes (IPIs).
+#[derive(Clone, Debug, Default)]
+pub struct BoardLog {
+    /// Keep the individual claims and IPIs (for the timeline), not only counts.
+    pub keep_events: bool,
+    /// Most claims/IPIs kept; later ones are counted only.
+    pub max_events: usize,
+    /// `(hart, cycle, source)` of every non-empty claim, in order.
+    pub claims: Vec<(u16, u64, u32)>,
+    /// `(sender, cycle, target)` of every `msip` write that raised a bit.
+    pub ipis: Vec<(u16, u64, u16)>,
+    pub counts: BoardCounts,
+}
+
+/// Cumulative counts of [`BoardLog`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BoardCounts {
+    /// Claims by (claiming hart, source).
+    pub claims: std::collections::BTreeMap<(u16, u32), u64>,
+    /// IPIs sent by each hart.
+    pub ipis_sent: std::collections::BTreeMap<u16, u64>,
+    /// IPIs raised on each hart.
+    pub ipis_raised: std::collections::BTreeMap<u16, u64>,
+}
+
+impl BoardCounts {
+    /// `self - earlier`, per key.
+    pub fn since(&self, earlier: &BoardCounts) -> BoardCounts {
+        fn sub<K: Ord + Clone>(a: &std::collections::BTreeMap<K, u64>, b: &std::collections::BTreeMap<K, u64>) -> std::collections::BTreeMap<K, u64> {
+            a.iter()
+                .map(|(k, v)| (k.clone(), v.saturating_sub(b.get(k).copied().unwrap_or(0))))
+                .filter(|(_, v)| *v > 0)
+                .collect()
+        }
+        BoardCounts {
+            claims: sub(&self.claims, &earlier.claims),
+            ipis_sent: sub(&self.ipis_sent, &earlier.ipis_sent),
+            ipis_raised: sub(&self.ipis_raised, &earlier.ipis_raised),
+        }
+    }
+}
+
+impl BoardLog {
+    fn claim(&mut self, hart: usize, cycle: u64, source: u32) {
+        let hart = hart as u16;
+        *self.counts.claims.entry((hart, source)).or_default() += 1;
+        if self.keep_events && self.claims.len() < self.max_events {
+            self.claims.push((hart, cycle, source));
+        }
+    }
+
+    fn ipi(&mut self, from: usize, cycle: u64, to: usize) {
+        let (from, to) = (from as u16, to as u16);
+        *self.counts.ipis_sent.entry(from).or_default() += 1;
+        *self.counts.ipis_raised.entry(to).or_default() += 1;
+        if self.keep_events && self.ipis.len() < self.max_events {
+            self.ipis.push((from, cycle, to));
+        }
+    }
+}
+
 pub struct Board {
     pub map: DeviceMap<Slot>,
     pub devs: Devices,
@@ -88,6 +150,8 @@ pub struct Board {
     pub stat_bad_access: u64,
     pub stat_mmio_reads: u64,
     pub stat_mmio_writes: u64,
+    /// Claim and IPI log, when the run is observed.
+    pub log: Option<Box<BoardLog>>,
 }
 
 impl Board {
@@ -101,6 +165,7 @@ impl Board {
             stat_bad_access: 0,
             stat_mmio_reads: 0,
             stat_mmio_writes: 0,
+            log: None,
         }
     }
 
@@ -158,6 +223,13 @@ impl SystemBus for Board {
         let mut sched = SlotScheduler { queue: &mut self.events, slot, scheduled: false };
         let mut ctx = DevCtx::new(acc.hart, acc.now, &mut sched);
         let r = self.devs.get(slot).read(&mut ctx, off, size);
+        if let (Some(log), Slot::Plic, Ok(source)) = (self.log.as_deref_mut(), slot, &r) {
+            let claim_reg = off >= hs_devices::plic::CONTEXT_BASE
+                && (off - hs_devices::plic::CONTEXT_BASE) % hs_devices::plic::CONTEXT_STRIDE == 4;
+            if claim_reg && *source != 0 {
+                log.claim(acc.hart, acc.now, *source as u32);
+            }
+        }
         if !matches!(slot, Slot::Clint | Slot::Rom) {
             // A read can lower a line (RBR drains the FIFO, a claim takes a source).
             self.devs.plic.update();
@@ -174,6 +246,12 @@ impl SystemBus for Board {
             return Err(BusFault::Unmapped(pa));
         };
         self.stat_mmio_writes += 1;
+        if let (Some(log), Slot::Clint) = (self.log.as_deref_mut(), slot) {
+            let msip = off < hs_devices::clint::MTIMECMP_BASE && off % 4 == 0 && size == 4;
+            if msip && val & 1 == 1 && (off / 4) < self.devs.clint.harts() as u64 {
+                log.ipi(acc.hart, acc.now, (off / 4) as usize);
+            }
+        }
         let mut sched = SlotScheduler { queue: &mut self.events, slot, scheduled: false };
         let mut ctx = DevCtx::new(acc.hart, acc.now, &mut sched);
         let r = self.devs.get(slot).write(&mut ctx, off, size, val);

@@ -13,8 +13,18 @@ pub mod layout;
 pub mod loader;
 pub mod machine;
 pub mod markers;
+pub mod observation;
+pub mod observing;
+pub mod reports;
+pub mod sampler;
+pub mod symbols;
 
 pub use error::MachineError;
 pub use loader::{BootFile, BootImages};
 pub use machine::{ConsoleInput, ExtraDevice, InputEvent, Machine, MachineConfig, RunSummary, StopReason, VirtioDevice};
 pub use markers::{MarkerLog, Phase};
+pub use observation::{ItraceSpec, ItraceWindow, ObserveOptions, ObserveSetupError, BOOT_PHASE};
+pub use observing::{HartTally, Observing};
+pub use sampler::{SamplerConfig, SpaceMark};
+pub use symbols::{GuestSymbols, KernelSymbolSource, SymbolSources};
+pub use hs_timing;

@@ -190,8 +190,8 @@ const IDLE_INPUT_WAIT: Duration = Duration::from_millis(20);
 
 pub struct Machine<T: TimingModel = Atomic> {
     ram: GuestRam,
-    harts: Vec<Hart<T>>,
-    board: Board,
+    pub(crate) harts: Vec<Hart<T>>,
+    pub(crate) board: Board,
     plan: BootPlan,
     dtb: Vec<u8>,
     clock: Clock,
@@ -214,6 +214,10 @@ pub struct Machine<T: TimingModel = Atomic> {
     slices: u64,
     host_time: Duration,
     hart_host_time: Vec<Duration>,
+    /// Sampling and observation bookkeeping (None: a plain run).
+    pub(crate) obs: Option<Box<crate::observation::MachineObs>>,
+    /// Reaches the recorder inside an [`crate::Observing`] model.
+    pub(crate) rec_of: Option<fn(&mut T) -> &mut crate::observing::HartRecorder>,
 }
 
 impl Machine<Atomic> {
@@ -319,6 +323,8 @@ impl<T: TimingModel> Machine<T> {
             slices: 0,
             host_time: Duration::ZERO,
             hart_host_time: vec![Duration::ZERO; cfg.harts],
+            obs: None,
+            rec_of: None,
         })
     }
 
@@ -456,19 +462,31 @@ impl<T: TimingModel> Machine<T> {
                 let bits = self.board.irq_bits(h, self.harts[h].cycle());
                 self.harts[h].set_platform_irqs(bits);
                 self.board.note_delivered(h, bits);
+                let observed = self.obs.is_some();
+                let until = if observed { self.run_until(h, end) } else { end };
+                if observed {
+                    self.obs_before_run(h);
+                }
                 let t0 = Instant::now();
-                let exit = self.harts[h].run(&mut self.board, end);
+                let exit = self.harts[h].run(&mut self.board, until);
                 self.hart_host_time[h] += t0.elapsed();
+                if observed {
+                    self.obs_after_run(h);
+                }
                 self.poll_htif();
                 match exit {
                     Exit::Budget => {
+                        // (a sample deadline may end a run before the slice does)
                         self.idle[h] = false;
-                        break;
                     }
                     Exit::Idle => {
                         self.idle[h] = true;
                         self.idle_sig[h] = self.wake_signature(h);
+                        let from = self.harts[h].cycle();
                         self.harts[h].advance_to(end);
+                        if observed {
+                            self.obs_idle(h, from, end);
+                        }
                         break;
                     }
                     Exit::IrqCheck => {
@@ -505,7 +523,14 @@ impl<T: TimingModel> Machine<T> {
     fn handle_marker(&mut self, h: usize, m: MarkerCall) {
         let cycles = self.harts.iter().map(|x| x.cycle()).collect();
         let instret = self.harts.iter().map(|x| x.instret()).collect();
+        let phases = self.markers.phases.len();
         self.markers.handle(m.op, m.args, h, &HartView(&self.harts[h]), cycles, instret);
+        if self.obs.is_some() && self.markers.phases.len() > phases {
+            if let Some(p) = self.markers.phases.last() {
+                let (cycle, label) = (p.cycle, p.label.clone());
+                self.obs_phase(h, cycle, &label);
+            }
+        }
     }
 
     /// Move queued console input into the UART as far as it has room; true if any moved.

@@ -1,0 +1,608 @@
+//! [`Observing<M>`]: a timing model that forwards every hook to `M` (and
+//! returns `M`'s cycles unchanged) while recording what only the hart's hooks
+//! can see: traps with their causes, system calls, `satp` writes, and — in
+//! an active window — one record per instruction.
+//!
+//! Cycle accounting: an instruction costs 1 + what its hooks returned
+//! (`hs_timing`'s rule), so the recorder keeps its own cursor: `fetch`
+//! closes the previous instruction and opens the next. An interrupt (or a
+//! fetch fault, which has no `fetch`) costs the hart 1 cycle plus the trap
+//! hook's; the recorder books it as a pseudo-instruction. The machine
+//! re-synchronises the cursor with `Hart::cycle()` before every `run`, so
+//! idle fast-forwards between runs need no hook.
+
+use std::collections::BTreeMap;
+
+use hs_bus::GuestRam;
+use hs_observe::{Event, EventKind, LineAccess, LineTouch, Privilege, StallCause};
+use hs_timing::{InsnClass, MemKind, TimingModel, TrapInfo};
+
+/// `satp`'s CSR number.
+pub const CSR_SATP: u16 = 0x180;
+/// Trap causes kept apart in the tallies (0..=15, the standard ones);
+/// higher ones share the last bucket.
+pub const CAUSE_BUCKETS: usize = 17;
+/// Size of the cache lines the instruction trace reports.
+pub const TRACE_LINE_BYTES: u64 = 64;
+
+/// Counts of one hart, cumulative since reset.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HartTally {
+    /// Exceptions by cause (ecalls included); the last bucket holds causes ≥ 16.
+    pub exceptions: [u64; CAUSE_BUCKETS],
+    /// Interrupts by cause.
+    pub interrupts: [u64; CAUSE_BUCKETS],
+    /// System calls (`ecall` from U) by number (`a7`).
+    pub syscalls: BTreeMap<u64, u64>,
+    /// `satp` writes: address-space (context) switches.
+    pub satp_writes: u64,
+    /// `wfi` instructions executed.
+    pub wfi: u64,
+    /// `mret`/`sret` retired.
+    pub xrets: u64,
+}
+
+impl HartTally {
+    /// `self - earlier`, per counter (saturating: counters only grow).
+    pub fn since(&self, earlier: &HartTally) -> HartTally {
+        let mut d = self.clone();
+        for i in 0..CAUSE_BUCKETS {
+            d.exceptions[i] = d.exceptions[i].saturating_sub(earlier.exceptions[i]);
+            d.interrupts[i] = d.interrupts[i].saturating_sub(earlier.interrupts[i]);
+        }
+        for (n, c) in d.syscalls.iter_mut() {
+            *c = c.saturating_sub(earlier.syscalls.get(n).copied().unwrap_or(0));
+        }
+        d.syscalls.retain(|_, c| *c > 0);
+        d.satp_writes = d.satp_writes.saturating_sub(earlier.satp_writes);
+        d.wfi = d.wfi.saturating_sub(earlier.wfi);
+        d.xrets = d.xrets.saturating_sub(earlier.xrets);
+        d
+    }
+
+    pub fn syscall_total(&self) -> u64 {
+        self.syscalls.values().sum()
+    }
+}
+
+fn bucket(cause: u64) -> usize {
+    (cause as usize).min(CAUSE_BUCKETS - 1)
+}
+
+pub(crate) fn privilege(p: u8) -> Privilege {
+    match p {
+        0 => Privilege::User,
+        1 => Privilege::Supervisor,
+        _ => Privilege::Machine,
+    }
+}
+
+/// What kind of step an instruction-trace record stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StepKind {
+    Insn,
+    /// An interrupt taken between instructions (1 cycle + the trap's cost).
+    Interrupt,
+    /// A fetch that faulted before any instruction was read.
+    FetchFault,
+}
+
+const ST_FETCH: usize = 0;
+const ST_MEM: usize = 1;
+const ST_WALK: usize = 2;
+const ST_MMIO: usize = 3;
+const ST_BRANCH: usize = 4;
+const ST_SERIAL: usize = 5;
+const ST_MULDIV: usize = 6;
+const ST_TRAP: usize = 7;
+/// Extra execute latency of an ALU or FP instruction.
+const ST_EXEC: usize = 8;
+
+/// Indexes of a step's cycles-by-cause array.
+fn stall_cause(i: usize) -> StallCause {
+    match i {
+        ST_FETCH => StallCause::Fetch,
+        ST_MEM => StallCause::Mem,
+        ST_WALK => StallCause::Walker,
+        ST_MMIO => StallCause::Mmio,
+        ST_BRANCH => StallCause::Branch,
+        ST_SERIAL => StallCause::Serialize,
+        ST_MULDIV => StallCause::MulDiv,
+        ST_TRAP => StallCause::Trap,
+        _ => StallCause::Other("execute".to_string()),
+    }
+}
+
+/// One traced step, before symbolisation.
+#[derive(Clone, Debug)]
+pub struct TraceStep {
+    /// Which window (0-based, per hart) it belongs to.
+    pub window: u32,
+    pub kind: StepKind,
+    pub cycle: u64,
+    pub pc: u64,
+    /// Physical address the instruction was fetched from.
+    pub pa: u64,
+    /// Raw instruction bits (low 16 for a compressed one), read at `pa`.
+    pub bits: u32,
+    pub len: u8,
+    pub prv: u8,
+    /// Cycles the step cost, base cost included (set when it closes).
+    pub cycles: u64,
+    stall: [u64; 9],
+    pub lines: Vec<LineTouch>,
+    /// For user-mode steps: the 64 code bytes around `pc`, so the binary can
+    /// be recognised later (the address space may be gone by then).
+    pub code: Option<Box<[u8; 64]>>,
+}
+
+impl TraceStep {
+    /// The cause that cost the most extra cycles (`None` when nothing did).
+    pub fn stall(&self) -> StallCause {
+        let (i, &c) = self.stall.iter().enumerate().max_by_key(|&(i, c)| (*c, std::cmp::Reverse(i))).unwrap_or((0, &0));
+        if c == 0 {
+            StallCause::None
+        } else {
+            stall_cause(i)
+        }
+    }
+}
+
+/// What opens an instruction-trace window.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TraceTrigger {
+    /// From an `ecall` from U with this number to the next return to U.
+    Syscall { number: u64 },
+    /// Opened and closed by the machine at phase markers.
+    Phase,
+}
+
+/// The U-mode instruction being executed while a syscall trigger waits: if
+/// it turns out to be the `ecall`, it becomes the window's first step.
+#[derive(Clone, Copy, Debug, Default)]
+struct Pending {
+    start: u64,
+    pc: u64,
+    pa: u64,
+    len: u8,
+    stall: [u64; 9],
+}
+
+/// Instruction-trace state of one hart.
+pub(crate) struct Itrace {
+    trigger: TraceTrigger,
+    ram: GuestRam,
+    pub active: bool,
+    /// Windows may open (an `in=PHASE` restriction is met).
+    pub allowed: bool,
+    /// Close the window once the open step closes (it was the `sret`).
+    close_after: bool,
+    /// Syscall windows this hart may still open.
+    pub windows_left: u32,
+    pub windows_opened: u32,
+    /// Steps this hart may still record.
+    pub budget: u64,
+    pub truncated: bool,
+    pending: Option<Pending>,
+    cur: Option<TraceStep>,
+    pub steps: Vec<TraceStep>,
+}
+
+impl Itrace {
+    fn new(trigger: TraceTrigger, windows: u32, budget: u64, ram: GuestRam) -> Itrace {
+        Itrace {
+            trigger,
+            ram,
+            active: false,
+            allowed: true,
+            close_after: false,
+            windows_left: windows,
+            windows_opened: 0,
+            budget,
+            truncated: false,
+            pending: None,
+            cur: None,
+            steps: Vec::new(),
+        }
+    }
+
+    fn start_step(&mut self, kind: StepKind, cycle: u64, pc: u64, pa: u64, len: u8, prv: u8, bits: u32) {
+        let bits = match kind {
+            StepKind::Insn => self.ram.read(pa, len.clamp(2, 4)).unwrap_or(0) as u32,
+            _ => bits,
+        };
+        let code = if prv == 0 && kind == StepKind::Insn {
+            let mut b = Box::new([0u8; 64]);
+            self.ram.read_bytes(pa & !63, &mut b[..]).then_some(b)
+        } else {
+            None
+        };
+        self.cur = Some(TraceStep {
+            window: self.windows_opened.saturating_sub(1),
+            kind,
+            cycle,
+            pc,
+            pa,
+            bits,
+            len,
+            prv,
+            cycles: 0,
+            stall: [0; 9],
+            lines: Vec::new(),
+            code,
+        });
+    }
+
+    /// Close the open step at cycle `end`; end the window if it was asked to.
+    fn finish_step(&mut self, end: u64) {
+        if let Some(mut s) = self.cur.take() {
+            s.cycles = end.saturating_sub(s.cycle);
+            if self.budget == 0 {
+                self.truncated = true;
+                self.active = false;
+                self.windows_left = 0;
+            } else {
+                self.budget -= 1;
+                self.steps.push(s);
+            }
+        }
+        if self.close_after {
+            self.close_after = false;
+            self.active = false;
+        }
+    }
+
+    fn stall(&mut self, which: usize, c: u64) {
+        if let Some(s) = self.cur.as_mut() {
+            s.stall[which] += c;
+        } else if let Some(p) = self.pending.as_mut() {
+            p.stall[which] += c;
+        }
+    }
+
+    fn touch(&mut self, pa: u64, access: LineAccess, hit: bool) {
+        if let Some(s) = self.cur.as_mut() {
+            let line = pa & !(TRACE_LINE_BYTES - 1);
+            if !s.lines.iter().any(|t| t.line == line && t.access == access) {
+                s.lines.push(LineTouch { line, access, hit });
+            }
+        }
+    }
+}
+
+/// Everything one hart's hooks recorded.
+pub struct HartRecorder {
+    hart: u16,
+    /// Start cycle of the instruction being executed.
+    start: u64,
+    /// Cycles accounted so far (the current instruction's included).
+    cursor: u64,
+    /// Cost of the trap hook just called (booked by `trap_info`).
+    trap_extra: u64,
+    prv: u8,
+    in_syscall: bool,
+    /// An instruction trace is armed (checked on the hot path).
+    tracing: bool,
+    pub tally: HartTally,
+    events: Option<Vec<Event>>,
+    max_events: usize,
+    pub events_dropped: u64,
+    pub(crate) itrace: Option<Box<Itrace>>,
+    /// Runs whose end the cursor did not match `Hart::cycle()` (a hook the
+    /// recorder does not account for; 0 means the trace cycles are exact).
+    pub cycle_mismatches: u64,
+}
+
+impl HartRecorder {
+    pub fn new(hart: u16) -> HartRecorder {
+        HartRecorder {
+            hart,
+            start: 0,
+            cursor: 0,
+            trap_extra: 0,
+            prv: 3,
+            in_syscall: false,
+            tracing: false,
+            tally: HartTally::default(),
+            events: None,
+            max_events: 0,
+            events_dropped: 0,
+            itrace: None,
+            cycle_mismatches: 0,
+        }
+    }
+
+    /// Keep timeline events, at most `max` (the rest are counted as dropped).
+    pub fn record_events(&mut self, max: usize) {
+        self.events = Some(Vec::new());
+        self.max_events = max;
+    }
+
+    pub(crate) fn arm_itrace(&mut self, trigger: TraceTrigger, windows: u32, budget: u64, ram: GuestRam) {
+        self.itrace = Some(Box::new(Itrace::new(trigger, windows, budget, ram)));
+        self.tracing = true;
+    }
+
+    /// Before `run`: where the hart stands (time passed outside hooks).
+    pub fn sync(&mut self, cycle: u64, prv: u8) {
+        self.start = cycle;
+        self.cursor = cycle;
+        self.prv = prv;
+    }
+
+    /// After `run`: close the traced step and check the accounting.
+    pub fn settle(&mut self, cycle: u64) {
+        if let Some(it) = self.itrace.as_deref_mut() {
+            it.pending = None;
+            if it.cur.is_some() {
+                it.finish_step(self.cursor);
+            }
+        }
+        if self.cursor != cycle {
+            self.cycle_mismatches += 1;
+            self.cursor = cycle;
+        }
+    }
+
+    pub fn events(&self) -> &[Event] {
+        self.events.as_deref().unwrap_or(&[])
+    }
+
+    pub fn take_events(&mut self) -> Vec<Event> {
+        self.events.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    pub(crate) fn push_event(&mut self, cycle: u64, kind: EventKind) {
+        if let Some(ev) = self.events.as_mut() {
+            if ev.len() < self.max_events {
+                ev.push(Event { hart: self.hart, cycle, kind });
+            } else {
+                self.events_dropped += 1;
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn on_fetch(&mut self, pc: u64, pa: u64, len: u8, c: u64) {
+        self.start = self.cursor;
+        self.cursor += 1 + c;
+        if self.tracing {
+            self.fetch_traced(pc, pa, len, c);
+        }
+    }
+
+    #[inline(never)]
+    fn fetch_traced(&mut self, pc: u64, pa: u64, len: u8, c: u64) {
+        let (start, prv) = (self.start, self.prv);
+        let Some(it) = self.itrace.as_deref_mut() else { return };
+        it.pending = None;
+        if it.cur.is_some() {
+            it.finish_step(start);
+        }
+        if it.active {
+            it.start_step(StepKind::Insn, start, pc, pa, len, prv, 0);
+            it.touch(pa, LineAccess::Fetch, c == 0);
+            it.stall(ST_FETCH, c);
+        } else if prv == 0 && it.allowed && it.windows_left > 0 && it.trigger != TraceTrigger::Phase {
+            let mut p = Pending { start, pc, pa, len, stall: [0; 9] };
+            p.stall[ST_FETCH] = c;
+            it.pending = Some(p);
+        }
+    }
+
+    #[inline(always)]
+    fn add(&mut self, c: u64, stall: usize) {
+        if c != 0 {
+            self.cursor += c;
+            if self.tracing {
+                if let Some(it) = self.itrace.as_deref_mut() {
+                    it.stall(stall, c);
+                }
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn on_mem(&mut self, pa: u64, kind: MemKind, mmio: bool, c: u64) {
+        let stall = match (mmio, kind) {
+            (true, _) => ST_MMIO,
+            (false, MemKind::Load | MemKind::Store) => ST_MEM,
+            (false, MemKind::Walk) => ST_WALK,
+            (false, MemKind::Fetch) => ST_FETCH,
+        };
+        self.add(c, stall);
+        if self.tracing && !mmio {
+            self.touch_traced(pa, kind, c);
+        }
+    }
+
+    #[inline(never)]
+    fn touch_traced(&mut self, pa: u64, kind: MemKind, c: u64) {
+        let access = match kind {
+            MemKind::Load => LineAccess::Load,
+            MemKind::Store => LineAccess::Store,
+            MemKind::Walk => LineAccess::Walk,
+            MemKind::Fetch => LineAccess::Fetch,
+        };
+        if let Some(it) = self.itrace.as_deref_mut() {
+            it.touch(pa, access, c == 0);
+        }
+    }
+
+    fn on_trap_info(&mut self, t: &TrapInfo) {
+        let c = std::mem::take(&mut self.trap_extra);
+        // Interrupts and fetch faults (causes 1 and 12: no instruction was
+        // fetched, so no `fetch` hook ran) cost the hart 1 + the trap's cost
+        // between instructions.
+        let between = t.interrupt || matches!(t.cause, 1 | 12);
+        if between {
+            self.start = self.cursor;
+            self.cursor += 1 + c;
+        } else {
+            self.cursor += c;
+        }
+        let at = self.start;
+        if self.tracing {
+            let prv = self.prv;
+            if let Some(it) = self.itrace.as_deref_mut() {
+                if between {
+                    it.pending = None;
+                    if it.cur.is_some() {
+                        it.finish_step(at);
+                    }
+                    if it.active {
+                        let kind = if t.interrupt { StepKind::Interrupt } else { StepKind::FetchFault };
+                        it.start_step(kind, at, t.epc, 0, 0, prv, t.cause as u32);
+                    }
+                }
+                it.stall(ST_TRAP, c);
+            }
+        }
+        let b = bucket(t.cause);
+        if t.interrupt {
+            self.tally.interrupts[b] += 1;
+            self.push_event(at, EventKind::Interrupt { cause: t.cause, plic_source: None });
+            if t.cause == 3 {
+                self.push_event(at, EventKind::IpiReceived { from: None });
+            }
+        } else {
+            self.tally.exceptions[b] += 1;
+            if t.cause == 8 && t.from == 0 {
+                *self.tally.syscalls.entry(t.a7).or_default() += 1;
+                self.in_syscall = true;
+                self.push_event(at, EventKind::Syscall { number: t.a7 });
+                if self.tracing {
+                    self.maybe_open_syscall_window(t.a7);
+                }
+            } else {
+                self.push_event(at, EventKind::Exception { cause: t.cause, tval: t.tval, target: privilege(t.to) });
+            }
+        }
+        self.prv = t.to;
+    }
+
+    fn maybe_open_syscall_window(&mut self, number: u64) {
+        let Some(it) = self.itrace.as_deref_mut() else { return };
+        if it.active || it.windows_left == 0 || it.trigger != (TraceTrigger::Syscall { number }) {
+            return;
+        }
+        let Some(p) = it.pending.take() else { return };
+        it.windows_left -= 1;
+        it.windows_opened += 1;
+        it.active = true;
+        // The ecall becomes the window's first step, with the costs its
+        // placeholder collected (fetch, class, trap).
+        it.start_step(StepKind::Insn, p.start, p.pc, p.pa, p.len, 0, 0);
+        if let Some(s) = it.cur.as_mut() {
+            s.stall = p.stall;
+        }
+        it.touch(p.pa, LineAccess::Fetch, p.stall[ST_FETCH] == 0);
+    }
+
+    fn on_xret(&mut self, to: u8, c: u64) {
+        self.add(c, ST_SERIAL);
+        self.tally.xrets += 1;
+        self.prv = to;
+        if to == 0 && self.in_syscall {
+            self.in_syscall = false;
+            self.push_event(self.start, EventKind::SyscallReturn);
+            if let Some(it) = self.itrace.as_deref_mut() {
+                if it.active && matches!(it.trigger, TraceTrigger::Syscall { .. }) {
+                    it.close_after = true;
+                }
+            }
+        }
+    }
+
+    fn on_csr_write(&mut self, csr: u16, value: u64) {
+        if csr == CSR_SATP {
+            self.tally.satp_writes += 1;
+            self.push_event(self.start, EventKind::ContextSwitch { satp: value });
+        }
+    }
+}
+
+/// A timing model wrapper that records observations (see the module docs).
+pub struct Observing<M> {
+    pub inner: M,
+    pub rec: HartRecorder,
+}
+
+impl<M> Observing<M> {
+    pub fn new(inner: M, hart: u16) -> Observing<M> {
+        Observing { inner, rec: HartRecorder::new(hart) }
+    }
+}
+
+impl<M: TimingModel> TimingModel for Observing<M> {
+    #[inline(always)]
+    fn fetch(&mut self, pc: u64, pa: u64, len: u8) -> u64 {
+        let c = self.inner.fetch(pc, pa, len);
+        self.rec.on_fetch(pc, pa, len, c);
+        c
+    }
+    #[inline(always)]
+    fn insn(&mut self, pc: u64, class: InsnClass) -> u64 {
+        let c = self.inner.insn(pc, class);
+        let stall = match class {
+            InsnClass::Mul | InsnClass::Div | InsnClass::FpDiv | InsnClass::FpSqrt => ST_MULDIV,
+            InsnClass::Load | InsnClass::Store | InsnClass::Amo => ST_MEM,
+            InsnClass::Branch | InsnClass::Jump => ST_BRANCH,
+            InsnClass::Csr
+            | InsnClass::Fence
+            | InsnClass::FenceI
+            | InsnClass::SfenceVma
+            | InsnClass::Ecall
+            | InsnClass::Xret
+            | InsnClass::Wfi
+            | InsnClass::System => ST_SERIAL,
+            _ => ST_EXEC,
+        };
+        self.rec.add(c, stall);
+        c
+    }
+    #[inline(always)]
+    fn mem(&mut self, pa: u64, size: u8, kind: MemKind, mmio: bool) -> u64 {
+        let c = self.inner.mem(pa, size, kind, mmio);
+        self.rec.on_mem(pa, kind, mmio, c);
+        c
+    }
+    #[inline(always)]
+    fn branch(&mut self, pc: u64, taken: bool, target: u64) -> u64 {
+        let c = self.inner.branch(pc, taken, target);
+        self.rec.add(c, ST_BRANCH);
+        c
+    }
+    #[inline(always)]
+    fn trap(&mut self, cause: u64, interrupt: bool) -> u64 {
+        let c = self.inner.trap(cause, interrupt);
+        self.rec.trap_extra = c;
+        c
+    }
+    #[inline(always)]
+    fn csr(&mut self, csr: u16, write: bool) -> u64 {
+        let c = self.inner.csr(csr, write);
+        self.rec.add(c, ST_SERIAL);
+        c
+    }
+    fn trap_info(&mut self, t: &TrapInfo) {
+        self.inner.trap_info(t);
+        self.rec.on_trap_info(t);
+    }
+    fn xret(&mut self, new_pc: u64, from: u8, to: u8) -> u64 {
+        let c = self.inner.xret(new_pc, from, to);
+        self.rec.on_xret(to, c);
+        c
+    }
+    fn csr_write(&mut self, csr: u16, value: u64) {
+        self.inner.csr_write(csr, value);
+        self.rec.on_csr_write(csr, value);
+    }
+    fn wfi(&mut self, pc: u64) {
+        self.inner.wfi(pc);
+        self.rec.tally.wfi += 1;
+    }
+    fn hpm_counter(&self, index: u16, event: u64) -> u64 {
+        self.inner.hpm_counter(index, event)
+    }
+}

@@ -1,0 +1,275 @@
+//! The sampling profiler: every `period` cycles of a hart, the machine stops
+//! it (its `run` budget is the next sample deadline) and records the PC,
+//! privilege, `satp` and a frame-pointer call stack.
+//!
+//! Stacks: RISC-V frame pointers keep the return address at `fp - 8` and
+//! the caller's frame pointer at `fp - 16`. Kernel chains (S-mode) follow
+//! Linux's own unwinder, including its leaf-function rule; user chains
+//! (U-mode) keep only links whose return address follows a call instruction
+//! in the recognised binary, since BusyBox is built without frame pointers.
+//! M-mode samples carry no stack. Time a hart spends idle in `wfi` is not
+//! sampled (its clock is stopped, as for perf's `cycles` event).
+//!
+//! User binaries: every program of an image is a static non-PIE ELF at the
+//! same address, so the address space's binary is recognised from the 64
+//! code bytes around the sampled PC, compared with each candidate's file
+//! bytes. The answer is cached per root page table and re-checked against
+//! the cached binary on every user sample (a root table can be reused by a
+//! later process); a change is recorded as a new [`SpaceMark`].
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use hs_core::{Hart, Priv};
+use hs_observe::{satp_root, Privilege, Sample, UserIdentifier};
+use hs_timing::TimingModel;
+
+use crate::observing::CSR_SATP;
+
+/// Sampling options.
+#[derive(Clone, Debug)]
+pub struct SamplerConfig {
+    /// Cycles between two samples of one hart.
+    pub period: u64,
+    /// Most return addresses kept per sample.
+    pub max_depth: usize,
+    /// Samples kept in all; later ones are counted, not kept.
+    pub max_samples: usize,
+}
+
+impl Default for SamplerConfig {
+    fn default() -> Self {
+        SamplerConfig { period: 1024, max_depth: 32, max_samples: 8_000_000 }
+    }
+}
+
+/// From `cycle` on, the address space with this `satp` runs `binary`
+/// (an index into the identifier's binaries; `None`: none of them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SpaceMark {
+    pub satp: u64,
+    pub cycle: u64,
+    pub binary: Option<usize>,
+}
+
+/// Largest distance from `sp` a frame pointer may be: a kernel stack is
+/// 16 KiB (32 KiB with KASAN), a user stack grows to 8 MiB by default.
+const KERNEL_STACK_SPAN: u64 = 64 << 10;
+const USER_STACK_SPAN: u64 = 8 << 20;
+/// Bytes read at once while unwinding (frames are usually close together).
+const WINDOW: usize = 256;
+
+pub struct Sampler {
+    cfg: SamplerConfig,
+    next: Vec<u64>,
+    pub samples: Vec<Sample>,
+    /// Samples not kept because `max_samples` was reached.
+    pub dropped: u64,
+    /// Sample deadlines that fell into `wfi` idle time.
+    pub idle_skipped: u64,
+    /// Deadlines passed while one block ran past them (one sample is taken).
+    pub overshot: u64,
+    ident: Arc<UserIdentifier>,
+    spaces: BTreeMap<u64, Option<usize>>,
+    pub marks: Vec<SpaceMark>,
+}
+
+impl Sampler {
+    pub fn new(cfg: SamplerConfig, harts: usize, ident: Arc<UserIdentifier>) -> Sampler {
+        let period = cfg.period.max(1);
+        Sampler {
+            cfg: SamplerConfig { period, ..cfg },
+            next: vec![period; harts],
+            samples: Vec::new(),
+            dropped: 0,
+            idle_skipped: 0,
+            overshot: 0,
+            ident,
+            spaces: BTreeMap::new(),
+            marks: Vec::new(),
+        }
+    }
+
+    pub fn period(&self) -> u64 {
+        self.cfg.period
+    }
+
+    /// The cycle at which hart `h` must stop next.
+    pub fn deadline(&self, h: usize) -> u64 {
+        self.next.get(h).copied().unwrap_or(u64::MAX)
+    }
+
+    /// After hart `h` ran: take a sample if it reached its deadline.
+    pub fn after_run<T: TimingModel>(&mut self, h: usize, hart: &Hart<T>) {
+        let now = hart.cycle();
+        let Some(next) = self.next.get(h).copied() else { return };
+        if now < next {
+            return;
+        }
+        let missed = (now - next) / self.cfg.period;
+        self.overshot += missed;
+        self.next[h] = next + (missed + 1) * self.cfg.period;
+        if self.samples.len() >= self.cfg.max_samples {
+            self.dropped += 1;
+            return;
+        }
+        let s = self.take(h, hart);
+        self.samples.push(s);
+    }
+
+    /// Hart `h` idled (clock stopped) up to `to`: no samples for that time.
+    pub fn skip_idle(&mut self, h: usize, to: u64) {
+        if let Some(next) = self.next.get_mut(h) {
+            if to >= *next {
+                let n = (to - *next) / self.cfg.period + 1;
+                self.idle_skipped += n;
+                *next += n * self.cfg.period;
+            }
+        }
+    }
+
+    fn take<T: TimingModel>(&mut self, h: usize, hart: &Hart<T>) -> Sample {
+        let pc = hart.pc();
+        let satp = hart.csr(CSR_SATP).unwrap_or(0);
+        let mut stack = Vec::new();
+        let privilege = match hart.priv_mode() {
+            Priv::Machine => Privilege::Machine,
+            Priv::Supervisor => {
+                kernel_stack(hart, satp >> 60 != 0, self.cfg.max_depth, &mut stack);
+                Privilege::Supervisor
+            }
+            Priv::User => {
+                let binary = self.identify(hart, satp, pc);
+                if let Some(b) = binary.and_then(|i| self.ident.binaries().get(i)) {
+                    user_stack(hart, b, self.cfg.max_depth, &mut stack);
+                }
+                Privilege::User
+            }
+        };
+        Sample { hart: h as u16, cycle: hart.cycle(), pc, privilege, satp, stack }
+    }
+
+    /// The binary running in this address space, re-checked at `pc`.
+    fn identify<T: TimingModel>(&mut self, hart: &Hart<T>, satp: u64, pc: u64) -> Option<usize> {
+        if self.ident.is_empty() {
+            return None;
+        }
+        let base = pc & !63;
+        let mut code = [0u8; 64];
+        let root = satp_root(satp);
+        let cached = self.spaces.get(&root).copied();
+        if hart.read_virt(base, &mut code).is_err() {
+            return cached.flatten();
+        }
+        if let Some(Some(b)) = cached {
+            if self.ident.binaries()[b].matches(base, &code) {
+                return Some(b);
+            }
+        }
+        let found = self.ident.identify(base, &code);
+        if cached != Some(found) {
+            self.spaces.insert(root, found);
+            self.marks.push(SpaceMark { satp, cycle: hart.cycle(), binary: found });
+        }
+        found
+    }
+}
+
+/// Reads guest words through the hart's current translation, a window at a time.
+struct StackReader<'h, T: TimingModel> {
+    hart: &'h Hart<T>,
+    base: u64,
+    len: usize,
+    buf: [u8; WINDOW],
+}
+
+impl<'h, T: TimingModel> StackReader<'h, T> {
+    fn new(hart: &'h Hart<T>) -> Self {
+        StackReader { hart, base: 0, len: 0, buf: [0; WINDOW] }
+    }
+
+    /// The two words at `addr` (previous fp, return address).
+    fn pair(&mut self, addr: u64) -> Option<(u64, u64)> {
+        let inside = addr >= self.base && addr.checked_add(16)? <= self.base + self.len as u64;
+        if !inside {
+            // Up to the end of the page, so one translation serves the window.
+            let to_page_end = (4096 - (addr & 0xfff)) as usize;
+            let len = to_page_end.clamp(16, WINDOW);
+            self.hart.read_virt(addr, &mut self.buf[..len]).ok()?;
+            self.base = addr;
+            self.len = len;
+        }
+        let off = (addr - self.base) as usize;
+        let word = |o: usize| u64::from_le_bytes(self.buf[o..o + 8].try_into().unwrap_or([0; 8]));
+        Some((word(off), word(off + 8)))
+    }
+}
+
+/// The S-mode call chain, as Linux's `walk_stackframe` finds it. `paging`:
+/// kernel addresses are the upper half (before `satp` is set they are
+/// physical and anything goes).
+fn kernel_stack<T: TimingModel>(hart: &Hart<T>, paging: bool, max: usize, out: &mut Vec<u64>) {
+    let sp = hart.x(2);
+    let ra_reg = hart.x(1);
+    let kernel = |a: u64| !paging || a >> 63 == 1;
+    let mut fp = hart.x(8);
+    let mut reader = StackReader::new(hart);
+    let mut first = true;
+    let mut crossed = false;
+    while out.len() < max && fp != 0 && fp & 7 == 0 && kernel(fp) {
+        let Some(frame) = fp.checked_sub(16) else { break };
+        let Some((saved_fp, saved_ra)) = reader.pair(frame) else { break };
+        // A leaf saves only fp: `fp - 8` then holds the caller's frame
+        // pointer (a stack address) and the return address is still in ra.
+        let leaf = first && saved_ra >= sp && saved_ra - sp < KERNEL_STACK_SPAN && saved_ra & 7 == 0;
+        let (ra, next) = if leaf { (ra_reg, saved_ra) } else { (saved_ra, saved_fp) };
+        first = false;
+        if ra == 0 || !kernel(ra) {
+            break;
+        }
+        out.push(ra);
+        // Frames move up the stack; one jump elsewhere is the switch from
+        // the IRQ stack back to the task stack.
+        if next <= fp {
+            if crossed {
+                break;
+            }
+            crossed = true;
+        }
+        fp = next;
+    }
+}
+
+/// The U-mode call chain: the return address in `ra` when it is not stale,
+/// then frame-pointer links, each checked to follow a call in `bin`.
+fn user_stack<T: TimingModel>(hart: &Hart<T>, bin: &hs_observe::UserBinary, max: usize, out: &mut Vec<u64>) {
+    let pc = hart.pc();
+    let sp = hart.x(2);
+    let ra = hart.x(1);
+    let table = bin.table();
+    let function_of = |a: u64| table.lookup_symbol(a).map(|s| s.start);
+    // `ra` inside the sampled function is the return from an earlier call
+    // the function made, not its caller.
+    let ra_fresh = bin.follows_call(ra) && function_of(ra.wrapping_sub(1)) != function_of(pc);
+    if ra_fresh && max > 0 {
+        out.push(ra);
+    }
+    let mut fp = hart.x(8);
+    let mut reader = StackReader::new(hart);
+    let mut first = true;
+    while out.len() < max && fp & 7 == 0 && fp > sp && fp - sp <= USER_STACK_SPAN {
+        let Some((saved_fp, saved_ra)) = reader.pair(fp - 16) else { break };
+        if !bin.follows_call(saved_ra) {
+            break;
+        }
+        // With a fresh `ra`, the first frame's saved ra is that same caller.
+        if !(first && ra_fresh && saved_ra == ra) {
+            out.push(saved_ra);
+        }
+        first = false;
+        if saved_fp <= fp {
+            break;
+        }
+        fp = saved_fp;
+    }
+}
