@@ -194,7 +194,8 @@ fn fmt_value(v: f64) -> String {
     if v.fract() == 0.0 && v.abs() < 1e15 {
         crate::report::thousands(v as i64)
     } else {
-        format!("{v:.3}")
+        let t = format!("{v:.3}");
+        t.trim_end_matches('0').trim_end_matches('.').to_string()
     }
 }
 

@@ -293,7 +293,7 @@ pub fn build(input: &ReportInput) -> Vec<Block> {
     };
     let mut result = Table { headers, right, rows: Vec::new() };
     let mut unavailable: Vec<(String, Vec<String>)> = Vec::new();
-    let mut charts = Vec::new();
+    let mut relative = Chart { title: format!("headline metrics, % of {base}"), unit: format!("% of {base}"), series: labels.clone(), categories: Vec::new(), stacked: false };
     for m in &headline {
         let values: Vec<Result<f64, Missing>> = runs.iter().map(|r| m.value(&r.record)).collect();
         let mut row = vec![format!("`{m}`")];
@@ -318,8 +318,12 @@ pub fn build(input: &ReportInput) -> Vec<Block> {
                 None => unavailable.push((why, vec![format!("`{m}`")])),
             }
         }
-        if values.iter().all(|v| v.is_ok()) {
-            charts.push((m.to_string(), values.iter().map(|v| *v.as_ref().unwrap_or(&0.0)).collect::<Vec<f64>>()));
+        // Relative to the baseline, so metrics of any scale share one chart.
+        if let (Some(Ok(base)), true) = (values.first(), values.iter().all(|v| v.is_ok())) {
+            if *base > 0.0 {
+                let pct = values.iter().map(|v| (v.as_ref().unwrap_or(&0.0) / base * 1000.0).round() / 10.0).collect();
+                relative.categories.push((m.to_string(), pct));
+            }
         }
     }
     b.push(Block::Table(result));
@@ -327,8 +331,8 @@ pub fn build(input: &ReportInput) -> Vec<Block> {
         let parts: Vec<String> = unavailable.iter().map(|(why, ms)| format!("{}: {why}", ms.join(", "))).collect();
         b.push(Block::Para(format!("Not available: {}.", parts.join("; "))));
     }
-    for (name, values) in charts {
-        b.push(Block::Chart(Chart { title: name, unit: String::new(), series: labels.clone(), categories: vec![(String::new(), values)], stacked: false }));
+    if runs.len() > 1 && !relative.categories.is_empty() {
+        b.push(Block::Chart(relative));
     }
 
     // Phases

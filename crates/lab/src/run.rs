@@ -146,7 +146,7 @@ pub fn execute(p: &Prepared, scenario: &Scenario, repeat: u32, artefacts_dir: &P
 
     let summary = machine.summary();
     let observations = observations(&machine, summary.cycles);
-    let profile = profile(&observations, &p.image).map_err(|m| run_err(m))?;
+    let profile = profile(&observations, &p.image).map_err(run_err)?;
     let counters = Counters {
         cycles: summary.cycles,
         instret: summary.instret,
