@@ -17,8 +17,8 @@ pub enum MachineError {
     OutsideRam { what: &'static str, name: String, start: u64, end: u64, ram_start: u64, ram_end: u64 },
     #[error("{a} [{a_start:#x}..{a_end:#x}) and {b} [{b_start:#x}..{b_end:#x}) overlap in memory")]
     ImagesOverlap { a: String, a_start: u64, a_end: u64, b: String, b_start: u64, b_end: u64 },
-    #[error("-m {have_mib}M is too small for {what}: at least {need_mib} MiB of RAM is needed")]
-    RamTooSmall { have_mib: u64, need_mib: u64, what: String },
+    #[error("-m {} is too small for {what}: at least {need_mib} MiB of RAM is needed", ram_size(*have_bytes))]
+    RamTooSmall { have_bytes: u64, need_mib: u64, what: String },
     #[error("-m {}: RAM size must be a multiple of 4 KiB between 4 KiB and {max} GiB", ram_size(*.0), max = crate::layout::MAX_RAM >> 30)]
     BadRamSize(u64),
     #[error("--smp {0}: this machine supports 1 to {MAX_HARTS} harts")]
@@ -72,5 +72,7 @@ mod tests {
         assert!(MachineError::BadRamSize(0).to_string().starts_with("-m 0: "));
         assert!(MachineError::BadRamSize(6 << 10).to_string().starts_with("-m 6K: "));
         assert!(MachineError::BadRamSize(4097).to_string().starts_with("-m 4097 bytes: "));
+        let small = MachineError::RamTooSmall { have_bytes: 4 << 10, need_mib: 17, what: "the kernel".into() };
+        assert_eq!(small.to_string(), "-m 4K is too small for the kernel: at least 17 MiB of RAM is needed");
     }
 }

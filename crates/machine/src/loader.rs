@@ -318,7 +318,7 @@ pub fn plan(images: &BootImages, ram: u64, dtb_size: u64) -> Result<BootPlan, Ma
                         _ => "the firmware and device tree",
                     };
                     return Err(MachineError::RamTooSmall {
-                        have_mib: ram / MIB,
+                        have_bytes: ram,
                         need_mib: try_ram / MIB,
                         what: what.into(),
                     });
@@ -380,7 +380,7 @@ mod tests {
         };
         let err = plan(&images, 64 * MIB, 0x2000).unwrap_err();
         match err {
-            MachineError::RamTooSmall { have_mib: 64, need_mib, .. } => {
+            MachineError::RamTooSmall { have_bytes: 0x400_0000, need_mib, .. } => {
                 assert!(plan(&images, need_mib * MIB, 0x2000).is_ok());
                 assert!(plan(&images, (need_mib - 1) * MIB, 0x2000).is_err());
             }
