@@ -100,6 +100,18 @@ fn bad_scenarios_are_one_sentence_naming_the_key() {
     let text = GOOD.replacen("image = \"custom\"", "image = \"custom\"\npatches = \"p\"", 1);
     assert!(check(&dir, &text).0, "a patch series on `custom` validates");
 
+    // Config fragments likewise, and each line must be a config setting.
+    std::fs::write(dir.join("extra.config"), "CONFIG_PRINTK_TIME=y\n# CONFIG_SWAP is not set\n").unwrap();
+    std::fs::write(dir.join("bad.config"), "CONFIG_A=y\nprintk time please\n").unwrap();
+    let text = GOOD.replacen("image = \"custom\"", "image = \"custom\"\nconfig = \"extra.config\"", 1);
+    assert!(check(&dir, &text).0, "a config fragment on `custom` validates");
+    let text = GOOD.replacen("image = \"custom\"", "image = \"custom\"\nconfig = \"bad.config\"", 1);
+    let (ok, _, stderr) = check(&dir, &text);
+    assert!(!ok && stderr.contains("guest.config: `bad.config` line 2: `printk time please` is not CONFIG_NAME=value"), "{stderr}");
+    let text = GOOD.replacen("[variants.B]\n", "[variants.B]\nconfig = \"extra.config\"\nimage = \"debian\"\n", 1);
+    let (ok, _, stderr) = check(&dir, &text);
+    assert!(!ok && stderr.contains("variants.B.config: image `debian` boots a packaged kernel"), "{stderr}");
+
     let missing = Command::new(env!("CARGO_BIN_EXE_hartscope")).args(["study", "--check", "/nonexistent/s.toml"]).output().unwrap();
     assert!(String::from_utf8_lossy(&missing.stderr).starts_with("hartscope: /nonexistent/s.toml: cannot be read"));
     std::fs::remove_dir_all(&dir).unwrap();

@@ -1,7 +1,8 @@
-//! Images derived for a study's kernel patch series: a guest recipe
-//! directory that shares everything with the real one (by symlinks) except
-//! a recipe whose patch series is the image's own followed by the study's.
-//! hs-guest then builds it like any image, cached by its recipe hash.
+//! Images derived for a study's kernel patch series or config fragment: a
+//! guest recipe directory that shares everything with the real one (by
+//! symlinks) except a recipe whose patch series is the image's own followed
+//! by the study's, and whose config fragment is the image's own followed by
+//! the study's. hs-guest then builds it like any image, cached by its recipe hash.
 
 use std::path::{Path, PathBuf};
 
@@ -12,6 +13,7 @@ use crate::error::{io_err, LabError, Result};
 /// Directories of the guest tree a derived recipe shares unchanged.
 const SHARED: &[&str] = &["agent", "hsmark", "busybox", "workloads", "kernel"];
 const SERIES_DIR: &str = "study-patches";
+const CONFIG_FILE: &str = "study.config";
 
 /// The patch files of a series directory, by name.
 fn series(dir: &Path) -> Result<Vec<(String, Vec<u8>)>> {
@@ -27,40 +29,59 @@ fn series(dir: &Path) -> Result<Vec<(String, Vec<u8>)>> {
     Ok(out)
 }
 
-/// Write (or find) the derived guest directory for `base` + `patches`;
-/// returns it and the derived image's name.
-pub fn derive_guest_dir(b: &Builder, base: &str, patches: &Path) -> Result<(PathBuf, String)> {
+/// Write (or find) the derived guest directory for `base` with a study's
+/// `patches` and/or `config` fragment; returns it and the derived image's name.
+pub fn derive_guest_dir(b: &Builder, base: &str, patches: Option<&Path>, config: Option<&Path>) -> Result<(PathBuf, String)> {
     let img_err = |message: String| LabError::Image { image: base.to_string(), message };
     let recipe_path = b.guest_dir.join("images").join(format!("{base}.toml"));
     let text = std::fs::read_to_string(&recipe_path).map_err(io_err("read", &recipe_path))?;
     let mut recipe: toml::Table = text.parse().map_err(|e: toml::de::Error| img_err(format!("{}: {}", recipe_path.display(), e.message())))?;
     let kernel = recipe.get_mut("kernel").and_then(|k| k.as_table_mut()).ok_or_else(|| img_err("the recipe has no [kernel] table".into()))?;
     if kernel.get("source").and_then(|s| s.as_str()) != Some("linux-source") {
-        return Err(img_err("its kernel is not built from source, so a patch series cannot apply".into()));
+        return Err(img_err("its kernel is not built from source, so a patch series or config fragment cannot apply".into()));
     }
-    let own_dir = kernel.get("patches").and_then(|p| p.as_str()).map(|p| b.guest_dir.join(p));
-    let own = match &own_dir {
-        Some(d) if d.is_dir() => series(d)?,
-        _ => Vec::new(),
-    };
-    let study = series(patches)?;
-    if study.is_empty() {
-        return Err(img_err(format!("{} holds no *.patch files", patches.display())));
+    let mut key = format!("{base}\0");
+
+    let mut series_files: Option<Vec<(String, Vec<u8>)>> = None;
+    if let Some(patches) = patches {
+        let own_dir = kernel.get("patches").and_then(|p| p.as_str()).map(|p| b.guest_dir.join(p));
+        let own = match &own_dir {
+            Some(d) if d.is_dir() => series(d)?,
+            _ => Vec::new(),
+        };
+        let study = series(patches)?;
+        if study.is_empty() {
+            return Err(img_err(format!("{} holds no *.patch files", patches.display())));
+        }
+        let mut all: Vec<(String, Vec<u8>)> = own.into_iter().map(|(n, d)| (format!("0-image-{n}"), d)).collect();
+        all.extend(study.into_iter().map(|(n, d)| (format!("1-study-{n}"), d)));
+        for (n, d) in &all {
+            key.push_str(&format!("patch {n} {}\0", crate::sha256_hex(d)));
+        }
+        kernel.insert("patches".into(), toml::Value::String(SERIES_DIR.into()));
+        series_files = Some(all);
     }
 
-    let mut all: Vec<(String, Vec<u8>)> = own.into_iter().map(|(n, d)| (format!("0-image-{n}"), d)).collect();
-    all.extend(study.into_iter().map(|(n, d)| (format!("1-study-{n}"), d)));
-    let mut key = format!("{base}\0");
-    for (n, d) in &all {
-        key.push_str(n);
-        key.push('\0');
-        key.push_str(&crate::sha256_hex(d));
-        key.push('\0');
+    let mut fragment: Option<String> = None;
+    if let Some(config) = config {
+        let own_rel = kernel.get("config").and_then(|c| c.as_str()).ok_or_else(|| img_err("the recipe's kernel has no config fragment".into()))?;
+        let own_path = b.guest_dir.join(own_rel);
+        let own = std::fs::read_to_string(&own_path).map_err(io_err("read", &own_path))?;
+        let study = std::fs::read_to_string(config).map_err(io_err("read", config))?;
+        let text = format!("{own}\n# --- the study's fragment ({}) ---\n{study}", config.display());
+        key.push_str(&format!("config {}\0", crate::sha256_hex(text.as_bytes())));
+        kernel.insert("config".into(), toml::Value::String(CONFIG_FILE.into()));
+        fragment = Some(text);
     }
+
     let name = format!("{base}-study-{}", &crate::sha256_hex(key.as_bytes())[..12]);
-    kernel.insert("patches".into(), toml::Value::String(SERIES_DIR.into()));
     if let Some(toml::Value::String(d)) = recipe.get_mut("description") {
-        d.push_str(&format!(" + study patch series {}", patches.display()));
+        if let Some(p) = patches {
+            d.push_str(&format!(" + study patch series {}", p.display()));
+        }
+        if let Some(c) = config {
+            d.push_str(&format!(" + study config fragment {}", c.display()));
+        }
     }
 
     let dir = b.cache.join("lab").join("guest").join(&name);
@@ -79,13 +100,18 @@ pub fn derive_guest_dir(b: &Builder, base: &str, patches: &Path) -> Result<(Path
                 std::os::unix::fs::symlink(&src, tmp.join(d)).map_err(io_err("create link", &tmp.join(d)))?;
             }
         }
-        let sdir = tmp.join(SERIES_DIR);
-        std::fs::create_dir_all(&sdir).map_err(io_err("create directory", &sdir))?;
-        for (n, d) in &all {
-            std::fs::write(sdir.join(n), d).map_err(io_err("write", &sdir.join(n)))?;
+        if let Some(all) = &series_files {
+            let sdir = tmp.join(SERIES_DIR);
+            std::fs::create_dir_all(&sdir).map_err(io_err("create directory", &sdir))?;
+            for (n, d) in all {
+                std::fs::write(sdir.join(n), d).map_err(io_err("write", &sdir.join(n)))?;
+            }
+        }
+        if let Some(text) = &fragment {
+            std::fs::write(tmp.join(CONFIG_FILE), text).map_err(io_err("write", &tmp.join(CONFIG_FILE)))?;
         }
         let body = toml::to_string(&recipe).map_err(|e| img_err(format!("cannot write the derived recipe ({e})")))?;
-        let header = format!("# Derived by hartscope's lab: image `{base}` with a study's patch series appended.\n");
+        let header = format!("# Derived by hartscope's lab: image `{base}` with a study's kernel changes appended.\n");
         let path = tmp.join("images").join(format!("{name}.toml"));
         std::fs::write(&path, header + &body).map_err(io_err("write", &path))?;
         Ok(())
@@ -104,10 +130,10 @@ pub fn derive_guest_dir(b: &Builder, base: &str, patches: &Path) -> Result<(Path
     Ok((dir, name))
 }
 
-/// Build (or find in the cache) `base` with `patches` appended to its kernel patch series.
-pub fn build_patched(base: &str, patches: &Path, progress: &mut dyn FnMut(&str)) -> Result<ImageDir> {
+/// Build (or find in the cache) `base` with a study's patch series and/or config fragment.
+pub fn build_derived(base: &str, patches: Option<&Path>, config: Option<&Path>, progress: &mut dyn FnMut(&str)) -> Result<ImageDir> {
     let b = Builder::from_env();
-    let (guest_dir, name) = derive_guest_dir(&b, base, patches)?;
+    let (guest_dir, name) = derive_guest_dir(&b, base, patches, config)?;
     let derived = Builder { cache: b.cache.clone(), guest_dir, mirror: b.mirror.clone() };
     derived.build(&name, progress).map_err(|e| LabError::Image { image: name.clone(), message: e.to_string() })
 }
@@ -127,7 +153,7 @@ mod tests {
         std::fs::write(patches.join("0001-quiet.patch"), "--- a/x\n+++ b/x\n").unwrap();
         std::fs::write(patches.join("notes.txt"), "not a patch").unwrap();
 
-        let (dir, name) = derive_guest_dir(&b, "custom", &patches).unwrap();
+        let (dir, name) = derive_guest_dir(&b, "custom", Some(&patches), None).unwrap();
         assert!(name.starts_with("custom-study-"), "{name}");
         let files: Vec<String> = std::fs::read_dir(dir.join(SERIES_DIR)).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
         assert_eq!(files, vec!["1-study-0001-quiet.patch".to_string()]);
@@ -136,12 +162,24 @@ mod tests {
         let h = derived.recipe_hash(&name).unwrap();
         assert_ne!(h, real.recipe_hash("custom").unwrap());
         // The same series derives the same directory; a changed one a new image.
-        assert_eq!(derive_guest_dir(&b, "custom", &patches).unwrap().1, name);
+        assert_eq!(derive_guest_dir(&b, "custom", Some(&patches), None).unwrap().1, name);
         std::fs::write(patches.join("0001-quiet.patch"), "--- a/y\n+++ b/y\n").unwrap();
-        assert_ne!(derive_guest_dir(&b, "custom", &patches).unwrap().1, name);
+        assert_ne!(derive_guest_dir(&b, "custom", Some(&patches), None).unwrap().1, name);
 
-        let err = derive_guest_dir(&b, "debian", &patches).unwrap_err().to_string();
+        let err = derive_guest_dir(&b, "debian", Some(&patches), None).unwrap_err().to_string();
         assert!(err.contains("not built from source"), "{err}");
+
+        // A config fragment lands after the image's own.
+        let frag = scratch.join("extra.config");
+        std::fs::write(&frag, "CONFIG_PRINTK_TIME=y\n").unwrap();
+        let (cdir, cname) = derive_guest_dir(&b, "custom", None, Some(&frag)).unwrap();
+        assert_ne!(cname, name);
+        let text = std::fs::read_to_string(cdir.join(CONFIG_FILE)).unwrap();
+        let own = std::fs::read_to_string(real.guest_dir.join("kernel/virt.config")).unwrap();
+        assert!(text.starts_with(&own) && text.ends_with("CONFIG_PRINTK_TIME=y\n"), "{text}");
+        assert!(!cdir.join(SERIES_DIR).exists(), "no patch series given, the image's own stays");
+        let derived = Builder { cache: b.cache.clone(), guest_dir: cdir, mirror: b.mirror.clone() };
+        derived.recipe_hash(&cname).unwrap();
         std::fs::remove_dir_all(&scratch).unwrap();
     }
 }

@@ -186,7 +186,7 @@ pub fn execute(p: &Prepared, scenario: &Scenario, repeat: u32, artefacts_dir: &P
             text: scenario.text.clone(),
         },
         hartscope_version: crate::VERSION.to_string(),
-        image: ImageInfo { name: v.image.clone(), manifest: p.manifest.clone() },
+        image: ImageInfo { name: p.image.name.clone(), manifest: p.manifest.clone() },
         machine: MachineInfo {
             harts: v.harts,
             memory_bytes: v.memory_bytes,

@@ -57,6 +57,7 @@ struct RawGuest {
     #[serde(default)]
     append: String,
     patches: Option<String>,
+    config: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -81,6 +82,7 @@ struct RawVariant {
     #[serde(default)]
     env: BTreeMap<String, String>,
     patches: Option<String>,
+    config: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -190,6 +192,8 @@ pub struct Variant {
     pub workload: PathBuf,
     /// A patch series applied after the image's own (custom kernels only).
     pub patches: Option<PathBuf>,
+    /// A kernel config fragment applied after the image's own (custom kernels only).
+    pub config: Option<PathBuf>,
     pub max_cycles: Option<u64>,
 }
 
@@ -347,6 +351,10 @@ impl Scenario {
             Some(p) => Some(check_patches(&base_dir, p, "guest.patches", &err)?),
             None => None,
         };
+        let study_config = match &raw.guest.config {
+            Some(c) => Some(check_config(&base_dir, c, "guest.config", &err)?),
+            None => None,
+        };
 
         // [workload]
         let workload = base_dir.join(&raw.workload.dir);
@@ -400,11 +408,23 @@ impl Scenario {
                 Some(p) => Some(check_patches(&base_dir, p, &key("patches"), &err)?),
                 None => study_patches.clone(),
             };
+            let config = match v.config.as_deref() {
+                Some("") => None,
+                Some(c) => Some(check_config(&base_dir, c, &key("config"), &err)?),
+                None => study_config.clone(),
+            };
             if patches.is_some() && !is_source_kernel(&ctx.guest_dir, &image) {
                 let k = if v.patches.is_some() { key("patches") } else { "guest.patches".to_string() };
                 return Err(err(
                     &k,
                     format!("image `{image}` boots a packaged kernel; patch series apply only to images built from kernel source (such as `custom`)"),
+                ));
+            }
+            if config.is_some() && !is_source_kernel(&ctx.guest_dir, &image) {
+                let k = if v.config.is_some() { key("config") } else { "guest.config".to_string() };
+                return Err(err(
+                    &k,
+                    format!("image `{image}` boots a packaged kernel; config fragments apply only to images built from kernel source (such as `custom`)"),
                 ));
             }
             variants.push(Variant {
@@ -418,6 +438,7 @@ impl Scenario {
                 env,
                 workload: workload.clone(),
                 patches,
+                config,
                 max_cycles: max_cycles.map(|s| (s * mhz as f64 * 1e6) as u64),
             });
         }
@@ -584,6 +605,20 @@ fn check_env(env: &BTreeMap<String, String>, key: &str, err: &ErrFn) -> Result<(
         }
     }
     Ok(())
+}
+
+fn check_config(base: &Path, c: &str, key: &str, err: &ErrFn) -> Result<PathBuf> {
+    let path = base.join(c);
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| err(key, format!("`{c}` (relative to the scenario file) is not a readable file ({e})")))?;
+    for (n, line) in text.lines().enumerate() {
+        let l = line.trim();
+        let ok = l.is_empty() || (l.starts_with("# CONFIG_") && l.ends_with(" is not set")) || l.starts_with('#') || (l.starts_with("CONFIG_") && l.contains('='));
+        if !ok {
+            return Err(err(key, format!("`{c}` line {}: `{l}` is not CONFIG_NAME=value or `# CONFIG_NAME is not set`", n + 1)));
+        }
+    }
+    Ok(path)
 }
 
 fn check_patches(base: &Path, p: &str, key: &str, err: &ErrFn) -> Result<PathBuf> {

@@ -46,25 +46,27 @@ pub fn run_study(scenario: &Scenario, opts: &StudyOptions, progress: &(dyn Fn(&s
     std::fs::create_dir_all(&opts.out).map_err(io_err("create directory", &opts.out))?;
 
     // Images, shared through the cache; built one at a time (a kernel build uses every core).
-    let mut images: BTreeMap<(String, Option<PathBuf>), ImageDir> = BTreeMap::new();
+    type ImageKey = (String, Option<PathBuf>, Option<PathBuf>);
+    let key = |v: &crate::scenario::Variant| -> ImageKey { (v.image.clone(), v.patches.clone(), v.config.clone()) };
+    let mut images: BTreeMap<ImageKey, ImageDir> = BTreeMap::new();
     for v in &scenario.variants {
-        let key = (v.image.clone(), v.patches.clone());
-        if images.contains_key(&key) {
+        if images.contains_key(&key(v)) {
             continue;
         }
         let mut say = |line: &str| progress(&format!("image: {line}"));
-        let img = match &v.patches {
-            None => hs_guest::build(&v.image, &mut say).map_err(|e| LabError::Image { image: v.image.clone(), message: e.to_string() })?,
-            Some(p) => crate::derive::build_patched(&v.image, p, &mut say)?,
+        let img = if v.patches.is_none() && v.config.is_none() {
+            hs_guest::build(&v.image, &mut say).map_err(|e| LabError::Image { image: v.image.clone(), message: e.to_string() })?
+        } else {
+            crate::derive::build_derived(&v.image, v.patches.as_deref(), v.config.as_deref(), &mut say)?
         };
-        images.insert(key, img);
+        images.insert(key(v), img);
     }
 
     let scratch = opts.out.join(format!(".scratch-{}", std::process::id()));
     let prepared: Result<Vec<Prepared>> = scenario
         .variants
         .iter()
-        .map(|v| run::prepare(v, &images[&(v.image.clone(), v.patches.clone())], &scratch))
+        .map(|v| run::prepare(v, &images[&key(v)], &scratch))
         .collect();
     let _ = std::fs::remove_dir_all(&scratch);
     let prepared = prepared?;
