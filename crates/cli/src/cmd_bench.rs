@@ -16,8 +16,6 @@ use serde::Serialize;
 
 const QEMU: &str = "qemu-system-riscv64";
 const BARE_CC: &str = "riscv64-unknown-elf-gcc";
-/// Rounds of the bare-metal cpubound kernel: about 1.7 billion instructions.
-const BARE_ROUNDS: u32 = 300;
 /// Longest any single run may take before the bench gives up on it.
 const RUN_TIMEOUT: Duration = Duration::from_secs(900);
 const AGENT_STATUS: &str = "hartscope-agent: workload exited with status ";
@@ -44,6 +42,9 @@ pub struct BenchArgs {
     /// Workload of the Linux boot (script or directory with run.sh); default the P87 shell session.
     #[arg(long)]
     pub workload: Option<PathBuf>,
+    /// Rounds of the bare-metal cpubound program (300: about 1.7 billion instructions).
+    #[arg(long, default_value_t = 300)]
+    pub rounds: u32,
     /// Also write the figures as JSON to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -139,6 +140,9 @@ impl Drop for Scratch {
 pub fn run(args: BenchArgs) -> Result<i32, String> {
     if args.repeat == 0 {
         return Err("--repeat 0: give at least one repetition".into());
+    }
+    if args.rounds == 0 {
+        return Err("--rounds 0: give at least one round".into());
     }
     if args.smp == 0 || args.smp > hs_machine::layout::MAX_HARTS {
         return Err(format!("--smp {}: this machine supports 1 to {} harts", args.smp, hs_machine::layout::MAX_HARTS));
@@ -251,7 +255,7 @@ fn bench_linux(
 }
 
 fn bench_cpubound(args: &BenchArgs, me: &Path, guest_dir: &Path, with_qemu: bool, scratch: &Path) -> Result<Section, String> {
-    let elf = build_bare_cpubound(guest_dir, scratch)?;
+    let elf = build_bare_cpubound(guest_dir, args.rounds, scratch)?;
     let stats = scratch.join("cpubound-stats.json");
     let mut hs = Command::new(me);
     hs.args(["boot", "--bios", "none", "--kernel"]).arg(&elf).arg("--stats-json").arg(&stats);
@@ -279,7 +283,7 @@ fn bench_cpubound(args: &BenchArgs, me: &Path, guest_dir: &Path, with_qemu: bool
         runs.push(pair(h, q));
     }
     Ok(Section {
-        what: format!("guest/workloads/cpubound.c, {BARE_ROUNDS} rounds, bare metal (-bios none), one hart"),
+        what: format!("guest/workloads/cpubound.c, {} rounds, bare metal (-bios none), one hart", args.rounds),
         hartscope_command: show(&hs),
         qemu_command: with_qemu.then(|| show(&qemu)),
         median: medians(&runs, true),
@@ -289,12 +293,12 @@ fn bench_cpubound(args: &BenchArgs, me: &Path, guest_dir: &Path, with_qemu: bool
 }
 
 /// Builds the bare-metal cpubound ELF into `scratch`.
-fn build_bare_cpubound(guest_dir: &Path, scratch: &Path) -> Result<PathBuf, String> {
+fn build_bare_cpubound(guest_dir: &Path, rounds: u32, scratch: &Path) -> Result<PathBuf, String> {
     let src = guest_dir.join("workloads/cpubound.c");
     let ld = guest_dir.join("workloads/cpubound-bare.ld");
     let elf = scratch.join("cpubound.elf");
     let out = Command::new(BARE_CC)
-        .args(["-DCPUBOUND_BARE_METAL", &format!("-DDEFAULT_ROUNDS={BARE_ROUNDS}"), "-O2", "-march=rv64gc", "-mabi=lp64d"])
+        .args(["-DCPUBOUND_BARE_METAL", &format!("-DDEFAULT_ROUNDS={rounds}"), "-O2", "-march=rv64gc", "-mabi=lp64d"])
         .args(["-mcmodel=medany", "-ffreestanding", "-fno-builtin", "-fno-tree-loop-distribute-patterns"])
         .args(["-nostdlib", "-nostartfiles", "-static", "-Wl,--no-warn-rwx-segments", "-T"])
         .arg(&ld)

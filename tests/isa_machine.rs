@@ -1,0 +1,76 @@
+//! Every bare-metal ISA program of `tests/isa` through the whole machine:
+//! `hartscope -bios none -kernel prog.elf` must exit 0 (HTIF `tohost` or the
+//! test finisher). Programs are built as `crates/core/tests/isa_programs.rs`
+//! builds them for the hart alone (same compiler, flags and link.ld).
+
+#[path = "support/mod.rs"]
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use support::*;
+
+const GCC: &str = "riscv64-unknown-elf-gcc";
+
+fn programs(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            programs(&p, out);
+        } else if p.extension().is_some_and(|e| e == "S") {
+            out.push(p);
+        }
+    }
+}
+
+fn build(src: &Path, rel: &Path) -> Result<PathBuf, String> {
+    let dir = src.parent().unwrap();
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("isa-machine").join(rel).with_extension("elf");
+    std::fs::create_dir_all(out.parent().unwrap()).unwrap();
+    let res = Command::new(GCC)
+        .args(["-nostdlib", "-nostartfiles", "-static", "-march=rv64gc", "-mabi=lp64d", "-mcmodel=medany"])
+        .arg("-T")
+        .arg(dir.join("link.ld"))
+        .arg("-I")
+        .arg(dir)
+        .arg(src)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .map_err(|e| format!("cannot run {GCC} (install Debian package gcc-riscv64-unknown-elf): {e}"))?;
+    if !res.status.success() {
+        return Err(format!("{} does not build:\n{}", src.display(), String::from_utf8_lossy(&res.stderr)));
+    }
+    Ok(out)
+}
+
+#[test]
+fn isa_programs_pass_on_the_whole_machine() {
+    let isa = root().join("tests/isa");
+    let mut srcs = Vec::new();
+    programs(&isa, &mut srcs);
+    assert!(srcs.len() >= 20, "expected the ISA programs under {}, found {}", isa.display(), srcs.len());
+    let dir = Scratch::new("isa-machine");
+    let mut failures = Vec::new();
+    for src in &srcs {
+        let rel = src.strip_prefix(&isa).unwrap();
+        let elf = match build(src, rel) {
+            Ok(e) => e,
+            Err(e) => {
+                failures.push(e);
+                continue;
+            }
+        };
+        let out = hartscope(&["-bios", "none", "-kernel", elf.to_str().unwrap(), "-m", "64M"], &dir, Duration::from_secs(120));
+        let summary = out.stderr.lines().find(|l| l.starts_with("hartscope: ")).unwrap_or("").to_string();
+        if out.code() == Some(0) {
+            eprintln!("ok   {} ({summary})", rel.display());
+        } else {
+            failures.push(format!("{}: exit {:?}: {}", rel.display(), out.code(), out.stderr.trim()));
+        }
+    }
+    assert!(failures.is_empty(), "{} of {} programs failed:\n{}", failures.len(), srcs.len(), failures.join("\n"));
+}

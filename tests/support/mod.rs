@@ -1,0 +1,183 @@
+//! Shared helpers of the platform acceptance tests (`tests/*.rs`): run the
+//! real `hartscope` binary with a deadline, find guest images, scratch
+//! directories, and stats with the host-time fields taken out.
+#![allow(dead_code)] // each test file uses a different part
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+pub const HARTSCOPE: &str = env!("CARGO_BIN_EXE_hartscope");
+
+/// The repository root (this file is `tests/support/mod.rs`).
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("repository root")
+}
+
+/// A built guest image; a missing one fails the test with the command that builds it.
+pub fn image(name: &str) -> hs_guest::ImageDir {
+    hs_guest::find(name).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A temporary directory removed when dropped (also when the test fails).
+pub struct Scratch(pub PathBuf);
+
+impl Scratch {
+    pub fn new(name: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("hartscope-accept-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("create scratch directory");
+        Scratch(dir)
+    }
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+    pub fn write(&self, name: &str, data: impl AsRef<[u8]>) -> PathBuf {
+        let p = self.path(name);
+        std::fs::write(&p, data).expect("write scratch file");
+        p
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// What a finished `hartscope` process left behind.
+pub struct Output {
+    pub status: ExitStatus,
+    pub stdout: Vec<u8>,
+    pub stderr: String,
+    pub elapsed: Duration,
+}
+
+impl Output {
+    pub fn code(&self) -> Option<i32> {
+        self.status.code()
+    }
+    pub fn stdout_text(&self) -> String {
+        String::from_utf8_lossy(&self.stdout).replace('\r', "")
+    }
+    /// The last lines of stdout and stderr, for assertion messages.
+    pub fn tail(&self) -> String {
+        let out = self.stdout_text();
+        let lines: Vec<&str> = out.lines().collect();
+        format!(
+            "exit {:?} after {:.1} s\n--- stdout (last 30 lines)\n{}\n--- stderr\n{}",
+            self.status.code(),
+            self.elapsed.as_secs_f64(),
+            lines[lines.len().saturating_sub(30)..].join("\n"),
+            self.stderr
+        )
+    }
+}
+
+/// Runs `hartscope ARGS` (stdin empty), killing it after `deadline`: a run
+/// that hangs fails the test instead of stalling the suite.
+pub fn hartscope(args: &[&str], scratch: &Scratch, deadline: Duration) -> Output {
+    static RUNS: AtomicUsize = AtomicUsize::new(0);
+    let tag = format!("run-{}", RUNS.fetch_add(1, Ordering::Relaxed));
+    let (out_path, err_path) = (scratch.path(&format!("{tag}.stdout")), scratch.path(&format!("{tag}.stderr")));
+    let started = Instant::now();
+    let mut child = Command::new(HARTSCOPE)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out_path).unwrap())
+        .stderr(std::fs::File::create(&err_path).unwrap())
+        .spawn()
+        .expect("start the hartscope binary");
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait for hartscope") {
+            break s;
+        }
+        if started.elapsed() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            let err = std::fs::read_to_string(&err_path).unwrap_or_default();
+            panic!("`hartscope {}` did not finish within {} s; stderr:\n{err}", args.join(" "), deadline.as_secs());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let out = Output {
+        status,
+        stdout: std::fs::read(&out_path).unwrap(),
+        stderr: std::fs::read_to_string(&err_path).unwrap(),
+        elapsed: started.elapsed(),
+    };
+    let _ = std::fs::remove_file(&out_path);
+    let _ = std::fs::remove_file(&err_path);
+    assert!(
+        !out.stderr.contains("panicked") && !out.stdout_text().contains("panicked"),
+        "`hartscope {}` panicked:\n{}",
+        args.join(" "),
+        out.tail()
+    );
+    out
+}
+
+/// A Linux boot is ~1 s (`custom`) to ~20 s (`debian`, 4 harts) in release
+/// builds; tests run in parallel on a small shared machine.
+pub const BOOT_DEADLINE: Duration = Duration::from_secs(600);
+
+/// The agent's status line and Linux's power-off, as every finished workload run shows.
+pub fn assert_workload_finished(out: &Output, status: i32) {
+    let console = out.stdout_text();
+    let line = format!("hartscope-agent: workload exited with status {status}");
+    assert!(console.lines().any(|l| l.trim_end() == line), "`{line}` missing:\n{}", out.tail());
+    assert!(console.contains("reboot: Power down"), "Linux did not power down:\n{}", out.tail());
+    assert_eq!(out.code(), Some(status), "hartscope exits with the workload's status:\n{}", out.tail());
+}
+
+/// Run statistics without the fields that measure the host (time, MIPS).
+pub fn guest_stats(json: &str) -> serde_json::Value {
+    fn strip(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::Object(map) => {
+                map.remove("host_seconds");
+                map.remove("mips");
+                map.values_mut().for_each(strip);
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    let mut v: serde_json::Value = serde_json::from_str(json).unwrap_or_else(|e| panic!("stats are not JSON ({e}):\n{json}"));
+    strip(&mut v);
+    v
+}
+
+/// Paths (`harts[1].instret`) where two JSON values differ, at most `limit`.
+pub fn json_differences(a: &serde_json::Value, b: &serde_json::Value, limit: usize) -> Vec<String> {
+    fn walk(a: &serde_json::Value, b: &serde_json::Value, path: String, out: &mut Vec<String>, limit: usize) {
+        use serde_json::Value::{Array, Object};
+        if out.len() >= limit {
+            return;
+        }
+        match (a, b) {
+            (Object(x), Object(y)) => {
+                let mut keys: Vec<&String> = x.keys().chain(y.keys()).collect();
+                keys.sort();
+                keys.dedup();
+                for k in keys {
+                    match (x.get(k), y.get(k)) {
+                        (Some(p), Some(q)) => walk(p, q, format!("{path}.{k}"), out, limit),
+                        _ => out.push(format!("{path}.{k}: present in one run only")),
+                    }
+                }
+            }
+            (Array(x), Array(y)) if x.len() == y.len() => {
+                for (i, (p, q)) in x.iter().zip(y).enumerate() {
+                    walk(p, q, format!("{path}[{i}]"), out, limit);
+                }
+            }
+            _ if a != b => out.push(format!("{path}: {a} vs {b}")),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(a, b, String::new(), &mut out, limit);
+    out
+}
