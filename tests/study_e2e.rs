@@ -116,6 +116,7 @@ fn a_study_killed_mid_run_stores_nothing() {
         .arg(&db)
         .arg("--out")
         .arg(dir.join("out"))
+        .args(["--jobs", "2"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

@@ -90,6 +90,11 @@ fn bad_scenarios_are_one_sentence_naming_the_key() {
         assert!(line.contains(expected), "expected {expected:?} in: {line}");
     }
 
+    // Variants keep the file's order (it is the report's column order).
+    let swapped = GOOD.replacen("[variants.A]\nappend = \"quiet\"\n", "", 1).replacen("[[checks]]", "[variants.A]\nappend = \"quiet\"\n\n[[checks]]", 1);
+    let (ok, stdout, stderr) = check(&dir, &swapped);
+    assert!(ok && stdout.contains("valid, 2 variants (B, A)"), "{stdout}{stderr}");
+
     // Patches only for kernels built from source.
     std::fs::create_dir_all(dir.join("p")).unwrap();
     std::fs::write(dir.join("p/0001-x.patch"), "--- a/x\n+++ b/x\n").unwrap();
