@@ -47,6 +47,7 @@ fn bench_runs_hartscope_and_qemu_side_by_side() {
         let ratio = r["ratio"].as_f64().unwrap();
         let expected = r["hartscope"]["wall_s"].as_f64().unwrap() / r["qemu"]["wall_s"].as_f64().unwrap();
         assert!((ratio - expected).abs() < 1e-9, "ratio is hartscope wall / QEMU wall: {r}");
+        assert!(r["cpu_ratio"].as_f64().unwrap() > 0.0, "{r}");
         assert_eq!(s["median"]["ratio"], r["ratio"], "one run: the median is that run");
     }
     // 20 rounds of ~5.6 million instructions each.
@@ -85,6 +86,6 @@ fn bench_without_qemu_reports_hartscope_alone() {
     for section in ["linux_boot", "cpubound"] {
         let r = &v[section]["runs"][0];
         assert!(r["hartscope"]["mips"].as_f64().unwrap() > 0.0, "{r}");
-        assert!(r["qemu"].is_null() && r["ratio"].is_null(), "{r}");
+        assert!(r["qemu"].is_null() && r["ratio"].is_null() && r["cpu_ratio"].is_null(), "{r}");
     }
 }

@@ -86,6 +86,8 @@ pub struct Pair {
     pub qemu: Option<Timing>,
     /// hartscope wall / QEMU wall.
     pub ratio: Option<f64>,
+    /// hartscope CPU / QEMU CPU: steadier than wall time when other work shares the host.
+    pub cpu_ratio: Option<f64>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -97,6 +99,8 @@ pub struct Medians {
     pub qemu_mips_estimate: Option<f64>,
     /// Median of the per-repetition ratios hartscope wall / QEMU wall.
     pub ratio: Option<f64>,
+    /// Median of the per-repetition ratios hartscope CPU / QEMU CPU.
+    pub cpu_ratio: Option<f64>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -375,7 +379,8 @@ fn hartscope_run(t: Timing, stats: &Path) -> Result<HartscopeRun, String> {
 
 fn pair(hartscope: HartscopeRun, qemu: Option<Timing>) -> Pair {
     let ratio = qemu.map(|q| hartscope.wall_s / q.wall_s);
-    Pair { hartscope, qemu, ratio }
+    let cpu_ratio = qemu.filter(|q| q.cpu_s > 0.0).map(|q| hartscope.cpu_s / q.cpu_s);
+    Pair { hartscope, qemu, ratio, cpu_ratio }
 }
 
 pub fn median(mut v: Vec<f64>) -> Option<f64> {
@@ -397,6 +402,7 @@ fn medians(runs: &[Pair], estimate_qemu_mips: bool) -> Medians {
         qemu_wall_s: qemu_wall,
         qemu_mips_estimate: qemu_wall.filter(|_| estimate_qemu_mips).map(|w| instret as f64 / w / 1e6),
         ratio: median(runs.iter().filter_map(|r| r.ratio).collect()),
+        cpu_ratio: median(runs.iter().filter_map(|r| r.cpu_ratio).collect()),
     }
 }
 
@@ -478,12 +484,12 @@ fn section(sec: &Section, bare: bool) -> String {
         s.push_str(&format!("QEMU:      `{q}`\n"));
     }
     s.push_str(&format!("{}\n\n", sec.note));
-    s.push_str("| run | hartscope wall s | hartscope CPU s | hartscope MIPS | guest s | QEMU wall s | QEMU CPU s | hartscope/QEMU |\n");
-    s.push_str("|--:|--:|--:|--:|--:|--:|--:|--:|\n");
+    s.push_str("| run | hartscope wall s | hartscope CPU s | hartscope MIPS | guest s | QEMU wall s | QEMU CPU s | wall ratio | CPU ratio |\n");
+    s.push_str("|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
     for (i, p) in sec.runs.iter().enumerate() {
         let h = &p.hartscope;
         s.push_str(&format!(
-            "| {} | {:.2} | {:.2} | {:.1} | {:.3} | {} | {} | {} |\n",
+            "| {} | {:.2} | {:.2} | {:.1} | {:.3} | {} | {} | {} | {} |\n",
             i + 1,
             h.wall_s,
             h.cpu_s,
@@ -491,20 +497,25 @@ fn section(sec: &Section, bare: bool) -> String {
             h.guest_s,
             fmt_opt(p.qemu.map(|q| q.wall_s), 2),
             fmt_opt(p.qemu.map(|q| q.cpu_s), 2),
-            fmt_opt(p.ratio, 2)
+            fmt_opt(p.ratio, 2),
+            fmt_opt(p.cpu_ratio, 2)
         ));
     }
     let m = &sec.median;
     s.push_str(&format!(
-        "| median | {:.2} | | {:.1} | | {} | | {} |\n\n",
+        "| median | {:.2} | | {:.1} | | {} | | {} | {} |\n\n",
         m.hartscope_wall_s,
         m.hartscope_mips,
         fmt_opt(m.qemu_wall_s, 2),
-        fmt_opt(m.ratio, 2)
+        fmt_opt(m.ratio, 2),
+        fmt_opt(m.cpu_ratio, 2)
     ));
-    match m.ratio {
-        Some(ratio) => s.push_str(&format!("hartscope/QEMU wall time, median of the paired runs: {ratio:.2}\n")),
-        None => s.push_str("QEMU not run: no ratio\n"),
+    match (m.ratio, m.cpu_ratio) {
+        (Some(ratio), cpu) => s.push_str(&format!(
+            "hartscope/QEMU wall time, median of the paired runs: {ratio:.2} (CPU time: {})\n",
+            fmt_opt(cpu, 2)
+        )),
+        (None, _) => s.push_str("QEMU not run: no ratio\n"),
     }
     if bare {
         if let Some(q) = m.qemu_mips_estimate {
@@ -552,6 +563,7 @@ mod tests {
         assert_eq!(m.hartscope_wall_s, 12.0);
         assert_eq!(m.qemu_wall_s, Some(5.0));
         assert_eq!(m.ratio, Some(2.0), "ratios 2, 3, 1.5");
+        assert_eq!(m.cpu_ratio, Some(2.0), "CPU time equals wall time in these runs");
         assert_eq!(m.qemu_mips_estimate, Some(200.0), "1e9 instructions in 5 s");
         let alone = medians(&[run_of(10.0, None)], true);
         assert_eq!((alone.qemu_wall_s, alone.ratio, alone.qemu_mips_estimate), (None, None, None));
