@@ -65,7 +65,10 @@ fn smoke_study_runs_stores_reports_and_lists() {
     }
     assert!(md.contains("| one | 2 | identical in every run |"), "determinism across repeats:\n{md}");
     assert!(md.contains("| two | 2 | identical in every run |"), "{md}");
-    assert!(md.contains("NOT RUN: the sampling profiler is not part of this build yet"), "{md}");
+    assert!(md.contains("NOT RUN: the run used the atomic timing model"), "the smoke study has no machine description:\n{md}");
+    assert!(md.contains("### one: ") && md.contains("samples, one every 1,024 cycles (from phase `init` to the end; boot left out)"), "a profile per variant:\n{md}");
+    assert!(md.contains("| busybox |") || md.contains("| busybox "), "user samples are named by binary:\n{md}");
+    assert!(md.contains("| system call | one |"), "syscall table from the timeline:\n{md}");
     assert!(md.contains("| `phase[count].cycles` |"), "{md}");
     assert!(md.contains("word is alpha"), "console tail of one:\n{md}");
     let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
@@ -73,6 +76,9 @@ fn smoke_study_runs_stores_reports_and_lists() {
     assert!(!html.contains(" src=") && !html.contains(" href=") && !html.contains("<script"), "self-contained");
     for v in ["one", "two", "one-r1", "two-r1"] {
         assert!(out_dir.join(v).join("console.txt").is_file(), "artefacts of {v}");
+        for f in ["hot.md", "folded.txt", "flamegraph.svg", "trace.json"] {
+            assert!(out_dir.join(v).join(f).is_file(), "{v}/{f}");
+        }
         assert!(std::fs::read_to_string(out_dir.join(v).join("stats.txt")).unwrap().contains("system.cpu0.instret"));
     }
 

@@ -67,7 +67,9 @@ fn bad_scenarios_are_one_sentence_naming_the_key() {
         ("memory = \"256M\"", "memory = \"lots\"", "machine.memory: `lots` is not a memory size"),
         ("memory = \"256M\"", "memory = \"4K\"", "machine.memory: 0 MiB is too little"),
         ("memory = \"256M\"", "memory = 256\nmhz = 15", "machine.mhz: 15 MHz is impossible"),
-        ("harts = 1", "harts = 1\ndescription = \"inorder.toml\"", "machine.description: machine description files (`inorder.toml`) are not supported yet"),
+        ("harts = 1", "harts = 1\ndescription = \"inorder.toml\"", "machine.description: `inorder.toml` (relative to the scenario file) is not a usable machine description"),
+        ("[variants.B]\n", "[variants.B]\nmachine_description = \"wl/run.sh\"\n", "variants.B.machine_description: `wl/run.sh` (relative to the scenario file) is not a usable machine description"),
+        ("name = \"tiny\"", "name = \"tiny\"\nsample_period = -1", "study.sample_period: -1 is impossible"),
         ("\"phase[hello].cycles\"", "\"phase[hello]\"", "study.headline[1]: `phase[hello]` must end in .cycles"),
         ("than = \"A\"", "than = \"C\"", "checks[0].than: `C` is not one of the variants (A, B)"),
         ("op = \"<=\"", "op = \"=<\"", "checks[0].op: `=<` is not one of"),
@@ -89,6 +91,12 @@ fn bad_scenarios_are_one_sentence_naming_the_key() {
         assert!(line.starts_with(&prefix), "names the file: {line}");
         assert!(line.contains(expected), "expected {expected:?} in: {line}");
     }
+
+    // A machine description (the timing model) is validated by the timing crate.
+    let inorder = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../machines/inorder.toml");
+    let text = GOOD.replacen("harts = 1", &format!("harts = 1\ndescription = {:?}", inorder.display().to_string()), 1);
+    let (ok, _, stderr) = check(&dir, &text);
+    assert!(ok, "machines/inorder.toml is a usable description: {stderr}");
 
     // Variants keep the file's order (it is the report's column order).
     let swapped = GOOD.replacen("[variants.A]\nappend = \"quiet\"\n", "", 1).replacen("[[checks]]", "[variants.A]\nappend = \"quiet\"\n\n[[checks]]", 1);

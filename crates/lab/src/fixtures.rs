@@ -51,7 +51,14 @@ pub fn run(variant: &str, cycles: u64, phases: &[(&str, u64)], profile: bool) ->
         } else {
             rows.push(ProfileRow { symbol: "serial8250_tx_chars".into(), place: "kernel".into(), samples: 120 });
         }
-        Profile { period: 1024, total_samples: rows.iter().map(|r| r.samples).sum(), rows, notes: vec![] }
+        Profile {
+            period: 1024,
+            total_samples: rows.iter().map(|r| r.samples).sum(),
+            rows,
+            notes: vec![],
+            from_cycle: 0,
+            window: "from phase `shell banner` to the end; boot left out".into(),
+        }
     });
     let events = if profile {
         vec![

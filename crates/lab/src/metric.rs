@@ -66,9 +66,10 @@ impl Missing {
     }
 }
 
-pub const NO_PROFILER: &str = "the sampling profiler is not part of this build yet";
-pub const NO_TIMING_MODEL: &str = "the in-order timing model is not part of this build yet";
-pub const NO_TIMELINE: &str = "the event timeline (syscalls, interrupts) is not part of this build yet";
+pub const NO_PROFILER: &str = "the run took no samples (`study.sample_period = 0`)";
+pub const NO_TIMING_MODEL: &str =
+    "the run used the atomic timing model, which keeps no cycle shape or memory stalls (set `machine.description`, e.g. machines/inorder.toml)";
+pub const NO_TIMELINE: &str = "the run kept no timeline (`study.timeline = false`)";
 
 const KNOWN: &str = "cycles, instret, cpi, guest_seconds, boot_cycles, workload_cycles, console_bytes, \
 phase[LABEL].cycles|instret|cpi, window[FROM..TO].cycles|instret|cpi, samples[SYMBOL], stat[NAME], device[NAME]";
@@ -170,7 +171,9 @@ impl Metric {
     pub fn value(&self, run: &RunRecord) -> Result<f64, Missing> {
         let obs = &run.observations;
         let c = &run.counters;
-        let busy: u64 = c.harts.iter().map(|h| h.cycles).sum();
+        // Busy cycles: idle time in wfi is not the harts' work.
+        let idle: u64 = c.harts.iter().filter_map(|h| obs.total.get(&format!("system.cpu{}.idleCycles", h.hart))).map(|s| s.value.as_f64() as u64).sum();
+        let busy: u64 = c.harts.iter().map(|h| h.cycles).sum::<u64>().saturating_sub(idle);
         match self {
             Metric::Cycles => Ok(c.cycles as f64),
             Metric::Instret => Ok(c.instret as f64),
@@ -212,9 +215,10 @@ impl Metric {
             },
             Metric::Stat { name } => match obs.total.get(name) {
                 Some(s) => Ok(s.value.as_f64()),
-                None => Err(Missing::NotCollected(format!(
-                    "the run recorded no stat `{name}` (counters beyond cycles and instret need the timing model; {NO_TIMING_MODEL})"
-                ))),
+                None if run.machine.description.is_none() => {
+                    Err(Missing::NotCollected(format!("the run recorded no stat `{name}`: {NO_TIMING_MODEL}")))
+                }
+                None => Err(Missing::Absent(format!("the run recorded no stat `{name}`"))),
             },
             Metric::Device { name } => match c.devices.get(name) {
                 Some(v) => Ok(*v as f64),

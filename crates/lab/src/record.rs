@@ -124,8 +124,14 @@ pub struct Profile {
     pub period: u64,
     pub total_samples: u64,
     pub rows: Vec<ProfileRow>,
-    /// What could not be named (e.g. user space without process maps).
+    /// What could not be named, and why.
     pub notes: Vec<String>,
+    /// Samples from this cycle on are counted (the workload; boot is left out).
+    #[serde(default)]
+    pub from_cycle: u64,
+    /// The window in words, for captions.
+    #[serde(default)]
+    pub window: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

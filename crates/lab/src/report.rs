@@ -412,7 +412,7 @@ pub fn build(input: &ReportInput) -> Vec<Block> {
     b.push(Block::Heading(2, "Cycle shape".into()));
     let shapes: Vec<Vec<(String, u64)>> = runs.iter().map(|r| shape_of(&r.record)).collect();
     if shapes.iter().all(|s| s.is_empty()) {
-        b.push(Block::Para(format!("NOT RUN: {NO_TIMING_MODEL}; the runs count cycles and instructions only (the atomic model charges one cycle per instruction).")));
+        b.push(Block::Para(format!("NOT RUN: {NO_TIMING_MODEL}.")));
         not_run.push(("cycle-shape chart".into(), NO_TIMING_MODEL.into()));
     } else {
         let mut states: Vec<String> = Vec::new();
@@ -458,7 +458,7 @@ pub fn build(input: &ReportInput) -> Vec<Block> {
     // Hot functions
     b.push(Block::Heading(2, "Hot functions".into()));
     if runs.iter().all(|r| r.record.profile.is_none()) {
-        b.push(Block::Para(format!("NOT RUN: {NO_PROFILER}; no samples were taken.")));
+        b.push(Block::Para(format!("NOT RUN: {NO_PROFILER}.")));
         not_run.push(("hot-functions profile".into(), NO_PROFILER.into()));
     } else {
         const TOP: usize = 15;
@@ -467,7 +467,7 @@ pub fn build(input: &ReportInput) -> Vec<Block> {
             match &r.record.profile {
                 None => b.push(Block::Para(format!("{l}: no samples ({NO_PROFILER})."))),
                 Some(p) => {
-                    b.push(Block::Heading(3, format!("{l}: {} samples, one every {} cycles", count(p.total_samples), count(p.period))));
+                    b.push(Block::Heading(3, format!("{l}: {} samples, one every {} cycles ({})", count(p.total_samples), count(p.period), p.window)));
                     let mut t = Table::new(&["#", "symbol", "where", "samples", "share"], &[true, false, false, true, true]);
                     for (i, row) in p.rows.iter().take(TOP).enumerate() {
                         t.row(vec![(i + 1).to_string(), row.symbol.clone(), row.place.clone(), count(row.samples), share(row.samples, p.total_samples)]);

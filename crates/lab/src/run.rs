@@ -5,19 +5,24 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use hs_guest::{ImageDir, KernelSymbols};
-use hs_machine::{BootFile, BootImages, Machine, MachineConfig, StopReason};
-use hs_observe::export::{stats_txt, HotFunctions};
-use hs_observe::{HartCounts, Observations, PhaseRecorder, StatBlock, Symbolizer, SymbolTable, Unit};
+use hs_machine::hs_timing::{Atomic, InOrderFactory, MachineDesc, ModelDesc, ModelStats, TimingModel, CYCLE_STATES};
+use hs_machine::{
+    BootFile, BootImages, GuestSymbols, KernelSymbolSource, Machine, MachineConfig, ObserveOptions, SamplerConfig, StopReason,
+    SymbolSources,
+};
+use hs_observe::export::{chrome_trace, flamegraph_svg, fold, folded_text, stats_txt, FlamegraphOptions, FoldOptions, HotFunctions};
+use hs_observe::{Observations, StatBlock, Symbolizer, Unit};
 
 use crate::error::{io_err, LabError, Result};
 use crate::record::*;
 use crate::scenario::{merge_cmdline, Scenario, Variant};
 
 /// Label of the stretch before the guest's first phase marker.
-pub const BOOT_PHASE: &str = "boot to first marker";
+pub use hs_machine::BOOT_PHASE;
 /// Longest slice one hart runs before the next gets its turn (as `hartscope boot`).
 pub const QUANTUM: u64 = 10_000;
-pub const TIMING: &str = "atomic (1 cycle per instruction; the in-order timing model is not part of this build yet)";
+/// The timing model of a run without a machine description.
+pub const ATOMIC: &str = "atomic (one cycle per instruction)";
 
 /// A variant with its image resolved and its initramfs built: ready to run
 /// any number of times, from any thread.
@@ -103,9 +108,56 @@ pub struct Finished {
 }
 
 /// Boot the variant, run the workload to its end and make the record.
-/// `artefacts_dir` receives the console text, `stats.txt` and the guest's
-/// channels. Any stop other than a reported workload exit is an error.
+/// `artefacts_dir` receives the console text, `stats.txt`, the profile
+/// (hot.md, folded stacks, flamegraph), the timeline (trace.json) and the
+/// guest's channels. Any stop other than a reported workload exit is an error.
 pub fn execute(p: &Prepared, scenario: &Scenario, repeat: u32, artefacts_dir: &Path) -> Result<Finished> {
+    let v = &p.variant;
+    let run_err = |message: String| LabError::Run { variant: v.name.clone(), message };
+    let model = match &v.machine_desc {
+        Some(path) => MachineDesc::load(path).map_err(|e| run_err(e.to_string()))?.model,
+        None => ModelDesc::Atomic,
+    };
+    match model {
+        ModelDesc::Atomic => execute_with(p, scenario, repeat, artefacts_dir, |_| Atomic),
+        ModelDesc::InOrder(cfg) => {
+            let harts = InOrderFactory::new(&cfg);
+            execute_with(p, scenario, repeat, artefacts_dir, |_| harts.build())
+        }
+    }
+}
+
+/// The files that name the guest's code in `image`.
+fn symbol_sources(image: &ImageDir, kernel_physical: Option<(u64, u64)>) -> SymbolSources {
+    let kernel = match &image.symbols {
+        KernelSymbols::Vmlinux(p) => KernelSymbolSource::Elf(p.clone()),
+        KernelSymbols::Kallsyms(p) => {
+            let captured = image.dir.join("kallsyms-modules");
+            KernelSymbolSource::Kallsyms { path: p.clone(), captured_modules: captured.is_file().then_some(captured) }
+        }
+    };
+    let mut user_binaries = vec![image.busybox.clone()];
+    if let Ok(dir) = std::fs::read_dir(image.dir.join("programs")) {
+        let mut progs: Vec<PathBuf> = dir.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_file()).collect();
+        progs.sort();
+        user_binaries.extend(progs);
+    }
+    SymbolSources {
+        firmware_elf: image.firmware_elf.clone(),
+        firmware_base: hs_machine::layout::DRAM_BASE,
+        kernel: Some(kernel),
+        kernel_physical,
+        user_binaries,
+    }
+}
+
+fn execute_with<M: TimingModel>(
+    p: &Prepared,
+    scenario: &Scenario,
+    repeat: u32,
+    artefacts_dir: &Path,
+    model: impl Fn(usize) -> M,
+) -> Result<Finished> {
     let v = &p.variant;
     let run_err = |message: String| LabError::Run { variant: v.name.clone(), message };
     let started_at = crate::timestamp::now_rfc3339();
@@ -126,7 +178,12 @@ pub fn execute(p: &Prepared, scenario: &Scenario, repeat: u32, artefacts_dir: &P
         capture_console: true,
         ..MachineConfig::default()
     };
-    let mut machine = Machine::new(cfg).map_err(|e| run_err(e.to_string()))?;
+    let options = ObserveOptions { events: scenario.timeline, max_events: 0, itrace: None };
+    let mut machine = Machine::with_observing(cfg, &options, model).map_err(|e| run_err(e.to_string()))?;
+    let mut symbols = GuestSymbols::load(&symbol_sources(&p.image, machine.kernel_extent())).map_err(|e| run_err(format!("symbols: {e}")))?;
+    if scenario.sample_period > 0 {
+        machine.enable_sampling(SamplerConfig { period: scenario.sample_period, ..SamplerConfig::default() }, symbols.identifier());
+    }
     let stop = machine.run();
     let console = machine.console_output().to_vec();
     let exit_status = machine.markers().exit_status;
@@ -145,8 +202,11 @@ pub fn execute(p: &Prepared, scenario: &Scenario, repeat: u32, artefacts_dir: &P
     }
 
     let summary = machine.summary();
-    let observations = observations(&machine, summary.cycles);
-    let profile = profile(&observations, &p.image).map_err(run_err)?;
+    let modules = machine.markers().channels.get("modules").map(|c| c.data.clone());
+    symbols.apply_run_modules(modules.as_deref()).map_err(|e| run_err(format!("symbols: {e}")))?;
+    symbols.add_space_marks(machine.space_marks());
+    let mut observations = machine.take_observations(Some(&symbols));
+    add_model_stats(&mut observations.total, machine.harts().iter().map(|h| h.timing.inner.model_stats()));
     let counters = Counters {
         cycles: summary.cycles,
         instret: summary.instret,
@@ -158,6 +218,16 @@ pub fn execute(p: &Prepared, scenario: &Scenario, repeat: u32, artefacts_dir: &P
         unknown_markers: summary.unknown_markers,
         bad_markers: summary.bad_markers,
     };
+    // Slow-path counters of the interpreter, and device counters, as stats too.
+    for h in &summary.harts {
+        let pre = format!("system.cpu{}", h.hart);
+        let _ = observations.total.add_u64(&format!("{pre}.pageWalks"), h.page_walks, Unit::Count, "Page-table walks");
+        let _ = observations.total.add_u64(&format!("{pre}.tlbFlushes"), h.tlb_flushes, Unit::Count, "TLB flushes");
+    }
+    for (name, v) in &summary.devices {
+        // A device counter whose name is not a valid stat name stays in the record's counters only.
+        let _ = observations.total.add_u64(&format!("system.dev.{name}"), *v, Unit::Count, "Device counter");
+    }
 
     std::fs::create_dir_all(artefacts_dir).map_err(io_err("create directory", artefacts_dir))?;
     let mut artefacts = Vec::new();
@@ -169,11 +239,35 @@ pub fn execute(p: &Prepared, scenario: &Scenario, repeat: u32, artefacts_dir: &P
     };
     write("console", "console.txt", &console)?;
     write("stats", "stats.txt", stats_txt(&observations.phase_stats, &observations.total).as_bytes())?;
+    let profile = profile(&observations, &symbols);
+    if let Some(prof) = &profile {
+        let window: Vec<_> = observations.samples.iter().filter(|s| s.cycle >= prof.from_cycle).cloned().collect();
+        let sym = symbols.symbolizer();
+        let title = format!("{} {} ({})", scenario.name, v.name, prof.window);
+        let mut md = format!("# Hot functions — {title}\n\n");
+        md.push_str(&HotFunctions::compute(&window, sym, observations.sample_period).to_markdown_by_place(&title, 30));
+        write("profile", "hot.md", md.as_bytes())?;
+        let folded = fold(&window, sym, FoldOptions { include_comm: true, annotate_space: true });
+        write("folded stacks", "folded.txt", folded_text(&folded).as_bytes())?;
+        let opts = FlamegraphOptions { title: format!("{title} — {} samples", window.len()), ..FlamegraphOptions::default() };
+        write("flamegraph", "flamegraph.svg", flamegraph_svg(&folded, &opts).as_bytes())?;
+    }
+    if !observations.events.is_empty() {
+        let json = chrome_trace(&observations.events, &observations.phases, observations.guest_hz).map_err(|e| run_err(e.to_string()))?;
+        write("timeline (Chrome trace)", "trace.json", json.as_bytes())?;
+    }
     if !machine.markers().channels.is_empty() {
         let dir = artefacts_dir.join("channels");
         let _ = std::fs::remove_dir_all(&dir);
         machine.write_channels(&dir).map_err(|e| run_err(e.to_string()))?;
         artefacts.push(Artefact { kind: "channels".into(), path: dir.display().to_string() });
+    }
+    // Raw samples are summarised in the profile (and the folded stacks):
+    // hundreds of thousands of stacks would swamp the results database.
+    let samples_taken = observations.samples.len();
+    observations.samples.clear();
+    if samples_taken > 0 {
+        let _ = observations.total.add_u64("system.samplesStored", 0, Unit::Count, "Raw samples kept in the run record (summarised in the profile)");
     }
 
     let record = RunRecord {
@@ -193,8 +287,8 @@ pub fn execute(p: &Prepared, scenario: &Scenario, repeat: u32, artefacts_dir: &P
             mhz: v.mhz,
             quantum: QUANTUM,
             bootargs: p.bootargs.clone(),
-            timing: TIMING.into(),
-            description: None,
+            timing: v.machine_desc_text.clone().unwrap_or_else(|| ATOMIC.to_string()),
+            description: v.machine_desc.as_ref().map(|d| d.display().to_string()),
         },
         workload: WorkloadInfo { dir: v.workload.display().to_string(), env: v.env.clone(), initrd_sha256: p.initrd_sha256.clone() },
         console: ConsoleInfo {
@@ -224,99 +318,57 @@ fn tail(console: &[u8]) -> String {
     }
 }
 
-/// The machine's observations as a record: phases from the guest's
-/// markers (the time before the first one is [`BOOT_PHASE`]), and counters
-/// for the run and per phase.
-pub fn observations<T: hs_timing::TimingModel>(machine: &Machine<T>, end_cycle: u64) -> Observations {
-    let counts = |cycles: &[u64], instret: &[u64]| -> Vec<HartCounts> {
-        cycles.iter().zip(instret).enumerate().map(|(h, (&c, &i))| HartCounts { hart: h as u16, cycles: c, instret: i }).collect()
-    };
-    let harts = machine.harts();
-    let zero = vec![0; harts.len()];
-    let mut rec = PhaseRecorder::new();
-    rec.mark(0, BOOT_PHASE, &counts(&zero, &zero));
-    for p in &machine.markers().phases {
-        rec.mark(p.cycle, &p.label, &counts(&p.cycles, &p.instret));
-    }
-    let end: Vec<u64> = harts.iter().map(|h| h.cycle()).collect();
-    let end_instret: Vec<u64> = harts.iter().map(|h| h.instret()).collect();
-    let phases = rec.finish(end_cycle, &counts(&end, &end_instret));
-
-    let summary = machine.summary();
-    let mut total = StatBlock::new("total");
-    // Names are fixed ASCII and descriptions non-empty: these adds cannot fail.
-    let _ = total.add_u64("system.cycles", summary.cycles, Unit::Cycle, "Machine cycles from reset to the end of the run");
-    let _ = total.add_u64("system.instret", summary.instret, Unit::Count, "Instructions retired by all harts");
-    for h in &summary.harts {
-        let p = format!("system.cpu{}", h.hart);
-        let _ = total.add_u64(&format!("{p}.cycles"), h.cycles, Unit::Cycle, "Cycles of the hart");
-        let _ = total.add_u64(&format!("{p}.instret"), h.instret, Unit::Count, "Instructions retired");
-        let _ = total.add_ratio(&format!("{p}.cpi"), h.cycles, h.instret, Unit::CyclePerCount, "Cycles per instruction");
-        let _ = total.add_u64(&format!("{p}.exceptions"), h.exceptions, Unit::Count, "Synchronous traps taken (ecalls included)");
-        let _ = total.add_u64(&format!("{p}.interrupts"), h.interrupts, Unit::Count, "Interrupts taken");
-        let _ = total.add_u64(&format!("{p}.pageWalks"), h.page_walks, Unit::Count, "Page-table walks");
-        let _ = total.add_u64(&format!("{p}.tlbFlushes"), h.tlb_flushes, Unit::Count, "TLB flushes");
-    }
-    for (name, v) in &summary.devices {
-        // A device counter whose name is not a valid stat name stays in the record's counters only.
-        let _ = total.add_u64(&format!("system.dev.{name}"), *v, Unit::Count, "Device counter");
-    }
-    let phase_stats = phases
-        .iter()
-        .map(|ph| {
-            let mut b = StatBlock::for_phase(ph);
-            for h in &ph.harts {
-                let p = format!("system.cpu{}", h.hart);
-                let _ = b.add_u64(&format!("{p}.cycles"), h.cycles, Unit::Cycle, "Cycles of the hart in the phase");
-                let _ = b.add_u64(&format!("{p}.instret"), h.instret, Unit::Count, "Instructions retired in the phase");
-                let _ = b.add_ratio(&format!("{p}.cpi"), h.cycles, h.instret, Unit::CyclePerCount, "Cycles per instruction");
-            }
-            b
-        })
-        .collect();
-    Observations {
-        guest_hz: machine.clock().hz,
-        sample_period: 0,
-        total,
-        phase_stats,
-        phases,
-        samples: Vec::new(),
-        events: Vec::new(),
-        itrace: Vec::new(),
+/// The timing model's own counters as run totals: the cycle shape as
+/// `system.cpuN.cycleShape.STATE`, memory stalls as
+/// `system.cpuN.memStallCycles`, the rest as `system.cpuN.NAME`.
+pub fn add_model_stats(total: &mut StatBlock, per_hart: impl Iterator<Item = Option<ModelStats>>) {
+    for (h, stats) in per_hart.enumerate() {
+        let Some(stats) = stats else { continue };
+        let pre = format!("system.cpu{h}");
+        for st in &stats.stats {
+            let unit = if st.unit == "cycles" { Unit::Cycle } else { Unit::Count };
+            let name = match st.name {
+                "cycles.mem_stall" => format!("{pre}.memStallCycles"),
+                n if CYCLE_STATES.contains(&n) => format!("{pre}.cycleShape.{}", &n["cycles.".len()..]),
+                n => format!("{pre}.model.{n}"),
+            };
+            let _ = total.add_u64(&name, st.value, unit, st.desc);
+        }
     }
 }
 
-/// Hot functions of the run's samples, named with the image's kernel and
-/// firmware symbols. User-space samples stay `[unknown]` until the runs
-/// carry process maps.
-pub fn profile(obs: &Observations, image: &ImageDir) -> std::result::Result<Option<Profile>, String> {
+/// Hot functions from the first phase marker to the end of the run (the
+/// workload, as the P87 page's shell window; boot is left out).
+pub fn profile(obs: &Observations, symbols: &GuestSymbols) -> Option<Profile> {
     if obs.samples.is_empty() {
-        return Ok(None);
+        return None;
     }
-    let mut sym = Symbolizer::new();
-    let kernel = match &image.symbols {
-        KernelSymbols::Vmlinux(p) => SymbolTable::from_elf_file(p),
-        KernelSymbols::Kallsyms(p) => SymbolTable::from_kallsyms_file(p),
+    let (from_cycle, window) = match obs.phases.get(1) {
+        Some(p) => (p.start_cycle, format!("from phase `{}` to the end; boot left out", p.label)),
+        None => (0, "the whole run".to_string()),
     };
-    sym.set_kernel(kernel.map_err(|e| format!("kernel symbols: {e}"))?);
-    if let Some(fw) = &image.firmware_elf {
-        sym.set_firmware(SymbolTable::from_elf_file(fw).map_err(|e| format!("firmware symbols: {e}"))?);
-    }
-    Ok(Some(profile_with(obs, &sym)))
+    let window_samples: Vec<_> = obs.samples.iter().filter(|s| s.cycle >= from_cycle).cloned().collect();
+    let mut p = profile_with(&window_samples, obs.sample_period, symbols.symbolizer());
+    p.from_cycle = from_cycle;
+    p.window = window;
+    p.notes.extend(symbols.notes.iter().cloned());
+    Some(p)
 }
 
-pub fn profile_with<R: hs_observe::UserResolver>(obs: &Observations, sym: &Symbolizer<R>) -> Profile {
-    let hot = HotFunctions::compute(&obs.samples, sym, obs.sample_period);
-    let user = obs.samples.iter().filter(|s| s.privilege == hs_observe::Privilege::User).count();
+pub fn profile_with<R: hs_observe::UserResolver>(samples: &[hs_observe::Sample], period: u64, sym: &Symbolizer<R>) -> Profile {
+    let hot = HotFunctions::compute(samples, sym, period);
+    let unknown_user = hot.rows.iter().filter(|r| r.place == hs_observe::symbols::UNKNOWN).map(|r| r.samples).sum::<u64>();
     let mut notes = Vec::new();
-    if user > 0 {
-        notes.push(format!("{user} user-mode samples are not named: the runs carry no process maps yet"));
+    if unknown_user > 0 {
+        notes.push(format!("{unknown_user} user-mode samples ran in no binary the image knows"));
     }
     Profile {
         period: hot.period,
         total_samples: hot.total_samples,
         rows: hot.rows.into_iter().map(|r| ProfileRow { symbol: r.symbol, place: r.place, samples: r.samples }).collect(),
         notes,
+        from_cycle: 0,
+        window: "the whole run".into(),
     }
 }
 
@@ -353,7 +405,7 @@ mod tests {
 
     #[test]
     fn profile_names_kernel_and_firmware_samples() {
-        use hs_observe::{Privilege, Sample};
+        use hs_observe::{Privilege, Sample, SymbolTable};
         let mut sym = Symbolizer::new();
         sym.set_kernel(SymbolTable::from_ranges(
             "vmlinux",
@@ -361,23 +413,29 @@ mod tests {
         ));
         sym.set_firmware(SymbolTable::from_ranges("fw_jump.elf", [(0x8000_0000, 0x8000_1000, "sbi_ecall_handler".to_string())]));
         let s = |pc, privilege| Sample { hart: 0, cycle: 0, pc, privilege, satp: 0, stack: vec![] };
-        let obs = Observations {
-            guest_hz: 1,
-            sample_period: 1024,
-            samples: vec![
-                s(0xffff_ffff_8000_0010, Privilege::Supervisor),
-                s(0xffff_ffff_8000_0020, Privilege::Supervisor),
-                s(0xffff_ffff_8000_0110, Privilege::Supervisor),
-                s(0x8000_0004, Privilege::Machine),
-                s(0x1_0000, Privilege::User),
-            ],
-            ..Observations::default()
-        };
-        let p = profile_with(&obs, &sym);
+        let samples = vec![
+            s(0xffff_ffff_8000_0010, Privilege::Supervisor),
+            s(0xffff_ffff_8000_0020, Privilege::Supervisor),
+            s(0xffff_ffff_8000_0110, Privilege::Supervisor),
+            s(0x8000_0004, Privilege::Machine),
+            s(0x1_0000, Privilege::User),
+        ];
+        let p = profile_with(&samples, 1024, &sym);
         assert_eq!((p.period, p.total_samples), (1024, 5));
         assert_eq!(p.rows[0], ProfileRow { symbol: "n_tty_write".into(), place: "kernel".into(), samples: 2 });
         assert_eq!(p.samples_of("sbi_ecall_handler"), 1);
         assert_eq!(p.samples_of("hvc_push"), 1);
-        assert_eq!(p.notes.len(), 1, "the user sample is reported as not named");
+        assert_eq!(p.notes.len(), 1, "the user sample in no known binary is reported");
+    }
+
+    #[test]
+    fn model_stats_become_cycle_shape_and_memory_stalls() {
+        use hs_machine::hs_timing::Stat;
+        let st = |name, value| Stat { name, value, unit: "cycles", desc: "d" };
+        let ms = ModelStats { stats: vec![st("cycles.fetch", 10), st("cycles.execute", 30), st("cycles.mem_stall", 4), st("dcache.read_misses", 2)] };
+        let mut total = StatBlock::new("total");
+        add_model_stats(&mut total, [None, Some(ms)].into_iter());
+        let names: Vec<&str> = total.stats().iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["system.cpu1.cycleShape.fetch", "system.cpu1.cycleShape.execute", "system.cpu1.memStallCycles", "system.cpu1.model.dcache.read_misses"]);
     }
 }

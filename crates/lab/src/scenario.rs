@@ -15,6 +15,8 @@ use crate::metric::Metric;
 pub const DEFAULT_HARTS: usize = 1;
 pub const DEFAULT_MEMORY: u64 = 512 << 20;
 pub const DEFAULT_MHZ: u64 = 1000;
+/// As on the P87 page: one sample every 1,024 cycles of each hart.
+pub const DEFAULT_SAMPLE_PERIOD: u64 = 1024;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -39,6 +41,10 @@ struct RawStudy {
     headline: Vec<String>,
     /// The variant the others are compared with (default: the first).
     baseline: Option<String>,
+    /// Cycles between two profiler samples of one hart (0: no sampling).
+    sample_period: Option<i64>,
+    /// Keep the timeline (traps, syscalls, interrupts) for the tables and trace.json.
+    timeline: Option<bool>,
 }
 
 #[derive(Deserialize, Default)]
@@ -79,6 +85,8 @@ struct RawVariant {
     harts: Option<i64>,
     memory: Option<MemSize>,
     mhz: Option<i64>,
+    /// Machine description file overriding `[machine] description`.
+    machine_description: Option<String>,
     #[serde(default)]
     env: BTreeMap<String, String>,
     patches: Option<String>,
@@ -172,6 +180,10 @@ pub struct Scenario {
     pub name: String,
     pub description: String,
     pub headline: Vec<Metric>,
+    /// Cycles between two samples of one hart; 0: no profile.
+    pub sample_period: u64,
+    /// Keep timeline events (syscall and interrupt tables, trace.json).
+    pub timeline: bool,
     /// In report order; the first is the baseline.
     pub variants: Vec<Variant>,
     pub checks: Vec<Check>,
@@ -187,6 +199,10 @@ pub struct Variant {
     pub harts: usize,
     pub memory_bytes: u64,
     pub mhz: u64,
+    /// Machine description (timing model) file; `None`: the atomic model.
+    pub machine_desc: Option<PathBuf>,
+    /// What the description calls itself (its `description` line).
+    pub machine_desc_text: Option<String>,
     /// Exported to `run.sh`.
     pub env: BTreeMap<String, String>,
     pub workload: PathBuf,
@@ -333,12 +349,15 @@ impl Scenario {
 
         // [machine]
         let m = &raw.machine;
-        if let Some(d) = &m.description {
-            return Err(err(
-                "machine.description",
-                format!("machine description files (`{d}`) are not supported yet: they configure the in-order timing model, which is not part of this build"),
-            ));
-        }
+        let study_desc = match &m.description {
+            Some(d) => Some(check_desc(&base_dir, d, "machine.description", &err)?),
+            None => None,
+        };
+        let sample_period = match raw.study.sample_period {
+            None => DEFAULT_SAMPLE_PERIOD,
+            Some(n) if (0..=1 << 40).contains(&n) => n as u64,
+            Some(n) => return Err(err("study.sample_period", format!("{n} is impossible (cycles between samples, 0 for none)"))),
+        };
         let harts = check_harts(m.harts, "machine.harts", &err)?.unwrap_or(DEFAULT_HARTS);
         let memory = check_memory(&m.memory, "machine.memory", &err)?.unwrap_or(DEFAULT_MEMORY);
         let mhz = check_mhz(m.mhz, "machine.mhz", &err)?.unwrap_or(DEFAULT_MHZ);
@@ -400,6 +419,11 @@ impl Scenario {
             let harts = check_harts(v.harts, &key("harts"), &err)?.unwrap_or(harts);
             let memory_bytes = check_memory(&v.memory, &key("memory"), &err)?.unwrap_or(memory);
             let mhz = check_mhz(v.mhz, &key("mhz"), &err)?.unwrap_or(mhz);
+            let desc = match v.machine_description.as_deref() {
+                Some("") => None,
+                Some(d) => Some(check_desc(&base_dir, d, &key("machine_description"), &err)?),
+                None => study_desc.clone(),
+            };
             check_env(&v.env, &key("env"), &err)?;
             let mut env = raw.workload.env.clone();
             env.extend(v.env.iter().map(|(k, val)| (k.clone(), val.clone())));
@@ -435,6 +459,8 @@ impl Scenario {
                 harts,
                 memory_bytes,
                 mhz,
+                machine_desc: desc.as_ref().map(|d| d.0.clone()),
+                machine_desc_text: desc.map(|d| d.1),
                 env,
                 workload: workload.clone(),
                 patches,
@@ -461,6 +487,8 @@ impl Scenario {
             name,
             description: raw.study.description.trim().to_string(),
             headline,
+            sample_period,
+            timeline: raw.study.timeline.unwrap_or(true),
             variants,
             checks,
         })
@@ -605,6 +633,16 @@ fn check_env(env: &BTreeMap<String, String>, key: &str, err: &ErrFn) -> Result<(
         }
     }
     Ok(())
+}
+
+/// A machine description file, loaded and validated by the timing crate:
+/// its path and its own description line.
+fn check_desc(base: &Path, d: &str, key: &str, err: &ErrFn) -> Result<(PathBuf, String)> {
+    let path = base.join(d);
+    match hs_machine::hs_timing::MachineDesc::load(&path) {
+        Ok(desc) => Ok((path, desc.description)),
+        Err(e) => Err(err(key, format!("`{d}` (relative to the scenario file) is not a usable machine description: {e}"))),
+    }
 }
 
 fn check_config(base: &Path, c: &str, key: &str, err: &ErrFn) -> Result<PathBuf> {
