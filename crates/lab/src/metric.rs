@@ -9,6 +9,7 @@
 //! | `phase[LABEL].cycles` (`.instret`, `.cpi`) | every phase with that label |
 //! | `window[FROM..TO].cycles` (`.instret`, `.cpi`) | from the start of phase FROM to the end of phase TO |
 //! | `samples[SYMBOL]` | profiler samples whose leaf is SYMBOL |
+//! | `place_samples[PLACE]` | samples in `kernel`, `firmware` or a user binary |
 //! | `stat[NAME]` | a counter of the run's total stat block |
 //! | `device[NAME]` | a device counter (`uart0.…`, `bus.mmio_writes`, …) |
 
@@ -45,6 +46,7 @@ pub enum Metric {
     Phase { label: String, what: Quantity },
     Window { from: String, to: String, what: Quantity },
     Samples { symbol: String },
+    PlaceSamples { place: String },
     Stat { name: String },
     Device { name: String },
 }
@@ -72,7 +74,7 @@ pub const NO_TIMING_MODEL: &str =
 pub const NO_TIMELINE: &str = "the run kept no timeline (`study.timeline = false`)";
 
 const KNOWN: &str = "cycles, instret, cpi, guest_seconds, boot_cycles, workload_cycles, console_bytes, \
-phase[LABEL].cycles|instret|cpi, window[FROM..TO].cycles|instret|cpi, samples[SYMBOL], stat[NAME], device[NAME]";
+phase[LABEL].cycles|instret|cpi, window[FROM..TO].cycles|instret|cpi, samples[SYMBOL], place_samples[PLACE], stat[NAME], device[NAME]";
 
 impl std::str::FromStr for Metric {
     type Err = String;
@@ -119,6 +121,7 @@ impl std::str::FromStr for Metric {
                 Ok(Metric::Window { from: from.trim().to_string(), to: to.trim().to_string(), what: quantity()? })
             }
             "samples" => bare(Metric::Samples { symbol: arg.to_string() }),
+            "place_samples" => bare(Metric::PlaceSamples { place: arg.to_string() }),
             "stat" => bare(Metric::Stat { name: arg.to_string() }),
             "device" => bare(Metric::Device { name: arg.to_string() }),
             _ => Err(unknown()),
@@ -139,6 +142,7 @@ impl fmt::Display for Metric {
             Metric::Phase { label, what } => write!(f, "phase[{label}].{}", what.name()),
             Metric::Window { from, to, what } => write!(f, "window[{from}..{to}].{}", what.name()),
             Metric::Samples { symbol } => write!(f, "samples[{symbol}]"),
+            Metric::PlaceSamples { place } => write!(f, "place_samples[{place}]"),
             Metric::Stat { name } => write!(f, "stat[{name}]"),
             Metric::Device { name } => write!(f, "device[{name}]"),
         }
@@ -213,6 +217,10 @@ impl Metric {
                 Some(p) => Ok(p.samples_of(symbol) as f64),
                 None => Err(Missing::NotCollected(NO_PROFILER.into())),
             },
+            Metric::PlaceSamples { place } => match &run.profile {
+                Some(p) => Ok(p.rows.iter().filter(|r| &r.place == place).map(|r| r.samples).sum::<u64>() as f64),
+                None => Err(Missing::NotCollected(NO_PROFILER.into())),
+            },
             Metric::Stat { name } => match obs.total.get(name) {
                 Some(s) => Ok(s.value.as_f64()),
                 None if run.machine.description.is_none() => {
@@ -256,6 +264,7 @@ mod tests {
             "phase[ls /bin /usr/share].cycles",
             "window[shell banner..final marker].instret",
             "samples[n_tty_write]",
+            "place_samples[firmware]",
             "stat[system.cpu0.memStallCycles]",
             "device[uart0.thr_writes]",
         ] {

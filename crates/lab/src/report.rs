@@ -564,13 +564,25 @@ pub fn build(input: &ReportInput) -> Vec<Block> {
             }
         }
     }
-    let rows = names.iter().filter_map(|n| {
-        let vals: Vec<Option<f64>> = runs.iter().map(|r| r.record.observations.total.get(n).map(|s| s.value.as_f64())).collect();
-        if vals.iter().all(|v| v.map_or(true, |x| x == 0.0 || x.is_nan())) {
-            return None;
-        }
-        Some((n.clone(), vals))
-    });
+    let mut same = 0;
+    let rows: Vec<(String, Vec<Option<f64>>)> = names
+        .iter()
+        .filter_map(|n| {
+            let vals: Vec<Option<f64>> = runs.iter().map(|r| r.record.observations.total.get(n).map(|s| s.value.as_f64())).collect();
+            if vals.iter().all(|v| v.map_or(true, |x| x == 0.0 || x.is_nan())) {
+                return None;
+            }
+            // With several runs, the counters that moved are the interesting ones.
+            if runs.len() > 1 && vals.iter().all(|v| *v == vals[0]) {
+                same += 1;
+                return None;
+            }
+            Some((n.clone(), vals))
+        })
+        .collect();
+    if same > 0 {
+        b.push(Block::Para(format!("Counters that differ between the runs; {same} more are equal in every run (all are in each run's `stats.txt`).")));
+    }
     let mut headers = vec!["counter".to_string()];
     let mut right = vec![false];
     for (i, l) in labels.iter().enumerate() {
