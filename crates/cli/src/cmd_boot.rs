@@ -71,6 +71,9 @@ pub struct BootArgs {
     /// Cycles between two samples of one hart.
     #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..))]
     pub sample_period: u64,
+    /// Start sampling at the first phase marker with this label (default: from reset).
+    #[arg(long)]
+    pub profile_from: Option<String>,
     /// Instruction trace of a window: `syscall=NAME[,count=N][,limit=LINES]` (from the ecall to
     /// the return to user) or `phase=LABEL[,limit=LINES]` (from that phase marker to the next).
     #[arg(long)]
@@ -310,7 +313,8 @@ fn finish<T: TimingModel>(args: &BootArgs, obs: &Observed, mut machine: Machine<
     };
     if args.profile.is_some() {
         let ident = symbols.as_ref().map(|s| s.identifier()).unwrap_or_default();
-        machine.enable_sampling(SamplerConfig { period: args.sample_period, ..SamplerConfig::default() }, ident);
+        let cfg = SamplerConfig { period: args.sample_period, from_phase: args.profile_from.clone(), ..SamplerConfig::default() };
+        machine.enable_sampling(cfg, ident);
     }
 
     let stop = if args.workload.is_some() {
@@ -377,15 +381,20 @@ fn syscall_lines(record: &Observations) -> String {
             .max_by(|a, b| a.1.value.as_f64().total_cmp(&b.1.value.as_f64()))
             .map(|(name, s)| (name.to_string(), s.value.as_f64() as u64));
         let per = p.cycles() as f64 / calls as f64;
-        match top {
-            Some((name, n)) if n == calls => out.push_str(&format!(
-                "phase {} ({}): {n} {name} calls, {per:.1} cycles per call ({} cycles / {n})\n",
+        let name = top.as_ref().map(|t| t.0.clone()).unwrap_or_default();
+        let n = top.as_ref().map_or(0, |t| t.1);
+        let inside = b.get(&format!("system.syscallMeanCycles.{name}")).map(|s| s.value.as_f64());
+        let line = match inside {
+            Some(k) if n * 100 >= calls * 99 => format!(
+                "phase {} ({}): {n} {name} calls ({calls} system calls in all): {:.1} cycles per {name} ({} phase cycles / {n}); {k:.1} cycles from ecall to return to user\n",
                 p.index,
                 p.label,
+                p.cycles() as f64 / n as f64,
                 p.cycles()
-            )),
-            _ => out.push_str(&format!("phase {} ({}): {calls} system calls, {per:.1} cycles per call\n", p.index, p.label)),
-        }
+            ),
+            _ => format!("phase {} ({}): {calls} system calls, {per:.1} cycles per call\n", p.index, p.label),
+        };
+        out.push_str(&line);
     }
     out
 }

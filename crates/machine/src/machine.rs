@@ -458,6 +458,7 @@ impl<T: TimingModel> Machine<T> {
             if self.harts[h].cycle() >= end {
                 continue;
             }
+            let slice_t0 = self.obs.is_some().then(Instant::now);
             loop {
                 let bits = self.board.irq_bits(h, self.harts[h].cycle());
                 self.harts[h].set_platform_irqs(bits);
@@ -467,9 +468,13 @@ impl<T: TimingModel> Machine<T> {
                 if observed {
                     self.obs_before_run(h);
                 }
-                let t0 = Instant::now();
+                // (host time is read once per run for a plain run; sampled
+                // runs stop often, so they read it once per slice instead)
+                let t0 = (!observed).then(Instant::now);
                 let exit = self.harts[h].run(&mut self.board, until);
-                self.hart_host_time[h] += t0.elapsed();
+                if let Some(t0) = t0 {
+                    self.hart_host_time[h] += t0.elapsed();
+                }
                 if observed {
                     self.obs_after_run(h);
                 }
@@ -509,6 +514,9 @@ impl<T: TimingModel> Machine<T> {
                 if self.stop.is_some() || self.harts[h].cycle() >= end {
                     break;
                 }
+            }
+            if let Some(t0) = slice_t0 {
+                self.hart_host_time[h] += t0.elapsed();
             }
             if self.stop.is_some() {
                 return;

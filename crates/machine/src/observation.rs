@@ -11,7 +11,7 @@ use hs_observe::{
     cause_name, syscall_name, syscall_number, Event, EventKind, HartCounts, ItraceLine, Observations, PhaseRecorder,
     StatBlock, SymbolOffset, Unit, UserIdentifier,
 };
-use hs_timing::TimingModel;
+use hs_timing::{ModelStats, TimingModel, CYCLE_STATES};
 
 use crate::board::{BoardCounts, BoardLog};
 use crate::machine::{Machine, MachineConfig};
@@ -138,6 +138,8 @@ pub(crate) struct Snapshot {
     tallies: Vec<HartTally>,
     board: BoardCounts,
     idle: Vec<u64>,
+    /// The timing model's own counters per hart (None: it keeps none).
+    model: Vec<Option<ModelStats>>,
 }
 
 /// The machine's side of an observed run.
@@ -340,7 +342,12 @@ impl<T: TimingModel> Machine<T> {
             None => Vec::new(),
         };
         let board = self.board.log.as_ref().map(|l| l.counts.clone()).unwrap_or_default();
-        obs.snapshots.push(Snapshot { tallies, board, idle: obs.idle.clone() });
+        if let Some(s) = obs.sampler.as_mut() {
+            let cycles: Vec<u64> = self.harts.iter().map(|x| x.cycle()).collect();
+            s.phase(label, &cycles);
+        }
+        let model = self.harts.iter().map(|x| x.timing.model_stats()).collect();
+        obs.snapshots.push(Snapshot { tallies, board, idle: obs.idle.clone(), model });
         obs.push(Event { hart: h as u16, cycle, kind: EventKind::PhaseMarker { label: label.to_string() } });
         if let (Some(f), Some(want)) = (f, obs.itrace.as_ref().and_then(|s| s.within.as_ref())) {
             let allowed = label == want;
@@ -416,11 +423,20 @@ impl<T: TimingModel> Machine<T> {
         let tallies = self.tallies();
         let board_now = self.board.log.as_ref().map(|l| l.counts.clone()).unwrap_or_default();
         let observed = self.rec_of.is_some();
-        let start = Snapshot { tallies: vec![HartTally::default(); tallies.len()], board: BoardCounts::default(), idle: vec![0; n] };
-        let end = Snapshot { tallies: tallies.clone(), board: board_now.clone(), idle: idle_now.clone() };
+        let model_now: Vec<Option<ModelStats>> = self.harts.iter().map(|h| h.timing.model_stats()).collect();
+        let start = Snapshot {
+            tallies: vec![HartTally::default(); tallies.len()],
+            board: BoardCounts::default(),
+            idle: vec![0; n],
+            model: vec![None; n],
+        };
+        let end = Snapshot { tallies: tallies.clone(), board: board_now.clone(), idle: idle_now.clone(), model: model_now };
         let mut bounds = vec![start];
         bounds.extend(snaps.iter().cloned());
         bounds.push(end.clone());
+        // Per-phase counters need a snapshot at every marker (a machine that
+        // was not observed from reset has none).
+        let per_phase = snaps.len() == markers.len();
 
         let summary = self.summary();
         let mut total = StatBlock::new("total");
@@ -434,6 +450,7 @@ impl<T: TimingModel> Machine<T> {
             let _ = total.add_u64(&format!("{p}.instret"), i, Unit::Count, "Instructions retired");
             let _ = total.add_ratio(&format!("{p}.cpi"), c - idle_now[h].min(c), i, Unit::CyclePerCount, "Busy cycles per instruction");
         }
+        add_model_stats(&mut total, &end, &bounds[0]);
         if observed {
             add_counts(&mut total, &end, &bounds[0]);
         }
@@ -448,7 +465,10 @@ impl<T: TimingModel> Machine<T> {
                     let _ = b.add_u64(&format!("{p}.instret"), hc.instret, Unit::Count, "Instructions retired in the phase");
                     let _ = b.add_ratio(&format!("{p}.cpi"), hc.cycles, hc.instret, Unit::CyclePerCount, "Busy cycles per instruction");
                 }
-                if observed {
+                if let (true, Some(a), Some(z)) = (per_phase, bounds.get(i), bounds.get(i + 1)) {
+                    add_model_stats(&mut b, z, a);
+                }
+                if observed && per_phase {
                     if let (Some(a), Some(z)) = (bounds.get(i), bounds.get(i + 1)) {
                         add_counts(&mut b, z, a);
                         let calls: u64 = z.tallies.iter().zip(&a.tallies).map(|(z, a)| z.since(a).syscall_total()).sum();
@@ -608,6 +628,27 @@ fn syscall_key(n: u64) -> String {
     syscall_name(n).map_or(format!("nr{n}"), str::to_string)
 }
 
+/// The timing model's counters between two snapshots: the cycle shape as
+/// `system.cpuN.cycleShape.STATE`, memory stall cycles as
+/// `system.cpuN.memStallCycles`, the rest as `system.cpuN.model.NAME`.
+fn add_model_stats(b: &mut StatBlock, z: &Snapshot, a: &Snapshot) {
+    for (h, now) in z.model.iter().enumerate() {
+        let Some(now) = now else { continue };
+        let before = a.model.get(h).and_then(|m| m.as_ref());
+        let pre = format!("system.cpu{h}");
+        for st in &now.stats {
+            let value = st.value.saturating_sub(before.and_then(|m| m.get(st.name)).unwrap_or(0));
+            let unit = if st.unit == "cycles" { Unit::Cycle } else { Unit::Count };
+            let name = match st.name {
+                "cycles.mem_stall" => format!("{pre}.memStallCycles"),
+                n if CYCLE_STATES.contains(&n) => format!("{pre}.cycleShape.{}", &n["cycles.".len()..]),
+                n => format!("{pre}.model.{n}"),
+            };
+            let _ = b.add_u64(&name, value, unit, st.desc);
+        }
+    }
+}
+
 /// Counts between two snapshots, per hart and for the machine.
 fn add_counts(b: &mut StatBlock, z: &Snapshot, a: &Snapshot) {
     let harts = z.tallies.len();
@@ -647,6 +688,14 @@ fn add_counts(b: &mut StatBlock, z: &Snapshot, a: &Snapshot) {
         for (&n, &v) in &d.syscalls {
             let _ = b.add_u64(&format!("{p}.syscalls.{}", syscall_key(n)), v, Unit::Count, &format!("System call {n}"));
         }
+        for (&n, &v) in &d.syscall_cycles {
+            let _ = b.add_u64(
+                &format!("{p}.syscallCycles.{}", syscall_key(n)),
+                v,
+                Unit::Cycle,
+                &format!("Cycles from the ecall to the return to U of system call {n}"),
+            );
+        }
         let _ = b.add_u64(&format!("{p}.contextSwitches"), d.satp_writes, Unit::Count, "satp writes (address-space switches)");
         let _ = b.add_u64(&format!("{p}.wfi"), d.wfi, Unit::Count, "wfi instructions executed");
         ctx += d.satp_writes;
@@ -656,6 +705,9 @@ fn add_counts(b: &mut StatBlock, z: &Snapshot, a: &Snapshot) {
         }
         for (&n, &v) in &d.syscalls {
             *all.syscalls.entry(n).or_default() += v;
+        }
+        for (&n, &v) in &d.syscall_cycles {
+            *all.syscall_cycles.entry(n).or_default() += v;
         }
     }
     let _ = b.add_u64("system.exceptions", all.exceptions.iter().sum(), Unit::Count, "Exceptions taken by all harts");
@@ -671,6 +723,18 @@ fn add_counts(b: &mut StatBlock, z: &Snapshot, a: &Snapshot) {
     let _ = b.add_u64("system.syscalls", all.syscall_total(), Unit::Count, "System calls by all harts");
     for (&n, &v) in &all.syscalls {
         let _ = b.add_u64(&format!("system.syscalls.{}", syscall_key(n)), v, Unit::Count, &format!("System call {n}, all harts"));
+    }
+    for (&n, &v) in &all.syscall_cycles {
+        let key = syscall_key(n);
+        let _ = b.add_u64(&format!("system.syscallCycles.{key}"), v, Unit::Cycle, &format!("Cycles in system call {n} (ecall to return), all harts"));
+        let calls = all.syscalls.get(&n).copied().unwrap_or(0);
+        let _ = b.add_ratio(
+            &format!("system.syscallMeanCycles.{key}"),
+            v,
+            calls,
+            Unit::CyclePerCount,
+            &format!("Mean cycles from the ecall to the return to U of system call {n}"),
+        );
     }
     let _ = b.add_u64("system.contextSwitches", ctx, Unit::Count, "satp writes by all harts");
 }

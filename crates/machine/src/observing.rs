@@ -34,6 +34,9 @@ pub struct HartTally {
     pub interrupts: [u64; CAUSE_BUCKETS],
     /// System calls (`ecall` from U) by number (`a7`).
     pub syscalls: BTreeMap<u64, u64>,
+    /// Cycles from each call's `ecall` to the end of its return to U, by
+    /// number (a call that blocks includes the time others ran meanwhile).
+    pub syscall_cycles: BTreeMap<u64, u64>,
     /// `satp` writes: address-space (context) switches.
     pub satp_writes: u64,
     /// `wfi` instructions executed.
@@ -54,6 +57,10 @@ impl HartTally {
             *c = c.saturating_sub(earlier.syscalls.get(n).copied().unwrap_or(0));
         }
         d.syscalls.retain(|_, c| *c > 0);
+        for (n, c) in d.syscall_cycles.iter_mut() {
+            *c = c.saturating_sub(earlier.syscall_cycles.get(n).copied().unwrap_or(0));
+        }
+        d.syscall_cycles.retain(|_, c| *c > 0);
         d.satp_writes = d.satp_writes.saturating_sub(earlier.satp_writes);
         d.wfi = d.wfi.saturating_sub(earlier.wfi);
         d.xrets = d.xrets.saturating_sub(earlier.xrets);
@@ -280,7 +287,8 @@ pub struct HartRecorder {
     /// Cost of the trap hook just called (booked by `trap_info`).
     trap_extra: u64,
     prv: u8,
-    in_syscall: bool,
+    /// The system call in progress: number and the cycle of its `ecall`.
+    in_syscall: Option<(u64, u64)>,
     /// An instruction trace is armed (checked on the hot path).
     tracing: bool,
     pub tally: HartTally,
@@ -301,7 +309,7 @@ impl HartRecorder {
             cursor: 0,
             trap_extra: 0,
             prv: 3,
-            in_syscall: false,
+            in_syscall: None,
             tracing: false,
             tally: HartTally::default(),
             events: None,
@@ -469,7 +477,7 @@ impl HartRecorder {
             self.tally.exceptions[b] += 1;
             if t.cause == 8 && t.from == 0 {
                 *self.tally.syscalls.entry(t.a7).or_default() += 1;
-                self.in_syscall = true;
+                self.in_syscall = Some((t.a7, at));
                 self.push_event(at, EventKind::Syscall { number: t.a7 });
                 if self.tracing {
                     self.maybe_open_syscall_window(t.a7);
@@ -503,8 +511,11 @@ impl HartRecorder {
         self.add(c, ST_SERIAL);
         self.tally.xrets += 1;
         self.prv = to;
-        if to == 0 && self.in_syscall {
-            self.in_syscall = false;
+        if to != 0 {
+            return;
+        }
+        if let Some((number, at)) = self.in_syscall.take() {
+            *self.tally.syscall_cycles.entry(number).or_default() += self.cursor.saturating_sub(at);
             self.push_event(self.start, EventKind::SyscallReturn);
             if let Some(it) = self.itrace.as_deref_mut() {
                 if it.active && matches!(it.trigger, TraceTrigger::Syscall { .. }) {
@@ -604,5 +615,8 @@ impl<M: TimingModel> TimingModel for Observing<M> {
     }
     fn hpm_counter(&self, index: u16, event: u64) -> u64 {
         self.inner.hpm_counter(index, event)
+    }
+    fn model_stats(&self) -> Option<hs_timing::ModelStats> {
+        self.inner.model_stats()
     }
 }

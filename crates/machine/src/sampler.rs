@@ -35,11 +35,13 @@ pub struct SamplerConfig {
     pub max_depth: usize,
     /// Samples kept in all; later ones are counted, not kept.
     pub max_samples: usize,
+    /// Start sampling at the first phase marker with this label (None: at reset).
+    pub from_phase: Option<String>,
 }
 
 impl Default for SamplerConfig {
     fn default() -> Self {
-        SamplerConfig { period: 1024, max_depth: 32, max_samples: 8_000_000 }
+        SamplerConfig { period: 1024, max_depth: 32, max_samples: 8_000_000, from_phase: None }
     }
 }
 
@@ -57,7 +59,7 @@ pub struct SpaceMark {
 const KERNEL_STACK_SPAN: u64 = 64 << 10;
 const USER_STACK_SPAN: u64 = 8 << 20;
 /// Bytes read at once while unwinding (frames are usually close together).
-const WINDOW: usize = 256;
+const WINDOW: usize = 1024;
 
 pub struct Sampler {
     cfg: SamplerConfig,
@@ -77,9 +79,10 @@ pub struct Sampler {
 impl Sampler {
     pub fn new(cfg: SamplerConfig, harts: usize, ident: Arc<UserIdentifier>) -> Sampler {
         let period = cfg.period.max(1);
+        let first = if cfg.from_phase.is_some() { u64::MAX } else { period };
         Sampler {
             cfg: SamplerConfig { period, ..cfg },
-            next: vec![period; harts],
+            next: vec![first; harts],
             samples: Vec::new(),
             dropped: 0,
             idle_skipped: 0,
@@ -103,7 +106,7 @@ impl Sampler {
     pub fn after_run<T: TimingModel>(&mut self, h: usize, hart: &Hart<T>) {
         let now = hart.cycle();
         let Some(next) = self.next.get(h).copied() else { return };
-        if now < next {
+        if now < next || next == u64::MAX {
             return;
         }
         let missed = (now - next) / self.cfg.period;
@@ -117,10 +120,21 @@ impl Sampler {
         self.samples.push(s);
     }
 
+    /// A phase marker: start sampling if it is the one waited for. `cycles`
+    /// are the harts' clocks at that moment.
+    pub fn phase(&mut self, label: &str, cycles: &[u64]) {
+        if self.cfg.from_phase.as_deref() == Some(label) {
+            self.cfg.from_phase = None;
+            for (n, c) in self.next.iter_mut().zip(cycles) {
+                *n = c + self.cfg.period;
+            }
+        }
+    }
+
     /// Hart `h` idled (clock stopped) up to `to`: no samples for that time.
     pub fn skip_idle(&mut self, h: usize, to: u64) {
         if let Some(next) = self.next.get_mut(h) {
-            if to >= *next {
+            if to >= *next && *next != u64::MAX {
                 let n = (to - *next) / self.cfg.period + 1;
                 self.idle_skipped += n;
                 *next += n * self.cfg.period;
@@ -131,22 +145,23 @@ impl Sampler {
     fn take<T: TimingModel>(&mut self, h: usize, hart: &Hart<T>) -> Sample {
         let pc = hart.pc();
         let satp = hart.csr(CSR_SATP).unwrap_or(0);
-        let mut stack = Vec::new();
+        let mut stack = Frames::default();
+        let max = self.cfg.max_depth.min(MAX_DEPTH);
         let privilege = match hart.priv_mode() {
             Priv::Machine => Privilege::Machine,
             Priv::Supervisor => {
-                kernel_stack(hart, satp >> 60 != 0, self.cfg.max_depth, &mut stack);
+                kernel_stack(hart, satp >> 60 != 0, max, &mut stack);
                 Privilege::Supervisor
             }
             Priv::User => {
                 let binary = self.identify(hart, satp, pc);
                 if let Some(b) = binary.and_then(|i| self.ident.binaries().get(i)) {
-                    user_stack(hart, b, self.cfg.max_depth, &mut stack);
+                    user_stack(hart, b, max, &mut stack);
                 }
                 Privilege::User
             }
         };
-        Sample { hart: h as u16, cycle: hart.cycle(), pc, privilege, satp, stack }
+        Sample { hart: h as u16, cycle: hart.cycle(), pc, privilege, satp, stack: stack.as_slice().to_vec() }
     }
 
     /// The binary running in this address space, re-checked at `pc`.
@@ -172,6 +187,36 @@ impl Sampler {
             self.marks.push(SpaceMark { satp, cycle: hart.cycle(), binary: found });
         }
         found
+    }
+}
+
+/// Most frames a sample keeps (whatever the configuration asks).
+pub const MAX_DEPTH: usize = 64;
+
+/// Return addresses collected on the host stack (one allocation per sample).
+struct Frames {
+    addrs: [u64; MAX_DEPTH],
+    n: usize,
+}
+
+impl Default for Frames {
+    fn default() -> Self {
+        Frames { addrs: [0; MAX_DEPTH], n: 0 }
+    }
+}
+
+impl Frames {
+    fn len(&self) -> usize {
+        self.n
+    }
+    fn push(&mut self, a: u64) {
+        if self.n < MAX_DEPTH {
+            self.addrs[self.n] = a;
+            self.n += 1;
+        }
+    }
+    fn as_slice(&self) -> &[u64] {
+        &self.addrs[..self.n]
     }
 }
 
@@ -208,7 +253,7 @@ impl<'h, T: TimingModel> StackReader<'h, T> {
 /// The S-mode call chain, as Linux's `walk_stackframe` finds it. `paging`:
 /// kernel addresses are the upper half (before `satp` is set they are
 /// physical and anything goes).
-fn kernel_stack<T: TimingModel>(hart: &Hart<T>, paging: bool, max: usize, out: &mut Vec<u64>) {
+fn kernel_stack<T: TimingModel>(hart: &Hart<T>, paging: bool, max: usize, out: &mut Frames) {
     let sp = hart.x(2);
     let ra_reg = hart.x(1);
     let kernel = |a: u64| !paging || a >> 63 == 1;
@@ -242,7 +287,7 @@ fn kernel_stack<T: TimingModel>(hart: &Hart<T>, paging: bool, max: usize, out: &
 
 /// The U-mode call chain: the return address in `ra` when it is not stale,
 /// then frame-pointer links, each checked to follow a call in `bin`.
-fn user_stack<T: TimingModel>(hart: &Hart<T>, bin: &hs_observe::UserBinary, max: usize, out: &mut Vec<u64>) {
+fn user_stack<T: TimingModel>(hart: &Hart<T>, bin: &hs_observe::UserBinary, max: usize, out: &mut Frames) {
     let pc = hart.pc();
     let sp = hart.x(2);
     let ra = hart.x(1);

@@ -437,14 +437,16 @@ fn leading_underscores(name: &str) -> usize {
 }
 
 fn build(name: &str, mut candidates: Vec<Candidate>) -> SymbolTable {
-    // Best alias first within one address: typed function, stronger binding,
-    // fewer leading underscores, sized, larger, then by name — deterministic.
+    // Best alias first within one address: typed function, fewer leading
+    // underscores (the kernel's `memset` is a weak alias of `__memset`, and
+    // people look for `memset`), stronger binding, sized, larger, then by
+    // name — deterministic.
     candidates.sort_by(|a, b| {
         a.start
             .cmp(&b.start)
             .then(b.typed_function.cmp(&a.typed_function))
-            .then(b.binding.cmp(&a.binding))
             .then(leading_underscores(&a.name).cmp(&leading_underscores(&b.name)))
+            .then(b.binding.cmp(&a.binding))
             .then(b.size.cmp(&a.size))
             .then(a.name.cmp(&b.name))
     });
@@ -550,6 +552,9 @@ ffffffff01000040 T nvme_probe\t[nvme]
         assert_eq!(t.lookup(0xffffffff80004000), None);
         // Aliases: the global, fewer-underscore name wins, deterministically.
         assert_eq!(t.lookup(0xffffffff80000010), Some(("_start", 0x10)));
+        // Fewer underscores win over a stronger binding (memset is a weak alias).
+        let m = SymbolTable::from_kallsyms("m", "ffffffff80000000 T __memset\nffffffff80000000 W memset\nffffffff80000100 T x\n").unwrap();
+        assert_eq!(m.lookup(0xffffffff80000004), Some(("memset", 4)));
         // Module symbols keep their module and end within it.
         let s = t.lookup_symbol(0xffffffff01000010).unwrap();
         assert_eq!((s.name.as_str(), s.module.as_deref()), ("nvme_irq", Some("nvme")));
