@@ -5,13 +5,13 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use hs_guest::{ImageDir, KernelSymbols};
-use hs_machine::hs_timing::{Atomic, InOrderFactory, MachineDesc, ModelDesc, ModelStats, TimingModel, CYCLE_STATES};
+use hs_machine::hs_timing::{Atomic, InOrderFactory, MachineDesc, ModelDesc, TimingModel};
 use hs_machine::{
     BootFile, BootImages, GuestSymbols, KernelSymbolSource, Machine, MachineConfig, ObserveOptions, SamplerConfig, StopReason,
     SymbolSources,
 };
 use hs_observe::export::{chrome_trace, flamegraph_svg, fold, folded_text, stats_txt, FlamegraphOptions, FoldOptions, HotFunctions};
-use hs_observe::{Observations, StatBlock, Symbolizer, Unit};
+use hs_observe::{Observations, Symbolizer, Unit};
 
 use crate::error::{io_err, LabError, Result};
 use crate::record::*;
@@ -205,8 +205,8 @@ fn execute_with<M: TimingModel>(
     let modules = machine.markers().channels.get("modules").map(|c| c.data.clone());
     symbols.apply_run_modules(modules.as_deref()).map_err(|e| run_err(format!("symbols: {e}")))?;
     symbols.add_space_marks(machine.space_marks());
+    // Counters, per phase and in all: the timing model's (cycle shape, memory stalls) included.
     let mut observations = machine.take_observations(Some(&symbols));
-    add_model_stats(&mut observations.total, machine.harts().iter().map(|h| h.timing.inner.model_stats()));
     let counters = Counters {
         cycles: summary.cycles,
         instret: summary.instret,
@@ -318,25 +318,6 @@ fn tail(console: &[u8]) -> String {
     }
 }
 
-/// The timing model's own counters as run totals: the cycle shape as
-/// `system.cpuN.cycleShape.STATE`, memory stalls as
-/// `system.cpuN.memStallCycles`, the rest as `system.cpuN.NAME`.
-pub fn add_model_stats(total: &mut StatBlock, per_hart: impl Iterator<Item = Option<ModelStats>>) {
-    for (h, stats) in per_hart.enumerate() {
-        let Some(stats) = stats else { continue };
-        let pre = format!("system.cpu{h}");
-        for st in &stats.stats {
-            let unit = if st.unit == "cycles" { Unit::Cycle } else { Unit::Count };
-            let name = match st.name {
-                "cycles.mem_stall" => format!("{pre}.memStallCycles"),
-                n if CYCLE_STATES.contains(&n) => format!("{pre}.cycleShape.{}", &n["cycles.".len()..]),
-                n => format!("{pre}.model.{n}"),
-            };
-            let _ = total.add_u64(&name, st.value, unit, st.desc);
-        }
-    }
-}
-
 /// Hot functions from the first phase marker to the end of the run (the
 /// workload, as the P87 page's shell window; boot is left out).
 pub fn profile(obs: &Observations, symbols: &GuestSymbols) -> Option<Profile> {
@@ -426,16 +407,5 @@ mod tests {
         assert_eq!(p.samples_of("sbi_ecall_handler"), 1);
         assert_eq!(p.samples_of("hvc_push"), 1);
         assert_eq!(p.notes.len(), 1, "the user sample in no known binary is reported");
-    }
-
-    #[test]
-    fn model_stats_become_cycle_shape_and_memory_stalls() {
-        use hs_machine::hs_timing::Stat;
-        let st = |name, value| Stat { name, value, unit: "cycles", desc: "d" };
-        let ms = ModelStats { stats: vec![st("cycles.fetch", 10), st("cycles.execute", 30), st("cycles.mem_stall", 4), st("dcache.read_misses", 2)] };
-        let mut total = StatBlock::new("total");
-        add_model_stats(&mut total, [None, Some(ms)].into_iter());
-        let names: Vec<&str> = total.stats().iter().map(|s| s.name.as_str()).collect();
-        assert_eq!(names, ["system.cpu1.cycleShape.fetch", "system.cpu1.cycleShape.execute", "system.cpu1.memStallCycles", "system.cpu1.model.dcache.read_misses"]);
     }
 }
