@@ -285,7 +285,12 @@ impl<T: TimingModel> Machine<T> {
     /// Syscall windows: stop every hart once `count` windows or `limit`
     /// lines were reached in all.
     fn enforce_itrace_limits(&mut self) {
-        let (Some(f), Some(spec)) = (self.rec_of, self.obs.as_ref().and_then(|o| o.itrace.clone())) else { return };
+        let Some(f) = self.rec_of else { return };
+        let Some((syscall, count, limit)) = self.obs.as_ref().and_then(|o| o.itrace.as_ref()).map(|s| {
+            (matches!(s.window, ItraceWindow::Syscall { .. }), s.count as u64, s.limit)
+        }) else {
+            return;
+        };
         let (mut windows, mut lines) = (0u64, 0u64);
         for hart in self.harts.iter_mut() {
             if let Some(it) = f(&mut hart.timing).itrace.as_deref() {
@@ -293,12 +298,12 @@ impl<T: TimingModel> Machine<T> {
                 lines += it.steps.len() as u64;
             }
         }
-        let windows_done = matches!(spec.window, ItraceWindow::Syscall { .. }) && windows >= spec.count as u64;
-        if windows_done || lines >= spec.limit {
+        let windows_done = syscall && windows >= count;
+        if windows_done || lines >= limit {
             for hart in self.harts.iter_mut() {
                 if let Some(it) = f(&mut hart.timing).itrace.as_deref_mut() {
                     it.windows_left = 0;
-                    if lines >= spec.limit && it.active {
+                    if lines >= limit && it.active {
                         it.active = false;
                         it.truncated = true;
                     }
@@ -519,6 +524,12 @@ impl<T: TimingModel> Machine<T> {
                 let _ = total.add_u64("system.samples", s.samples.len() as u64, Unit::Count, "Samples kept");
                 let _ = total.add_u64("system.samplesDropped", s.dropped, Unit::Count, "Samples beyond the limit (not kept)");
                 let _ = total.add_u64("system.samplesIdleSkipped", s.idle_skipped, Unit::Count, "Sample deadlines in wfi idle time (not sampled)");
+                let _ = total.add_u64(
+                    "system.samplesMerged",
+                    s.overshot,
+                    Unit::Count,
+                    "Sample deadlines one block ran past after an earlier one (one sample stands for both)",
+                );
                 (std::mem::take(&mut s.samples), s.period())
             }
             None => (Vec::new(), 0),
