@@ -620,3 +620,185 @@ impl<M: TimingModel> TimingModel for Observing<M> {
         self.inner.model_stats()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hs_timing::Atomic;
+
+    /// A model that charges what the test tells it to, per hook.
+    #[derive(Default)]
+    struct Costs {
+        fetch: u64,
+        load: u64,
+        trap: u64,
+        xret: u64,
+    }
+    impl TimingModel for Costs {
+        fn fetch(&mut self, _pc: u64, _pa: u64, _len: u8) -> u64 {
+            self.fetch
+        }
+        fn mem(&mut self, _pa: u64, _size: u8, kind: MemKind, _mmio: bool) -> u64 {
+            if kind == MemKind::Load {
+                self.load
+            } else {
+                0
+            }
+        }
+        fn trap(&mut self, _cause: u64, _interrupt: bool) -> u64 {
+            self.trap
+        }
+        fn xret(&mut self, _pc: u64, _from: u8, _to: u8) -> u64 {
+            self.xret
+        }
+    }
+
+    const RAM: u64 = 0x8000_0000;
+
+    fn ecall(epc: u64) -> TrapInfo {
+        TrapInfo { cause: 8, interrupt: false, epc, tval: 0, from: 0, to: 1, a7: 173 }
+    }
+
+    /// ecall (U) → two S instructions, one a load that misses → sret → U.
+    fn syscall(m: &mut Observing<Costs>) {
+        m.fetch(0x1000, RAM + 0x1000, 4);
+        m.insn(0x1000, InsnClass::Ecall);
+        m.trap(8, false);
+        m.trap_info(&ecall(0x1000));
+        m.fetch(0xffff_0000, RAM + 0x2000, 4);
+        m.insn(0xffff_0000, InsnClass::Load);
+        m.mem(RAM + 0x3008, 8, MemKind::Load, false);
+        m.fetch(0xffff_0004, RAM + 0x2004, 4);
+        m.insn(0xffff_0004, InsnClass::Xret);
+        m.xret(0x1004, 1, 0);
+        m.fetch(0x1004, RAM + 0x1004, 4);
+    }
+
+    #[test]
+    fn cursor_follows_one_plus_hook_costs_and_counts_what_happened() {
+        let mut m = Observing::new(Costs { fetch: 0, load: 7, trap: 3, xret: 2 }, 0);
+        m.rec.record_events(100);
+        m.rec.sync(100, 0);
+        syscall(&mut m);
+        // ecall 1+3, load 1+7, sret 1+2, then the next instruction's 1.
+        assert_eq!(m.rec.cursor, 100 + 4 + 8 + 3 + 1);
+        m.rec.settle(100 + 16);
+        assert_eq!(m.rec.cycle_mismatches, 0);
+        m.rec.sync(200, 0);
+        m.rec.settle(201); // a hook the recorder did not see
+        assert_eq!(m.rec.cycle_mismatches, 1);
+
+        let t = &m.rec.tally;
+        assert_eq!((t.exceptions[8], t.syscalls[&173], t.xrets), (1, 1, 1));
+        assert_eq!(t.syscall_cycles[&173], 4 + 8 + 3, "ecall start to the end of sret");
+        let kinds: Vec<&EventKind> = m.rec.events().iter().map(|e| &e.kind).collect();
+        assert_eq!(kinds, vec![&EventKind::Syscall { number: 173 }, &EventKind::SyscallReturn]);
+        assert_eq!((m.rec.events()[0].cycle, m.rec.events()[1].cycle), (100, 112));
+    }
+
+    #[test]
+    fn interrupts_satp_writes_and_fetch_faults() {
+        let mut m = Observing::new(Costs { trap: 5, ..Costs::default() }, 2);
+        m.rec.record_events(100);
+        m.rec.sync(0, 1);
+        m.fetch(0xffff_0000, RAM, 4);
+        // An interrupt between instructions: 1 + the trap's 5.
+        m.trap(9, true);
+        m.trap_info(&TrapInfo { cause: 9, interrupt: true, epc: 0xffff_0004, tval: 0, from: 1, to: 1, a7: 0 });
+        m.fetch(0xffff_1000, RAM + 0x1000, 2);
+        m.csr_write(CSR_SATP, 0x8000_0000_0000_1234);
+        // A fetch page fault: no fetch hook, 1 + 5.
+        m.trap(12, false);
+        m.trap_info(&TrapInfo { cause: 12, interrupt: false, epc: 0x4000, tval: 0x4000, from: 0, to: 1, a7: 0 });
+        assert_eq!(m.rec.cursor, 1 + 6 + 1 + 6);
+        assert_eq!((m.rec.tally.interrupts[9], m.rec.tally.exceptions[12], m.rec.tally.satp_writes), (1, 1, 1));
+        let ev = m.rec.events();
+        assert_eq!(ev[0], Event { hart: 2, cycle: 1, kind: EventKind::Interrupt { cause: 9, plic_source: None } });
+        assert_eq!(ev[1], Event { hart: 2, cycle: 7, kind: EventKind::ContextSwitch { satp: 0x8000_0000_0000_1234 } });
+        assert_eq!(ev[2].cycle, 8);
+        assert!(matches!(ev[2].kind, EventKind::Exception { cause: 12, target: Privilege::Supervisor, .. }));
+        // The event limit drops and counts.
+        let mut small = Observing::new(Atomic, 0);
+        small.rec.record_events(1);
+        small.csr_write(CSR_SATP, 1);
+        small.csr_write(CSR_SATP, 2);
+        assert_eq!((small.rec.events().len(), small.rec.events_dropped), (1, 1));
+    }
+
+    #[test]
+    fn syscall_window_from_ecall_to_sret() {
+        let ram = GuestRam::new(RAM, 0x10000).unwrap();
+        ram.write(RAM + 0x1000, 4, 0x0000_0073); // ecall
+        ram.write(RAM + 0x2004, 4, 0x1020_0073); // sret
+        let mut m = Observing::new(Costs { fetch: 0, load: 7, trap: 3, xret: 2 }, 0);
+        m.rec.arm_itrace(TraceTrigger::Syscall { number: 173 }, 1, 100, ram);
+        m.rec.sync(100, 0);
+        // A different call opens nothing.
+        m.fetch(0x0ff0, RAM + 0x0ff0, 4);
+        m.trap(8, false);
+        m.trap_info(&TrapInfo { a7: 64, ..ecall(0x0ff0) });
+        m.xret(0x0ff4, 1, 0);
+        syscall(&mut m);
+        // The step after the sret closed the window; a second getppid opens no other.
+        syscall(&mut m);
+        m.rec.settle(m.rec.cursor);
+        let it = m.rec.itrace.as_deref().unwrap();
+        assert_eq!((it.windows_opened, it.active), (1, false));
+        let steps: Vec<(u64, u64, StallCause, u32)> = it.steps.iter().map(|s| (s.pc, s.cycles, s.stall(), s.bits)).collect();
+        assert_eq!(
+            steps,
+            vec![
+                (0x1000, 4, StallCause::Trap, 0x73),
+                (0xffff_0000, 8, StallCause::Mem, 0),
+                (0xffff_0004, 3, StallCause::Serialize, 0x1020_0073),
+            ]
+        );
+        let s = &it.steps[1];
+        assert_eq!(
+            s.lines,
+            vec![
+                LineTouch { line: RAM + 0x2000, access: LineAccess::Fetch, hit: true },
+                LineTouch { line: RAM + 0x3000, access: LineAccess::Load, hit: false },
+            ]
+        );
+        assert!(it.steps[0].code.is_some() && it.steps[1].code.is_none(), "user steps keep their code bytes");
+        // Back to back, starting where the ecall started.
+        assert_eq!(it.steps[0].cycle + 4, it.steps[1].cycle);
+    }
+
+    #[test]
+    fn phase_windows_follow_the_machine_and_the_budget_truncates() {
+        let ram = GuestRam::new(RAM, 0x10000).unwrap();
+        let mut m = Observing::new(Atomic, 0);
+        m.rec.arm_itrace(TraceTrigger::Phase, 0, 3, ram);
+        m.rec.sync(0, 1);
+        m.fetch(0x10, RAM, 4);
+        m.rec.itrace.as_deref_mut().unwrap().active = true; // the machine saw the marker
+        for i in 0..5 {
+            m.fetch(0x14 + 4 * i, RAM + 4 + 4 * i, 4);
+        }
+        m.rec.settle(6);
+        let it = m.rec.itrace.as_deref().unwrap();
+        assert_eq!(it.steps.len(), 3);
+        assert!(it.truncated && !it.active);
+        assert_eq!(it.steps.iter().map(|s| s.pc).collect::<Vec<_>>(), vec![0x14, 0x18, 0x1c]);
+    }
+
+    #[test]
+    fn tallies_subtract() {
+        let mut a = HartTally::default();
+        a.exceptions[8] = 3;
+        a.syscalls.insert(64, 2);
+        a.syscall_cycles.insert(64, 100);
+        let mut b = a.clone();
+        b.exceptions[8] = 5;
+        b.syscalls.insert(64, 2);
+        b.syscalls.insert(63, 1);
+        b.syscall_cycles.insert(63, 40);
+        let d = b.since(&a);
+        assert_eq!(d.exceptions[8], 2);
+        assert_eq!(d.syscalls, BTreeMap::from([(63, 1)]));
+        assert_eq!(d.syscall_cycles, BTreeMap::from([(63, 40)]));
+        assert_eq!(d.syscall_total(), 1);
+    }
+}

@@ -318,3 +318,142 @@ fn user_stack<T: TimingModel>(hart: &Hart<T>, bin: &hs_observe::UserBinary, max:
         fp = saved_fp;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hs_bus::GuestRam;
+    use hs_core::HartConfig;
+    use hs_observe::{SymbolTable, UserBinary};
+    use hs_timing::Atomic;
+
+    const RAM: u64 = 0x8000_0000;
+
+    /// A hart in M-mode (addresses are physical) over a small RAM.
+    fn hart() -> (Hart<Atomic>, GuestRam) {
+        let ram = GuestRam::new(RAM, 0x10000).unwrap();
+        let h = Hart::new(HartConfig { hart_id: 0, cycles_per_tick: 100 }, ram.clone(), Atomic);
+        (h, ram)
+    }
+
+    /// A frame record at `fp`: the caller's fp at fp-16, the return address at fp-8.
+    fn frame(ram: &GuestRam, fp: u64, prev_fp: u64, ra: u64) {
+        ram.write(fp - 16, 8, prev_fp);
+        ram.write(fp - 8, 8, ra);
+    }
+
+    fn unwind(h: &Hart<Atomic>) -> Vec<u64> {
+        let mut f = Frames::default();
+        kernel_stack(h, false, 32, &mut f);
+        f.as_slice().to_vec()
+    }
+
+    #[test]
+    fn kernel_chain_follows_frame_pointers() {
+        let (mut h, ram) = hart();
+        let (fp0, fp1, fp2) = (RAM + 0x8100, RAM + 0x8200, RAM + 0x8300);
+        frame(&ram, fp0, fp1, 0xa000);
+        frame(&ram, fp1, fp2, 0xb000);
+        frame(&ram, fp2, 0, 0xc000);
+        h.set_x(2, RAM + 0x80f0);
+        h.set_x(8, fp0);
+        h.set_x(1, 0xd000);
+        assert_eq!(unwind(&h), vec![0xa000, 0xb000, 0xc000]);
+
+        // A leaf saved only fp: fp-8 holds a stack address, the caller is in ra.
+        frame(&ram, fp0, 0x1234, fp1);
+        assert_eq!(unwind(&h), vec![0xd000, 0xb000, 0xc000]);
+
+        // A frame pointing at itself ends (one jump back is allowed, for the
+        // switch from the IRQ stack to the task stack).
+        frame(&ram, fp0, fp0, 0xa000);
+        assert_eq!(unwind(&h), vec![0xa000, 0xa000]);
+        // Misaligned or unmapped frame pointers stop at once.
+        h.set_x(8, fp0 + 4);
+        assert!(unwind(&h).is_empty());
+        h.set_x(8, 0x1000_0000);
+        assert!(unwind(&h).is_empty());
+        // Depth is bounded.
+        let mut f = Frames::default();
+        h.set_x(8, fp1);
+        kernel_stack(&h, false, 1, &mut f);
+        assert_eq!(f.as_slice(), &[0xb000]);
+    }
+
+    #[test]
+    fn user_chain_keeps_only_links_that_follow_a_call() {
+        let (mut h, ram) = hart();
+        // a: jal ra (0x10000), c.jalr a5 (0x10004), nop; b: nops.
+        let mut code = Vec::new();
+        code.extend(0x008000efu32.to_le_bytes());
+        code.extend(0x9782u16.to_le_bytes());
+        code.extend(0x0001u16.to_le_bytes());
+        code.extend([0x13, 0, 0, 0, 0x13, 0, 0, 0]);
+        let table = SymbolTable::from_ranges("prog", [(0x10000, 0x10008, "a".to_string()), (0x10008, 0x10010, "b".to_string())]);
+        let bin = UserBinary::from_parts(table, vec![(0x10000, code)]);
+        let (sp, fp, fp2) = (RAM + 0x9000, RAM + 0x9020, RAM + 0x9040);
+        frame(&ram, fp, fp2, 0x10004);
+        frame(&ram, fp2, 0, 0x10006);
+        h.set_pc(0x1000c);
+        h.set_x(2, sp);
+        h.set_x(8, fp);
+        h.set_x(1, 0x10004);
+        let run = |h: &Hart<Atomic>| {
+            let mut f = Frames::default();
+            user_stack(h, &bin, 8, &mut f);
+            f.as_slice().to_vec()
+        };
+        // ra is fresh (it returns into a, the sample is in b) and equals the
+        // first frame's saved ra, which is not repeated.
+        assert_eq!(run(&h), vec![0x10004, 0x10006]);
+        // A stale ra (inside the sampled function) is left out.
+        h.set_pc(0x10002);
+        assert_eq!(run(&h), vec![0x10004, 0x10006]);
+        h.set_x(1, 0x10006);
+        assert_eq!(run(&h), vec![0x10004, 0x10006]);
+        // Without frame pointers s0 holds data: a link not after a call ends the chain.
+        h.set_pc(0x1000c);
+        h.set_x(1, 0x1000a);
+        frame(&ram, fp, fp2, 0x1000a);
+        assert!(run(&h).is_empty());
+    }
+
+    #[test]
+    fn deadlines_are_sampled_merged_or_skipped_as_idle() {
+        let (mut h, _) = hart();
+        let mut s = Sampler::new(SamplerConfig { period: 100, ..SamplerConfig::default() }, 1, Arc::new(UserIdentifier::default()));
+        assert_eq!(s.deadline(0), 100);
+        h.advance_to(99);
+        s.after_run(0, &h);
+        assert!(s.samples.is_empty());
+        h.advance_to(250);
+        s.after_run(0, &h);
+        assert_eq!((s.samples.len(), s.overshot, s.deadline(0)), (1, 1, 300));
+        assert_eq!((s.samples[0].cycle, s.samples[0].privilege), (250, Privilege::Machine));
+        s.skip_idle(0, 650);
+        assert_eq!((s.idle_skipped, s.deadline(0)), (4, 700));
+        s.skip_idle(0, 690);
+        assert_eq!(s.idle_skipped, 4);
+
+        // Waiting for a phase: nothing until the marker.
+        let mut w = Sampler::new(
+            SamplerConfig { period: 100, from_phase: Some("go".into()), ..SamplerConfig::default() },
+            1,
+            Arc::new(UserIdentifier::default()),
+        );
+        w.skip_idle(0, 10_000);
+        w.after_run(0, &h);
+        assert!(w.samples.is_empty() && w.idle_skipped == 0);
+        w.phase("other", &[250]);
+        assert_eq!(w.deadline(0), u64::MAX);
+        w.phase("go", &[250]);
+        assert_eq!(w.deadline(0), 350);
+
+        // The sample limit counts what it drops.
+        let mut l = Sampler::new(SamplerConfig { period: 10, max_samples: 1, ..SamplerConfig::default() }, 1, Arc::new(UserIdentifier::default()));
+        l.after_run(0, &h);
+        h.advance_to(300);
+        l.after_run(0, &h);
+        assert_eq!((l.samples.len(), l.dropped), (1, 1));
+    }
+}
