@@ -587,7 +587,7 @@ fn attach_plic_sources(events: &mut [Event], claims: &[(u16, u64, u32)]) {
             *pos += 1;
         }
         if let Some(&(c, src)) = list.get(*pos) {
-            if limit.map_or(true, |l| c < l) {
+            if !matches!(limit, Some(l) if c >= l) {
                 if let EventKind::Interrupt { plic_source, .. } = &mut events[i].kind {
                     *plic_source = Some(src);
                 }

@@ -213,6 +213,9 @@ impl Itrace {
         }
     }
 
+    /// Open a step; `bits` is the trap cause for interrupt and fault steps
+    /// (an instruction's bits are read from RAM at `pa`).
+    #[allow(clippy::too_many_arguments)]
     fn start_step(&mut self, kind: StepKind, cycle: u64, pc: u64, pa: u64, len: u8, prv: u8, bits: u32) {
         let bits = match kind {
             StepKind::Insn => self.ram.read(pa, len.clamp(2, 4)).unwrap_or(0) as u32,
