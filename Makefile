@@ -1,6 +1,7 @@
 # The two commands a newcomer needs (see README.md):
 #   make demo   set up the host, build hartscope and the default guest image,
-#               boot it and run the P87 console workload with its phase table
+#               boot it on the in-order timing model, run the P87 console
+#               workload and print its phase table and hot functions
 #   make test   set up the host, build everything the tests need (both guest
 #               images), run every test
 # Both are idempotent: the guest images are cached under $HARTSCOPE_CACHE
@@ -25,8 +26,16 @@ images: build
 demo: build
 	$(HARTSCOPE) guest build --image debian
 	mkdir -p $(OUT)
-	$(HARTSCOPE) boot --image debian --smp 2 --workload guest/workloads/p87-shell \
-		--stats-json $(OUT)/demo-stats.json
+	$(HARTSCOPE) boot --image debian --smp 2 --machine machines/inorder.toml \
+		--workload guest/workloads/p87-shell --profile $(OUT)/profile \
+		--profile-from "shell banner" --stats-txt $(OUT)/stats.txt \
+		--trace $(OUT)/trace.json
+	@echo; head -n 60 $(OUT)/profile/hot.md
+	@echo; echo "More in $(OUT)/: profile/flamegraph.svg, profile/perf.script, stats.txt, trace.json (Perfetto)"
+
+bench: build
+	$(HARTSCOPE) guest build --image debian
+	$(HARTSCOPE) bench
 
 test: images
 	$(CARGO) test --release --workspace
