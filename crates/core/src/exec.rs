@@ -14,12 +14,14 @@ use crate::{Exit, Hart, MarkerCall, Priv, CHECK_CODE, CHECK_IRQ};
 
 
 /// One cached instruction: decoded form, raw bits (for `mtval`), length,
-/// and byte offset from the start of its block (so pc = block pc + off).
+/// byte offset from the start of its block (so pc = block pc + off), and
+/// its timing class (decided once here, not per execution).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Op {
     pub insn: Insn,
     pub bits: u32,
     pub len: u8,
+    pub class: InsnClass,
     pub off: u16,
 }
 
@@ -71,7 +73,7 @@ pub(crate) struct Blocks {
 
 impl Blocks {
     pub fn new() -> Self {
-        let scratch = Op { insn: Insn::Illegal(0), bits: 0, len: 2, off: 0 };
+        let scratch = Op { insn: Insn::Illegal(0), bits: 0, len: 2, class: InsnClass::System, off: 0 };
         Blocks {
             vcache: vec![VEntry::default(); 1 << VCACHE_BITS].into_boxed_slice(),
             table: vec![BlockEntry::default(); 1 << TABLE_BITS].into_boxed_slice(),
@@ -169,7 +171,6 @@ fn ends_block(i: &Insn) -> bool {
     i.ends_block() && !matches!(i, Beq { .. } | Bne { .. } | Blt { .. } | Bge { .. } | Bltu { .. } | Bgeu { .. })
 }
 
-#[inline(always)]
 pub(crate) fn class_of(i: &Insn) -> InsnClass {
     use Insn::*;
     match i {
@@ -325,7 +326,7 @@ impl<T: TimingModel> Hart<T> {
             word |= (hi as u32) << 16;
         }
         let (insn, len) = decode(word);
-        self.blocks.ops[0] = Op { insn: sink_rd0(insn), bits: word, len, off: 0 };
+        self.blocks.ops[0] = Op { insn: sink_rd0(insn), bits: word, len, class: class_of(&insn), off: 0 };
         Ok((0, 1, pa))
     }
 
@@ -348,7 +349,7 @@ impl<T: TimingModel> Hart<T> {
             }
             let word = if len == 4 { self.ram.read(a, 4).unwrap_or(0) as u32 } else { lo as u32 };
             let (insn, l) = decode(word);
-            self.blocks.ops.push(Op { insn: sink_rd0(insn), bits: word, len: l, off: (a - pa) as u16 });
+            self.blocks.ops.push(Op { insn: sink_rd0(insn), bits: word, len: l, class: class_of(&insn), off: (a - pa) as u16 });
             a += len;
             if ends_block(&insn) || self.blocks.ops.len() - start >= MAX_BLOCK_INSNS || a >= page_end {
                 break;
@@ -412,7 +413,7 @@ impl<T: TimingModel> Hart<T> {
                 };
             }
             let extra = self.timing.fetch(pc!(), block_pa + op.off as u64, op.len)
-                + self.timing.insn(pc!(), class_of(&op.insn));
+                + self.timing.insn(pc!(), op.class);
             macro_rules! retire {
                 () => {{
                     cyc += 1 + extra;

@@ -14,8 +14,8 @@ struct BtbEntry {
     /// pc | 1 (0 = empty).
     tag: u64,
     target: u64,
-    len: u8,
-    call: bool,
+    /// A known call site: its length (2 or 4; 0 = not a call).
+    call_len: u8,
 }
 
 /// Prediction counts.
@@ -86,8 +86,8 @@ impl Predictor {
         ((pc >> 1) & self.btb_mask) as usize
     }
 
-    /// A jump of `len` bytes at `pc` went to `target`; true if predicted correctly.
-    pub fn jump(&mut self, pc: u64, len: u8, target: u64) -> bool {
+    /// A jump at `pc` went to `target`; true if predicted correctly.
+    pub fn jump(&mut self, pc: u64, target: u64) -> bool {
         self.counts.jumps += 1;
         if self.ras_len > 0 && self.ras[self.ras_top] == target {
             self.ras_len -= 1;
@@ -96,23 +96,25 @@ impl Predictor {
             return true;
         }
         // a return the stack did not know: learn the call site before it
+        // (a jump 4 or 2 bytes before the return address)
         for back in [4u64, 2] {
             let call_pc = target.wrapping_sub(back);
             let s = self.btb_slot(call_pc);
             let e = &mut self.btb[s];
-            if e.tag == call_pc | 1 && e.len as u64 == back {
-                e.call = true;
+            if e.tag == call_pc | 1 {
+                e.call_len = back as u8;
                 break;
             }
         }
         let s = self.btb_slot(pc);
         let e = self.btb[s];
-        let hit = e.tag == pc | 1 && e.target == target;
-        let call = e.tag == pc | 1 && e.call;
-        self.btb[s] = BtbEntry { tag: pc | 1, target, len, call };
-        if call {
+        let known = e.tag == pc | 1;
+        let hit = known && e.target == target;
+        let call_len = if known { e.call_len } else { 0 };
+        self.btb[s] = BtbEntry { tag: pc | 1, target, call_len };
+        if call_len != 0 {
             self.ras_top = (self.ras_top + 1) % self.ras.len();
-            self.ras[self.ras_top] = pc.wrapping_add(len as u64);
+            self.ras[self.ras_top] = pc.wrapping_add(call_len as u64);
             self.ras_len = (self.ras_len + 1).min(self.ras.len());
         }
         if !hit {
@@ -159,17 +161,17 @@ mod tests {
     fn returns_predicted_once_the_call_site_is_known() {
         let mut p = Predictor::new(&cfg(PredictorKind::Bimodal, 0));
         // call at 0x100 (4 bytes) to 0x800; ret at 0x810 back to 0x104
-        let round = |p: &mut Predictor| (p.jump(0x100, 4, 0x800), p.jump(0x810, 4, 0x104));
+        let round = |p: &mut Predictor| (p.jump(0x100, 0x800), p.jump(0x810, 0x104));
         assert_eq!(round(&mut p), (false, false)); // cold BTB; the return teaches the call site
         assert_eq!(round(&mut p), (true, true)); // the call now pushes
         assert_eq!(p.counts.returns, 1);
         // a second caller (compressed jal at 0x204) of the same function
-        let r2 = |p: &mut Predictor| (p.jump(0x204, 2, 0x800), p.jump(0x810, 4, 0x206));
+        let r2 = |p: &mut Predictor| (p.jump(0x204, 0x800), p.jump(0x810, 0x206));
         assert_eq!(r2(&mut p), (false, false));
         assert_eq!(r2(&mut p), (true, true));
         assert_eq!(round(&mut p), (true, true));
         // a plain jump is not a call: it never pushes
-        assert_eq!((p.jump(0x300, 4, 0x400), p.jump(0x300, 4, 0x400)), (false, true));
+        assert_eq!((p.jump(0x300, 0x400), p.jump(0x300, 0x400)), (false, true));
         assert_eq!(p.ras_len, 0);
     }
 
@@ -179,9 +181,9 @@ mod tests {
         // chain of 6 calls (depth 4 stack), then 6 returns; run twice to learn
         let run = |p: &mut Predictor| {
             for d in 0..6u64 {
-                p.jump(0x100 + 4 * d, 4, 0x1000 + 0x100 * d);
+                p.jump(0x100 + 4 * d, 0x1000 + 0x100 * d);
             }
-            (0..6u64).rev().filter(|&d| p.jump(0x1000 + 0x100 * d + 0x20, 4, 0x100 + 4 * d + 4)).count()
+            (0..6u64).rev().filter(|&d| p.jump(0x1000 + 0x100 * d + 0x20, 0x100 + 4 * d + 4)).count()
         };
         run(&mut p);
         run(&mut p);

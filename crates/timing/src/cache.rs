@@ -32,6 +32,9 @@ pub struct Cache {
     /// LRU: last use; FIFO: fill time.
     stamps: Vec<u64>,
     dirty: Vec<bool>,
+    /// Per set, the way used last: a hit there changes no replacement state
+    /// (it is already the most recent), so it needs no search.
+    mru: Vec<u8>,
     clock: u64,
     replacement: Replacement,
     rng: u64,
@@ -48,6 +51,7 @@ impl Cache {
             tags: vec![INVALID; n],
             stamps: vec![0; n],
             dirty: vec![false; n],
+            mru: vec![0; cfg.sets() as usize],
             clock: 0,
             replacement: cfg.replacement,
             rng: 0x9e37_79b9_7f4a_7c15,
@@ -60,16 +64,48 @@ impl Cache {
         self.line_shift
     }
 
-    /// Access the line holding byte address `pa`.
-    pub fn access(&mut self, pa: u64, write: bool) -> Outcome {
-        let line = pa >> self.line_shift;
-        let base = (line & self.set_mask) as usize * self.ways;
-        self.clock += 1;
+    /// An access that hits the most recently used way of its set (the
+    /// common case, with no replacement state to change); false, having
+    /// done nothing, otherwise.
+    #[inline(always)]
+    pub fn mru_hit(&mut self, line: u64, write: bool) -> bool {
+        let set_index = (line & self.set_mask) as usize;
+        let i = set_index * self.ways + self.mru[set_index] as usize;
+        if self.tags[i] != line {
+            return false;
+        }
+        self.dirty[i] |= write;
         if write {
             self.counts.write_accesses += 1;
         } else {
             self.counts.read_accesses += 1;
         }
+        true
+    }
+
+    /// Access the line holding byte address `pa`.
+    #[inline]
+    pub fn access(&mut self, pa: u64, write: bool) -> Outcome {
+        let line = pa >> self.line_shift;
+        let set_index = (line & self.set_mask) as usize;
+        let base = set_index * self.ways;
+        if write {
+            self.counts.write_accesses += 1;
+        } else {
+            self.counts.read_accesses += 1;
+        }
+        let i = base + self.mru[set_index] as usize;
+        if self.tags[i] == line {
+            self.dirty[i] |= write;
+            return Outcome { hit: true, writeback: None };
+        }
+        self.access_search(line, set_index, write)
+    }
+
+    #[inline(never)]
+    fn access_search(&mut self, line: u64, set_index: usize, write: bool) -> Outcome {
+        let base = set_index * self.ways;
+        self.clock += 1;
         let set = base..base + self.ways;
         if let Some(w) = self.tags[set.clone()].iter().position(|&t| t == line) {
             let i = base + w;
@@ -77,6 +113,7 @@ impl Cache {
                 self.stamps[i] = self.clock;
             }
             self.dirty[i] |= write;
+            self.mru[set_index] = w as u8;
             return Outcome { hit: true, writeback: None };
         }
         if write {
@@ -114,6 +151,7 @@ impl Cache {
         self.tags[victim] = line;
         self.stamps[victim] = self.clock;
         self.dirty[victim] = write;
+        self.mru[set_index] = (victim - base) as u8;
         Outcome { hit: false, writeback }
     }
 
@@ -191,7 +229,9 @@ mod tests {
         }
         let mut c = Cache::new(&cfg(4096, 4, 64, Replacement::Lru));
         for _ in 0..2 {
-            (0..64u64).for_each(|i| drop(c.access(i * 64, false)));
+            (0..64u64).for_each(|i| {
+                c.access(i * 64, false);
+            });
         }
         assert_eq!(c.counts.read_misses, 64, "a sweep that fits misses only the first time");
     }

@@ -80,7 +80,6 @@ struct WalkRec {
 
 #[derive(Clone, Copy, Debug, Default)]
 struct Counts {
-    fetches: u64,
     l2_read_accesses: u64,
     l2_read_misses: u64,
     l2_write_accesses: u64,
@@ -142,8 +141,12 @@ pub struct InOrder {
     levels: u32,
     translating: bool,
     last_class: InsnClass,
-    last_len: u8,
-    // accounting
+    // accounting: per-instruction costs are derived from the class counts
+    // when asked (see `states`); `state` holds everything else
+    class_counts: [u64; CLASSES],
+    /// Data accesses that took the same-line fast path, by
+    /// `translating << 1 | write` (each an L1 hit and, translating, a TLB hit).
+    same_line: [u64; 4],
     state: [u64; 6],
     mem_stall: u64,
     c: Counts,
@@ -223,27 +226,61 @@ impl InOrder {
             levels: 0,
             translating: false,
             last_class: InsnClass::Alu,
-            last_len: 4,
+            class_counts: [0; CLASSES],
+            same_line: [0; 4],
             state: [0; 6],
             mem_stall: 0,
             c: Counts::default(),
         }
     }
 
+    /// Instructions fetched (each reaches `insn`, retired or not).
+    fn fetches(&self) -> u64 {
+        self.class_counts.iter().sum()
+    }
+
+    /// The six states: what the hooks recorded plus, per instruction, one
+    /// execute cycle, its class latency and its writeback.
+    fn states(&self) -> [u64; 6] {
+        let mut s = self.state;
+        s[MEM] += self.same_line.iter().sum::<u64>() * self.l1d_lat;
+        for (i, &n) in self.class_counts.iter().enumerate() {
+            s[EXECUTE] += n;
+            s[self.lat_state[i] as usize] += n * self.lat_extra[i];
+            s[WRITEBACK] += n * self.writeback;
+        }
+        s
+    }
+
     /// Cycles the model accounted for (the sum of the cycle-shape states).
     pub fn busy_cycles(&self) -> u64 {
-        self.state.iter().sum()
+        self.states().iter().sum()
     }
 
     fn set_context(&mut self) {
         self.translating = self.prv != 3 && self.levels != 0;
-        self.last_iline = u64::MAX; // the next fetch looks at the I-TLB again
+        // the next accesses look at the TLBs again
+        self.last_iline = u64::MAX;
+        self.last_dline = u64::MAX;
     }
 
     fn flush_tlbs(&mut self) {
         self.itlb.flush();
         self.dtlb.flush();
         self.last_iline = u64::MAX;
+        self.last_dline = u64::MAX;
+    }
+
+    /// L1D counts including the same-line fast path.
+    fn l1d_counts(&self) -> crate::cache::CacheCounts {
+        let mut c = self.l1d.counts;
+        c.read_accesses += self.same_line[0] + self.same_line[2];
+        c.write_accesses += self.same_line[1] + self.same_line[3];
+        c
+    }
+    /// (D-TLB accesses, of which writes), including the fast path.
+    fn dtlb_accesses(&self) -> (u64, u64) {
+        (self.dtlb.accesses + self.same_line[2] + self.same_line[3], self.c.dtlb_write_accesses + self.same_line[3])
     }
 
     /// An L1 miss (or write-back) reaching the L2: cycles of the fill.
@@ -385,10 +422,10 @@ impl InOrder {
     }
 
     #[inline(never)]
-    fn fetch_new_line(&mut self, pa: u64) -> u64 {
+    fn fetch_new_line(&mut self, pa: u64, tlb_hit: bool) -> u64 {
         let mut cycles = 0;
         if self.translating || self.pending_n > 0 {
-            let hit = self.translating && self.itlb.lookup(pa);
+            let hit = self.translating && (tlb_hit || self.itlb.lookup(pa));
             if !hit || self.pending_n > 0 {
                 cycles += self.tlb_step(true, pa, hit, false);
             }
@@ -422,23 +459,25 @@ impl InOrder {
     }
 
     fn all_stats(&self) -> ModelStats {
+        let st = self.states();
+        let fetches = self.fetches();
         let l1i = self.l1i.counts;
-        let l1d = self.l1d.counts;
+        let l1d = self.l1d_counts();
         let b = self.bp.counts;
         let c = &self.c;
         let s = |name, value, unit, desc| Stat { name, value, unit, desc };
         ModelStats {
             stats: vec![
                 s("cycles.busy", self.busy_cycles(), "cycles", "cycles the timing model accounted for (sum of the six states)"),
-                s("cycles.fetch", self.state[FETCH], "cycles", "fetch: L1I latency and misses, branch penalties"),
-                s("cycles.execute", self.state[EXECUTE], "cycles", "execute: one per instruction plus class latency, CSR and trap costs"),
-                s("cycles.mem", self.state[MEM], "cycles", "mem: L1D latency and misses of loads and stores, MMIO"),
-                s("cycles.walker", self.state[WALKER], "cycles", "walker: page walks after TLB misses"),
-                s("cycles.writeback", self.state[WRITEBACK], "cycles", "writeback: register write per instruction"),
-                s("cycles.muldiv", self.state[MULDIV], "cycles", "mul/div: integer multiply and divide beyond the first cycle"),
+                s("cycles.fetch", st[FETCH], "cycles", "fetch: L1I latency and misses, branch penalties"),
+                s("cycles.execute", st[EXECUTE], "cycles", "execute: one per instruction plus class latency, CSR and trap costs"),
+                s("cycles.mem", st[MEM], "cycles", "mem: L1D latency and misses of loads and stores, MMIO"),
+                s("cycles.walker", st[WALKER], "cycles", "walker: page walks after TLB misses"),
+                s("cycles.writeback", st[WRITEBACK], "cycles", "writeback: register write per instruction"),
+                s("cycles.muldiv", st[MULDIV], "cycles", "mul/div: integer multiply and divide beyond the first cycle"),
                 s("cycles.mem_stall", self.mem_stall, "cycles", "cycles waiting for L2 or memory after an L1 miss (inside fetch, mem, walker)"),
-                s("insts.fetched", c.fetches, "count", "instructions fetched (retired plus faulting)"),
-                s("icache.accesses", c.fetches, "count", "L1 I-cache accesses (one per instruction)"),
+                s("insts.fetched", fetches, "count", "instructions fetched (retired plus faulting)"),
+                s("icache.accesses", fetches, "count", "L1 I-cache accesses (one per instruction)"),
                 s("icache.misses", l1i.read_misses, "count", "L1 I-cache misses"),
                 s("dcache.read_accesses", l1d.read_accesses, "count", "L1 D-cache reads (loads and walker reads)"),
                 s("dcache.read_misses", l1d.read_misses, "count", "L1 D-cache read misses"),
@@ -452,7 +491,7 @@ impl InOrder {
                 s("l2.writebacks", c.memory_writebacks, "count", "dirty L2 lines this hart's accesses evicted to memory"),
                 s("itlb.accesses", self.itlb.accesses, "count", "I-TLB lookups (one per new fetch line while translating)"),
                 s("itlb.misses", self.itlb.misses, "count", "I-TLB misses"),
-                s("dtlb.accesses", self.dtlb.accesses, "count", "D-TLB lookups while translating"),
+                s("dtlb.accesses", self.dtlb_accesses().0, "count", "D-TLB lookups while translating"),
                 s("dtlb.misses", self.dtlb.misses, "count", "D-TLB misses"),
                 s("walker.walks", c.walks, "count", "page walks after a TLB miss"),
                 s("walker.accesses", c.walk_accesses, "count", "PTE reads and A/D writes of those walks"),
@@ -479,23 +518,27 @@ impl InOrder {
 
 impl TimingModel for InOrder {
     #[inline(always)]
-    fn fetch(&mut self, _pc: u64, pa: u64, len: u8) -> u64 {
-        self.c.fetches += 1;
-        self.last_len = len;
-        self.state[EXECUTE] += 1;
-        self.state[WRITEBACK] += self.writeback;
-        if pa >> self.ishift == self.last_iline && self.pending_n == 0 {
-            return self.writeback;
+    fn fetch(&mut self, _pc: u64, pa: u64, _len: u8) -> u64 {
+        let line = pa >> self.ishift;
+        if line == self.last_iline {
+            return self.writeback; // (a pending walk clears last_iline)
         }
-        self.writeback + self.fetch_new_line(pa)
+        // a new line: the usual case is the last I-TLB entry and the MRU way of its set
+        let tlb_hit = self.translating && self.itlb.last_hit(pa);
+        if self.pending_n == 0 && (tlb_hit || !self.translating) && self.l1i.mru_hit(line, false) {
+            self.last_iline = line;
+            self.state[FETCH] += self.l1i_lat;
+            return self.writeback + self.l1i_lat;
+        }
+        self.writeback + self.fetch_new_line(pa, tlb_hit)
     }
 
     #[inline(always)]
     fn insn(&mut self, _pc: u64, class: InsnClass) -> u64 {
         self.last_class = class;
         let i = class_index(class);
+        self.class_counts[i] += 1;
         let extra = self.lat_extra[i];
-        self.state[self.lat_state[i] as usize] += extra;
         if matches!(class, InsnClass::FenceI | InsnClass::SfenceVma) {
             self.class_side_effects(class);
         }
@@ -512,12 +555,77 @@ impl TimingModel for InOrder {
                     self.pending[self.pending_n] = pa;
                     self.pending_n += 1;
                 }
+                // the access this walk serves must take the slow path
+                self.last_iline = u64::MAX;
+                self.last_dline = u64::MAX;
                 return 0;
             }
         };
+        // the line of the last data access, nothing pending: the same page
+        // (a TLB hit) and an L1 hit that changes no replacement state
+        if pa >> self.dshift == self.last_dline && !mmio && (!write || self.last_dline_dirty) {
+            self.same_line[(self.translating as usize) << 1 | write as usize] += 1;
+            return self.l1d_lat;
+        }
+        let tlb_hit = self.translating && self.dtlb.last_hit(pa);
+        if self.pending_n == 0 && !mmio && (tlb_hit || !self.translating) && self.l1d.mru_hit(pa >> self.dshift, write) {
+            self.c.dtlb_write_accesses += (write && tlb_hit) as u64;
+            self.last_dline = pa >> self.dshift;
+            self.last_dline_dirty = write;
+            self.state[MEM] += self.l1d_lat;
+            return self.l1d_lat;
+        }
+        self.mem_slow(pa, write, mmio, tlb_hit)
+    }
+
+    #[inline(always)]
+    fn branch(&mut self, pc: u64, taken: bool, target: u64) -> u64 {
+        self.branch_inner(pc, taken, target)
+    }
+
+    fn trap(&mut self, cause: u64, interrupt: bool) -> u64 {
+        self.trap_inner(cause, interrupt)
+    }
+
+    fn trap_info(&mut self, t: &TrapInfo) {
+        self.trap_info_inner(t)
+    }
+
+    fn xret(&mut self, _new_pc: u64, _from: u8, to: u8) -> u64 {
+        self.prv = to;
+        self.set_context();
+        0
+    }
+
+    #[inline]
+    fn csr(&mut self, _csr: u16, write: bool) -> u64 {
+        self.csr_inner(write)
+    }
+
+    fn csr_write(&mut self, csr: u16, value: u64) {
+        self.csr_write_inner(csr, value)
+    }
+
+    fn wfi(&mut self, _pc: u64) {
+        self.c.wfi += 1;
+    }
+
+    fn hpm_counter(&self, _index: u16, sel: u64) -> u64 {
+        self.hpm(sel)
+    }
+
+    fn model_stats(&self) -> Option<ModelStats> {
+        Some(self.all_stats())
+    }
+}
+
+impl InOrder {
+    /// A data access the fast path in `mem` did not cover.
+    #[inline(never)]
+    fn mem_slow(&mut self, pa: u64, write: bool, mmio: bool, tlb_hit: bool) -> u64 {
         let mut cycles = 0;
         if self.translating || self.pending_n > 0 {
-            let hit = self.translating && self.dtlb.lookup(pa);
+            let hit = self.translating && (tlb_hit || self.dtlb.lookup(pa));
             if write {
                 self.c.dtlb_write_accesses += self.translating as u64;
             }
@@ -537,11 +645,11 @@ impl TimingModel for InOrder {
     }
 
     #[inline(always)]
-    fn branch(&mut self, pc: u64, taken: bool, target: u64) -> u64 {
+    fn branch_inner(&mut self, pc: u64, taken: bool, target: u64) -> u64 {
         let ok = if self.last_class == InsnClass::Branch {
             self.bp.branch(pc, taken)
         } else {
-            self.bp.jump(pc, self.last_len, target)
+            self.bp.jump(pc, target)
         };
         let cycles = if !ok {
             self.c.mispredict_cycles += self.mispredict;
@@ -555,7 +663,7 @@ impl TimingModel for InOrder {
         cycles
     }
 
-    fn trap(&mut self, cause: u64, interrupt: bool) -> u64 {
+    fn trap_inner(&mut self, cause: u64, interrupt: bool) -> u64 {
         self.c.traps += 1;
         let mut cycles = self.trap_entry;
         if interrupt {
@@ -577,7 +685,7 @@ impl TimingModel for InOrder {
         cycles
     }
 
-    fn trap_info(&mut self, t: &TrapInfo) {
+    fn trap_info_inner(&mut self, t: &TrapInfo) {
         // the hart charged one cycle for a trap no instruction fetch preceded
         if t.interrupt || t.cause == CAUSE_FETCH_ACCESS || t.cause == CAUSE_FETCH_PAGE_FAULT {
             self.state[EXECUTE] += 1;
@@ -586,14 +694,7 @@ impl TimingModel for InOrder {
         self.set_context();
     }
 
-    fn xret(&mut self, _new_pc: u64, _from: u8, to: u8) -> u64 {
-        self.prv = to;
-        self.set_context();
-        0
-    }
-
-    #[inline]
-    fn csr(&mut self, _csr: u16, write: bool) -> u64 {
+    fn csr_inner(&mut self, write: bool) -> u64 {
         let cycles = if write {
             self.c.csr_writes_serialising += 1;
             self.csr_write_extra
@@ -604,7 +705,7 @@ impl TimingModel for InOrder {
         cycles
     }
 
-    fn csr_write(&mut self, csr: u16, value: u64) {
+    fn csr_write_inner(&mut self, csr: u16, value: u64) {
         if csr == CSR_SATP {
             self.c.satp_writes += 1;
             self.levels = match value >> 60 {
@@ -617,37 +718,33 @@ impl TimingModel for InOrder {
         }
     }
 
-    fn wfi(&mut self, _pc: u64) {
-        self.c.wfi += 1;
-    }
-
-    fn hpm_counter(&self, _index: u16, sel: u64) -> u64 {
+    fn hpm(&self, sel: u64) -> u64 {
         use event::*;
-        let l1d = &self.l1d.counts;
+        let l1d = &self.l1d_counts();
         let b = &self.bp.counts;
         let c = &self.c;
         match sel {
             CPU_CYCLES => self.busy_cycles(),
-            INSTRUCTIONS => c.fetches,
+            INSTRUCTIONS => self.fetches(),
             CACHE_REFERENCES => c.l2_read_accesses + c.l2_write_accesses,
             CACHE_MISSES => c.l2_read_misses + c.l2_write_misses,
             BRANCH_INSTRUCTIONS => b.cond_branches + b.jumps,
             BRANCH_MISSES => b.cond_mispredicts + b.jump_mispredicts,
-            STALLED_CYCLES_FRONTEND => self.state[FETCH],
+            STALLED_CYCLES_FRONTEND => self.state[FETCH], // fetch holds no per-instruction part
             STALLED_CYCLES_BACKEND => self.mem_stall,
             s if s == cache(L1D, READ, ACCESS) => l1d.read_accesses,
             s if s == cache(L1D, READ, MISS) => l1d.read_misses,
             s if s == cache(L1D, WRITE, ACCESS) => l1d.write_accesses,
             s if s == cache(L1D, WRITE, MISS) => l1d.write_misses,
-            s if s == cache(L1I, READ, ACCESS) => c.fetches,
+            s if s == cache(L1I, READ, ACCESS) => self.fetches(),
             s if s == cache(L1I, READ, MISS) => self.l1i.counts.read_misses,
             s if s == cache(LL, READ, ACCESS) => c.l2_read_accesses,
             s if s == cache(LL, READ, MISS) => c.l2_read_misses,
             s if s == cache(LL, WRITE, ACCESS) => c.l2_write_accesses,
             s if s == cache(LL, WRITE, MISS) => c.l2_write_misses,
-            s if s == cache(DTLB, READ, ACCESS) => self.dtlb.accesses.saturating_sub(c.dtlb_write_accesses),
+            s if s == cache(DTLB, READ, ACCESS) => self.dtlb_accesses().0 - self.dtlb_accesses().1,
             s if s == cache(DTLB, READ, MISS) => self.dtlb.misses.saturating_sub(c.dtlb_write_misses),
-            s if s == cache(DTLB, WRITE, ACCESS) => c.dtlb_write_accesses,
+            s if s == cache(DTLB, WRITE, ACCESS) => self.dtlb_accesses().1,
             s if s == cache(DTLB, WRITE, MISS) => c.dtlb_write_misses,
             s if s == cache(ITLB, READ, ACCESS) => self.itlb.accesses,
             s if s == cache(ITLB, READ, MISS) => self.itlb.misses,
@@ -657,9 +754,6 @@ impl TimingModel for InOrder {
         }
     }
 
-    fn model_stats(&self) -> Option<ModelStats> {
-        Some(self.all_stats())
-    }
 }
 
 #[cfg(test)]
@@ -711,15 +805,22 @@ mod tests {
         let (mut m, c) = model();
         let wb = c.writeback;
         let miss = c.l1i.latency + c.l2.latency + c.memory_latency;
-        assert_eq!(m.fetch(RAM, RAM, 4), wb + miss);
-        assert_eq!(m.fetch(RAM + 4, RAM + 4, 4), wb);
-        assert_eq!(m.fetch(RAM + c.l1i.line, RAM + c.l1i.line, 2), wb + miss);
-        assert_eq!(m.fetch(RAM, RAM, 4), wb + c.l1i.latency);
+        // the hart calls insn() after every fetch()
+        let mut step = |pc: u64, len: u8| {
+            let f = m.fetch(pc, pc, len);
+            m.insn(pc, InsnClass::Alu);
+            f
+        };
+        assert_eq!(step(RAM, 4), wb + miss);
+        assert_eq!(step(RAM + 4, 4), wb);
+        assert_eq!(step(RAM + c.l1i.line, 2), wb + miss);
+        assert_eq!(step(RAM, 4), wb + c.l1i.latency);
         // fence.i empties the I-cache
         assert_eq!(m.insn(RAM, InsnClass::FenceI), c.latency.fence_i - 1);
         assert_eq!(m.fetch(RAM, RAM, 4), wb + c.l1i.latency + c.l2.latency);
+        m.insn(RAM, InsnClass::Alu);
         let s = m.model_stats().unwrap();
-        assert_eq!((s.get("icache.misses"), s.get("insts.fetched")), (Some(3), Some(5)));
+        assert_eq!((s.get("icache.misses"), s.get("insts.fetched")), (Some(3), Some(6)));
     }
 
     /// Enter S-mode with Sv39 on.

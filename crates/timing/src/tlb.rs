@@ -15,23 +15,40 @@ struct Entry {
     stamp: u64,
 }
 
+/// Slots of the direct-mapped index from 4 KiB page number to entry.
+const INDEX: usize = 256;
+
 pub struct Tlb {
     entries: Vec<Entry>,
     clock: u64,
     /// The entry that hit last (exact for LRU: it is already the most recent).
     last: usize,
+    /// A hint, not state: which entry held each 4 KiB page when last looked
+    /// up (checked before use, so a stale hint only costs a search).
+    index: [u16; INDEX],
     pub accesses: u64,
     pub misses: u64,
 }
 
 impl Tlb {
     pub fn new(n: usize) -> Self {
-        Tlb { entries: vec![Entry::default(); n.max(1)], clock: 0, last: 0, accesses: 0, misses: 0 }
+        Tlb { entries: vec![Entry::default(); n.max(1)], clock: 0, last: 0, index: [0; INDEX], accesses: 0, misses: 0 }
     }
 
     #[inline(always)]
     fn matches(e: &Entry, pa: u64) -> bool {
         (pa & !e.mask) | 1 == e.base
+    }
+
+    /// A lookup that hits the entry that hit last; false, having done
+    /// nothing, otherwise.
+    #[inline(always)]
+    pub fn last_hit(&mut self, pa: u64) -> bool {
+        if Self::matches(&self.entries[self.last], pa) {
+            self.accesses += 1;
+            return true;
+        }
+        false
     }
 
     /// Look `pa` up; true on a hit.
@@ -42,9 +59,17 @@ impl Tlb {
             return true;
         }
         self.clock += 1;
-        if let Some(i) = self.entries.iter().position(|e| Self::matches(e, pa)) {
+        let slot = (pa >> 12) as usize % INDEX;
+        let hint = self.index[slot] as usize;
+        let found = if hint < self.entries.len() && Self::matches(&self.entries[hint], pa) {
+            Some(hint)
+        } else {
+            self.entries.iter().position(|e| Self::matches(e, pa))
+        };
+        if let Some(i) = found {
             self.entries[i].stamp = self.clock;
             self.last = i;
+            self.index[slot] = i as u16;
             return true;
         }
         self.misses += 1;
@@ -67,6 +92,7 @@ impl Tlb {
         }
         self.entries[v] = Entry { base: (pa & !mask) | 1, mask, stamp: self.clock };
         self.last = v;
+        self.index[(pa >> 12) as usize % INDEX] = v as u16;
     }
 
     pub fn flush(&mut self) {
