@@ -5,10 +5,11 @@
 //! deadlines end `run` calls early, which drops LR reservations (an SC
 //! retries; see `sampler`).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use hs_observe::{
-    cause_name, syscall_name, syscall_number, Event, EventKind, HartCounts, ItraceLine, Observations, PhaseRecorder,
+    cause_name, syscall_name, syscall_number, Event, EventKind, HartCounts, ItraceLine, LineAccess, Observations, PhaseRecorder,
     StatBlock, SymbolOffset, Unit, UserIdentifier,
 };
 use hs_timing::{ModelStats, TimingModel, CYCLE_STATES};
@@ -770,6 +771,24 @@ fn itrace_lines(steps: &mut Vec<(u16, TraceStep)>, spec: Option<&ItraceSpec>, sy
     steps.retain(|(h, s)| keep.contains(&(*h, s.window)));
     steps.sort_by_key(|(h, s)| (s.cycle, *h));
     steps.truncate(spec.limit as usize);
+    // What every instruction pays per cause (a pipeline stage the model
+    // charges in a hook) is not a stall; an access is a hit when it cost no
+    // more than the cheapest access of its kind in the trace.
+    let mut base = [u64::MAX; 9];
+    let mut cheapest: BTreeMap<LineAccess, u64> = BTreeMap::new();
+    for (_, s) in steps.iter().filter(|(_, s)| s.kind == StepKind::Insn) {
+        for (b, &c) in base.iter_mut().zip(&s.stall) {
+            *b = (*b).min(c);
+        }
+        for &(_, a, c) in &s.lines {
+            let e = cheapest.entry(a).or_insert(c);
+            *e = (*e).min(c);
+        }
+    }
+    if steps.is_empty() {
+        base = [0; 9];
+    }
+    let cheapest = |a: LineAccess| cheapest.get(&a).copied().unwrap_or(0);
     steps
         .iter()
         .map(|(h, s)| {
@@ -793,8 +812,8 @@ fn itrace_lines(steps: &mut Vec<(u16, TraceStep)>, spec: Option<&ItraceSpec>, sy
                 symbol,
                 disasm,
                 cycles: s.cycles,
-                stall: s.stall(),
-                lines: s.lines.clone(),
+                stall: s.stall(&base),
+                lines: s.touches(&cheapest),
             }
         })
         .collect()

@@ -136,22 +136,33 @@ pub struct TraceStep {
     pub prv: u8,
     /// Cycles the step cost, base cost included (set when it closes).
     pub cycles: u64,
-    stall: [u64; 9],
-    pub lines: Vec<LineTouch>,
+    /// Extra cycles by cause (see `stall_cause`).
+    pub(crate) stall: [u64; 9],
+    /// Cache lines touched, with what each access cost.
+    pub lines: Vec<(u64, LineAccess, u64)>,
     /// For user-mode steps: the 64 code bytes around `pc`, so the binary can
     /// be recognised later (the address space may be gone by then).
     pub code: Option<Box<[u8; 64]>>,
 }
 
 impl TraceStep {
-    /// The cause that cost the most extra cycles (`None` when nothing did).
-    pub fn stall(&self) -> StallCause {
-        let (i, &c) = self.stall.iter().enumerate().max_by_key(|&(i, c)| (*c, std::cmp::Reverse(i))).unwrap_or((0, &0));
-        if c == 0 {
+    /// The cause that cost the most extra cycles beyond `base` (what every
+    /// instruction pays for that cause, e.g. a pipeline stage charged in
+    /// the fetch hook); `None` when nothing did.
+    pub fn stall(&self, base: &[u64; 9]) -> StallCause {
+        let over = |i: usize| self.stall[i].saturating_sub(base[i]);
+        let best = (0..9).max_by_key(|&i| (over(i), std::cmp::Reverse(i))).unwrap_or(0);
+        if over(best) == 0 {
             StallCause::None
         } else {
-            stall_cause(i)
+            stall_cause(best)
         }
+    }
+
+    /// The lines touched; an access is a hit when it cost no more than
+    /// `cheapest[kind]` (the cheapest access of its kind in the trace).
+    pub fn touches(&self, cheapest: &dyn Fn(LineAccess) -> u64) -> Vec<LineTouch> {
+        self.lines.iter().map(|&(line, access, cost)| LineTouch { line, access, hit: cost <= cheapest(access) }).collect()
     }
 }
 
@@ -270,11 +281,12 @@ impl Itrace {
         }
     }
 
-    fn touch(&mut self, pa: u64, access: LineAccess, hit: bool) {
+    fn touch(&mut self, pa: u64, access: LineAccess, cost: u64) {
         if let Some(s) = self.cur.as_mut() {
             let line = pa & !(TRACE_LINE_BYTES - 1);
-            if !s.lines.iter().any(|t| t.line == line && t.access == access) {
-                s.lines.push(LineTouch { line, access, hit });
+            match s.lines.iter_mut().find(|t| t.0 == line && t.1 == access) {
+                Some(t) => t.2 = t.2.max(cost),
+                None => s.lines.push((line, access, cost)),
             }
         }
     }
@@ -392,7 +404,7 @@ impl HartRecorder {
         }
         if it.active {
             it.start_step(StepKind::Insn, start, pc, pa, len, prv, 0);
-            it.touch(pa, LineAccess::Fetch, c == 0);
+            it.touch(pa, LineAccess::Fetch, c);
             it.stall(ST_FETCH, c);
         } else if prv == 0 && it.allowed && it.windows_left > 0 && it.trigger != TraceTrigger::Phase {
             let mut p = Pending { start, pc, pa, len, stall: [0; 9] };
@@ -436,7 +448,7 @@ impl HartRecorder {
             MemKind::Fetch => LineAccess::Fetch,
         };
         if let Some(it) = self.itrace.as_deref_mut() {
-            it.touch(pa, access, c == 0);
+            it.touch(pa, access, c);
         }
     }
 
@@ -507,7 +519,7 @@ impl HartRecorder {
         if let Some(s) = it.cur.as_mut() {
             s.stall = p.stall;
         }
-        it.touch(p.pa, LineAccess::Fetch, p.stall[ST_FETCH] == 0);
+        it.touch(p.pa, LineAccess::Fetch, p.stall[ST_FETCH]);
     }
 
     fn on_xret(&mut self, to: u8, c: u64) {
@@ -747,7 +759,7 @@ mod tests {
         m.rec.settle(m.rec.cursor);
         let it = m.rec.itrace.as_deref().unwrap();
         assert_eq!((it.windows_opened, it.active), (1, false));
-        let steps: Vec<(u64, u64, StallCause, u32)> = it.steps.iter().map(|s| (s.pc, s.cycles, s.stall(), s.bits)).collect();
+        let steps: Vec<(u64, u64, StallCause, u32)> = it.steps.iter().map(|s| (s.pc, s.cycles, s.stall(&[0; 9]), s.bits)).collect();
         assert_eq!(
             steps,
             vec![
@@ -757,13 +769,19 @@ mod tests {
             ]
         );
         let s = &it.steps[1];
+        assert_eq!(s.lines, vec![(RAM + 0x2000, LineAccess::Fetch, 0), (RAM + 0x3000, LineAccess::Load, 7)]);
+        let cheapest = |a: LineAccess| if a == LineAccess::Load { 1 } else { 0 };
         assert_eq!(
-            s.lines,
+            s.touches(&cheapest),
             vec![
                 LineTouch { line: RAM + 0x2000, access: LineAccess::Fetch, hit: true },
                 LineTouch { line: RAM + 0x3000, access: LineAccess::Load, hit: false },
             ]
         );
+        // A cost every instruction pays is not a stall.
+        let mut base = [0; 9];
+        base[ST_MEM] = 7;
+        assert_eq!(s.stall(&base), StallCause::None);
         assert!(it.steps[0].code.is_some() && it.steps[1].code.is_none(), "user steps keep their code bytes");
         // Back to back, starting where the ecall started.
         assert_eq!(it.steps[0].cycle + 4, it.steps[1].cycle);

@@ -119,7 +119,9 @@ pub fn itrace_report(obs: &Observations, spec: &ItraceSpec) -> String {
         let _ = writeln!(out, "# nothing traced: {why}");
         return out;
     }
-    out.push_str("# cycles = 1 + the cycles the timing model's hooks charged; stall = the costliest cause; lines = I(fetch)/L/S/W(walk):line:hit|miss (hit: no extra cycles)\n");
+    out.push_str("# cycles = 1 + the cycles the timing model's hooks charged (page walks for a fetch are booked to the instruction before)\n");
+    out.push_str("# stall = the cause that cost the most beyond what every instruction pays for it; lines = I(fetch)/L/S/W(walk):line:hit|miss,\n");
+    out.push_str("#   hit = no dearer than the cheapest access of that kind in this trace\n");
     out.push_str(&itrace_text(lines));
     if obs.total.get("system.itraceTruncated").is_some() {
         let _ = writeln!(out, "# truncated: the trace reached its limit of {} lines", spec.limit);
