@@ -248,6 +248,7 @@ __asm__(".section .text.init, \"ax\", @progbits\n"
 
 #else /* a Linux program */
 
+#include <errno.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
 #include <string.h>
@@ -265,11 +266,10 @@ static int open_counter(uint32_t type, uint64_t config, const char *name)
 	memset(&a, 0, sizeof a);
 	a.size = sizeof a;
 	a.type = type;
-	a.config = config;
-	a.exclude_kernel = 1;
+	a.config = config; /* no exclude_kernel: without Sscofpmf the SBI PMU cannot filter by mode */
 	int fd = (int)syscall(__NR_perf_event_open, &a, 0, -1, -1, 0);
 	if (fd < 0)
-		printf("timingprobe: perf counter %s unavailable\n", name);
+		printf("timingprobe: perf counter %s unavailable (errno %d)\n", name, errno);
 	else
 		printf("timingprobe: perf counter %s open\n", name);
 	return fd;

@@ -76,7 +76,8 @@ fn write_node(w: &mut FdtWriter, n: &FdtNode) -> Result<(), MachineError> {
 /// cycles and instructions on `mcycle`/`minstret`, every event the timing
 /// models count (`hs_timing::event`) on `mhpmcounter3..31`. The selector
 /// written to `mhpmeventN` is the event index itself (OpenSBI's default
-/// when the node has no `riscv,event-to-mhpmevent`).
+/// when the node has no `riscv,event-to-mhpmevent`). Raw events (`perf -e
+/// rN`) of any selector go to the same counters with N as the selector.
 fn pmu_node() -> FdtNode {
     use hs_timing::event;
     const HPM_COUNTERS: u32 = 0xffff_fff8;
@@ -85,7 +86,12 @@ fn pmu_node() -> FdtNode {
     for e in event::SUPPORTED.iter().filter(|&&e| e != event::CPU_CYCLES && e != event::INSTRUCTIONS) {
         map.extend([*e as u32, *e as u32, HPM_COUNTERS]);
     }
-    FdtNode::new("pmu").str("compatible", "riscv,pmu").prop("riscv,event-to-mhpmcounters", Prop::U32s(map))
+    let raw = event::SUPPORTED.iter().flat_map(|&e| [0, e as u32, u32::MAX, u32::MAX, HPM_COUNTERS]).collect();
+    FdtNode::new("pmu")
+        .str("compatible", "riscv,pmu")
+        .prop("riscv,event-to-mhpmcounters", Prop::U32s(map))
+        // <select hi, lo, mask hi, lo, counters>: each selector exactly
+        .prop("riscv,raw-event-to-mhpmcounters", Prop::U32s(raw))
 }
 
 /// Build the DTB. `devices` are `(base, nodes)` as each device described itself.
@@ -185,6 +191,11 @@ mod tests {
         assert_eq!(map.len(), 3 * hs_timing::event::SUPPORTED.len());
         assert_eq!(&map[..6], &[1, 1, 1, 2, 2, 4]);
         assert!(map.chunks(3).skip(2).all(|t| t[0] == t[1] && t[2] == 0xffff_fff8));
+        let Some((_, Prop::U32s(raw))) = n.props.iter().find(|(k, _)| k == "riscv,raw-event-to-mhpmcounters") else {
+            panic!("no raw event map")
+        };
+        assert_eq!(raw.len(), 5 * hs_timing::event::SUPPORTED.len());
+        assert_eq!(&raw[5..10], &[0, 2, u32::MAX, u32::MAX, 0xffff_fff8]);
     }
 
     #[test]
