@@ -243,3 +243,38 @@ fn a_bad_machine_description_is_one_sentence_naming_file_and_key() {
         format!("hartscope: machine description {}: key `l2.ways`: 0 ways: a cache needs at least one", bad.display())
     );
 }
+
+/// Linux sees the model: OpenSBI finds the hpm counters through the
+/// device tree's `riscv,pmu` node, the kernel's SBI PMU driver registers,
+/// and perf_event_open counters in the guest count the model's events.
+#[test]
+fn linux_reads_the_model_through_the_sbi_pmu() {
+    if let Err(e) = hs_guest::find("debian") {
+        panic!("the debian image is missing ({e}): run `hartscope guest build`");
+    }
+    let cfg = inorder(&preset("inorder.toml"));
+    let out = Command::new(env!("CARGO_BIN_EXE_hartscope"))
+        .args(["boot", "--image", "debian", "--machine"])
+        .arg(root().join("machines/inorder.toml"))
+        .arg("--workload")
+        .arg(root().join("guest/workloads/timingprobe-run"))
+        .output()
+        .unwrap();
+    let console = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{console}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(console.contains("Boot HART MHPM Info         : 29 (0xfffffff8)"), "{console}");
+    assert!(console.contains("riscv-pmu-sbi: 16 firmware and 31 hardware counters"), "{console}");
+    for c in ["branch-misses", "branches", "L1-dcache-load-misses"] {
+        assert!(console.contains(&format!("timingprobe: perf counter {c} open")), "{console}");
+    }
+    let [(_, m_rand, b_rand), (_, m_sort, b_sort)] = branches(&console);
+    assert!(b_rand >= 16384 && b_sort >= 16384, "perf counts at least the probe's branches: {b_rand} {b_sort}");
+    assert!(m_rand > 3500 && m_sort < m_rand / 4, "random {m_rand}, sorted {m_sort} mispredictions");
+    // rdtime ticks: 100 cycles each at the default 1000 MHz
+    let sweep = chase(&console);
+    let ticks = |ws: u64| sweep.iter().find(|s| s.0 == ws).unwrap().1 * 100.0;
+    let step = ticks(2 * cfg.l1d.size) - ticks(cfg.l1d.size / 2);
+    assert_near("L1 to L2 step inside Linux", step, cfg.l2.latency as f64, 0.1 * cfg.l2.latency as f64);
+    let l1d_misses = |ws: u64| sweep.iter().find(|s| s.0 == ws).unwrap().2;
+    assert!(l1d_misses(cfg.l1d.size / 2) < 0.05 && l1d_misses(2 * cfg.l1d.size) > 0.95, "{sweep:?}");
+}
