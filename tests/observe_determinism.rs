@@ -79,3 +79,24 @@ fn observed_p87_twice_identical_inorder() {
     let sum: u64 = a.record.itrace.iter().map(|l| l.cycles).sum();
     assert!(sum > a.record.itrace.len() as u64, "stalls add cycles beyond one per instruction");
 }
+
+/// Sample stops end `run` calls early; the machine gives the hart back the
+/// interrupt state it had, so the guest runs exactly as without sampling
+/// (an LR/SC pair split by a stop would fail its SC and retry — which would
+/// show here as different counts).
+#[test]
+fn sampling_does_not_change_what_the_guest_does() {
+    let work = workload("p87-shell");
+    let plain = ObserveOptions::default();
+    let (a, b) = std::thread::scope(|s| {
+        let x = s.spawn(|| run_with("custom", &work, 2, &plain, None, |_| Atomic));
+        let y = s.spawn(|| run_with("custom", &work, 2, &plain, Some(SamplerConfig { period: 97, ..SamplerConfig::default() }), |_| Atomic));
+        (x.join().unwrap(), y.join().unwrap())
+    });
+    assert!(a.record.samples.is_empty() && b.record.samples.len() > 100_000);
+    assert_eq!(a.console, b.console);
+    assert_eq!(a.tallies, b.tallies);
+    for name in ["system.cycles", "system.instret", "system.cpu0.instret", "system.cpu1.instret"] {
+        assert_eq!(stat(&a.record.total, name), stat(&b.record.total, name), "{name}");
+    }
+}

@@ -459,10 +459,16 @@ impl<T: TimingModel> Machine<T> {
                 continue;
             }
             let slice_t0 = self.obs.is_some().then(Instant::now);
+            // After a stop for a sample nothing outside the hart changed:
+            // it keeps the interrupt bits it had, as in an unsampled run.
+            let mut deliver = true;
             loop {
-                let bits = self.board.irq_bits(h, self.harts[h].cycle());
-                self.harts[h].set_platform_irqs(bits);
-                self.board.note_delivered(h, bits);
+                if deliver {
+                    let bits = self.board.irq_bits(h, self.harts[h].cycle());
+                    self.harts[h].set_platform_irqs(bits);
+                    self.board.note_delivered(h, bits);
+                }
+                deliver = true;
                 let observed = self.obs.is_some();
                 let until = if observed { self.run_until(h, end) } else { end };
                 if observed {
@@ -483,6 +489,7 @@ impl<T: TimingModel> Machine<T> {
                     Exit::Budget => {
                         // (a sample deadline may end a run before the slice does)
                         self.idle[h] = false;
+                        deliver = false;
                     }
                     Exit::Idle => {
                         self.idle[h] = true;
