@@ -99,7 +99,6 @@ struct Counts {
     sfence_vma: u64,
     satp_writes: u64,
     wfi: u64,
-    mispredict_cycles: u64,
 }
 
 pub struct InOrder {
@@ -501,7 +500,7 @@ impl InOrder {
                 s("bpred.jumps", b.jumps, "count", "jumps (direct, indirect, calls, returns)"),
                 s("bpred.jump_mispredicts", b.jump_mispredicts, "count", "jumps whose target the BTB or RAS did not predict"),
                 s("bpred.ras_returns", b.returns, "count", "returns predicted by the return-address stack"),
-                s("bpred.mispredict_cycles", c.mispredict_cycles, "cycles", "cycles lost to mispredictions (in fetch)"),
+                s("bpred.mispredict_cycles", (b.cond_mispredicts + b.jump_mispredicts) * self.mispredict, "cycles", "cycles lost to mispredictions (in fetch)"),
                 s("mmio.accesses", c.mmio_accesses, "count", "device (MMIO) accesses"),
                 s("traps.taken", c.traps, "count", "traps taken (exceptions and interrupts)"),
                 s("traps.interrupts", c.interrupts, "count", "interrupts taken"),
@@ -651,14 +650,8 @@ impl InOrder {
         } else {
             self.bp.jump(pc, target)
         };
-        let cycles = if !ok {
-            self.c.mispredict_cycles += self.mispredict;
-            self.mispredict
-        } else if taken {
-            self.taken_penalty
-        } else {
-            0
-        };
+        let bubble = if taken { self.taken_penalty } else { 0 };
+        let cycles = if ok { bubble } else { self.mispredict };
         self.state[FETCH] += cycles;
         cycles
     }
