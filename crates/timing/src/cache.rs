@@ -186,7 +186,7 @@ mod tests {
         assert!(c.access(0, false).hit); // 0 is now MRU
         assert!(!c.access(256, false).hit); // evicts 128
         assert!(c.contains(0) && !c.contains(128) && c.contains(256));
-        assert!(c.access(64, false).hit == false && c.contains(0)); // other set untouched
+        assert!(!c.access(64, false).hit && c.contains(0)); // other set untouched
         assert_eq!(c.counts.read_accesses, 5);
         assert_eq!(c.counts.read_misses, 4);
     }
