@@ -75,11 +75,21 @@ fn check_trace_event_rules(trace: &Value, harts: usize) {
     }
 }
 
+/// `[start, end)` cycles of the phase labelled `label` in a --stats-json file.
+fn j_phase(path: &std::path::Path, label: &str) -> (u64, u64) {
+    let j: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let blocks = j["stats"]["phases"].as_array().unwrap();
+    let b = blocks.iter().find(|b| b["label"].as_str().is_some_and(|l| l.ends_with(&format!(": {label}")))).expect("phase block");
+    let get = |n: &str| b["stats"].as_array().unwrap().iter().find(|s| s["name"] == n).unwrap()["value"].as_u64().unwrap();
+    (get("phase.startCycle"), get("phase.endCycle"))
+}
+
 #[test]
 fn chrome_trace_and_stats_of_p87_on_two_harts() {
     let _ = observe_support::image("custom");
     let dir = support::Scratch::new("observe-trace");
     let (trace, txt, json) = (dir.path("trace.json"), dir.path("stats.txt"), dir.path("stats.json"));
+    let itrace = dir.path("echo.itrace");
     let work = observe_support::workload("p87-shell");
     let out = support::hartscope(
         &[
@@ -96,6 +106,10 @@ fn chrome_trace_and_stats_of_p87_on_two_harts() {
             txt.to_str().unwrap(),
             "--stats-json",
             json.to_str().unwrap(),
+            "--itrace",
+            "phase=echo,limit=1000000",
+            "--itrace-out",
+            itrace.to_str().unwrap(),
         ],
         &dir,
         support::BOOT_DEADLINE,
@@ -147,6 +161,26 @@ fn chrome_trace_and_stats_of_p87_on_two_harts() {
     assert!(value("system.syscalls") > 500);
     assert!(value("system.contextSwitches") > 10);
     assert!(value("system.cpu1.idleCycles") > 0);
+
+    // --itrace phase=echo: every instruction of both harts from the `echo`
+    // marker to the next marker, inside the phase's cycles.
+    let it = std::fs::read_to_string(&itrace).unwrap();
+    assert!(it.starts_with("# hartscope instruction trace: phase=echo,limit=1000000"), "{}", &it[..200.min(it.len())]);
+    assert!(!it.contains("# truncated"), "the echo phase is shorter than 1,000,000 instructions");
+    let (start, end) = {
+        let p = j_phase(&json, "echo");
+        (p.0, p.1)
+    };
+    let header = it.lines().position(|l| l.trim_start().starts_with("hart") && l.contains("instruction")).unwrap();
+    let lines: Vec<Vec<&str>> = it.lines().skip(header + 1).take_while(|l| !l.is_empty()).map(|l| l.split_whitespace().collect()).collect();
+    assert!(lines.len() > 1000, "{} lines", lines.len());
+    let harts: std::collections::BTreeSet<&str> = lines.iter().map(|f| f[0]).collect();
+    assert_eq!(harts.into_iter().collect::<Vec<_>>(), vec!["0", "1"], "both harts are traced");
+    for f in &lines {
+        let cycle: u64 = f[1].parse().unwrap();
+        assert!(cycle >= start && cycle < end, "line at {cycle} outside the phase [{start}, {end})");
+    }
+    assert!(it.contains("## Annotated functions"));
 
     // --stats-json keeps the run summary and adds the same blocks.
     let j: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();

@@ -366,14 +366,27 @@ impl<T: TimingModel> Machine<T> {
         if let (Some(f), Some(ItraceWindow::Phase { label: want })) = (f, obs.itrace.as_ref().map(|s| &s.window)) {
             let open = label == want && !obs.phase_window_open;
             let close = obs.phase_window_open;
+            // Harts that have not reached the marker's time yet open (or
+            // close) when they do; the others at once (what they ran of
+            // this slice before the marker is not traced).
             for hart in self.harts.iter_mut() {
+                let now = hart.cycle();
                 if let Some(it) = f(&mut hart.timing).itrace.as_deref_mut() {
                     if close {
-                        it.active = false;
+                        if now >= cycle {
+                            it.active = false;
+                            it.open_at = None;
+                        } else {
+                            it.close_at = Some(cycle);
+                        }
                     }
                     if open && !it.truncated {
-                        it.active = true;
-                        it.windows_opened += 1;
+                        if now >= cycle {
+                            it.active = true;
+                            it.windows_opened += 1;
+                        } else {
+                            it.open_at = Some(cycle);
+                        }
                     }
                 }
             }

@@ -193,6 +193,11 @@ pub(crate) struct Itrace {
     pub active: bool,
     /// Windows may open (an `in=PHASE` restriction is met).
     pub allowed: bool,
+    /// Phase windows: open / close once this hart's clock reaches the cycle
+    /// (harts run a slice one after another, so at a marker the others
+    /// stand at different times).
+    pub open_at: Option<u64>,
+    pub close_at: Option<u64>,
     /// Close the window once the open step closes (it was the `sret`).
     close_after: bool,
     /// Syscall windows this hart may still open.
@@ -213,6 +218,8 @@ impl Itrace {
             ram,
             active: false,
             allowed: true,
+            open_at: None,
+            close_at: None,
             close_after: false,
             windows_left: windows,
             windows_opened: 0,
@@ -401,6 +408,15 @@ impl HartRecorder {
         it.pending = None;
         if it.cur.is_some() {
             it.finish_step(start);
+        }
+        if it.open_at.is_some_and(|c| start >= c) {
+            it.open_at = None;
+            it.active = !it.truncated;
+            it.windows_opened += 1;
+        }
+        if it.close_at.is_some_and(|c| start >= c) {
+            it.close_at = None;
+            it.active = false;
         }
         if it.active {
             it.start_step(StepKind::Insn, start, pc, pa, len, prv, 0);
