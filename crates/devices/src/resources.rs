@@ -9,7 +9,7 @@
 //! [`Grant`]. Devices signal one another only through wires the board hands
 //! out by name ([`Attach::signal`]), never by naming each other's types.
 //!
-//! ```ignore
+//! ```text
 //! // a device with a 0x100-byte window anywhere in the platform window, one
 //! // interrupt line and a phandle:
 //! board.add(Want::new("gpio0").mmio(0x100).irqs(1).phandle(), |a| {
@@ -183,10 +183,13 @@ impl<'a> Attach<'a> {
     }
 }
 
+/// Builds a device from what the board gave it.
+pub type MakeDevice = Box<dyn FnOnce(&mut Attach) -> Box<dyn crate::Device>>;
+
 /// A device with its request, ready for `board.add`.
 pub struct Plug {
     pub want: Want,
-    pub make: Box<dyn FnOnce(&mut Attach) -> Box<dyn crate::Device>>,
+    pub make: MakeDevice,
 }
 
 impl Plug {
