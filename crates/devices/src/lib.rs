@@ -9,6 +9,7 @@
 
 pub mod clint;
 pub mod fdt;
+pub mod gpio;
 pub mod map;
 pub mod plic;
 pub mod resources;
@@ -33,7 +34,7 @@ pub use hs_bus::{Access, DmaAck, DmaRequest, GpioLine, IrqLine, Signal, WireIrq,
 
 /// Every kind of optional device a configuration (`[board.NAME] kind =
 /// "..."`) can name. Adding a device kind is its file plus one line here.
-pub const KINDS: &[Kind] = &[];
+pub const KINDS: &[Kind] = &[gpio::KIND];
 
 /// How guest time relates to simulated cycles. Every device that shows time
 /// derives it from the cycle count of the access, never from the host clock.
