@@ -2,7 +2,8 @@
 //! (`machines/atomic-gpio.toml`): Debian's 6.12 kernel loads `gpio-dwapb`,
 //! the driver binds (a gpiochip in /sys/class/gpio with the configured line
 //! count), a line exported through sysfs toggles as written, and the host
-//! sees exactly those output changes, the same on two runs.
+//! sees exactly those output changes, the same on two runs; an input line
+//! set to interrupt on both edges appears in /proc/interrupts.
 
 #[path = "support/mod.rs"]
 mod support;
@@ -19,6 +20,11 @@ echo $n > /sys/class/gpio/export
 echo out > /sys/class/gpio/gpio$n/direction
 for v in 1 0 1; do echo $v > /sys/class/gpio/gpio$n/value; done
 echo "gpio-value:$(cat /sys/class/gpio/gpio$n/value)"
+m=$((base + 5))
+echo $m > /sys/class/gpio/export
+echo in > /sys/class/gpio/gpio$m/direction
+echo both > /sys/class/gpio/gpio$m/edge
+grep gpio-dwapb /proc/interrupts | sed 's/^/irq:/'
 exit 0
 "#;
 
@@ -58,6 +64,9 @@ fn debian_binds_gpio_dwapb_and_the_line_toggles() {
         "no gpiochip of the DesignWare GPIO in /sys/class/gpio:\n{console}"
     );
     assert!(console.lines().any(|l| l.trim_end() == "gpio-value:1"), "{console}");
+    // An edge interrupt on line 5 goes through the driver's irqchip (type, enable, unmask).
+    let irq = console.lines().find(|l| l.starts_with("irq:")).unwrap_or_else(|| panic!("no gpio-dwapb interrupt:\n{console}"));
+    assert!(irq.split_whitespace().collect::<Vec<_>>().windows(3).any(|w| w == ["gpio-dwapb", "5", "Edge"]), "{irq}");
     assert_eq!(gpio["gpio0.output_changes"], 3, "the host saw 0→1, 1→0, 0→1 on the line: {gpio}");
     let (_, again) = run(&dir, "b");
     assert_eq!(gpio, again, "the same run gives the same GPIO record");
