@@ -8,6 +8,7 @@
 //! status or a refused access ([`BadAccess`]), never a host panic.
 
 pub mod clint;
+pub mod clock;
 pub mod fdt;
 pub mod gpio;
 pub mod map;
@@ -34,7 +35,7 @@ pub use hs_bus::{Access, DmaAck, DmaRequest, GpioLine, IrqLine, Signal, WireIrq,
 
 /// Every kind of optional device a configuration (`[board.NAME] kind =
 /// "..."`) can name. Adding a device kind is its file plus one line here.
-pub const KINDS: &[Kind] = &[gpio::KIND];
+pub const KINDS: &[Kind] = &[clock::KIND, gpio::KIND];
 
 /// How guest time relates to simulated cycles. Every device that shows time
 /// derives it from the cycle count of the access, never from the host clock.

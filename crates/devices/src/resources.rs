@@ -58,11 +58,14 @@ pub struct Want {
     pub phandle: bool,
     /// Call [`crate::Device::inputs_changed`] when a board signal changes.
     pub listens: bool,
+    /// Devices this one's node refers to by phandle (`clocks`, `dmas`):
+    /// the board refuses a machine where one of them is missing.
+    pub refers_to: Vec<String>,
 }
 
 impl Want {
     pub fn new(name: impl Into<String>) -> Self {
-        Self { name: name.into(), window: None, irqs: Vec::new(), phandle: false, listens: false }
+        Self { name: name.into(), window: None, irqs: Vec::new(), phandle: false, listens: false, refers_to: Vec::new() }
     }
     /// A register window of `size` bytes anywhere in the platform window.
     pub fn mmio(mut self, size: u64) -> Self {
@@ -90,6 +93,12 @@ impl Want {
     }
     pub fn listens(mut self) -> Self {
         self.listens = true;
+        self
+    }
+    /// This device's node refers to the device called `name` (which must
+    /// ask for a phandle); resolve it with [`crate::FdtCtx::phandle`].
+    pub fn refers_to(mut self, name: impl Into<String>) -> Self {
+        self.refers_to.push(name.into());
         self
     }
 }

@@ -131,6 +131,10 @@ pub struct Board {
     by_name: BTreeMap<String, Target>,
     /// Devices that asked to hear about signal changes.
     listeners: Vec<u16>,
+    /// (device, device it refers to), checked by [`Board::check_references`].
+    references: Vec<(String, String)>,
+    /// The first device with a console side.
+    console: Option<usize>,
     signals: Signals,
     /// `signals.generation()` when the listeners last sampled.
     seen_generation: u64,
@@ -174,6 +178,8 @@ impl Board {
             grants: Vec::new(),
             by_name: BTreeMap::from([("plic".to_string(), Target::Plic), ("clint".to_string(), Target::Clint)]),
             listeners: Vec::new(),
+            references: Vec::new(),
+            console: None,
             signals: Signals::new(),
             seen_generation: 0,
             irqs: BTreeMap::new(),
@@ -300,13 +306,17 @@ impl Board {
             self.next_phandle - 1
         });
         let grant = Grant { name: name.clone(), base, size, irqs, phandle };
-        let dev = {
+        let mut dev = {
             let mut a = Attach::new(&grant, lines, &self.ram, self.clock, &mut self.signals);
             make(&mut a)
         };
         if want.listens {
             self.listeners.push(id);
         }
+        if self.console.is_none() && dev.console().is_some() {
+            self.console = Some(id as usize);
+        }
+        self.references.extend(want.refers_to.iter().map(|r| (name.clone(), r.clone())));
         self.devs.push(dev);
         self.grants.push(grant);
         self.by_name.insert(name, Target::Dev(id));
@@ -370,12 +380,24 @@ impl Board {
 
     /// The console device (the first device with a console side).
     pub fn console(&mut self) -> Option<&mut dyn Console> {
-        self.devs.iter_mut().find_map(|d| d.console())
+        self.devs.get_mut(self.console?)?.console()
+    }
+
+    /// Every device another one refers to exists and has a phandle.
+    pub fn check_references(&self) -> Result<(), MachineError> {
+        let phandles = self.fdt_ctx(Vec::new()).phandles;
+        for (from, to) in &self.references {
+            if !phandles.contains_key(to) {
+                let why = if self.by_name.contains_key(to) { "has no phandle" } else { "is not on the board" };
+                return Err(MachineError::Wiring(format!("device `{from}` refers to `{to}`, which {why}")));
+            }
+        }
+        Ok(())
     }
 
     /// Device-tree path of the console's node (for `/chosen/stdout-path`).
     pub fn console_path(&mut self, ctx: &FdtCtx) -> Option<String> {
-        let i = self.devs.iter_mut().position(|d| d.console().is_some())?;
+        let i = self.console?;
         let nodes = self.devs[i].fdt_nodes(&self.grants[i], ctx);
         nodes.into_iter().find(|(p, _)| *p == Placement::Soc).map(|(_, n)| format!("/soc/{}", n.name))
     }
@@ -603,6 +625,19 @@ mod tests {
         assert_eq!(nodes.len(), 5);
         assert_eq!(nodes[1][0].1.get("clocks"), Some(&hs_devices::Prop::U32(6)));
         assert_eq!(nodes[4][0].1.name, "probe@0");
+    }
+
+    #[test]
+    fn references_must_name_a_device_with_a_phandle() {
+        let mut b = board();
+        b.add(Want::new("user").mmio(0x10).refers_to("clk"), |a| probe(a, "x")).unwrap();
+        assert_eq!(b.check_references().err().unwrap().to_string(), "board wiring: device `user` refers to `clk`, which is not on the board");
+        b.add(Want::new("clk"), |a| probe(a, "x")).unwrap();
+        assert_eq!(b.check_references().err().unwrap().to_string(), "board wiring: device `user` refers to `clk`, which has no phandle");
+        let mut b = board();
+        b.add(Want::new("user").mmio(0x10).refers_to("clk"), |a| probe(a, "x")).unwrap();
+        b.add(Want::new("clk").phandle(), |a| probe(a, "x")).unwrap();
+        assert!(b.check_references().is_ok(), "a reference may name a device added later");
     }
 
     #[test]

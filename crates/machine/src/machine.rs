@@ -247,6 +247,7 @@ impl<T: TimingModel> Machine<T> {
         let clock = Clock { hz: cfg.hz, cycles_per_tick: cfg.hz / TIMEBASE_HZ };
         let ram = GuestRam::new(DRAM_BASE, cfg.ram_bytes)?;
         let (mut board, rom) = build_board(&mut cfg, clock, &ram)?;
+        board.check_references()?;
 
         // The DTB's size does not depend on the values in it, so measure it
         // with placeholders, place everything, then build it for real.

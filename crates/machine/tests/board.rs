@@ -200,3 +200,22 @@ fn a_bad_device_in_the_machine_description_is_one_sentence_naming_the_key() {
     assert!(hs_machine::hs_timing::MachineDesc::load(&p).is_ok());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_fixed_clock_from_the_description_is_a_root_node_others_can_refer_to() {
+    let devices = hs_machine::config::parse_devices(
+        std::path::Path::new("clk.toml"),
+        "model = \"atomic\"\n[board.spi_clk]\nkind = \"fixed-clock\"\nfrequency = 50000000\n[board.gpio0]\nkind = \"dw-apb-gpio\"\n",
+    )
+    .unwrap();
+    let mut c = cfg(1, vec![1; 4096], None);
+    c.devices = devices;
+    let m = Machine::new(c).unwrap();
+    let text = dts(m.dtb());
+    // cpu 1, intc 2, PLIC 3, syscon 4, then the configured devices in order.
+    for needle in ["clock-spi_clk {", "compatible = \"fixed-clock\";", "clock-frequency = <0x2faf080>;", "#clock-cells = <0x00>;", "phandle = <0x05>;", "gpio@4000000 {", "phandle = <0x06>;"] {
+        assert!(text.contains(needle), "missing `{needle}` in\n{text}");
+    }
+    let id = m.board().find("spi_clk").unwrap();
+    assert_eq!(m.board().device::<hs_devices::clock::FixedClock>(id).unwrap().hz(), 50_000_000);
+}
