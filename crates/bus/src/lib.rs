@@ -10,7 +10,10 @@
 //!   parameter of the hart's run loop, so there is no dynamic dispatch on the
 //!   RAM fast path.
 //! * [`IrqLine`] is a level-triggered interrupt output; a UART raises its line
-//!   without knowing that a PLIC is behind it.
+//!   without knowing that a PLIC is behind it. [`GpioLine`], [`DmaRequest`]
+//!   and [`DmaAck`] are the other wires devices use to signal one another
+//!   (a GPIO pin, a peripheral's DMA handshake request and the controller's
+//!   acknowledgement); [`Signal`] is a shared wire that implements them all.
 
 use std::cell::Cell;
 use std::rc::Rc;
@@ -82,5 +85,131 @@ impl WireIrq {
 impl IrqLine for WireIrq {
     fn set_level(&self, high: bool) {
         self.0.set(high)
+    }
+}
+
+/// A general-purpose digital wire driven by a device (a GPIO output pin, a
+/// chip's interrupt pin wired to a GPIO input).
+pub trait GpioLine {
+    fn set_level(&self, high: bool);
+}
+
+/// A peripheral's DMA handshake request to a DMA controller channel: high
+/// while the peripheral wants a transfer (as `dma_req` of the DesignWare
+/// handshake interface); `last` marks the final burst of a block.
+pub trait DmaRequest {
+    fn set_request(&self, active: bool, last: bool);
+}
+
+/// The DMA controller's acknowledgement back to the peripheral: one call per
+/// transfer it completed on that handshake interface.
+pub trait DmaAck {
+    fn ack(&self);
+}
+
+#[derive(Default, Debug)]
+struct SignalState {
+    level: Cell<bool>,
+    last: Cell<bool>,
+    rises: Cell<u64>,
+    falls: Cell<u64>,
+    acks: Cell<u64>,
+    /// Shared by every signal of one board: bumped on any change, so the
+    /// board learns cheaply that some device input may have moved.
+    generation: Rc<Cell<u64>>,
+}
+
+/// A shared wire between two devices (or a device and the host). Cloning
+/// gives another handle on the same wire. It keeps its level and counts its
+/// edges and acknowledgements, so a device sampling it late still sees every
+/// edge that happened (an edge-triggered GPIO input cannot miss a pulse).
+#[derive(Clone, Default, Debug)]
+pub struct Signal(Rc<SignalState>);
+
+impl Signal {
+    /// A wire on its own.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// A wire whose changes bump `generation` (the board's change counter).
+    pub fn with_generation(generation: Rc<Cell<u64>>) -> Self {
+        Self(Rc::new(SignalState { generation, ..SignalState::default() }))
+    }
+    pub fn is_high(&self) -> bool {
+        self.0.level.get()
+    }
+    /// Rising edges so far.
+    pub fn rises(&self) -> u64 {
+        self.0.rises.get()
+    }
+    /// Falling edges so far.
+    pub fn falls(&self) -> u64 {
+        self.0.falls.get()
+    }
+    /// Acknowledgements so far ([`DmaAck`]).
+    pub fn acks(&self) -> u64 {
+        self.0.acks.get()
+    }
+    /// The `last` flag of the latest [`DmaRequest::set_request`].
+    pub fn is_last(&self) -> bool {
+        self.0.last.get()
+    }
+    fn drive(&self, high: bool) {
+        let s = &self.0;
+        if s.level.get() != high {
+            s.level.set(high);
+            let n = if high { &s.rises } else { &s.falls };
+            n.set(n.get() + 1);
+            s.generation.set(s.generation.get().wrapping_add(1));
+        }
+    }
+}
+
+impl IrqLine for Signal {
+    fn set_level(&self, high: bool) {
+        self.drive(high)
+    }
+}
+
+impl GpioLine for Signal {
+    fn set_level(&self, high: bool) {
+        self.drive(high)
+    }
+}
+
+impl DmaRequest for Signal {
+    fn set_request(&self, active: bool, last: bool) {
+        self.0.last.set(last);
+        self.drive(active)
+    }
+}
+
+impl DmaAck for Signal {
+    fn ack(&self) {
+        let s = &self.0;
+        s.acks.set(s.acks.get() + 1);
+        s.generation.set(s.generation.get().wrapping_add(1));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signal_counts_edges_and_bumps_the_shared_generation() {
+        let gen = Rc::new(Cell::new(0));
+        let a = Signal::with_generation(gen.clone());
+        let b = a.clone();
+        GpioLine::set_level(&a, true);
+        GpioLine::set_level(&a, true); // no change: no edge
+        assert!(b.is_high());
+        GpioLine::set_level(&a, false);
+        GpioLine::set_level(&a, true);
+        assert_eq!((b.rises(), b.falls(), gen.get()), (2, 1, 3));
+        DmaAck::ack(&b);
+        assert_eq!((a.acks(), gen.get()), (1, 4));
+        DmaRequest::set_request(&a, false, true);
+        assert!(!b.is_high() && b.is_last());
     }
 }

@@ -167,6 +167,8 @@ fn parse_mem(s: &str) -> Result<u64, String> {
 pub struct Resolved {
     images: BootImages,
     bootargs: String,
+    /// Optional devices the machine description names (`[board.NAME]`).
+    devices: Vec<hs_machine::hs_devices::DeviceConfig>,
 }
 
 fn resolve(args: &BootArgs) -> Result<Resolved, String> {
@@ -208,13 +210,16 @@ fn resolve(args: &BootArgs) -> Result<Resolved, String> {
         }
         bootargs.push_str(extra);
     }
-    Ok(Resolved { images: BootImages { firmware, kernel, initrd }, bootargs })
+    Ok(Resolved { images: BootImages { firmware, kernel, initrd }, bootargs, devices: Vec::new() })
 }
 
 pub fn run(args: BootArgs) -> Result<i32, String> {
-    let r = resolve(&args)?;
+    let mut r = resolve(&args)?;
     let model = match &args.machine {
-        Some(path) => hs_timing::MachineDesc::load(path).map_err(|e| e.to_string())?.model,
+        Some(path) => {
+            r.devices = hs_machine::load_devices(path).map_err(|e| e.to_string())?;
+            hs_timing::MachineDesc::load(path).map_err(|e| e.to_string())?.model
+        }
         None => hs_timing::ModelDesc::Atomic,
     };
     match model {
@@ -294,6 +299,7 @@ fn machine_config(args: &BootArgs, r: Resolved) -> MachineConfig {
         quantum: args.quantum,
         images: r.images,
         bootargs: r.bootargs,
+        devices: r.devices,
         max_cycles: args.max_cycles,
         echo_console: true,
         capture_console: false,

@@ -7,7 +7,7 @@
 //! would make `mtime` and `time` disagree.
 
 use crate::fdt::{FdtCtx, FdtNode, Placement};
-use crate::{BadAccess, Clock, DevCtx, Device, Stat, WriteEffect};
+use crate::{BadAccess, Clock, DevCtx, Device, Grant, Note, Stat, WriteEffect};
 
 pub const MSIP_BASE: u64 = 0x0000;
 pub const MTIMECMP_BASE: u64 = 0x4000;
@@ -102,15 +102,19 @@ impl Device for Clint {
         Ok(self.mtimecmp.get(hart).map_or(0, |v| (v >> shift) & mask))
     }
 
-    fn write(&mut self, _ctx: &mut DevCtx, offset: u64, size: u8, val: u64)
+    fn write(&mut self, ctx: &mut DevCtx, offset: u64, size: u8, val: u64)
         -> Result<WriteEffect, BadAccess> {
         if offset < MTIMECMP_BASE {
             if size != 4 || offset % 4 != 0 {
                 return Err(BadAccess);
             }
             self.stat_msip_writes += 1;
-            if let Some(bit) = self.msip.get_mut((offset / 4) as usize) {
+            let target = (offset / 4) as usize;
+            if let Some(bit) = self.msip.get_mut(target) {
                 *bit = val & 1 != 0;
+                if *bit {
+                    ctx.note(Note::Ipi { target });
+                }
             }
             return Ok(WriteEffect { irq_changed: true, stop: false });
         }
@@ -127,12 +131,12 @@ impl Device for Clint {
         Ok(WriteEffect { irq_changed: true, stop: false })
     }
 
-    fn fdt_nodes(&self, base: u64, ctx: &FdtCtx) -> Vec<(Placement, FdtNode)> {
+    fn fdt_nodes(&self, g: &Grant, ctx: &FdtCtx) -> Vec<(Placement, FdtNode)> {
         // Per hart: machine software (3) and machine timer (7) interrupts.
         let ext = ctx.cpu_intc.iter().flat_map(|&ph| [ph, 3, ph, 7]).collect();
-        let node = FdtNode::new(format!("clint@{base:x}"))
+        let node = FdtNode::new(g.node_name("clint"))
             .u32s("interrupts-extended", ext)
-            .reg(base, SIZE)
+            .reg(g.base, g.size)
             .strs("compatible", &["sifive,clint0", "riscv,clint0"]);
         vec![(Placement::Soc, node)]
     }

@@ -70,12 +70,20 @@ pub enum Placement {
 }
 
 /// Phandles and facts about the rest of the tree a device node refers to.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct FdtCtx {
     /// Phandle of each hart's `riscv,cpu-intc` node, by hart index.
     pub cpu_intc: Vec<u32>,
-    /// Phandle of the PLIC.
-    pub plic: u32,
-    /// Phandle of the syscon (test) device.
-    pub syscon: u32,
+    /// Phandle of the interrupt controller the board's lines go to (the PLIC).
+    pub interrupt_parent: u32,
+    /// Phandle of every device that asked for one, by device name (for
+    /// `clocks`, `dmas`, `regmap` references named in configuration).
+    pub phandles: std::collections::BTreeMap<String, u32>,
+}
+
+impl FdtCtx {
+    /// Phandle of the device called `name`, if it has one.
+    pub fn phandle(&self, name: &str) -> Option<u32> {
+        self.phandles.get(name).copied()
+    }
 }

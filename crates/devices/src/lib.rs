@@ -1,4 +1,5 @@
-//! Platform devices: CLINT, PLIC, UART 16550, syscon, RTC, virtio-mmio.
+//! Platform devices: CLINT, PLIC, UART 16550, syscon, RTC, virtio-mmio, and
+//! the optional devices a configuration names ([`KINDS`]).
 //!
 //! Every device sees offsets into its own window, never absolute addresses;
 //! the [`DeviceMap`] turns a physical address into (device, offset). Each
@@ -7,9 +8,12 @@
 //! status or a refused access ([`BadAccess`]), never a host panic.
 
 pub mod clint;
+pub mod clock;
 pub mod fdt;
+pub mod gpio;
 pub mod map;
 pub mod plic;
+pub mod resources;
 pub mod rom;
 pub mod rtc;
 pub mod syscon;
@@ -20,13 +24,18 @@ pub use clint::Clint;
 pub use fdt::{FdtCtx, FdtNode, Placement, Prop};
 pub use map::{DeviceMap, MapError};
 pub use plic::Plic;
+pub use resources::{Attach, DeviceConfig, Grant, IrqWant, Kind, ParamError, ParamValue, Params, Plug, Signals, Want, Window};
 pub use rom::Rom;
 pub use rtc::GoldfishRtc;
-pub use syscon::{Syscon, SysconRequest};
+pub use syscon::Syscon;
 pub use uart::Uart16550;
 pub use virtio_mmio::{VirtioBackend, VirtioMmio};
 
-pub use hs_bus::{Access, IrqLine, WireIrq, WriteEffect};
+pub use hs_bus::{Access, DmaAck, DmaRequest, GpioLine, IrqLine, Signal, WireIrq, WriteEffect};
+
+/// Every kind of optional device a configuration (`[board.NAME] kind =
+/// "..."`) can name. Adding a device kind is its file plus one line here.
+pub const KINDS: &[Kind] = &[clock::KIND, gpio::KIND];
 
 /// How guest time relates to simulated cycles. Every device that shows time
 /// derives it from the cycle count of the access, never from the host clock.
@@ -77,6 +86,22 @@ impl Scheduler for NoScheduler {
     fn schedule(&mut self, _cycle: u64, _token: u64) {}
 }
 
+/// Something a device did that observers want to know about (the
+/// timeline, per-hart interrupt counts). Devices report these themselves;
+/// the board never decodes another device's registers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Note {
+    /// An interrupt controller handed `source` to the accessing hart (a claim).
+    Claim { source: u32 },
+    /// The accessing hart raised a software interrupt on `target` (an IPI).
+    Ipi { target: usize },
+}
+
+/// Receives [`Note`]s with the hart and cycle of the access that caused them.
+pub trait NoteSink {
+    fn note(&mut self, hart: usize, cycle: u64, note: Note);
+}
+
 /// What a device sees of the access it is serving.
 pub struct DevCtx<'a> {
     /// Accessing hart (0-based).
@@ -84,11 +109,56 @@ pub struct DevCtx<'a> {
     /// The accessing hart's time in cycles, or the event's cycle.
     pub now: u64,
     pub events: &'a mut dyn Scheduler,
+    /// Where [`DevCtx::note`] goes (None: nobody is observing).
+    pub notes: Option<&'a mut dyn NoteSink>,
 }
 
 impl<'a> DevCtx<'a> {
     pub fn new(hart: usize, now: u64, events: &'a mut dyn Scheduler) -> Self {
-        Self { hart, now, events }
+        Self { hart, now, events, notes: None }
+    }
+    /// Report `note` for the access being served.
+    pub fn note(&mut self, note: Note) {
+        if let Some(sink) = self.notes.as_deref_mut() {
+            sink.note(self.hart, self.now, note);
+        }
+    }
+}
+
+/// The host side of a console device (a UART): bytes the guest sent, and
+/// room for bytes the user typed.
+pub trait Console {
+    /// How many input bytes the receiver can take now without overrun.
+    fn rx_room(&self) -> usize;
+    /// A byte arrives on the receive line.
+    fn receive(&mut self, byte: u8);
+    /// Has transmitted bytes not yet taken.
+    fn has_output(&self) -> bool;
+    /// Take the bytes transmitted since the last call.
+    fn take_output(&mut self) -> Vec<u8>;
+}
+
+/// What the guest asked the machine to do through a power-control device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopRequest {
+    PowerOff,
+    Reset,
+    /// Power off reporting a failure with this code.
+    Fail(u16),
+}
+
+/// Lets the board hand a device back to its owner as its own type.
+pub trait AsAny {
+    fn as_any(&self) -> &dyn std::any::Any;
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any;
+}
+
+impl<T: std::any::Any> AsAny for T {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
     }
 }
 
@@ -107,7 +177,7 @@ impl Stat {
 }
 
 /// A memory-mapped device.
-pub trait Device {
+pub trait Device: AsAny {
     /// Short name used in statistics and error messages (`uart0`, `plic`).
     fn name(&self) -> String;
     /// Size of the register window in bytes.
@@ -120,10 +190,21 @@ pub trait Device {
         -> Result<WriteEffect, BadAccess>;
     /// A callback scheduled through [`DevCtx::events`] is due.
     fn event(&mut self, _ctx: &mut DevCtx, _token: u64) {}
-    /// Device-tree nodes describing this device mapped at `base`.
-    fn fdt_nodes(&self, base: u64, ctx: &FdtCtx) -> Vec<(Placement, FdtNode)>;
+    /// Device-tree nodes describing this device, from what the board gave it.
+    fn fdt_nodes(&self, grant: &Grant, ctx: &FdtCtx) -> Vec<(Placement, FdtNode)>;
     /// Current counters.
     fn stats(&self) -> Vec<Stat>;
+    /// A board wire changed; a device that asked to listen ([`Want::listens`])
+    /// samples its inputs here.
+    fn inputs_changed(&mut self, _ctx: &mut DevCtx) {}
+    /// The host side of this device, if it is a console.
+    fn console(&mut self) -> Option<&mut dyn Console> {
+        None
+    }
+    /// What the guest asked for, if this device controls power and it did.
+    fn stop_request(&self) -> Option<StopRequest> {
+        None
+    }
 }
 
 /// Access widths a hart can issue.

@@ -8,7 +8,7 @@
 //! only, which is what Linux's `smp_affinity` writes change.
 
 use crate::fdt::{FdtCtx, FdtNode, Placement};
-use crate::{BadAccess, DevCtx, Device, Stat, WireIrq, WriteEffect};
+use crate::{BadAccess, DevCtx, Device, Grant, Note, Stat, WireIrq, WriteEffect};
 
 /// Highest source number (sources are 1..=NUM_SOURCES; 0 means "none").
 pub const NUM_SOURCES: u32 = 96;
@@ -179,7 +179,7 @@ impl Device for Plic {
         SIZE
     }
 
-    fn read(&mut self, _ctx: &mut DevCtx, offset: u64, size: u8) -> Result<u64, BadAccess> {
+    fn read(&mut self, dctx: &mut DevCtx, offset: u64, size: u8) -> Result<u64, BadAccess> {
         if size != 4 || offset % 4 != 0 {
             return Err(BadAccess);
         }
@@ -204,7 +204,13 @@ impl Device for Plic {
             let ctx = ((offset - CONTEXT_BASE) / CONTEXT_STRIDE) as usize;
             match (offset - CONTEXT_BASE) % CONTEXT_STRIDE {
                 0 if ctx < self.contexts() => self.threshold[ctx],
-                4 if ctx < self.contexts() => self.claim(ctx),
+                4 if ctx < self.contexts() => {
+                    let source = self.claim(ctx);
+                    if source != 0 {
+                        dctx.note(Note::Claim { source });
+                    }
+                    source
+                }
                 _ => 0,
             }
         };
@@ -244,13 +250,13 @@ impl Device for Plic {
         Ok(WriteEffect { irq_changed: true, stop: false })
     }
 
-    fn fdt_nodes(&self, base: u64, ctx: &FdtCtx) -> Vec<(Placement, FdtNode)> {
+    fn fdt_nodes(&self, g: &Grant, ctx: &FdtCtx) -> Vec<(Placement, FdtNode)> {
         // Per hart: M-mode external (11) then S-mode external (9), matching contexts 2h, 2h+1.
         let ext = ctx.cpu_intc.iter().take(self.harts).flat_map(|&ph| [ph, 11, ph, 9]).collect();
-        let node = FdtNode::new(format!("plic@{base:x}"))
-            .u32("phandle", ctx.plic)
+        let node = FdtNode::new(g.node_name("plic"))
+            .u32("phandle", g.phandle())
             .u32("riscv,ndev", NUM_SOURCES)
-            .reg(base, SIZE)
+            .reg(g.base, g.size)
             .u32s("interrupts-extended", ext)
             .empty("interrupt-controller")
             .strs("compatible", &["sifive,plic-1.0.0", "riscv,plic0"])

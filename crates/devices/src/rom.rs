@@ -44,7 +44,7 @@ impl Device for Rom {
         self.stat_writes += 1;
         Ok(WriteEffect::default())
     }
-    fn fdt_nodes(&self, _base: u64, _ctx: &FdtCtx) -> Vec<(Placement, FdtNode)> {
+    fn fdt_nodes(&self, _grant: &crate::Grant, _ctx: &FdtCtx) -> Vec<(Placement, FdtNode)> {
         Vec::new() // QEMU does not describe its boot ROM either
     }
     fn stats(&self) -> Vec<Stat> {

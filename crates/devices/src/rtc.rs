@@ -3,7 +3,7 @@
 //! time; the host clock is never read.
 
 use crate::fdt::{FdtCtx, FdtNode, Placement};
-use crate::{BadAccess, Clock, DevCtx, Device, IrqLine, Stat, WriteEffect};
+use crate::{BadAccess, Clock, Grant, DevCtx, Device, IrqLine, Stat, WriteEffect};
 
 pub const SIZE: u64 = 0x1000;
 /// 2026-01-01T00:00:00Z.
@@ -163,11 +163,11 @@ impl Device for GoldfishRtc {
         }
     }
 
-    fn fdt_nodes(&self, base: u64, ctx: &FdtCtx) -> Vec<(Placement, FdtNode)> {
-        let node = FdtNode::new(format!("rtc@{base:x}"))
-            .u32("interrupts", 11)
-            .u32("interrupt-parent", ctx.plic)
-            .reg(base, SIZE)
+    fn fdt_nodes(&self, g: &Grant, ctx: &FdtCtx) -> Vec<(Placement, FdtNode)> {
+        let node = FdtNode::new(g.node_name("rtc"))
+            .u32s("interrupts", g.irqs.clone())
+            .u32("interrupt-parent", ctx.interrupt_parent)
+            .reg(g.base, g.size)
             .str("compatible", "google,goldfish-rtc");
         vec![(Placement::Soc, node)]
     }

@@ -4,6 +4,7 @@
 //! it. Linux's regmap writes 32 bits, OpenSBI's driver 16 bits: both count.
 
 use crate::fdt::{FdtCtx, FdtNode, Placement};
+use crate::Grant;
 use crate::{BadAccess, DevCtx, Device, Stat, WriteEffect};
 
 pub const SIZE: u64 = 0x1000;
@@ -12,13 +13,7 @@ pub const RESET: u32 = 0x7777;
 pub const FAIL: u32 = 0x3333;
 
 /// What the guest asked the machine to do.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SysconRequest {
-    PowerOff,
-    Reset,
-    /// Power off reporting a failure with this code.
-    Fail(u16),
-}
+pub use crate::StopRequest as SysconRequest;
 
 #[derive(Default)]
 pub struct Syscon {
@@ -75,22 +70,25 @@ impl Device for Syscon {
             }
         }
     }
-    fn fdt_nodes(&self, base: u64, ctx: &FdtCtx) -> Vec<(Placement, FdtNode)> {
-        let dev = FdtNode::new(format!("test@{base:x}"))
-            .u32("phandle", ctx.syscon)
-            .reg(base, SIZE)
+    fn fdt_nodes(&self, g: &Grant, _ctx: &FdtCtx) -> Vec<(Placement, FdtNode)> {
+        let dev = FdtNode::new(g.node_name("test"))
+            .u32("phandle", g.phandle())
+            .reg(g.base, g.size)
             .strs("compatible", &["sifive,test1", "sifive,test0", "syscon"]);
         let poweroff = FdtNode::new("poweroff")
             .u32("value", POWEROFF)
             .u32("offset", 0)
-            .u32("regmap", ctx.syscon)
+            .u32("regmap", g.phandle())
             .str("compatible", "syscon-poweroff");
         let reboot = FdtNode::new("reboot")
             .u32("value", RESET)
             .u32("offset", 0)
-            .u32("regmap", ctx.syscon)
+            .u32("regmap", g.phandle())
             .str("compatible", "syscon-reboot");
         vec![(Placement::Soc, dev), (Placement::Root, poweroff), (Placement::Root, reboot)]
+    }
+    fn stop_request(&self) -> Option<crate::StopRequest> {
+        self.request
     }
     fn stats(&self) -> Vec<Stat> {
         vec![Stat::new("syscon.ignored_writes", self.stat_ignored, "writes that requested nothing")]

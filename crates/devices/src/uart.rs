@@ -11,7 +11,7 @@
 use std::collections::VecDeque;
 
 use crate::fdt::{FdtCtx, FdtNode, Placement};
-use crate::{BadAccess, DevCtx, Device, IrqLine, Stat, WriteEffect};
+use crate::{BadAccess, Console, DevCtx, Grant, Device, IrqLine, Stat, WriteEffect};
 
 pub const SIZE: u64 = 0x100;
 /// Input clock QEMU's `virt` advertises (1.8432 MHz × 2).
@@ -328,14 +328,18 @@ impl Device for Uart16550 {
         Ok(WriteEffect { irq_changed: before != self.irq_level, stop: false })
     }
 
-    fn fdt_nodes(&self, base: u64, ctx: &FdtCtx) -> Vec<(Placement, FdtNode)> {
-        let node = FdtNode::new(format!("serial@{base:x}"))
-            .u32("interrupts", 10)
-            .u32("interrupt-parent", ctx.plic)
+    fn fdt_nodes(&self, g: &Grant, ctx: &FdtCtx) -> Vec<(Placement, FdtNode)> {
+        let node = FdtNode::new(g.node_name("serial"))
+            .u32s("interrupts", g.irqs.clone())
+            .u32("interrupt-parent", ctx.interrupt_parent)
             .u32("clock-frequency", CLOCK_HZ)
-            .reg(base, SIZE)
+            .reg(g.base, g.size)
             .str("compatible", "ns16550a");
         vec![(Placement::Soc, node)]
+    }
+
+    fn console(&mut self) -> Option<&mut dyn Console> {
+        Some(self)
     }
 
     fn stats(&self) -> Vec<Stat> {
@@ -346,6 +350,21 @@ impl Device for Uart16550 {
             Stat::new("uart0.loopback_bytes", self.stat_loopback, "bytes looped back by MCR.LOOP"),
             Stat::new("uart0.irqs", self.stat_irqs, "rising edges of the interrupt line"),
         ]
+    }
+}
+
+impl Console for Uart16550 {
+    fn rx_room(&self) -> usize {
+        Uart16550::rx_room(self)
+    }
+    fn receive(&mut self, byte: u8) {
+        Uart16550::receive(self, byte)
+    }
+    fn has_output(&self) -> bool {
+        Uart16550::has_output(self)
+    }
+    fn take_output(&mut self) -> Vec<u8> {
+        Uart16550::take_output(self)
     }
 }
 

@@ -5,6 +5,7 @@
 //! configuration, status, interrupt status/acknowledge, config generation.
 
 use crate::fdt::{FdtCtx, FdtNode, Placement};
+use crate::Grant;
 use crate::{BadAccess, DevCtx, Device, IrqLine, Stat, WriteEffect};
 
 pub const SIZE: u64 = 0x1000;
@@ -61,7 +62,6 @@ pub trait VirtioBackend {
 
 pub struct VirtioMmio {
     index: usize,
-    irq_source: u32,
     irq: Box<dyn IrqLine>,
     backend: Option<Box<dyn VirtioBackend>>,
     device_features_sel: u32,
@@ -77,12 +77,11 @@ pub struct VirtioMmio {
 }
 
 impl VirtioMmio {
-    /// Slot `index` (naming only), raising PLIC source `irq_source`.
-    pub fn new(index: usize, irq_source: u32, irq: Box<dyn IrqLine>, backend: Option<Box<dyn VirtioBackend>>) -> Self {
+    /// Slot `index` (naming only), raising `irq`.
+    pub fn new(index: usize, irq: Box<dyn IrqLine>, backend: Option<Box<dyn VirtioBackend>>) -> Self {
         let nq = backend.as_ref().map_or(0, |b| b.num_queues() as usize);
         Self {
             index,
-            irq_source,
             irq,
             backend,
             device_features_sel: 0,
@@ -283,11 +282,11 @@ impl Device for VirtioMmio {
         }
     }
 
-    fn fdt_nodes(&self, base: u64, ctx: &FdtCtx) -> Vec<(Placement, FdtNode)> {
-        let node = FdtNode::new(format!("virtio_mmio@{base:x}"))
-            .u32("interrupts", self.irq_source)
-            .u32("interrupt-parent", ctx.plic)
-            .reg(base, SIZE)
+    fn fdt_nodes(&self, g: &Grant, ctx: &FdtCtx) -> Vec<(Placement, FdtNode)> {
+        let node = FdtNode::new(g.node_name("virtio_mmio"))
+            .u32s("interrupts", g.irqs.clone())
+            .u32("interrupt-parent", ctx.interrupt_parent)
+            .reg(g.base, g.size)
             .str("compatible", "virtio,mmio");
         vec![(Placement::Soc, node)]
     }
@@ -318,7 +317,7 @@ mod tests {
 
     #[test]
     fn empty_slot_reads_as_no_device() {
-        let mut d = VirtioMmio::new(0, 1, Box::new(WireIrq::new()), None);
+        let mut d = VirtioMmio::new(0, Box::new(WireIrq::new()), None);
         assert_eq!(rd(&mut d, 0), MAGIC);
         assert_eq!(rd(&mut d, 4), 2);
         assert_eq!(rd(&mut d, 8), 0);
@@ -346,7 +345,7 @@ mod tests {
     #[test]
     fn backend_queue_setup_notify_and_interrupts() {
         let irq = WireIrq::new();
-        let mut d = VirtioMmio::new(3, 4, Box::new(irq.clone()), Some(Box::new(Probe(Vec::new()))));
+        let mut d = VirtioMmio::new(3, Box::new(irq.clone()), Some(Box::new(Probe(Vec::new()))));
         assert_eq!(rd(&mut d, 8), 42);
         wr(&mut d, 0x14, 1);
         assert_eq!(rd(&mut d, 0x10), 1, "VERSION_1 offered");

@@ -33,7 +33,7 @@ fn devices() -> (Vec<Box<dyn Device>>, Plic) {
     let mut plic = Plic::new(4);
     let uart = Uart16550::new(Box::new(plic.connect(10).unwrap()));
     let rtc = GoldfishRtc::new(CLK, rtc::DEFAULT_EPOCH_SECS, Box::new(plic.connect(11).unwrap()));
-    let v = VirtioMmio::new(0, 1, Box::new(plic.connect(1).unwrap()), None);
+    let v = VirtioMmio::new(0, Box::new(plic.connect(1).unwrap()), None);
     let devs: Vec<Box<dyn Device>> = vec![
         Box::new(Clint::new(4, CLK)),
         Box::new(Plic::new(4)),
@@ -42,7 +42,7 @@ fn devices() -> (Vec<Box<dyn Device>>, Plic) {
         Box::new(Syscon::new()),
         Box::new(v),
         Box::new(Rom::new("mrom", 0xf000, vec![0xaa; 64])),
-        Box::new(VirtioMmio::new(1, 2, Box::new(plic.connect(2).unwrap()), Some(Box::new(Flaky(0))))),
+        Box::new(VirtioMmio::new(1, Box::new(plic.connect(2).unwrap()), Some(Box::new(Flaky(0))))),
     ];
     (devs, plic)
 }

@@ -118,11 +118,15 @@ pub fn execute(p: &Prepared, scenario: &Scenario, repeat: u32, artefacts_dir: &P
         Some(path) => MachineDesc::load(path).map_err(|e| run_err(e.to_string()))?.model,
         None => ModelDesc::Atomic,
     };
+    let devices = match &v.machine_desc {
+        Some(path) => hs_machine::load_devices(path).map_err(|e| run_err(e.to_string()))?,
+        None => Vec::new(),
+    };
     match model {
-        ModelDesc::Atomic => execute_with(p, scenario, repeat, artefacts_dir, |_| Atomic),
+        ModelDesc::Atomic => execute_with(p, scenario, repeat, artefacts_dir, devices, |_| Atomic),
         ModelDesc::InOrder(cfg) => {
             let harts = InOrderFactory::new(&cfg);
-            execute_with(p, scenario, repeat, artefacts_dir, |_| harts.build())
+            execute_with(p, scenario, repeat, artefacts_dir, devices, |_| harts.build())
         }
     }
 }
@@ -156,6 +160,7 @@ fn execute_with<M: TimingModel>(
     scenario: &Scenario,
     repeat: u32,
     artefacts_dir: &Path,
+    devices: Vec<hs_machine::hs_devices::DeviceConfig>,
     model: impl Fn(usize) -> M,
 ) -> Result<Finished> {
     let v = &p.variant;
@@ -173,6 +178,7 @@ fn execute_with<M: TimingModel>(
             initrd: Some(BootFile::from_bytes(format!("{} + workload {}", p.image.initrd.display(), v.workload.display()), p.initrd.clone())),
         },
         bootargs: p.bootargs.clone(),
+        devices,
         max_cycles: v.max_cycles,
         echo_console: false,
         capture_console: true,

@@ -639,7 +639,7 @@ fn check_env(env: &BTreeMap<String, String>, key: &str, err: &ErrFn) -> Result<(
 /// its path and its own description line.
 fn check_desc(base: &Path, d: &str, key: &str, err: &ErrFn) -> Result<(PathBuf, String)> {
     let path = base.join(d);
-    match hs_machine::hs_timing::MachineDesc::load(&path) {
+    match hs_machine::hs_timing::MachineDesc::load(&path).and_then(|d| hs_machine::load_devices(&path).map(|_| d)) {
         Ok(desc) => Ok((path, desc.description)),
         Err(e) => Err(err(key, format!("`{d}` (relative to the scenario file) is not a usable machine description: {e}"))),
     }

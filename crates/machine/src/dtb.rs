@@ -2,7 +2,7 @@
 //! on the board (each device describes its own node) plus the CPUs,
 //! memory and `/chosen`.
 
-use hs_devices::{FdtCtx, FdtNode, Placement, Prop};
+use hs_devices::{FdtNode, Placement, Prop};
 use vm_fdt::FdtWriter;
 
 use crate::error::MachineError;
@@ -25,12 +25,16 @@ pub struct DtbParams {
     pub mmu_type: String,
 }
 
-/// Phandles: cpu h = 1 + 2h, its interrupt controller = 2 + 2h, then PLIC, syscon.
-pub fn phandles(harts: usize) -> (Vec<u32>, FdtCtx) {
-    let cpus = (0..harts as u32).map(|h| 1 + 2 * h).collect();
+/// Phandles of the CPUs: cpu h = 1 + 2h, its interrupt controller = 2 + 2h.
+/// The board hands out the ones from [`first_device_phandle`] on.
+pub fn phandles(harts: usize) -> (Vec<u32>, Vec<u32>) {
     let n = harts as u32;
-    let ctx = FdtCtx { cpu_intc: (0..n).map(|h| 2 + 2 * h).collect(), plic: 2 * n + 1, syscon: 2 * n + 2 };
-    (cpus, ctx)
+    ((0..n).map(|h| 1 + 2 * h).collect(), (0..n).map(|h| 2 + 2 * h).collect())
+}
+
+/// First phandle after the CPUs'.
+pub fn first_device_phandle(harts: usize) -> u32 {
+    2 * harts as u32 + 1
 }
 
 fn rng_seed(seed: u64) -> Vec<u8> {
@@ -94,9 +98,9 @@ fn pmu_node() -> FdtNode {
         .prop("riscv,raw-event-to-mhpmcounters", Prop::U32s(raw))
 }
 
-/// Build the DTB. `devices` are `(base, nodes)` as each device described itself.
+/// Build the DTB. `devices` are the nodes each device described itself with.
 pub fn build(p: &DtbParams, devices: &[Vec<(Placement, FdtNode)>]) -> Result<Vec<u8>, MachineError> {
-    let (cpu_ph, ctx) = phandles(p.harts);
+    let (cpu_ph, cpu_intc) = phandles(p.harts);
     let mut root = FdtNode::new("")
         .u32("#address-cells", 2)
         .u32("#size-cells", 2)
@@ -140,7 +144,7 @@ pub fn build(p: &DtbParams, devices: &[Vec<(Placement, FdtNode)>]) -> Result<Vec
             .u32("#interrupt-cells", 1)
             .empty("interrupt-controller")
             .str("compatible", "riscv,cpu-intc")
-            .u32("phandle", ctx.cpu_intc[h]);
+            .u32("phandle", cpu_intc[h]);
         cpus = cpus.child(
             FdtNode::new(format!("cpu@{h:x}"))
                 .u32("phandle", cpu_ph[h])

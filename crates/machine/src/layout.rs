@@ -12,6 +12,10 @@
 //!   0x0010_2000 ├───────────────────────────┤
 //!   0x0200_0000 ├───────────────────────────┤ CLINT (msip, mtimecmp, mtime)
 //!   0x0201_0000 ├───────────────────────────┤
+//!   0x0400_0000 ├───────────────────────────┤ platform window: optional devices get
+//!               │                           │ their windows here (size-aligned), and
+//!               │                           │ PLIC sources 64..95 (QEMU's platform bus)
+//!   0x0600_0000 ├───────────────────────────┤
 //!   0x0c00_0000 ├───────────────────────────┤ PLIC (96 sources, 2 contexts per hart)
 //!   0x0c60_0000 ├───────────────────────────┤
 //!   0x1000_0000 ├───────────────────────────┤ UART0 16550A            IRQ 10
@@ -43,6 +47,14 @@ pub const VIRTIO_STRIDE: u64 = 0x1000;
 pub const VIRTIO_COUNT: usize = 8;
 /// Slot `i` raises PLIC source `VIRTIO_IRQ_BASE + i`.
 pub const VIRTIO_IRQ_BASE: u32 = 1;
+
+/// Optional devices ([`crate::board::Board::add`] with no fixed address)
+/// are placed in this window, as QEMU `virt` places dynamic sysbus devices.
+pub const PLATFORM_BASE: u64 = 0x0400_0000;
+pub const PLATFORM_SIZE: u64 = 0x0200_0000;
+/// PLIC sources handed to optional devices (QEMU `virt`'s platform-bus range).
+pub const PLATFORM_IRQ_FIRST: u32 = 64;
+pub const PLATFORM_IRQ_LAST: u32 = 95;
 
 pub const DRAM_BASE: u64 = 0x8000_0000;
 /// Largest RAM we accept (the DRAM window up to the 64-bit hole is far

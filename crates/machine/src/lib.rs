@@ -6,6 +6,7 @@
 //! fixed interleaving of bounded slices on simulated time only.
 
 pub mod board;
+pub mod config;
 pub mod dtb;
 pub mod error;
 pub mod events;
@@ -19,12 +20,15 @@ pub mod reports;
 pub mod sampler;
 pub mod symbols;
 
+pub use board::{Board, DevId};
+pub use config::load_devices;
 pub use error::MachineError;
 pub use loader::{BootFile, BootImages};
-pub use machine::{ConsoleInput, ExtraDevice, InputEvent, Machine, MachineConfig, RunSummary, StopReason, VirtioDevice};
+pub use machine::{ConsoleInput, InputEvent, Machine, MachineConfig, RunSummary, StopReason, VirtioDevice};
 pub use markers::{MarkerLog, Phase};
 pub use observation::{ItraceSpec, ItraceWindow, ObserveOptions, ObserveSetupError, BOOT_PHASE};
 pub use observing::{HartTally, Observing};
 pub use sampler::{SamplerConfig, SpaceMark};
 pub use symbols::{GuestSymbols, KernelSymbolSource, SymbolSources};
+pub use hs_devices;
 pub use hs_timing;

@@ -16,25 +16,16 @@ use std::time::{Duration, Instant};
 
 use hs_bus::GuestRam;
 use hs_core::{Exit, Hart, HartConfig, MarkerCall};
-use hs_devices::{
-    Clint, Clock, Device, DeviceMap, GoldfishRtc, Plic, Rom, Stat, Syscon, SysconRequest, Uart16550, VirtioMmio,
-};
+use hs_devices::{Clock, DeviceConfig, GoldfishRtc, Plug, Rom, Stat, StopRequest, Syscon, Uart16550, VirtioMmio, Want};
 use hs_timing::{Atomic, TimingModel};
 use serde::Serialize;
 
-use crate::board::{Board, Devices, Slot};
+use crate::board::{Board, DevId};
 use crate::dtb::{self, DtbParams};
 use crate::error::MachineError;
 use crate::layout::*;
 use crate::loader::{self, BootImages, BootPlan, HtifSymbols};
 use crate::markers::{GuestView, MarkerLog};
-
-/// A device added to the standard board (later tasks: SPI, DMA, ...).
-pub struct ExtraDevice {
-    pub base: u64,
-    /// Builds the device; it may take interrupt lines from the PLIC and keep a RAM handle for DMA.
-    pub make: Box<dyn FnOnce(&mut Plic, &GuestRam) -> Box<dyn Device>>,
-}
 
 /// A virtio device type plugged into one of the eight virtio-mmio slots.
 pub struct VirtioDevice {
@@ -63,7 +54,11 @@ pub struct MachineConfig {
     pub echo_console: bool,
     /// Keep console output in memory ([`Machine::console_output`]).
     pub capture_console: bool,
-    pub extra_devices: Vec<ExtraDevice>,
+    /// Optional devices named by configuration (`[board.NAME]` of a
+    /// machine description), added after the QEMU `virt` devices.
+    pub devices: Vec<DeviceConfig>,
+    /// Devices added by code (tests, tools), after the configured ones.
+    pub plugs: Vec<Plug>,
     /// Filled virtio slots; the others show "no device".
     pub virtio_devices: Vec<VirtioDevice>,
 }
@@ -82,7 +77,8 @@ impl Default for MachineConfig {
             max_cycles: None,
             echo_console: false,
             capture_console: true,
-            extra_devices: Vec::new(),
+            devices: Vec::new(),
+            plugs: Vec::new(),
             virtio_devices: Vec::new(),
         }
     }
@@ -250,19 +246,21 @@ impl<T: TimingModel> Machine<T> {
         }
         let clock = Clock { hz: cfg.hz, cycles_per_tick: cfg.hz / TIMEBASE_HZ };
         let ram = GuestRam::new(DRAM_BASE, cfg.ram_bytes)?;
-        let mut board = build_board(&mut cfg, clock, &ram)?;
+        let (mut board, rom) = build_board(&mut cfg, clock, &ram)?;
+        board.check_references()?;
 
         // The DTB's size does not depend on the values in it, so measure it
         // with placeholders, place everything, then build it for real.
-        let (_, fctx) = dtb::phandles(cfg.harts);
+        let fctx = board.fdt_ctx(dtb::phandles(cfg.harts).1);
         let nodes = board.fdt_nodes(&fctx);
+        let stdout_path = board.console_path(&fctx).unwrap_or_default();
         let mut params = DtbParams {
             harts: cfg.harts,
             ram_base: DRAM_BASE,
             ram_size: cfg.ram_bytes,
             bootargs: cfg.bootargs.clone(),
             initrd: cfg.images.initrd.as_ref().map(|_| (0, 0)),
-            stdout_path: format!("/soc/serial@{UART0_BASE:x}"),
+            stdout_path,
             rng_seed: cfg.rng_seed,
             isa: hs_core::ISA_STRING.to_string(),
             isa_extensions: hs_core::ISA_EXTENSIONS.iter().map(|s| s.to_string()).collect(),
@@ -284,9 +282,11 @@ impl<T: TimingModel> Machine<T> {
         if !ram.write_bytes(plan.dtb_addr, &dtb) {
             return Err(MachineError::Fdt(format!("blob at {:#x} escaped RAM after planning", plan.dtb_addr)));
         }
-        let mut rom = vec![0u8; (FW_DYNAMIC_INFO_ADDR - MROM_BASE) as usize];
-        rom.extend(loader::fw_dynamic_info(plan.kernel_start, 0));
-        board.devs.rom = Rom::new("mrom", MROM_SIZE, rom);
+        let mut rom_bytes = vec![0u8; (FW_DYNAMIC_INFO_ADDR - MROM_BASE) as usize];
+        rom_bytes.extend(loader::fw_dynamic_info(plan.kernel_start, 0));
+        if let Some(r) = board.device_mut::<Rom>(rom) {
+            *r = Rom::new("mrom", MROM_SIZE, rom_bytes);
+        }
 
         let mut harts = Vec::with_capacity(cfg.harts);
         for h in 0..cfg.harts {
@@ -393,7 +393,7 @@ impl<T: TimingModel> Machine<T> {
     fn next_deadline(&self) -> Option<u64> {
         let mut next = self.board.events.next_cycle().filter(|&d| d < TIME_HORIZON);
         for (h, hart) in self.harts.iter().enumerate() {
-            for d in [self.board.devs.clint.timer_deadline(h), hart.next_timer_cycle()].into_iter().flatten() {
+            for d in [self.board.clint.timer_deadline(h), hart.next_timer_cycle()].into_iter().flatten() {
                 if d > self.now && d < TIME_HORIZON {
                     next = Some(next.map_or(d, |n| n.min(d)));
                 }
@@ -410,7 +410,8 @@ impl<T: TimingModel> Machine<T> {
     }
 
     fn run_slice(&mut self) {
-        self.board.devs.plic.update();
+        self.board.sync_inputs(0, self.now);
+        self.board.plic.update();
         let all_idle = (0..self.harts.len()).all(|h| self.idle[h] && self.wake_signature(h) == self.idle_sig[h]);
         let deadline = self.next_deadline();
         if all_idle {
@@ -510,10 +511,10 @@ impl<T: TimingModel> Machine<T> {
                     }
                     Exit::Marker(m) => self.handle_marker(h, m),
                     Exit::Stop => {
-                        self.stop = Some(match self.board.devs.syscon.request() {
-                            Some(SysconRequest::PowerOff) => StopReason::PowerOff,
-                            Some(SysconRequest::Reset) => StopReason::Reboot,
-                            Some(SysconRequest::Fail(c)) => StopReason::Fail(c),
+                        self.stop = Some(match self.board.stop_request() {
+                            Some(StopRequest::PowerOff) => StopReason::PowerOff,
+                            Some(StopRequest::Reset) => StopReason::Reboot,
+                            Some(StopRequest::Fail(c)) => StopReason::Fail(c),
                             None => StopReason::HartStop,
                         });
                     }
@@ -550,16 +551,17 @@ impl<T: TimingModel> Machine<T> {
 
     /// Move queued console input into the UART as far as it has room; true if any moved.
     fn feed_uart(&mut self) -> bool {
-        let room = self.board.devs.uart.rx_room();
+        let Some(console) = self.board.console() else { return false };
+        let room = console.rx_room();
         if room == 0 || self.input_queue.is_empty() {
             return false;
         }
         for _ in 0..room.min(self.input_queue.len()) {
             if let Some(b) = self.input_queue.pop_front() {
-                self.board.devs.uart.receive(b);
+                console.receive(b);
             }
         }
-        self.board.devs.plic.update();
+        self.board.plic.update();
         self.idle.iter_mut().for_each(|i| *i = false);
         true
     }
@@ -592,10 +594,11 @@ impl<T: TimingModel> Machine<T> {
     }
 
     fn flush_console(&mut self) {
-        if self.board.devs.uart.has_output() {
-            let out = self.board.devs.uart.take_output();
-            self.emit_console(&out);
-        }
+        let out = match self.board.console() {
+            Some(c) if c.has_output() => c.take_output(),
+            _ => return,
+        };
+        self.emit_console(&out);
     }
 
     /// Spike's host-target interface: the program writes a command to
@@ -659,9 +662,7 @@ impl<T: TimingModel> Machine<T> {
         v.push(Stat::new("bus.unmapped", b.stat_unmapped, "accesses to unmapped addresses"));
         v.push(Stat::new("bus.bad_access", b.stat_bad_access, "accesses a device refused"));
         v.push(Stat::new("console.capture_dropped", self.console_dropped, "console bytes beyond the capture limit"));
-        for (_, _, _, slot) in b.map.ranges() {
-            v.extend(b.devs.get_ref(slot).stats());
-        }
+        v.extend(b.device_stats());
         v
     }
 
@@ -715,13 +716,20 @@ impl<T: TimingModel> Machine<T> {
     }
 }
 
-fn build_board(cfg: &mut MachineConfig, clock: Clock, ram: &GuestRam) -> Result<Board, MachineError> {
-    let mut plic = Plic::new(cfg.harts);
-    let wire = |plic: &mut Plic, src: u32| {
-        plic.connect(src).ok_or_else(|| MachineError::Wiring(format!("PLIC has no source {src}")))
-    };
-    let uart = Uart16550::new(Box::new(wire(&mut plic, UART0_IRQ)?));
-    let rtc = GoldfishRtc::new(clock, cfg.rtc_epoch_secs, Box::new(wire(&mut plic, RTC_IRQ)?));
+/// The QEMU `virt` devices at their fixed addresses and PLIC sources, then
+/// the configured devices, then the plugged ones. Returns the board and the
+/// boot ROM's id (its contents are written once the images are placed).
+fn build_board(cfg: &mut MachineConfig, clock: Clock, ram: &GuestRam) -> Result<(Board, DevId), MachineError> {
+    let mut board = Board::new(cfg.harts, clock, ram, dtb::first_device_phandle(cfg.harts))?;
+    let rom = board.add(Want::new("mrom").mmio_at(MROM_BASE, MROM_SIZE), |_| Box::new(Rom::new("mrom", MROM_SIZE, Vec::new())))?;
+    board.add(Want::new("syscon").mmio_at(SYSCON_BASE, hs_devices::syscon::SIZE).phandle(), |_| Box::new(Syscon::new()))?;
+    let epoch = cfg.rtc_epoch_secs;
+    board.add(Want::new("rtc").mmio_at(RTC_BASE, hs_devices::rtc::SIZE).irq_at(RTC_IRQ), |a| {
+        Box::new(GoldfishRtc::new(a.clock, epoch, a.irq(0)))
+    })?;
+    board.add(Want::new("uart0").mmio_at(UART0_BASE, hs_devices::uart::SIZE).irq_at(UART0_IRQ), |a| {
+        Box::new(Uart16550::new(a.irq(0)))
+    })?;
     let mut backends: Vec<Option<Box<dyn hs_devices::VirtioBackend>>> = (0..VIRTIO_COUNT).map(|_| None).collect();
     for d in std::mem::take(&mut cfg.virtio_devices) {
         match backends.get_mut(d.slot) {
@@ -730,47 +738,22 @@ fn build_board(cfg: &mut MachineConfig, clock: Clock, ram: &GuestRam) -> Result<
             None => return Err(MachineError::Wiring(format!("virtio slot {} does not exist (slots are 0 to {})", d.slot, VIRTIO_COUNT - 1))),
         }
     }
-    let mut virtio = Vec::new();
     for (i, backend) in backends.into_iter().enumerate() {
-        let src = VIRTIO_IRQ_BASE + i as u32;
-        virtio.push(VirtioMmio::new(i, src, Box::new(wire(&mut plic, src)?), backend));
+        let want = Want::new(format!("virtio{i}"))
+            .mmio_at(VIRTIO_BASE + VIRTIO_STRIDE * i as u64, hs_devices::virtio_mmio::SIZE)
+            .irq_at(VIRTIO_IRQ_BASE + i as u32);
+        board.add(want, |a| Box::new(VirtioMmio::new(i, a.irq(0), backend)))?;
     }
-    let mut map = DeviceMap::new();
-    map.insert("mrom", MROM_BASE, MROM_SIZE, Slot::Rom)?;
-    map.insert("syscon", SYSCON_BASE, hs_devices::syscon::SIZE, Slot::Syscon)?;
-    map.insert("rtc", RTC_BASE, hs_devices::rtc::SIZE, Slot::Rtc)?;
-    map.insert("clint", CLINT_BASE, hs_devices::clint::SIZE, Slot::Clint)?;
-    map.insert("plic", PLIC_BASE, hs_devices::plic::SIZE, Slot::Plic)?;
-    map.insert("uart0", UART0_BASE, hs_devices::uart::SIZE, Slot::Uart)?;
-    for i in 0..VIRTIO_COUNT {
-        map.insert(&format!("virtio{i}"), VIRTIO_BASE + VIRTIO_STRIDE * i as u64, hs_devices::virtio_mmio::SIZE, Slot::Virtio(i as u8))?;
-    }
-    let mut extra: Vec<Box<dyn Device>> = Vec::new();
-    for d in std::mem::take(&mut cfg.extra_devices) {
-        let dev = (d.make)(&mut plic, ram);
-        let name = dev.name();
-        map.insert(&name, d.base, dev.size(), Slot::Extra(extra.len() as u16))?;
-        extra.push(dev);
-    }
-    // RAM is not on the device map (harts reach it directly), but no device may sit over it.
-    let ram_end = DRAM_BASE + cfg.ram_bytes;
-    for (name, base, end, _) in map.ranges() {
-        if base < ram_end && DRAM_BASE < end {
-            return Err(hs_devices::MapError::Overlap {
-                a: name.to_string(), a_base: base, a_end: end,
-                b: "dram".into(), b_base: DRAM_BASE, b_end: ram_end,
-            }.into());
+    for d in std::mem::take(&mut cfg.devices) {
+        let plug = hs_devices::resources::plug(&d)
+            .map_err(|e| MachineError::Wiring(format!("device `{}`: {e}", d.name)))?;
+        if plug.want.name != d.name {
+            return Err(MachineError::Wiring(format!("device `{}`: its kind named it `{}`", d.name, plug.want.name)));
         }
+        board.plug(plug)?;
     }
-    let devs = Devices {
-        rom: Rom::new("mrom", MROM_SIZE, Vec::new()),
-        syscon: Syscon::new(),
-        rtc,
-        clint: Clint::new(cfg.harts, clock),
-        plic,
-        uart,
-        virtio,
-        extra,
-    };
-    Ok(Board::new(map, devs, cfg.harts))
+    for p in std::mem::take(&mut cfg.plugs) {
+        board.plug(p)?;
+    }
+    Ok((board, rom))
 }

@@ -144,3 +144,78 @@ fn virtio_slots_take_pluggable_backends() {
     c.virtio_devices.push(hs_machine::VirtioDevice { slot: 8, make: Box::new(|_ram| Box::new(ConstBackend)) });
     assert_eq!(Machine::new(c).err().unwrap().to_string(), "board wiring: virtio slot 8 does not exist (slots are 0 to 7)");
 }
+
+#[test]
+fn a_gpio_named_by_the_machine_description_is_placed_described_and_driven() {
+    use hs_bus::{Access, SystemBus};
+    use hs_devices::gpio::{DwApbGpio, GpioChange, EXT_PORTA, INTSTATUS, INTEN, INT_POLARITY, SWPORTA_DDR, SWPORTA_DR};
+    let desc = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../machines/atomic-gpio.toml");
+    let mut c = cfg(2, vec![1; 4096], None);
+    c.devices = hs_machine::load_devices(&desc).unwrap();
+    let mut m = Machine::new(c).unwrap();
+    let text = dts(m.dtb());
+    for needle in [
+        "gpio@4000000 {",
+        "compatible = \"snps,dw-apb-gpio\";",
+        "reg = <0x00 0x4000000 0x00 0x100>;",
+        "gpio-port@0 {",
+        "compatible = \"snps,dw-apb-gpio-port\";",
+        "ngpios = <0x20>;",
+        "interrupts = <0x40>;",
+        "interrupt-parent = <0x05>;",
+        "serial@10000000 {",
+    ] {
+        assert!(text.contains(needle), "missing `{needle}` in\n{text}");
+    }
+    let id = m.board().find("gpio0").unwrap();
+    assert_eq!(m.board().grant(id).unwrap().irqs, [64]);
+    let acc = |now| Access { hart: 1, now };
+    let bus = m.board_mut();
+    bus.mmio_write(acc(100), 0x400_0000 + SWPORTA_DDR, 4, 0b11).unwrap();
+    bus.mmio_write(acc(200), 0x400_0000 + SWPORTA_DR, 4, 0b10).unwrap();
+    // An input driven on the board wire reaches EXT_PORTA and, enabled, the PLIC source.
+    bus.mmio_write(acc(300), 0x400_0000 + INT_POLARITY, 4, 1 << 5).unwrap();
+    bus.mmio_write(acc(300), 0x400_0000 + INTEN, 4, 1 << 5).unwrap();
+    hs_bus::GpioLine::set_level(&bus.signal("gpio0.in5"), true);
+    bus.sync_inputs(0, 400);
+    assert_eq!(bus.mmio_read(acc(500), 0x400_0000 + EXT_PORTA, 4), Ok(0b10_0010));
+    assert_eq!(bus.mmio_read(acc(500), 0x400_0000 + INTSTATUS, 4), Ok(1 << 5));
+    assert_eq!(bus.mmio_read(acc(500), PLIC_BASE + 0x1000 + 8, 4), Ok(1), "PLIC source 64 pending");
+    assert!(bus.signal("gpio0.out1").is_high());
+    let g = bus.device::<DwApbGpio>(id).unwrap();
+    // Lines 0 and 1 became outputs driving 0 (as the pins already were): only line 1 rising is a change.
+    assert_eq!(g.changes(), &[GpioChange { cycle: 200, line: 1, level: true }]);
+    assert!(m.device_stats().iter().any(|s| s.name == "gpio0.output_changes" && s.value == 1));
+}
+
+#[test]
+fn a_bad_device_in_the_machine_description_is_one_sentence_naming_the_key() {
+    let dir = std::env::temp_dir().join(format!("hs-desc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("m.toml");
+    std::fs::write(&p, "model = \"atomic\"\n[board.gpio0]\nkind = \"dw-apb-gpio\"\nngpios = 64\n").unwrap();
+    let e = hs_machine::load_devices(&p).unwrap_err().to_string();
+    assert_eq!(e, format!("machine description {}: key `board.gpio0.ngpios`: 64 is out of range (1 to 32)", p.display()));
+    // The timing crate accepts the same file (the board table is not its business).
+    assert!(hs_machine::hs_timing::MachineDesc::load(&p).is_ok());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_fixed_clock_from_the_description_is_a_root_node_others_can_refer_to() {
+    let devices = hs_machine::config::parse_devices(
+        std::path::Path::new("clk.toml"),
+        "model = \"atomic\"\n[board.spi_clk]\nkind = \"fixed-clock\"\nfrequency = 50000000\n[board.gpio0]\nkind = \"dw-apb-gpio\"\n",
+    )
+    .unwrap();
+    let mut c = cfg(1, vec![1; 4096], None);
+    c.devices = devices;
+    let m = Machine::new(c).unwrap();
+    let text = dts(m.dtb());
+    // cpu 1, intc 2, PLIC 3, syscon 4, then the configured devices in order.
+    for needle in ["clock-spi_clk {", "compatible = \"fixed-clock\";", "clock-frequency = <0x2faf080>;", "#clock-cells = <0x00>;", "phandle = <0x05>;", "gpio@4000000 {", "phandle = <0x06>;"] {
+        assert!(text.contains(needle), "missing `{needle}` in\n{text}");
+    }
+    let id = m.board().find("spi_clk").unwrap();
+    assert_eq!(m.board().device::<hs_devices::clock::FixedClock>(id).unwrap().hz(), 50_000_000);
+}

@@ -15,6 +15,7 @@
 //! [bpred]     kind = "gshare"  entries = 1024  history_bits = 8  btb_entries = 256
 //!             ras_depth = 8  mispredict_penalty = 3  taken_penalty = 1
 //! [devices]   mmio = 20  irq_delivery = 10  ipi_delivery = 30
+//! [board.NAME] kind = "dw-apb-gpio" ...   # optional devices (any model; see hs_machine::config)
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -183,6 +184,10 @@ struct RawDesc {
     dtlb: Option<RawTlb>,
     bpred: Option<RawBpred>,
     devices: Option<DeviceLatencies>,
+    /// `[board.NAME]`: optional board devices, validated by the machine
+    /// crate (`hs_machine::config`), which knows the device kinds.
+    #[serde(default, rename = "board")]
+    _board: Option<toml::Table>,
 }
 
 #[derive(Deserialize)]

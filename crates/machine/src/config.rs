@@ -1,0 +1,94 @@
+//! Which optional devices a machine has: the `[board.NAME]` tables of a
+//! machine description (`--machine FILE.toml`, or a scenario's
+//! `machine_description`). The timing crate reads the rest of the file.
+//!
+//! ```toml
+//! [board.gpio0]
+//! kind = "dw-apb-gpio"     # a kind from hs_devices::KINDS
+//! ngpios = 8               # the kind's own keys
+//! ```
+//!
+//! Every table is validated here, when the description is loaded: an unknown
+//! kind, an unknown key or an impossible value is one sentence naming the
+//! file and the key (`board.gpio0.ngpios`).
+
+use std::path::Path;
+
+use hs_devices::{DeviceConfig, ParamValue};
+use hs_timing::DescError;
+
+/// The devices `path` names, validated.
+pub fn load_devices(path: &Path) -> Result<Vec<DeviceConfig>, DescError> {
+    let text = std::fs::read_to_string(path).map_err(|source| DescError::Read { file: path.to_path_buf(), source })?;
+    parse_devices(path, &text)
+}
+
+/// The devices of description text `text` (`path` names it in errors).
+pub fn parse_devices(path: &Path, text: &str) -> Result<Vec<DeviceConfig>, DescError> {
+    let key_err = |key: String, message: String| DescError::Key { file: path.to_path_buf(), key, message };
+    let doc: toml::Table = text.parse().map_err(|e: toml::de::Error| DescError::Syntax { file: path.to_path_buf(), message: e.message().to_string() })?;
+    let Some(devices) = doc.get("board") else { return Ok(Vec::new()) };
+    let Some(devices) = devices.as_table() else {
+        return Err(key_err("board".into(), "must be a table of [board.NAME] tables".into()));
+    };
+    let mut out = Vec::new();
+    for (name, table) in devices {
+        let key = |k: &str| format!("board.{name}.{k}");
+        let ok_name = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if !ok_name {
+            return Err(key_err(format!("board.{name}"), "a device name is letters, digits, `_` and `-`".into()));
+        }
+        let Some(table) = table.as_table() else {
+            return Err(key_err(format!("board.{name}"), "must be a table with `kind` and the device's keys".into()));
+        };
+        let kind = match table.get("kind") {
+            Some(toml::Value::String(k)) => k.clone(),
+            Some(_) => return Err(key_err(key("kind"), "must be a string".into())),
+            None => return Err(key_err(key("kind"), "is missing (which kind of device is this?)".into())),
+        };
+        let mut cfg = DeviceConfig::new(name.clone(), kind);
+        for (k, v) in table.iter().filter(|(k, _)| k.as_str() != "kind") {
+            let v = match v {
+                toml::Value::Integer(i) => ParamValue::Int(*i),
+                toml::Value::Boolean(b) => ParamValue::Bool(*b),
+                toml::Value::String(s) => ParamValue::Str(s.clone()),
+                _ => return Err(key_err(key(k), "must be an integer, a boolean or a string".into())),
+            };
+            cfg.params.insert(k.clone(), v);
+        }
+        if let Err(e) = hs_devices::resources::plug(&cfg) {
+            return Err(key_err(key(&e.key), e.message));
+        }
+        out.push(cfg);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(text: &str) -> String {
+        parse_devices(Path::new("m.toml"), text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn a_description_without_devices_has_none() {
+        assert_eq!(parse_devices(Path::new("m.toml"), "model = \"atomic\"\n").unwrap(), Vec::new());
+        let presets = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../machines");
+        for p in ["atomic.toml", "inorder.toml"] {
+            assert_eq!(load_devices(&presets.join(p)).unwrap(), Vec::new(), "{p}");
+        }
+    }
+
+    #[test]
+    fn errors_name_the_file_and_the_key() {
+        assert_eq!(err("board = 3"), "machine description m.toml: key `board`: must be a table of [board.NAME] tables");
+        assert_eq!(err("[board.x]\nn = 1"), "machine description m.toml: key `board.x.kind`: is missing (which kind of device is this?)");
+        assert!(err("[board.x]\nkind = \"flux\"").starts_with("machine description m.toml: key `board.x.kind`: `flux` is not a device kind"));
+        assert_eq!(err("[board.x]\nkind = 1"), "machine description m.toml: key `board.x.kind`: must be a string");
+        assert_eq!(err("[board.\"a b\"]\nkind = \"k\""), "machine description m.toml: key `board.a b`: a device name is letters, digits, `_` and `-`");
+        assert!(err("[board.x]\nkind = \"k\"\nv = [1]").contains("key `board.x.v`: must be an integer, a boolean or a string"));
+        assert!(err("[board").starts_with("machine description m.toml: "));
+    }
+}
