@@ -1,4 +1,5 @@
-//! Platform devices: CLINT, PLIC, UART 16550, syscon, RTC, virtio-mmio.
+//! Platform devices: CLINT, PLIC, UART 16550, syscon, RTC, virtio-mmio,
+//! DesignWare SSI (SPI) and AXI DMA.
 //!
 //! Every device sees offsets into its own window, never absolute addresses;
 //! the [`DeviceMap`] turns a physical address into (device, offset). Each
@@ -7,11 +8,14 @@
 //! status or a refused access ([`BadAccess`]), never a host panic.
 
 pub mod clint;
+pub mod dma;
 pub mod fdt;
+pub mod lines;
 pub mod map;
 pub mod plic;
 pub mod rom;
 pub mod rtc;
+pub mod spi;
 pub mod syscon;
 pub mod uart;
 pub mod virtio_mmio;
