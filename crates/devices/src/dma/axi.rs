@@ -872,3 +872,286 @@ impl AxiDma {
         ]
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dma::bus::VecMemory;
+    use crate::lines::{DmaRequestLine, HandshakeWires};
+    use crate::WireIrq;
+
+    const RAM: u64 = 0x8000_0000;
+
+    fn dma() -> (AxiDma, WireIrq, HandshakeWires) {
+        let irq = WireIrq::new();
+        let wires = HandshakeWires::new(4);
+        let d = AxiDma::new("dma0", AxiDmaConfig::default(), Box::new(irq.clone()), Box::new(wires.clone()));
+        (d, irq, wires)
+    }
+    fn ch(n: u64, reg: u64) -> u64 {
+        CH_BASE + n * CH_STRIDE + reg
+    }
+    fn w32(d: &mut AxiDma, off: u64, v: u64, now: u64) {
+        d.write(off, 4, v, now).unwrap();
+    }
+    fn r32(d: &mut AxiDma, off: u64) -> u64 {
+        d.read(off, 4, 0).unwrap()
+    }
+
+    /// An LLI as Linux's `dw_axi_dma_set_hw_desc` builds it.
+    fn lli(m: &mut VecMemory, at: u64, sar: u64, dar: u64, bts: u32, ctl: u64, llp: u64) {
+        let mut b = [0u8; 64];
+        b[0..8].copy_from_slice(&sar.to_le_bytes());
+        b[8..16].copy_from_slice(&dar.to_le_bytes());
+        b[16..20].copy_from_slice(&bts.to_le_bytes());
+        b[24..32].copy_from_slice(&llp.to_le_bytes());
+        b[32..40].copy_from_slice(&ctl.to_le_bytes());
+        m.put(at, &b);
+    }
+    /// Memcpy CTL: 32-bit items both sides, MSIZE 4, increments.
+    const MEMCPY_CTL: u64 = 2 << 8 | 2 << 11 | 1 << 14 | 1 << 18;
+
+    /// `axi_chan_block_xfer_start` for channel `n` (LL both sides).
+    fn start(d: &mut AxiDma, n: u64, cfg_hi: u64, llp: u64, now: u64) {
+        let cfg = r32(d, DMAC_CFG);
+        w32(d, DMAC_CFG, cfg | CFG_DMAC_EN, now);
+        w32(d, ch(n, CH_CFG), 0xf, now);
+        w32(d, ch(n, CH_CFG) + 4, cfg_hi, now);
+        w32(d, ch(n, CH_LLP), llp & 0xffff_ffff, now);
+        w32(d, ch(n, CH_LLP) + 4, llp >> 32, now);
+        let irqs = (IRQ_DMA_TRF | IRQ_ALL_ERR) as u64;
+        w32(d, ch(n, CH_INTSIGNAL_ENA), irqs, now);
+        w32(d, ch(n, CH_INTSTATUS_ENA), irqs | IRQ_SUSPENDED as u64, now);
+        let chen = r32(d, DMAC_CHEN);
+        w32(d, DMAC_CHEN, chen | 1 << n | 1 << (8 + n), now);
+    }
+
+    fn run(d: &mut AxiDma, m: &mut VecMemory, limit: u64) -> Vec<u64> {
+        let mut times = Vec::new();
+        for _ in 0..10_000 {
+            match d.next_event() {
+                Some(t) if t <= limit => {
+                    d.advance(t, m);
+                    times.push(t);
+                }
+                _ => break,
+            }
+        }
+        times
+    }
+
+    #[test]
+    fn probe_reads_ids_and_disables_channels() {
+        let (mut d, irq, _) = dma();
+        assert_eq!(r32(&mut d, DMAC_COMPVER) as u32, COMPVER_ID);
+        // axi_dma_resume + axi_dma_hw_init
+        w32(&mut d, DMAC_CFG, CFG_DMAC_EN | CFG_INT_EN, 0);
+        for n in 0..8 {
+            w32(&mut d, ch(n, CH_INTSTATUS_ENA), 0, 0);
+            let v = (r32(&mut d, DMAC_CHEN) & !(1 << n)) | 1 << (8 + n);
+            w32(&mut d, DMAC_CHEN, v, 0);
+        }
+        assert_eq!(r32(&mut d, DMAC_CHEN), 0);
+        assert!(!irq.is_high());
+        assert!(d.read(DMAC_CFG, 2, 0).is_err() && d.read(DMAC_CFG + 4, 8, 0).is_err());
+        assert_eq!(d.read(ch(9, CH_SAR), 8, 0), Ok(0), "beyond the channels reads as zero");
+        assert!(d.read(SIZE, 4, 0).is_err());
+    }
+
+    #[test]
+    fn linked_list_memcpy_completes_with_write_back_and_interrupt() {
+        let (mut d, irq, _) = dma();
+        let mut m = VecMemory::new(RAM, 0x4000);
+        let src: Vec<u8> = (0..96u8).collect();
+        m.put(RAM + 0x1000, &src);
+        // Three blocks of 32 bytes (8 x 32-bit items), the last one LAST.
+        for k in 0..3u64 {
+            let last = if k == 2 { CTL_LLI_LAST } else { 0 };
+            let next = if k == 2 { 0 } else { RAM + 0x40 * (k + 1) };
+            let ctl = MEMCPY_CTL | CTL_LLI_VALID | last | if k == 0 { CTL_IOC_BLKTFR } else { 0 };
+            lli(&mut m, RAM + 0x40 * k, RAM + 0x1000 + 32 * k, RAM + 0x2000 + 32 * k, 7, ctl, next);
+        }
+        w32(&mut d, DMAC_CFG, CFG_INT_EN, 0);
+        start(&mut d, 2, 0, RAM, 1000);
+        w32(&mut d, ch(2, CH_INTSTATUS_ENA), (IRQ_DMA_TRF | IRQ_BLOCK_TRF | IRQ_ALL_ERR) as u64, 1000);
+        assert_eq!(r32(&mut d, DMAC_CHEN), 1 << 2);
+        let times = run(&mut d, &mut m, u64::MAX);
+        // Per block: LLI fetch 20 cycles, two 4-item chunks of 16 cycles;
+        // a block's end and the next fetch fall in the same advance.
+        assert_eq!(times, vec![1000, 1020, 1036, 1052, 1072, 1088, 1104, 1124, 1140, 1156]);
+        assert_eq!(m.get(RAM + 0x2000, 96), &src[..]);
+        assert_eq!(r32(&mut d, DMAC_CHEN), 0, "idle before DMA_TRF is seen");
+        assert_eq!(r32(&mut d, ch(2, CH_INTSTATUS)) as u32, IRQ_DMA_TRF | IRQ_BLOCK_TRF);
+        assert!(irq.is_high());
+        assert_eq!(r32(&mut d, DMAC_INTSTATUS), 1 << 2);
+        // Write-back: LLI_VALID cleared, block size in status_lo.
+        let hi = u32::from_le_bytes(m.get(RAM + 0x40 + 0x24, 4).try_into().unwrap());
+        assert_eq!(hi as u64, ((MEMCPY_CTL | CTL_LLI_VALID) >> 32) & !(1 << 31));
+        assert_eq!(m.get(RAM + 0x40 + 0x30, 4), &[32, 0, 0, 0]);
+        assert_eq!(r32(&mut d, ch(2, CH_LLP)), 0);
+        // The handler: INT_EN off, read + clear, INT_EN on.
+        w32(&mut d, DMAC_CFG, CFG_DMAC_EN, 2000);
+        assert!(!irq.is_high());
+        let st = r32(&mut d, ch(2, CH_INTSTATUS));
+        w32(&mut d, ch(2, CH_INTCLEAR), st, 2000);
+        w32(&mut d, DMAC_CFG, CFG_DMAC_EN | CFG_INT_EN, 2000);
+        assert!(!irq.is_high());
+        assert_eq!(d.stats()[2].value, 96);
+    }
+
+    #[test]
+    fn single_block_from_registers_and_gating() {
+        let (mut d, irq, _) = dma();
+        let mut m = VecMemory::new(RAM, 0x1000);
+        m.put(RAM, &[7; 16]);
+        w32(&mut d, ch(0, CH_SAR), RAM, 0);
+        w32(&mut d, ch(0, CH_DAR), RAM + 0x100, 0);
+        w32(&mut d, ch(0, CH_BLOCK_TS), 15, 0);
+        w32(&mut d, ch(0, CH_CTL), 0, 0); // byte items, MSIZE 1
+        w32(&mut d, ch(0, CH_INTSTATUS_ENA), 0xffff_ffff, 0);
+        w32(&mut d, ch(0, CH_INTSIGNAL_ENA), IRQ_DMA_TRF as u64, 0);
+        w32(&mut d, DMAC_CHEN, 0x101, 10);
+        assert_eq!(d.next_event(), None, "DMAC_EN off: nothing runs");
+        w32(&mut d, DMAC_CFG, CFG_DMAC_EN, 20);
+        assert_eq!(d.next_event(), Some(10));
+        // Writing a running channel's set-up registers is refused.
+        w32(&mut d, ch(0, CH_SAR), 0, 30);
+        assert_eq!(r32(&mut d, ch(0, CH_SAR)), RAM);
+        assert_eq!(r32(&mut d, ch(0, CH_INTSTATUS)) as u32, IRQ_WRONCHEN_ERR);
+        w32(&mut d, ch(0, CH_INTCLEAR), 0xffff_ffff, 30);
+        // Suspend holds it; resume lets it finish.
+        w32(&mut d, DMAC_CHEN, 1 << 16 | 1 << 24, 30);
+        assert_eq!(r32(&mut d, DMAC_CHEN), 1 | 1 << 16);
+        assert_eq!(r32(&mut d, ch(0, CH_INTSTATUS)) as u32, IRQ_SUSPENDED);
+        assert_eq!(d.next_event(), None);
+        w32(&mut d, DMAC_CHEN, 1 << 24, 40);
+        let times = run(&mut d, &mut m, u64::MAX);
+        assert_eq!(times.len(), 17, "16 single-byte chunks and the completion");
+        assert_eq!(*times.last().unwrap(), 40 + 16 * 4);
+        assert_eq!(m.get(RAM + 0x100, 16), &[7; 16]);
+        assert!(!irq.is_high(), "INT_EN off");
+        w32(&mut d, DMAC_CFG, CFG_DMAC_EN | CFG_INT_EN, 200);
+        assert!(irq.is_high());
+        w32(&mut d, DMAC_RESET, 1, 300);
+        assert!(!irq.is_high());
+        assert_eq!((r32(&mut d, DMAC_CFG), r32(&mut d, ch(0, CH_SAR))), (0, 0));
+    }
+
+    #[test]
+    fn memory_to_peripheral_waits_for_requests() {
+        let (mut d, _, wires) = dma();
+        let mut m = VecMemory::new(RAM, 0x1000);
+        m.put(RAM + 0x100, &[1, 2, 3, 4, 5, 6]);
+        // 6 bytes as 1-byte items to a "peripheral" that is plain memory
+        // here (no increment), handshake 3, MSIZE 4.
+        let ctl = CTL_LLI_VALID | CTL_LLI_LAST | CTL_DINC_NOINC | 1 << 14 | 1 << 18;
+        lli(&mut m, RAM, RAM + 0x100, RAM + 0x200, 5, ctl, 0);
+        start(&mut d, 0, 1 | 3 << 12, RAM, 0);
+        assert_eq!(d.next_event(), Some(0));
+        d.advance(0, &mut m); // fetch
+        assert_eq!(d.next_event(), None, "no request yet");
+        let line = wires.line(3);
+        line.set_request(DmaRequest { burst: false, single: true }, 50);
+        assert_eq!(d.next_event(), None, "6 left >= MSIZE 4: needs a burst request");
+        line.set_request(DmaRequest { burst: true, single: true }, 60);
+        assert_eq!(d.next_event(), Some(60));
+        d.advance(60, &mut m);
+        assert_eq!(m.get(RAM + 0x200, 1), &[4], "4 items to the same address");
+        line.set_request(DmaRequest { burst: false, single: true }, 70);
+        assert_eq!(d.next_event(), Some(76), "2 left: single requests, after the burst's 16 cycles");
+        run(&mut d, &mut m, u64::MAX);
+        assert_eq!(m.get(RAM + 0x200, 1), &[6]);
+        assert_eq!(wires.acks(3), (3, 1));
+        assert_eq!(r32(&mut d, ch(0, CH_INTSTATUS)) as u32, IRQ_DMA_TRF);
+    }
+
+    fn expect_error(build: impl Fn(&mut VecMemory) -> u64, bit: u32) {
+        let (mut d, irq, _) = dma();
+        let mut m = VecMemory::new(RAM, 0x1000);
+        let llp = build(&mut m);
+        w32(&mut d, DMAC_CFG, CFG_INT_EN, 0);
+        start(&mut d, 1, 0, llp, 0);
+        run(&mut d, &mut m, u64::MAX);
+        assert_eq!(r32(&mut d, ch(1, CH_INTSTATUS)) as u32, bit);
+        assert_eq!(r32(&mut d, DMAC_CHEN), 0, "channel stopped");
+        assert_eq!(d.next_event(), None);
+        assert!(irq.is_high());
+    }
+
+    #[test]
+    fn bad_descriptors_end_in_error_status() {
+        let ok = MEMCPY_CTL | CTL_LLI_VALID;
+        // LLP outside RAM.
+        expect_error(|_| 0x4000_0000, IRQ_LLI_RD_DEC_ERR);
+        // LLI straddling the end of RAM.
+        expect_error(|_| RAM + 0xfc0 + 0x40, IRQ_LLI_RD_DEC_ERR);
+        // All-zero LLI (no LLI_VALID).
+        expect_error(|_| RAM, IRQ_INVALID_ERR);
+        // Loop: the LLI points at itself and is not LAST.
+        expect_error(|m| { lli(m, RAM, RAM + 0x800, RAM + 0x900, 0, ok, RAM); RAM }, IRQ_INVALID_ERR);
+        // Two-LLI cycle.
+        expect_error(|m| {
+            lli(m, RAM, RAM + 0x800, RAM + 0x900, 0, ok, RAM + 0x40);
+            lli(m, RAM + 0x40, RAM + 0x800, RAM + 0x900, 0, ok, RAM);
+            RAM
+        }, IRQ_INVALID_ERR);
+        // Source and destination outside RAM.
+        expect_error(|m| { lli(m, RAM, 0x10, RAM + 0x900, 0, ok | CTL_LLI_LAST, 0); RAM }, IRQ_SRC_DEC_ERR);
+        expect_error(|m| { lli(m, RAM, RAM, RAM + 0xffe, 0, ok | CTL_LLI_LAST, 0); RAM }, IRQ_DST_DEC_ERR);
+        // Block larger than snps,block-size.
+        expect_error(|m| { lli(m, RAM, RAM, RAM, 4096, ok | CTL_LLI_LAST, 0); RAM }, IRQ_INVALID_ERR);
+        // Destination peripheral width that does not divide the block: 1
+        // byte item source, 4-byte peripheral items.
+        let (mut d, _, _) = dma();
+        let mut m = VecMemory::new(RAM, 0x1000);
+        lli(&mut m, RAM, RAM, RAM + 0x100, 2, CTL_LLI_VALID | CTL_LLI_LAST | 2 << 11, 0);
+        start(&mut d, 0, 1, RAM, 0);
+        run(&mut d, &mut m, u64::MAX);
+        assert_eq!(r32(&mut d, ch(0, CH_INTSTATUS)) as u32, IRQ_INVALID_ERR);
+        // Mixed multi-block types.
+        let (mut d, _, _) = dma();
+        w32(&mut d, ch(0, CH_INTSTATUS_ENA), 0xffff_ffff, 0);
+        w32(&mut d, ch(0, CH_CFG), 0b0111, 0);
+        w32(&mut d, DMAC_CHEN, 0x101, 0);
+        assert_eq!(r32(&mut d, ch(0, CH_INTSTATUS)) as u32, IRQ_MULTIBLKTYPE_ERR);
+        assert_eq!(r32(&mut d, DMAC_CHEN), 0);
+    }
+
+    #[test]
+    fn too_long_chain_is_cut_at_max_blocks() {
+        let irq = WireIrq::new();
+        let cfg = AxiDmaConfig { max_blocks: 5, ..AxiDmaConfig::default() };
+        let mut d = AxiDma::new("dma0", cfg, Box::new(irq.clone()), Box::new(HandshakeWires::new(1)));
+        let mut m = VecMemory::new(RAM, 0x1000);
+        for k in 0..10u64 {
+            lli(&mut m, RAM + 0x40 * k, RAM + 0x800, RAM + 0x900, 0, MEMCPY_CTL | CTL_LLI_VALID, RAM + 0x40 * (k + 1));
+        }
+        w32(&mut d, DMAC_CFG, CFG_INT_EN, 0);
+        start(&mut d, 0, 0, RAM, 0);
+        run(&mut d, &mut m, u64::MAX);
+        assert_eq!(r32(&mut d, ch(0, CH_INTSTATUS)) as u32, IRQ_INVALID_ERR);
+        assert_eq!(d.stats()[1].value, 5, "five blocks ran before the sixth LLI was refused");
+        assert!(irq.is_high());
+    }
+
+    #[test]
+    fn device_tree_node_satisfies_the_probe() {
+        let (d, _, _) = dma();
+        let nodes = d.fdt_nodes(0x1005_0000, &AxiDmaFdt { phandle: 7, interrupt_parent: 3, irq: 13, clock: 8 });
+        let n = &nodes[1].1;
+        use crate::fdt::Prop;
+        assert_eq!(n.name, "dma-controller@10050000");
+        assert_eq!(n.get("compatible"), Some(&Prop::Str("snps,axi-dma-1.01a".into())));
+        assert_eq!(n.get("#dma-cells"), Some(&Prop::U32(1)));
+        assert_eq!(n.get("dma-channels"), Some(&Prop::U32(8)));
+        assert_eq!(n.get("snps,dma-masters"), Some(&Prop::U32(1)));
+        assert_eq!(n.get("snps,data-width"), Some(&Prop::U32(3)));
+        assert_eq!(n.get("snps,block-size"), Some(&Prop::U32s(vec![4096; 8])));
+        assert_eq!(n.get("snps,priority"), Some(&Prop::U32s((0..8).collect())));
+        assert_eq!(n.get("clock-names"), Some(&Prop::Strs(vec!["core-clk".into(), "cfgr-clk".into()])));
+        assert_eq!(n.get("clocks"), Some(&Prop::U32s(vec![8, 8])));
+        assert_eq!(n.get("phandle"), Some(&Prop::U32(7)));
+        assert_eq!(n.get("interrupts"), Some(&Prop::U32(13)));
+        assert_eq!(nodes[0].1.get("compatible"), Some(&Prop::Str("fixed-clock".into())));
+    }
+}
