@@ -121,7 +121,7 @@ impl Rig {
     /// spidev write of `data` (8 bits per word, 10 MHz) through DMA, as 6.1
     /// does it; returns the cycle the driver saw the DMA completion.
     fn dma_write(&mut self, data: &[u8], t0: u64, buf: u64, lli_at: u64) -> u64 {
-        assert!(data.len() > 7 && data.len() % 4 == 0);
+        assert!(data.len() > 7 && data.len() & 3 == 0);
         self.ram.put(buf, data);
         // set_cs(true), transfer_one, dma_setup.
         self.sw(ssi::SER, 1, t0);
@@ -270,7 +270,10 @@ fn polled_pio_write_of_an_eight_byte_frame_splits_at_the_fifo() {
     assert!(rig.dma_irq_edges.is_empty());
 }
 
-fn record(rig: &Rig) -> (Vec<SinkFrame>, Vec<(u64, bool)>, Vec<u64>, Vec<u64>, Vec<u8>) {
+/// Sink frames, DMA interrupt edges, SSI and DMA counters, RAM.
+type Record = (Vec<SinkFrame>, Vec<(u64, bool)>, Vec<u64>, Vec<u64>, Vec<u8>);
+
+fn record(rig: &Rig) -> Record {
     (
         rig.log.frames(),
         rig.dma_irq_edges.clone(),

@@ -373,7 +373,7 @@ impl AxiDma {
     /// Register read of 4 or 8 bytes (aligned) at `offset`, at cycle `now`.
     /// Registers show the state as of the last [`AxiDma::advance`].
     pub fn read(&mut self, offset: u64, size: u8, now: u64) -> Result<u64, BadAccess> {
-        if !matches!(size, 4 | 8) || offset % size as u64 != 0 || offset >= SIZE {
+        if !matches!(size, 4 | 8) || offset & (size as u64 - 1) != 0 || offset >= SIZE {
             return Err(BadAccess);
         }
         self.now = self.now.max(now);
@@ -383,7 +383,7 @@ impl AxiDma {
 
     /// Register write of 4 or 8 bytes (aligned) at `offset`, at cycle `now`.
     pub fn write(&mut self, offset: u64, size: u8, val: u64, now: u64) -> Result<(), BadAccess> {
-        if !matches!(size, 4 | 8) || offset % size as u64 != 0 || offset >= SIZE {
+        if !matches!(size, 4 | 8) || offset & (size as u64 - 1) != 0 || offset >= SIZE {
             return Err(BadAccess);
         }
         self.now = self.now.max(now);
@@ -593,7 +593,7 @@ impl AxiDma {
         // The pacing side moves whole items: a destination peripheral must
         // get a whole number of its items.
         let (_, unit, _) = c.unit();
-        if bytes % unit != 0 {
+        if bytes & (unit - 1) != 0 {
             return Err(IRQ_INVALID_ERR);
         }
         c.block_bytes = bytes;

@@ -305,11 +305,11 @@ impl DwSsi {
 
     /// Register read of `size` (1, 2, 4) bytes at `offset` at cycle `now`.
     pub fn read(&mut self, offset: u64, size: u8, now: u64) -> Result<u64, BadAccess> {
-        if !matches!(size, 1 | 2 | 4) || offset % size as u64 != 0 || offset >= SIZE {
+        if !matches!(size, 1 | 2 | 4) || offset & (size as u64 - 1) != 0 || offset >= SIZE {
             return Err(BadAccess);
         }
         let is_dr = (DR..DR_END).contains(&offset);
-        if is_dr && offset % 4 != 0 {
+        if is_dr && offset & 3 != 0 {
             return Err(BadAccess);
         }
         self.advance(now);
@@ -323,7 +323,7 @@ impl DwSsi {
     /// `now`. A narrow write to a register (word-aligned) writes the whole
     /// register zero-extended, like an APB bus without byte strobes.
     pub fn write(&mut self, offset: u64, size: u8, val: u64, now: u64) -> Result<(), BadAccess> {
-        if !matches!(size, 1 | 2 | 4) || offset % 4 != 0 || offset >= SIZE {
+        if !matches!(size, 1 | 2 | 4) || offset & 3 != 0 || offset >= SIZE {
             return Err(BadAccess);
         }
         self.advance(now);
