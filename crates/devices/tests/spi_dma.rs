@@ -28,6 +28,10 @@ struct Rig {
 
 impl Rig {
     fn new() -> Self {
+        Self::with_answer(0)
+    }
+    /// A rig whose sink shifts back `miso` on every frame.
+    fn with_answer(miso: u16) -> Self {
         let wires = HandshakeWires::new(8);
         let ssi_irq = WireIrq::new();
         let dma_irq = WireIrq::new();
@@ -38,7 +42,7 @@ impl Rig {
             Some(Box::new(wires.line(TX_HS))),
             Some(Box::new(wires.line(RX_HS))),
         );
-        let sink = SpiSink::new(0, 10_000_000);
+        let sink = SpiSink::new(0, 10_000_000).answering(miso);
         let log = sink.log();
         ssi.attach(0, Box::new(sink));
         let dma = AxiDma::new("dma0", AxiDmaConfig::default(), Box::new(dma_irq.clone()), Box::new(wires));
@@ -301,4 +305,75 @@ fn same_inputs_give_identical_records() {
     assert_eq!(a, b);
     assert_eq!(a.0.len(), 5);
     assert!(a.0.iter().all(|f| f.bytes.len() == 12));
+}
+
+impl Rig {
+    /// `axi_chan_block_xfer_start` for channel `n` (LL both sides).
+    fn start_channel(&mut self, n: u64, cfg_hi: u64, lli_at: u64, t: u64) {
+        let cfg = self.dr(axi::DMAC_CFG, t);
+        self.dw(axi::DMAC_CFG, cfg | axi::CFG_DMAC_EN, t);
+        self.dw(ch(n, axi::CH_CFG), 0xf, t);
+        self.dw(ch(n, axi::CH_CFG) + 4, cfg_hi, t);
+        self.dw(ch(n, axi::CH_LLP), lli_at, t);
+        self.dw(ch(n, axi::CH_LLP) + 4, 0, t);
+        let irqs = (axi::IRQ_DMA_TRF | axi::IRQ_ALL_ERR) as u64;
+        self.dw(ch(n, axi::CH_INTSIGNAL_ENA), irqs, t);
+        self.dw(ch(n, axi::CH_INTSTATUS_ENA), irqs | axi::IRQ_SUSPENDED as u64, t);
+        let chen = self.dr(axi::DMAC_CHEN, t);
+        self.dw(axi::DMAC_CHEN, chen | 1 << n | 1 << (8 + n), t);
+    }
+}
+
+fn put_lli(ram: &mut VecMemory, at: u64, sar: u64, dar: u64, bts: u32, ctl: u64) {
+    let mut b = [0u8; 64];
+    b[0..8].copy_from_slice(&sar.to_le_bytes());
+    b[8..16].copy_from_slice(&dar.to_le_bytes());
+    b[16..20].copy_from_slice(&bts.to_le_bytes());
+    b[32..40].copy_from_slice(&ctl.to_le_bytes());
+    ram.put(at, &b);
+}
+
+/// A full-duplex DMA transfer longer than the FIFO: the RX channel is
+/// peripheral-to-memory on the SSI's RX request. With the depth of 7 the
+/// driver sets DMARDLR = 2 (burst request at 3 entries) while the AXI
+/// driver always programs 4-item bursts, so the 4th read of a burst finds
+/// the RX FIFO empty: RX underflow, which spi-dw-dma unmasks and reports.
+/// This is what the two stock drivers do on such a FIFO; the study's
+/// spidev writes are TX-only and unaffected.
+#[test]
+fn full_duplex_dma_longer_than_the_fifo_underflows_rx() {
+    let mut rig = Rig::with_answer(0x5a);
+    rig.probe();
+    let t0 = 20_000;
+    rig.ram.put(RAM + 0x1000, &DATA);
+    rig.sw(ssi::SER, 1, t0);
+    rig.sw(ssi::SSIENR, 0, t0);
+    rig.sw(ssi::CTRLR0, 0x07, t0);
+    rig.sw(ssi::BAUDR, 10, t0);
+    rig.sw(ssi::IMR, 0, t0);
+    rig.sw(ssi::DMACR, (ssi::DMACR_TDMAE | ssi::DMACR_RDMAE) as u64, t0);
+    rig.sw(ssi::IMR, (ssi::INT_TXOI | ssi::INT_RXUI | ssi::INT_RXOI) as u64, t0);
+    rig.sw(ssi::SSIENR, 1, t0);
+    let last = axi::CTL_LLI_VALID | axi::CTL_LLI_LAST;
+    // RX: DR (8-bit items, no increment) to memory (32-bit), 8 items, MSIZE 4.
+    put_lli(&mut rig.ram, RAM + 0x2040, SSI_BASE + ssi::DR, RAM + 0x3000, 7, 2 << 11 | 1 << 4 | 1 << 14 | 1 << 18 | last);
+    // TX as in the write test.
+    put_lli(&mut rig.ram, RAM + 0x2000, RAM + 0x1000, SSI_BASE + ssi::DR, 1, 2 << 8 | 1 << 6 | 1 << 14 | 1 << 18 | last);
+    rig.start_channel(1, 2 | (RX_HS as u64) << 7, RAM + 0x2040, t0 + 100); // rx first
+    rig.start_channel(0, 1 | (TX_HS as u64) << 12, RAM + 0x2000, t0 + 100);
+    rig.run_while(t0 + 100_000, |r| !r.ssi_irq.is_high());
+    assert!(rig.ssi_irq.is_high());
+    // Read without serving further events: the state at the first burst.
+    assert_eq!(rig.ssi.read(ssi::ISR, 4, 0).unwrap() as u32, ssi::INT_RXUI);
+    assert_eq!(rig.log.frames()[0].byte_times, [20_920, 21_720, 22_520], "burst when 3 answers are in");
+    // 3 real reads, then a read of the empty FIFO (0).
+    assert_eq!(rig.ram.get(RAM + 0x3000, 4), &[0x5a, 0x5a, 0x5a, 0]);
+    // Left alone, the same happens on the second burst; the DMA itself
+    // sees nothing wrong and completes both channels.
+    rig.run(t0 + 100_000);
+    assert_eq!(rig.ram.get(RAM + 0x3000, 8), &[0x5a, 0x5a, 0x5a, 0, 0x5a, 0x5a, 0x5a, 0]);
+    assert_eq!(rig.log.bytes(), DATA);
+    let dma: Vec<u64> = rig.dma.stats().iter().map(|s| s.value).collect();
+    assert_eq!(dma[..4], [2, 2, 16, 0], "two transfers, 16 bytes, no DMA error");
+    assert_eq!(rig.ssi.stats()[4].value, 2, "two RX underflows");
 }

@@ -104,6 +104,11 @@ impl SpiSink {
     pub fn new(cs: u32, max_hz: u32) -> Self {
         Self { cs, max_hz, miso: 0, selected: false, log: SinkLog::default() }
     }
+    /// Shift back `miso` on every frame (default 0).
+    pub fn answering(mut self, miso: u16) -> Self {
+        self.miso = miso;
+        self
+    }
     /// The handle the host reads frames from.
     pub fn log(&self) -> SinkLog {
         self.log.clone()
