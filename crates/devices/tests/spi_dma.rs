@@ -24,6 +24,8 @@ struct Rig {
     log: SinkLog,
     /// (cycle, level) of every change of the DMA interrupt output.
     dma_irq_edges: Vec<(u64, bool)>,
+    /// Cycle of the last device event served.
+    time: u64,
 }
 
 impl Rig {
@@ -46,7 +48,7 @@ impl Rig {
         let log = sink.log();
         ssi.attach(0, Box::new(sink));
         let dma = AxiDma::new("dma0", AxiDmaConfig::default(), Box::new(dma_irq.clone()), Box::new(wires));
-        Self { ram: VecMemory::new(RAM, 0x10000), ssi, dma, ssi_irq, dma_irq, log, dma_irq_edges: Vec::new() }
+        Self { ram: VecMemory::new(RAM, 0x10000), ssi, dma, ssi_irq, dma_irq, log, dma_irq_edges: Vec::new(), time: 0 }
     }
 
     /// The machine's event loop: serve the earliest device event until `limit`.
@@ -67,6 +69,7 @@ impl Rig {
             let mut bus = MasterBus::new(&mut self.ram).window(SSI_BASE, ssi::SIZE, &mut self.ssi);
             self.dma.advance(t, &mut bus);
             self.note(t);
+            self.time = t;
         }
     }
     fn note(&mut self, t: u64) {
@@ -376,4 +379,76 @@ fn full_duplex_dma_longer_than_the_fifo_underflows_rx() {
     let dma: Vec<u64> = rig.dma.stats().iter().map(|s| s.value).collect();
     assert_eq!(dma[..4], [2, 2, 16, 0], "two transfers, 16 bytes, no DMA error");
     assert_eq!(rig.ssi.stats()[4].value, 2, "two RX underflows");
+}
+
+/// The interrupt-driven PIO path (6.1 with an interrupt and no DMA for the
+/// transfer; 6.12 without `dmas`): `dw_spi_irq_setup`, then the handler on
+/// each interrupt, for an 8-byte write through a 7-deep FIFO.
+#[test]
+fn interrupt_driven_pio_write_of_eight_bytes() {
+    let mut rig = Rig::new();
+    rig.probe();
+    let t0 = 30_000;
+    rig.sw(ssi::SER, 1, t0);
+    rig.sw(ssi::SSIENR, 0, t0);
+    rig.sw(ssi::CTRLR0, 0x07, t0);
+    rig.sw(ssi::BAUDR, 10, t0);
+    rig.sw(ssi::IMR, 0, t0);
+    rig.sw(ssi::SSIENR, 1, t0);
+    let (mut tx_len, mut rx_len, mut sent) = (8u64, 8u64, 0usize);
+    // dw_spi_irq_setup: level = min(fifo/2, tx_len).
+    rig.sw(ssi::TXFTLR, 3, t0);
+    rig.sw(ssi::RXFTLR, 2, t0);
+    let imr = ssi::INT_TXEI | ssi::INT_TXOI | ssi::INT_RXUI | ssi::INT_RXOI | ssi::INT_RXFI;
+    rig.sw(ssi::IMR, imr as u64, t0);
+    let mut irq_times = Vec::new();
+    let mut t = t0;
+    while rx_len > 0 {
+        // Wait for the interrupt line; the handler runs 500 cycles later.
+        rig.run_while(t + 1_000_000, |r| !r.ssi_irq.is_high());
+        assert!(rig.ssi_irq.is_high(), "interrupt expected with {rx_len} bytes to go");
+        t = rig.time.max(t) + 500;
+        irq_times.push(t);
+        let isr = rig.sr(ssi::ISR, t) as u32;
+        assert_eq!(isr & (ssi::INT_TXOI | ssi::INT_RXUI | ssi::INT_RXOI), 0, "no FIFO error");
+        // dw_reader
+        let n = rig.sr(ssi::RXFLR, t).min(rx_len);
+        for _ in 0..n {
+            rig.sr(ssi::DR, t);
+        }
+        rx_len -= n;
+        if rx_len == 0 {
+            rig.sw(ssi::IMR, 0, t);
+            break;
+        } else if rx_len <= rig.sr(ssi::RXFTLR, t) {
+            rig.sw(ssi::RXFTLR, rx_len - 1, t);
+        }
+        if isr & ssi::INT_TXEI != 0 {
+            // dw_writer
+            let room = 7 - rig.sr(ssi::TXFLR, t);
+            let n = tx_len.min(room).min(7 - (rx_len - tx_len));
+            for _ in 0..n {
+                rig.sw(ssi::DR, DATA[sent] as u64, t);
+                sent += 1;
+            }
+            tx_len -= n;
+            if tx_len == 0 {
+                let imr = rig.sr(ssi::IMR, t);
+                rig.sw(ssi::IMR, imr & !(ssi::INT_TXEI as u64), t);
+            }
+        }
+        assert!(irq_times.len() < 20);
+    }
+    rig.sw(ssi::SER, 0, t);
+    assert_eq!(rig.log.bytes(), DATA);
+    assert!(!rig.ssi_irq.is_high());
+    // First interrupt at once (empty FIFO below TXFTLR): the writer fills 7
+    // (first byte out at once). TXFLR falls to 3 when the 4th byte starts
+    // (3 frames later): the handler reads 3 answers and writes the 8th,
+    // before the FIFO runs dry, so chip select stays down for all 8 bytes.
+    assert_eq!(irq_times[..2], [t0 + 500, t0 + 500 + 3 * 800 + 500]);
+    let f = rig.log.frames();
+    assert_eq!(f.len(), 1);
+    let expect: Vec<u64> = (1..=8).map(|k| t0 + 500 + 800 * k).collect();
+    assert_eq!(f[0].byte_times, expect, "back to back");
 }
