@@ -444,7 +444,7 @@ impl AxiDma {
             CH_CTL => c.ctl,
             CH_CFG => c.cfg,
             CH_LLP => c.llp,
-            CH_STATUS => (c.block_bytes - c.remaining) & 0x3f_ffff,
+            CH_STATUS => c.block_bytes.saturating_sub(c.remaining) & 0x3f_ffff,
             CH_SWHSSRC => c.swhs_src,
             CH_SWHSDST => c.swhs_dst,
             CH_AXI_ID => c.axi_id,
@@ -466,7 +466,16 @@ impl AxiDma {
         let merge = |old: u64| (old & !mask) | (val & mask);
         if off < CH_BASE {
             match off {
-                DMAC_CFG => self.dmac_cfg = merge(self.dmac_cfg) & 3,
+                DMAC_CFG => {
+                    let was = self.dmac_cfg & CFG_DMAC_EN != 0;
+                    self.dmac_cfg = merge(self.dmac_cfg) & 3;
+                    if !was && self.dmac_cfg & CFG_DMAC_EN != 0 {
+                        // Channels enabled while the DMAC was off start now.
+                        for c in &mut self.chans {
+                            c.ready = c.ready.max(now);
+                        }
+                    }
+                }
                 DMAC_CHEN => self.write_chen(val & mask, now),
                 DMAC_COMMON_INTCLEAR => self.common_stat &= !(val & mask),
                 DMAC_COMMON_INTSTATUS_ENA => self.common_stat_ena = merge(self.common_stat_ena) & 0x1_ffff,
@@ -1013,7 +1022,7 @@ mod tests {
         w32(&mut d, DMAC_CHEN, 0x101, 10);
         assert_eq!(d.next_event(), None, "DMAC_EN off: nothing runs");
         w32(&mut d, DMAC_CFG, CFG_DMAC_EN, 20);
-        assert_eq!(d.next_event(), Some(10));
+        assert_eq!(d.next_event(), Some(20), "starts when the DMAC is enabled");
         // Writing a running channel's set-up registers is refused.
         w32(&mut d, ch(0, CH_SAR), 0, 30);
         assert_eq!(r32(&mut d, ch(0, CH_SAR)), RAM);
@@ -1028,6 +1037,7 @@ mod tests {
         let times = run(&mut d, &mut m, u64::MAX);
         assert_eq!(times.len(), 17, "16 single-byte chunks and the completion");
         assert_eq!(*times.last().unwrap(), 40 + 16 * 4);
+        assert_eq!(r32(&mut d, ch(0, CH_STATUS)), 16, "completed block size");
         assert_eq!(m.get(RAM + 0x100, 16), &[7; 16]);
         assert!(!irq.is_high(), "INT_EN off");
         w32(&mut d, DMAC_CFG, CFG_DMAC_EN | CFG_INT_EN, 200);
