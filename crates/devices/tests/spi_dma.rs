@@ -238,7 +238,8 @@ fn eight_byte_dma_write_reaches_the_sink_with_exact_times() {
 
 #[test]
 fn polled_pio_write_of_an_eight_byte_frame_splits_at_the_fifo() {
-    // 6.1 without an interrupt and without DMA: dw_spi_poll_transfer.
+    // spi-dw-core's dw_spi_poll_transfer (dws->irq == IRQ_NOTCONNECTED: a
+    // patched spi-dw-mmio; the stock one requires an interrupt), no DMA.
     let mut rig = Rig::new();
     rig.probe();
     let t0 = 50_000;
@@ -381,9 +382,9 @@ fn full_duplex_dma_longer_than_the_fifo_underflows_rx() {
     assert_eq!(rig.ssi.stats()[4].value, 2, "two RX underflows");
 }
 
-/// The interrupt-driven PIO path (6.1 with an interrupt and no DMA for the
-/// transfer; 6.12 without `dmas`): `dw_spi_irq_setup`, then the handler on
-/// each interrupt, for an 8-byte write through a 7-deep FIFO.
+/// The interrupt-driven PIO path (an SSI node with `interrupts` and no
+/// `dmas`, 6.1 and 6.12): `dw_spi_irq_setup`, then the handler on each
+/// interrupt, for an 8-byte write through a 7-deep FIFO.
 #[test]
 fn interrupt_driven_pio_write_of_eight_bytes() {
     let mut rig = Rig::new();

@@ -23,8 +23,11 @@
 //!   EEPROM read; loopback (`SRL`) feeds TX back to RX without driving the
 //!   peripherals. Motorola SPI frames only (`FRF` is stored, not used).
 //! * Interrupts TXE, TXO, RXU, RXO, RXF (RISR, IMR, ISR, the clear
-//!   registers); the output is optional (no `interrupts` property makes
-//!   6.1's driver poll; 6.12's `platform_get_irq` requires one).
+//!   registers). The output is optional here, but stock `spi-dw-mmio`
+//!   (6.1 and 6.12) calls `platform_get_irq` and fails its probe (-ENXIO)
+//!   without an `interrupts` property: the core's polled path
+//!   (`dws->irq == IRQ_NOTCONNECTED`) is only reached from the Baikal-T1
+//!   glue, so a polled variant needs a kernel patch.
 //! * DMA handshake: TX request (burst when `TXFLR ≤ DMATDLR`, single when not
 //!   full) and RX request (burst when `RXFLR ≥ DMARDLR + 1`, single when not
 //!   empty) through [`DmaRequestLine`]s, gated by `DMACR` and `SSIENR`.
@@ -129,7 +132,8 @@ impl Default for SsiConfig {
 pub struct SsiFdt {
     /// Phandle of the interrupt controller.
     pub interrupt_parent: u32,
-    /// Interrupt number; `None` writes no `interrupts` (6.1 then polls).
+    /// Interrupt number; `None` writes no `interrupts` (stock spi-dw-mmio
+    /// then fails to probe; only a patched kernel polls).
     pub irq: Option<u32>,
     /// Phandle given to the fixed clock node this controller writes.
     pub clock: u32,
@@ -788,8 +792,8 @@ mod tests {
         assert!(s.read(SIZE, 4, 0).is_err());
     }
 
-    /// Linux 6.1's polled transfer (no interrupt in the DT): write up to the
-    /// FIFO, wait, read back, check RISR.
+    /// spi-dw-core's polled transfer (`IRQ_NOTCONNECTED`, reachable with a
+    /// patched spi-dw-mmio): write up to the FIFO, wait, read back, check RISR.
     #[test]
     fn polled_pio_write_reaches_the_sink_at_the_wire_time() {
         let (mut s, irq, _, log) = ssi();
