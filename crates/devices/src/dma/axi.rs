@@ -1075,6 +1075,32 @@ mod tests {
         assert_eq!(r32(&mut d, ch(0, CH_INTSTATUS)) as u32, IRQ_DMA_TRF);
     }
 
+    #[test]
+    fn software_handshake_requests_through_swhs_registers() {
+        let (mut d, _, _) = dma();
+        let mut m = VecMemory::new(RAM, 0x1000);
+        m.put(RAM + 0x100, &[9, 8, 7, 6, 5]);
+        // 5 bytes mem-to-per, destination on software handshake, MSIZE 4.
+        let ctl = CTL_LLI_VALID | CTL_LLI_LAST | CTL_DINC_NOINC | 1 << 18;
+        lli(&mut m, RAM, RAM + 0x100, RAM + 0x200, 4, ctl, 0);
+        start(&mut d, 3, 1 | 1 << 4, RAM, 0);
+        d.advance(0, &mut m);
+        assert_eq!(d.next_event(), None);
+        // REQ without its write enable does nothing.
+        w32(&mut d, ch(3, CH_SWHSDST), 1, 100);
+        assert_eq!(d.next_event(), None);
+        w32(&mut d, ch(3, CH_SWHSDST), 0b11, 100);
+        assert_eq!(r32(&mut d, ch(3, CH_SWHSDST)), 1);
+        assert_eq!(d.next_event(), Some(100));
+        d.advance(100, &mut m);
+        assert_eq!(m.get(RAM + 0x200, 1), &[6], "a burst of 4");
+        assert_eq!(r32(&mut d, ch(3, CH_SWHSDST)), 0, "request consumed");
+        w32(&mut d, ch(3, CH_SWHSDST), 0b1100, 200); // single request
+        run(&mut d, &mut m, u64::MAX);
+        assert_eq!(m.get(RAM + 0x200, 1), &[5]);
+        assert_eq!(r32(&mut d, ch(3, CH_INTSTATUS)) as u32, IRQ_DMA_TRF);
+    }
+
     fn expect_error(build: impl Fn(&mut VecMemory) -> u64, bit: u32) {
         let (mut d, irq, _) = dma();
         let mut m = VecMemory::new(RAM, 0x1000);
