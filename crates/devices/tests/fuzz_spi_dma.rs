@@ -104,8 +104,9 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-/// Sink frames, DMA registers, counters, SSI levels/status, RAM, events served.
-type Record = (Vec<SinkFrame>, Vec<u64>, Vec<u64>, Vec<u64>, Vec<u8>, u64);
+/// Sink frames, DMA registers, counters, SSI levels/status, RAM, events
+/// served, the DMA's channel trace.
+type Record = (Vec<SinkFrame>, Vec<u64>, Vec<u64>, Vec<u64>, Vec<u8>, u64, Vec<axi::DmaEvent>);
 
 struct Rig {
     ram: VecMemory,
@@ -215,6 +216,7 @@ impl Rig {
             [ssi::TXFLR, ssi::RXFLR, ssi::SR, ssi::RISR].iter().map(|&o| self.ssi.read(o, 4, self.now).unwrap()).collect(),
             self.ram.data.clone(),
             self.events,
+            self.dma.take_trace(),
         )
     }
 }

@@ -205,6 +205,11 @@ fn eight_byte_dma_write_reaches_the_sink_with_exact_times() {
     // CHEN at 10_100; LLI fetch 20 cycles; two 4-byte bursts of 16 cycles
     // each (the second as soon as TXFLR is back at DMATDLR = 3).
     assert_eq!(irq_at, 10_152, "DMA_TRF when the last burst is in the FIFO");
+    use axi::{DmaEvent, DmaEventKind::*};
+    let ev = |cycle, kind| DmaEvent { cycle, channel: CH as u8, kind };
+    let trace = rig.dma.take_trace();
+    // The probe's channel disables (all idle) left no events.
+    assert_eq!(trace, vec![ev(10_100, Started), ev(10_152, BlockDone), ev(10_152, Done)]);
     let f = rig.log.frames();
     assert_eq!((f.len(), f[0].start, f[0].bytes.len()), (1, 10_120, 0), "CS is down, no byte has arrived yet");
     let done = rig.finish(irq_at);

@@ -38,7 +38,7 @@
 //!   `advance` call does at most [`MAX_STEPS`] steps, so no guest programming
 //!   keeps the host in one call for long.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, VecDeque};
 
 use super::bus::{DmaFault, DmaMemory};
 use crate::fdt::{FdtNode, Placement};
@@ -119,6 +119,29 @@ pub const CTL_LLI_VALID: u64 = 1 << 63;
 pub const LLI_SIZE: usize = 64;
 const LLI_CTL_HI: u64 = 0x24;
 const LLI_STATUS_LO: u64 = 0x30;
+
+/// Events kept for the host's timeline before the oldest are dropped.
+pub const TRACE_LEN: usize = 4096;
+
+/// What a channel did, for the host's timeline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DmaEventKind {
+    /// The channel was enabled (CHEN).
+    Started,
+    /// A block finished.
+    BlockDone,
+    /// The transfer finished (DMA_TRF).
+    Done,
+    /// The transfer ended early: disabled, aborted or an error (status bit).
+    Stopped(u32),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DmaEvent {
+    pub cycle: u64,
+    pub channel: u8,
+    pub kind: DmaEventKind,
+}
 
 /// Build-time parameters (mirrored in the device-tree node).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -309,6 +332,8 @@ pub struct AxiDma {
     irq_level: bool,
     stat_irqs: u64,
     stat_lli_fetches: u64,
+    trace: VecDeque<DmaEvent>,
+    trace_dropped: u64,
 }
 
 impl AxiDma {
@@ -337,6 +362,8 @@ impl AxiDma {
             irq_level: false,
             stat_irqs: 0,
             stat_lli_fetches: 0,
+            trace: VecDeque::new(),
+            trace_dropped: 0,
         };
         d.update_irq();
         d
@@ -353,6 +380,25 @@ impl AxiDma {
     }
     pub fn irq_level(&self) -> bool {
         self.irq_level
+    }
+
+    fn note(&mut self, cycle: u64, channel: usize, kind: DmaEventKind) {
+        if self.trace.len() >= TRACE_LEN {
+            self.trace.pop_front();
+            self.trace_dropped += 1;
+        }
+        self.trace.push_back(DmaEvent { cycle, channel: channel as u8, kind });
+    }
+
+    /// Take the channel events recorded since the last call (at most
+    /// [`TRACE_LEN`]; see [`AxiDma::trace_dropped`]).
+    pub fn take_trace(&mut self) -> Vec<DmaEvent> {
+        self.trace.drain(..).collect()
+    }
+
+    /// Events dropped because the host did not take them in time.
+    pub fn trace_dropped(&self) -> u64 {
+        self.trace_dropped
     }
 
     fn reset(&mut self) {
@@ -530,7 +576,7 @@ impl AxiDma {
                 if v & (1 << i) != 0 {
                     self.enable(i, now);
                 } else if self.chans[i].enabled() {
-                    self.stop(i, IRQ_DISABLED);
+                    self.stop(i, IRQ_DISABLED, now);
                 }
             }
             if v & (1 << (24 + i)) != 0 {
@@ -543,7 +589,7 @@ impl AxiDma {
                 c.ready = c.ready.max(now);
             }
             if v & (1 << (40 + i)) != 0 && v & (1 << (32 + i)) != 0 && self.chans[i].enabled() {
-                self.stop(i, IRQ_ABORTED);
+                self.stop(i, IRQ_ABORTED, now);
             }
         }
     }
@@ -556,11 +602,12 @@ impl AxiDma {
         }
     }
 
-    fn stop(&mut self, i: usize, bit: u32) {
+    fn stop(&mut self, i: usize, bit: u32, t: u64) {
         let c = &mut self.chans[i];
         c.phase = Phase::Idle;
         c.visited.clear();
         Self::raise(c, bit);
+        self.note(t, i, DmaEventKind::Stopped(bit));
     }
 
     fn enable(&mut self, i: usize, now: u64) {
@@ -577,16 +624,21 @@ impl AxiDma {
             (3, 3) => {
                 c.linked = true;
                 c.phase = Phase::FetchLli;
+                self.note(now, i, DmaEventKind::Started);
             }
             (0, 0) => {
                 c.linked = false;
                 c.last = true;
                 c.phase = Phase::Transfer;
+                self.note(now, i, DmaEventKind::Started);
                 if let Err(bit) = self.load_block(i) {
-                    self.stop(i, bit);
+                    self.stop(i, bit, now);
                 }
             }
-            _ => Self::raise(c, IRQ_MULTIBLKTYPE_ERR),
+            _ => {
+                Self::raise(c, IRQ_MULTIBLKTYPE_ERR);
+                self.note(now, i, DmaEventKind::Stopped(IRQ_MULTIBLKTYPE_ERR));
+            }
         }
     }
 
@@ -675,17 +727,17 @@ impl AxiDma {
             Phase::Idle => {}
             Phase::FetchLli => {
                 if let Err(bit) = self.fetch_lli(i, t, mem) {
-                    self.stop(i, bit);
+                    self.stop(i, bit, t);
                 }
             }
             Phase::Transfer => {
                 if let Err(bit) = self.move_chunk(i, t, mem) {
-                    self.stop(i, bit);
+                    self.stop(i, bit, t);
                 }
             }
             Phase::BlockEnd => {
                 if let Err(bit) = self.end_block(i, t, mem) {
-                    self.stop(i, bit);
+                    self.stop(i, bit, t);
                 }
             }
         }
@@ -817,12 +869,15 @@ impl AxiDma {
         if c.linked && !c.last {
             c.phase = Phase::FetchLli;
             c.ready = t;
+            self.note(t, i, DmaEventKind::BlockDone);
             return Ok(());
         }
         c.phase = Phase::Idle;
         c.visited.clear();
         c.stat_transfers += 1;
         Self::raise(c, IRQ_DMA_TRF);
+        self.note(t, i, DmaEventKind::BlockDone);
+        self.note(t, i, DmaEventKind::Done);
         Ok(())
     }
 
@@ -1167,6 +1222,11 @@ mod tests {
         run(&mut d, &mut m, u64::MAX);
         assert_eq!(r32(&mut d, ch(0, CH_INTSTATUS)) as u32, IRQ_INVALID_ERR);
         assert_eq!(d.stats()[1].value, 5, "five blocks ran before the sixth LLI was refused");
+        let trace = d.take_trace();
+        assert_eq!(trace.len(), 1 + 5 + 1);
+        assert_eq!(trace[0].kind, DmaEventKind::Started);
+        assert_eq!(trace[6].kind, DmaEventKind::Stopped(IRQ_INVALID_ERR));
+        assert!(d.take_trace().is_empty());
         assert!(irq.is_high());
     }
 
