@@ -253,7 +253,12 @@ fn run_case(seed: &[u8], chain: &[Lli], ops: &[Op]) -> Record {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 160, ..ProptestConfig::default() })]
+    // Fixed seed: the same inputs every run (a failure reproduces as is).
+    #![proptest_config(ProptestConfig {
+        cases: 800,
+        rng_seed: proptest::test_runner::RngSeed::Fixed(0x5350_4944_4d41),
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn random_traffic_and_descriptor_chains_never_panic_and_always_settle(
