@@ -51,7 +51,7 @@ impl GuestRam {
     /// Allocate `size` bytes of zeroed DRAM at physical address `base`.
     /// The OS maps pages lazily, so a 4 GiB guest that touches 100 MiB costs 100 MiB.
     pub fn new(base: u64, size: u64) -> Result<Self, RamError> {
-        if size == 0 || size % (1 << PAGE_SHIFT) != 0 || base.checked_add(size).is_none() {
+        if size == 0 || size & ((1 << PAGE_SHIFT) - 1) != 0 || base.checked_add(size).is_none() {
             return Err(RamError::BadSize(size));
         }
         let layout = Layout::from_size_align(size as usize, 4096).map_err(|_| RamError::BadSize(size))?;

@@ -72,8 +72,8 @@ impl Clint {
 /// that are 64 bits wide and accept aligned 4- and 8-byte accesses.
 fn reg64(offset: u64, size: u8) -> Result<(u64, u32, u64), BadAccess> {
     match size {
-        8 if offset % 8 == 0 => Ok((offset / 8, 0, u64::MAX)),
-        4 if offset % 4 == 0 => Ok((offset / 8, (offset % 8) as u32 * 8, 0xffff_ffff)),
+        8 if offset & 7 == 0 => Ok((offset / 8, 0, u64::MAX)),
+        4 if offset & 3 == 0 => Ok((offset / 8, (offset % 8) as u32 * 8, 0xffff_ffff)),
         _ => Err(BadAccess),
     }
 }
@@ -88,7 +88,7 @@ impl Device for Clint {
 
     fn read(&mut self, ctx: &mut DevCtx, offset: u64, size: u8) -> Result<u64, BadAccess> {
         if offset < MTIMECMP_BASE {
-            if size != 4 || offset % 4 != 0 {
+            if size != 4 || offset & 3 != 0 {
                 return Err(BadAccess);
             }
             return Ok(self.msip((offset / 4) as usize) as u64);
@@ -105,7 +105,7 @@ impl Device for Clint {
     fn write(&mut self, ctx: &mut DevCtx, offset: u64, size: u8, val: u64)
         -> Result<WriteEffect, BadAccess> {
         if offset < MTIMECMP_BASE {
-            if size != 4 || offset % 4 != 0 {
+            if size != 4 || offset & 3 != 0 {
                 return Err(BadAccess);
             }
             self.stat_msip_writes += 1;

@@ -1,5 +1,6 @@
 //! Platform devices: CLINT, PLIC, UART 16550, syscon, RTC, virtio-mmio, and
-//! the optional devices a configuration names ([`KINDS`]).
+//! the optional devices a configuration names ([`KINDS`]); the DesignWare
+//! SSI (SPI) and AXI DMA models, not yet configurable kinds.
 //!
 //! Every device sees offsets into its own window, never absolute addresses;
 //! the [`DeviceMap`] turns a physical address into (device, offset). Each
@@ -9,13 +10,16 @@
 
 pub mod clint;
 pub mod clock;
+pub mod dma;
 pub mod fdt;
 pub mod gpio;
+pub mod lines;
 pub mod map;
 pub mod plic;
 pub mod resources;
 pub mod rom;
 pub mod rtc;
+pub mod spi;
 pub mod syscon;
 pub mod uart;
 pub mod virtio_mmio;

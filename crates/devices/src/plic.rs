@@ -12,7 +12,7 @@ use crate::{BadAccess, DevCtx, Device, Grant, Note, Stat, WireIrq, WriteEffect};
 
 /// Highest source number (sources are 1..=NUM_SOURCES; 0 means "none").
 pub const NUM_SOURCES: u32 = 96;
-const WORDS: usize = ((NUM_SOURCES as usize + 1) + 31) / 32;
+const WORDS: usize = (NUM_SOURCES as usize + 1).div_ceil(32);
 pub const PRIORITY_MASK: u32 = 7;
 pub const PRIORITY_BASE: u64 = 0x00_0000;
 pub const PENDING_BASE: u64 = 0x00_1000;
@@ -133,7 +133,7 @@ impl Plic {
                 let src = w as u32 * 32 + cand.trailing_zeros();
                 cand &= cand - 1;
                 let prio = self.priority[src as usize];
-                if prio > self.threshold[ctx] && best.map_or(true, |(_, p)| prio > p) {
+                if prio > self.threshold[ctx] && !matches!(best, Some((_, p)) if prio <= p) {
                     best = Some((src, prio));
                 }
             }
@@ -180,7 +180,7 @@ impl Device for Plic {
     }
 
     fn read(&mut self, dctx: &mut DevCtx, offset: u64, size: u8) -> Result<u64, BadAccess> {
-        if size != 4 || offset % 4 != 0 {
+        if size != 4 || offset & 3 != 0 {
             return Err(BadAccess);
         }
         let v = if offset < PENDING_BASE {
@@ -219,7 +219,7 @@ impl Device for Plic {
 
     fn write(&mut self, _ctx: &mut DevCtx, offset: u64, size: u8, val: u64)
         -> Result<WriteEffect, BadAccess> {
-        if size != 4 || offset % 4 != 0 {
+        if size != 4 || offset & 3 != 0 {
             return Err(BadAccess);
         }
         let val = val as u32;

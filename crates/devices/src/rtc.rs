@@ -97,7 +97,7 @@ impl Device for GoldfishRtc {
     }
 
     fn read(&mut self, ctx: &mut DevCtx, offset: u64, size: u8) -> Result<u64, BadAccess> {
-        if size != 4 || offset % 4 != 0 {
+        if size != 4 || offset & 3 != 0 {
             return Err(BadAccess);
         }
         let v = match offset {
@@ -119,7 +119,7 @@ impl Device for GoldfishRtc {
 
     fn write(&mut self, ctx: &mut DevCtx, offset: u64, size: u8, val: u64)
         -> Result<WriteEffect, BadAccess> {
-        if size != 4 || offset % 4 != 0 {
+        if size != 4 || offset & 3 != 0 {
             return Err(BadAccess);
         }
         let v = val as u32 as u64;

@@ -163,7 +163,7 @@ impl Device for VirtioMmio {
                 None => 0,
             });
         }
-        if size != 4 || offset % 4 != 0 {
+        if size != 4 || offset & 3 != 0 {
             return Err(BadAccess);
         }
         let present = self.backend.is_some();
@@ -207,7 +207,7 @@ impl Device for VirtioMmio {
             }
             return Ok(WriteEffect::default());
         }
-        if size != 4 || offset % 4 != 0 {
+        if size != 4 || offset & 3 != 0 {
             return Err(BadAccess);
         }
         if self.backend.is_none() {

@@ -25,7 +25,7 @@ impl VirtioBackend for Flaky {
     fn config_write(&mut self, _offset: u64, _size: u8, _val: u64) {}
     fn notify(&mut self, _ctx: &mut DevCtx, _index: u16, _q: &virtio_mmio::QueueConfig) -> Result<u32, virtio_mmio::NeedsReset> {
         self.0 += 1;
-        if self.0 % 2 == 0 { Ok(virtio_mmio::INT_USED_BUFFER) } else { Err(virtio_mmio::NeedsReset) }
+        if self.0 & 1 == 0 { Ok(virtio_mmio::INT_USED_BUFFER) } else { Err(virtio_mmio::NeedsReset) }
     }
 }
 
