@@ -29,7 +29,6 @@ pub struct BpredCounts {
 }
 
 pub struct Predictor {
-    kind: PredictorKind,
     counters: Vec<u8>,
     index_mask: u64,
     history: u64,
@@ -46,11 +45,13 @@ pub struct Predictor {
 impl Predictor {
     pub fn new(cfg: &BpredConfig) -> Self {
         Predictor {
-            kind: cfg.kind,
             counters: vec![1; cfg.entries], // weakly not taken
             index_mask: cfg.entries as u64 - 1,
             history: 0,
-            history_mask: (1u64 << cfg.history_bits) - 1,
+            history_mask: match cfg.kind {
+                PredictorKind::Bimodal => 0,
+                PredictorKind::Gshare => (1u64 << cfg.history_bits) - 1,
+            },
             btb: vec![BtbEntry::default(); cfg.btb_entries],
             btb_mask: cfg.btb_entries as u64 - 1,
             ras: vec![0; cfg.ras_depth],
@@ -64,10 +65,8 @@ impl Predictor {
     #[inline]
     pub fn branch(&mut self, pc: u64, taken: bool) -> bool {
         self.counts.cond_branches += 1;
-        let mut idx = pc >> 1;
-        if self.kind == PredictorKind::Gshare {
-            idx ^= self.history;
-        }
+        // bimodal keeps no history (its mask is 0), so the xor is a no-op there
+        let idx = (pc >> 1) ^ self.history;
         let c = &mut self.counters[(idx & self.index_mask) as usize];
         let predicted = *c >= 2;
         if taken {

@@ -45,6 +45,8 @@ const CAUSE_FETCH_ACCESS: u64 = 1;
 const CAUSE_FETCH_PAGE_FAULT: u64 = 12;
 const IRQ_S_SOFT: u64 = 1;
 const IRQ_M_SOFT: u64 = 3;
+/// Flag in `InOrder::cost`: the class flushes something (fence.i, sfence.vma).
+const SIDE_EFFECT: u64 = 1 << 63;
 /// Walk accesses kept while waiting for the access they serve (two walks
 /// for a page-crossing access fit).
 const PENDING_MAX: usize = 10;
@@ -104,6 +106,9 @@ struct Counts {
 pub struct InOrder {
     // parameters
     lat_extra: [u64; CLASSES],
+    /// What `insn` returns per class: latency - 1 + writeback, with
+    /// [`SIDE_EFFECT`] set for the classes that also change model state.
+    cost: [u64; CLASSES],
     lat_state: [u8; CLASSES],
     writeback: u64,
     csr_read_extra: u64,
@@ -131,7 +136,10 @@ pub struct InOrder {
     pending_n: usize,
     // fast-path memos
     ishift: u32,
+    /// Clears the offset within an L1I line.
+    iline_mask: u64,
     dshift: u32,
+    /// Address of the line fetched last (u64::MAX: none; no line address has its low bits set).
     last_iline: u64,
     last_dline: u64,
     last_dline_dirty: bool,
@@ -190,8 +198,12 @@ impl InOrder {
         st[class_index(Mul)] = MULDIV as u8;
         st[class_index(Div)] = MULDIV as u8;
         let lat_extra = lat.map(|c| c.saturating_sub(1));
+        let mut cost = lat_extra.map(|e| e + cfg.writeback);
+        cost[class_index(FenceI)] |= SIDE_EFFECT;
+        cost[class_index(SfenceVma)] |= SIDE_EFFECT;
         InOrder {
             lat_extra,
+            cost,
             lat_state: st,
             writeback: cfg.writeback,
             csr_read_extra: l.csr_read - 1,
@@ -217,6 +229,7 @@ impl InOrder {
             pending: [0; PENDING_MAX],
             pending_n: 0,
             ishift: cfg.l1i.line.trailing_zeros(),
+            iline_mask: !(cfg.l1i.line - 1),
             dshift: cfg.l1d.line.trailing_zeros(),
             last_iline: u64::MAX,
             last_dline: u64::MAX,
@@ -429,7 +442,7 @@ impl InOrder {
                 cycles += self.tlb_step(true, pa, hit, false);
             }
         }
-        self.last_iline = pa >> self.ishift;
+        self.last_iline = pa & self.iline_mask;
         let o = self.l1i.access(pa, false);
         let mut c = self.l1i_lat;
         if !o.hit {
@@ -518,18 +531,18 @@ impl InOrder {
 impl TimingModel for InOrder {
     #[inline(always)]
     fn fetch(&mut self, _pc: u64, pa: u64, _len: u8) -> u64 {
-        let line = pa >> self.ishift;
-        if line == self.last_iline {
-            return self.writeback; // (a pending walk clears last_iline)
+        if pa & self.iline_mask == self.last_iline {
+            return 0; // (a pending walk clears last_iline)
         }
+        let line = pa >> self.ishift;
         // a new line: the usual case is the last I-TLB entry and the MRU way of its set
         let tlb_hit = self.translating && self.itlb.last_hit(pa);
         if self.pending_n == 0 && (tlb_hit || !self.translating) && self.l1i.mru_hit(line, false) {
-            self.last_iline = line;
+            self.last_iline = pa & self.iline_mask;
             self.state[FETCH] += self.l1i_lat;
-            return self.writeback + self.l1i_lat;
+            return self.l1i_lat;
         }
-        self.writeback + self.fetch_new_line(pa, tlb_hit)
+        self.fetch_new_line(pa, tlb_hit)
     }
 
     #[inline(always)]
@@ -537,11 +550,12 @@ impl TimingModel for InOrder {
         self.last_class = class;
         let i = class_index(class);
         self.class_counts[i] += 1;
-        let extra = self.lat_extra[i];
-        if matches!(class, InsnClass::FenceI | InsnClass::SfenceVma) {
+        let cost = self.cost[i];
+        if cost & SIDE_EFFECT != 0 {
             self.class_side_effects(class);
+            return cost & !SIDE_EFFECT;
         }
-        extra
+        cost
     }
 
     #[inline(always)]
@@ -798,19 +812,19 @@ mod tests {
         let (mut m, c) = model();
         let wb = c.writeback;
         let miss = c.l1i.latency + c.l2.latency + c.memory_latency;
-        // the hart calls insn() after every fetch()
+        // the hart calls insn() after every fetch(); writeback comes with insn()
         let mut step = |pc: u64, len: u8| {
             let f = m.fetch(pc, pc, len);
-            m.insn(pc, InsnClass::Alu);
+            assert_eq!(m.insn(pc, InsnClass::Alu), c.latency.alu - 1 + wb);
             f
         };
-        assert_eq!(step(RAM, 4), wb + miss);
-        assert_eq!(step(RAM + 4, 4), wb);
-        assert_eq!(step(RAM + c.l1i.line, 2), wb + miss);
-        assert_eq!(step(RAM, 4), wb + c.l1i.latency);
+        assert_eq!(step(RAM, 4), miss);
+        assert_eq!(step(RAM + 4, 4), 0);
+        assert_eq!(step(RAM + c.l1i.line, 2), miss);
+        assert_eq!(step(RAM, 4), c.l1i.latency);
         // fence.i empties the I-cache
-        assert_eq!(m.insn(RAM, InsnClass::FenceI), c.latency.fence_i - 1);
-        assert_eq!(m.fetch(RAM, RAM, 4), wb + c.l1i.latency + c.l2.latency);
+        assert_eq!(m.insn(RAM, InsnClass::FenceI), c.latency.fence_i - 1 + wb);
+        assert_eq!(m.fetch(RAM, RAM, 4), c.l1i.latency + c.l2.latency);
         m.insn(RAM, InsnClass::Alu);
         let s = m.model_stats().unwrap();
         assert_eq!((s.get("icache.misses"), s.get("insts.fetched")), (Some(3), Some(6)));
