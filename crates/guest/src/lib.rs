@@ -44,6 +44,9 @@ pub struct ImageDir {
     /// The base initramfs (uncompressed newc cpio).
     pub initrd: PathBuf,
     pub symbols: KernelSymbols,
+    /// The kernel's raw BTF blob (`/sys/kernel/btf/vmlinux`), to find
+    /// `struct task_struct`'s fields; `None` when the image has none.
+    pub btf: Option<PathBuf>,
     /// Unstripped static BusyBox, as installed at /bin/busybox.
     pub busybox: PathBuf,
     /// Kernel command line the image boots with.

@@ -90,6 +90,7 @@ pub fn image_dir(name: &str, dir: &Path) -> Result<ImageDir> {
         }
     };
     let fw_elf = dir.join("fw_jump.elf");
+    let btf = dir.join("btf");
     Ok(ImageDir {
         name: name.to_string(),
         dir: dir.to_path_buf(),
@@ -99,6 +100,7 @@ pub fn image_dir(name: &str, dir: &Path) -> Result<ImageDir> {
         kernel: dir.join("Image"),
         initrd: dir.join("initrd"),
         symbols,
+        btf: btf.is_file().then_some(btf),
         busybox: dir.join("busybox"),
         default_append: m.default_append,
         manifest: dir.join("manifest.json"),
