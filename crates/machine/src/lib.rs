@@ -18,6 +18,7 @@ pub mod observing;
 pub mod reports;
 pub mod sampler;
 pub mod symbols;
+pub mod task;
 
 pub use error::MachineError;
 pub use loader::{BootFile, BootImages};
@@ -27,4 +28,5 @@ pub use observation::{ItraceSpec, ItraceWindow, ObserveOptions, ObserveSetupErro
 pub use observing::{HartTally, Observing};
 pub use sampler::{SamplerConfig, SpaceMark};
 pub use symbols::{GuestSymbols, KernelSymbolSource, SymbolSources};
+pub use task::TaskReader;
 pub use hs_timing;

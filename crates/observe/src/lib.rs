@@ -22,7 +22,7 @@ pub use event::{cause_name, syscall_name, syscall_number, Event, EventKind};
 pub use itrace::{ItraceLine, LineAccess, LineTouch, StallCause, SymbolOffset};
 pub use phase::{HartCounts, Phase, PhaseRecorder};
 pub use record::Observations;
-pub use sample::{Privilege, Sample};
+pub use sample::{Privilege, Sample, Task};
 pub use stats::{Stat, StatBlock, StatValue, Unit};
 pub use symbols::{
     parse_proc_maps, Btf, TaskLayout, parse_proc_modules, satp_root, AddressSpace, Frame, ImageId, Mapping, ModuleLoad, NoUserSpace,
