@@ -50,9 +50,6 @@ pub struct ImageDir {
     /// The base initramfs (uncompressed newc cpio).
     pub initrd: PathBuf,
     pub symbols: KernelSymbols,
-    /// The kernel's raw BTF blob (`/sys/kernel/btf/vmlinux`), to find
-    /// `struct task_struct`'s fields; `None` when the image has none.
-    pub btf: Option<PathBuf>,
     /// Unstripped static BusyBox, as installed at /bin/busybox.
     pub busybox: PathBuf,
     /// The kernel's BTF (raw, as /sys/kernel/btf/vmlinux gives it).

@@ -112,7 +112,6 @@ pub fn image_dir(name: &str, dir: &Path) -> Result<ImageDir> {
         kernel: dir.join("Image"),
         initrd: dir.join("initrd"),
         symbols,
-        btf: btf.is_file().then_some(btf),
         busybox: dir.join("busybox"),
         btf: btf.is_file().then_some(btf),
         default_append: m.default_append,
