@@ -11,8 +11,9 @@
 //! The few instructions of the trap entry before the swap hold the user's
 //! `tp` in S-mode; a candidate pointer must be a kernel (upper-half),
 //! aligned address whose fields read back sanely, else the other register
-//! (and then the last task seen) is used. Nothing here runs unless a sample
-//! is taken or a timeline asks for task switches.
+//! (and then the last task seen) is used. The idle task (pid 0) is
+//! `swapper/N` for hart N, as perf names it per CPU. Nothing here runs
+//! unless a sample is taken or a timeline asks for task switches.
 
 use hs_core::{Hart, Priv};
 use hs_observe::{TaskLayout, Task};
@@ -92,6 +93,10 @@ impl TaskReader {
             return None;
         }
         let comm = read_comm(hart, ptr, l)?;
+        // Idle: the kernel names it `swapper` until the scheduler starts,
+        // then `swapper/CPU` by its own CPU number; name it by the hart, as
+        // the sample's CPU column is.
+        let comm = if tid == 0 { format!("swapper/{h}") } else { comm };
         let t = Task { pid, tid, comm };
         if let Some(slot) = self.last.get_mut(h) {
             *slot = Some((ptr, t.clone()));
@@ -224,12 +229,12 @@ mod tests {
     #[test]
     fn idle_is_pid_zero_and_implausible_ids_are_refused() {
         let (mut h, ram) = machine(1, KVA + 0x4000, 0);
-        task(&ram, 0x4000, 0, 0, b"swapper/1");
+        task(&ram, 0x4000, 0, 0, b"swapper");
         h.run(&mut NoDevices, 100);
         let mut r = TaskReader::new(LAYOUT, 1);
         let idle = r.current(0, &h).unwrap();
         assert!(idle.is_idle());
-        assert_eq!(idle.comm, "swapper/1");
+        assert_eq!(idle.comm, "swapper/0", "named by the hart, whatever the kernel calls it yet");
         // A thread id of 0 with a process id that is not: not a task.
         task(&ram, 0x4000, 0, 9, b"odd");
         let mut fresh = TaskReader::new(LAYOUT, 1);
