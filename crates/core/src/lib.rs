@@ -288,6 +288,7 @@ impl<T: TimingModel> Hart<T> {
     /// trap): the kernel's view, e.g. of a `task_struct` while the hart runs
     /// a user program or the firmware. Err if translation is off or any
     /// byte is unmapped or not RAM.
+    #[allow(clippy::result_unit_err)] // as `read_virt`: readable or not is all a caller learns
     pub fn read_kernel_virt(&self, va: u64, buf: &mut [u8]) -> Result<(), ()> {
         if self.csr.satp >> 60 == 0 {
             return Err(());
