@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::error::{io_err, GuestError, Result};
 use crate::lock::{self, role, LockedFile};
 use crate::manifest::{self, Manifest, PackageEntry};
-use crate::qemu::{between, kallsyms_workload, parse_kallsyms, QemuBoot, BTF_BEGIN, BTF_END, MODULES_BEGIN, MODULES_END};
+use crate::qemu::{between, canonical_module_addresses, kallsyms_workload, parse_kallsyms, QemuBoot, BTF_BEGIN, BTF_END, MODULES_BEGIN, MODULES_END};
 use crate::recipe::{KernelRecipe, LoadedRecipe, RECIPE_FORMAT};
 use crate::rootfs::{base_archive, with_workload, BaseContents};
 use crate::staging::Staging;
@@ -205,8 +205,13 @@ fn capture_kallsyms(
         detail: format!("{why}; console output is in {}", console_log.display()),
     })?;
     progress(&format!("kallsyms: {} symbols", text.lines().count()));
+    // Module symbols at fixed bases, so every capture gives the same files;
+    // kallsyms-modules says where, for relocating to each run's bases.
+    let (text, modules) = canonical_module_addresses(&text, modules).map_err(|why| GuestError::Step {
+        step: format!("reading /proc/modules of image `{}`", r.name),
+        detail: format!("{why}; console output is in {}", console_log.display()),
+    })?;
     std::fs::write(out.join("kallsyms"), text).map_err(io_err("write", out.join("kallsyms")))?;
-    // Module load addresses at capture time: module symbols move from boot to boot.
     let path = out.join("kallsyms-modules");
     std::fs::write(&path, modules).map_err(io_err("write", &path))?;
     // The kernel's BTF, copied to the virtio disk by the capture workload.

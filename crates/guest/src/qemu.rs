@@ -125,9 +125,65 @@ pub fn parse_kallsyms(console: &str) -> std::result::Result<String, String> {
     Ok(body.to_string())
 }
 
+/// Where [`canonical_module_addresses`] puts the N-th module of a capture.
+pub const CANONICAL_MODULE_BASE: u64 = 0xffff_ffff_6000_0000;
+const CANONICAL_MODULE_STRIDE: u64 = 0x0100_0000;
+
+/// Module load addresses differ from boot to boot, so a capture's module
+/// symbols are moved to fixed bases (the N-th line of `/proc/modules` at
+/// `CANONICAL_MODULE_BASE + N × 16 MiB`), with `/proc/modules` rewritten to
+/// match: two captures give the same files, and a run still relocates each
+/// module by (its base in the run − its base in the file), as before.
+pub fn canonical_module_addresses(kallsyms: &str, modules: &str) -> std::result::Result<(String, String), String> {
+    let mut moved = std::collections::BTreeMap::new();
+    let mut new_modules = String::new();
+    for (i, line) in modules.lines().enumerate() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let base = fields.iter().rev().find_map(|f| f.strip_prefix("0x")).ok_or(format!("no base address in /proc/modules line {line:?}"))?;
+        let base = u64::from_str_radix(base, 16).map_err(|_| format!("bad base address in /proc/modules line {line:?}"))?;
+        let canonical = CANONICAL_MODULE_BASE + i as u64 * CANONICAL_MODULE_STRIDE;
+        moved.insert(fields[0].to_string(), canonical.wrapping_sub(base));
+        new_modules.push_str(&line.replace(&format!("0x{base:x}"), &format!("0x{canonical:x}")));
+        new_modules.push('\n');
+    }
+    let mut out = String::with_capacity(kallsyms.len());
+    for line in kallsyms.lines() {
+        let module = line.rsplit_once('[').and_then(|(_, m)| m.strip_suffix(']'));
+        match module.and_then(|m| moved.get(m)) {
+            Some(delta) => {
+                let (addr, rest) = line.split_once(' ').ok_or(format!("bad kallsyms line {line:?}"))?;
+                let a = u64::from_str_radix(addr, 16).map_err(|_| format!("bad kallsyms line {line:?}"))?;
+                out.push_str(&format!("{:016x} {rest}\n", a.wrapping_add(*delta)));
+            }
+            None => {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+    }
+    Ok((out, new_modules))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn module_symbols_move_to_canonical_bases() {
+        let kallsyms = "ffffffff80001000 T handle_exception\nffffffff01e8a010 t virtblk_probe\t[virtio_blk]\nffffffff0205e020 t dwapb_irq\t[gpio_dwapb]\n";
+        let modules = "gpio_dwapb 94208 0 - Live 0xffffffff0205e000\nvirtio_blk 208896 0 - Live 0xffffffff01e8a000 (O)\n";
+        let (k, m) = canonical_module_addresses(kallsyms, modules).unwrap();
+        assert_eq!(
+            k,
+            "ffffffff80001000 T handle_exception\nffffffff61000010 t virtblk_probe\t[virtio_blk]\nffffffff60000020 t dwapb_irq\t[gpio_dwapb]\n"
+        );
+        assert_eq!(m, "gpio_dwapb 94208 0 - Live 0xffffffff60000000\nvirtio_blk 208896 0 - Live 0xffffffff61000000 (O)\n");
+        // Another boot's addresses give the same files.
+        let other_k = kallsyms.replace("ffffffff01e8a010", "ffffffff01ea4010").replace("ffffffff0205e020", "ffffffff02185020");
+        let other_m = modules.replace("0xffffffff0205e000", "0xffffffff02185000").replace("0xffffffff01e8a000", "0xffffffff01ea4000");
+        assert_eq!(canonical_module_addresses(&other_k, &other_m).unwrap(), (k, m));
+        assert!(canonical_module_addresses(kallsyms, "virtio_blk 1 0 - Live\n").is_err());
+    }
 
     #[test]
     fn kallsyms_between_delimiters() {

@@ -136,9 +136,10 @@ pub fn resolve(archives: &Archives, r: &LoadedRecipe, work: &Path, allow_unverif
     match &recipe.kernel {
         KernelRecipe::DebianPackage { package, suite, .. } => {
             let index = "main/binary-riscv64/Packages.xz";
-            let meta = res.binary(suite, index, package, role::KERNEL, progress)?;
             // A metapackage depends on the versioned package that holds the kernel.
-            let stanza = newest(&res.index(suite, index, progress)?.text, package).unwrap_or_default().to_string();
+            let stanza = newest(&res.index(suite, index, progress)?.text, package)
+                .ok_or_else(|| GuestError::Package { package: package.clone(), detail: format!("not in {suite} {index}") })?
+                .to_string();
             let real = field(&stanza, "Depends")
                 .and_then(|d| {
                     d.split(',').map(|p| p.split_whitespace().next().unwrap_or("").to_string()).find(|p| p.starts_with("linux-image-"))
@@ -146,10 +147,11 @@ pub fn resolve(archives: &Archives, r: &LoadedRecipe, work: &Path, allow_unverif
                 .filter(|p| p != package);
             let kernel = match real {
                 Some(real) => {
-                    notes.push(format!("kernel: {package} {} resolved to {real}", meta.version));
+                    let version = field(&stanza, "Version").unwrap_or_default();
+                    notes.push(format!("kernel: {package} {version} resolved to {real}"));
                     res.binary(suite, index, &real, role::KERNEL, progress)?
                 }
-                None => meta,
+                None => res.binary(suite, index, package, role::KERNEL, progress)?,
             };
             files.push(kernel);
         }
