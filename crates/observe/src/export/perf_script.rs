@@ -13,8 +13,9 @@ use crate::symbols::{Space, Symbolizer, UserResolver, UNKNOWN};
 const EVENT: &str = "cycles";
 
 /// One block per sample: a header line, one line per frame (leaf first),
-/// then a blank line. Time is the sample's cycle at `guest_hz`; `period` is
-/// the sampling period in cycles; the hart is the CPU.
+/// then a blank line. The header names the task (`comm pid/tid`, from the
+/// guest kernel when the sample carries it); time is the sample's cycle at
+/// `guest_hz`; `period` is the sampling period in cycles; the hart is the CPU.
 pub fn perf_script<R: UserResolver>(
     samples: &[Sample],
     symbolizer: &Symbolizer<R>,
