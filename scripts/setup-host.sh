@@ -8,11 +8,14 @@ packages=(
   gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf
   qemu-system-misc device-tree-compiler
   cpio bc flex bison libssl-dev libelf-dev build-essential
-  xz-utils zstd dpkg-dev linux-source-6.1 sqlite3
+  xz-utils zstd dpkg-dev sqlite3
   # bookworm's OpenSBI ELF: a real firmware file for the symbolizer's tests
   opensbi
-  # guest image builds: private apt configurations, signature checks, fetches
-  apt debian-archive-keyring gpgv ca-certificates coreutils patch tar
+  # guest image builds: locked files fetched over HTTP, release signatures
+  # checked by `guest lock`, BTF encoded from the custom kernel's DWARF
+  curl debian-archive-keyring gpgv ca-certificates coreutils patch tar dwarves
+  # tests/guest_lock.rs signs its stand-in mirror's release files
+  gnupg
 )
 
 missing=()

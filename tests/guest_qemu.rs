@@ -41,6 +41,7 @@ fn boot_with_workload(name: &str) {
         memory_mib: 512,
         timeout: Duration::from_secs(300),
         console_log: dir.join("console.log"),
+        disk: None,
     };
     let result = boot.run().unwrap_or_else(|e| panic!("{e}"));
     let tail: String = {

@@ -224,6 +224,7 @@ fn bench_linux(
         memory_mib: args.mem_mib as u32,
         timeout: RUN_TIMEOUT,
         console_log: scratch.join("qemu-console.txt"),
+        disk: None,
     };
     let mut runs = Vec::new();
     for rep in 1..=args.repeat {

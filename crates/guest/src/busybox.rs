@@ -8,18 +8,18 @@ use std::process::Command;
 
 use sha2::{Digest, Sha256};
 
-use crate::apt::Apt;
+use crate::archive::Archives;
 use crate::error::{io_err, GuestError, Result};
 use crate::process::{run, run_logged};
+use crate::lock::LockedFile;
 use crate::recipe::hex;
 use crate::staging::Staging;
 
 /// Bumped when the BusyBox build steps change; independent of image recipes.
-const BUSYBOX_BUILD_FORMAT: &str = "hartscope-guest-recipe-1";
+const BUSYBOX_BUILD_FORMAT: &str = "hartscope-busybox-build-2";
 
 pub struct BusyboxBuild {
     pub binary: PathBuf,
-    pub version: String,
 }
 
 pub fn fragment_path(guest_dir: &Path) -> PathBuf {
@@ -38,15 +38,18 @@ pub fn parse_fragment(text: &str) -> Vec<(String, String)> {
 pub fn ensure(
     cache: &Path,
     guest_dir: &Path,
-    apt: &Apt,
-    source_suite: &str,
+    archives: &Archives,
+    image: &str,
+    sources: &[&LockedFile],
     progress: &mut dyn FnMut(&str),
 ) -> Result<BusyboxBuild> {
     let frag_path = fragment_path(guest_dir);
     let fragment = std::fs::read_to_string(&frag_path).map_err(io_err("read", &frag_path))?;
     let mut h = Sha256::new();
     h.update(BUSYBOX_BUILD_FORMAT);
-    h.update(source_suite);
+    for f in sources {
+        h.update(&f.sha256);
+    }
     h.update(&fragment);
     let key = hex(&h.finalize())[..16].to_string();
     let root = cache.join("busybox");
@@ -54,20 +57,23 @@ pub fn ensure(
     if dest.join("busybox").is_file() {
         let version = std::fs::read_to_string(dest.join("version")).unwrap_or_default().trim().to_string();
         progress(&format!("busybox {version}: cached"));
-        return Ok(BusyboxBuild { binary: dest.join("busybox"), version });
+        return Ok(BusyboxBuild { binary: dest.join("busybox") });
     }
 
     let staging = Staging::new(&root, &key)?;
-    let src = apt.show_source("busybox")?;
-    progress(&format!("busybox: fetching source package {} from {source_suite}", src.version));
+    let version = sources.first().map(|f| f.version.clone()).unwrap_or_default();
+    progress(&format!("busybox: fetching source package {version}"));
     let dl = staging.path().join("dl");
-    apt.download_source(&src, &dl)?;
-    let dsc = src
-        .files
+    std::fs::create_dir_all(&dl).map_err(io_err("create directory", &dl))?;
+    for f in sources {
+        let local = archives.fetch(f, image)?;
+        std::fs::copy(&local, dl.join(f.file_name())).map_err(io_err("copy", &local))?;
+    }
+    let dsc = sources
         .iter()
-        .find(|(f, _)| f.ends_with(".dsc"))
-        .map(|(f, _)| dl.join(f))
-        .ok_or_else(|| GuestError::Package { package: "busybox".into(), detail: "the source package has no .dsc".into() })?;
+        .find(|f| f.path.ends_with(".dsc"))
+        .map(|f| dl.join(f.file_name()))
+        .ok_or_else(|| GuestError::Package { package: "busybox".into(), detail: "the lock has no .dsc for it".into() })?;
     let tree = staging.path().join("busybox-src");
     run(
         "unpacking source package `busybox` (dpkg-source -x)",
@@ -102,7 +108,7 @@ pub fn ensure(
             });
         }
     }
-    progress(&format!("busybox {}: building (static, unstripped)", src.version));
+    progress(&format!("busybox {version}: building (static, unstripped)"));
     let jobs = format!("-j{}", std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2));
     let log = staging.path().join("build.log");
     let mut lines = 0usize;
@@ -121,13 +127,13 @@ pub fn ensure(
     let unstripped = tree.join("busybox_unstripped");
     let out = staging.path().join("busybox");
     std::fs::copy(&unstripped, &out).map_err(io_err("copy", &unstripped))?;
-    std::fs::write(staging.path().join("version"), &src.version).map_err(io_err("write", staging.path()))?;
+    std::fs::write(staging.path().join("version"), &version).map_err(io_err("write", staging.path()))?;
     std::fs::write(staging.path().join("config"), &final_config).map_err(io_err("write", staging.path()))?;
     for d in [tree, dl] {
         std::fs::remove_dir_all(&d).map_err(io_err("remove", &d))?;
     }
     staging.commit(&dest)?;
-    Ok(BusyboxBuild { binary: dest.join("busybox"), version: src.version })
+    Ok(BusyboxBuild { binary: dest.join("busybox") })
 }
 
 /// Copies a failed build's log to `$cache/logs/` (the staging directory is

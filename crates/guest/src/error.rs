@@ -29,6 +29,15 @@ pub enum GuestError {
     #[error("kernel option {option} did not end up as `{wanted}` in the final .config (found `{found}`); check its dependencies in {fragment}")]
     KernelOption { option: String, wanted: String, found: String, fragment: PathBuf },
 
+    #[error("lock file {path} cannot be used: {message}")]
+    Lock { path: PathBuf, message: String },
+
+    #[error("locked file {path} (package `{package}` {version}) is no longer on {mirror} (HTTP 404); run `hartscope guest lock --image {image} --update` to re-lock")]
+    LockedFileGone { path: String, package: String, version: String, mirror: String, image: String },
+
+    #[error("the {suite} index {url} does not match its signed InRelease ({detail}); the mirror may be mid-sync: try later, another mirror (HARTSCOPE_DEBIAN_MIRROR), or `--allow-unverified` to lock it marked unverified; the lock is unchanged")]
+    UnverifiedIndex { suite: String, url: String, detail: String },
+
     #[error("workload {path} cannot be used: {message}")]
     Workload { path: PathBuf, message: String },
 

@@ -2,71 +2,68 @@
 //! that is renamed into place only when complete.
 
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
-use crate::apt::{Apt, BinaryPackage};
 use crate::error::{io_err, GuestError, Result};
+use crate::lock::{self, role, LockedFile};
 use crate::manifest::{self, Manifest, PackageEntry};
-use crate::process::run;
-use crate::qemu::{between, kallsyms_workload, parse_kallsyms, QemuBoot, MODULES_BEGIN, MODULES_END};
-use crate::recipe::{sha256_hex, KernelRecipe, LoadedRecipe, RECIPE_FORMAT};
+use crate::qemu::{between, kallsyms_workload, parse_kallsyms, QemuBoot, BTF_BEGIN, BTF_END, MODULES_BEGIN, MODULES_END};
+use crate::recipe::{KernelRecipe, LoadedRecipe, RECIPE_FORMAT};
 use crate::rootfs::{base_archive, with_workload, BaseContents};
 use crate::staging::Staging;
-use crate::{busybox, cross, debian_kernel, kernel, Builder};
+use crate::{busybox, cross, debian_kernel, firmware, kernel, Builder};
 
-const FIRMWARE_DIR: &str = "usr/lib/riscv64-linux-gnu/opensbi/generic";
-const FIRMWARE_FILES: &[&str] = &["fw_jump.bin", "fw_dynamic.bin", "fw_jump.elf", "fw_dynamic.elf"];
 const KALLSYMS_TIMEOUT: Duration = Duration::from_secs(600);
+/// The virtio disk the BTF is copied to at capture time (sparse).
+const BTF_DISK_BYTES: u64 = 64 << 20;
 
 fn copy(from: &Path, to: &Path) -> Result<()> {
     std::fs::copy(from, to).map(|_| ()).map_err(io_err("copy", from))
 }
 
-fn entry(p: &BinaryPackage, role: &str) -> PackageEntry {
-    PackageEntry { name: p.name.clone(), version: p.version.clone(), sha256: p.sha256.clone(), role: role.into() }
+fn entry(f: &LockedFile, what: &str) -> PackageEntry {
+    PackageEntry {
+        name: f.package.clone(),
+        version: f.version.clone(),
+        sha256: f.sha256.clone(),
+        role: what.into(),
+        path: f.path.clone(),
+        signed: Some(f.signed),
+        verified: f.verified.clone(),
+    }
 }
 
 pub fn build_image(b: &Builder, r: &LoadedRecipe, dest: &Path, progress: &mut dyn FnMut(&str)) -> Result<()> {
+    let recipe = &r.recipe;
+    // Everything fetched is pinned by the lock; no package index is read.
+    let lock = lock::read(&b.guest_dir, &r.name, &recipe.wants())?;
+    for f in lock.unsigned() {
+        progress(&format!("note: {} {} is locked unverified ({})", f.package, f.version, f.verified));
+    }
+    let archives = b.archives();
     let images = dest.parent().unwrap_or(dest);
     let staging = Staging::new(images, &format!("{}-{}", r.name, r.short_hash()))?;
     let out = staging.path();
     let work = out.join("work");
     std::fs::create_dir_all(&work).map_err(io_err("create directory", &work))?;
-    let recipe = &r.recipe;
     let mut packages = Vec::new();
 
-    let apt = Apt::new(&b.cache, &b.mirror, &recipe.binary_suite, &recipe.source_suite)?;
-    progress(&format!("package index: {} riscv64 and {} sources from {}", recipe.binary_suite, recipe.source_suite, b.mirror));
-    apt.update()?;
-
-    // Firmware
-    let fw = apt.show(&recipe.firmware_package)?;
-    progress(&format!("firmware: {} {}", fw.name, fw.version));
-    let fw_deb = apt.download(&fw)?;
-    let fw_tree = work.join("firmware");
-    run(
-        &format!("unpacking package `{}` (dpkg-deb -x)", fw.name),
-        Command::new("dpkg-deb").arg("-x").arg(&fw_deb).arg(&fw_tree),
-    )?;
-    for f in FIRMWARE_FILES {
-        let from = fw_tree.join(FIRMWARE_DIR).join(f);
-        if !from.is_file() {
-            return Err(GuestError::Package { package: fw.name.clone(), detail: format!("has no {FIRMWARE_DIR}/{f}") });
-        }
-        copy(&from, &out.join(f))?;
+    // Firmware, built from source so its ELF files have symbols
+    let fw_src = lock.one(&b.guest_dir, role::FIRMWARE_SOURCE)?;
+    let tarball = archives.fetch(fw_src, &r.name)?;
+    let fw = firmware::ensure(&b.cache, fw_src, &tarball, progress)?;
+    for f in firmware::FIRMWARE_FILES {
+        copy(&fw.dir.join(f), &out.join(f))?;
     }
-    packages.push(entry(&fw, "firmware"));
+    packages.push(entry(fw_src, "firmware source: OpenSBI upstream tarball, built PLATFORM=generic"));
 
     // Userland
-    let bb = busybox::ensure(&b.cache, &b.guest_dir, &apt, &recipe.source_suite, progress)?;
+    let bb_files = lock.files_of(role::BUSYBOX_SOURCE);
+    let bb = busybox::ensure(&b.cache, &b.guest_dir, &archives, &r.name, &bb_files, progress)?;
     copy(&bb.binary, &out.join("busybox"))?;
-    packages.push(PackageEntry {
-        name: "busybox".into(),
-        version: bb.version.clone(),
-        sha256: sha256_hex(&std::fs::read(&bb.binary).map_err(io_err("read", &bb.binary))?),
-        role: format!("busybox source ({}), built static and unstripped; sha256 is of the binary", recipe.source_suite),
-    });
+    for f in &bb_files {
+        packages.push(entry(f, "busybox source, built static and unstripped"));
+    }
     progress("guest programs: compiling hsmark and the workloads");
     let programs = cross::build_programs(&b.guest_dir, &out.join("programs"))?;
 
@@ -75,32 +72,31 @@ pub fn build_image(b: &Builder, r: &LoadedRecipe, dest: &Path, progress: &mut dy
     let mut builtin = Vec::new();
     let mut build_seconds = None;
     let (release, config, symbols) = match &recipe.kernel {
-        KernelRecipe::DebianPackage { package, modules: wanted } => {
-            let mut pkg = apt.show(package)?;
-            // A metapackage (linux-image-riscv64) depends on the versioned package that has the kernel.
-            if let Some(real) = pkg.depends.iter().find(|d| d.starts_with("linux-image-")).cloned() {
-                pkg = apt.show(&real)?;
-            }
-            progress(&format!("kernel: {} {} (downloading)", pkg.name, pkg.version));
-            let deb = apt.download(&pkg)?;
-            let k = debian_kernel::extract(&deb, &pkg.name, &work.join("kernel"), wanted)?;
-            copy(&k.image, &out.join("Image"))?;
-            copy(&k.config, &out.join("config"))?;
-            packages.push(entry(&pkg, "kernel"));
+        KernelRecipe::DebianPackage { modules: wanted, .. } => {
+            let k = lock.one(&b.guest_dir, role::KERNEL)?;
+            progress(&format!("kernel: {} {} (fetching)", k.package, k.version));
+            let deb = archives.fetch(k, &r.name)?;
+            let dk = debian_kernel::extract(&deb, &k.package, &work.join("kernel"), wanted)?;
+            copy(&dk.image, &out.join("Image"))?;
+            copy(&dk.config, &out.join("config"))?;
+            packages.push(entry(k, "kernel"));
             progress(&format!(
                 "kernel {}: {} modules to load ({} requested ones are built in)",
-                k.release,
-                k.modules.len(),
-                k.builtin.len()
+                dk.release,
+                dk.modules.len(),
+                dk.builtin.len()
             ));
-            modules = k.modules;
-            builtin = k.builtin;
-            (k.release, out.join("config"), "kallsyms")
+            modules = dk.modules;
+            builtin = dk.builtin;
+            (dk.release, out.join("config"), "kallsyms")
         }
-        KernelRecipe::LinuxSource { package, tarball, base, config, patches } => {
+        KernelRecipe::LinuxSource { package, base, config, patches, .. } => {
+            let src = lock.one(&b.guest_dir, role::KERNEL_SOURCE)?;
+            let deb = archives.fetch(src, &r.name)?;
             let spec = kernel::KernelSpec {
                 package,
-                tarball,
+                deb: &deb,
+                deb_sha256: &src.sha256,
                 base,
                 fragment: &b.guest_dir.join(config),
                 patch_dir: &b.guest_dir.join(patches),
@@ -108,23 +104,12 @@ pub fn build_image(b: &Builder, r: &LoadedRecipe, dest: &Path, progress: &mut dy
             let k = kernel::ensure(&b.cache, &spec, progress)?;
             copy(&k.image, &out.join("Image"))?;
             copy(&k.vmlinux, &out.join("vmlinux"))?;
+            copy(&k.btf, &out.join("btf"))?;
             copy(&k.config, &out.join("config"))?;
             build_seconds = k.build_seconds.or_else(|| {
                 std::fs::read_to_string(k.image.with_file_name("build-seconds")).ok()?.trim().parse().ok()
             });
-            let version = Command::new("dpkg-query")
-                .args(["-W", "-f=${Version}", package])
-                .output()
-                .ok()
-                .filter(|o| o.status.success())
-                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-                .unwrap_or_else(|| "unknown".into());
-            packages.push(PackageEntry {
-                name: package.clone(),
-                version,
-                sha256: String::new(),
-                role: format!("kernel source ({})", tarball.display()),
-            });
+            packages.push(entry(src, "kernel source (its usr/src tarball), patched and built"));
             (k.release, out.join("config"), "vmlinux")
         }
     };
@@ -159,6 +144,7 @@ pub fn build_image(b: &Builder, r: &LoadedRecipe, dest: &Path, progress: &mut dy
         default_append: append,
         symbols: symbols.into(),
         packages,
+        unverified: lock.unsigned().iter().map(|f| format!("{} {}: {}", f.package, f.version, f.verified)).collect(),
         modules: modules.iter().map(|(n, _)| n.clone()).collect(),
         builtin_modules: builtin,
         kernel_build_seconds: build_seconds,
@@ -188,7 +174,11 @@ fn capture_kallsyms(
     let logs = b.cache.join("logs");
     std::fs::create_dir_all(&logs).map_err(io_err("create directory", &logs))?;
     let console_log = logs.join(format!("{}-kallsyms-console.log", r.name));
-    progress("kallsyms: booting the image under qemu-system-riscv64 to capture /proc/kallsyms");
+    let disk = work.join("btf-disk");
+    let f = std::fs::File::create(&disk).map_err(io_err("create", &disk))?;
+    f.set_len(BTF_DISK_BYTES).map_err(io_err("size", &disk))?;
+    drop(f);
+    progress("kallsyms: booting the image under qemu-system-riscv64 to capture /proc/kallsyms and the BTF");
     // Quiet console: kernel messages must not interleave with the symbol lines.
     let boot = QemuBoot {
         firmware: &out.join("fw_jump.bin"),
@@ -199,6 +189,7 @@ fn capture_kallsyms(
         memory_mib: 512,
         timeout: KALLSYMS_TIMEOUT,
         console_log: console_log.clone(),
+        disk: Some(&disk),
     };
     let result = boot.run()?;
     let text = parse_kallsyms(&result.console).map_err(|why| GuestError::Step {
@@ -218,6 +209,25 @@ fn capture_kallsyms(
     // Module load addresses at capture time: module symbols move from boot to boot.
     let path = out.join("kallsyms-modules");
     std::fs::write(&path, modules).map_err(io_err("write", &path))?;
+    // The kernel's BTF, copied to the virtio disk by the capture workload.
+    let btf_size = between(&result.console, BTF_BEGIN, BTF_END)
+        .ok()
+        .and_then(|t| t.trim().parse::<u64>().ok())
+        .filter(|n| *n > 24 && *n <= BTF_DISK_BYTES)
+        .ok_or_else(|| GuestError::Step {
+            step: format!("capturing /sys/kernel/btf/vmlinux of image `{}` under qemu-system-riscv64", r.name),
+            detail: format!("the guest reported no BTF size; console output is in {}", console_log.display()),
+        })?;
+    let mut btf = std::fs::read(&disk).map_err(io_err("read", &disk))?;
+    btf.truncate(btf_size as usize);
+    if btf[..2] != [0x9f, 0xeb] {
+        return Err(GuestError::Step {
+            step: format!("capturing /sys/kernel/btf/vmlinux of image `{}`", r.name),
+            detail: "the copied data does not start with the BTF magic 0xeB9F".into(),
+        });
+    }
+    progress(&format!("btf: {btf_size} bytes"));
+    std::fs::write(out.join("btf"), &btf).map_err(io_err("write", out.join("btf")))?;
     let _ = std::fs::remove_file(&console_log);
     Ok(())
 }

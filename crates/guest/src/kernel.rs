@@ -17,11 +17,12 @@ use crate::staging::Staging;
 
 /// Bumped when the kernel build steps change; independent of image recipe
 /// changes so a new agent does not rebuild the kernel.
-const KERNEL_BUILD_FORMAT: &str = "hartscope-guest-recipe-1";
+const KERNEL_BUILD_FORMAT: &str = "hartscope-kernel-build-2";
 
 pub struct KernelBuild {
     pub image: PathBuf,
     pub vmlinux: PathBuf,
+    pub btf: PathBuf,
     pub config: PathBuf,
     pub release: String,
     pub build_seconds: Option<u64>,
@@ -29,7 +30,10 @@ pub struct KernelBuild {
 
 pub struct KernelSpec<'a> {
     pub package: &'a str,
-    pub tarball: &'a Path,
+    /// The locked `linux-source-*` .deb, fetched and verified.
+    pub deb: &'a Path,
+    /// Its sha256 (from the lock): the source's identity in the cache key.
+    pub deb_sha256: &'a str,
     pub base: &'a str,
     pub fragment: &'a Path,
     pub patch_dir: &'a Path,
@@ -89,12 +93,7 @@ pub fn cache_key(spec: &KernelSpec) -> Result<String> {
     let mut h = Sha256::new();
     h.update(KERNEL_BUILD_FORMAT);
     h.update(spec.package);
-    h.update(spec.tarball.to_string_lossy().as_bytes());
-    let meta = std::fs::metadata(spec.tarball).map_err(|e| GuestError::Package {
-        package: spec.package.into(),
-        detail: format!("{} is missing ({e}); run scripts/setup-host.sh", spec.tarball.display()),
-    })?;
-    h.update(meta.len().to_le_bytes());
+    h.update(spec.deb_sha256);
     h.update(spec.base);
     h.update(std::fs::read(spec.fragment).map_err(io_err("read", spec.fragment))?);
     for p in patches(spec.patch_dir)? {
@@ -113,24 +112,35 @@ pub fn ensure(cache: &Path, spec: &KernelSpec, progress: &mut dyn FnMut(&str)) -
         Ok(KernelBuild {
             image: dir.join("Image"),
             vmlinux: dir.join("vmlinux"),
+            btf: dir.join("btf"),
             config: dir.join("config"),
             release: std::fs::read_to_string(&release_path).map_err(io_err("read", &release_path))?.trim().to_string(),
             build_seconds: secs,
         })
     };
-    if dest.join("Image").is_file() && dest.join("vmlinux").is_file() {
+    if ["Image", "vmlinux", "btf"].iter().all(|f| dest.join(f).is_file()) {
         progress("kernel: cached build");
         return done(&dest, None);
     }
     let staging = Staging::new(&root, &key)?;
     let work = staging.path();
-    progress(&format!("kernel: unpacking {}", spec.tarball.display()));
+    progress(&format!("kernel: unpacking {}", spec.deb.display()));
+    let deb_tree = work.join("deb");
+    run(
+        &format!("unpacking package `{}` (dpkg-deb -x)", spec.package),
+        Command::new("dpkg-deb").arg("-x").arg(spec.deb).arg(&deb_tree),
+    )?;
+    let tarball = source_tarball(&deb_tree.join("usr/src")).ok_or_else(|| GuestError::Package {
+        package: spec.package.into(),
+        detail: "has no usr/src/linux-source-*.tar.* source tarball".into(),
+    })?;
     let src_parent = work.join("src");
     std::fs::create_dir_all(&src_parent).map_err(io_err("create directory", &src_parent))?;
     run(
-        &format!("unpacking {} (package {})", spec.tarball.display(), spec.package),
-        Command::new("tar").arg("-xf").arg(spec.tarball).arg("-C").arg(&src_parent),
+        &format!("unpacking {} (package {})", tarball.display(), spec.package),
+        Command::new("tar").arg("-xf").arg(&tarball).arg("-C").arg(&src_parent),
     )?;
+    std::fs::remove_dir_all(&deb_tree).map_err(io_err("remove", &deb_tree))?;
     let tree = single_subdir(&src_parent)?;
     for p in patches(spec.patch_dir)? {
         progress(&format!("kernel: applying {}", p.display()));
@@ -154,6 +164,8 @@ pub fn ensure(cache: &Path, spec: &KernelSpec, progress: &mut dyn FnMut(&str)) -
             .env("KBUILD_BUILD_USER", "hartscope")
             .env("KBUILD_BUILD_HOST", "hartscope")
             .env("KBUILD_BUILD_VERSION", "1")
+            // Debug info names files as in the source tree wherever the cache is.
+            .env("KCFLAGS", format!("-ffile-prefix-map={}=. -ffile-prefix-map={}=.", tree.display(), out.display()))
             .env("LC_ALL", "C");
         c
     };
@@ -198,6 +210,14 @@ pub fn ensure(cache: &Path, spec: &KernelSpec, progress: &mut dyn FnMut(&str)) -
     let secs = started.elapsed().as_secs();
     progress(&format!("kernel: built in {} min {} s", secs / 60, secs % 60));
 
+    // BTF from the DWARF: task_struct field offsets for the profiler, the
+    // same blob /sys/kernel/btf/vmlinux would give.
+    progress("kernel: encoding BTF from vmlinux's DWARF (pahole)");
+    let btf = work.join("btf");
+    run(
+        "encoding the kernel's BTF (pahole --btf_encode_detached)",
+        Command::new("pahole").arg(format!("--btf_encode_detached={}", btf.display())).arg(out.join("vmlinux")),
+    )?;
     let release_path = out.join("include/config/kernel.release");
     let release = std::fs::read_to_string(&release_path).map_err(io_err("read", &release_path))?;
     for (from, to) in [("arch/riscv/boot/Image", "Image"), ("vmlinux", "vmlinux"), (".config", "config")] {
@@ -215,7 +235,18 @@ pub fn ensure(cache: &Path, spec: &KernelSpec, progress: &mut dyn FnMut(&str)) -
     done(&dest, Some(secs))
 }
 
-fn single_subdir(dir: &Path) -> Result<PathBuf> {
+fn source_tarball(dir: &Path) -> Option<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.file_name().and_then(|f| f.to_str()).is_some_and(|f| f.starts_with("linux-source-") && f.contains(".tar")))
+        .collect();
+    v.sort();
+    v.pop()
+}
+
+pub(crate) fn single_subdir(dir: &Path) -> Result<PathBuf> {
     let mut subdirs: Vec<PathBuf> =
         std::fs::read_dir(dir).map_err(io_err("list", dir))?.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect();
     subdirs.sort();

@@ -8,16 +8,20 @@
 pub mod cpio;
 pub mod qemu;
 
-mod apt;
+mod archive;
 mod busybox;
 mod cross;
+mod deb822;
 mod debian_kernel;
 mod error;
-mod kernel;
+mod firmware;
 mod image;
+mod kernel;
+mod lock;
 mod manifest;
 mod process;
 mod recipe;
+mod resolve;
 mod rootfs;
 mod staging;
 #[cfg(test)]
@@ -25,7 +29,9 @@ mod tests;
 
 use std::path::{Path, PathBuf};
 
+pub use archive::{DEFAULT_KEYRING, DEFAULT_MIRROR, DEFAULT_SECURITY_MIRROR};
 pub use error::GuestError;
+pub use lock::{Lock, LockedFile};
 pub use manifest::{Manifest, PackageEntry};
 pub use recipe::{known_images, RECIPE_FORMAT};
 
@@ -46,6 +52,8 @@ pub struct ImageDir {
     pub symbols: KernelSymbols,
     /// Unstripped static BusyBox, as installed at /bin/busybox.
     pub busybox: PathBuf,
+    /// The kernel's BTF (raw, as /sys/kernel/btf/vmlinux gives it).
+    pub btf: Option<PathBuf>,
     /// Kernel command line the image boots with.
     pub default_append: String,
     pub manifest: PathBuf,
@@ -67,19 +75,23 @@ impl ImageDir {
     }
 }
 
-/// Where images are built and which recipes and mirror are used.
+/// Where images are built and which recipes, mirrors and keyring are used.
 #[derive(Debug, Clone)]
 pub struct Builder {
     pub cache: PathBuf,
     pub guest_dir: PathBuf,
+    /// Debian's main archive (suites like `trixie`).
     pub mirror: String,
+    /// Debian's security archive (suites ending in `-security`).
+    pub security_mirror: String,
+    /// The keyring `guest lock` checks release signatures against.
+    pub keyring: PathBuf,
 }
-
-pub const DEFAULT_MIRROR: &str = "http://deb.debian.org/debian";
 
 impl Builder {
     /// `$HARTSCOPE_CACHE` (default `~/.cache/hartscope`), `$HARTSCOPE_GUEST_DIR`
-    /// (default: this source tree's `guest/`), `$HARTSCOPE_DEBIAN_MIRROR`.
+    /// (default: this source tree's `guest/`), `$HARTSCOPE_DEBIAN_MIRROR`,
+    /// `$HARTSCOPE_DEBIAN_SECURITY_MIRROR`, `$HARTSCOPE_DEBIAN_KEYRING`.
     pub fn from_env() -> Self {
         let cache = std::env::var_os("HARTSCOPE_CACHE").map(PathBuf::from).unwrap_or_else(|| {
             let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
@@ -93,8 +105,41 @@ impl Builder {
                 PathBuf::from("guest")
             }
         });
-        let mirror = std::env::var("HARTSCOPE_DEBIAN_MIRROR").unwrap_or_else(|_| DEFAULT_MIRROR.to_string());
-        Builder { cache, guest_dir, mirror }
+        let var = |name: &str, default: &str| std::env::var(name).unwrap_or_else(|_| default.to_string());
+        Builder {
+            cache,
+            guest_dir,
+            mirror: var("HARTSCOPE_DEBIAN_MIRROR", DEFAULT_MIRROR),
+            security_mirror: var("HARTSCOPE_DEBIAN_SECURITY_MIRROR", DEFAULT_SECURITY_MIRROR),
+            keyring: PathBuf::from(var("HARTSCOPE_DEBIAN_KEYRING", DEFAULT_KEYRING)),
+        }
+    }
+
+    fn archives(&self) -> archive::Archives {
+        archive::Archives {
+            mirror: self.mirror.trim_end_matches('/').to_string(),
+            security_mirror: self.security_mirror.trim_end_matches('/').to_string(),
+            keyring: self.keyring.clone(),
+            downloads: self.cache.join("downloads"),
+        }
+    }
+
+    /// Resolves the recipe through the archive's signed indexes and writes
+    /// `guest/images/NAME.lock`. An existing lock that still fits the recipe
+    /// is kept unless `update`. Returns the lock and whether it was written.
+    pub fn lock(&self, name: &str, update: bool, allow_unverified: bool, progress: &mut dyn FnMut(&str)) -> Result<(Lock, bool), GuestError> {
+        let r = recipe::load(&self.guest_dir, name)?;
+        if !update {
+            if let Ok(existing) = lock::read(&self.guest_dir, name, &r.recipe.wants()) {
+                return Ok((existing, false));
+            }
+        }
+        let work = self.cache.join("lock-work").join(format!("{name}-{}", std::process::id()));
+        let result = resolve::resolve(&self.archives(), &r, &work, allow_unverified, progress);
+        let _ = std::fs::remove_dir_all(&work);
+        let new = result?;
+        lock::write(&self.guest_dir, &new)?;
+        Ok((new, true))
     }
 
     fn image_path(&self, r: &recipe::LoadedRecipe) -> PathBuf {

@@ -18,6 +18,15 @@ pub struct PackageEntry {
     pub sha256: String,
     /// What the image takes from it: `kernel`, `firmware`, `busybox source`, ….
     pub role: String,
+    /// Where the archive keeps it (pool path), from the lock.
+    #[serde(default)]
+    pub path: String,
+    /// Whether a Debian-signed index vouched for its sha256 (None: not recorded).
+    #[serde(default)]
+    pub signed: Option<bool>,
+    /// How its hash was verified, in words.
+    #[serde(default)]
+    pub verified: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -31,6 +40,9 @@ pub struct Manifest {
     /// `vmlinux` or `kallsyms`: the file in the image directory that names kernel addresses.
     pub symbols: String,
     pub packages: Vec<PackageEntry>,
+    /// Files no signed index vouched for, each with why (empty: all verified).
+    #[serde(default)]
+    pub unverified: Vec<String>,
     /// Kernel modules in the initramfs, in load order.
     pub modules: Vec<String>,
     /// Requested modules the kernel has built in.
@@ -90,6 +102,7 @@ pub fn image_dir(name: &str, dir: &Path) -> Result<ImageDir> {
         }
     };
     let fw_elf = dir.join("fw_jump.elf");
+    let btf = dir.join("btf");
     Ok(ImageDir {
         name: name.to_string(),
         dir: dir.to_path_buf(),
@@ -100,6 +113,7 @@ pub fn image_dir(name: &str, dir: &Path) -> Result<ImageDir> {
         initrd: dir.join("initrd"),
         symbols,
         busybox: dir.join("busybox"),
+        btf: btf.is_file().then_some(btf),
         default_append: m.default_append,
         manifest: dir.join("manifest.json"),
     })

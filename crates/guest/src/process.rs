@@ -11,7 +11,9 @@ use crate::error::{io_err, GuestError, Result};
 /// The Debian package that provides each host program we run.
 pub fn package_of(program: &str) -> &'static str {
     match program {
-        "apt-get" | "apt-cache" => "apt",
+        "curl" => "curl",
+        "gpgv" => "gpgv",
+        "pahole" => "dwarves",
         "dpkg-deb" => "dpkg",
         "dpkg-source" => "dpkg-dev",
         "xz" => "xz-utils",

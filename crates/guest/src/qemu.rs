@@ -21,6 +21,8 @@ pub struct QemuBoot<'a> {
     pub timeout: Duration,
     /// Where the console output is written.
     pub console_log: PathBuf,
+    /// A raw disk image attached as virtio-blk (`/dev/vda` in the guest).
+    pub disk: Option<&'a Path>,
 }
 
 /// The console output of a boot, and whether QEMU exited by itself in time.
@@ -45,6 +47,11 @@ impl QemuBoot<'_> {
             .arg(self.initrd)
             .arg("-append")
             .arg(self.append);
+        if let Some(disk) = self.disk {
+            c.arg("-drive")
+                .arg(format!("file={},format=raw,if=none,id=hd0", disk.display()))
+                .args(["-device", "virtio-blk-device,drive=hd0"]);
+        }
         c
     }
 
@@ -60,8 +67,12 @@ pub const KALLSYMS_BEGIN: &str = "@@hartscope-kallsyms-begin@@";
 pub const KALLSYMS_END: &str = "@@hartscope-kallsyms-end@@";
 pub const MODULES_BEGIN: &str = "@@hartscope-modules-begin@@";
 pub const MODULES_END: &str = "@@hartscope-modules-end@@";
+pub const BTF_BEGIN: &str = "@@hartscope-btf-size-begin@@";
+pub const BTF_END: &str = "@@hartscope-btf-size-end@@";
 
-/// The workload that prints /proc/kallsyms and /proc/modules between delimiters.
+/// The workload that prints /proc/kallsyms and /proc/modules between
+/// delimiters, and copies the kernel's BTF to the virtio disk (binary data
+/// cannot cross the console), printing its size.
 pub fn kallsyms_workload() -> String {
     format!(
         "echo 0 > /proc/sys/kernel/kptr_restrict\n\
@@ -70,7 +81,13 @@ pub fn kallsyms_workload() -> String {
          echo {KALLSYMS_END}\n\
          echo {MODULES_BEGIN}\n\
          cat /proc/modules\n\
-         echo {MODULES_END}\n"
+         echo {MODULES_END}\n\
+         if [ -e /sys/kernel/btf/vmlinux ] && [ -b /dev/vda ]; then\n\
+         cat /sys/kernel/btf/vmlinux > /dev/vda && sync\n\
+         echo {BTF_BEGIN}\n\
+         wc -c < /sys/kernel/btf/vmlinux\n\
+         echo {BTF_END}\n\
+         fi\n"
     )
 }
 

@@ -3,7 +3,7 @@
 //! and an unchanged one is found in the cache.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
@@ -11,31 +11,38 @@ use sha2::{Digest, Sha256};
 use crate::error::{io_err, GuestError, Result};
 
 /// Bumped when the build logic changes in a way that changes images.
-pub const RECIPE_FORMAT: &str = "hartscope-guest-recipe-2";
+pub const RECIPE_FORMAT: &str = "hartscope-guest-recipe-3";
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Recipe {
     pub description: String,
-    /// Debian suite the riscv64 binary packages (kernel, firmware) come from.
-    pub binary_suite: String,
     /// Debian suite BusyBox's source package comes from.
     pub source_suite: String,
     /// Kernel command line the image boots with (`nokaslr` is added when needed).
     pub append: String,
-    pub firmware_package: String,
+    pub firmware: FirmwareRecipe,
     pub kernel: KernelRecipe,
+}
+
+/// OpenSBI, built from the upstream tarball of a Debian source package.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FirmwareRecipe {
+    pub package: String,
+    pub suite: String,
 }
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(tag = "source", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum KernelRecipe {
-    /// A kernel from a Debian binary package, with selected modules.
-    DebianPackage { package: String, modules: Vec<String> },
-    /// A kernel cross-built from a Debian kernel source tarball.
+    /// A kernel from a Debian riscv64 binary package of `suite`, with selected modules.
+    DebianPackage { package: String, suite: String, modules: Vec<String> },
+    /// A kernel cross-built from the source tarball Debian's `linux-source-*`
+    /// package (of `suite`) carries.
     LinuxSource {
         package: String,
-        tarball: PathBuf,
+        suite: String,
         base: String,
         /// Config fragment, relative to the guest directory.
         config: String,
@@ -51,6 +58,21 @@ pub struct LoadedRecipe {
     pub name: String,
     pub recipe: Recipe,
     pub hash: String,
+}
+
+impl Recipe {
+    /// What the recipe asks the archive for, one line each (kept in the lock).
+    pub fn wants(&self) -> Vec<String> {
+        let mut w = vec![
+            format!("firmware: upstream tarball of source package {} ({})", self.firmware.package, self.firmware.suite),
+            format!("busybox: source package busybox ({})", self.source_suite),
+        ];
+        w.push(match &self.kernel {
+            KernelRecipe::DebianPackage { package, suite, .. } => format!("kernel: {package} ({suite}, riscv64)"),
+            KernelRecipe::LinuxSource { package, suite, .. } => format!("kernel source: {package} ({suite})"),
+        });
+        w
+    }
 }
 
 impl LoadedRecipe {
@@ -96,6 +118,11 @@ pub fn input_files(guest_dir: &Path, name: &str, recipe: &Recipe) -> Result<BTre
     let mut files = BTreeMap::new();
     let rel = format!("images/{name}.toml");
     files.insert(rel.clone(), read(&guest_dir.join(&rel))?);
+    // The lock pins what the recipe resolves to: a new kernel version is a new image.
+    let lock = format!("images/{name}.lock");
+    if guest_dir.join(&lock).is_file() {
+        files.insert(lock.clone(), read(&guest_dir.join(&lock))?);
+    }
     for dir in COMMON_DIRS {
         collect_dir(guest_dir, dir, &mut files, &|_| true)?;
     }

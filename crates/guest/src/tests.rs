@@ -61,7 +61,13 @@ fn copy_tree(from: &Path, to: &Path) {
 }
 
 fn builder(guest_dir: &Path, cache: &Path, mirror: &str) -> Builder {
-    Builder { cache: cache.to_path_buf(), guest_dir: guest_dir.to_path_buf(), mirror: mirror.into() }
+    Builder {
+        cache: cache.to_path_buf(),
+        guest_dir: guest_dir.to_path_buf(),
+        mirror: mirror.into(),
+        security_mirror: mirror.into(),
+        keyring: crate::DEFAULT_KEYRING.into(),
+    }
 }
 
 #[test]
@@ -100,7 +106,30 @@ fn recipe_hash_follows_the_files_the_image_is_made_of() {
     // The recipe file itself.
     let toml = std::fs::read_to_string(g.join("images/debian.toml")).unwrap();
     write(&g.join("images/debian.toml"), &toml.replace("console=ttyS0", "console=hvc0"));
-    assert_ne!(b.recipe_hash("debian").unwrap(), debian3);
+    let debian4 = b.recipe_hash("debian").unwrap();
+    assert_ne!(debian4, debian3);
+
+    // The lock: another locked version is another image.
+    let lock = std::fs::read_to_string(g.join("images/debian.lock")).unwrap();
+    assert!(lock.contains("version = \"6.12.107-1\""), "the test expects the committed lock");
+    write(&g.join("images/debian.lock"), &lock.replace("version = \"6.12.107-1\"", "version = \"6.12.108-1\""));
+    assert_ne!(b.recipe_hash("debian").unwrap(), debian4);
+}
+
+#[test]
+fn a_build_needs_a_lock_that_fits_the_recipe() {
+    let g = guest_copy();
+    let cache = scratch("cache");
+    let b = builder(&g, &cache, "http://127.0.0.1:9/debian");
+    // A recipe asking for another kernel package than the lock pins.
+    let toml = std::fs::read_to_string(g.join("images/debian.toml")).unwrap();
+    write(&g.join("images/debian.toml"), &toml.replace("\"linux-image-riscv64\"", "\"linux-image-rt-riscv64\""));
+    let msg = b.build("debian", &mut |_| {}).unwrap_err().to_string();
+    assert!(msg.contains("debian.lock") && msg.contains("linux-image-rt-riscv64") && msg.contains("--update"), "{msg}");
+    std::fs::remove_file(g.join("images/debian.lock")).unwrap();
+    let msg = b.build("debian", &mut |_| {}).unwrap_err().to_string();
+    assert!(msg.contains("does not exist") && msg.contains("hartscope guest lock --image debian"), "{msg}");
+    assert!(!cache.join("images").exists() || std::fs::read_dir(cache.join("images")).unwrap().next().is_none());
 }
 
 #[test]
@@ -130,7 +159,7 @@ fn unreachable_mirror_fails_clearly_and_leaves_nothing_behind() {
     let mut lines = Vec::new();
     let err = b.build("debian", &mut |l| lines.push(l.to_string())).unwrap_err();
     let msg = err.to_string();
-    assert!(msg.contains("apt-get update") && msg.contains("127.0.0.1:9"), "{msg}");
+    assert!(msg.contains("fetching http://127.0.0.1:9/debian/pool/"), "{msg}");
     assert!(!msg.contains('\n'), "one line: {msg}");
     let images = cache.join("images");
     let left: Vec<_> = std::fs::read_dir(&images).map(|rd| rd.flatten().map(|e| e.path()).collect()).unwrap_or_default();
@@ -158,6 +187,7 @@ fn manifest_round_trips_and_find_uses_it() {
         default_append: "console=ttyS0".into(),
         symbols: "kallsyms".into(),
         packages: vec![],
+        unverified: vec![],
         modules: vec!["virtio_mmio".into()],
         builtin_modules: vec![],
         kernel_build_seconds: None,

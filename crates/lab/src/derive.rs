@@ -41,6 +41,12 @@ pub fn derive_guest_dir(b: &Builder, base: &str, patches: Option<&Path>, config:
         return Err(img_err("its kernel is not built from source, so a patch series or config fragment cannot apply".into()));
     }
     let mut key = format!("{base}\0");
+    // The base image's lock pins the same sources for the derived image.
+    let lock_path = b.guest_dir.join("images").join(format!("{base}.lock"));
+    let lock_text = std::fs::read_to_string(&lock_path).ok();
+    if let Some(l) = &lock_text {
+        key.push_str(&format!("lock {}\0", crate::sha256_hex(l.as_bytes())));
+    }
 
     let mut series_files: Option<Vec<(String, Vec<u8>)>> = None;
     if let Some(patches) = patches {
@@ -107,6 +113,10 @@ pub fn derive_guest_dir(b: &Builder, base: &str, patches: Option<&Path>, config:
                 std::fs::write(sdir.join(n), d).map_err(io_err("write", &sdir.join(n)))?;
             }
         }
+        if let Some(l) = &lock_text {
+            let p = tmp.join("images").join(format!("{name}.lock"));
+            std::fs::write(&p, l).map_err(io_err("write", &p))?;
+        }
         if let Some(text) = &fragment {
             std::fs::write(tmp.join(CONFIG_FILE), text).map_err(io_err("write", &tmp.join(CONFIG_FILE)))?;
         }
@@ -134,7 +144,7 @@ pub fn derive_guest_dir(b: &Builder, base: &str, patches: Option<&Path>, config:
 pub fn build_derived(base: &str, patches: Option<&Path>, config: Option<&Path>, progress: &mut dyn FnMut(&str)) -> Result<ImageDir> {
     let b = Builder::from_env();
     let (guest_dir, name) = derive_guest_dir(&b, base, patches, config)?;
-    let derived = Builder { cache: b.cache.clone(), guest_dir, mirror: b.mirror.clone() };
+    let derived = Builder { guest_dir, ..b };
     derived.build(&name, progress).map_err(|e| LabError::Image { image: name.clone(), message: e.to_string() })
 }
 
@@ -147,7 +157,7 @@ mod tests {
         let real = Builder::from_env();
         let scratch = std::env::temp_dir().join(format!("hs-lab-derive-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&scratch);
-        let b = Builder { cache: scratch.join("cache"), guest_dir: real.guest_dir.clone(), mirror: real.mirror.clone() };
+        let b = Builder { cache: scratch.join("cache"), ..real.clone() };
         let patches = scratch.join("patches");
         std::fs::create_dir_all(&patches).unwrap();
         std::fs::write(patches.join("0001-quiet.patch"), "--- a/x\n+++ b/x\n").unwrap();
@@ -158,7 +168,7 @@ mod tests {
         let files: Vec<String> = std::fs::read_dir(dir.join(SERIES_DIR)).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
         assert_eq!(files, vec!["1-study-0001-quiet.patch".to_string()]);
         // hs-guest accepts the derived recipe, and it is a different image from `custom`.
-        let derived = Builder { cache: b.cache.clone(), guest_dir: dir.clone(), mirror: b.mirror.clone() };
+        let derived = Builder { guest_dir: dir.clone(), ..b.clone() };
         let h = derived.recipe_hash(&name).unwrap();
         assert_ne!(h, real.recipe_hash("custom").unwrap());
         // The same series derives the same directory; a changed one a new image.
@@ -178,7 +188,7 @@ mod tests {
         let own = std::fs::read_to_string(real.guest_dir.join("kernel/virt.config")).unwrap();
         assert!(text.starts_with(&own) && text.ends_with("CONFIG_PRINTK_TIME=y\n"), "{text}");
         assert!(!cdir.join(SERIES_DIR).exists(), "no patch series given, the image's own stays");
-        let derived = Builder { cache: b.cache.clone(), guest_dir: cdir, mirror: b.mirror.clone() };
+        let derived = Builder { guest_dir: cdir, ..b.clone() };
         derived.recipe_hash(&cname).unwrap();
         std::fs::remove_dir_all(&scratch).unwrap();
     }

@@ -65,6 +65,15 @@ impl ImageInfo {
             .map(|a| a.iter().map(|p| (s(p, "name"), s(p, "version"), s(p, "sha256"), s(p, "role"))).collect())
             .unwrap_or_default()
     }
+
+    /// The manifest's list of files no signed index vouched for (each with why).
+    pub fn unverified(&self) -> Vec<String> {
+        self.manifest
+            .get("unverified")
+            .and_then(|p| p.as_array())
+            .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
+            .unwrap_or_default()
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -696,6 +696,9 @@ pub fn build(input: &ReportInput) -> Vec<Block> {
             t.row(vec![n, v, if s.is_empty() { "-".into() } else { format!("`{}`", short(&s)) }, role]);
         }
         b.push(Block::Table(t));
+        for why in img.unverified() {
+            b.push(Block::Para(format!("**Not verified against a signed index:** {why}")));
+        }
     }
     let mut t = Table::new(&["variant", "artefact", "path"], &[false; 3]);
     for (r, l) in runs.iter().zip(&labels) {
