@@ -10,6 +10,8 @@ use crate::mmu::*;
 use crate::trap::*;
 use crate::*;
 
+mod csr_rules;
+
 const BASE: u64 = 0x8000_0000;
 const DEV: u64 = 0x1000_0000;
 
