@@ -152,7 +152,8 @@ pub const CANONICAL_MODULE_BASE: u64 = 0xffff_ffff_6000_0000;
 const CANONICAL_MODULE_STRIDE: u64 = 0x0100_0000;
 
 /// Module load addresses differ from boot to boot, so a capture's module
-/// symbols are moved to fixed bases (the N-th line of `/proc/modules` at
+/// code symbols are moved to fixed bases (data symbols are dropped: they are
+/// not at a fixed offset from the code) (the N-th line of `/proc/modules` at
 /// `CANONICAL_MODULE_BASE + N × 16 MiB`), with `/proc/modules` rewritten to
 /// match: two captures give the same files, and a run still relocates each
 /// module by (its base in the run − its base in the file), as before.
@@ -174,6 +175,11 @@ pub fn canonical_module_addresses(kallsyms: &str, modules: &str) -> std::result:
         match module.and_then(|m| moved.get(m)) {
             Some(delta) => {
                 let (addr, rest) = line.split_once(' ').ok_or(format!("bad kallsyms line {line:?}"))?;
+                // Only code keeps its offset from the module's base: data and
+                // read-only data are separate allocations that land anywhere.
+                if !matches!(rest.split_whitespace().next(), Some("t" | "T")) {
+                    continue;
+                }
                 let a = u64::from_str_radix(addr, 16).map_err(|_| format!("bad kallsyms line {line:?}"))?;
                 out.push_str(&format!("{:016x} {rest}\n", a.wrapping_add(*delta)));
             }
@@ -192,7 +198,7 @@ mod tests {
 
     #[test]
     fn module_symbols_move_to_canonical_bases() {
-        let kallsyms = "ffffffff80001000 T handle_exception\nffffffff01e8a010 t virtblk_probe\t[virtio_blk]\nffffffff0205e020 t dwapb_irq\t[gpio_dwapb]\n";
+        let kallsyms = "ffffffff80001000 T handle_exception\nffffffff01e8a010 t virtblk_probe\t[virtio_blk]\nffffffff0205e020 t dwapb_irq\t[gpio_dwapb]\nffffffff0210a000 r dwapb_of_match\t[gpio_dwapb]\n";
         let modules = "gpio_dwapb 94208 0 - Live 0xffffffff0205e000\nvirtio_blk 208896 0 - Live 0xffffffff01e8a000 (O)\n";
         let (k, m) = canonical_module_addresses(kallsyms, modules).unwrap();
         assert_eq!(
