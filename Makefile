@@ -30,7 +30,8 @@ demo: build
 		--workload guest/workloads/p87-shell --profile $(OUT)/profile \
 		--profile-from "shell banner" --stats-txt $(OUT)/stats.txt \
 		--trace $(OUT)/trace.json
-	@echo; head -n 60 $(OUT)/profile/hot.md
+	@echo; head -n 40 $(OUT)/profile/hot.md
+	@echo; sed -n '/^### By task/,/^### By hart/p' $(OUT)/profile/hot.md | head -n 16
 	@echo; echo "More in $(OUT)/: profile/flamegraph.svg, profile/perf.script, stats.txt, trace.json (Perfetto)"
 
 bench: build
