@@ -63,6 +63,10 @@ pub const MIP_SEIP: u64 = 1 << 9;
 pub const MIP_MEIP: u64 = 1 << 11;
 /// Bits the platform drives (see `Hart::set_platform_irqs`).
 pub const MIP_PLATFORM: u64 = MIP_MSIP | MIP_MTIP | MIP_SEIP | MIP_MEIP;
+/// mcause/scause are WLRL: this hart holds the interrupt bit and a 4-bit
+/// code (every cause it raises is below 16), so a write of any other value
+/// reads back as a legal one instead of an arbitrary 64-bit pattern.
+const CAUSE_WLRL_MASK: u64 = (1 << 63) | 0xf;
 const MIE_MASK: u64 = MIP_SSIP | MIP_MSIP | MIP_STIP | MIP_MTIP | MIP_SEIP | MIP_MEIP;
 const MIDELEG_MASK: u64 = MIP_SSIP | MIP_STIP | MIP_SEIP;
 /// Every exception except ecall-from-M (11) and the reserved causes.
@@ -435,7 +439,7 @@ impl<T: TimingModel> Hart<T> {
             SENVCFG => c.senvcfg = v & MENVCFG_FIOM,
             SSCRATCH => c.sscratch = v,
             SEPC => c.sepc = v & !1,
-            SCAUSE => c.scause = v,
+            SCAUSE => c.scause = v & CAUSE_WLRL_MASK,
             STVAL => c.stval = v,
             STIMECMP => {
                 c.stimecmp = v;
@@ -461,7 +465,7 @@ impl<T: TimingModel> Hart<T> {
             MENVCFG => c.menvcfg = v & (MENVCFG_STCE | MENVCFG_FIOM),
             MSCRATCH => c.mscratch = v,
             MEPC => c.mepc = v & !1,
-            MCAUSE => c.mcause = v,
+            MCAUSE => c.mcause = v & CAUSE_WLRL_MASK,
             MTVAL => c.mtval = v,
             n @ (PMPCFG0 | 0x3a2) => {
                 if self.pmp.write_cfg(((n - PMPCFG0) / 2) as usize, v) {

@@ -341,3 +341,16 @@ fn stimecmp_below_m_needs_stce_and_tm() {
         assert_eq!(h.csr(STIMECMP), Some(if ok { 0x121 } else { 0x100 }));
     }
 }
+
+#[test]
+fn cause_registers_keep_only_a_legal_cause() {
+    // WLRL: the proptest found `csrrw x0, mcause, x4` leaving a 64-bit
+    // pattern no trap could produce; the interrupt bit and a 4-bit code stay
+    let (mut h, _) = hart_with(&[WFI]);
+    for csr in [MCAUSE, SCAUSE] {
+        h.csr_write(csr, 0xed6c_0841_74f3_5959);
+        assert_eq!(h.csr(csr).unwrap(), (1 << 63) | 9);
+        h.csr_write(csr, 13);
+        assert_eq!(h.csr(csr).unwrap(), 13);
+    }
+}
