@@ -39,4 +39,11 @@ if ! command -v cargo >/dev/null 2>&1; then
   echo "setup-host: cargo is not on PATH; install a Rust toolchain (rustup or Debian's cargo) first" >&2
   exit 1
 fi
+
+# inferno-collapse-perf: the profile tests check hartscope's perf.script
+# against it (a stack collapser nobody here wrote).
+if ! command -v inferno-collapse-perf >/dev/null 2>&1 && [[ ! -x "${CARGO_HOME:-$HOME/.cargo}/bin/inferno-collapse-perf" ]]; then
+  echo "setup-host: cargo install inferno (for inferno-collapse-perf)" >&2
+  cargo install --quiet --locked inferno --version 0.12.8
+fi
 echo "setup-host: ok ($(cargo --version))" >&2

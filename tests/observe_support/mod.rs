@@ -46,6 +46,7 @@ pub fn symbol_sources(img: &hs_guest::ImageDir, kernel: Option<(u64, u64)>) -> S
         kernel: Some(kernel_src),
         kernel_physical: kernel,
         user_binaries: user,
+        btf: img.btf.clone(),
     }
 }
 
@@ -92,8 +93,12 @@ pub fn run_with<M: TimingModel>(
     let img = image(image_name);
     let mut m = Machine::with_observing(config(&img, work, harts), opts, model).unwrap_or_else(|e| panic!("{e}"));
     let mut symbols = GuestSymbols::load(&symbol_sources(&img, m.kernel_extent())).unwrap_or_else(|e| panic!("{e}"));
+    let sampled = sampling.is_some();
     if let Some(s) = sampling {
         m.enable_sampling(s, symbols.identifier());
+    }
+    if let Some(layout) = symbols.task_layout().filter(|_| sampled || opts.events) {
+        m.enable_task_identity(layout);
     }
     let stop = m.run();
     let console = String::from_utf8_lossy(m.console_output()).into_owned();

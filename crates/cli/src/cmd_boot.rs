@@ -274,6 +274,7 @@ fn symbol_sources(args: &BootArgs, machine_kernel: Option<(u64, u64)>) -> Option
         kernel,
         kernel_physical: machine_kernel,
         user_binaries,
+        btf: if args.kernel.is_none() { img.btf.clone() } else { None },
     })
 }
 
@@ -308,7 +309,7 @@ fn machine_config(args: &BootArgs, r: Resolved) -> MachineConfig {
 }
 
 fn finish<T: TimingModel>(args: &BootArgs, obs: &Observed, mut machine: Machine<T>) -> Result<i32, String> {
-    let symbols = if args.profile.is_some() || obs.itrace.is_some() {
+    let symbols = if args.profile.is_some() || obs.itrace.is_some() || args.trace.is_some() {
         let sources = symbol_sources(args, machine.kernel_extent());
         match sources.map(|s| GuestSymbols::load(&s)).transpose() {
             Ok(s) => s,
@@ -321,6 +322,12 @@ fn finish<T: TimingModel>(args: &BootArgs, obs: &Observed, mut machine: Machine<
         let ident = symbols.as_ref().map(|s| s.identifier()).unwrap_or_default();
         let cfg = SamplerConfig { period: args.sample_period, from_phase: args.profile_from.clone(), ..SamplerConfig::default() };
         machine.enable_sampling(cfg, ident);
+    }
+    // Tasks are named for samples and for the timeline's task tracks.
+    if let Some(layout) = symbols.as_ref().and_then(|s| s.task_layout()) {
+        if args.profile.is_some() || args.trace.is_some() {
+            machine.enable_task_identity(layout);
+        }
     }
 
     let stop = if args.workload.is_some() {

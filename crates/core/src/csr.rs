@@ -295,6 +295,30 @@ impl<T: TimingModel> Hart<T> {
         Ok(())
     }
 
+    /// mip bits software can write (SSIP, SEIP; STIP unless Sstc drives it).
+    fn mip_wmask(&self) -> u64 {
+        if self.csr.stce() {
+            MIP_SSIP | MIP_SEIP
+        } else {
+            MIP_SSIP | MIP_SEIP | MIP_STIP
+        }
+    }
+
+    /// The value a CSRRS/CSRRC modifies, given the value `read` it returns.
+    /// The two differ where a software-writable bit reads as the OR of its
+    /// software copy and a hardware line: only the copy takes part, so the
+    /// line is never written back into it (privileged spec, mip.SEIP). Every
+    /// other CSR reads exactly its software-visible state.
+    fn csr_rmw_base(&self, num: u16, read: u64) -> u64 {
+        let c = &self.csr;
+        let writable = match num {
+            MIP => self.mip_wmask(),
+            SIP => MIP_SSIP & c.mideleg,
+            _ => return read,
+        };
+        (read & !writable) | (c.mip_sw & writable)
+    }
+
     /// The Zicsr instructions: check, read the old value, maybe write.
     /// `op`: 0 = write, 1 = set bits, 2 = clear bits.
     pub(crate) fn csr_op(&mut self, num: u16, op: u8, src: u64, do_write: bool, bits: u32) -> Result<u64, Trap> {
@@ -305,8 +329,8 @@ impl<T: TimingModel> Hart<T> {
         if do_write {
             let new = match op {
                 0 => src,
-                1 => old | src,
-                _ => old & !src,
+                1 => self.csr_rmw_base(num, old) | src,
+                _ => self.csr_rmw_base(num, old) & !src,
             };
             // a satp write with an unsupported mode has no effect at all
             let ignored = num == SATP && !matches!(new >> 60, SATP_MODE_BARE | SATP_MODE_SV39 | SATP_MODE_SV48);
@@ -428,10 +452,8 @@ impl<T: TimingModel> Hart<T> {
             MIDELEG => c.mideleg = v & MIDELEG_MASK,
             MIE => c.mie = v & MIE_MASK,
             MIP => {
-                let mut m = MIP_SSIP | MIP_SEIP;
-                if !c.stce() {
-                    m |= MIP_STIP;
-                }
+                let m = self.mip_wmask();
+                let c = &mut self.csr;
                 c.mip_sw = (c.mip_sw & !m) | (v & m);
             }
             MTVEC => c.mtvec = legal_tvec(v),

@@ -283,6 +283,28 @@ impl<T: TimingModel> Hart<T> {
         }
         Ok(())
     }
+    /// Read guest virtual memory as the supervisor sees it through the
+    /// current `satp`, whatever the hart's privilege now (no A/D update, no
+    /// trap): the kernel's view, e.g. of a `task_struct` while the hart runs
+    /// a user program or the firmware. Err if translation is off or any
+    /// byte is unmapped or not RAM.
+    #[allow(clippy::result_unit_err)] // as `read_virt`: readable or not is all a caller learns
+    pub fn read_kernel_virt(&self, va: u64, buf: &mut [u8]) -> Result<(), ()> {
+        if self.csr.satp >> 60 == 0 {
+            return Err(());
+        }
+        let mut done = 0usize;
+        while done < buf.len() {
+            let a = va.wrapping_add(done as u64);
+            let chunk = ((4096 - (a & 0xfff)) as usize).min(buf.len() - done);
+            let w = self.walk(a, mmu::KIND_LOAD, mmu::CTX_S, false, &mut mmu::WalkTrace::default()).map_err(|_| ())?;
+            if !self.pmp.check(w.pa, chunk as u64, Priv::Supervisor, pmp::Perm::Read) || !self.ram.read_bytes(w.pa, &mut buf[done..done + chunk]) {
+                return Err(());
+            }
+            done += chunk;
+        }
+        Ok(())
+    }
     /// Slow-path counters since creation.
     pub fn stats(&self) -> HartStats {
         self.stats

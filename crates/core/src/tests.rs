@@ -10,6 +10,8 @@ use crate::mmu::*;
 use crate::trap::*;
 use crate::*;
 
+mod csr_rules;
+
 const BASE: u64 = 0x8000_0000;
 const DEV: u64 = 0x1000_0000;
 
@@ -451,6 +453,30 @@ fn read_virt_follows_translation() {
     h.read_virt(0x4000_0ffe, &mut buf).unwrap();
     assert_eq!(&buf[..], &b"hithere"[..6]);
     assert!(h.read_virt(0x4000_3000, &mut buf).is_err());
+}
+
+#[test]
+fn read_kernel_virt_sees_supervisor_pages_from_any_mode() {
+    let (mut h, ram) = hart_with(&[]);
+    ram.write_bytes(BASE + 0x20010, b"task");
+    let mut buf = [0u8; 4];
+    // Translation off: a virtual address means nothing yet.
+    assert!(h.read_kernel_virt(0x4000_0010, &mut buf).is_err());
+    sv39(&mut h, &ram);
+    for p in [Priv::Machine, Priv::User, Priv::Supervisor] {
+        h.set_priv(p);
+        h.update_modes();
+        buf = [0; 4];
+        h.read_kernel_virt(0x4000_0010, &mut buf).unwrap();
+        assert_eq!(&buf, b"task", "{p:?}");
+        // A user page is not the kernel's (no SUM for this view); unmapped fails.
+        assert!(h.read_kernel_virt(0x4000_1000, &mut buf).is_err());
+        assert!(h.read_kernel_virt(0x4000_3000, &mut buf).is_err());
+    }
+    // The current privilege's own view differs: U cannot read the S page.
+    h.set_priv(Priv::User);
+    h.update_modes();
+    assert!(h.read_virt(0x4000_0010, &mut buf).is_err());
 }
 
 #[test]

@@ -30,6 +30,8 @@ pub fn build_programs(guest_dir: &Path, out: &Path) -> Result<Vec<(String, PathB
         run(
             &format!("compiling guest/{rel} ({CC})"),
             Command::new(CC)
+                // The compilation directory is recorded in the debug info too: make it the mapped one.
+                .current_dir(guest_dir)
                 .args(["-static", "-O2", "-g", "-Wall", "-Wextra"])
                 // Keeps host paths out of the binaries: the same sources give the same bytes.
                 .arg(format!("-ffile-prefix-map={}=guest", guest_dir.display()))

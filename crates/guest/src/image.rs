@@ -7,15 +7,13 @@ use std::time::Duration;
 use crate::error::{io_err, GuestError, Result};
 use crate::lock::{self, role, LockedFile};
 use crate::manifest::{self, Manifest, PackageEntry};
-use crate::qemu::{between, canonical_module_addresses, kallsyms_workload, parse_kallsyms, QemuBoot, BTF_BEGIN, BTF_END, MODULES_BEGIN, MODULES_END};
+use crate::qemu::{canonical_module_addresses, capture_files, kallsyms_workload, parse_kallsyms, QemuBoot, CAPTURE_DISK_BYTES};
 use crate::recipe::{KernelRecipe, LoadedRecipe, RECIPE_FORMAT};
 use crate::rootfs::{base_archive, with_workload, BaseContents};
 use crate::staging::Staging;
 use crate::{busybox, cross, debian_kernel, firmware, kernel, Builder};
 
 const KALLSYMS_TIMEOUT: Duration = Duration::from_secs(600);
-/// The virtio disk the BTF is copied to at capture time (sparse).
-const BTF_DISK_BYTES: u64 = 64 << 20;
 
 fn copy(from: &Path, to: &Path) -> Result<()> {
     std::fs::copy(from, to).map(|_| ()).map_err(io_err("copy", from))
@@ -174,12 +172,12 @@ fn capture_kallsyms(
     let logs = b.cache.join("logs");
     std::fs::create_dir_all(&logs).map_err(io_err("create directory", &logs))?;
     let console_log = logs.join(format!("{}-kallsyms-console.log", r.name));
-    let disk = work.join("btf-disk");
+    let disk = work.join("capture-disk");
     let f = std::fs::File::create(&disk).map_err(io_err("create", &disk))?;
-    f.set_len(BTF_DISK_BYTES).map_err(io_err("size", &disk))?;
+    f.set_len(CAPTURE_DISK_BYTES).map_err(io_err("size", &disk))?;
     drop(f);
     progress("kallsyms: booting the image under qemu-system-riscv64 to capture /proc/kallsyms and the BTF");
-    // Quiet console: kernel messages must not interleave with the symbol lines.
+    // Quiet console: kernel messages must not interleave with the sizes line.
     let boot = QemuBoot {
         firmware: &out.join("fw_jump.bin"),
         kernel: &out.join("Image"),
@@ -192,45 +190,29 @@ fn capture_kallsyms(
         disk: Some(&disk),
     };
     let result = boot.run()?;
-    let text = parse_kallsyms(&result.console).map_err(|why| GuestError::Step {
-        step: format!("capturing /proc/kallsyms of image `{}` under qemu-system-riscv64", r.name),
-        detail: format!(
-            "{why}{}; console output is in {}",
-            if result.exited { "" } else { " (timed out)" },
-            console_log.display()
-        ),
-    })?;
-    let modules = between(&result.console, MODULES_BEGIN, MODULES_END).map_err(|why| GuestError::Step {
-        step: format!("capturing /proc/modules of image `{}` under qemu-system-riscv64", r.name),
-        detail: format!("{why}; console output is in {}", console_log.display()),
-    })?;
+    let fail = |what: &str, why: String| GuestError::Step {
+        step: format!("capturing {what} of image `{}` under qemu-system-riscv64", r.name),
+        detail: format!("{why}{}; console output is in {}", if result.exited { "" } else { " (timed out)" }, console_log.display()),
+    };
+    let disk_data = std::fs::read(&disk).map_err(io_err("read", &disk))?;
+    let [kallsyms, modules, btf] = capture_files(&result.console, &disk_data).map_err(|why| fail("/proc/kallsyms", why))?;
+    let text = parse_kallsyms(&String::from_utf8_lossy(&kallsyms)).map_err(|why| fail("/proc/kallsyms", why))?;
+    let modules = String::from_utf8_lossy(&modules).into_owned();
     progress(&format!("kallsyms: {} symbols", text.lines().count()));
     // Module symbols at fixed bases, so every capture gives the same files;
     // kallsyms-modules says where, for relocating to each run's bases.
-    let (text, modules) = canonical_module_addresses(&text, modules).map_err(|why| GuestError::Step {
+    let (text, modules) = canonical_module_addresses(&text, &modules).map_err(|why| GuestError::Step {
         step: format!("reading /proc/modules of image `{}`", r.name),
         detail: format!("{why}; console output is in {}", console_log.display()),
     })?;
     std::fs::write(out.join("kallsyms"), text).map_err(io_err("write", out.join("kallsyms")))?;
     let path = out.join("kallsyms-modules");
     std::fs::write(&path, modules).map_err(io_err("write", &path))?;
-    // The kernel's BTF, copied to the virtio disk by the capture workload.
-    let btf_size = between(&result.console, BTF_BEGIN, BTF_END)
-        .ok()
-        .and_then(|t| t.trim().parse::<u64>().ok())
-        .filter(|n| *n > 24 && *n <= BTF_DISK_BYTES)
-        .ok_or_else(|| GuestError::Step {
-            step: format!("capturing /sys/kernel/btf/vmlinux of image `{}` under qemu-system-riscv64", r.name),
-            detail: format!("the guest reported no BTF size; console output is in {}", console_log.display()),
-        })?;
-    let mut btf = std::fs::read(&disk).map_err(io_err("read", &disk))?;
-    btf.truncate(btf_size as usize);
-    if btf[..2] != [0x9f, 0xeb] {
-        return Err(GuestError::Step {
-            step: format!("capturing /sys/kernel/btf/vmlinux of image `{}`", r.name),
-            detail: "the copied data does not start with the BTF magic 0xeB9F".into(),
-        });
+    // The kernel's BTF.
+    if btf.len() < 24 || btf[..2] != [0x9f, 0xeb] {
+        return Err(fail("/sys/kernel/btf/vmlinux", "the copied data does not start with the BTF magic 0xeB9F".into()));
     }
+    let btf_size = btf.len();
     progress(&format!("btf: {btf_size} bytes"));
     std::fs::write(out.join("btf"), &btf).map_err(io_err("write", out.join("btf")))?;
     let _ = std::fs::remove_file(&console_log);

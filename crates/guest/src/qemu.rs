@@ -63,31 +63,31 @@ impl QemuBoot<'_> {
     }
 }
 
-pub const KALLSYMS_BEGIN: &str = "@@hartscope-kallsyms-begin@@";
-pub const KALLSYMS_END: &str = "@@hartscope-kallsyms-end@@";
-pub const MODULES_BEGIN: &str = "@@hartscope-modules-begin@@";
-pub const MODULES_END: &str = "@@hartscope-modules-end@@";
-pub const BTF_BEGIN: &str = "@@hartscope-btf-size-begin@@";
-pub const BTF_END: &str = "@@hartscope-btf-size-end@@";
+pub const SIZES_BEGIN: &str = "@@hartscope-capture-sizes-begin@@";
+pub const SIZES_END: &str = "@@hartscope-capture-sizes-end@@";
 
-/// The workload that prints /proc/kallsyms and /proc/modules between
-/// delimiters, and copies the kernel's BTF to the virtio disk (binary data
-/// cannot cross the console), printing its size.
+/// Where the capture workload puts each file on its virtio disk (MiB offsets).
+pub const CAPTURE_LAYOUT: [(&str, u64); 3] = [("kallsyms", 0), ("modules", 32), ("btf", 40)];
+/// The capture disk's size: the last file may take up to 24 MiB.
+pub const CAPTURE_DISK_BYTES: u64 = 64 << 20;
+
+/// The workload that copies /proc/kallsyms, /proc/modules and the kernel's
+/// BTF to the virtio disk (`/dev/vda`) at [`CAPTURE_LAYOUT`] and prints
+/// their sizes between delimiters. The data itself never crosses the
+/// console, which is slow when the host is busy.
 pub fn kallsyms_workload() -> String {
     format!(
         "echo 0 > /proc/sys/kernel/kptr_restrict\n\
-         echo {KALLSYMS_BEGIN}\n\
-         cat /proc/kallsyms\n\
-         echo {KALLSYMS_END}\n\
-         echo {MODULES_BEGIN}\n\
-         cat /proc/modules\n\
-         echo {MODULES_END}\n\
-         if [ -e /sys/kernel/btf/vmlinux ] && [ -b /dev/vda ]; then\n\
-         cat /sys/kernel/btf/vmlinux > /dev/vda && sync\n\
-         echo {BTF_BEGIN}\n\
-         wc -c < /sys/kernel/btf/vmlinux\n\
-         echo {BTF_END}\n\
-         fi\n"
+         cat /proc/kallsyms > /tmp/kallsyms\n\
+         cat /proc/modules > /tmp/modules\n\
+         cat /sys/kernel/btf/vmlinux > /tmp/btf\n\
+         for f in kallsyms:0 modules:32 btf:40; do\n\
+         dd if=/tmp/${{f%:*}} of=/dev/vda bs=1048576 seek=${{f#*:}} conv=notrunc 2>/dev/null || exit 1\n\
+         done\n\
+         sync\n\
+         echo {SIZES_BEGIN}\n\
+         echo $(wc -c < /tmp/kallsyms) $(wc -c < /tmp/modules) $(wc -c < /tmp/btf)\n\
+         echo {SIZES_END}\n"
     )
 }
 
@@ -99,9 +99,31 @@ pub fn between<'a>(console: &'a str, begin: &str, end: &str) -> std::result::Res
     Ok(&body[..stop])
 }
 
-/// Extracts and checks the kallsyms text between the delimiters.
-pub fn parse_kallsyms(console: &str) -> std::result::Result<String, String> {
-    let body = between(console, KALLSYMS_BEGIN, KALLSYMS_END)?;
+/// The captured files (kallsyms, modules, btf) cut out of the disk image
+/// by the sizes the guest printed.
+pub fn capture_files(console: &str, disk: &[u8]) -> std::result::Result<[Vec<u8>; 3], String> {
+    let sizes: Vec<u64> = between(console, SIZES_BEGIN, SIZES_END)?
+        .split_whitespace()
+        .map(|w| w.parse::<u64>().map_err(|_| format!("bad size `{w}` in the guest's report")))
+        .collect::<std::result::Result<_, _>>()?;
+    if sizes.len() != 3 {
+        return Err(format!("the guest reported {} sizes, not 3", sizes.len()));
+    }
+    let mut out: [Vec<u8>; 3] = Default::default();
+    for (i, ((name, mib), size)) in CAPTURE_LAYOUT.iter().zip(&sizes).enumerate() {
+        let start = mib << 20;
+        let limit = CAPTURE_LAYOUT.get(i + 1).map_or(CAPTURE_DISK_BYTES, |(_, next)| next << 20);
+        let end = start + size;
+        if end > limit || end > disk.len() as u64 {
+            return Err(format!("{name} ({size} bytes) does not fit its place on the capture disk"));
+        }
+        out[i] = disk[start as usize..end as usize].to_vec();
+    }
+    Ok(out)
+}
+
+/// Checks a captured /proc/kallsyms text.
+pub fn parse_kallsyms(body: &str) -> std::result::Result<String, String> {
     let mut count = 0usize;
     let mut nonzero = false;
     for (i, line) in body.lines().enumerate() {
@@ -186,30 +208,29 @@ mod tests {
     }
 
     #[test]
-    fn kallsyms_between_delimiters() {
-        let mut console = String::from("boot noise\n");
-        console.push_str(KALLSYMS_BEGIN);
-        console.push('\n');
+    fn captured_files_come_from_the_disk_by_the_reported_sizes() {
+        let mut kallsyms = String::new();
         for i in 0..1200u64 {
-            console.push_str(&format!("{:016x} T sym_{i}\n", 0xffffffff80000000u64 + i * 4));
+            kallsyms.push_str(&format!("{:016x} T sym_{i}\n", 0xffffffff80000000u64 + i * 4));
         }
-        console.push_str(&format!("{:016x} t helper\t[virtio_mmio]\n", 0xffffffff01000000u64));
-        console.push_str(KALLSYMS_END);
-        console.push_str(&format!("\n{MODULES_BEGIN}\nvirtio_mmio 20480 0 - Live 0xffffffff01000000\n{MODULES_END}"));
-        console.push_str("\nhartscope-agent: workload exited with status 0\n");
-        let text = parse_kallsyms(&console).unwrap();
-        assert_eq!(text.lines().count(), 1201);
-        assert!(text.ends_with("[virtio_mmio]\n"));
-        assert_eq!(between(&console, MODULES_BEGIN, MODULES_END).unwrap(), "virtio_mmio 20480 0 - Live 0xffffffff01000000\n");
+        kallsyms.push_str(&format!("{:016x} t helper\t[virtio_mmio]\n", 0xffffffff01000000u64));
+        let modules = "virtio_mmio 20480 0 - Live 0xffffffff01000000\n";
+        let btf = [0x9fu8, 0xeb, 1, 0];
+        let mut disk = vec![0u8; CAPTURE_DISK_BYTES as usize];
+        disk[..kallsyms.len()].copy_from_slice(kallsyms.as_bytes());
+        disk[32 << 20..(32 << 20) + modules.len()].copy_from_slice(modules.as_bytes());
+        disk[40 << 20..(40 << 20) + 4].copy_from_slice(&btf);
+        let console = format!("noise\n{SIZES_BEGIN}\n{} {} 4\n{SIZES_END}\nhartscope-agent: workload exited with status 0\n", kallsyms.len(), modules.len());
+        let [k, m, b] = capture_files(&console, &disk).unwrap();
+        assert_eq!(parse_kallsyms(std::str::from_utf8(&k).unwrap()).unwrap().lines().count(), 1201);
+        assert_eq!(m, modules.as_bytes());
+        assert_eq!(b, btf);
 
-        let zeros: String = console
-            .lines()
-            .map(|l| match l.split_once(' ') {
-                Some((addr, rest)) if addr.len() == 16 => format!("{} {rest}\n", "0".repeat(16)),
-                _ => format!("{l}\n"),
-            })
-            .collect();
+        let too_big = format!("{SIZES_BEGIN}\n{} 40000000 4\n{SIZES_END}\n", kallsyms.len());
+        assert!(capture_files(&too_big, &disk).unwrap_err().contains("modules"));
+        assert!(capture_files("no sizes", &disk).is_err());
+        let zeros: String = kallsyms.lines().map(|l| format!("{}{}\n", "0".repeat(16), &l[16..])).collect();
         assert!(parse_kallsyms(&zeros).unwrap_err().contains("zero"));
-        assert!(parse_kallsyms("no delimiters").is_err());
+        assert!(parse_kallsyms("").is_err());
     }
 }

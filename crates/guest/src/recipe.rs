@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 use crate::error::{io_err, GuestError, Result};
 
 /// Bumped when the build logic changes in a way that changes images.
-pub const RECIPE_FORMAT: &str = "hartscope-guest-recipe-4";
+pub const RECIPE_FORMAT: &str = "hartscope-guest-recipe-5";
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -152,6 +152,7 @@ fn symbol_sources(image: &ImageDir, kernel_physical: Option<(u64, u64)>) -> Symb
         kernel: Some(kernel),
         kernel_physical,
         user_binaries,
+        btf: image.btf.clone(),
     }
 }
 
@@ -189,6 +190,9 @@ fn execute_with<M: TimingModel>(
     let mut symbols = GuestSymbols::load(&symbol_sources(&p.image, machine.kernel_extent())).map_err(|e| run_err(format!("symbols: {e}")))?;
     if scenario.sample_period > 0 {
         machine.enable_sampling(SamplerConfig { period: scenario.sample_period, ..SamplerConfig::default() }, symbols.identifier());
+    }
+    if let Some(layout) = symbols.task_layout().filter(|_| scenario.sample_period > 0 || scenario.timeline) {
+        machine.enable_task_identity(layout);
     }
     let stop = machine.run();
     let console = machine.console_output().to_vec();
@@ -251,9 +255,12 @@ fn execute_with<M: TimingModel>(
         let sym = symbols.symbolizer();
         let title = format!("{} {} ({})", scenario.name, v.name, prof.window);
         let mut md = format!("# Hot functions — {title}\n\n");
-        md.push_str(&HotFunctions::compute(&window, sym, observations.sample_period).to_markdown_by_place(&title, 30));
+        let hot = HotFunctions::compute(&window, sym, observations.sample_period);
+        md.push_str(&hot.to_markdown_by_place(&title, 30));
+        md.push('\n');
+        md.push_str(&hot.to_markdown_by_task_and_hart(30));
         write("profile", "hot.md", md.as_bytes())?;
-        let folded = fold(&window, sym, FoldOptions { include_comm: true, annotate_space: true });
+        let folded = fold(&window, sym, FoldOptions { include_comm: true, annotate_kernel: true });
         write("folded stacks", "folded.txt", folded_text(&folded).as_bytes())?;
         let opts = FlamegraphOptions { title: format!("{title} — {} samples", window.len()), ..FlamegraphOptions::default() };
         write("flamegraph", "flamegraph.svg", flamegraph_svg(&folded, &opts).as_bytes())?;
@@ -399,7 +406,7 @@ mod tests {
             [(0xffff_ffff_8000_0000, 0xffff_ffff_8000_0100, "n_tty_write".to_string()), (0xffff_ffff_8000_0100, 0xffff_ffff_8000_0200, "hvc_push".to_string())],
         ));
         sym.set_firmware(SymbolTable::from_ranges("fw_jump.elf", [(0x8000_0000, 0x8000_1000, "sbi_ecall_handler".to_string())]));
-        let s = |pc, privilege| Sample { hart: 0, cycle: 0, pc, privilege, satp: 0, stack: vec![] };
+        let s = |pc, privilege| Sample { hart: 0, cycle: 0, pc, privilege, satp: 0, stack: vec![], task: None };
         let samples = vec![
             s(0xffff_ffff_8000_0010, Privilege::Supervisor),
             s(0xffff_ffff_8000_0020, Privilege::Supervisor),

@@ -19,6 +19,7 @@ pub mod observing;
 pub mod reports;
 pub mod sampler;
 pub mod symbols;
+pub mod task;
 
 pub use board::{Board, DevId};
 pub use config::load_devices;
@@ -30,5 +31,6 @@ pub use observation::{ItraceSpec, ItraceWindow, ObserveOptions, ObserveSetupErro
 pub use observing::{HartTally, Observing};
 pub use sampler::{SamplerConfig, SpaceMark};
 pub use symbols::{GuestSymbols, KernelSymbolSource, SymbolSources};
+pub use task::TaskReader;
 pub use hs_devices;
 pub use hs_timing;

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use hs_observe::{
     cause_name, syscall_name, syscall_number, Event, EventKind, HartCounts, ItraceLine, LineAccess, Observations, PhaseRecorder,
-    StatBlock, SymbolOffset, Unit, UserIdentifier,
+    StatBlock, SymbolOffset, TaskLayout, Unit, UserIdentifier,
 };
 use hs_timing::{ModelStats, TimingModel, CYCLE_STATES};
 
@@ -19,6 +19,7 @@ use crate::machine::{Machine, MachineConfig};
 use crate::observing::{privilege, HartRecorder, HartTally, Observing, StepKind, TraceStep, TraceTrigger, CAUSE_BUCKETS};
 use crate::sampler::{Sampler, SamplerConfig, SpaceMark};
 use crate::symbols::GuestSymbols;
+use crate::task::TaskReader;
 use crate::MachineError;
 
 /// Label of the stretch before the first phase marker.
@@ -146,6 +147,8 @@ pub(crate) struct Snapshot {
 /// The machine's side of an observed run.
 pub(crate) struct MachineObs {
     pub sampler: Option<Sampler>,
+    /// Reads which task each hart runs (when the kernel's layout is known).
+    pub tasks: Option<TaskReader>,
     pub itrace: Option<ItraceSpec>,
     events: bool,
     max_events: usize,
@@ -164,6 +167,7 @@ impl MachineObs {
     fn new(harts: usize) -> MachineObs {
         MachineObs {
             sampler: None,
+            tasks: None,
             itrace: None,
             events: false,
             max_events: DEFAULT_MAX_EVENTS,
@@ -239,6 +243,15 @@ impl<T: TimingModel> Machine<T> {
         obs.sampler = Some(Sampler::new(cfg, harts, ident));
     }
 
+    /// Name the task of every sample, and (with timeline events) record
+    /// each hart's task switches, reading the guest kernel's `task_struct`
+    /// at the offsets `layout` gives. Works with any timing model.
+    pub fn enable_task_identity(&mut self, layout: TaskLayout) {
+        let harts = self.harts.len();
+        let obs = self.obs.get_or_insert_with(|| Box::new(MachineObs::new(harts)));
+        obs.tasks = Some(TaskReader::new(layout, harts));
+    }
+
     /// Physical `[start, end)` of the loaded kernel image, if any.
     pub fn kernel_extent(&self) -> Option<(u64, u64)> {
         let plan = self.plan();
@@ -278,8 +291,16 @@ impl<T: TimingModel> Machine<T> {
             f(&mut self.harts[h].timing).settle(cycle);
             self.enforce_itrace_limits();
         }
-        if let Some(s) = self.obs.as_deref_mut().and_then(|o| o.sampler.as_mut()) {
-            s.after_run(h, &self.harts[h]);
+        let Some(obs) = self.obs.as_deref_mut() else { return };
+        let hart = &self.harts[h];
+        if let Some(s) = obs.sampler.as_mut() {
+            s.after_run(h, hart, obs.tasks.as_mut());
+        }
+        if obs.events {
+            if let Some(task) = obs.tasks.as_mut().and_then(|t| t.switched(h, hart)) {
+                let kind = EventKind::TaskSwitch { pid: task.pid, tid: task.tid, comm: task.comm };
+                obs.push(Event { hart: h as u16, cycle: hart.cycle(), kind });
+            }
         }
     }
 

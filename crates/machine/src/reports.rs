@@ -39,6 +39,8 @@ pub fn write_profile(dir: &Path, obs: &Observations, symbols: &GuestSymbols, tit
     let hot = HotFunctions::compute(&obs.samples, sym, obs.sample_period);
     let mut md = format!("# Hot functions — {title}\n\n");
     md.push_str(&hot.to_markdown_by_place(title, HOT_ROWS));
+    md.push('\n');
+    md.push_str(&hot.to_markdown_by_task_and_hart(HOT_ROWS));
     let skipped = obs.total.get("system.samplesIdleSkipped").map(|s| s.value.as_f64() as u64).unwrap_or(0);
     let dropped = obs.total.get("system.samplesDropped").map(|s| s.value.as_f64() as u64).unwrap_or(0);
     md.push_str("\n## Notes\n\n");
@@ -64,7 +66,7 @@ pub fn write_profile(dir: &Path, obs: &Observations, symbols: &GuestSymbols, tit
     out.flush().map_err(write_err(&path))?;
     written.push(path);
 
-    let folded = fold(&obs.samples, sym, FoldOptions { include_comm: true, annotate_space: true });
+    let folded = fold(&obs.samples, sym, FoldOptions { include_comm: true, annotate_kernel: true });
     written.push(write_file(&dir.join("folded.txt"), folded_text(&folded).as_bytes())?);
     let opts = FlamegraphOptions { title: format!("{title} — {} samples", obs.samples.len()), ..FlamegraphOptions::default() };
     written.push(write_file(&dir.join("flamegraph.svg"), flamegraph_svg(&folded, &opts).as_bytes())?);

@@ -25,6 +25,7 @@ use hs_observe::{satp_root, Privilege, Sample, UserIdentifier};
 use hs_timing::TimingModel;
 
 use crate::observing::CSR_SATP;
+use crate::task::TaskReader;
 
 /// Sampling options.
 #[derive(Clone, Debug)]
@@ -102,8 +103,9 @@ impl Sampler {
         self.next.get(h).copied().unwrap_or(u64::MAX)
     }
 
-    /// After hart `h` ran: take a sample if it reached its deadline.
-    pub fn after_run<T: TimingModel>(&mut self, h: usize, hart: &Hart<T>) {
+    /// After hart `h` ran: take a sample if it reached its deadline, with
+    /// the hart's task when `tasks` can read it.
+    pub fn after_run<T: TimingModel>(&mut self, h: usize, hart: &Hart<T>, tasks: Option<&mut TaskReader>) {
         let now = hart.cycle();
         let Some(next) = self.next.get(h).copied() else { return };
         if now < next || next == u64::MAX {
@@ -116,7 +118,8 @@ impl Sampler {
             self.dropped += 1;
             return;
         }
-        let s = self.take(h, hart);
+        let mut s = self.take(h, hart);
+        s.task = tasks.and_then(|t| t.current(h, hart));
         self.samples.push(s);
     }
 
@@ -161,7 +164,7 @@ impl Sampler {
                 Privilege::User
             }
         };
-        Sample { hart: h as u16, cycle: hart.cycle(), pc, privilege, satp, stack: stack.as_slice().to_vec() }
+        Sample { hart: h as u16, cycle: hart.cycle(), pc, privilege, satp, stack: stack.as_slice().to_vec(), task: None }
     }
 
     /// The binary running in this address space, re-checked at `pc`.
@@ -424,10 +427,10 @@ mod tests {
         let mut s = Sampler::new(SamplerConfig { period: 100, ..SamplerConfig::default() }, 1, Arc::new(UserIdentifier::default()));
         assert_eq!(s.deadline(0), 100);
         h.advance_to(99);
-        s.after_run(0, &h);
+        s.after_run(0, &h, None);
         assert!(s.samples.is_empty());
         h.advance_to(250);
-        s.after_run(0, &h);
+        s.after_run(0, &h, None);
         assert_eq!((s.samples.len(), s.overshot, s.deadline(0)), (1, 1, 300));
         assert_eq!((s.samples[0].cycle, s.samples[0].privilege), (250, Privilege::Machine));
         s.skip_idle(0, 650);
@@ -442,7 +445,7 @@ mod tests {
             Arc::new(UserIdentifier::default()),
         );
         w.skip_idle(0, 10_000);
-        w.after_run(0, &h);
+        w.after_run(0, &h, None);
         assert!(w.samples.is_empty() && w.idle_skipped == 0);
         w.phase("other", &[250]);
         assert_eq!(w.deadline(0), u64::MAX);
@@ -451,9 +454,9 @@ mod tests {
 
         // The sample limit counts what it drops.
         let mut l = Sampler::new(SamplerConfig { period: 10, max_samples: 1, ..SamplerConfig::default() }, 1, Arc::new(UserIdentifier::default()));
-        l.after_run(0, &h);
+        l.after_run(0, &h, None);
         h.advance_to(300);
-        l.after_run(0, &h);
+        l.after_run(0, &h, None);
         assert_eq!((l.samples.len(), l.dropped), (1, 1));
     }
 }

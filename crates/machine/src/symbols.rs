@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use hs_observe::symbols::ImageId;
 use hs_observe::{
-    parse_proc_modules, AddressSpace, Mapping, ModuleLoad, ObserveError, SatpResolver, SymbolTable, Symbolizer,
+    parse_proc_modules, AddressSpace, Mapping, ModuleLoad, ObserveError, SatpResolver, SymbolTable, Symbolizer, TaskLayout,
     UserBinary, UserIdentifier,
 };
 
@@ -37,6 +37,9 @@ pub struct SymbolSources {
     pub kernel_physical: Option<(u64, u64)>,
     /// Unstripped static user programs (BusyBox, workload programs).
     pub user_binaries: Vec<PathBuf>,
+    /// The kernel's raw BTF (`/sys/kernel/btf/vmlinux`): where a task's
+    /// pid and comm sit, to name the task of each sample.
+    pub btf: Option<PathBuf>,
 }
 
 /// A guest's symbols, ready to name samples and trace lines.
@@ -46,6 +49,7 @@ pub struct GuestSymbols {
     image_ids: Vec<ImageId>,
     kernel_as_captured: Option<SymbolTable>,
     captured_modules: Vec<ModuleLoad>,
+    task_layout: Option<TaskLayout>,
     /// What could not be named and why (for reports).
     pub notes: Vec<String>,
 }
@@ -93,7 +97,15 @@ impl GuestSymbols {
             }
             symbolizer.set_kernel(k);
         }
+        let task_layout = match &src.btf {
+            Some(p) => Some(TaskLayout::from_btf_file(p)?),
+            None => {
+                notes.push("the image has no kernel BTF: samples name no task (comm and pid come from the address space only)".into());
+                None
+            }
+        };
         Ok(GuestSymbols {
+            task_layout,
             symbolizer,
             ident: Arc::new(UserIdentifier::new(binaries)),
             image_ids,
@@ -101,6 +113,12 @@ impl GuestSymbols {
             captured_modules,
             notes,
         })
+    }
+
+    /// Where `struct task_struct` keeps pid, tgid and comm in this guest's
+    /// kernel (from its BTF), for [`Machine::enable_task_identity`](crate::Machine::enable_task_identity).
+    pub fn task_layout(&self) -> Option<TaskLayout> {
+        self.task_layout
     }
 
     /// The user binaries, for the sampler to recognise address spaces.

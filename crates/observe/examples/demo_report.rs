@@ -49,11 +49,11 @@ ffffffff80001600 D data_end
         .map(|i| {
             x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
             let (pc, privilege, stack) = stacks[((x >> 33) % 5) as usize];
-            Sample { hart: (i % 2) as u16, cycle: i * 1024, pc, privilege, satp, stack: stack.to_vec() }
+            Sample { hart: (i % 2) as u16, cycle: i * 1024, pc, privilege, satp, stack: stack.to_vec(), task: None }
         })
         .collect();
     let hz = 50_000_000;
-    let folded = fold(&samples, &sym, FoldOptions { include_comm: true, annotate_space: false });
+    let folded = fold(&samples, &sym, FoldOptions { include_comm: true, annotate_kernel: false });
     std::fs::write(out.join("perf-script.txt"), perf_script(&samples, &sym, hz, 1024)?)?;
     std::fs::write(out.join("folded.txt"), folded_text(&folded))?;
     let opts = FlamegraphOptions { title: "demo: sh writing to the console".into(), ..Default::default() };

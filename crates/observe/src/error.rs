@@ -42,6 +42,9 @@ pub enum ObserveError {
     /// A value could not be encoded as JSON.
     #[error("cannot encode {what} as JSON: {reason}")]
     Json { what: &'static str, reason: String },
+    /// A BTF blob is malformed or lacks what is looked up in it.
+    #[error("{name}: {reason}")]
+    Btf { name: String, reason: String },
     /// A sample period of zero is meaningless for a sampled profile.
     #[error("sample period (sample_period) must be greater than zero")]
     ZeroSamplePeriod,

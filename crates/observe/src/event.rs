@@ -33,6 +33,10 @@ pub enum EventKind {
     SyscallReturn,
     /// `satp` was written: a new address space (context switch).
     ContextSwitch { satp: u64 },
+    /// From this cycle on the hart runs this Linux task (read from the
+    /// guest kernel; noticed at the end of the run slice it began in, so
+    /// up to one quantum or sample period late).
+    TaskSwitch { pid: u32, tid: u32, comm: String },
     /// The guest marked the start of a phase.
     PhaseMarker { label: String },
     /// Anything else worth a mark on the timeline.

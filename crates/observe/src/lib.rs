@@ -22,10 +22,10 @@ pub use event::{cause_name, syscall_name, syscall_number, Event, EventKind};
 pub use itrace::{ItraceLine, LineAccess, LineTouch, StallCause, SymbolOffset};
 pub use phase::{HartCounts, Phase, PhaseRecorder};
 pub use record::Observations;
-pub use sample::{Privilege, Sample};
+pub use sample::{Privilege, Sample, Task};
 pub use stats::{Stat, StatBlock, StatValue, Unit};
 pub use symbols::{
-    parse_proc_maps, parse_proc_modules, satp_root, AddressSpace, Frame, ImageId, Mapping, ModuleLoad, NoUserSpace,
+    parse_proc_maps, Btf, TaskLayout, parse_proc_modules, satp_root, AddressSpace, Frame, ImageId, Mapping, ModuleLoad, NoUserSpace,
     Process, ResolvedSample, SatpResolver, Space, SymbolTable, Symbolizer, UserBinary, UserIdentifier, UserImage,
     UserResolver,
 };

@@ -73,7 +73,7 @@ mod tests {
             phase_stats: vec![StatBlock::for_phase(&phase)],
             total,
             phases: vec![phase],
-            samples: vec![Sample { hart: 0, cycle: 12, pc: 0x10, privilege: Privilege::User, satp: 8, stack: vec![0x20] }],
+            samples: vec![Sample { hart: 0, cycle: 12, pc: 0x10, privilege: Privilege::User, satp: 8, stack: vec![0x20], task: None }],
             events: vec![Event { hart: 0, cycle: 11, kind: EventKind::IpiReceived { from: None } }],
             itrace: vec![ItraceLine {
                 hart: 0,

@@ -24,6 +24,24 @@ impl Privilege {
     }
 }
 
+/// A Linux task, as the guest kernel's `task_struct` names it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Task {
+    /// Process id: the thread group's id (`tgid`), perf's `pid`.
+    pub pid: u32,
+    /// Thread id: the kernel's `pid`, perf's `tid`.
+    pub tid: u32,
+    /// `comm` (at most 15 bytes in Linux); idle is `swapper/N`.
+    pub comm: String,
+}
+
+impl Task {
+    /// The idle task (pid 0) of a CPU.
+    pub fn is_idle(&self) -> bool {
+        self.tid == 0
+    }
+}
+
 /// One periodic sample of a hart.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Sample {
@@ -36,4 +54,9 @@ pub struct Sample {
     pub satp: u64,
     /// Caller return addresses, innermost first (the PC itself is not here).
     pub stack: Vec<u64>,
+    /// The task on the hart, read from the guest kernel (in M-mode: the
+    /// last task the hart ran in S or U mode); `None` when unknown (before
+    /// the kernel runs, or without the kernel's BTF).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<Task>,
 }

@@ -87,14 +87,14 @@ main;printf_core 1
 sbi_trap_handler;sbi_console_putc 1
 "
     );
-    let folded = fold(&samples(), &symbolizer(), FoldOptions { include_comm: true, annotate_space: true });
+    let folded = fold(&samples(), &symbolizer(), FoldOptions { include_comm: true, annotate_kernel: true });
     assert_eq!(
         folded_text(&folded),
         "\
 [unknown];[unknown] 1
 sh;main;__fwritex;handle_exception_[k];do_trap_ecall_u_[k];n_tty_write_[k] 2
 sh;main;printf_core 1
-sh;sbi_trap_handler_[f];sbi_console_putc_[f] 1
+sh;sbi_trap_handler;sbi_console_putc 1
 "
     );
 }
@@ -223,7 +223,7 @@ fn chrome_trace_exact_events() {
         {"name":"thread_name","ph":"M","ts":0.0,"pid":1,"tid":1,"args":{"name":"hart 0"}},
         {"name":"thread_sort_index","ph":"M","ts":0.0,"pid":1,"tid":1,"args":{"sort_index":0}},
         {"name":"thread_name","ph":"M","ts":0.0,"pid":1,"tid":2,"args":{"name":"hart 1"}},
-        {"name":"thread_sort_index","ph":"M","ts":0.0,"pid":1,"tid":2,"args":{"sort_index":1}},
+        {"name":"thread_sort_index","ph":"M","ts":0.0,"pid":1,"tid":2,"args":{"sort_index":2}},
         {"name":"process_name","ph":"M","ts":0.0,"pid":2,"tid":0,"args":{"name":"phases"}},
         {"name":"process_sort_index","ph":"M","ts":0.0,"pid":2,"tid":0,"args":{"sort_index":0}},
         {"name":"thread_name","ph":"M","ts":0.0,"pid":2,"tid":1,"args":{"name":"phases"}},
@@ -444,5 +444,100 @@ fn cycle_shape_exact() {
 | 2 | execute | 38.9% | 389 |
 | 3 | mulDiv | 3.6% | 36 |
 "
+    );
+}
+
+/// Samples whose task the guest kernel named: every view uses it.
+fn task_samples() -> Vec<hs_observe::Sample> {
+    let task = |pid, tid, comm: &str| Some(hs_observe::Task { pid, tid, comm: comm.into() });
+    let mut s = samples();
+    s[0].task = task(300, 301, "sh");
+    s[1].task = task(300, 301, "sh");
+    s[2].task = task(0, 0, "swapper/1");
+    s[3].task = task(25, 25, "kworker/1:0");
+    s[4].task = task(302, 302, "my prog");
+    s
+}
+
+#[test]
+fn kernel_named_tasks_head_perf_script_roots_folded_and_split_hot() {
+    let out = perf_script(&task_samples(), &symbolizer(), GUEST_HZ, PERIOD).unwrap();
+    let headers: Vec<&str> = out.split("\n\n").filter_map(|b| b.lines().next()).collect();
+    assert_eq!(
+        headers,
+        vec![
+            "sh   300/301   [000]     0.000001:       1024 cycles: ",
+            "sh   300/301   [000]     0.000002:       1024 cycles: ",
+            "swapper/1     0/0     [001]     0.000003:       1024 cycles: ",
+            "kworker/1:0    25/25    [001]     1.000004:       1024 cycles: ",
+            "my prog   302/302   [000]     0.000005:       1024 cycles: ",
+        ]
+    );
+    let folded = fold(&task_samples(), &symbolizer(), FoldOptions { include_comm: true, annotate_kernel: true });
+    let roots: Vec<&str> = folded.iter().map(|(s, _)| s.split(';').next().unwrap()).collect();
+    assert_eq!(roots, vec!["kworker/1:0", "my_prog", "sh", "sh", "swapper/1"]);
+
+    let hot = HotFunctions::compute(&task_samples(), &symbolizer(), PERIOD);
+    assert_eq!(hot.samples_of_comm("sh"), 2);
+    let tasks: Vec<(&str, u32, u64)> = hot.tasks.iter().map(|t| (t.comm.as_str(), t.pid, t.samples)).collect();
+    assert_eq!(tasks, vec![("sh", 300, 2), ("kworker/1:0", 25, 1), ("my prog", 302, 1), ("swapper/1", 0, 1)]);
+    let md = hot.to_markdown_by_task_and_hart(3);
+    assert_eq!(
+        md,
+        "\
+### By task
+
+| # | task | pid | samples | share | harts | hottest symbols |
+|--:|:--|--:|--:|--:|:--|:--|
+| 1 | sh | 300 | 2 | 40.0% | 0: 2 | n_tty_write (kernel) 50.0%, printf_core (busybox) 50.0% |
+| 2 | kworker/1:0 | 25 | 1 | 20.0% | 1: 1 | [unknown] ([unknown]) 100.0% |
+| 3 | my prog | 302 | 1 | 20.0% | 0: 1 | n_tty_write (kernel) 100.0% |
+| 4 | (1 more tasks) | | 1 | 20.0% | | |
+
+### By hart
+
+| hart | samples | share | tasks |
+|--:|--:|--:|:--|
+| 0 | 3 | 60.0% | sh-300 66.7%, my prog-302 33.3% |
+| 1 | 2 | 40.0% | kworker/1:0-25 50.0%, swapper/1-0 50.0% |
+"
+    );
+}
+
+#[test]
+fn chrome_trace_draws_a_task_track_per_hart() {
+    let e = |hart, cycle, pid, tid, comm: &str| Event { hart, cycle, kind: EventKind::TaskSwitch { pid, tid, comm: comm.into() } };
+    let events = vec![
+        e(0, 100, 300, 301, "sh"),
+        e(1, 150, 0, 0, "swapper/1"),
+        e(0, 400, 0, 0, "swapper/0"),
+        // Reported again (a reader that lost track): the slice goes on.
+        e(0, 450, 0, 0, "swapper/0"),
+        e(0, 600, 25, 25, "kworker/0:1"),
+        Event { hart: 1, cycle: 900, kind: EventKind::Instant { label: "end".into() } },
+    ];
+    let v: Value = serde_json::from_str(&chrome_trace(&events, &[], GUEST_HZ).unwrap()).unwrap();
+    let all = v["traceEvents"].as_array().unwrap();
+    let names: Vec<(u64, String)> = all
+        .iter()
+        .filter(|x| x["name"] == "thread_name")
+        .map(|x| (x["tid"].as_u64().unwrap(), x["args"]["name"].as_str().unwrap().to_string()))
+        .collect();
+    assert_eq!(names, vec![(1, "hart 0".into()), (100_000, "hart 0 tasks".into()), (2, "hart 1".into()), (100_001, "hart 1 tasks".into())]);
+    let slices: Vec<(u64, &str, f64, f64, u64)> = all
+        .iter()
+        .filter(|x| x["cat"] == "task")
+        .map(|x| {
+            (x["tid"].as_u64().unwrap(), x["name"].as_str().unwrap(), x["ts"].as_f64().unwrap(), x["dur"].as_f64().unwrap(), x["args"]["pid"].as_u64().unwrap())
+        })
+        .collect();
+    assert_eq!(
+        slices,
+        vec![
+            (100_000, "sh", 0.1, 0.3, 300),
+            (100_000, "swapper/0", 0.4, 0.2, 0),
+            (100_000, "kworker/0:1", 0.6, 0.3, 25),
+            (100_001, "swapper/1", 0.15, 0.75, 0),
+        ]
     );
 }

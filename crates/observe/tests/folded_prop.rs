@@ -29,7 +29,7 @@ fn any_sample() -> impl Strategy<Value = Sample> {
         prop_oneof![Just(common::SATP_SH), any::<u64>()],
         proptest::collection::vec(any_addr(), 0..6),
     )
-        .prop_map(|(hart, cycle, pc, privilege, satp, stack)| Sample { hart, cycle, pc, privilege, satp, stack })
+        .prop_map(|(hart, cycle, pc, privilege, satp, stack)| Sample { hart, cycle, pc, privilege, satp, stack, task: None })
 }
 
 proptest! {
@@ -37,10 +37,10 @@ proptest! {
     fn folded_counts_sum_to_the_number_of_samples(
         samples in proptest::collection::vec(any_sample(), 0..60),
         include_comm in any::<bool>(),
-        annotate_space in any::<bool>(),
+        annotate_kernel in any::<bool>(),
     ) {
         let sym = common::symbolizer();
-        let folded = fold(&samples, &sym, FoldOptions { include_comm, annotate_space });
+        let folded = fold(&samples, &sym, FoldOptions { include_comm, annotate_kernel });
         prop_assert_eq!(folded.iter().map(|(_, c)| c).sum::<u64>(), samples.len() as u64);
         // Sorted, unique stacks, each on one line.
         prop_assert!(folded.windows(2).all(|w| w[0].0 < w[1].0));

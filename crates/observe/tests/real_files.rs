@@ -125,6 +125,7 @@ fn user_sample_in_static_program_resolves_through_the_symbolizer() {
         privilege: Privilege::User,
         satp: 0x8000_0000_0000_0777,
         stack: vec![main_addr + 8],
+        task: None,
     };
     let r = symbolizer.resolve_sample(&sample);
     assert_eq!(r.frames[0].symbol, Some("hs_probe_function"));

@@ -1,7 +1,11 @@
 //! Chrome trace-event JSON (the format Perfetto and `chrome://tracing`
 //! open): one track per hart, a track of phases, duration slices for `wfi`
 //! idle spans and system calls, instants for traps and markers, and flow
-//! arrows from each IPI send to the receive that consumed it.
+//! arrows from each IPI send to the receive that consumed it. Beside each
+//! hart's track, a `hart N tasks` track shows which Linux task ran (one
+//! slice per task switch, named by `comm`). It is a track of its own
+//! because switches are noticed at slice ends, so its slices need not nest
+//! with the hart's system-call slices.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -22,6 +26,12 @@ fn hart_tid(hart: u16) -> u32 {
     // tid 0 means "no thread" to some trace readers.
     hart as u32 + 1
 }
+
+/// The track of the tasks hart `hart` ran.
+fn tasks_tid(hart: u16) -> u32 {
+    TASKS_TID_BASE + hart as u32
+}
+const TASKS_TID_BASE: u32 = 100_000;
 
 #[derive(Serialize)]
 struct TraceEvent {
@@ -114,6 +124,34 @@ fn trap_label(kind: &str, interrupt: bool, cause: u64) -> String {
     }
 }
 
+/// One slice per task a hart ran, from its switch to the hart's next one
+/// (or the end of the trace); a switch to the task already running (which
+/// the recorder does not emit) extends the slice.
+fn task_slices(events: &[Event], order: &[usize], last_cycle: u64, clock: &Clock, out: &mut Vec<TraceEvent>) {
+    let mut running: BTreeMap<u16, (u64, u32, u32, &str)> = BTreeMap::new();
+    let emit = |out: &mut Vec<TraceEvent>, hart: u16, (start, pid, tid, comm): (u64, u32, u32, &str), end: u64| {
+        let mut e = slice(comm.to_string(), "task", clock.us(start), clock.dur(start, end), HARTS_PID, tasks_tid(hart));
+        e.args.insert("pid", pid.into());
+        e.args.insert("tid", tid.into());
+        out.push(e);
+    };
+    for &i in order {
+        let e = &events[i];
+        if let EventKind::TaskSwitch { pid, tid, comm } = &e.kind {
+            if let Some(prev) = running.get(&e.hart).copied() {
+                if (prev.1, prev.2, prev.3) == (*pid, *tid, comm.as_str()) {
+                    continue;
+                }
+                emit(out, e.hart, prev, e.cycle);
+            }
+            running.insert(e.hart, (e.cycle, *pid, *tid, comm.as_str()));
+        }
+    }
+    for (hart, prev) in running {
+        emit(out, hart, prev, last_cycle);
+    }
+}
+
 /// Render events and phases as a Chrome trace; `guest_hz` turns cycles into
 /// microseconds. Events may come in any order: they are ordered by cycle
 /// (stably, so simultaneous events keep their recorded order).
@@ -140,10 +178,17 @@ pub fn chrome_trace(events: &[Event], phases: &[Phase], guest_hz: u64) -> Result
     let mut out = Vec::new();
     out.push(meta("process_name", HARTS_PID, 0, "name", "hartscope guest".into()));
     out.push(meta("process_sort_index", HARTS_PID, 0, "sort_index", 1.into()));
+    let with_tasks: BTreeSet<u16> =
+        events.iter().filter(|e| matches!(e.kind, EventKind::TaskSwitch { .. })).map(|e| e.hart).collect();
     for &h in &harts {
         out.push(meta("thread_name", HARTS_PID, hart_tid(h), "name", format!("hart {h}").into()));
-        out.push(meta("thread_sort_index", HARTS_PID, hart_tid(h), "sort_index", (h as u64).into()));
+        out.push(meta("thread_sort_index", HARTS_PID, hart_tid(h), "sort_index", (2 * h as u64).into()));
+        if with_tasks.contains(&h) {
+            out.push(meta("thread_name", HARTS_PID, tasks_tid(h), "name", format!("hart {h} tasks").into()));
+            out.push(meta("thread_sort_index", HARTS_PID, tasks_tid(h), "sort_index", (2 * h as u64 + 1).into()));
+        }
     }
+    task_slices(events, &order, last_cycle, &clock, &mut out);
     if !phases.is_empty() {
         out.push(meta("process_name", PHASES_PID, 0, "name", "phases".into()));
         out.push(meta("process_sort_index", PHASES_PID, 0, "sort_index", 0.into()));
@@ -287,6 +332,8 @@ pub fn chrome_trace(events: &[Event], phases: &[Phase], guest_hz: u64) -> Result
             EventKind::Instant { label } => {
                 out.push(instant(label.clone(), "mark", ts, tid));
             }
+            // (drawn by `task_slices`)
+            EventKind::TaskSwitch { .. } => {}
         }
     }
     for (hart, prev) in std::mem::take(&mut open) {

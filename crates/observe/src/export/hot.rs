@@ -15,7 +15,28 @@ pub struct HotRow {
     pub samples: u64,
 }
 
-/// Samples per leaf symbol, most sampled first.
+/// Samples of one task (a `comm` and process id), with its hottest symbols.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskRow {
+    pub comm: String,
+    pub pid: u32,
+    pub samples: u64,
+    /// Samples per hart it ran on.
+    pub harts: BTreeMap<u16, u64>,
+    /// `(symbol, place, samples)`, most sampled first.
+    pub symbols: Vec<(String, String, u64)>,
+}
+
+/// Samples of one hart, with the tasks it ran.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HartRow {
+    pub hart: u16,
+    pub samples: u64,
+    /// `(comm, pid, samples)`, most sampled first.
+    pub tasks: Vec<(String, u32, u64)>,
+}
+
+/// Samples per leaf symbol, most sampled first; and per task and per hart.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HotFunctions {
     pub total_samples: u64,
@@ -23,21 +44,59 @@ pub struct HotFunctions {
     pub period: u64,
     /// Every symbol with at least one sample; ties broken by place, then name.
     pub rows: Vec<HotRow>,
+    /// Every task with a sample, most sampled first (then by comm, pid).
+    pub tasks: Vec<TaskRow>,
+    /// Every hart with a sample, in hart order.
+    pub harts: Vec<HartRow>,
+}
+
+/// Sort `(key, count)` pairs most first, ties by key.
+fn most_first<K: Ord>(m: BTreeMap<K, u64>) -> Vec<(K, u64)> {
+    let mut v: Vec<(K, u64)> = m.into_iter().collect();
+    v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    v
 }
 
 impl HotFunctions {
     pub fn compute<R: UserResolver>(samples: &[Sample], symbolizer: &Symbolizer<R>, period: u64) -> HotFunctions {
         let mut counts: BTreeMap<(String, String), u64> = BTreeMap::new();
+        type TaskAcc = (BTreeMap<u16, u64>, BTreeMap<(String, String), u64>);
+        let mut tasks: BTreeMap<(String, u32), TaskAcc> = BTreeMap::new();
+        let mut harts: BTreeMap<u16, BTreeMap<(String, u32), u64>> = BTreeMap::new();
         for s in samples {
             let r = symbolizer.resolve_sample(s);
             let leaf = &r.frames[0];
             let key = (leaf.where_name().to_string(), leaf.symbol.unwrap_or(UNKNOWN).to_string());
+            let task = (r.comm.to_string(), r.pid);
+            let t = tasks.entry(task.clone()).or_default();
+            *t.0.entry(s.hart).or_default() += 1;
+            *t.1.entry((key.1.clone(), key.0.clone())).or_default() += 1;
+            *harts.entry(s.hart).or_default().entry(task).or_default() += 1;
             *counts.entry(key).or_default() += 1;
         }
+        let mut tasks: Vec<TaskRow> = tasks
+            .into_iter()
+            .map(|((comm, pid), (harts, syms))| TaskRow {
+                comm,
+                pid,
+                samples: harts.values().sum(),
+                harts,
+                symbols: most_first(syms).into_iter().map(|((sym, place), n)| (sym, place, n)).collect(),
+            })
+            .collect();
+        tasks.sort_by(|a, b| b.samples.cmp(&a.samples).then_with(|| (&a.comm, a.pid).cmp(&(&b.comm, b.pid))));
+        let harts = harts
+            .into_iter()
+            .map(|(hart, t)| HartRow {
+                hart,
+                samples: t.values().sum(),
+                tasks: most_first(t).into_iter().map(|((comm, pid), n)| (comm, pid, n)).collect(),
+            })
+            .collect();
         let mut rows: Vec<HotRow> =
             counts.into_iter().map(|((place, symbol), samples)| HotRow { symbol, place, samples }).collect();
         rows.sort_by(|a, b| b.samples.cmp(&a.samples).then_with(|| a.place.cmp(&b.place)).then_with(|| a.symbol.cmp(&b.symbol)));
-        HotFunctions { total_samples: samples.len() as u64, period, rows }
+        HotFunctions { total_samples: samples.len() as u64, period, rows, tasks, harts }
     }
 
     /// Samples of `symbol` (in any place), e.g. to compare `n_tty_write`
@@ -105,6 +164,68 @@ impl HotFunctions {
                     percent(rest, *n)
                 );
             }
+        }
+        out
+    }
+
+    /// Samples of the task with this `comm` (all its pids).
+    pub fn samples_of_comm(&self, comm: &str) -> u64 {
+        self.tasks.iter().filter(|t| t.comm == comm).map(|t| t.samples).sum()
+    }
+
+    /// Markdown: samples per task (its `top` tasks, each with the harts it
+    /// ran on and its hottest symbols), then per hart (with its tasks).
+    pub fn to_markdown_by_task_and_hart(&self, top: usize) -> String {
+        const SYMBOLS: usize = 3;
+        let mut out = String::from("### By task\n\n| # | task | pid | samples | share | harts | hottest symbols |\n|--:|:--|--:|--:|--:|:--|:--|\n");
+        for (i, t) in self.tasks.iter().take(top).enumerate() {
+            let harts: Vec<String> = t.harts.iter().map(|(h, n)| format!("{h}: {}", thousands(*n))).collect();
+            let syms: Vec<String> = t
+                .symbols
+                .iter()
+                .take(SYMBOLS)
+                .map(|(sym, place, n)| format!("{} ({place}) {}", sym, percent(*n, t.samples)))
+                .collect();
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} | {} |",
+                i + 1,
+                md_cell(&t.comm),
+                t.pid,
+                thousands(t.samples),
+                percent(t.samples, self.total_samples),
+                md_cell(&harts.join(", ")),
+                md_cell(&syms.join(", "))
+            );
+        }
+        if self.tasks.len() > top {
+            let rest: u64 = self.tasks[top..].iter().map(|t| t.samples).sum();
+            let _ = writeln!(
+                out,
+                "| {} | ({} more tasks) | | {} | {} | | |",
+                top + 1,
+                self.tasks.len() - top,
+                thousands(rest),
+                percent(rest, self.total_samples)
+            );
+        }
+        out.push_str("\n### By hart\n\n| hart | samples | share | tasks |\n|--:|--:|--:|:--|\n");
+        for h in &self.harts {
+            let tasks: Vec<String> = h
+                .tasks
+                .iter()
+                .take(SYMBOLS + 2)
+                .map(|(comm, pid, n)| format!("{comm}-{pid} {}", percent(*n, h.samples)))
+                .collect();
+            let more = if h.tasks.len() > SYMBOLS + 2 { format!(", {} more", h.tasks.len() - SYMBOLS - 2) } else { String::new() };
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {}{more} |",
+                h.hart,
+                thousands(h.samples),
+                percent(h.samples, self.total_samples),
+                md_cell(&tasks.join(", "))
+            );
         }
         out
     }

@@ -13,8 +13,9 @@ use crate::symbols::{Space, Symbolizer, UserResolver, UNKNOWN};
 const EVENT: &str = "cycles";
 
 /// One block per sample: a header line, one line per frame (leaf first),
-/// then a blank line. Time is the sample's cycle at `guest_hz`; `period` is
-/// the sampling period in cycles; the hart is the CPU.
+/// then a blank line. The header names the task (`comm pid/tid`, from the
+/// guest kernel when the sample carries it); time is the sample's cycle at
+/// `guest_hz`; `period` is the sampling period in cycles; the hart is the CPU.
 pub fn perf_script<R: UserResolver>(
     samples: &[Sample],
     symbolizer: &Symbolizer<R>,
@@ -34,7 +35,7 @@ pub fn perf_script<R: UserResolver>(
         let time = format!("{}.{:06}", ns / 1_000_000_000, (ns % 1_000_000_000) / 1_000);
         // perf's own field widths (builtin-script.c): comm unpadded when a
         // callchain follows, `%5d/%-5d`, `[%03d]`, `%12s:`, `%10u`.
-        let _ = writeln!(out, "{} {:>5}/{:<5} [{:03}] {:>12}: {:>10} {}: ", r.comm, r.pid, r.pid, s.hart, time, period, EVENT);
+        let _ = writeln!(out, "{} {:>5}/{:<5} [{:03}] {:>12}: {:>10} {}: ", r.comm, r.pid, r.tid, s.hart, time, period, EVENT);
         for f in &r.frames {
             // perf prints user addresses relative to the file, kernel ones as is.
             let addr = if f.space == Space::User { f.file_addr } else { f.addr };

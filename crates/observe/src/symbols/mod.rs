@@ -1,9 +1,11 @@
 //! Symbol tables and the symbolizer.
 
+pub mod btf;
 pub mod symbolizer;
 pub mod table;
 pub mod user;
 
+pub use btf::{Btf, Member, TaskLayout};
 pub use symbolizer::{
     satp_root, AddressSpace, Frame, ImageId, Mapping, NoUserSpace, Process, ResolvedSample, SatpResolver, Space,
     Symbolizer, UserImage, UserResolver, FIRMWARE_DSO, KERNEL_DSO, UNKNOWN,

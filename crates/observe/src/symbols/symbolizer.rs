@@ -180,7 +180,10 @@ impl Frame<'_> {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ResolvedSample<'a> {
     pub comm: &'a str,
+    /// Process id (thread group), as perf's `pid`.
     pub pid: u32,
+    /// Thread id, as perf's `tid`.
+    pub tid: u32,
     pub frames: Vec<Frame<'a>>,
 }
 
@@ -297,22 +300,24 @@ impl<R: UserResolver> Symbolizer<R> {
         }
     }
 
-    /// Resolve a sample's PC and call stack, and name its task: the process
-    /// owning `satp` if the resolver knows it, else by privilege.
-    pub fn resolve_sample(&self, s: &Sample) -> ResolvedSample<'_> {
+    /// Resolve a sample's PC and call stack, and name its task: the task the
+    /// guest kernel said was running, else the process owning `satp` if the
+    /// resolver knows it, else by privilege.
+    pub fn resolve_sample<'a>(&'a self, s: &'a Sample) -> ResolvedSample<'a> {
         let at = AddressSpace { hart: s.hart, cycle: s.cycle, satp: s.satp };
         let mut frames = Vec::with_capacity(1 + s.stack.len());
         frames.push(self.resolve(s.privilege, at, s.pc, false));
         frames.extend(s.stack.iter().map(|&ra| self.resolve(s.privilege, at, ra, true)));
-        let (comm, pid) = match self.user.process(at) {
-            Some(p) => (p.comm, p.pid),
-            None => match s.privilege {
-                Privilege::Machine => ("[firmware]", 0),
-                Privilege::Supervisor => ("[kernel]", 0),
-                Privilege::User => (frames[0].dso, 0),
+        let (comm, pid, tid) = match (&s.task, self.user.process(at)) {
+            (Some(t), _) => (t.comm.as_str(), t.pid, t.tid),
+            (None, Some(p)) => (p.comm, p.pid, p.pid),
+            (None, None) => match s.privilege {
+                Privilege::Machine => ("[firmware]", 0, 0),
+                Privilege::Supervisor => ("[kernel]", 0, 0),
+                Privilege::User => (frames[0].dso, 0, 0),
             },
         };
-        ResolvedSample { comm, pid, frames }
+        ResolvedSample { comm, pid, tid, frames }
     }
 }
 
@@ -397,9 +402,14 @@ mod tests {
             privilege: Privilege::Supervisor,
             satp: 0x8000_0000_0008_1234,
             stack: vec![0xffffffff80001080, 0x10050],
+            task: None,
         };
         let r = s.resolve_sample(&sample);
-        assert_eq!((r.comm, r.pid), ("sh", 42));
+        assert_eq!((r.comm, r.pid, r.tid), ("sh", 42, 42));
+        // The kernel's own word on the task wins over the address space's owner.
+        let named = Sample { task: Some(crate::sample::Task { pid: 7, tid: 9, comm: "worker".into() }), ..sample.clone() };
+        let r = s.resolve_sample(&named);
+        assert_eq!((r.comm, r.pid, r.tid), ("worker", 7, 9));
         let names: Vec<_> = r.frames.iter().map(|f| (f.symbol, f.space)).collect();
         assert_eq!(
             names,

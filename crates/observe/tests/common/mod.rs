@@ -41,7 +41,7 @@ pub fn symbolizer() -> Symbolizer<SatpResolver> {
 pub fn samples() -> Vec<Sample> {
     let kernel_stack = vec![0xffffffff80001120, 0xffffffff80001010, 0x10420, 0x10050];
     vec![
-        Sample { hart: 0, cycle: 1024, pc: 0x10110, privilege: Privilege::User, satp: SATP_SH, stack: vec![0x10050] },
+        Sample { hart: 0, cycle: 1024, pc: 0x10110, privilege: Privilege::User, satp: SATP_SH, stack: vec![0x10050], task: None },
         Sample {
             hart: 0,
             cycle: 2048,
@@ -49,6 +49,7 @@ pub fn samples() -> Vec<Sample> {
             privilege: Privilege::Supervisor,
             satp: SATP_SH,
             stack: kernel_stack.clone(),
+            task: None,
         },
         Sample {
             hart: 1,
@@ -57,6 +58,7 @@ pub fn samples() -> Vec<Sample> {
             privilege: Privilege::Machine,
             satp: SATP_SH,
             stack: vec![0x80000020],
+            task: None,
         },
         Sample {
             hart: 1,
@@ -65,6 +67,7 @@ pub fn samples() -> Vec<Sample> {
             privilege: Privilege::User,
             satp: 0x8000_0000_0009_9999,
             stack: vec![],
+            task: None,
         },
         Sample {
             hart: 0,
@@ -73,6 +76,7 @@ pub fn samples() -> Vec<Sample> {
             privilege: Privilege::Supervisor,
             satp: SATP_SH,
             stack: kernel_stack,
+            task: None,
         },
     ]
 }
