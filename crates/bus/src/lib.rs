@@ -114,6 +114,9 @@ struct SignalState {
     rises: Cell<u64>,
     falls: Cell<u64>,
     acks: Cell<u64>,
+    /// Simulated cycle of the last level change made with a time
+    /// ([`Signal::set_level_at`]); 0 until then.
+    changed_at: Cell<u64>,
     /// Shared by every signal of one board: bumped on any change, so the
     /// board learns cheaply that some device input may have moved.
     generation: Rc<Cell<u64>>,
@@ -153,6 +156,18 @@ impl Signal {
     /// The `last` flag of the latest [`DmaRequest::set_request`].
     pub fn is_last(&self) -> bool {
         self.0.last.get()
+    }
+    /// Cycle of the last change made through [`Signal::set_level_at`].
+    pub fn changed_at(&self) -> u64 {
+        self.0.changed_at.get()
+    }
+    /// Drive the level to `high` at simulated cycle `now` (a change records
+    /// `now`, so a device sampling the wire later knows when it moved).
+    pub fn set_level_at(&self, high: bool, now: u64) {
+        if self.0.level.get() != high {
+            self.0.changed_at.set(now);
+        }
+        self.drive(high)
     }
     fn drive(&self, high: bool) {
         let s = &self.0;
@@ -211,5 +226,8 @@ mod tests {
         assert_eq!((a.acks(), gen.get()), (1, 4));
         DmaRequest::set_request(&a, false, true);
         assert!(!b.is_high() && b.is_last());
+        b.set_level_at(true, 700);
+        b.set_level_at(true, 900); // no change: the time stays
+        assert_eq!((a.is_high(), a.changed_at(), a.rises()), (true, 700, 3));
     }
 }

@@ -60,6 +60,9 @@ impl Device for FixedClock {
     fn stats(&self) -> Vec<Stat> {
         Vec::new()
     }
+    fn clock_rate(&self) -> Option<u64> {
+        Some(self.hz as u64)
+    }
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! Platform devices: CLINT, PLIC, UART 16550, syscon, RTC, virtio-mmio, and
-//! the optional devices a configuration names ([`KINDS`]); the DesignWare
-//! SSI (SPI) and AXI DMA models, not yet configurable kinds.
+//! the optional devices a configuration names ([`KINDS`]: fixed clocks, the
+//! DesignWare APB GPIO, the DesignWare APB SSI with its SPI peripherals and
+//! the DesignWare AXI DMA controller).
 //!
 //! Every device sees offsets into its own window, never absolute addresses;
 //! the [`DeviceMap`] turns a physical address into (device, offset). Each
@@ -39,7 +40,7 @@ pub use hs_bus::{Access, DmaAck, DmaRequest, GpioLine, IrqLine, Signal, WireIrq,
 
 /// Every kind of optional device a configuration (`[board.NAME] kind =
 /// "..."`) can name. Adding a device kind is its file plus one line here.
-pub const KINDS: &[Kind] = &[clock::KIND, gpio::KIND];
+pub const KINDS: &[Kind] = &[clock::KIND, gpio::KIND, spi::board::KIND, dma::board::KIND];
 
 /// How guest time relates to simulated cycles. Every device that shows time
 /// derives it from the cycle count of the access, never from the host clock.
@@ -115,11 +116,14 @@ pub struct DevCtx<'a> {
     pub events: &'a mut dyn Scheduler,
     /// Where [`DevCtx::note`] goes (None: nobody is observing).
     pub notes: Option<&'a mut dyn NoteSink>,
+    /// Guest RAM and the other devices' windows, for a device that asked to
+    /// be a bus master ([`Want::bus_master`]); None otherwise.
+    pub master: Option<&'a mut dyn dma::DmaMemory>,
 }
 
 impl<'a> DevCtx<'a> {
     pub fn new(hart: usize, now: u64, events: &'a mut dyn Scheduler) -> Self {
-        Self { hart, now, events, notes: None }
+        Self { hart, now, events, notes: None, master: None }
     }
     /// Report `note` for the access being served.
     pub fn note(&mut self, note: Note) {
@@ -201,6 +205,10 @@ pub trait Device: AsAny {
     /// A board wire changed; a device that asked to listen ([`Want::listens`])
     /// samples its inputs here.
     fn inputs_changed(&mut self, _ctx: &mut DevCtx) {}
+    /// Rate in Hz, if this device is a clock other devices run from.
+    fn clock_rate(&self) -> Option<u64> {
+        None
+    }
     /// The host side of this device, if it is a console.
     fn console(&mut self) -> Option<&mut dyn Console> {
         None

@@ -127,9 +127,73 @@ impl DmaRequestLine for HandshakeLine {
     }
 }
 
+/// Names of the board wires of handshake interface `hs` of the DMA
+/// controller `dma`: `dma.hsN` carries the burst request (`dma_req`) and
+/// counts the controller's acknowledgements, `dma.hsN.single` the single
+/// request (`dma_single`).
+pub fn handshake_wire_names(dma: &str, hs: u32) -> (String, String) {
+    (format!("{dma}.hs{hs}"), format!("{dma}.hs{hs}.single"))
+}
+
+/// A peripheral's request output on two board wires (see
+/// [`handshake_wire_names`]); each change carries its cycle.
+#[derive(Clone, Debug)]
+pub struct SignalRequestLine {
+    pub burst: hs_bus::Signal,
+    pub single: hs_bus::Signal,
+}
+
+impl DmaRequestLine for SignalRequestLine {
+    fn set_request(&self, req: DmaRequest, now: u64) {
+        self.burst.set_level_at(req.burst, now);
+        self.single.set_level_at(req.single, now);
+    }
+}
+
+/// A DMA controller's handshake interfaces on board wires, indexed by
+/// handshake number (see [`handshake_wire_names`]).
+#[derive(Clone, Debug, Default)]
+pub struct SignalHandshake {
+    pub ifaces: Vec<SignalRequestLine>,
+}
+
+impl DmaHandshake for SignalHandshake {
+    fn request(&self, hs: u32) -> (DmaRequest, u64) {
+        match self.ifaces.get(hs as usize) {
+            Some(l) => {
+                let req = DmaRequest { burst: l.burst.is_high(), single: l.single.is_high() };
+                (req, l.burst.changed_at().max(l.single.changed_at()))
+            }
+            None => (DmaRequest::NONE, 0),
+        }
+    }
+    fn ack(&self, hs: u32, _last: bool) {
+        if let Some(l) = self.ifaces.get(hs as usize) {
+            hs_bus::DmaAck::ack(&l.burst);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn board_wires_carry_requests_with_their_cycle() {
+        let (b, s) = (hs_bus::Signal::new(), hs_bus::Signal::new());
+        let line = SignalRequestLine { burst: b.clone(), single: s.clone() };
+        let hs = SignalHandshake { ifaces: vec![SignalRequestLine { burst: hs_bus::Signal::new(), single: hs_bus::Signal::new() }, line.clone()] };
+        assert_eq!(hs.request(1), (DmaRequest::NONE, 0));
+        line.set_request(DmaRequest { burst: false, single: true }, 300);
+        line.set_request(DmaRequest { burst: true, single: true }, 500);
+        assert_eq!(hs.request(1), (DmaRequest { burst: true, single: true }, 500));
+        line.set_request(DmaRequest { burst: true, single: true }, 800);
+        assert_eq!(hs.request(1).1, 500, "the same level keeps its time");
+        hs.ack(1, true);
+        hs.ack(7, true);
+        assert_eq!((b.acks(), hs.request(9)), (1, (DmaRequest::NONE, 0)));
+        assert_eq!(handshake_wire_names("dma0", 2), ("dma0.hs2".to_string(), "dma0.hs2.single".to_string()));
+    }
 
     #[test]
     fn lines_carry_level_and_change_time() {

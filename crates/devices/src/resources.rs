@@ -61,11 +61,28 @@ pub struct Want {
     /// Devices this one's node refers to by phandle (`clocks`, `dmas`):
     /// the board refuses a machine where one of them is missing.
     pub refers_to: Vec<String>,
+    /// The device moves data as a bus master (a DMA controller): the board
+    /// hands it [`crate::DevCtx::master`], guest RAM and the other devices'
+    /// windows, whenever it calls the device.
+    pub master: bool,
 }
 
 impl Want {
     pub fn new(name: impl Into<String>) -> Self {
-        Self { name: name.into(), window: None, irqs: Vec::new(), phandle: false, listens: false, refers_to: Vec::new() }
+        Self {
+            name: name.into(),
+            window: None,
+            irqs: Vec::new(),
+            phandle: false,
+            listens: false,
+            refers_to: Vec::new(),
+            master: false,
+        }
+    }
+    /// Reach memory and other devices as a bus master ([`crate::DevCtx::master`]).
+    pub fn bus_master(mut self) -> Self {
+        self.master = true;
+        self
     }
     /// A register window of `size` bytes anywhere in the platform window.
     pub fn mmio(mut self, size: u64) -> Self {
@@ -168,6 +185,8 @@ pub struct Attach<'a> {
     pub ram: &'a GuestRam,
     pub clock: Clock,
     pub signals: &'a mut Signals,
+    /// Rates of the clock devices already on the board ([`crate::Device::clock_rate`]).
+    pub rates: BTreeMap<String, u64>,
 }
 
 impl<'a> Attach<'a> {
@@ -178,7 +197,12 @@ impl<'a> Attach<'a> {
         clock: Clock,
         signals: &'a mut Signals,
     ) -> Self {
-        Self { grant, irq_lines: irq_lines.into_iter().map(Some).collect(), ram, clock, signals }
+        Self { grant, irq_lines: irq_lines.into_iter().map(Some).collect(), ram, clock, signals, rates: BTreeMap::new() }
+    }
+    /// Rate in Hz of the clock device called `name`, if it is on the board
+    /// (the board adds devices that refer to others after those that do not).
+    pub fn clock_rate(&self, name: &str) -> Option<u64> {
+        self.rates.get(name).copied()
     }
     /// Interrupt line `i` (in the order of the [`Want`]). Each line is handed
     /// out once; asking again, or for a line that was not requested, gives a
@@ -293,6 +317,10 @@ impl<'a> Params<'a> {
             Some(ParamValue::Str(v)) => Ok(Some(v.clone())),
             Some(other) => Err(ParamError { key: key.into(), message: format!("is {}, not a string", other.kind()) }),
         }
+    }
+    /// Every key of the table, in order (child tables appear as `child.key`).
+    pub fn keys(&self) -> Vec<&'a str> {
+        self.cfg.params.keys().map(String::as_str).collect()
     }
     /// Refuse keys nobody read.
     pub fn finish(self) -> Result<(), ParamError> {

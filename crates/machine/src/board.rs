@@ -12,6 +12,7 @@
 use std::collections::BTreeMap;
 
 use hs_bus::{Access, BusFault, GuestRam, IrqLine, Signal, SystemBus, WriteEffect};
+use hs_devices::dma::{DmaFault, DmaMemory};
 use hs_devices::{
     Attach, Clint, Clock, Console, DevCtx, Device, DeviceMap, FdtCtx, FdtNode, Grant, IrqWant, Note, NoteSink, Placement,
     Plic, Plug, Scheduler, Signals, StopRequest, Want, Window,
@@ -131,6 +132,8 @@ pub struct Board {
     by_name: BTreeMap<String, Target>,
     /// Devices that asked to hear about signal changes.
     listeners: Vec<u16>,
+    /// Devices that move data as bus masters (they get [`DevCtx::master`]).
+    masters: Vec<bool>,
     /// (device, device it refers to), checked by [`Board::check_references`].
     references: Vec<(String, String)>,
     /// The first device with a console side.
@@ -178,6 +181,7 @@ impl Board {
             grants: Vec::new(),
             by_name: BTreeMap::from([("plic".to_string(), Target::Plic), ("clint".to_string(), Target::Clint)]),
             listeners: Vec::new(),
+            masters: Vec::new(),
             references: Vec::new(),
             console: None,
             signals: Signals::new(),
@@ -306,8 +310,10 @@ impl Board {
             self.next_phandle - 1
         });
         let grant = Grant { name: name.clone(), base, size, irqs, phandle };
+        let rates = self.devs.iter().filter_map(|d| Some((d.name(), d.clock_rate()?))).collect();
         let mut dev = {
             let mut a = Attach::new(&grant, lines, &self.ram, self.clock, &mut self.signals);
+            a.rates = rates;
             make(&mut a)
         };
         if want.listens {
@@ -317,6 +323,7 @@ impl Board {
             self.console = Some(id as usize);
         }
         self.references.extend(want.refers_to.iter().map(|r| (name.clone(), r.clone())));
+        self.masters.push(want.master);
         self.devs.push(dev);
         self.grants.push(grant);
         self.by_name.insert(name, Target::Dev(id));
@@ -449,12 +456,18 @@ impl Board {
     pub fn fire_events(&mut self, now: u64) {
         let mut fired = false;
         while let Some((cycle, (target, token))) = self.events.pop_due(now) {
-            let mut sched = TargetScheduler { queue: &mut self.events, target, scheduled: false };
-            let mut ctx = DevCtx::new(0, cycle, &mut sched);
             match target {
-                Target::Plic => self.plic.event(&mut ctx, token),
-                Target::Clint => self.clint.event(&mut ctx, token),
-                Target::Dev(i) => self.devs[i as usize].event(&mut ctx, token),
+                Target::Dev(i) => {
+                    self.call_dev(i, 0, cycle, false, |d, ctx| d.event(ctx, token));
+                }
+                _ => {
+                    let mut sched = TargetScheduler { queue: &mut self.events, target, scheduled: false };
+                    let mut ctx = DevCtx::new(0, cycle, &mut sched);
+                    match target {
+                        Target::Plic => self.plic.event(&mut ctx, token),
+                        _ => self.clint.event(&mut ctx, token),
+                    }
+                }
             }
             fired = true;
             self.sync_inputs(0, cycle);
@@ -462,6 +475,52 @@ impl Board {
         if fired {
             self.plic.update();
         }
+    }
+
+    /// Call device `i` with a context for `hart` at cycle `now` (with the
+    /// observation log if `notes`); a bus master also gets [`DevCtx::master`],
+    /// the board's view of RAM and the other devices. Returns what `f`
+    /// returned and whether the device scheduled an event.
+    fn call_dev<R>(
+        &mut self,
+        i: u16,
+        hart: usize,
+        now: u64,
+        notes: bool,
+        f: impl FnOnce(&mut dyn Device, &mut DevCtx) -> R,
+    ) -> (R, bool) {
+        let idx = i as usize;
+        let target = Target::Dev(i);
+        if !self.masters[idx] {
+            let mut sched = TargetScheduler { queue: &mut self.events, target, scheduled: false };
+            let mut ctx = DevCtx::new(hart, now, &mut sched);
+            if notes {
+                ctx.notes = self.log.as_deref_mut().map(|l| l as &mut dyn NoteSink);
+            }
+            let r = f(&mut *self.devs[idx], &mut ctx);
+            return (r, sched.scheduled);
+        }
+        // The master is taken out while it runs, so its view can reach every
+        // other device; an access to its own window is refused (DECERR).
+        let mut dev = std::mem::replace(&mut self.devs[idx], Box::new(Vacant));
+        let mut deferred = Vec::new();
+        let (r, scheduled) = {
+            let mut view = MasterView { ram: &self.ram, map: &self.map, devs: &mut self.devs, me: i, hart, deferred: &mut deferred };
+            let mut sched = TargetScheduler { queue: &mut self.events, target, scheduled: false };
+            let mut ctx = DevCtx::new(hart, now, &mut sched);
+            if notes {
+                ctx.notes = self.log.as_deref_mut().map(|l| l as &mut dyn NoteSink);
+            }
+            ctx.master = Some(&mut view);
+            let r = f(&mut *dev, &mut ctx);
+            (r, sched.scheduled)
+        };
+        let scheduled = scheduled || !deferred.is_empty();
+        self.devs[idx] = dev;
+        for (cycle, t, token) in deferred {
+            self.events.push(cycle, (t, token));
+        }
+        (r, scheduled)
     }
 
     /// Phandles and facts every node may refer to.
@@ -494,6 +553,96 @@ impl Board {
     }
 }
 
+/// Stands in for a bus master while it runs (see [`Board::call_dev`]).
+struct Vacant;
+
+impl Device for Vacant {
+    fn name(&self) -> String {
+        String::new()
+    }
+    fn size(&self) -> u64 {
+        0
+    }
+    fn read(&mut self, _: &mut DevCtx, _: u64, _: u8) -> Result<u64, hs_devices::BadAccess> {
+        Err(hs_devices::BadAccess)
+    }
+    fn write(&mut self, _: &mut DevCtx, _: u64, _: u8, _: u64) -> Result<WriteEffect, hs_devices::BadAccess> {
+        Err(hs_devices::BadAccess)
+    }
+    fn fdt_nodes(&self, _: &Grant, _: &FdtCtx) -> Vec<(Placement, FdtNode)> {
+        Vec::new()
+    }
+    fn stats(&self) -> Vec<hs_devices::Stat> {
+        Vec::new()
+    }
+}
+
+/// Collects the events devices schedule while a bus master reaches them.
+struct Deferred<'a> {
+    out: &'a mut Vec<(u64, Target, u64)>,
+    target: Target,
+}
+
+impl Scheduler for Deferred<'_> {
+    fn schedule(&mut self, cycle: u64, token: u64) {
+        self.out.push((cycle, self.target, token));
+    }
+}
+
+/// What a bus master (a DMA controller) sees: guest RAM, then every device
+/// window on the map except the interrupt controllers and its own. The one
+/// adapter between the board and `hs_devices::dma::DmaMemory`; a miss is a
+/// decode error, a refused width or offset a slave error, never a host fault.
+struct MasterView<'a> {
+    ram: &'a GuestRam,
+    map: &'a DeviceMap<Target>,
+    devs: &'a mut Vec<Box<dyn Device>>,
+    me: u16,
+    hart: usize,
+    deferred: &'a mut Vec<(u64, Target, u64)>,
+}
+
+impl MasterView<'_> {
+    /// The device window holding `[addr, addr+len)`, and the offset.
+    fn find(&self, addr: u64, len: usize) -> Result<(u16, u64, u8), DmaFault> {
+        match self.map.lookup(addr, len as u64) {
+            Some((Target::Dev(j), off)) if j != self.me => {
+                if !matches!(len, 1 | 2 | 4 | 8) {
+                    return Err(DmaFault::Slave(addr));
+                }
+                Ok((j, off, len as u8))
+            }
+            _ => Err(DmaFault::Decode(addr)),
+        }
+    }
+}
+
+impl DmaMemory for MasterView<'_> {
+    fn dma_read(&mut self, addr: u64, buf: &mut [u8], now: u64) -> Result<(), DmaFault> {
+        if self.ram.read_bytes(addr, buf) {
+            return Ok(());
+        }
+        let (j, off, size) = self.find(addr, buf.len())?;
+        let mut sched = Deferred { out: self.deferred, target: Target::Dev(j) };
+        let mut ctx = DevCtx::new(self.hart, now, &mut sched);
+        let v = self.devs[j as usize].read(&mut ctx, off, size).map_err(|_| DmaFault::Slave(addr))?;
+        buf.copy_from_slice(&v.to_le_bytes()[..buf.len()]);
+        Ok(())
+    }
+    fn dma_write(&mut self, addr: u64, data: &[u8], now: u64) -> Result<(), DmaFault> {
+        // write_bytes notes stores to code pages, so harts drop stale decodes.
+        if self.ram.write_bytes(addr, data) {
+            return Ok(());
+        }
+        let (j, off, size) = self.find(addr, data.len())?;
+        let mut b = [0u8; 8];
+        b[..data.len()].copy_from_slice(data);
+        let mut sched = Deferred { out: self.deferred, target: Target::Dev(j) };
+        let mut ctx = DevCtx::new(self.hart, now, &mut sched);
+        self.devs[j as usize].write(&mut ctx, off, size, u64::from_le_bytes(b)).map(|_| ()).map_err(|_| DmaFault::Slave(addr))
+    }
+}
+
 impl SystemBus for Board {
     fn mmio_read(&mut self, acc: Access, pa: u64, size: u8) -> Result<u64, BusFault> {
         let Some((target, off)) = self.map.lookup(pa, size as u64) else {
@@ -501,13 +650,17 @@ impl SystemBus for Board {
             return Err(BusFault::Unmapped(pa));
         };
         self.stat_mmio_reads += 1;
-        let mut sched = TargetScheduler { queue: &mut self.events, target, scheduled: false };
-        let mut ctx = DevCtx::new(acc.hart, acc.now, &mut sched);
-        ctx.notes = self.log.as_deref_mut().map(|l| l as &mut dyn NoteSink);
         let r = match target {
-            Target::Plic => self.plic.read(&mut ctx, off, size),
-            Target::Clint => self.clint.read(&mut ctx, off, size),
-            Target::Dev(i) => self.devs[i as usize].read(&mut ctx, off, size),
+            Target::Dev(i) => self.call_dev(i, acc.hart, acc.now, true, |d, ctx| d.read(ctx, off, size)).0,
+            _ => {
+                let mut sched = TargetScheduler { queue: &mut self.events, target, scheduled: false };
+                let mut ctx = DevCtx::new(acc.hart, acc.now, &mut sched);
+                ctx.notes = self.log.as_deref_mut().map(|l| l as &mut dyn NoteSink);
+                match target {
+                    Target::Plic => self.plic.read(&mut ctx, off, size),
+                    _ => self.clint.read(&mut ctx, off, size),
+                }
+            }
         };
         if target != Target::Clint {
             // A read can lower a line (RBR drains the FIFO, a claim takes a source).
@@ -526,17 +679,21 @@ impl SystemBus for Board {
             return Err(BusFault::Unmapped(pa));
         };
         self.stat_mmio_writes += 1;
-        let mut sched = TargetScheduler { queue: &mut self.events, target, scheduled: false };
-        let mut ctx = DevCtx::new(acc.hart, acc.now, &mut sched);
-        ctx.notes = self.log.as_deref_mut().map(|l| l as &mut dyn NoteSink);
-        let r = match target {
-            Target::Plic => self.plic.write(&mut ctx, off, size, val),
-            Target::Clint => self.clint.write(&mut ctx, off, size, val),
-            Target::Dev(i) => self.devs[i as usize].write(&mut ctx, off, size, val),
+        let (r, scheduled) = match target {
+            Target::Dev(i) => self.call_dev(i, acc.hart, acc.now, true, |d, ctx| d.write(ctx, off, size, val)),
+            _ => {
+                let mut sched = TargetScheduler { queue: &mut self.events, target, scheduled: false };
+                let mut ctx = DevCtx::new(acc.hart, acc.now, &mut sched);
+                ctx.notes = self.log.as_deref_mut().map(|l| l as &mut dyn NoteSink);
+                let r = match target {
+                    Target::Plic => self.plic.write(&mut ctx, off, size, val),
+                    _ => self.clint.write(&mut ctx, off, size, val),
+                };
+                (r, sched.scheduled)
+            }
         };
         // A new device event may fall inside the current slice: make the
         // hart stop so the machine can end the slice at it.
-        let scheduled = sched.scheduled;
         let mut eff = r.map_err(|_| {
             self.stat_bad_access += 1;
             BusFault::BadAccess(pa, size)

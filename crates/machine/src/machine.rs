@@ -744,12 +744,19 @@ fn build_board(cfg: &mut MachineConfig, clock: Clock, ram: &GuestRam) -> Result<
             .irq_at(VIRTIO_IRQ_BASE + i as u32);
         board.add(want, |a| Box::new(VirtioMmio::new(i, a.irq(0), backend)))?;
     }
+    let mut plugs = Vec::new();
     for d in std::mem::take(&mut cfg.devices) {
         let plug = hs_devices::resources::plug(&d)
             .map_err(|e| MachineError::Wiring(format!("device `{}`: {e}", d.name)))?;
         if plug.want.name != d.name {
             return Err(MachineError::Wiring(format!("device `{}`: its kind named it `{}`", d.name, plug.want.name)));
         }
+        plugs.push(plug);
+    }
+    // Devices that refer to others (clocks, DMA controllers) come after those
+    // that do not, so a consumer is built knowing its clock's rate.
+    plugs.sort_by_key(|p| !p.want.refers_to.is_empty());
+    for plug in plugs {
         board.plug(plug)?;
     }
     for p in std::mem::take(&mut cfg.plugs) {

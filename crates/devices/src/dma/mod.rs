@@ -2,6 +2,7 @@
 //! view it moves data through ([`bus`]).
 
 pub mod axi;
+pub mod board;
 pub mod bus;
 
 pub use axi::{AxiDma, AxiDmaConfig, AxiDmaFdt};

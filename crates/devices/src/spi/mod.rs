@@ -6,11 +6,12 @@
 //! last bit is clocked), chip select released. It never sees the
 //! controller's registers.
 
+pub mod board;
 pub mod dw_ssi;
 pub mod sink;
 
 pub use dw_ssi::{DwSsi, SsiConfig, SsiDmaFdt, SsiFdt};
-pub use sink::{IntervalStats, SinkFrame, SinkLog, SpiSink};
+pub use sink::{fnv1a, IntervalStats, SinkFrame, SinkLog, SinkSummary, SpiSink};
 
 use crate::fdt::FdtNode;
 

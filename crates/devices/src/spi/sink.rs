@@ -51,6 +51,26 @@ impl IntervalStats {
     }
 }
 
+/// Counts and fingerprints of a sink's record (what its statistics show).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SinkSummary {
+    /// Chip-select frames that carried at least one byte.
+    pub frames: u64,
+    pub bytes: u64,
+    /// The last (up to) 8 bytes received, big-endian: `ABCDEFGH` is 0x4142434445464748.
+    pub last8: u64,
+    /// FNV-1a (64-bit) of every byte received, in order.
+    pub fnv1a: u64,
+    /// Arrival cycle of the first and the last byte (0 if none).
+    pub first_cycle: u64,
+    pub last_cycle: u64,
+}
+
+/// FNV-1a, 64-bit, of `bytes` (the fingerprint in [`SinkSummary::fnv1a`]).
+pub fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
+}
+
 /// Shared handle on what a sink received (the host keeps one, the sink
 /// itself is owned by the controller).
 #[derive(Clone, Debug, Default)]
@@ -60,6 +80,24 @@ impl SinkLog {
     /// All frames so far (closed ones and the one in progress, if any).
     pub fn frames(&self) -> Vec<SinkFrame> {
         self.0.borrow().clone()
+    }
+    /// Counts and fingerprints of everything received so far.
+    pub fn summary(&self) -> SinkSummary {
+        let log = self.0.borrow();
+        let mut s = SinkSummary { fnv1a: fnv1a(&[]), ..SinkSummary::default() };
+        for f in log.iter().filter(|f| !f.bytes.is_empty()) {
+            s.frames += 1;
+            for (&b, &t) in f.bytes.iter().zip(&f.byte_times) {
+                if s.bytes == 0 {
+                    s.first_cycle = t;
+                }
+                s.bytes += 1;
+                s.last8 = (s.last8 << 8) | b as u64;
+                s.fnv1a = (s.fnv1a ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+                s.last_cycle = t;
+            }
+        }
+        s
     }
     /// Every byte received, in order.
     pub fn bytes(&self) -> Vec<u8> {
@@ -181,6 +219,11 @@ mod tests {
         assert_eq!(g[0], (2400, vec![0, 1, 2, 3, 0x10, 0x11, 0x12, 0x13]));
         assert!(log.regrouped_intervals(8).is_none());
         assert_eq!(log.bytes().len(), 12);
+        let sum = log.summary();
+        assert_eq!((sum.frames, sum.bytes, sum.first_cycle, sum.last_cycle), (3, 12, 1100, 3410));
+        assert_eq!(sum.last8, 0x1011_1213_2021_2223);
+        assert_eq!(sum.fnv1a, fnv1a(&log.bytes()));
+        assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c, "the published FNV-1a 64 test vector");
         // 16-bit words arrive most significant byte first.
         s.select(5000);
         s.exchange(0xbeef, 16, 5100);
