@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use sha2::{Digest, Sha256};
 
+use crate::build_area::BuildArea;
 use crate::busybox::keep_log;
 use crate::error::{io_err, GuestError, Result};
 use crate::process::{run, run_logged};
@@ -122,36 +123,36 @@ pub fn ensure(cache: &Path, spec: &KernelSpec, progress: &mut dyn FnMut(&str)) -
         progress("kernel: cached build");
         return done(&dest, None);
     }
+    // One kernel build at a time, in the kept tree; another process may
+    // have built this kernel while we waited for it.
+    let area = BuildArea::lock(&root)?;
+    if ["Image", "vmlinux", "btf"].iter().all(|f| dest.join(f).is_file()) {
+        progress("kernel: cached build (made while waiting for the build tree)");
+        return done(&dest, None);
+    }
     let staging = Staging::new(&root, &key)?;
     let work = staging.path();
-    progress(&format!("kernel: unpacking {}", spec.deb.display()));
-    let deb_tree = work.join("deb");
-    run(
-        &format!("unpacking package `{}` (dpkg-deb -x)", spec.package),
-        Command::new("dpkg-deb").arg("-x").arg(spec.deb).arg(&deb_tree),
-    )?;
-    let tarball = source_tarball(&deb_tree.join("usr/src")).ok_or_else(|| GuestError::Package {
-        package: spec.package.into(),
-        detail: "has no usr/src/linux-source-*.tar.* source tarball".into(),
-    })?;
-    let src_parent = work.join("src");
-    std::fs::create_dir_all(&src_parent).map_err(io_err("create directory", &src_parent))?;
-    run(
-        &format!("unpacking {} (package {})", tarball.display(), spec.package),
-        Command::new("tar").arg("-xf").arg(&tarball).arg("-C").arg(&src_parent),
-    )?;
-    std::fs::remove_dir_all(&deb_tree).map_err(io_err("remove", &deb_tree))?;
-    let tree = single_subdir(&src_parent)?;
-    for p in patches(spec.patch_dir)? {
-        progress(&format!("kernel: applying {}", p.display()));
+    let mut unpack = |src_parent: &Path| -> Result<()> {
+        let deb_tree = work.join("deb");
         run(
-            &format!("applying kernel patch {}", p.display()),
-            Command::new("patch").args(["-p1", "--batch", "--forward", "-i"]).arg(&p).current_dir(&tree),
+            &format!("unpacking package `{}` (dpkg-deb -x)", spec.package),
+            Command::new("dpkg-deb").arg("-x").arg(spec.deb).arg(&deb_tree),
         )?;
-    }
+        let tarball = source_tarball(&deb_tree.join("usr/src")).ok_or_else(|| GuestError::Package {
+            package: spec.package.into(),
+            detail: "has no usr/src/linux-source-*.tar.* source tarball".into(),
+        })?;
+        run(
+            &format!("unpacking {} (package {})", tarball.display(), spec.package),
+            Command::new("tar").arg("-xf").arg(&tarball).arg("-C").arg(src_parent),
+        )?;
+        std::fs::remove_dir_all(&deb_tree).map_err(io_err("remove", &deb_tree))?;
+        single_subdir(src_parent).map(|_| ())
+    };
+    let prepared = area.prepare(spec.deb_sha256, &patches(spec.patch_dir)?, &mut unpack, progress)?;
+    let tree = area.tree()?;
 
-    let out = work.join("build");
-    std::fs::create_dir_all(&out).map_err(io_err("create directory", &out))?;
+    let out = area.out();
     let make = |args: &[&str]| {
         let mut c = Command::new("make");
         c.current_dir(&tree)
@@ -191,7 +192,8 @@ pub fn ensure(cache: &Path, spec: &KernelSpec, progress: &mut dyn FnMut(&str)) -
     verify_config(&options, &config, spec.fragment)?;
 
     let jobs = format!("-j{}", std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2));
-    progress(&format!("kernel: building Image and vmlinux with make {jobs} (several minutes)"));
+    let kind = if prepared.unpacked { "from scratch, several minutes" } else { "incrementally: only what changed since the kept build" };
+    progress(&format!("kernel: building Image and vmlinux with make {jobs} ({kind})"));
     let started = Instant::now();
     let log = work.join("kernel-build.log");
     let mut objects = 0usize;
@@ -208,7 +210,7 @@ pub fn ensure(cache: &Path, spec: &KernelSpec, progress: &mut dyn FnMut(&str)) -
     })
     .map_err(|e| keep_log(cache, "kernel", &log, e))?;
     let secs = started.elapsed().as_secs();
-    progress(&format!("kernel: built in {} min {} s", secs / 60, secs % 60));
+    progress(&format!("kernel: built in {} min {} s ({objects} objects compiled)", secs / 60, secs % 60));
 
     // BTF from the DWARF: task_struct field offsets for the profiler, the
     // same blob /sys/kernel/btf/vmlinux would give.
@@ -226,9 +228,7 @@ pub fn ensure(cache: &Path, spec: &KernelSpec, progress: &mut dyn FnMut(&str)) -
     }
     std::fs::write(work.join("release"), release.trim()).map_err(io_err("write", work))?;
     std::fs::write(work.join("build-seconds"), secs.to_string()).map_err(io_err("write", work))?;
-    for d in [src_parent, out] {
-        std::fs::remove_dir_all(&d).map_err(io_err("remove", &d))?;
-    }
+    // The tree and its objects stay in the area for the next (patched) build.
     let _ = std::fs::remove_file(work.join("kernel-build.log"));
     let _ = std::fs::remove_file(work.join("kernel-build.stderr"));
     staging.commit(&dest)?;

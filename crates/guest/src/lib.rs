@@ -9,6 +9,7 @@ pub mod cpio;
 pub mod qemu;
 
 mod archive;
+mod build_area;
 mod busybox;
 mod cross;
 mod deb822;
