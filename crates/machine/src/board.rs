@@ -542,9 +542,18 @@ impl Board {
         }).collect()
     }
 
-    /// Counters of every device, in address order.
+    /// Counters of every device, in address order, and the PLIC source each
+    /// interrupt line was given (`NAME.plic_source`, `NAME.plic_source1`, …),
+    /// so a reader of the timeline can tell which device an interrupt came from.
     pub fn device_stats(&self) -> Vec<hs_devices::Stat> {
-        self.in_order().into_iter().flat_map(|t| self.target_ref(t).0.stats()).collect()
+        let mut v: Vec<hs_devices::Stat> = self.in_order().into_iter().flat_map(|t| self.target_ref(t).0.stats()).collect();
+        for g in &self.grants {
+            for (i, &src) in g.irqs.iter().enumerate() {
+                let name = if i == 0 { format!("{}.plic_source", g.name) } else { format!("{}.plic_source{i}", g.name) };
+                v.push(hs_devices::Stat::new(name, src as u64, "PLIC source the board gave this interrupt line"));
+            }
+        }
+        v
     }
 
     /// `(name, base, end)` of every mapped window, in address order.
