@@ -25,10 +25,29 @@ pub struct StudyArgs {
     /// Only validate the scenario file, run nothing.
     #[arg(long)]
     pub check: bool,
+    /// Set a workload environment variable in every variant (over the file's
+    /// values), e.g. `--env ITERATIONS=30000` for a study's full scale.
+    #[arg(long = "env", value_name = "KEY=VALUE")]
+    pub env: Vec<String>,
+    /// Run only these variants (comma-separated names), in the file's order.
+    #[arg(long, value_delimiter = ',')]
+    pub only: Vec<String>,
+    /// Stop a run that has not finished after this much guest time (over `workload.max_guest_seconds`).
+    #[arg(long)]
+    pub max_guest_seconds: Option<f64>,
 }
 
 pub fn run(args: StudyArgs) -> Result<i32, String> {
-    let scenario = Scenario::load(&args.file, &Context::from_env()).map_err(|e| e.to_string())?;
+    let mut scenario = Scenario::load(&args.file, &Context::from_env()).map_err(|e| e.to_string())?;
+    let overrides = args
+        .env
+        .iter()
+        .map(|kv| match kv.split_once('=') {
+            Some((k, v)) if !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') => Ok((k.to_string(), v.to_string())),
+            _ => Err(format!("--env `{kv}`: expected KEY=VALUE with KEY of letters, digits and `_`")),
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    scenario.override_run(&overrides, &args.only, args.max_guest_seconds).map_err(|e| e.to_string())?;
     if args.check {
         println!("{}: valid, {} variants ({})", args.file.display(), scenario.variants.len(),
             scenario.variants.iter().map(|v| v.name.as_str()).collect::<Vec<_>>().join(", "));

@@ -76,12 +76,12 @@ pub fn compare(store: &Store, ids: &[i64]) -> Result<ReportInput> {
         let s = store.get(id)?;
         runs.push(ReportRun { id: s.id, batch: s.batch, record: s.record });
     }
-    let (headline, checks, note) = match runs.first() {
+    let (headline, checks, tables, note) = match runs.first() {
         Some(r) => match report_view(&r.record.scenario.text) {
-            Ok((h, c)) => (h, c, String::new()),
-            Err(why) => (Vec::new(), Vec::new(), format!(" (the stored scenario of run {} no longer parses: {why}; default metrics shown)", r.id)),
+            Ok((h, c, t)) => (h, c, t, String::new()),
+            Err(why) => (Vec::new(), Vec::new(), Vec::new(), format!(" (the stored scenario of run {} no longer parses: {why}; default metrics shown)", r.id)),
         },
-        None => (Vec::new(), Vec::new(), String::new()),
+        None => (Vec::new(), Vec::new(), Vec::new(), String::new()),
     };
     let studies: Vec<String> = runs.iter().map(|r| format!("run {} ({}/{})", r.id, r.record.study, r.record.variant)).collect();
     Ok(ReportInput {
@@ -90,6 +90,7 @@ pub fn compare(store: &Store, ids: &[i64]) -> Result<ReportInput> {
         runs,
         headline,
         checks,
+        tables,
         repeats: Vec::new(),
     })
 }

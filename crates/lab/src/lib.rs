@@ -14,6 +14,7 @@ pub mod error;
 pub mod fixtures;
 pub mod history;
 pub mod metric;
+pub mod paths;
 pub mod record;
 pub mod report;
 pub mod run;

@@ -12,6 +12,8 @@
 //! | `place_samples[PLACE]` | samples in `kernel`, `firmware` or a user binary |
 //! | `stat[NAME]` | a counter of the run's total stat block |
 //! | `device[NAME]` | a device counter (`uart0.…`, `bus.mmio_writes`, …) |
+//! | `syscall[NAME@PHASE].count` (`.mean`, `.max`) | system calls NAME begun in phases PHASE (`@PHASE` optional): how many, cycles from `ecall` to the return to user mode |
+//! | `wake[DEVICE:NAME@PHASE].count` (`.mean`, `.max`, `.remote`) | those calls during which DEVICE interrupted: cycles from the interrupt to the caller's return; `.remote` the share whose interrupt was taken on another hart |
 
 use std::fmt;
 
@@ -49,6 +51,33 @@ pub enum Metric {
     PlaceSamples { place: String },
     Stat { name: String },
     Device { name: String },
+    Syscall { name: String, phase: Option<String>, agg: Agg },
+    Wake { device: String, syscall: String, phase: Option<String>, agg: Agg },
+}
+
+/// What a `syscall[…]` or `wake[…]` metric makes of its calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Agg {
+    Count,
+    Mean,
+    Max,
+    /// Share of wake-up paths whose interrupt was on another hart.
+    Remote,
+}
+
+impl Agg {
+    fn name(self) -> &'static str {
+        match self {
+            Agg::Count => "count",
+            Agg::Mean => "mean",
+            Agg::Max => "max",
+            Agg::Remote => "remote",
+        }
+    }
+}
+
+fn at_phase(phase: &Option<String>) -> String {
+    phase.as_ref().map(|p| format!("@{p}")).unwrap_or_default()
 }
 
 /// Why a metric has no value in a run.
@@ -74,7 +103,8 @@ pub const NO_TIMING_MODEL: &str =
 pub const NO_TIMELINE: &str = "the run kept no timeline (`study.timeline = false`)";
 
 const KNOWN: &str = "cycles, instret, cpi, guest_seconds, boot_cycles, workload_cycles, console_bytes, \
-phase[LABEL].cycles|instret|cpi, window[FROM..TO].cycles|instret|cpi, samples[SYMBOL], place_samples[PLACE], stat[NAME], device[NAME]";
+phase[LABEL].cycles|instret|cpi, window[FROM..TO].cycles|instret|cpi, samples[SYMBOL], place_samples[PLACE], stat[NAME], device[NAME], \
+syscall[NAME@PHASE].count|mean|max, wake[DEVICE:NAME@PHASE].count|mean|max|remote";
 
 impl std::str::FromStr for Metric {
     type Err = String;
@@ -124,6 +154,29 @@ impl std::str::FromStr for Metric {
             "place_samples" => bare(Metric::PlaceSamples { place: arg.to_string() }),
             "stat" => bare(Metric::Stat { name: arg.to_string() }),
             "device" => bare(Metric::Device { name: arg.to_string() }),
+            "syscall" | "wake" => {
+                let (what, phase) = match arg.split_once('@') {
+                    Some((w, p)) if !p.trim().is_empty() => (w.trim(), Some(p.trim().to_string())),
+                    Some(_) => return Err(format!("`{s}` has an empty phase after `@`")),
+                    None => (arg.trim(), None),
+                };
+                let agg = match rest {
+                    ".count" => Agg::Count,
+                    ".mean" => Agg::Mean,
+                    ".max" => Agg::Max,
+                    ".remote" if kind == "wake" => Agg::Remote,
+                    _ if kind == "wake" => return Err(format!("`{s}` must end in .count, .mean, .max or .remote")),
+                    _ => return Err(format!("`{s}` must end in .count, .mean or .max")),
+                };
+                if kind == "syscall" {
+                    return Ok(Metric::Syscall { name: what.to_string(), phase, agg });
+                }
+                let (device, syscall) = what
+                    .split_once(':')
+                    .filter(|(d, c)| !d.trim().is_empty() && !c.trim().is_empty())
+                    .ok_or_else(|| format!("`{s}`: a wake-up path is written wake[DEVICE:SYSCALL@PHASE]"))?;
+                Ok(Metric::Wake { device: device.trim().to_string(), syscall: syscall.trim().to_string(), phase, agg })
+            }
             _ => Err(unknown()),
         }
     }
@@ -145,6 +198,10 @@ impl fmt::Display for Metric {
             Metric::PlaceSamples { place } => write!(f, "place_samples[{place}]"),
             Metric::Stat { name } => write!(f, "stat[{name}]"),
             Metric::Device { name } => write!(f, "device[{name}]"),
+            Metric::Syscall { name, phase, agg } => write!(f, "syscall[{name}{}].{}", at_phase(phase), agg.name()),
+            Metric::Wake { device, syscall, phase, agg } => {
+                write!(f, "wake[{device}:{syscall}{}].{}", at_phase(phase), agg.name())
+            }
         }
     }
 }
@@ -167,6 +224,7 @@ impl Metric {
             }
             Metric::GuestSeconds => Format::Seconds,
             Metric::Stat { .. } => Format::Auto,
+            Metric::Wake { agg: Agg::Remote, .. } => Format::Ratio,
             _ => Format::Count,
         }
     }
@@ -232,8 +290,31 @@ impl Metric {
                 Some(v) => Ok(*v as f64),
                 None => Err(Missing::Absent(format!("the run has no device counter `{name}`"))),
             },
+            Metric::Syscall { name, phase, agg } => {
+                let d: Vec<u64> = crate::paths::calls(run, name, phase.as_deref())?.iter().map(|s| s.exit - s.enter).collect();
+                aggregate(&d, *agg, 0, &format!("no `{name}` call{} in run {}", at_phase(phase), run.variant))
+            }
+            Metric::Wake { device, syscall, phase, agg } => {
+                let p = crate::paths::wake_paths(run, device, syscall, phase.as_deref())?;
+                let d: Vec<u64> = p.iter().map(|w| w.irq_to_return()).collect();
+                let remote = p.iter().filter(|w| w.remote()).count();
+                let why = format!("no `{syscall}` call{} was interrupted by `{device}` in run {}", at_phase(phase), run.variant);
+                aggregate(&d, *agg, remote, &why)
+            }
         }
     }
+}
+
+fn aggregate(d: &[u64], agg: Agg, remote: usize, none: &str) -> Result<f64, Missing> {
+    if d.is_empty() && agg != Agg::Count {
+        return Err(Missing::Absent(none.to_string()));
+    }
+    Ok(match agg {
+        Agg::Count => d.len() as f64,
+        Agg::Mean => (d.iter().sum::<u64>() as f64 / d.len() as f64).round(),
+        Agg::Max => *d.iter().max().unwrap_or(&0) as f64,
+        Agg::Remote => remote as f64 / d.len() as f64,
+    })
 }
 
 fn ratio(num: u64, den: u64) -> Result<f64, Missing> {
@@ -267,6 +348,10 @@ mod tests {
             "place_samples[firmware]",
             "stat[system.cpu0.memStallCycles]",
             "device[uart0.thr_writes]",
+            "syscall[write].mean",
+            "syscall[write@rtloop cpu1].count",
+            "wake[dma0:write@rtloop cpu1].remote",
+            "wake[dma0:write].max",
         ] {
             let m: Metric = text.parse().unwrap();
             assert_eq!(m.to_string(), text);
@@ -285,5 +370,8 @@ mod tests {
         assert!("window[a].cycles".parse::<Metric>().unwrap_err().contains("FROM PHASE..TO PHASE"));
         assert!("samples[x].cycles".parse::<Metric>().unwrap_err().contains("after the brackets"));
         assert!("nope[x]".parse::<Metric>().unwrap_err().contains("is not a metric"));
+        assert!("syscall[write].remote".parse::<Metric>().unwrap_err().contains(".count, .mean or .max"));
+        assert!("wake[write].mean".parse::<Metric>().unwrap_err().contains("wake[DEVICE:SYSCALL@PHASE]"));
+        assert!("syscall[write@].mean".parse::<Metric>().unwrap_err().contains("empty phase"));
     }
 }

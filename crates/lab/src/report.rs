@@ -11,7 +11,7 @@ use crate::doc::{Block, Chart, Table};
 use crate::metric::{Format, Metric, Missing, NO_PROFILER, NO_TIMELINE, NO_TIMING_MODEL};
 use crate::record::RunRecord;
 use crate::run::BOOT_PHASE;
-use crate::scenario::{Check, CheckKind, Rhs};
+use crate::scenario::{Check, CheckKind, PivotTable, Rhs, TableUnit};
 
 /// A stored run as a report column.
 #[derive(Clone, Debug)]
@@ -37,6 +37,8 @@ pub struct ReportInput {
     pub runs: Vec<ReportRun>,
     pub headline: Vec<Metric>,
     pub checks: Vec<Check>,
+    /// The study's own rows × variants tables (`[[tables]]`).
+    pub tables: Vec<PivotTable>,
     /// Empty when each variant ran once.
     pub repeats: Vec<RepeatOutcome>,
 }
@@ -164,7 +166,7 @@ impl ReportInput {
                     result(Status::Fail, format!("{text:?} is not in the {} bytes of console output", count(run.record.console.bytes)))
                 }
             }
-            CheckKind::Compare { metric, op, rhs } => {
+            CheckKind::Compare { metric, op, rhs, factor } => {
                 let value = |r: &ReportRun| metric.value(&r.record);
                 let missing = |m: Missing| match m {
                     Missing::NotCollected(why) => result(Status::NotRun, why),
@@ -187,6 +189,24 @@ impl ReportInput {
                             Err(m) => return missing(m),
                         }
                     }
+                    Rhs::Metric { variant, metric: m } => {
+                        let o = match variant {
+                            Some(v) => match self.run_of(v) {
+                                Ok(o) => o,
+                                Err(why) => return result(Status::NotRun, why),
+                            },
+                            None => run,
+                        };
+                        match m.value(&o.record) {
+                            Ok(v) => (v, format!("{} (`{m}`{})", format_value(v, m.format()), variant.as_ref().map(|v| format!(" in {v}")).unwrap_or_default())),
+                            Err(m) => return missing(m),
+                        }
+                    }
+                };
+                let (b, b_text) = if *factor != 1.0 {
+                    (b * factor, format!("{factor} × {b_text} = {}", format_value(b * factor, f)))
+                } else {
+                    (b, b_text)
                 };
                 let detail = format!("{metric}: {} in {} {} {b_text}", format_value(a, f), c.variant, op.symbol());
                 result(if op.holds(a, b) { Status::Pass } else { Status::Fail }, detail)
@@ -334,6 +354,9 @@ pub fn build(input: &ReportInput) -> Vec<Block> {
     if runs.len() > 1 && !relative.categories.is_empty() {
         b.push(Block::Chart(relative));
     }
+
+    b.extend(pivot_tables(input, &labels));
+    b.extend(wake_paths(input, &labels, &headline));
 
     // Phases
     b.push(Block::Heading(2, "Phases".into()));
@@ -710,6 +733,189 @@ pub fn build(input: &ReportInput) -> Vec<Block> {
         b.push(Block::Table(t));
     }
     b
+}
+
+/// The study's `[[tables]]`: one metric, rows × variants, with a chart.
+fn pivot_tables(input: &ReportInput, labels: &[String]) -> Vec<Block> {
+    let mut b = Vec::new();
+    for t in &input.tables {
+        b.push(Block::Heading(2, t.title.clone()));
+        let mut headers = vec![t.row_header.clone()];
+        headers.extend(labels.iter().map(|l| format!("{l} ({})", t.unit.name())));
+        let right = std::iter::once(false).chain(labels.iter().map(|_| true)).collect();
+        let mut table = Table { headers, right, rows: Vec::new() };
+        let mut chart = Chart { title: t.title.clone(), unit: t.unit.name().into(), series: labels.to_vec(), categories: Vec::new(), stacked: false };
+        let mut missing: Vec<String> = Vec::new();
+        for (row, m) in &t.rows {
+            let mut cells = vec![row.clone()];
+            let mut values = Vec::new();
+            for r in &input.runs {
+                let v = m.value(&r.record).map(|v| in_unit(v, t.unit, r.record.machine.mhz));
+                cells.push(match &v {
+                    Ok(v) if t.unit == TableUnit::Cycles => format_value(*v, m.format()),
+                    Ok(v) => format!("{v:.3}"),
+                    Err(e) => {
+                        if !missing.contains(&e.reason().to_string()) {
+                            missing.push(e.reason().to_string());
+                        }
+                        "absent".into()
+                    }
+                });
+                values.push(v.unwrap_or(0.0));
+            }
+            table.row(cells);
+            chart.categories.push((row.clone(), values));
+        }
+        b.push(Block::Para(format!("Each cell is `{}` with the row's name for `{{row}}`.", t.rows[0].1.to_string().replace(&t.rows[0].0, "{row}"))));
+        b.push(Block::Table(table));
+        if !missing.is_empty() {
+            b.push(Block::Para(format!("Absent: {}.", missing.join("; "))));
+        }
+        b.push(Block::Chart(chart));
+    }
+    b
+}
+
+/// A cycle count in the table's unit of guest time at `mhz`.
+fn in_unit(cycles: f64, unit: TableUnit, mhz: u64) -> f64 {
+    match unit {
+        TableUnit::Cycles => cycles,
+        TableUnit::Micros => cycles / mhz.max(1) as f64,
+        TableUnit::Millis => cycles / mhz.max(1) as f64 / 1000.0,
+    }
+}
+
+/// For every `wake[DEVICE:SYSCALL@PHASE]` metric the study names: where the
+/// time from the device's interrupt to the caller's return went, per variant,
+/// and one path (the median remote one) laid out on the timeline.
+fn wake_paths(input: &ReportInput, labels: &[String], headline: &[Metric]) -> Vec<Block> {
+    let mut keys: Vec<(String, String, Option<String>)> = Vec::new();
+    let table_metrics = input.tables.iter().flat_map(|t| t.rows.iter().map(|(_, m)| m));
+    for m in headline.iter().chain(table_metrics) {
+        if let Metric::Wake { device, syscall, phase, .. } = m {
+            let k = (device.clone(), syscall.clone(), phase.clone());
+            if !keys.contains(&k) {
+                keys.push(k);
+            }
+        }
+    }
+    let mut b = Vec::new();
+    if keys.is_empty() {
+        return b;
+    }
+    b.push(Block::Heading(2, "Interrupt to wake-up paths".into()));
+    b.push(Block::Para(
+        "Each row: the calls during which the device interrupted, from the timeline. `irq → return` is from the \
+         interrupt to the caller's return to user mode. For calls whose interrupt was taken on another hart \
+         (remote), that time splits into the interrupt hart's work until it sends the caller's hart an IPI, the \
+         IPI's delivery, and the caller's hart from taking the IPI to the return."
+            .into(),
+    ));
+    let mut t = Table::new(
+        &["variant", "device:call@phase", "calls", "remote", "irq → return (cycles)", "(µs)", "irq → IPI sent", "IPI → taken", "taken → return"],
+        &[false, false, true, true, true, true, true, true, true],
+    );
+    // Median remote path of each variant that has remote paths, slowest first in the report.
+    let mut examples: Vec<(String, String, crate::paths::WakePath, u64)> = Vec::new();
+    for (device, syscall, phase) in &keys {
+        for (r, l) in input.runs.iter().zip(labels) {
+            let name = format!("{device}:{syscall}{}", phase.as_ref().map(|p| format!("@{p}")).unwrap_or_default());
+            let paths = match crate::paths::wake_paths(&r.record, device, syscall, phase.as_deref()) {
+                Ok(p) => p,
+                Err(e) => {
+                    t.row(vec![l.clone(), name, "-".into(), "-".into(), e.reason().into(), "".into(), "".into(), "".into(), "".into()]);
+                    continue;
+                }
+            };
+            let mean = |v: Vec<u64>| if v.is_empty() { None } else { Some(v.iter().sum::<u64>() as f64 / v.len() as f64) };
+            let cell = |v: Option<f64>| v.map_or("-".to_string(), |v| thousands(v.round() as i64));
+            let remote: Vec<&crate::paths::WakePath> = paths.iter().filter(|p| p.remote()).collect();
+            let all = mean(paths.iter().map(|p| p.irq_to_return()).collect());
+            let sent = mean(remote.iter().filter_map(|p| Some(p.ipi_sent? - p.irq)).collect());
+            let taken = mean(remote.iter().filter_map(|p| Some(p.ipi_received? - p.ipi_sent?)).collect());
+            let back = mean(remote.iter().filter_map(|p| Some(p.span.exit - p.ipi_received?)).collect());
+            let mhz = r.record.machine.mhz.max(1) as f64;
+            t.row(vec![
+                l.clone(),
+                name,
+                paths.len().to_string(),
+                format!("{}", remote.len()),
+                cell(all),
+                all.map_or("-".into(), |c| format!("{:.2}", c / mhz)),
+                cell(sent),
+                cell(taken),
+                cell(back),
+            ]);
+            if !remote.is_empty() && !examples.iter().any(|e| &e.0 == l) {
+                let mut sorted: Vec<&&crate::paths::WakePath> = remote.iter().collect();
+                sorted.sort_by_key(|p| p.irq_to_return());
+                examples.push((l.clone(), syscall.clone(), **sorted[sorted.len() / 2], r.record.machine.mhz));
+            }
+        }
+    }
+    b.push(Block::Table(t));
+    // The fastest and the slowest variant's median remote path.
+    examples.sort_by_key(|e| e.2.irq_to_return());
+    if examples.len() > 2 {
+        examples.drain(1..examples.len() - 1);
+    }
+    for (label, syscall, p, mhz) in examples {
+        let run = input.runs.iter().zip(labels).find(|(_, l)| **l == label).map(|(r, _)| r);
+        if let Some(run) = run {
+            b.push(Block::Heading(3, format!("One remote `{syscall}` on the timeline ({label}: its median remote path)")));
+            b.push(Block::Pre(timeline_excerpt(&run.record, &p, mhz)));
+        }
+    }
+    b
+}
+
+/// The events of the harts on a wake-up path during the call, with time
+/// from the `ecall`.
+fn timeline_excerpt(rec: &RunRecord, p: &crate::paths::WakePath, mhz: u64) -> String {
+    use hs_observe::EventKind as K;
+    let harts = [p.span.hart, p.irq_hart];
+    let mut out = format!("{:>10}  {:>10}  {:<6} event\n", "cycle", "µs", "hart");
+    let during: Vec<&hs_observe::Event> =
+        rec.observations.events.iter().filter(|e| e.cycle >= p.span.enter && e.cycle <= p.span.exit && harts.contains(&e.hart)).collect();
+    // Idle stretches the machine recorded slice by slice, merged.
+    let mut merged: Vec<hs_observe::Event> = Vec::new();
+    for e in during {
+        if let K::WfiIdle { end_cycle } = e.kind {
+            if let Some(prev) = merged.iter_mut().rev().find(|m| m.hart == e.hart) {
+                if let K::WfiIdle { end_cycle: prev_end } = &mut prev.kind {
+                    if *prev_end == e.cycle {
+                        *prev_end = end_cycle;
+                        continue;
+                    }
+                }
+            }
+        }
+        merged.push(e.clone());
+    }
+    for e in &merged {
+        let what = match &e.kind {
+            K::Syscall { number } => format!("ecall: {} ({number})", hs_observe::syscall_name(*number).unwrap_or("?")),
+            K::SyscallReturn => "return to user mode".into(),
+            K::Interrupt { cause, plic_source } => {
+                let mut s = hs_observe::cause_name(true, *cause).map_or(format!("interrupt {cause}"), str::to_string);
+                if let Some(src) = plic_source {
+                    s.push_str(&format!(" (PLIC source {src})"));
+                }
+                s
+            }
+            K::IpiSent { to } => format!("IPI sent to hart {to}"),
+            K::IpiReceived { .. } => "IPI taken".into(),
+            K::WfiIdle { end_cycle } => format!("idle in wfi until +{}", end_cycle.saturating_sub(p.span.enter)),
+            K::TaskSwitch { pid, comm, .. } => format!("now running {comm} ({pid})"),
+            K::Exception { cause, .. } => hs_observe::cause_name(false, *cause).map_or(format!("exception {cause}"), str::to_string),
+            K::ContextSwitch { .. } => "satp written".into(),
+            K::PhaseMarker { label } => format!("phase `{label}`"),
+            K::Instant { label } => label.clone(),
+        };
+        let dt = e.cycle - p.span.enter;
+        out.push_str(&format!("{:>10}  {:>10.2}  {:<6} {what}\n", format!("+{dt}"), dt as f64 / mhz.max(1) as f64, e.hart));
+    }
+    out
 }
 
 fn short(hash: &str) -> &str {

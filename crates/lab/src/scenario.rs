@@ -29,6 +29,75 @@ struct RawScenario {
     variants: Ordered<RawVariant>,
     #[serde(default)]
     checks: Vec<RawCheck>,
+    #[serde(default)]
+    tables: Vec<RawTable>,
+}
+
+/// `[[tables]]`: one metric laid out rows × variants, as a seed's table.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTable {
+    title: String,
+    /// Header of the first column (what a row is).
+    row: String,
+    rows: Vec<String>,
+    /// A metric with `{row}` where the row's name goes.
+    metric: String,
+    /// `cycles` (default), `us` or `ms` of guest time.
+    unit: Option<String>,
+}
+
+/// A study's own table: `metric` with `{row}` replaced, per row and variant.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PivotTable {
+    pub title: String,
+    pub row_header: String,
+    /// (row name, its metric)
+    pub rows: Vec<(String, Metric)>,
+    pub unit: TableUnit,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TableUnit {
+    Cycles,
+    Micros,
+    Millis,
+}
+
+impl TableUnit {
+    pub fn name(self) -> &'static str {
+        match self {
+            TableUnit::Cycles => "cycles",
+            TableUnit::Micros => "µs",
+            TableUnit::Millis => "ms",
+        }
+    }
+}
+
+fn parse_tables(raw: &[RawTable], err: &ErrFn) -> Result<Vec<PivotTable>> {
+    let mut out = Vec::new();
+    for (i, t) in raw.iter().enumerate() {
+        let key = |k: &str| format!("tables[{i}].{k}");
+        if !t.metric.contains("{row}") {
+            return Err(err(&key("metric"), format!("`{}` must contain `{{row}}` where each row's name goes", t.metric)));
+        }
+        if t.rows.is_empty() {
+            return Err(err(&key("rows"), "a table needs at least one row".into()));
+        }
+        let unit = match t.unit.as_deref() {
+            None | Some("cycles") => TableUnit::Cycles,
+            Some("us") => TableUnit::Micros,
+            Some("ms") => TableUnit::Millis,
+            Some(u) => return Err(err(&key("unit"), format!("`{u}` is not a unit (cycles, us or ms)"))),
+        };
+        let mut rows = Vec::new();
+        for r in &t.rows {
+            let m = t.metric.replace("{row}", r).parse::<Metric>().map_err(|m| err(&key("metric"), m))?;
+            rows.push((r.clone(), m));
+        }
+        out.push(PivotTable { title: t.title.clone(), row_header: t.row.clone(), rows, unit });
+    }
+    Ok(out)
 }
 
 #[derive(Deserialize)]
@@ -102,6 +171,10 @@ struct RawCheck {
     op: Option<String>,
     value: Option<f64>,
     than: Option<String>,
+    /// Compare with this metric (in `than`'s variant if given, else the same).
+    than_metric: Option<String>,
+    /// Multiplies the right-hand side (`value`, or the metric compared with).
+    factor: Option<f64>,
     console_contains: Option<String>,
 }
 
@@ -187,6 +260,7 @@ pub struct Scenario {
     /// In report order; the first is the baseline.
     pub variants: Vec<Variant>,
     pub checks: Vec<Check>,
+    pub tables: Vec<PivotTable>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -222,7 +296,8 @@ pub struct Check {
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum CheckKind {
-    Compare { metric: Metric, op: Op, rhs: Rhs },
+    /// `metric op factor × rhs`.
+    Compare { metric: Metric, op: Op, rhs: Rhs, factor: f64 },
     ConsoleContains(String),
 }
 
@@ -231,6 +306,8 @@ pub enum Rhs {
     Value(f64),
     /// The same metric in another variant.
     Variant(String),
+    /// Another metric, in the check's own variant (`None`) or another.
+    Metric { variant: Option<String>, metric: Metric },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -479,6 +556,7 @@ impl Scenario {
         // [[checks]]
         let variant_names: Vec<String> = variants.iter().map(|v| v.name.clone()).collect();
         let checks = parse_checks(&raw.checks, &variant_names, &err)?;
+        let tables = parse_tables(&raw.tables, &err)?;
 
         Ok(Scenario {
             path: path.to_path_buf(),
@@ -491,7 +569,37 @@ impl Scenario {
             timeline: raw.study.timeline.unwrap_or(true),
             variants,
             checks,
+            tables,
         })
+    }
+
+    /// Command-line changes for one invocation: environment variables set in
+    /// every variant, a subset of the variants, a longer guest-time limit.
+    /// The stored scenario text stays the file's; the variants' recorded
+    /// environment shows what ran.
+    pub fn override_run(&mut self, env: &[(String, String)], only: &[String], max_guest_seconds: Option<f64>) -> Result<()> {
+        let err = |key: &str, message: String| LabError::Scenario { file: self.path.clone(), key: key.into(), message };
+        if let Some(unknown) = only.iter().find(|n| self.variant(n).is_none()) {
+            let names: Vec<&str> = self.variants.iter().map(|v| v.name.as_str()).collect();
+            return Err(err("variants", format!("--only names `{unknown}`, which is not a variant ({})", names.join(", "))));
+        }
+        if !only.is_empty() {
+            self.variants.retain(|v| only.contains(&v.name));
+        }
+        if let Some(s) = max_guest_seconds {
+            if !(s.is_finite() && s > 0.0 && s < 1e6) {
+                return Err(err("workload.max_guest_seconds", format!("--max-guest-seconds {s} must be a positive number of seconds below 1000000")));
+            }
+        }
+        for v in &mut self.variants {
+            for (k, val) in env {
+                v.env.insert(k.clone(), val.clone());
+            }
+            if let Some(s) = max_guest_seconds {
+                v.max_cycles = Some((s * v.mhz as f64 * 1e6) as u64);
+            }
+        }
+        Ok(())
     }
 
     pub fn variant(&self, name: &str) -> Option<&Variant> {
@@ -520,7 +628,7 @@ fn parse_checks(raw: &[RawCheck], names: &[String], err: &ErrFn) -> Result<Vec<C
                     return Err(err(&format!("checks[{i}]"), "give either `metric` (with `op` and `value` or `than`) or `console_contains`".into()))
                 }
                 (None, Some(text)) => {
-                    if c.op.is_some() || c.value.is_some() || c.than.is_some() {
+                    if c.op.is_some() || c.value.is_some() || c.than.is_some() || c.than_metric.is_some() || c.factor.is_some() {
                         return Err(err(&format!("checks[{i}]"), "`console_contains` takes no `op`, `value` or `than`".into()));
                     }
                     if text.is_empty() {
@@ -533,19 +641,39 @@ fn parse_checks(raw: &[RawCheck], names: &[String], err: &ErrFn) -> Result<Vec<C
                     let op_text = c.op.as_deref().ok_or_else(|| err(&key("op"), "is missing (one of =, !=, <, <=, >, >=)".into()))?;
                     let op = Op::parse(op_text.trim())
                         .ok_or_else(|| err(&key("op"), format!("`{op_text}` is not one of =, !=, <, <=, >, >=")))?;
-                    let rhs = match (c.value, &c.than) {
-                        (Some(v), None) if v.is_finite() => Rhs::Value(v),
-                        (Some(v), None) => return Err(err(&key("value"), format!("{v} is not a finite number"))),
-                        (None, Some(t)) => {
+                    let factor = match c.factor {
+                        None => 1.0,
+                        Some(f) if f.is_finite() && f > 0.0 => f,
+                        Some(f) => return Err(err(&key("factor"), format!("{f} must be a positive number"))),
+                    };
+                    let other = match &c.than_metric {
+                        Some(t) => Some(t.parse::<Metric>().map_err(|e| err(&key("than_metric"), e))?),
+                        None => None,
+                    };
+                    let rhs = match (c.value, &c.than, other) {
+                        (Some(v), None, None) if v.is_finite() => Rhs::Value(v),
+                        (Some(v), None, None) => return Err(err(&key("value"), format!("{v} is not a finite number"))),
+                        (None, Some(t), None) => {
                             known(t, "than")?;
                             if t == &c.variant {
                                 return Err(err(&key("than"), "compares the variant with itself".into()));
                             }
                             Rhs::Variant(t.clone())
                         }
-                        _ => return Err(err(&format!("checks[{i}]"), "give exactly one of `value` and `than`".into())),
+                        (None, t, Some(m)) => {
+                            if let Some(t) = t {
+                                known(t, "than")?;
+                            }
+                            Rhs::Metric { variant: t.clone(), metric: m }
+                        }
+                        _ => {
+                            return Err(err(
+                                &format!("checks[{i}]"),
+                                "give exactly one of `value`, `than` and `than_metric` (`than` with `than_metric` names the other variant)".into(),
+                            ))
+                        }
                     };
-                    CheckKind::Compare { metric, op, rhs }
+                    CheckKind::Compare { metric, op, rhs, factor }
                 }
             };
             checks.push(Check { name: c.name.trim().to_string(), variant: c.variant.clone(), kind });
@@ -557,7 +685,7 @@ fn parse_checks(raw: &[RawCheck], names: &[String], err: &ErrFn) -> Result<Vec<C
 /// What a report of stored runs needs from their scenario text: the
 /// headline metrics and the checks (no file-system checks, so a scenario
 /// whose workload moved since still reports).
-pub fn report_view(text: &str) -> std::result::Result<(Vec<Metric>, Vec<Check>), String> {
+pub fn report_view(text: &str) -> std::result::Result<(Vec<Metric>, Vec<Check>, Vec<PivotTable>), String> {
     let raw: RawScenario = toml::from_str(text).map_err(|e| e.message().to_string())?;
     let err = |key: &str, message: String| LabError::Scenario { file: PathBuf::from("(stored scenario)"), key: key.to_string(), message };
     let mut headline = Vec::new();
@@ -566,7 +694,8 @@ pub fn report_view(text: &str) -> std::result::Result<(Vec<Metric>, Vec<Check>),
     }
     let names: Vec<String> = raw.variants.0.iter().map(|(n, _)| n.clone()).collect();
     let checks = parse_checks(&raw.checks, &names, &err).map_err(|e| e.to_string())?;
-    Ok((headline, checks))
+    let tables = parse_tables(&raw.tables, &err).map_err(|e| e.to_string())?;
+    Ok((headline, checks, tables))
 }
 
 fn list<T: AsRef<str>>(vs: &[T]) -> String {

@@ -186,6 +186,7 @@ pub fn run_study(scenario: &Scenario, opts: &StudyOptions, progress: &(dyn Fn(&s
         runs,
         headline: scenario.headline.clone(),
         checks: scenario.checks.clone(),
+        tables: scenario.tables.clone(),
         repeats,
     };
     let (report_md, report_html) = write_report(&input, &opts.out)?;

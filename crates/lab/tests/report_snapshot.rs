@@ -43,7 +43,7 @@ fn store_pair(db: &PathBuf, profile: bool) -> Store {
 }
 
 fn checks() -> Vec<Check> {
-    let cmp = |name: &str, metric: &str, op, rhs| Check { name: name.into(), variant: "B".into(), kind: CheckKind::Compare { metric: metric.parse().unwrap(), op, rhs } };
+    let cmp = |name: &str, metric: &str, op, rhs| Check { name: name.into(), variant: "B".into(), kind: CheckKind::Compare { metric: metric.parse().unwrap(), op, rhs, factor: 1.0 } };
     vec![
         cmp("hvc_sbi_tty_put samples vanish in B", "samples[hvc_sbi_tty_put]", Op::Eq, Rhs::Value(0.0)),
         cmp("n_tty_write samples drop in B", "samples[n_tty_write]", Op::Lt, Rhs::Variant("A".into())),
@@ -69,6 +69,7 @@ fn input(store: &Store, repeats: Vec<RepeatOutcome>) -> ReportInput {
             .map(|m| m.parse::<Metric>().unwrap())
             .collect(),
         checks: checks(),
+        tables: Vec::new(),
         repeats,
     }
 }
