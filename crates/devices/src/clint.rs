@@ -19,6 +19,11 @@ pub const MAX_HARTS: usize = 4095;
 pub struct Clint {
     clock: Clock,
     msip: Vec<bool>,
+    /// Per hart: the cycle of the write that set its msip. Harts run one
+    /// after another through a slice, so a hart that sends an IPI at cycle T
+    /// may have run ahead of its target; the target sees the bit only from T
+    /// on (never before it was sent).
+    msip_at: Vec<u64>,
     mtimecmp: Vec<u64>,
     stat_msip_writes: u64,
     stat_mtimecmp_writes: u64,
@@ -32,6 +37,7 @@ impl Clint {
         Self {
             clock,
             msip: vec![false; harts],
+            msip_at: vec![0; harts],
             // Reset value is unspecified; "never" keeps MTIP low until firmware programs it.
             mtimecmp: vec![u64::MAX; harts],
             stat_msip_writes: 0,
@@ -48,6 +54,19 @@ impl Clint {
     /// Machine software interrupt pending for `hart`.
     pub fn msip(&self, hart: usize) -> bool {
         self.msip.get(hart).copied().unwrap_or(false)
+    }
+
+    /// Machine software interrupt pending for `hart` as seen at its cycle
+    /// `now`: set, and set at or before `now`.
+    pub fn msip_at(&self, hart: usize, now: u64) -> bool {
+        self.msip(hart) && self.msip_at.get(hart).is_some_and(|&t| t <= now)
+    }
+
+    /// The cycle after `now` at which `hart`'s msip becomes visible, if it
+    /// was set by a hart that had run ahead of it.
+    pub fn msip_rises_after(&self, hart: usize, now: u64) -> Option<u64> {
+        let t = *self.msip_at.get(hart)?;
+        (self.msip(hart) && t > now).then_some(t)
     }
 
     /// Machine timer interrupt pending for `hart` at its cycle `now`.
@@ -111,7 +130,11 @@ impl Device for Clint {
             self.stat_msip_writes += 1;
             let target = (offset / 4) as usize;
             if let Some(bit) = self.msip.get_mut(target) {
+                let was = *bit;
                 *bit = val & 1 != 0;
+                if *bit && !was {
+                    self.msip_at[target] = ctx.now;
+                }
                 if *bit {
                     ctx.note(Note::Ipi { target });
                 }
@@ -193,6 +216,22 @@ mod tests {
         c.write(&mut ctx(0, 0, &mut s), MTIMECMP_BASE, 8, 7).unwrap();
         assert_eq!(c.read(&mut ctx(0, 0, &mut s), MTIMECMP_BASE, 8), Ok(7));
         assert_eq!(c.read(&mut ctx(0, 0, &mut s), MTIMECMP_BASE + 2, 4), Err(BadAccess));
+    }
+
+    #[test]
+    fn an_ipi_is_seen_only_from_the_cycle_it_was_sent() {
+        let mut c = Clint::new(2, CLK);
+        let mut s = NoScheduler;
+        c.write(&mut ctx(0, 500, &mut s), 4, 4, 1).unwrap();
+        assert!(!c.msip_at(1, 499), "hart 1 behind the sender does not see it yet");
+        assert_eq!(c.msip_rises_after(1, 499), Some(500));
+        assert!(c.msip_at(1, 500) && c.msip_at(1, 900));
+        assert_eq!(c.msip_rises_after(1, 500), None);
+        // A second write while pending keeps the first send time.
+        c.write(&mut ctx(0, 700, &mut s), 4, 4, 1).unwrap();
+        assert!(c.msip_at(1, 600));
+        c.write(&mut ctx(1, 800, &mut s), 4, 4, 0).unwrap();
+        assert!(!c.msip_at(1, 900) && c.msip_rises_after(1, 0).is_none());
     }
 
     #[test]

@@ -431,10 +431,16 @@ impl Board {
 
     /// `mip` bits the platform drives for `hart` at its cycle `now`.
     pub fn irq_bits(&self, hart: usize, now: u64) -> u64 {
-        ((self.clint.msip(hart) as u64) << 3)
+        ((self.clint.msip_at(hart, now) as u64) << 3)
             | ((self.clint.mtip(hart, now) as u64) << 7)
             | ((self.plic.seip(hart) as u64) << 9)
             | ((self.plic.meip(hart) as u64) << 11)
+    }
+
+    /// The next cycle after `now` at which `hart`'s interrupt bits change
+    /// because another hart, ahead of it in the slice, sent it an IPI then.
+    pub fn irq_change_after(&self, hart: usize, now: u64) -> Option<u64> {
+        self.clint.msip_rises_after(hart, now)
     }
 
     fn target_ref(&self, t: Target) -> (&dyn Device, &Grant) {

@@ -471,7 +471,10 @@ impl<T: TimingModel> Machine<T> {
                 }
                 deliver = true;
                 let observed = self.obs.is_some();
-                let until = if observed { self.run_until(h, end) } else { end };
+                // An IPI another hart sent later in this slice: run up to it.
+                let rises = self.board.irq_change_after(h, self.harts[h].cycle()).filter(|&t| t < end);
+                let limit = rises.unwrap_or(end);
+                let until = if observed { self.run_until(h, limit) } else { limit };
                 if observed {
                     self.obs_before_run(h);
                 }
@@ -490,17 +493,19 @@ impl<T: TimingModel> Machine<T> {
                     Exit::Budget => {
                         // (a sample deadline may end a run before the slice does)
                         self.idle[h] = false;
-                        deliver = false;
+                        deliver = rises.is_some_and(|t| self.harts[h].cycle() >= t);
                     }
                     Exit::Idle => {
                         self.idle[h] = true;
                         self.idle_sig[h] = self.wake_signature(h);
                         let from = self.harts[h].cycle();
-                        self.harts[h].advance_to(end);
+                        self.harts[h].advance_to(limit);
                         if observed {
-                            self.obs_idle(h, from, end);
+                            self.obs_idle(h, from, limit);
                         }
-                        break;
+                        if rises.is_none() {
+                            break;
+                        }
                     }
                     Exit::IrqCheck => {
                         self.idle[h] = false;
