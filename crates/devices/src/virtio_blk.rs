@@ -394,9 +394,9 @@ impl VirtioBlk {
         let ok = q.size != 0
             && q.size.is_power_of_two()
             && q.size <= QUEUE_MAX
-            && q.desc % 16 == 0
-            && q.driver % 2 == 0
-            && q.device % 4 == 0
+            && q.desc.is_multiple_of(16)
+            && q.driver.is_multiple_of(2)
+            && q.device.is_multiple_of(4)
             && self.in_ram(q.desc, 16 * n)
             && self.in_ram(q.driver, 6 + 2 * n)
             && self.in_ram(q.device, 6 + 8 * n);
@@ -497,7 +497,7 @@ impl VirtioBlk {
             return Ok((S_IOERR, 0));
         };
         let range_ok = |len: u64, disk: &Disk| {
-            len % SECTOR == 0 && sector.checked_mul(SECTOR).and_then(|o| o.checked_add(len)).is_some_and(|end| end <= disk.len())
+            len.is_multiple_of(SECTOR) && sector.checked_mul(SECTOR).and_then(|o| o.checked_add(len)).is_some_and(|end| end <= disk.len())
         };
         match t {
             T_IN => {

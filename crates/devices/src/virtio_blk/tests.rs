@@ -454,7 +454,7 @@ fn the_same_requests_give_the_same_bytes_and_counters() {
         let mut d = Drv::new(&img, false, false);
         let mut seen = Vec::new();
         for k in 0..20u64 {
-            let data: Vec<u8> = (0..512u64).map(|i| (i ^ k * 31) as u8).collect();
+            let data: Vec<u8> = (0..512u64).map(|i| (i ^ (k * 31)) as u8).collect();
             assert!(d.ram.write_bytes(BUF + 0x100, &data));
             let r = d.request(T_OUT, (k * 5) % 32, 512);
             seen.push((r, d.now));
