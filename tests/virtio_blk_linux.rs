@@ -167,6 +167,47 @@ fn debian_reads_writes_and_leaves_the_images_alone() {
     assert_eq!(a.disks, b.disks, "the same run gives the same disk counters");
 }
 
+/// Kill -9 the run right after the guest wrote the disk (the guest then
+/// spins): the image file is byte-identical.
+#[test]
+fn debian_killed_run_leaves_the_image_alone() {
+    use std::io::{BufRead, BufReader};
+    let _ = image("debian");
+    let dir = Scratch::new("vblk-kill");
+    let wl = dir.path("wl");
+    std::fs::create_dir_all(&wl).unwrap();
+    std::fs::write(wl.join("block.bin"), new_block()).unwrap();
+    std::fs::write(
+        wl.join("run.sh"),
+        "dd if=/workload/block.bin of=/dev/vda bs=4096 seek=12 count=1 conv=fsync 2>/dev/null && echo \"write:ok\"\nsync\nwhile true; do :; done\n",
+    )
+    .unwrap();
+    let disk = disk_bytes();
+    let img = dir.write("disk.img", &disk);
+    let drive = format!("file={},format=raw,if=virtio", img.display());
+    let mut child = std::process::Command::new(HARTSCOPE)
+        .args(["boot", "--image", "debian", "-drive", &drive, "--workload", wl.to_str().unwrap()])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let mut seen = Vec::new();
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let Ok(line) = line else { break };
+        let done = line.trim_end() == "write:ok";
+        seen.push(line);
+        if done || started.elapsed() > BOOT_DEADLINE {
+            break;
+        }
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(seen.iter().any(|l| l.trim_end() == "write:ok"), "the guest never wrote:\n{}", seen.join("\n"));
+    assert_eq!(std::fs::read(&img).unwrap(), disk, "the image file is byte-identical after kill -9");
+}
+
 #[test]
 fn custom_reads_writes_and_leaves_the_images_alone() {
     let _ = image("custom");
