@@ -16,14 +16,16 @@
 //! read-only disk, a host I/O error — completes with `VIRTIO_BLK_S_IOERR`;
 //! an unknown type with `VIRTIO_BLK_S_UNSUPP`.
 //!
-//! **Requests.** `IN`, `OUT`, `FLUSH`, `GET_ID`. Features offered:
-//! `VERSION_1` (by the transport), `SIZE_MAX`, `SEG_MAX`, `BLK_SIZE`,
-//! `FLUSH`, and `RO` for a read-only disk. No indirect descriptors, no event
-//! index, one queue, no discard / write-zeroes.
+//! **Requests.** `IN`, `OUT`, `FLUSH`, `GET_ID`, `DISCARD`, `WRITE_ZEROES`
+//! (both make their ranges read as zeros; in the overlay a whole 4 KiB block
+//! becomes a zero block that holds no data). Features offered: `VERSION_1`
+//! (by the transport), `SIZE_MAX`, `SEG_MAX`, `BLK_SIZE`, `FLUSH`,
+//! `DISCARD`, `WRITE_ZEROES`, and `RO` for a read-only disk. No indirect
+//! descriptors, no event index, one queue.
 //!
 //! **Time.** Simulated, never the host clock: the device serves requests one
 //! after another, each taking `latency-ns + bytes / bandwidth-mibps` of
-//! guest time from when the device is free (a request queued behind another
+//! guest time (DISCARD and WRITE_ZEROES: `latency-ns` only) from when the device is free (a request queued behind another
 //! starts when that one ends). The request is read from the queue at the
 //! kick; its data is moved, its status written and its used-ring entry
 //! published when it completes, through the transport's event, so the hart
@@ -78,12 +80,26 @@ pub const F_SEG_MAX: u64 = 1 << 2;
 pub const F_RO: u64 = 1 << 5;
 pub const F_BLK_SIZE: u64 = 1 << 6;
 pub const F_FLUSH: u64 = 1 << 9;
+pub const F_DISCARD: u64 = 1 << 13;
+pub const F_WRITE_ZEROES: u64 = 1 << 14;
 
 // Request types and status values.
 pub const T_IN: u32 = 0;
 pub const T_OUT: u32 = 1;
 pub const T_FLUSH: u32 = 4;
 pub const T_GET_ID: u32 = 8;
+pub const T_DISCARD: u32 = 11;
+pub const T_WRITE_ZEROES: u32 = 13;
+/// `flags` of a discard / write-zeroes range: the device may deallocate.
+pub const WRITE_ZEROES_FLAG_UNMAP: u32 = 1;
+/// Ranges one DISCARD / WRITE_ZEROES request may carry (`max_discard_seg`,
+/// `max_write_zeroes_seg`).
+pub const MAX_ZERO_SEGS: u32 = 32;
+/// Sectors one range may cover (`max_discard_sectors`,
+/// `max_write_zeroes_sectors`): 1 GiB, bounding the host work per request.
+pub const MAX_ZERO_SECTORS: u32 = 1 << 21;
+/// `discard_sector_alignment`: the overlay's 4 KiB block, in sectors.
+pub const DISCARD_ALIGNMENT: u32 = (BLOCK / SECTOR) as u32;
 pub const S_OK: u8 = 0;
 pub const S_IOERR: u8 = 1;
 pub const S_UNSUPP: u8 = 2;
@@ -110,9 +126,13 @@ pub struct Disk {
     path: PathBuf,
     file: File,
     len: u64,
-    /// Copy-on-write blocks (index → 4 KiB), `None` when writing through.
-    overlay: Option<BTreeMap<u64, Box<[u8]>>>,
+    /// Copy-on-write blocks (index → its 4 KiB, or `None` for a block of
+    /// zeros written by DISCARD / WRITE_ZEROES); `None` when writing through.
+    overlay: Option<BTreeMap<u64, Option<Box<[u8]>>>>,
 }
+
+/// What a zero block of the overlay reads as.
+static ZERO_BLOCK: [u8; BLOCK as usize] = [0; BLOCK as usize];
 
 impl Disk {
     /// Open `path`: read-only with a copy-on-write overlay, or read-write
@@ -154,7 +174,7 @@ impl Disk {
     }
     /// The overlay's blocks in order: (block index, its 4 KiB).
     pub fn overlay(&self) -> impl Iterator<Item = (u64, &[u8])> + '_ {
-        self.overlay.iter().flat_map(|o| o.iter().map(|(k, v)| (*k, &v[..])))
+        self.overlay.iter().flat_map(|o| o.iter().map(|(k, v)| (*k, v.as_deref().unwrap_or(&ZERO_BLOCK[..]))))
     }
 
     fn in_range(&self, off: u64, len: usize) -> bool {
@@ -185,6 +205,7 @@ impl Disk {
                 if let Some(from) = miss_from.take() {
                     self.file.read_exact_at(&mut buf[from..done], off + from as u64)?;
                 }
+                let b = b.as_deref().unwrap_or(&ZERO_BLOCK[..]);
                 buf[done..done + n].copy_from_slice(&b[within..within + n]);
             } else if miss_from.is_none() {
                 miss_from = Some(done);
@@ -211,24 +232,70 @@ impl Disk {
             let pos = off + done as u64;
             let (blk, within) = (pos / BLOCK, (pos % BLOCK) as usize);
             let n = (BLOCK as usize - within).min(data.len() - done);
-            let present = self.overlay.as_ref().is_some_and(|o| o.contains_key(&blk));
-            if !present {
-                // First write to this block: start from the file's bytes
-                // (zeros past its end) unless the write covers all of it.
+            let b = self.block_mut(blk, n == BLOCK as usize)?;
+            b[within..within + n].copy_from_slice(&data[done..done + n]);
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// Overlay block `blk` as bytes to change, made on first use: from the
+    /// file (zeros past its end) unless `whole` (the caller overwrites all of
+    /// it), from zeros if it is a zero block. Only called with an overlay.
+    fn block_mut(&mut self, blk: u64, whole: bool) -> std::io::Result<&mut [u8]> {
+        let fill = match self.overlay.as_ref().and_then(|o| o.get(&blk)) {
+            Some(Some(_)) => None,
+            Some(None) => Some(vec![0u8; BLOCK as usize].into_boxed_slice()),
+            None => {
                 let mut fresh = vec![0u8; BLOCK as usize].into_boxed_slice();
-                if n < BLOCK as usize {
+                if !whole {
                     let start = blk * BLOCK;
-                    let valid = (self.len - start).min(BLOCK) as usize;
+                    let valid = self.len.saturating_sub(start).min(BLOCK) as usize;
                     self.file.read_exact_at(&mut fresh[..valid], start)?;
                 }
+                Some(fresh)
+            }
+        };
+        let Some(overlay) = self.overlay.as_mut() else {
+            return Err(std::io::Error::other("the disk writes through"));
+        };
+        let entry = overlay.entry(blk).or_insert(None);
+        if let Some(f) = fill {
+            *entry = Some(f);
+        }
+        entry.as_deref_mut().ok_or_else(|| std::io::Error::other("overlay block missing"))
+    }
+
+    /// Make `[off, off + len)` read as zeros: whole overlay blocks become
+    /// zero blocks (no 4 KiB each), partial ones are zeroed in place; when
+    /// writing through, zeros are written to the file.
+    pub fn zero(&mut self, off: u64, len: u64) -> std::io::Result<()> {
+        if off.checked_add(len).is_none_or(|end| end > self.len) {
+            return Err(self.out_of_range());
+        }
+        if self.overlay.is_none() {
+            let zeros = vec![0u8; CHUNK.min(len as usize)];
+            let mut done = 0u64;
+            while done < len {
+                let n = (len - done).min(CHUNK as u64) as usize;
+                self.file.write_all_at(&zeros[..n], off + done)?;
+                done += n as u64;
+            }
+            return Ok(());
+        }
+        let mut done = 0u64;
+        while done < len {
+            let pos = off + done;
+            let (blk, within) = (pos / BLOCK, (pos % BLOCK) as usize);
+            let n = (BLOCK - within as u64).min(len - done) as usize;
+            if n == BLOCK as usize {
                 if let Some(o) = self.overlay.as_mut() {
-                    o.insert(blk, fresh);
+                    o.insert(blk, None);
                 }
+            } else {
+                self.block_mut(blk, false)?[within..within + n].fill(0);
             }
-            if let Some(b) = self.overlay.as_mut().and_then(|o| o.get_mut(&blk)) {
-                b[within..within + n].copy_from_slice(&data[done..done + n]);
-            }
-            done += n;
+            done += n as u64;
         }
         Ok(())
     }
@@ -315,6 +382,9 @@ struct Counters {
     host_errors: u64,
     bytes_read: u64,
     bytes_written: u64,
+    discards: u64,
+    write_zeroes: u64,
+    bytes_zeroed: u64,
     bad_queues: u64,
     interrupts_suppressed: u64,
     busy_cycles: u64,
@@ -378,8 +448,13 @@ impl VirtioBlk {
         c[0x0c..0x10].copy_from_slice(&SEG_MAX.to_le_bytes());
         // geometry (0x10..0x14) unused: no VIRTIO_BLK_F_GEOMETRY.
         c[0x14..0x18].copy_from_slice(&(SECTOR as u32).to_le_bytes());
-        // topology, writeback, num_queues, discard and write-zeroes limits:
-        // their features are not offered; they read 0.
+        // topology, writeback, num_queues: their features are not offered; 0.
+        c[0x24..0x28].copy_from_slice(&MAX_ZERO_SECTORS.to_le_bytes());
+        c[0x28..0x2c].copy_from_slice(&MAX_ZERO_SEGS.to_le_bytes());
+        c[0x2c..0x30].copy_from_slice(&DISCARD_ALIGNMENT.to_le_bytes());
+        c[0x30..0x34].copy_from_slice(&MAX_ZERO_SECTORS.to_le_bytes());
+        c[0x34..0x38].copy_from_slice(&MAX_ZERO_SEGS.to_le_bytes());
+        c[0x38] = 1; // write_zeroes_may_unmap
         c
     }
 
@@ -560,11 +635,62 @@ impl VirtioBlk {
                 scatter(&self.ram, &p.writable, 0, &id[..n as usize])?;
                 Ok((S_OK, n))
             }
+            T_DISCARD | T_WRITE_ZEROES => {
+                let discard = t == T_DISCARD;
+                if discard {
+                    self.c.discards += 1;
+                } else {
+                    self.c.write_zeroes += 1;
+                }
+                let status = self.zero_ranges(p, rtotal - 16, discard)?;
+                match status {
+                    S_IOERR => self.c.ioerrs += 1,
+                    S_UNSUPP => self.c.unsupported += 1,
+                    _ => {}
+                }
+                Ok((status, 0))
+            }
             _ => {
                 self.c.unsupported += 1;
                 Ok((S_UNSUPP, 0))
             }
         }
+    }
+
+    /// DISCARD / WRITE_ZEROES: `len` bytes of 16-byte ranges (sector, sector
+    /// count, flags) after the header. Every range is checked before any is
+    /// applied; both make the ranges read as zeros (a discard may, and here
+    /// does).
+    fn zero_ranges(&mut self, p: &Pending, len: u64, discard: bool) -> Result<u8, NeedsReset> {
+        if self.read_only || len == 0 || !len.is_multiple_of(16) || len / 16 > MAX_ZERO_SEGS as u64 {
+            return Ok(S_IOERR);
+        }
+        let mut ranges = Vec::new();
+        for k in 0..len / 16 {
+            let mut r = [0u8; 16];
+            gather(&self.ram, &p.readable, 16 + 16 * k, &mut r)?;
+            let sector = u64::from_le_bytes(r[0..8].try_into().unwrap_or_default());
+            let num = u32::from_le_bytes([r[8], r[9], r[10], r[11]]);
+            let flags = u32::from_le_bytes([r[12], r[13], r[14], r[15]]);
+            let allowed = if discard { 0 } else { WRITE_ZEROES_FLAG_UNMAP };
+            if flags & !allowed != 0 {
+                return Ok(S_UNSUPP);
+            }
+            let off = sector.checked_mul(SECTOR);
+            let bytes = num as u64 * SECTOR;
+            if num > MAX_ZERO_SECTORS || off.and_then(|o| o.checked_add(bytes)).is_none_or(|end| end > self.disk.len()) {
+                return Ok(S_IOERR);
+            }
+            ranges.push((sector * SECTOR, bytes));
+        }
+        for (off, bytes) in ranges {
+            if self.disk.zero(off, bytes).is_err() {
+                self.c.host_errors += 1;
+                return Ok(S_IOERR);
+            }
+            self.c.bytes_zeroed += bytes;
+        }
+        Ok(S_OK)
     }
 
     /// Complete every request due at `now` on `queues[0]`.
@@ -668,7 +794,7 @@ impl VirtioBackend for VirtioBlk {
         DEVICE_ID
     }
     fn device_features(&self) -> u64 {
-        F_SIZE_MAX | F_SEG_MAX | F_BLK_SIZE | F_FLUSH | if self.read_only { F_RO } else { 0 }
+        F_SIZE_MAX | F_SEG_MAX | F_BLK_SIZE | F_FLUSH | F_DISCARD | F_WRITE_ZEROES | if self.read_only { F_RO } else { 0 }
     }
     fn num_queues(&self) -> u16 {
         1
@@ -734,6 +860,9 @@ impl VirtioBackend for VirtioBlk {
             Stat::new(format!("{n}.host_errors"), c.host_errors, "host I/O errors on the image file (answered IOERR)"),
             Stat::new(format!("{n}.bytes_read"), c.bytes_read, "bytes the guest read"),
             Stat::new(format!("{n}.bytes_written"), c.bytes_written, "bytes the guest wrote"),
+            Stat::new(format!("{n}.discards"), c.discards, "DISCARD requests served"),
+            Stat::new(format!("{n}.write_zeroes"), c.write_zeroes, "WRITE_ZEROES requests served"),
+            Stat::new(format!("{n}.bytes_zeroed"), c.bytes_zeroed, "bytes made zero by DISCARD / WRITE_ZEROES"),
             Stat::new(format!("{n}.bad_queues"), c.bad_queues, "malformed queues or chains (device set DEVICE_NEEDS_RESET)"),
             Stat::new(format!("{n}.irqs_suppressed"), c.interrupts_suppressed, "completions without an interrupt (VIRTQ_AVAIL_F_NO_INTERRUPT)"),
             Stat::new(format!("{n}.busy_cycles"), c.busy_cycles, "cycles the device spent serving requests"),

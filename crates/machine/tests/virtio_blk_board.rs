@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use hs_bus::{Access, GuestRam, SystemBus};
-use hs_devices::virtio_blk::{DESC_F_NEXT, DESC_F_WRITE, T_IN, T_OUT};
+use hs_devices::virtio_blk::{DESC_F_NEXT, DESC_F_WRITE, T_DISCARD, T_IN, T_OUT, T_WRITE_ZEROES};
 use hs_devices::{Clock, Prop};
 use hs_machine::layout::{DRAM_BASE, PLATFORM_BASE};
 use hs_machine::Board;
@@ -220,15 +220,24 @@ fn fuzz(f: &Files, seed: u64, ops: usize) -> Vec<(String, u64)> {
             }
             // A request header somewhere in the region.
             4 => {
-                let t = [T_IN, T_OUT, 4, 8, rng.next() as u32][rng.below(5) as usize];
+                let t = [T_IN, T_OUT, 4, 8, T_DISCARD, T_WRITE_ZEROES, rng.next() as u32][rng.below(7) as usize];
                 let sector = if rng.below(4) == 0 { rng.next() } else { rng.below(70) };
                 header(&ram, REGION + rng.below(0x100) * 16, t, sector);
             }
-            // A well-formed request at descriptors 0..3.
+            // A well-formed request at descriptors 0..3 (a discard /
+            // write-zeroes carries one random range).
             5 | 6 => {
-                let t = if rng.below(2) == 0 { T_IN } else { T_OUT };
+                let t = [T_IN, T_OUT, T_IN, T_OUT, T_DISCARD, T_WRITE_ZEROES][rng.below(6) as usize];
                 header(&ram, REGION, t, rng.below(66));
-                let n = 512 * (1 + rng.below(4)) as u32;
+                let mut n = 512 * (1 + rng.below(4)) as u32;
+                if t == T_DISCARD || t == T_WRITE_ZEROES {
+                    let mut r = [0u8; 16];
+                    r[0..8].copy_from_slice(&rng.below(70).to_le_bytes());
+                    r[8..12].copy_from_slice(&(rng.below(12) as u32).to_le_bytes());
+                    r[12..16].copy_from_slice(&(rng.below(3) as u32 * (t - T_DISCARD) / 2).to_le_bytes());
+                    assert!(ram.write_bytes(REGION + 0x1000, &r));
+                    n = 16;
+                }
                 desc(&ram, 0, REGION, 16, DESC_F_NEXT, 1);
                 desc(&ram, 1, REGION + 0x1000, n, DESC_F_NEXT | if t == T_IN { DESC_F_WRITE } else { 0 }, 2);
                 desc(&ram, 2, REGION + 0x40, 1, DESC_F_WRITE, 0);
@@ -283,6 +292,7 @@ fn random_queues_and_chains_end_and_repeat_and_leave_the_image_alone() {
         eprintln!("seed {seed:#x}: {a:?}");
         let get = |n: &str| a.iter().find(|(k, _)| k == n).map(|(_, v)| *v).unwrap();
         assert!(get("vda.reads") > 0 && get("vda.writes") > 0, "seed {seed:#x}: requests were served: {a:?}");
+        assert!(get("vda.discards") > 0 && get("vda.write_zeroes") > 0 && get("vda.bytes_zeroed") > 0, "seed {seed:#x}: {a:?}");
         assert!(get("vda.bad_queues") > 0, "seed {seed:#x}: malformed queues were found: {a:?}");
         assert!(get("vda.overlay_blocks") > 0, "seed {seed:#x}: {a:?}");
         assert_eq!(std::fs::read(&img_path).unwrap(), image_bytes(), "seed {seed:#x}: the image file is unchanged");

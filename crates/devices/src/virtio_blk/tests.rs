@@ -200,7 +200,7 @@ impl Drv {
         let data = BUF + 0x100;
         let status = data + len as u64;
         assert!(self.ram.write(status, 1, 0xee));
-        let write = t != T_OUT;
+        let write = !matches!(t, T_OUT | T_DISCARD | T_WRITE_ZEROES);
         let mut chain = vec![(BUF, 16, false)];
         if len > 0 {
             chain.push((data, len, write));
@@ -225,7 +225,7 @@ fn identity_features_and_config_space_as_linux_reads_them() {
     assert_eq!(d.rd(0x8, 4), 2, "device ID 2 (block)");
     d.wr(0x14, 0);
     let lo = d.rd(0x10, 4);
-    assert_eq!(lo, F_SIZE_MAX | F_SEG_MAX | F_BLK_SIZE | F_FLUSH);
+    assert_eq!(lo, F_SIZE_MAX | F_SEG_MAX | F_BLK_SIZE | F_FLUSH | F_DISCARD | F_WRITE_ZEROES);
     assert_eq!(lo & F_RO, 0);
     d.wr(0x14, 1);
     assert_eq!(d.rd(0x10, 4), 1, "VERSION_1");
@@ -238,6 +238,12 @@ fn identity_features_and_config_space_as_linux_reads_them() {
     assert_eq!(d.rd(0x10c, 4), SEG_MAX as u64, "seg_max");
     assert_eq!(d.rd(0x114, 4), 512, "blk_size");
     assert_eq!(d.rd(0x120, 1), 0, "writeback (no CONFIG_WCE)");
+    assert_eq!(d.rd(0x124, 4), MAX_ZERO_SECTORS as u64, "max_discard_sectors");
+    assert_eq!(d.rd(0x128, 4), MAX_ZERO_SEGS as u64, "max_discard_seg");
+    assert_eq!(d.rd(0x12c, 4), 8, "discard_sector_alignment: 4 KiB");
+    assert_eq!(d.rd(0x130, 4), MAX_ZERO_SECTORS as u64, "max_write_zeroes_sectors");
+    assert_eq!(d.rd(0x134, 4), MAX_ZERO_SEGS as u64, "max_write_zeroes_seg");
+    assert_eq!(d.rd(0x138, 1), 1, "write_zeroes_may_unmap");
     assert_eq!(d.rd(0x1f8, 8), 0, "past the structure");
     let img_ro = Img::new("cfg-ro", &pattern(512));
     let mut r = Drv::new(&img_ro, false, true);
@@ -522,4 +528,67 @@ fn configuration_errors_name_the_key_and_the_file() {
     assert_eq!(err(cfg(file(&img.0)).with("wrte-through", ParamValue::Bool(true))), "key `wrte-through`: is not a key of a `virtio-blk` device");
     let p = crate::resources::plug(&cfg(file(&img.0))).ok().unwrap();
     assert_eq!(p.want, Want::new("vda").mmio(virtio_mmio::SIZE).irqs(1));
+}
+
+/// Write `ranges` (sector, count, flags) as a DISCARD / WRITE_ZEROES payload
+/// at BUF+0x100 and run the request; (status, used len).
+fn zero_request(d: &mut Drv, t: u32, ranges: &[(u64, u32, u32)]) -> (u8, u32) {
+    let mut payload = Vec::new();
+    for &(sector, n, flags) in ranges {
+        payload.extend(sector.to_le_bytes());
+        payload.extend(n.to_le_bytes());
+        payload.extend(flags.to_le_bytes());
+    }
+    assert!(d.ram.write_bytes(BUF + 0x100, &payload));
+    d.request(t, 0, payload.len() as u32)
+}
+
+#[test]
+fn discard_and_write_zeroes_make_ranges_read_as_zeros() {
+    let orig = pattern(64 * 512);
+    let img = Img::new("zero", &orig);
+    let mut d = Drv::new(&img, false, false);
+    // Discard blocks 1-2 whole (sectors 8..24), write-zeroes sectors 30..33
+    // (the end of block 3 and the start of block 4), with UNMAP.
+    assert_eq!(zero_request(&mut d, T_DISCARD, &[(8, 16, 0)]), (S_OK, 1));
+    assert_eq!(zero_request(&mut d, T_WRITE_ZEROES, &[(30, 3, WRITE_ZEROES_FLAG_UNMAP)]), (S_OK, 1));
+    let mut want = orig.clone();
+    want[8 * 512..24 * 512].fill(0);
+    want[30 * 512..33 * 512].fill(0);
+    assert_eq!(d.request(T_IN, 0, 64 * 512), (S_OK, 64 * 512 + 1));
+    assert_eq!(d.bytes(BUF + 0x100, 64 * 512), want);
+    let blocks: Vec<u64> = d.blk().disk().overlay().map(|(b, _)| b).collect();
+    assert_eq!(blocks, [1, 2, 3, 4]);
+    // A write into a zero block starts from zeros, not from the file.
+    assert!(d.ram.write_bytes(BUF + 0x100, &[7u8; 512]));
+    assert_eq!(d.request(T_OUT, 9, 512), (S_OK, 1));
+    assert_eq!(d.request(T_IN, 8, 1024), (S_OK, 1025));
+    let mut b = vec![0u8; 512];
+    b.extend([7u8; 512]);
+    assert_eq!(d.bytes(BUF + 0x100, 1024), b);
+    assert_eq!(img.bytes(), orig, "the file is unchanged");
+    assert_eq!((d.stat("discards"), d.stat("write_zeroes"), d.stat("bytes_zeroed")), (1, 1, 19 * 512));
+    // Refused: flags a discard may not carry, reserved write-zeroes flags,
+    // ranges past the end or too long, payloads not whole ranges, too many
+    // ranges, nothing on a read-only disk.
+    assert_eq!(zero_request(&mut d, T_DISCARD, &[(0, 1, WRITE_ZEROES_FLAG_UNMAP)]), (S_UNSUPP, 1));
+    assert_eq!(zero_request(&mut d, T_WRITE_ZEROES, &[(0, 1, 2)]), (S_UNSUPP, 1));
+    assert_eq!(zero_request(&mut d, T_DISCARD, &[(60, 8, 0)]), (S_IOERR, 1));
+    assert_eq!(zero_request(&mut d, T_DISCARD, &[(0, 1, 0), (u64::MAX / 4, 1, 0)]), (S_IOERR, 1), "checked before any is applied");
+    assert_eq!(zero_request(&mut d, T_DISCARD, &[(0, MAX_ZERO_SECTORS + 1, 0)]), (S_IOERR, 1));
+    assert_eq!(zero_request(&mut d, T_DISCARD, &vec![(0, 1, 0); MAX_ZERO_SEGS as usize + 1]), (S_IOERR, 1));
+    assert_eq!(d.request(T_DISCARD, 0, 8), (S_IOERR, 1), "half a range");
+    assert_eq!(d.request(T_DISCARD, 0, 0), (S_IOERR, 1), "no range");
+    assert_eq!(d.request(T_IN, 0, 512), (S_OK, 513));
+    assert_eq!(d.bytes(BUF + 0x100, 512), orig[..512], "sector 0 was never zeroed");
+    let mut r = Drv::new(&img, false, true);
+    assert_eq!(zero_request(&mut r, T_WRITE_ZEROES, &[(0, 8, 0)]), (S_IOERR, 1));
+    assert_eq!(r.stat("overlay_blocks"), 0);
+    // Writing through: the file gets the zeros.
+    let mut w = Drv::new(&img, true, false);
+    assert_eq!(zero_request(&mut w, T_WRITE_ZEROES, &[(1, 2, 0), (40, 1, 0)]), (S_OK, 1));
+    let mut want = orig;
+    want[512..1536].fill(0);
+    want[40 * 512..41 * 512].fill(0);
+    assert_eq!(img.bytes(), want);
 }
