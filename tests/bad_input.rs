@@ -67,6 +67,13 @@ fn missing_files_are_named() {
     std::fs::create_dir_all(&empty_dir).unwrap();
     refused(&dir, &["boot", "--image", "custom", "--workload", empty_dir.to_str().unwrap()], "run.sh");
     refused(&dir, &["boot", "--bios", "none", "--kernel", dir.0.to_str().unwrap()], dir.0.to_str().unwrap());
+    // Disks: a missing image, and one that is not whole sectors, named before the run.
+    let disk = dir.path("missing-disk.img");
+    let drive = format!("file={},format=raw,if=virtio", disk.display());
+    refused(&dir, &["-bios", "none", "-kernel", real_kernel, "-drive", &drive], &format!("key `file`: cannot open the disk image `{}`", disk.display()));
+    let odd = dir.write("odd-disk.img", [0u8; 1000]);
+    let drive = format!("file={},format=raw,if=virtio", odd.display());
+    refused(&dir, &["boot", "--image", "custom", "-drive", &drive], "is 1000 bytes, not a positive whole number of 512-byte sectors");
 }
 
 #[test]

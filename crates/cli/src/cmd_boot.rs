@@ -97,10 +97,15 @@ pub struct BootArgs {
     /// e.g. machines/inorder.toml; default: the atomic model (one cycle per instruction).
     #[arg(long)]
     pub machine: Option<PathBuf>,
+    /// A virtio-blk disk, QEMU-style (QEMU: -drive): `file=PATH,format=raw,if=virtio`
+    /// [`,readonly=on`] [`,snapshot=off` writes the file; by default writes go to
+    /// an in-memory copy-on-write overlay and the file is never changed]. Repeatable.
+    #[arg(long)]
+    pub drive: Vec<String>,
 }
 
 /// QEMU flags that take a value and their `boot` spelling.
-const QEMU_VALUE_FLAGS: &[&str] = &["-bios", "-kernel", "-initrd", "-append", "-smp"];
+const QEMU_VALUE_FLAGS: &[&str] = &["-bios", "-kernel", "-initrd", "-append", "-smp", "-drive"];
 const QEMU_FLAGS: &[&str] = &["-nographic"];
 
 /// Turn QEMU-style single-dash flags into `boot` options, inserting the
@@ -137,6 +142,39 @@ pub fn qemu_style_args(args: impl IntoIterator<Item = OsString>) -> Vec<OsString
         i += 1;
     }
     out
+}
+
+/// The board device a `-drive` option names: `driveN`, a `virtio-blk` with
+/// the file, checked now (a missing or mis-sized file is an error before the run).
+pub fn drive_device(n: usize, spec: &str) -> Result<hs_machine::hs_devices::DeviceConfig, String> {
+    use hs_machine::hs_devices::{DeviceConfig, ParamValue};
+    let err = |m: String| format!("-drive {spec}: {m}");
+    let mut cfg = DeviceConfig::new(format!("drive{n}"), "virtio-blk");
+    let mut file = None;
+    for part in spec.split(',') {
+        let (k, v) = part.split_once('=').ok_or_else(|| err(format!("`{part}` is not KEY=VALUE")))?;
+        let on = |v: &str| match v {
+            "on" | "true" | "yes" => Ok(true),
+            "off" | "false" | "no" => Ok(false),
+            _ => Err(err(format!("`{k}` is `{v}`, not on or off"))),
+        };
+        match k {
+            "file" => file = Some(v.to_string()),
+            "format" if v == "raw" => {}
+            "format" => return Err(err(format!("format `{v}` is not supported (only raw)"))),
+            "if" if v == "virtio" => {}
+            "if" => return Err(err(format!("interface `{v}` is not supported (only virtio)"))),
+            "media" if v == "disk" => {}
+            "readonly" => cfg = cfg.with("read-only", ParamValue::Bool(on(v)?)),
+            "snapshot" => cfg = cfg.with("write-through", ParamValue::Bool(!on(v)?)),
+            "serial" => cfg = cfg.with("serial", ParamValue::Str(v.to_string())),
+            _ => return Err(err(format!("`{k}={v}` is not supported (file, format=raw, if=virtio, readonly, snapshot, serial)"))),
+        }
+    }
+    let file = file.ok_or_else(|| err("`file=PATH` is missing".into()))?;
+    cfg = cfg.with("file", ParamValue::Str(file));
+    hs_machine::hs_devices::resources::plug(&cfg).map_err(|e| err(e.to_string()))?;
+    Ok(cfg)
 }
 
 fn parse_smp(s: &str) -> Result<usize, String> {
@@ -222,6 +260,9 @@ pub fn run(args: BootArgs) -> Result<i32, String> {
         }
         None => hs_timing::ModelDesc::Atomic,
     };
+    for (n, spec) in args.drive.iter().enumerate() {
+        r.devices.push(drive_device(n, spec)?);
+    }
     match model {
         hs_timing::ModelDesc::Atomic => boot(&args, r, |_| Atomic),
         hs_timing::ModelDesc::InOrder(cfg) => {
@@ -587,6 +628,34 @@ mod tests {
             "a flag's value is never rewritten"
         );
         assert_eq!(qemu_style_args(os(&["hartscope", "guest", "build"])), os(&["hartscope", "guest", "build"]));
+        assert_eq!(
+            qemu_style_args(os(&["hartscope", "-kernel", "k", "-drive", "file=d.img,format=raw,if=virtio"])),
+            os(&["hartscope", "boot", "--kernel", "k", "--drive", "file=d.img,format=raw,if=virtio"])
+        );
+    }
+
+    #[test]
+    fn drives_as_qemu_spells_them() {
+        use hs_machine::hs_devices::ParamValue;
+        let img = std::env::temp_dir().join(format!("hs-drive-{}.img", std::process::id()));
+        std::fs::write(&img, vec![0u8; 4096]).unwrap();
+        let spec = format!("file={},format=raw,if=virtio,readonly=on", img.display());
+        let d = drive_device(1, &spec).unwrap();
+        assert_eq!((d.name.as_str(), d.kind.as_str()), ("drive1", "virtio-blk"));
+        assert_eq!(d.params.get("read-only"), Some(&ParamValue::Bool(true)));
+        let d = drive_device(0, &format!("file={},snapshot=off", img.display())).unwrap();
+        assert_eq!(d.params.get("write-through"), Some(&ParamValue::Bool(true)));
+        assert_eq!(drive_device(0, "format=raw").unwrap_err(), "-drive format=raw: `file=PATH` is missing");
+        let e = drive_device(0, &format!("file={},format=qcow2", img.display())).unwrap_err();
+        assert!(e.ends_with("format `qcow2` is not supported (only raw)"), "{e}");
+        let e = drive_device(0, &format!("file={},if=scsi", img.display())).unwrap_err();
+        assert!(e.ends_with("interface `scsi` is not supported (only virtio)"), "{e}");
+        let e = drive_device(0, "file=/nonexistent/disk.img").unwrap_err();
+        assert!(e.starts_with("-drive file=/nonexistent/disk.img: key `file`: cannot open the disk image `/nonexistent/disk.img`"), "{e}");
+        std::fs::write(&img, vec![0u8; 1000]).unwrap();
+        let e = drive_device(0, &format!("file={}", img.display())).unwrap_err();
+        assert!(e.ends_with("is 1000 bytes, not a positive whole number of 512-byte sectors"), "{e}");
+        std::fs::remove_file(&img).unwrap();
     }
 
     #[test]

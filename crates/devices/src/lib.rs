@@ -1,7 +1,7 @@
 //! Platform devices: CLINT, PLIC, UART 16550, syscon, RTC, virtio-mmio, and
 //! the optional devices a configuration names ([`KINDS`]: fixed clocks, the
-//! DesignWare APB GPIO, the DesignWare APB SSI with its SPI peripherals and
-//! the DesignWare AXI DMA controller).
+//! DesignWare APB GPIO, the DesignWare APB SSI with its SPI peripherals, the
+//! DesignWare AXI DMA controller and virtio-blk disks).
 //!
 //! Every device sees offsets into its own window, never absolute addresses;
 //! the [`DeviceMap`] turns a physical address into (device, offset). Each
@@ -23,6 +23,7 @@ pub mod rtc;
 pub mod spi;
 pub mod syscon;
 pub mod uart;
+pub mod virtio_blk;
 pub mod virtio_mmio;
 
 pub use clint::Clint;
@@ -40,7 +41,7 @@ pub use hs_bus::{Access, DmaAck, DmaRequest, GpioLine, IrqLine, Signal, WireIrq,
 
 /// Every kind of optional device a configuration (`[board.NAME] kind =
 /// "..."`) can name. Adding a device kind is its file plus one line here.
-pub const KINDS: &[Kind] = &[clock::KIND, gpio::KIND, spi::board::KIND, dma::board::KIND];
+pub const KINDS: &[Kind] = &[clock::KIND, gpio::KIND, spi::board::KIND, dma::board::KIND, virtio_blk::KIND];
 
 /// How guest time relates to simulated cycles. Every device that shows time
 /// derives it from the cycle count of the access, never from the host clock.

@@ -35,7 +35,7 @@ pub struct QueueConfig {
 pub struct NeedsReset;
 
 /// A virtio device type behind the transport.
-pub trait VirtioBackend {
+pub trait VirtioBackend: crate::AsAny {
     /// Virtio device ID (2 = block, 1 = net, ...); never 0.
     fn device_id(&self) -> u32;
     /// Offered feature bits (bit 32, VIRTIO_F_VERSION_1, is added by the transport).
@@ -58,10 +58,15 @@ pub trait VirtioBackend {
     }
     /// The driver reset the device.
     fn reset(&mut self) {}
+    /// The backend's own counters, named `PREFIX.counter`.
+    fn stats(&self, _prefix: &str) -> Vec<Stat> {
+        Vec::new()
+    }
 }
 
 pub struct VirtioMmio {
-    index: usize,
+    /// Name for statistics (`virtioN` for the fixed slots, the board name otherwise).
+    name: String,
     irq: Box<dyn IrqLine>,
     backend: Option<Box<dyn VirtioBackend>>,
     device_features_sel: u32,
@@ -81,7 +86,7 @@ impl VirtioMmio {
     pub fn new(index: usize, irq: Box<dyn IrqLine>, backend: Option<Box<dyn VirtioBackend>>) -> Self {
         let nq = backend.as_ref().map_or(0, |b| b.num_queues() as usize);
         Self {
-            index,
+            name: format!("virtio{index}"),
             irq,
             backend,
             device_features_sel: 0,
@@ -95,6 +100,22 @@ impl VirtioMmio {
             stat_notifies: 0,
             stat_interrupts: 0,
         }
+    }
+
+    /// Call it `name` in statistics (a board device named by configuration).
+    pub fn named(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// The backend, to be downcast by its owner (a test, a tool).
+    pub fn backend(&self) -> Option<&dyn VirtioBackend> {
+        self.backend.as_deref()
+    }
+
+    /// The driver-visible status register (e.g. [`STATUS_NEEDS_RESET`]).
+    pub fn status(&self) -> u32 {
+        self.status
     }
 
     pub fn device_id(&self) -> u32 {
@@ -147,7 +168,7 @@ fn set_hi(v: &mut u64, x: u32) {
 
 impl Device for VirtioMmio {
     fn name(&self) -> String {
-        format!("virtio{}", self.index)
+        self.name.clone()
     }
     fn size(&self) -> u64 {
         SIZE
@@ -299,7 +320,11 @@ impl Device for VirtioMmio {
         vec![
             Stat::new(format!("{n}.notifies"), self.stat_notifies, "queue notifications from the driver"),
             Stat::new(format!("{n}.interrupts"), self.stat_interrupts, "interrupts raised"),
+            Stat::new(format!("{n}.needs_reset"), (self.status & STATUS_NEEDS_RESET != 0) as u64, "1 while the device is in the error state (DEVICE_NEEDS_RESET)"),
         ]
+        .into_iter()
+        .chain(self.backend.as_ref().map(|b| b.stats(&n)).unwrap_or_default())
+        .collect()
     }
 }
 
