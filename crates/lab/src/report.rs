@@ -864,6 +864,11 @@ fn wake_paths(input: &ReportInput, labels: &[String], headline: &[Metric]) -> Ve
         if let Some(run) = run {
             b.push(Block::Heading(3, format!("One remote `{syscall}` on the timeline ({label}: its median remote path)")));
             b.push(Block::Pre(timeline_excerpt(&run.record, &p, mhz)));
+            b.push(Block::Para(
+                "Traps, IPIs and returns are at their exact cycle; a task switch (`now running`) is noticed at the end of the \
+                 run slice it happened in, so it can show up to one slice late."
+                    .into(),
+            ));
         }
     }
     b

@@ -459,6 +459,20 @@ impl<T: TimingModel> Machine<T> {
             if self.harts[h].cycle() >= end {
                 continue;
             }
+            // A hart asleep in wfi whose wake-up inputs have not changed stays
+            // asleep: running it would only take a spurious wake-up through
+            // the guest's idle loop and back into wfi, every slice.
+            if self.idle[h]
+                && self.wake_signature(h) == self.idle_sig[h]
+                && self.board.irq_change_after(h, self.harts[h].cycle()).is_none_or(|t| t >= end)
+            {
+                let from = self.harts[h].cycle();
+                self.harts[h].advance_to(end);
+                if self.obs.is_some() {
+                    self.obs_idle(h, from, end);
+                }
+                continue;
+            }
             let slice_t0 = self.obs.is_some().then(Instant::now);
             // After a stop for a sample nothing outside the hart changed:
             // it keeps the interrupt bits it had, as in an unsampled run.
