@@ -22,8 +22,7 @@ use hs_timing::DescError;
 
 /// The devices `path` names, validated.
 pub fn load_devices(path: &Path) -> Result<Vec<DeviceConfig>, DescError> {
-    let text = std::fs::read_to_string(path).map_err(|source| DescError::Read { file: path.to_path_buf(), source })?;
-    parse_devices(path, &text)
+    parse_devices(path, &hs_timing::desc::read_resolved(path)?)
 }
 
 /// The devices of description text `text` (`path` names it in errors).

@@ -260,12 +260,56 @@ fn parse_size(s: &Size) -> Result<u64, String> {
     n.checked_shl(shift).filter(|v| v >> shift == n).ok_or_else(|| format!("`{text}` is too large"))
 }
 
+/// Longest chain of `extends`: deeper is taken for a cycle.
+const MAX_EXTENDS: usize = 8;
+
+/// A description file's text with `extends = "OTHER.toml"` resolved: the
+/// other file (relative to this one, itself possibly extending another) with
+/// this file's tables merged over it key by key, so a variant of a machine
+/// states only what differs. A file without `extends` is returned as it is.
+pub fn read_resolved(path: &Path) -> Result<String, DescError> {
+    let text = std::fs::read_to_string(path).map_err(|source| DescError::Read { file: path.to_path_buf(), source })?;
+    match text.parse::<toml::Table>() {
+        Ok(t) if t.contains_key("extends") => {
+            let merged = resolve(path, t, 0)?;
+            Ok(toml::to_string(&merged).expect("a TOML table serialises"))
+        }
+        // No extends, or a syntax error the description parser reports with its line.
+        _ => Ok(text),
+    }
+}
+
+fn resolve(path: &Path, mut table: toml::Table, depth: usize) -> Result<toml::Table, DescError> {
+    let key_err = |message: String| DescError::Key { file: path.to_path_buf(), key: "extends".into(), message };
+    let Some(base) = table.remove("extends") else { return Ok(table) };
+    let base = base.as_str().ok_or_else(|| key_err("must be the name of another description file".into()))?;
+    if depth >= MAX_EXTENDS {
+        return Err(key_err(format!("more than {MAX_EXTENDS} files extend one another (a cycle?)")));
+    }
+    let base_path = path.parent().unwrap_or(Path::new(".")).join(base);
+    let base_text = std::fs::read_to_string(&base_path).map_err(|source| DescError::Read { file: base_path.clone(), source })?;
+    let base_table: toml::Table =
+        base_text.parse().map_err(|e: toml::de::Error| DescError::Syntax { file: base_path.clone(), message: e.message().to_string() })?;
+    let mut merged = resolve(&base_path, base_table, depth + 1)?;
+    merge(&mut merged, table);
+    Ok(merged)
+}
+
+fn merge(into: &mut toml::Table, over: toml::Table) {
+    for (k, v) in over {
+        match (into.get_mut(&k), v) {
+            (Some(toml::Value::Table(a)), toml::Value::Table(b)) => merge(a, b),
+            (_, v) => {
+                into.insert(k, v);
+            }
+        }
+    }
+}
+
 impl MachineDesc {
-    /// Read and validate a description file.
+    /// Read and validate a description file (`extends` resolved).
     pub fn load(path: &Path) -> Result<Self, DescError> {
-        let text =
-            std::fs::read_to_string(path).map_err(|source| DescError::Read { file: path.to_path_buf(), source })?;
-        Self::parse(path, &text)
+        Self::parse(path, &read_resolved(path)?)
     }
 
     /// Validate description text; `path` names it in errors.
@@ -478,6 +522,34 @@ mod tests {
 
     fn err(text: &str) -> String {
         MachineDesc::parse(Path::new("m.toml"), text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn extends_merges_over_the_base_and_refuses_cycles() {
+        let dir = std::env::temp_dir().join(format!("hs-desc-extends-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("base.toml"), preset("inorder.toml")).unwrap();
+        std::fs::write(dir.join("fast.toml"), "extends = \"base.toml\"\ndescription = \"fast CSRs\"\n[latency]\ncsr_serialize = 1\n").unwrap();
+        let base = MachineDesc::load(&dir.join("base.toml")).unwrap();
+        let fast = MachineDesc::load(&dir.join("fast.toml")).unwrap();
+        assert_eq!(fast.description, "fast CSRs");
+        match (&base.model, &fast.model) {
+            (ModelDesc::InOrder(b), ModelDesc::InOrder(f)) => {
+                assert_ne!(b, f, "the override took effect");
+                let mut f2 = f.clone();
+                f2.latency.csr_serialize = b.latency.csr_serialize;
+                assert_eq!(&f2, b, "everything else comes from the base");
+            }
+            m => panic!("{m:?}"),
+        }
+        std::fs::write(dir.join("a.toml"), "extends = \"b.toml\"\n").unwrap();
+        std::fs::write(dir.join("b.toml"), "extends = \"a.toml\"\n").unwrap();
+        let e = MachineDesc::load(&dir.join("a.toml")).unwrap_err().to_string();
+        assert!(e.contains("key `extends`") && e.contains("cycle"), "{e}");
+        std::fs::write(dir.join("c.toml"), "extends = \"missing.toml\"\n").unwrap();
+        let e = MachineDesc::load(&dir.join("c.toml")).unwrap_err().to_string();
+        assert!(e.contains("missing.toml"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
