@@ -13,6 +13,8 @@
 //! | `stat[NAME]` | a counter of the run's total stat block |
 //! | `device[NAME]` | a device counter (`uart0.…`, `bus.mmio_writes`, …) |
 //! | `syscall[NAME@PHASE].count` (`.mean`, `.max`) | system calls NAME begun in phases PHASE (`@PHASE` optional): how many, cycles from `ecall` to the return to user mode |
+//! | `syscall[NAME@PHASE].per_call` | the phases' cycles divided by the calls in them (a loop's cycles per call) |
+//! | `console_number[PREFIX]` | the first number after PREFIX in the console (a guest-side measurement) |
 //! | `wake[DEVICE:NAME@PHASE].count` (`.mean`, `.max`, `.remote`) | those calls during which DEVICE interrupted: cycles from the interrupt to the caller's return; `.remote` the share whose interrupt was taken on another hart |
 
 use std::fmt;
@@ -53,6 +55,8 @@ pub enum Metric {
     Device { name: String },
     Syscall { name: String, phase: Option<String>, agg: Agg },
     Wake { device: String, syscall: String, phase: Option<String>, agg: Agg },
+    /// The first number after PREFIX in the run's console (a guest-side measurement).
+    ConsoleNumber { prefix: String },
 }
 
 /// What a `syscall[…]` or `wake[…]` metric makes of its calls.
@@ -63,6 +67,8 @@ pub enum Agg {
     Max,
     /// Share of wake-up paths whose interrupt was on another hart.
     Remote,
+    /// The phases' cycles divided by the calls (a loop's cycles per call).
+    PerCall,
 }
 
 impl Agg {
@@ -72,6 +78,7 @@ impl Agg {
             Agg::Mean => "mean",
             Agg::Max => "max",
             Agg::Remote => "remote",
+            Agg::PerCall => "per_call",
         }
     }
 }
@@ -104,7 +111,7 @@ pub const NO_TIMELINE: &str = "the run kept no timeline (`study.timeline = false
 
 const KNOWN: &str = "cycles, instret, cpi, guest_seconds, boot_cycles, workload_cycles, console_bytes, \
 phase[LABEL].cycles|instret|cpi, window[FROM..TO].cycles|instret|cpi, samples[SYMBOL], place_samples[PLACE], stat[NAME], device[NAME], \
-syscall[NAME@PHASE].count|mean|max, wake[DEVICE:NAME@PHASE].count|mean|max|remote";
+syscall[NAME@PHASE].count|mean|max|per_call, console_number[PREFIX], wake[DEVICE:NAME@PHASE].count|mean|max|remote";
 
 impl std::str::FromStr for Metric {
     type Err = String;
@@ -154,6 +161,7 @@ impl std::str::FromStr for Metric {
             "place_samples" => bare(Metric::PlaceSamples { place: arg.to_string() }),
             "stat" => bare(Metric::Stat { name: arg.to_string() }),
             "device" => bare(Metric::Device { name: arg.to_string() }),
+            "console_number" => bare(Metric::ConsoleNumber { prefix: arg.to_string() }),
             "syscall" | "wake" => {
                 let (what, phase) = match arg.split_once('@') {
                     Some((w, p)) if !p.trim().is_empty() => (w.trim(), Some(p.trim().to_string())),
@@ -165,8 +173,10 @@ impl std::str::FromStr for Metric {
                     ".mean" => Agg::Mean,
                     ".max" => Agg::Max,
                     ".remote" if kind == "wake" => Agg::Remote,
+                    ".per_call" if kind == "syscall" && phase.is_some() => Agg::PerCall,
+                    ".per_call" if kind == "syscall" => return Err(format!("`{s}`: .per_call needs a phase (syscall[NAME@PHASE].per_call)")),
                     _ if kind == "wake" => return Err(format!("`{s}` must end in .count, .mean, .max or .remote")),
-                    _ => return Err(format!("`{s}` must end in .count, .mean or .max")),
+                    _ => return Err(format!("`{s}` must end in .count, .mean, .max or .per_call")),
                 };
                 if kind == "syscall" {
                     return Ok(Metric::Syscall { name: what.to_string(), phase, agg });
@@ -202,6 +212,7 @@ impl fmt::Display for Metric {
             Metric::Wake { device, syscall, phase, agg } => {
                 write!(f, "wake[{device}:{syscall}{}].{}", at_phase(phase), agg.name())
             }
+            Metric::ConsoleNumber { prefix } => write!(f, "console_number[{prefix}]"),
         }
     }
 }
@@ -224,7 +235,8 @@ impl Metric {
             }
             Metric::GuestSeconds => Format::Seconds,
             Metric::Stat { .. } => Format::Auto,
-            Metric::Wake { agg: Agg::Remote, .. } => Format::Ratio,
+            Metric::Wake { agg: Agg::Remote, .. } | Metric::ConsoleNumber { .. } => Format::Ratio,
+            Metric::Syscall { agg: Agg::PerCall, .. } => Format::Ratio,
             _ => Format::Count,
         }
     }
@@ -292,7 +304,22 @@ impl Metric {
             },
             Metric::Syscall { name, phase, agg } => {
                 let d: Vec<u64> = crate::paths::calls(run, name, phase.as_deref())?.iter().map(|s| s.exit - s.enter).collect();
-                aggregate(&d, *agg, 0, &format!("no `{name}` call{} in run {}", at_phase(phase), run.variant))
+                let none = format!("no `{name}` call{} in run {}", at_phase(phase), run.variant);
+                if *agg == Agg::PerCall {
+                    let label = phase.as_deref().unwrap_or_default();
+                    let cycles: u64 = obs.phases.iter().filter(|p| p.label == label).map(|p| p.cycles()).sum();
+                    return if d.is_empty() { Err(Missing::Absent(none)) } else { Ok(cycles as f64 / d.len() as f64) };
+                }
+                aggregate(&d, *agg, 0, &none)
+            }
+            Metric::ConsoleNumber { prefix } => {
+                let text = &run.console.text;
+                let at = text.find(prefix.as_str()).ok_or_else(|| Missing::Absent(format!("the console of run {} has no `{prefix}`", run.variant)))?;
+                let rest = text[at + prefix.len()..].trim_start();
+                let end = rest.find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | '-' | '+' | 'e' | 'E'))).unwrap_or(rest.len());
+                rest[..end]
+                    .parse::<f64>()
+                    .map_err(|_| Missing::Absent(format!("no number after `{prefix}` in the console of run {}", run.variant)))
             }
             Metric::Wake { device, syscall, phase, agg } => {
                 let p = crate::paths::wake_paths(run, device, syscall, phase.as_deref())?;
@@ -314,6 +341,7 @@ fn aggregate(d: &[u64], agg: Agg, remote: usize, none: &str) -> Result<f64, Miss
         Agg::Mean => (d.iter().sum::<u64>() as f64 / d.len() as f64).round(),
         Agg::Max => *d.iter().max().unwrap_or(&0) as f64,
         Agg::Remote => remote as f64 / d.len() as f64,
+        Agg::PerCall => unreachable!("per_call is computed from the phases"),
     })
 }
 
@@ -352,6 +380,8 @@ mod tests {
             "syscall[write@rtloop cpu1].count",
             "wake[dma0:write@rtloop cpu1].remote",
             "wake[dma0:write].max",
+            "syscall[getppid@loop].per_call",
+            "console_number[cycles per call: ]",
         ] {
             let m: Metric = text.parse().unwrap();
             assert_eq!(m.to_string(), text);
@@ -370,8 +400,9 @@ mod tests {
         assert!("window[a].cycles".parse::<Metric>().unwrap_err().contains("FROM PHASE..TO PHASE"));
         assert!("samples[x].cycles".parse::<Metric>().unwrap_err().contains("after the brackets"));
         assert!("nope[x]".parse::<Metric>().unwrap_err().contains("is not a metric"));
-        assert!("syscall[write].remote".parse::<Metric>().unwrap_err().contains(".count, .mean or .max"));
+        assert!("syscall[write].remote".parse::<Metric>().unwrap_err().contains(".count, .mean, .max or .per_call"));
         assert!("wake[write].mean".parse::<Metric>().unwrap_err().contains("wake[DEVICE:SYSCALL@PHASE]"));
         assert!("syscall[write@].mean".parse::<Metric>().unwrap_err().contains("empty phase"));
+        assert!("syscall[getppid].per_call".parse::<Metric>().unwrap_err().contains("needs a phase"));
     }
 }
