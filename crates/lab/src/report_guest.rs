@@ -85,7 +85,6 @@ fn describe(e: &Event) -> String {
     match &e.kind {
         EventKind::IpiSent { to } => format!("sends an IPI to hart {to} (msip write)"),
         EventKind::IpiReceived { .. } => "takes the machine software interrupt (the IPI)".into(),
-        EventKind::WfiIdle { end_cycle } => format!("sleeps in wfi until cycle {}", thousands(*end_cycle as i64)),
         EventKind::Interrupt { cause, .. } => format!("takes the {}", cause_name(true, *cause).unwrap_or("interrupt")),
         EventKind::Instant { label } => label.clone(),
         _ => String::new(),
@@ -143,27 +142,58 @@ pub fn ipis(runs: &[ReportRun], labels: &[String]) -> Vec<Block> {
         stacked: false,
     }));
 
-    // The excerpt: in the phase with the most cross-hart sends, from its first send on.
+    // The excerpt: in the phase with the most cross-hart sends per cycle
+    // (at least four), from its first send on. A hart's consecutive wfi
+    // spans (it re-checks at every turn) are one row.
     for (r, l) in runs.iter().zip(labels) {
         let obs = &r.record.observations;
-        let sends_in = |a: u64, z: u64| {
-            obs.events.iter().filter(|e| matches!(e.kind, EventKind::IpiSent { to } if to != e.hart) && e.cycle >= a && e.cycle < z).count()
+        let cross = |e: &Event| matches!(e.kind, EventKind::IpiSent { to } if to != e.hart);
+        let sends_in = |a: u64, z: u64| obs.events.iter().filter(|e| cross(e) && e.cycle >= a && e.cycle < z).count();
+        let rate = |p: &hs_observe::Phase| {
+            let n = sends_in(p.start_cycle, p.end_cycle);
+            if n < 4 {
+                0
+            } else {
+                (n as u128 * 1_000_000_000 / p.cycles().max(1) as u128) as u64
+            }
         };
-        let Some(p) = obs.phases.iter().max_by_key(|p| (sends_in(p.start_cycle, p.end_cycle), std::cmp::Reverse(p.start_cycle))) else { continue };
-        let Some(first) = obs.events.iter().position(|e| {
-            matches!(e.kind, EventKind::IpiSent { to } if to != e.hart) && e.cycle >= p.start_cycle && e.cycle < p.end_cycle
-        }) else {
-            continue;
-        };
+        let Some(p) = obs.phases.iter().filter(|p| rate(p) > 0).max_by_key(|p| (rate(p), std::cmp::Reverse(p.start_cycle))) else { continue };
+        let Some(first) = obs.events.iter().position(|e| cross(e) && e.cycle >= p.start_cycle && e.cycle < p.end_cycle) else { continue };
+        // (cycle, hart, what, end of a wfi row)
+        let mut rows: Vec<(u64, u16, String, Option<u64>)> = Vec::new();
+        for e in obs.events[first..].iter().filter(|e| excerpt_worthy(e)) {
+            if let EventKind::WfiIdle { end_cycle } = e.kind {
+                if let Some(last) = rows.iter_mut().rev().find(|row| row.1 == e.hart) {
+                    if let Some(end) = last.3.as_mut() {
+                        *end = end_cycle;
+                        continue;
+                    }
+                }
+                if rows.len() == EXCERPT {
+                    break;
+                }
+                rows.push((e.cycle, e.hart, String::new(), Some(end_cycle)));
+                continue;
+            }
+            if rows.len() == EXCERPT {
+                break;
+            }
+            rows.push((e.cycle, e.hart, describe(e), None));
+        }
+        // A release comes before the trap it lets happen at the same cycle.
+        rows.sort_by_key(|row| (row.0, row.1, !row.2.starts_with(crate::ipis::RELEASE_MARK)));
         let mut t = Table::new(&["cycle", "µs into the phase", "hart", "event"], &[true, true, true, false]);
         let mhz = r.record.machine.mhz as f64;
-        for e in obs.events[first..].iter().filter(|e| excerpt_worthy(e)).take(EXCERPT) {
-            t.row(vec![
-                thousands(e.cycle as i64),
-                format!("{:.3}", e.cycle.saturating_sub(p.start_cycle) as f64 / mhz),
-                e.hart.to_string(),
-                describe(e),
-            ]);
+        for (cycle, hart, what, end) in rows {
+            let what = match end {
+                Some(end) => format!(
+                    "sleeps in wfi until cycle {} ({:.3} µs)",
+                    thousands(end as i64),
+                    end.saturating_sub(cycle) as f64 / mhz
+                ),
+                None => what,
+            };
+            t.row(vec![thousands(cycle as i64), format!("{:.3}", cycle.saturating_sub(p.start_cycle) as f64 / mhz), hart.to_string(), what]);
         }
         b.push(Block::Heading(3, format!("{l}: timeline from the first IPI of phase `{}`", p.label)));
         b.push(Block::Table(t));
@@ -183,8 +213,14 @@ mod tests {
         record.guest_metrics.insert("rounds".into(), GuestValue { value: 200.0, unit: "count".into() });
         let start = record.observations.phases[1].start_cycle;
         let ev = &mut record.observations.events;
-        ev.push(Event { hart: 0, cycle: start + 1_000, kind: EventKind::IpiSent { to: 1 } });
-        ev.push(Event { hart: 1, cycle: start + 1_000 + ipi_at, kind: EventKind::IpiReceived { from: None } });
+        for i in 0..4 {
+            let at = start + 1_000 + i * 10_000_000;
+            ev.push(Event { hart: 0, cycle: at, kind: EventKind::IpiSent { to: 1 } });
+            ev.push(Event { hart: 1, cycle: at + 1, kind: EventKind::WfiIdle { end_cycle: at + ipi_at / 2 } });
+            ev.push(Event { hart: 1, cycle: at + ipi_at / 2, kind: EventKind::WfiIdle { end_cycle: at + ipi_at } });
+            ev.push(Event { hart: 1, cycle: at + ipi_at, kind: EventKind::IpiReceived { from: None } });
+        }
+        ev.sort_by_key(|e| (e.cycle, e.hart));
         ReportRun { id: 1, batch: "b".into(), record }
     }
 
@@ -206,6 +242,8 @@ mod tests {
         assert!(md.contains("| send → taken, median, cycles | 2,000 | 4,000,000 |"), "{md}");
         assert!(md.contains("| send → taken, median, µs | 2.000 | 4000.000 |"), "{md}");
         assert!(md.contains("sends an IPI to hart 1"), "{md}");
+        assert!(md.contains("### drop: timeline from the first IPI of phase `ipiping pipe`"), "{md}");
+        assert!(md.contains("| 10,001,001 | 1.001 | 1 | sleeps in wfi until cycle 14,001,000 (3999.999 µs) |"), "two wfi spans are one row:\n{md}");
         // Runs without either kind of data get neither section.
         let plain = ReportInput { runs: vec![ReportRun { id: 1, batch: "b".into(), record: crate::testdata::run("A", 10, &[("x", 5)], true) }], ..input };
         let md = crate::doc::markdown(&crate::report::build(&plain));
