@@ -64,7 +64,7 @@ fn held_ipis_turn_microsecond_round_trips_into_timer_ticks() {
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
     let checks: Vec<&str> = stdout.lines().filter(|l| l.starts_with("PASS") || l.starts_with("FAIL") || l.starts_with("NOT RUN")).collect();
-    assert_eq!(checks.len(), 3 + 12, "3 workload checks and the study's 12: {stdout}");
+    assert_eq!(checks.len(), 3 + 13, "3 workload checks and the study's 13: {stdout}");
     for c in &checks {
         assert!(c.starts_with("PASS"), "{c}\n{stdout}");
     }

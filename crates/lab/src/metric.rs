@@ -336,7 +336,7 @@ impl Metric {
                 if obs.events.is_empty() {
                     return Err(Missing::NotCollected(NO_TIMELINE.into()));
                 }
-                let l = crate::ipis::IpiLatencies::from_events(&obs.events, run.machine.quantum);
+                let l = crate::ipis::IpiLatencies::from_events(&obs.events);
                 let p = |q: f64| l.percentile(q).map(|v| v as f64).ok_or_else(|| Missing::Absent("no cross-hart IPI was taken".into()));
                 match what.as_str() {
                     "count" => Ok(l.latencies.len() as f64),

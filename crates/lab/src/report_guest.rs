@@ -96,14 +96,14 @@ fn describe(e: &Event) -> String {
 /// no run has a cross-hart IPI on its timeline.
 pub fn ipis(runs: &[ReportRun], labels: &[String]) -> Vec<Block> {
     let lat: Vec<IpiLatencies> =
-        runs.iter().map(|r| IpiLatencies::from_events(&r.record.observations.events, r.record.machine.quantum)).collect();
+        runs.iter().map(|r| IpiLatencies::from_events(&r.record.observations.events)).collect();
     if lat.iter().all(|l| l.sent == 0) {
         return Vec::new();
     }
     let mut b = vec![Block::Heading(2, "Cross-hart IPIs".into())];
     b.push(Block::Para(format!(
         "From the timeline: every software interrupt one hart raised on another (CLINT `msip` write, here OpenSBI's on Linux's behalf) and the target's machine software-interrupt trap that took it. {} Metrics `ipi_latency[…]`; the `clint.*` rows are the machine's `[ipi]` knob counters.",
-        "Harts run in turns of one quantum, so a target may take an IPI at a cycle of its own slightly before the sender's clock reached the write; such a pair counts as 0."
+        "Each send is paired with the target's first software-interrupt trap at or after it (one trap may take several sends: MSIP is one bit); an IPI that wakes a hart without a trap (OpenSBI's stopped-hart wait polls `mip`) pairs with a later trap."
     )));
     let mut headers = vec!["".to_string()];
     let mut right = vec![false];
@@ -232,6 +232,7 @@ mod tests {
             runs: vec![run("deliver", 31.5, 2_000), run("drop", 6_012.25, 4_000_000)],
             headline: vec![],
             checks: vec![],
+            tables: vec![],
             repeats: vec![],
         };
         let md = crate::doc::markdown(&crate::report::build(&input));
