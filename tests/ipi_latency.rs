@@ -4,7 +4,7 @@
 //! target's timer tick: about a tick), the timeline shows the cause, and the
 //! repeats are identical (console, cycles, phases and the CLINT's IPI
 //! counters). An image that is not built fails the test with the command
-//! that builds it. Wall time here: 64 to 95 s (2 cores, shared with other builds).
+//! that builds it. Wall time here: 55 to 95 s of test time (2 cores, shared with other builds).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
