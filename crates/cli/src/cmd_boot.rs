@@ -207,6 +207,8 @@ pub struct Resolved {
     bootargs: String,
     /// Optional devices the machine description names (`[board.NAME]`).
     devices: Vec<hs_machine::hs_devices::DeviceConfig>,
+    /// The description's `[ipi]` knob.
+    ipi: hs_machine::hs_devices::IpiPolicy,
 }
 
 fn resolve(args: &BootArgs) -> Result<Resolved, String> {
@@ -248,7 +250,7 @@ fn resolve(args: &BootArgs) -> Result<Resolved, String> {
         }
         bootargs.push_str(extra);
     }
-    Ok(Resolved { images: BootImages { firmware, kernel, initrd }, bootargs, devices: Vec::new() })
+    Ok(Resolved { images: BootImages { firmware, kernel, initrd }, bootargs, devices: Vec::new(), ipi: Default::default() })
 }
 
 pub fn run(args: BootArgs) -> Result<i32, String> {
@@ -256,7 +258,9 @@ pub fn run(args: BootArgs) -> Result<i32, String> {
     let model = match &args.machine {
         Some(path) => {
             r.devices = hs_machine::load_devices(path).map_err(|e| e.to_string())?;
-            hs_timing::MachineDesc::load(path).map_err(|e| e.to_string())?.model
+            let desc = hs_timing::MachineDesc::load(path).map_err(|e| e.to_string())?;
+            r.ipi = hs_machine::ipi_policy(desc.ipi);
+            desc.model
         }
         None => hs_timing::ModelDesc::Atomic,
     };
@@ -342,6 +346,7 @@ fn machine_config(args: &BootArgs, r: Resolved) -> MachineConfig {
         images: r.images,
         bootargs: r.bootargs,
         devices: r.devices,
+        ipi: r.ipi,
         max_cycles: args.max_cycles,
         echo_console: true,
         capture_console: false,

@@ -7,6 +7,7 @@
 //! would make `mtime` and `time` disagree.
 
 use crate::fdt::{FdtCtx, FdtNode, Placement};
+use crate::ipi::{IpiGate, IpiPolicy, Release};
 use crate::{BadAccess, Clock, DevCtx, Device, Grant, Note, Stat, WriteEffect};
 
 pub const MSIP_BASE: u64 = 0x0000;
@@ -25,6 +26,7 @@ pub struct Clint {
     /// on (never before it was sent).
     msip_at: Vec<u64>,
     mtimecmp: Vec<u64>,
+    ipi: IpiGate,
     stat_msip_writes: u64,
     stat_mtimecmp_writes: u64,
     stat_mtime_reads: u64,
@@ -40,6 +42,7 @@ impl Clint {
             msip_at: vec![0; harts],
             // Reset value is unspecified; "never" keeps MTIP low until firmware programs it.
             mtimecmp: vec![u64::MAX; harts],
+            ipi: IpiGate::new(harts, IpiPolicy::Deliver),
             stat_msip_writes: 0,
             stat_mtimecmp_writes: 0,
             stat_mtime_reads: 0,
@@ -51,7 +54,16 @@ impl Clint {
         self.msip.len()
     }
 
-    /// Machine software interrupt pending for `hart`.
+    /// What the CLINT does with IPIs from now on (the `[ipi]` knob).
+    pub fn set_ipi_policy(&mut self, policy: IpiPolicy) {
+        self.ipi = IpiGate::new(self.msip.len(), policy);
+    }
+
+    pub fn ipi_policy(&self) -> IpiPolicy {
+        self.ipi.policy()
+    }
+
+    /// `hart`'s msip register bit (what a read shows).
     pub fn msip(&self, hart: usize) -> bool {
         self.msip.get(hart).copied().unwrap_or(false)
     }
@@ -67,6 +79,30 @@ impl Clint {
     pub fn msip_rises_after(&self, hart: usize, now: u64) -> Option<u64> {
         let t = *self.msip_at.get(hart)?;
         (self.msip(hart) && t > now).then_some(t)
+    }
+
+    /// Machine software interrupt pending for `hart` at its cycle `now`:
+    /// the msip bit as [`Clint::msip_at`] sees it, unless the IPI knob
+    /// still hides it.
+    pub fn msip_pending(&self, hart: usize, now: u64) -> bool {
+        self.msip_at(hart, now) && !self.ipi.hides(hart, now, self.mtip(hart, now), self.timer_deadline(hart).is_some())
+    }
+
+    /// End a hold of `hart`'s IPI that is due at `now` (called just before
+    /// the hart is given its interrupt bits); says how it ended.
+    pub fn settle_ipi(&mut self, hart: usize, now: u64) -> Option<Release> {
+        let (mtip, armed) = (self.mtip(hart, now), self.timer_deadline(hart).is_some());
+        self.ipi.settle(hart, now, mtip, armed)
+    }
+
+    /// Cycle at which a delayed IPI becomes visible to `hart`, if one waits.
+    pub fn ipi_deadline(&self, hart: usize) -> Option<u64> {
+        self.ipi.deadline(hart)
+    }
+
+    /// `hart`'s own (Sstc) timer deadline as it stopped running (`None`: not armed).
+    pub fn note_own_timer(&mut self, hart: usize, deadline: Option<u64>) {
+        self.ipi.note_own_timer(hart, deadline);
     }
 
     /// Machine timer interrupt pending for `hart` at its cycle `now`.
@@ -129,6 +165,7 @@ impl Device for Clint {
             }
             self.stat_msip_writes += 1;
             let target = (offset / 4) as usize;
+            let deadline = self.timer_deadline(target);
             if let Some(bit) = self.msip.get_mut(target) {
                 let was = *bit;
                 *bit = val & 1 != 0;
@@ -137,6 +174,11 @@ impl Device for Clint {
                 }
                 if *bit {
                     ctx.note(Note::Ipi { target });
+                    if !was {
+                        self.ipi.raised(ctx.hart, target, ctx.now, deadline);
+                    }
+                } else {
+                    self.ipi.cleared(target);
                 }
             }
             return Ok(WriteEffect { irq_changed: true, stop: false });
@@ -170,6 +212,13 @@ impl Device for Clint {
             Stat::new("clint.mtimecmp_writes", self.stat_mtimecmp_writes, "writes to mtimecmp registers"),
             Stat::new("clint.mtime_reads", self.stat_mtime_reads, "reads of mtime"),
             Stat::new("clint.mtime_writes_ignored", self.stat_mtime_writes_ignored, "refused writes to mtime"),
+            Stat::new("clint.ipis_cross", self.ipi.stat_cross, "msip bits raised by another hart (IPIs)"),
+            Stat::new("clint.ipis_delayed", self.ipi.stat_delayed, "IPIs the [ipi] knob delayed by a fixed number of cycles"),
+            Stat::new("clint.ipis_held_for_tick", self.ipi.stat_held_for_tick, "IPIs the [ipi] knob held until the target's timer interrupt"),
+            Stat::new("clint.ipis_released_at_tick", self.ipi.stat_released_at_tick, "held IPIs the target saw only once its timer interrupt was pending"),
+            Stat::new("clint.ipis_passed_no_timer", self.ipi.stat_passed_no_timer, "IPIs passed at once because the target had no timer armed"),
+            Stat::new("clint.ipi_held_cycles", self.ipi.stat_held_cycles, "cycles IPIs were hidden from their targets, in all"),
+            Stat::new("clint.ipi_held_max_cycles", self.ipi.stat_held_max_cycles, "longest time one IPI was hidden from its target"),
         ]
     }
 }
@@ -248,5 +297,51 @@ mod tests {
         c.write(&mut ctx(0, 0, &mut s), 4 * 100, 4, 1).unwrap();
         assert_eq!(c.read(&mut ctx(0, 0, &mut s), 4 * 100, 4), Ok(0));
         assert_eq!(c.read(&mut ctx(0, 0, &mut s), 0, 8), Err(BadAccess));
+    }
+
+    #[test]
+    fn drop_until_tick_hides_a_cross_hart_msip_until_the_targets_timer() {
+        let mut c = Clint::new(2, CLK);
+        c.set_ipi_policy(IpiPolicy::DropUntilTick);
+        let mut s = NoScheduler;
+        // Hart 1's tick at mtime 40 = cycle 4000.
+        c.write(&mut ctx(1, 0, &mut s), MTIMECMP_BASE + 8, 8, 40).unwrap();
+        // Hart 0 raises hart 1's msip at cycle 100: the register shows it, hart 1 does not see it.
+        c.write(&mut ctx(0, 100, &mut s), 4, 4, 1).unwrap();
+        assert!(c.msip(1));
+        assert_eq!(c.read(&mut ctx(1, 200, &mut s), 4, 4), Ok(1));
+        assert!(!c.msip_pending(1, 3_999));
+        assert_eq!(c.settle_ipi(1, 3_999), None);
+        assert!(c.msip_pending(1, 4_000), "visible once the tick is pending");
+        assert_eq!(c.settle_ipi(1, 4_000), Some(Release::AtTick { held_cycles: 3_900 }));
+        // Latched: the timer being re-armed does not hide it again.
+        c.write(&mut ctx(1, 4_010, &mut s), MTIMECMP_BASE + 8, 8, 80).unwrap();
+        assert!(c.msip_pending(1, 4_020));
+        c.write(&mut ctx(1, 4_030, &mut s), 4, 4, 0).unwrap();
+        assert!(!c.msip_pending(1, 4_040));
+        // A hart's write to its own msip is not an IPI: never held.
+        c.write(&mut ctx(1, 4_050, &mut s), 4, 4, 1).unwrap();
+        assert!(c.msip_pending(1, 4_050));
+        let st: std::collections::BTreeMap<String, u64> = c.stats().into_iter().map(|s| (s.name, s.value)).collect();
+        assert_eq!(st["clint.ipis_cross"], 1);
+        assert_eq!(st["clint.ipis_held_for_tick"], 1);
+        assert_eq!(st["clint.ipis_released_at_tick"], 1);
+        assert_eq!(st["clint.ipi_held_cycles"], 3_900);
+    }
+
+    #[test]
+    fn delay_shows_the_bit_n_cycles_after_the_write() {
+        let mut c = Clint::new(2, CLK);
+        c.set_ipi_policy(IpiPolicy::Delay(500));
+        let mut s = NoScheduler;
+        c.write(&mut ctx(1, 1_000, &mut s), 0, 4, 1).unwrap();
+        assert_eq!(c.ipi_deadline(0), Some(1_500));
+        assert!(!c.msip_pending(0, 1_499));
+        assert!(c.msip_pending(0, 1_500));
+        // Deliver (the default) shows it from the cycle it was sent.
+        let mut d = Clint::new(2, CLK);
+        d.write(&mut ctx(1, 1_000, &mut s), 0, 4, 1).unwrap();
+        assert!(!d.msip_pending(0, 999) && d.msip_pending(0, 1_000));
+        assert_eq!(d.ipi_deadline(0), None);
     }
 }

@@ -14,6 +14,7 @@ pub mod clock;
 pub mod dma;
 pub mod fdt;
 pub mod gpio;
+pub mod ipi;
 pub mod lines;
 pub mod map;
 pub mod plic;
@@ -28,6 +29,7 @@ pub mod virtio_mmio;
 
 pub use clint::Clint;
 pub use fdt::{FdtCtx, FdtNode, Placement, Prop};
+pub use ipi::{IpiPolicy, Release as IpiRelease};
 pub use map::{DeviceMap, MapError};
 pub use plic::Plic;
 pub use resources::{Attach, DeviceConfig, Grant, IrqWant, Kind, ParamError, ParamValue, Params, Plug, Signals, Want, Window};

@@ -16,6 +16,9 @@
 //! | `syscall[NAME@PHASE].per_call` | the phases' cycles divided by the calls in them (a loop's cycles per call) |
 //! | `console_number[PREFIX]` | the first number after PREFIX in the console (a guest-side measurement) |
 //! | `wake[DEVICE:NAME@PHASE].count` (`.mean`, `.max`, `.remote`) | those calls during which DEVICE interrupted: cycles from the interrupt to the caller's return; `.remote` the share whose interrupt was taken on another hart |
+//! | `guest[NAME]` | a value the guest sent on its `metrics` channel ([`crate::guest_metrics`]) |
+//! | `guest[NAME].cycles` | that value, a time, in core cycles at the run's clock |
+//! | `ipi_latency[min\|p50\|p90\|p99\|max\|count]` | cross-hart IPIs, send to the target's trap, in cycles ([`crate::ipis`]) |
 
 use std::fmt;
 
@@ -57,6 +60,8 @@ pub enum Metric {
     Wake { device: String, syscall: String, phase: Option<String>, agg: Agg },
     /// The first number after PREFIX in the run's console (a guest-side measurement).
     ConsoleNumber { prefix: String },
+    Guest { name: String, cycles: bool },
+    IpiLatency { what: String },
 }
 
 /// What a `syscall[…]` or `wake[…]` metric makes of its calls.
@@ -111,7 +116,11 @@ pub const NO_TIMELINE: &str = "the run kept no timeline (`study.timeline = false
 
 const KNOWN: &str = "cycles, instret, cpi, guest_seconds, boot_cycles, workload_cycles, console_bytes, \
 phase[LABEL].cycles|instret|cpi, window[FROM..TO].cycles|instret|cpi, samples[SYMBOL], place_samples[PLACE], stat[NAME], device[NAME], \
-syscall[NAME@PHASE].count|mean|max|per_call, console_number[PREFIX], wake[DEVICE:NAME@PHASE].count|mean|max|remote";
+syscall[NAME@PHASE].count|mean|max|per_call, console_number[PREFIX], wake[DEVICE:NAME@PHASE].count|mean|max|remote, \
+guest[NAME], guest[NAME].cycles, ipi_latency[min|p50|p90|p99|max|count]";
+
+/// What `ipi_latency[…]` can name.
+const IPI_LATENCY: &[&str] = &["min", "p50", "p90", "p99", "max", "count"];
 
 impl std::str::FromStr for Metric {
     type Err = String;
@@ -187,6 +196,13 @@ impl std::str::FromStr for Metric {
                     .ok_or_else(|| format!("`{s}`: a wake-up path is written wake[DEVICE:SYSCALL@PHASE]"))?;
                 Ok(Metric::Wake { device: device.trim().to_string(), syscall: syscall.trim().to_string(), phase, agg })
             }
+            "guest" => match rest {
+                "" => Ok(Metric::Guest { name: arg.to_string(), cycles: false }),
+                ".cycles" => Ok(Metric::Guest { name: arg.to_string(), cycles: true }),
+                _ => Err(format!("`{s}`: a guest metric is guest[NAME] or guest[NAME].cycles")),
+            },
+            "ipi_latency" if IPI_LATENCY.contains(&arg) => bare(Metric::IpiLatency { what: arg.to_string() }),
+            "ipi_latency" => Err(format!("`{s}`: ipi_latency[…] is one of {}", IPI_LATENCY.join(", "))),
             _ => Err(unknown()),
         }
     }
@@ -213,6 +229,9 @@ impl fmt::Display for Metric {
                 write!(f, "wake[{device}:{syscall}{}].{}", at_phase(phase), agg.name())
             }
             Metric::ConsoleNumber { prefix } => write!(f, "console_number[{prefix}]"),
+            Metric::Guest { name, cycles: false } => write!(f, "guest[{name}]"),
+            Metric::Guest { name, cycles: true } => write!(f, "guest[{name}].cycles"),
+            Metric::IpiLatency { what } => write!(f, "ipi_latency[{what}]"),
         }
     }
 }
@@ -234,7 +253,7 @@ impl Metric {
                 Format::Ratio
             }
             Metric::GuestSeconds => Format::Seconds,
-            Metric::Stat { .. } => Format::Auto,
+            Metric::Stat { .. } | Metric::Guest { cycles: false, .. } => Format::Auto,
             Metric::Wake { agg: Agg::Remote, .. } | Metric::ConsoleNumber { .. } => Format::Ratio,
             Metric::Syscall { agg: Agg::PerCall, .. } => Format::Ratio,
             _ => Format::Count,
@@ -328,6 +347,33 @@ impl Metric {
                 let why = format!("no `{syscall}` call{} was interrupted by `{device}` in run {}", at_phase(phase), run.variant);
                 aggregate(&d, *agg, remote, &why)
             }
+            Metric::Guest { name, cycles } => {
+                let v = run.guest_metrics.get(name).ok_or_else(|| {
+                    Missing::Absent(format!("the guest sent no metric `{name}` (channel `{}`)", crate::guest_metrics::CHANNEL))
+                })?;
+                if !cycles {
+                    return Ok(v.value);
+                }
+                match v.ns_per_unit() {
+                    Some(ns) => Ok((v.value * ns * run.machine.mhz as f64 / 1e3).round()),
+                    None => Err(Missing::Absent(format!("guest metric `{name}` is in `{}`, not a time unit (ns, us, ms, s)", v.unit))),
+                }
+            }
+            Metric::IpiLatency { what } => {
+                if obs.events.is_empty() {
+                    return Err(Missing::NotCollected(NO_TIMELINE.into()));
+                }
+                let l = crate::ipis::IpiLatencies::from_events(&obs.events);
+                let p = |q: f64| l.percentile(q).map(|v| v as f64).ok_or_else(|| Missing::Absent("no cross-hart IPI was taken".into()));
+                match what.as_str() {
+                    "count" => Ok(l.latencies.len() as f64),
+                    "min" => p(0.0),
+                    "p50" => p(50.0),
+                    "p90" => p(90.0),
+                    "p99" => p(99.0),
+                    _ => p(100.0),
+                }
+            }
         }
     }
 }
@@ -382,6 +428,9 @@ mod tests {
             "wake[dma0:write].max",
             "syscall[getppid@loop].per_call",
             "console_number[cycles per call: ]",
+            "guest[rtt_us.p50]",
+            "guest[rtt_us.p99].cycles",
+            "ipi_latency[p50]",
         ] {
             let m: Metric = text.parse().unwrap();
             assert_eq!(m.to_string(), text);
@@ -404,5 +453,31 @@ mod tests {
         assert!("wake[write].mean".parse::<Metric>().unwrap_err().contains("wake[DEVICE:SYSCALL@PHASE]"));
         assert!("syscall[write@].mean".parse::<Metric>().unwrap_err().contains("empty phase"));
         assert!("syscall[getppid].per_call".parse::<Metric>().unwrap_err().contains("needs a phase"));
+        assert!("guest[x].instret".parse::<Metric>().unwrap_err().contains("guest[NAME].cycles"));
+        assert!("ipi_latency[p42]".parse::<Metric>().unwrap_err().contains("one of min, p50"));
+    }
+
+    #[test]
+    fn guest_values_and_ipi_latencies_come_from_the_record() {
+        use crate::guest_metrics::GuestValue;
+        use hs_observe::{Event, EventKind};
+        let mut r = crate::testdata::run("A", 1_000_000, &[("x", 10)], true);
+        r.machine.mhz = 500;
+        r.guest_metrics.insert("rtt_us.p50".into(), GuestValue { value: 41.25, unit: "us".into() });
+        r.guest_metrics.insert("rounds".into(), GuestValue { value: 200.0, unit: "count".into() });
+        let v = |m: &str| m.parse::<Metric>().unwrap().value(&r);
+        assert_eq!(v("guest[rtt_us.p50]"), Ok(41.25));
+        assert_eq!(v("guest[rtt_us.p50].cycles"), Ok(20_625.0), "41.25 µs at 500 MHz");
+        assert!(matches!(v("guest[rounds].cycles"), Err(Missing::Absent(m)) if m.contains("not a time unit")));
+        assert!(matches!(v("guest[nope]"), Err(Missing::Absent(_))));
+        // The fixture's timeline has no IPI: absent, not zero.
+        assert!(matches!(v("ipi_latency[p50]"), Err(Missing::Absent(_))));
+        r.observations.events.push(Event { hart: 0, cycle: 1_000, kind: EventKind::IpiSent { to: 1 } });
+        r.observations.events.push(Event { hart: 1, cycle: 5_000_000, kind: EventKind::IpiReceived { from: None } });
+        let v = |m: &str| m.parse::<Metric>().unwrap().value(&r);
+        assert_eq!(v("ipi_latency[max]"), Ok(4_999_000.0));
+        assert_eq!(v("ipi_latency[count]"), Ok(1.0));
+        r.observations.events.clear();
+        assert!(matches!(r.observations.events.is_empty().then(|| "ipi_latency[p50]".parse::<Metric>().unwrap().value(&r)), Some(Err(Missing::NotCollected(_)))));
     }
 }

@@ -26,6 +26,9 @@ pub struct RunRecord {
     pub observations: Observations,
     /// Hot functions, symbolised when the run was recorded; `None` when the run took no samples.
     pub profile: Option<Profile>,
+    /// What the guest measured and sent on the `metrics` channel ([`crate::guest_metrics`]).
+    #[serde(default)]
+    pub guest_metrics: BTreeMap<String, crate::guest_metrics::GuestValue>,
     pub artefacts: Vec<Artefact>,
     /// Host wall-clock times (RFC 3339, UTC): provenance only, never guest-visible.
     pub started_at: String,

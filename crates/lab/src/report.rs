@@ -354,6 +354,8 @@ pub fn build(input: &ReportInput) -> Vec<Block> {
     if runs.len() > 1 && !relative.categories.is_empty() {
         b.push(Block::Chart(relative));
     }
+    b.extend(crate::report_guest::guest_metrics(runs, &labels));
+    b.extend(crate::report_guest::ipis(runs, &labels));
 
     b.extend(pivot_tables(input, &labels));
     b.extend(wake_paths(input, &labels, &headline));

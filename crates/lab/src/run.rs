@@ -114,19 +114,22 @@ pub struct Finished {
 pub fn execute(p: &Prepared, scenario: &Scenario, repeat: u32, artefacts_dir: &Path) -> Result<Finished> {
     let v = &p.variant;
     let run_err = |message: String| LabError::Run { variant: v.name.clone(), message };
-    let model = match &v.machine_desc {
-        Some(path) => MachineDesc::load(path).map_err(|e| run_err(e.to_string()))?.model,
-        None => ModelDesc::Atomic,
+    let (model, ipi) = match &v.machine_desc {
+        Some(path) => {
+            let d = MachineDesc::load(path).map_err(|e| run_err(e.to_string()))?;
+            (d.model, hs_machine::ipi_policy(d.ipi))
+        }
+        None => (ModelDesc::Atomic, Default::default()),
     };
     let devices = match &v.machine_desc {
         Some(path) => hs_machine::load_devices(path).map_err(|e| run_err(e.to_string()))?,
         None => Vec::new(),
     };
     match model {
-        ModelDesc::Atomic => execute_with(p, scenario, repeat, artefacts_dir, devices, |_| Atomic),
+        ModelDesc::Atomic => execute_with(p, scenario, repeat, artefacts_dir, devices, ipi, |_| Atomic),
         ModelDesc::InOrder(cfg) => {
             let harts = InOrderFactory::new(&cfg);
-            execute_with(p, scenario, repeat, artefacts_dir, devices, |_| harts.build())
+            execute_with(p, scenario, repeat, artefacts_dir, devices, ipi, |_| harts.build())
         }
     }
 }
@@ -162,6 +165,7 @@ fn execute_with<M: TimingModel>(
     repeat: u32,
     artefacts_dir: &Path,
     devices: Vec<hs_machine::hs_devices::DeviceConfig>,
+    ipi: hs_machine::hs_devices::IpiPolicy,
     model: impl Fn(usize) -> M,
 ) -> Result<Finished> {
     let v = &p.variant;
@@ -180,6 +184,7 @@ fn execute_with<M: TimingModel>(
         },
         bootargs: p.bootargs.clone(),
         devices,
+        ipi,
         max_cycles: v.max_cycles,
         echo_console: false,
         capture_console: true,
@@ -211,6 +216,10 @@ fn execute_with<M: TimingModel>(
         (other, Some(_)) => return Err(run_err(format!("the machine stopped unexpectedly ({other}); nothing was stored"))),
     }
 
+    let guest_metrics = match machine.markers().channels.get(crate::guest_metrics::CHANNEL) {
+        Some(c) => crate::guest_metrics::parse(&c.data).map_err(run_err)?,
+        None => Default::default(),
+    };
     let summary = machine.summary();
     let modules = machine.markers().channels.get("modules").map(|c| c.data.clone());
     symbols.apply_run_modules(modules.as_deref()).map_err(|e| run_err(format!("symbols: {e}")))?;
@@ -314,6 +323,7 @@ fn execute_with<M: TimingModel>(
         counters,
         observations,
         profile,
+        guest_metrics,
         artefacts,
         started_at,
         finished_at: crate::timestamp::now_rfc3339(),

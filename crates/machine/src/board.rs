@@ -431,7 +431,7 @@ impl Board {
 
     /// `mip` bits the platform drives for `hart` at its cycle `now`.
     pub fn irq_bits(&self, hart: usize, now: u64) -> u64 {
-        ((self.clint.msip_at(hart, now) as u64) << 3)
+        ((self.clint.msip_pending(hart, now) as u64) << 3)
             | ((self.clint.mtip(hart, now) as u64) << 7)
             | ((self.plic.seip(hart) as u64) << 9)
             | ((self.plic.meip(hart) as u64) << 11)

@@ -86,6 +86,15 @@ pub fn parse_devices(path: &Path, text: &str) -> Result<Vec<DeviceConfig>, DescE
     Ok(out)
 }
 
+/// The CLINT's IPI policy for a description's `[ipi]` (validated by hs_timing).
+pub fn ipi_policy(d: hs_timing::IpiDesc) -> hs_devices::IpiPolicy {
+    match d {
+        hs_timing::IpiDesc::Deliver => hs_devices::IpiPolicy::Deliver,
+        hs_timing::IpiDesc::Delay(n) => hs_devices::IpiPolicy::Delay(n),
+        hs_timing::IpiDesc::DropUntilTick => hs_devices::IpiPolicy::DropUntilTick,
+    }
+}
+
 /// Keys of any device that name another device, and the kind it must be.
 const REFERENCE_KEYS: &[(&str, &str)] = &[("clock", "fixed-clock"), ("dma", "dw-axi-dmac")];
 

@@ -22,7 +22,7 @@ pub mod symbols;
 pub mod task;
 
 pub use board::{Board, DevId};
-pub use config::load_devices;
+pub use config::{ipi_policy, load_devices};
 pub use error::MachineError;
 pub use loader::{BootFile, BootImages};
 pub use machine::{ConsoleInput, InputEvent, Machine, MachineConfig, RunSummary, StopReason, VirtioDevice};

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use hs_bus::GuestRam;
 use hs_core::{Exit, Hart, HartConfig, MarkerCall};
-use hs_devices::{Clock, DeviceConfig, GoldfishRtc, Plug, Rom, Stat, StopRequest, Syscon, Uart16550, VirtioMmio, Want};
+use hs_devices::{Clock, DeviceConfig, GoldfishRtc, IpiPolicy, Plug, Rom, Stat, StopRequest, Syscon, Uart16550, VirtioMmio, Want};
 use hs_timing::{Atomic, TimingModel};
 use serde::Serialize;
 
@@ -61,6 +61,9 @@ pub struct MachineConfig {
     pub plugs: Vec<Plug>,
     /// Filled virtio slots; the others show "no device".
     pub virtio_devices: Vec<VirtioDevice>,
+    /// What happens to a software interrupt one hart raises on another
+    /// (the machine description's `[ipi]`).
+    pub ipi: IpiPolicy,
 }
 
 impl Default for MachineConfig {
@@ -80,6 +83,7 @@ impl Default for MachineConfig {
             devices: Vec::new(),
             plugs: Vec::new(),
             virtio_devices: Vec::new(),
+            ipi: IpiPolicy::Deliver,
         }
     }
 }
@@ -248,6 +252,7 @@ impl<T: TimingModel> Machine<T> {
         let ram = GuestRam::new(DRAM_BASE, cfg.ram_bytes)?;
         let (mut board, rom) = build_board(&mut cfg, clock, &ram)?;
         board.check_references()?;
+        board.clint.set_ipi_policy(cfg.ipi);
 
         // The DTB's size does not depend on the values in it, so measure it
         // with placeholders, place everything, then build it for real.
@@ -393,7 +398,8 @@ impl<T: TimingModel> Machine<T> {
     fn next_deadline(&self) -> Option<u64> {
         let mut next = self.board.events.next_cycle().filter(|&d| d < TIME_HORIZON);
         for (h, hart) in self.harts.iter().enumerate() {
-            for d in [self.board.clint.timer_deadline(h), hart.next_timer_cycle()].into_iter().flatten() {
+            let timers = [self.board.clint.timer_deadline(h), hart.next_timer_cycle(), self.board.clint.ipi_deadline(h)];
+            for d in timers.into_iter().flatten() {
                 if d > self.now && d < TIME_HORIZON {
                     next = Some(next.map_or(d, |n| n.min(d)));
                 }
@@ -479,7 +485,11 @@ impl<T: TimingModel> Machine<T> {
             let mut deliver = true;
             loop {
                 if deliver {
-                    let bits = self.board.irq_bits(h, self.harts[h].cycle());
+                    let cycle = self.harts[h].cycle();
+                    if let Some(r) = self.board.clint.settle_ipi(h, cycle) {
+                        self.obs_ipi_release(h, cycle, r);
+                    }
+                    let bits = self.board.irq_bits(h, cycle);
                     self.harts[h].set_platform_irqs(bits);
                     self.board.note_delivered(h, bits);
                 }
@@ -496,6 +506,8 @@ impl<T: TimingModel> Machine<T> {
                 // runs stop often, so they read it once per slice instead)
                 let t0 = (!observed).then(Instant::now);
                 let exit = self.harts[h].run(&mut self.board, until);
+                // The IPI knob holds an IPI only for a hart with a timer armed.
+                self.board.clint.note_own_timer(h, self.harts[h].next_timer_cycle());
                 if let Some(t0) = t0 {
                     self.hart_host_time[h] += t0.elapsed();
                 }

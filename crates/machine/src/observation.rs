@@ -334,6 +334,22 @@ impl<T: TimingModel> Machine<T> {
         }
     }
 
+    /// The IPI knob stopped hiding hart `h`'s software interrupt at `cycle`:
+    /// a mark on the timeline, so the trace shows why the IPI came late.
+    pub(crate) fn obs_ipi_release(&mut self, h: usize, cycle: u64, r: hs_devices::IpiRelease) {
+        let Some(obs) = self.obs.as_deref_mut() else { return };
+        let label = match r {
+            hs_devices::IpiRelease::Delayed { held_cycles } => format!("IPI released: [ipi] delay over after {held_cycles} cycles"),
+            hs_devices::IpiRelease::AtTick { held_cycles } => {
+                format!("IPI released at this hart's timer tick after {held_cycles} cycles ([ipi] drop-until-tick)")
+            }
+            hs_devices::IpiRelease::NoTimer { held_cycles } => {
+                format!("IPI released after {held_cycles} cycles: this hart's timer was switched off ([ipi] drop-until-tick)")
+            }
+        };
+        obs.push(Event { hart: h as u16, cycle, kind: EventKind::Instant { label } });
+    }
+
     /// Hart `h` idled in `wfi` from `from` to `to`.
     pub(crate) fn obs_idle(&mut self, h: usize, from: u64, to: u64) {
         let Some(obs) = self.obs.as_deref_mut() else { return };

@@ -211,3 +211,65 @@ fn rtc_alarm_a_few_cycles_ahead_fires_on_time() {
     let c = m.summary().cycles;
     assert!((2_000..2_200).contains(&c), "alarm at ~2,000 cycles (+ setup), powered off at {c}");
 }
+
+/// Hart 0 spins, then raises hart 1's msip and parks; hart 1 arms its CLINT
+/// timer 2,000,000 cycles ahead (MTIE off: the timer only becomes pending),
+/// enables MSIE and sleeps. The software interrupt's handler exits with the
+/// hart id. Returns the machine after the run.
+fn ipi_under(policy: hs_machine::hs_devices::IpiPolicy) -> Machine {
+    let mut a = Asm::new(BASE);
+    a.la(T0, "handler").csrw(CSR_MTVEC, T0);
+    a.csrr(A0, CSR_MHARTID).bne(A0, ZERO, "waiter");
+    a.li(T0, 50_000).label("spin").addi(T0, T0, -1).bne(T0, ZERO, "spin");
+    a.li(T0, 0x0200_0004).li(T1, 1).sw(T1, T0, 0);
+    a.label("park").wfi().j("park");
+    // hart 1: mtimecmp[1] = mtime + 20,000 ticks (2,000,000 cycles)
+    a.label("waiter").li(T0, 0x0200_bff8).ld(T1, T0, 0).li(T2, 20_000).add(T1, T1, T2);
+    a.li(T0, 0x0200_4008).sd(T1, T0, 0);
+    a.li(T0, 0x8).csrs(CSR_MIE, T0).csrs(CSR_MSTATUS, T0);
+    a.label("idle").wfi().j("idle");
+    a.align(4).label("handler").csrr(A0, CSR_MCAUSE).li(T1, 0x8000_0000_0000_0003).bne(A0, T1, "bad");
+    a.csrr(A0, CSR_MHARTID);
+    htif_exit_reg(&mut a, A0);
+    a.label("bad").li(A0, 99).slli(T2, A0, 1).addi(T2, T2, 1).la(T3, "tohost").sd(T2, T3, 0).label("h2").j("h2");
+    let cfg = MachineConfig {
+        harts: 2,
+        ram_bytes: 64 << 20,
+        images: BootImages { firmware: None, kernel: Some(BootFile::from_bytes("prog.elf", build(&mut a))), initrd: None },
+        max_cycles: Some(2_000_000_000),
+        ipi: policy,
+        ..MachineConfig::default()
+    };
+    let mut m = Machine::new(cfg).unwrap();
+    assert_eq!(m.run(), StopReason::HtifExit(1), "hart 1 took the software interrupt under {policy:?}");
+    m
+}
+
+#[test]
+fn the_ipi_knob_delivers_delays_or_holds_until_the_targets_tick() {
+    use hs_machine::hs_devices::IpiPolicy;
+    let dev = |m: &Machine, k: &str| m.summary().devices[k];
+    // Delivered: hart 1 wakes within a quantum of the write (~100,000 cycles of spinning).
+    let d = ipi_under(IpiPolicy::Deliver);
+    let delivered = d.summary().cycles;
+    assert!(delivered < 200_000, "delivered at {delivered}");
+    assert_eq!((dev(&d, "clint.ipis_cross"), dev(&d, "clint.ipis_held_for_tick"), dev(&d, "clint.ipis_delayed")), (1, 0, 0));
+    // Delayed by 300,000 cycles: the slice ends at the deadline, so it is on time.
+    let l = ipi_under(IpiPolicy::Delay(300_000));
+    let delayed = l.summary().cycles;
+    assert!(delayed >= delivered + 300_000 - 10_000 && delayed < delivered + 300_000 + 20_000, "delivered {delivered}, delayed {delayed}");
+    assert_eq!((dev(&l, "clint.ipis_delayed"), dev(&l, "clint.ipi_held_max_cycles")), (1, 300_000));
+    // Held until hart 1's timer is pending at 2,000,000 cycles, not before.
+    let t = ipi_under(IpiPolicy::DropUntilTick);
+    let ticked = t.summary().cycles;
+    assert!((2_000_000..2_030_000).contains(&ticked), "held until the tick: {ticked}");
+    assert_eq!((dev(&t, "clint.ipis_held_for_tick"), dev(&t, "clint.ipis_released_at_tick")), (1, 1));
+    assert!(dev(&t, "clint.ipi_held_max_cycles") > 1_800_000);
+    // The same run twice: the same counts, to the cycle.
+    let again = ipi_under(IpiPolicy::DropUntilTick).summary();
+    let once = t.summary();
+    assert_eq!((once.cycles, once.instret, &once.devices), (again.cycles, again.instret, &again.devices));
+    for (a, b) in once.harts.iter().zip(&again.harts) {
+        assert_eq!((a.cycles, a.instret), (b.cycles, b.instret));
+    }
+}

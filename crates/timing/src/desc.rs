@@ -16,7 +16,14 @@
 //!             ras_depth = 8  mispredict_penalty = 3  taken_penalty = 1
 //! [devices]   mmio = 20  irq_delivery = 10  ipi_delivery = 30
 //! [board.NAME] kind = "dw-apb-gpio" ...   # optional devices (any model; see hs_machine::config)
+//! [ipi]       mode = "deliver"             # or "delay" (with delay = N cycles) or "drop-until-tick"
 //! ```
+//!
+//! `[ipi]` (any model) says what happens to a software interrupt one hart
+//! raises on another through the CLINT (`hs_devices::ipi`): delivered at
+//! once (the default), `delay` cycles later, or held until the target's
+//! next timer interrupt (`drop-until-tick`, the Fiasco.OC SMP bug of the
+//! Genode Pandaboard article).
 
 use std::path::{Path, PathBuf};
 
@@ -52,7 +59,24 @@ pub struct MachineDesc {
     pub file: PathBuf,
     pub description: String,
     pub model: ModelDesc,
+    /// `[ipi]`: what happens to cross-hart software interrupts.
+    pub ipi: IpiDesc,
 }
+
+/// `[ipi]` of a description: the IPI knob (applied by the CLINT).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum IpiDesc {
+    /// `mode = "deliver"` (also when `[ipi]` is absent).
+    #[default]
+    Deliver,
+    /// `mode = "delay"`, `delay = N`: seen by the target N cycles after the write.
+    Delay(u64),
+    /// `mode = "drop-until-tick"`: seen by the target once its timer interrupt is pending.
+    DropUntilTick,
+}
+
+/// Longest IPI delay accepted, in cycles (10 s at 1 GHz): more is surely a typo.
+pub const MAX_IPI_DELAY: u64 = 10_000_000_000;
 
 /// Parameters of the in-order model (all validated).
 #[derive(Clone, Debug, PartialEq)]
@@ -184,10 +208,18 @@ struct RawDesc {
     dtlb: Option<RawTlb>,
     bpred: Option<RawBpred>,
     devices: Option<DeviceLatencies>,
+    ipi: Option<RawIpi>,
     /// `[board.NAME]`: optional board devices, validated by the machine
     /// crate (`hs_machine::config`), which knows the device kinds.
     #[serde(default, rename = "board")]
     _board: Option<toml::Table>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawIpi {
+    mode: String,
+    delay: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -336,6 +368,10 @@ impl MachineDesc {
             }
         };
         let description = raw.description.clone();
+        let ipi = match &raw.ipi {
+            None => IpiDesc::Deliver,
+            Some(i) => ipi(i, &key_err)?,
+        };
         let model = match raw.model.as_str() {
             "atomic" => {
                 let given = [
@@ -361,7 +397,26 @@ impl MachineDesc {
                 return Err(key_err("model", format!("`{other}` is not a model (\"atomic\" or \"inorder\")")));
             }
         };
-        Ok(MachineDesc { file, description, model })
+        Ok(MachineDesc { file, description, model, ipi })
+    }
+}
+
+fn ipi(raw: &RawIpi, key_err: &dyn Fn(&str, String) -> DescError) -> Result<IpiDesc, DescError> {
+    match (raw.mode.as_str(), raw.delay) {
+        ("delay", None) => Err(key_err("ipi.delay", "is missing (mode = \"delay\" needs a number of cycles)".into())),
+        ("delay", Some(n)) if n > MAX_IPI_DELAY => {
+            Err(key_err("ipi.delay", format!("{n} is out of range (0 to {MAX_IPI_DELAY} cycles)")))
+        }
+        ("delay", Some(n)) => Ok(IpiDesc::Delay(n)),
+        ("deliver" | "drop-until-tick", Some(_)) => {
+            Err(key_err("ipi.delay", format!("has no effect with mode = \"{}\" (remove it, or use mode = \"delay\")", raw.mode)))
+        }
+        ("deliver", None) => Ok(IpiDesc::Deliver),
+        ("drop-until-tick", None) => Ok(IpiDesc::DropUntilTick),
+        (other, _) => Err(key_err(
+            "ipi.mode",
+            format!("`{other}` is not an IPI mode (\"deliver\", \"delay\" or \"drop-until-tick\")"),
+        )),
     }
 }
 
@@ -589,6 +644,33 @@ mod tests {
         assert!(e.starts_with("machine description m.toml: line 1"), "{e}");
         let e = MachineDesc::load(Path::new("/nonexistent/x.toml")).unwrap_err().to_string();
         assert!(e.starts_with("cannot read machine description /nonexistent/x.toml"), "{e}");
+    }
+
+    #[test]
+    fn the_ipi_knob_is_read_and_checked() {
+        let d = |t: &str| MachineDesc::parse(Path::new("m.toml"), t).map(|d| d.ipi);
+        assert_eq!(d("model = \"atomic\"\n").unwrap(), IpiDesc::Deliver);
+        assert_eq!(d("model = \"atomic\"\n[ipi]\nmode = \"deliver\"\n").unwrap(), IpiDesc::Deliver);
+        assert_eq!(d("model = \"atomic\"\n[ipi]\nmode = \"delay\"\ndelay = 3000\n").unwrap(), IpiDesc::Delay(3000));
+        assert_eq!(d("model = \"atomic\"\n[ipi]\nmode = \"drop-until-tick\"\n").unwrap(), IpiDesc::DropUntilTick);
+        let inorder = preset("inorder.toml") + "\n[ipi]\nmode = \"drop-until-tick\"\n";
+        assert_eq!(d(&inorder).unwrap(), IpiDesc::DropUntilTick);
+        let e = err("model = \"atomic\"\n[ipi]\nmode = \"lose\"\n");
+        assert_eq!(e, "machine description m.toml: key `ipi.mode`: `lose` is not an IPI mode (\"deliver\", \"delay\" or \"drop-until-tick\")");
+        let e = err("model = \"atomic\"\n[ipi]\nmode = \"delay\"\n");
+        assert_eq!(e, "machine description m.toml: key `ipi.delay`: is missing (mode = \"delay\" needs a number of cycles)");
+        let e = err("model = \"atomic\"\n[ipi]\nmode = \"delay\"\ndelay = -5\n");
+        assert!(e.starts_with("machine description m.toml: key `ipi.delay`:"), "{e}");
+        let e = err("model = \"atomic\"\n[ipi]\nmode = \"delay\"\ndelay = \"soon\"\n");
+        assert!(e.starts_with("machine description m.toml: key `ipi.delay`:"), "{e}");
+        let e = err("model = \"atomic\"\n[ipi]\nmode = \"delay\"\ndelay = 99999999999\n");
+        assert!(e.contains("key `ipi.delay`: 99999999999 is out of range"), "{e}");
+        let e = err("model = \"atomic\"\n[ipi]\nmode = \"drop-until-tick\"\ndelay = 5\n");
+        assert!(e.contains("key `ipi.delay`: has no effect with mode = \"drop-until-tick\""), "{e}");
+        let e = err("model = \"atomic\"\n[ipi]\nmode = \"deliver\"\nwhen = 1\n");
+        assert!(e.starts_with("machine description m.toml: key `ipi.when`: unknown field"), "{e}");
+        let e = err("model = \"atomic\"\n[ipi]\n");
+        assert!(e.starts_with("machine description m.toml: key `ipi"), "{e}");
     }
 
     #[test]

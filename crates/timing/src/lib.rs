@@ -15,7 +15,7 @@ pub mod inorder;
 pub mod stats;
 pub mod tlb;
 
-pub use desc::{DescError, InOrderConfig, MachineDesc, ModelDesc};
+pub use desc::{DescError, InOrderConfig, IpiDesc, MachineDesc, ModelDesc};
 pub use inorder::{InOrder, InOrderFactory};
 pub use stats::{event, ModelStats, Stat, CYCLE_STATES};
 
