@@ -73,7 +73,7 @@ fn bad_scenarios_are_one_sentence_naming_the_key() {
         ("\"phase[hello].cycles\"", "\"phase[hello]\"", "study.headline[1]: `phase[hello]` must end in .cycles"),
         ("than = \"A\"", "than = \"C\"", "checks[0].than: `C` is not one of the variants (A, B)"),
         ("op = \"<=\"", "op = \"=<\"", "checks[0].op: `=<` is not one of"),
-        ("than = \"A\"", "than = \"A\"\nvalue = 3", "checks[0]: give exactly one of `value` and `than`"),
+        ("than = \"A\"", "than = \"A\"\nvalue = 3", "checks[0]: give exactly one of `value`, `than` and `than_metric`"),
         ("name = \"tiny\"", "name = \"../x\"", "study.name: `../x` must be a non-empty name"),
         ("append = \"quiet\"", "append = \"quiet\"\nenv = { \"1X\" = \"v\" }", "variants.A.env.1X: an environment variable name"),
         ("image = \"custom\"", "image = \"debian\"\npatches = \"wl\"", "guest.patches: `wl` holds no *.patch files"),
