@@ -12,10 +12,10 @@
 //! | `place_samples[PLACE]` | samples in `kernel`, `firmware` or a user binary |
 //! | `stat[NAME]` | a counter of the run's total stat block |
 //! | `device[NAME]` | a device counter (`uart0.…`, `bus.mmio_writes`, …) |
-//! | `syscall[NAME@PHASE].count` (`.mean`, `.max`) | system calls NAME begun in phases PHASE (`@PHASE` optional): how many, cycles from `ecall` to the return to user mode |
+//! | `syscall[NAME@PHASE].count` (`.mean`, `.median`, `.max`) | system calls NAME begun in phases PHASE (`@PHASE` optional): how many, cycles from `ecall` to the return to user mode |
 //! | `syscall[NAME@PHASE].per_call` | the phases' cycles divided by the calls in them (a loop's cycles per call) |
 //! | `console_number[PREFIX]` | the first number after PREFIX in the console (a guest-side measurement) |
-//! | `wake[DEVICE:NAME@PHASE].count` (`.mean`, `.max`, `.remote`) | those calls during which DEVICE interrupted: cycles from the interrupt to the caller's return; `.remote` the share whose interrupt was taken on another hart |
+//! | `wake[DEVICE:NAME@PHASE].count` (`.mean`, `.median`, `.max`, `.remote`) | those calls during which DEVICE interrupted: cycles from the interrupt to the caller's return; `.remote` the share whose interrupt was taken on another hart |
 //! | `guest[NAME]` | a value the guest sent on its `metrics` channel ([`crate::guest_metrics`]) |
 //! | `guest[NAME].cycles` | that value, a time, in core cycles at the run's clock |
 //! | `ipi_latency[min\|p50\|p90\|p99\|max\|count]` | cross-hart IPIs, send to the target's trap, in cycles ([`crate::ipis`]) |
@@ -69,6 +69,9 @@ pub enum Metric {
 pub enum Agg {
     Count,
     Mean,
+    /// The middle value (the lower of the two middle ones): robust against
+    /// the few calls a timer interrupt lands in.
+    Median,
     Max,
     /// Share of wake-up paths whose interrupt was on another hart.
     Remote,
@@ -81,6 +84,7 @@ impl Agg {
         match self {
             Agg::Count => "count",
             Agg::Mean => "mean",
+            Agg::Median => "median",
             Agg::Max => "max",
             Agg::Remote => "remote",
             Agg::PerCall => "per_call",
@@ -116,7 +120,7 @@ pub const NO_TIMELINE: &str = "the run kept no timeline (`study.timeline = false
 
 const KNOWN: &str = "cycles, instret, cpi, guest_seconds, boot_cycles, workload_cycles, console_bytes, \
 phase[LABEL].cycles|instret|cpi, window[FROM..TO].cycles|instret|cpi, samples[SYMBOL], place_samples[PLACE], stat[NAME], device[NAME], \
-syscall[NAME@PHASE].count|mean|max|per_call, console_number[PREFIX], wake[DEVICE:NAME@PHASE].count|mean|max|remote, \
+syscall[NAME@PHASE].count|mean|median|max|per_call, console_number[PREFIX], wake[DEVICE:NAME@PHASE].count|mean|median|max|remote, \
 guest[NAME], guest[NAME].cycles, ipi_latency[min|p50|p90|p99|max|count]";
 
 /// What `ipi_latency[…]` can name.
@@ -180,12 +184,13 @@ impl std::str::FromStr for Metric {
                 let agg = match rest {
                     ".count" => Agg::Count,
                     ".mean" => Agg::Mean,
+                    ".median" => Agg::Median,
                     ".max" => Agg::Max,
                     ".remote" if kind == "wake" => Agg::Remote,
                     ".per_call" if kind == "syscall" && phase.is_some() => Agg::PerCall,
                     ".per_call" if kind == "syscall" => return Err(format!("`{s}`: .per_call needs a phase (syscall[NAME@PHASE].per_call)")),
-                    _ if kind == "wake" => return Err(format!("`{s}` must end in .count, .mean, .max or .remote")),
-                    _ => return Err(format!("`{s}` must end in .count, .mean, .max or .per_call")),
+                    _ if kind == "wake" => return Err(format!("`{s}` must end in .count, .mean, .median, .max or .remote")),
+                    _ => return Err(format!("`{s}` must end in .count, .mean, .median, .max or .per_call")),
                 };
                 if kind == "syscall" {
                     return Ok(Metric::Syscall { name: what.to_string(), phase, agg });
@@ -385,6 +390,11 @@ fn aggregate(d: &[u64], agg: Agg, remote: usize, none: &str) -> Result<f64, Miss
     Ok(match agg {
         Agg::Count => d.len() as f64,
         Agg::Mean => (d.iter().sum::<u64>() as f64 / d.len() as f64).round(),
+        Agg::Median => {
+            let mut v = d.to_vec();
+            v.sort_unstable();
+            v[(v.len() - 1) / 2] as f64
+        }
         Agg::Max => *d.iter().max().unwrap_or(&0) as f64,
         Agg::Remote => remote as f64 / d.len() as f64,
         Agg::PerCall => unreachable!("per_call is computed from the phases"),
@@ -427,6 +437,7 @@ mod tests {
             "wake[dma0:write@rtloop cpu1].remote",
             "wake[dma0:write].max",
             "syscall[getppid@loop].per_call",
+            "syscall[getppid@loop].median",
             "console_number[cycles per call: ]",
             "guest[rtt_us.p50]",
             "guest[rtt_us.p99].cycles",
@@ -449,7 +460,7 @@ mod tests {
         assert!("window[a].cycles".parse::<Metric>().unwrap_err().contains("FROM PHASE..TO PHASE"));
         assert!("samples[x].cycles".parse::<Metric>().unwrap_err().contains("after the brackets"));
         assert!("nope[x]".parse::<Metric>().unwrap_err().contains("is not a metric"));
-        assert!("syscall[write].remote".parse::<Metric>().unwrap_err().contains(".count, .mean, .max or .per_call"));
+        assert!("syscall[write].remote".parse::<Metric>().unwrap_err().contains(".count, .mean, .median, .max or .per_call"));
         assert!("wake[write].mean".parse::<Metric>().unwrap_err().contains("wake[DEVICE:SYSCALL@PHASE]"));
         assert!("syscall[write@].mean".parse::<Metric>().unwrap_err().contains("empty phase"));
         assert!("syscall[getppid].per_call".parse::<Metric>().unwrap_err().contains("needs a phase"));

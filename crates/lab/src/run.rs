@@ -176,7 +176,7 @@ fn execute_with<M: TimingModel>(
         harts: v.harts,
         ram_bytes: v.memory_bytes,
         hz: v.mhz * 1_000_000,
-        quantum: QUANTUM,
+        quantum: v.quantum,
         images: BootImages {
             firmware: Some(read("firmware", &p.image.firmware)?),
             kernel: Some(read("kernel", &p.image.kernel)?),
@@ -307,7 +307,7 @@ fn execute_with<M: TimingModel>(
             harts: v.harts,
             memory_bytes: v.memory_bytes,
             mhz: v.mhz,
-            quantum: QUANTUM,
+            quantum: v.quantum,
             bootargs: p.bootargs.clone(),
             timing: v.machine_desc_text.clone().unwrap_or_else(|| ATOMIC.to_string()),
             description: v.machine_desc.as_ref().map(|d| d.display().to_string()),

@@ -122,6 +122,8 @@ struct RawMachine {
     harts: Option<i64>,
     memory: Option<MemSize>,
     mhz: Option<i64>,
+    /// Longest slice one hart runs before the next gets its turn (cycles).
+    quantum: Option<i64>,
     description: Option<String>,
 }
 
@@ -154,6 +156,7 @@ struct RawVariant {
     harts: Option<i64>,
     memory: Option<MemSize>,
     mhz: Option<i64>,
+    quantum: Option<i64>,
     /// Machine description file overriding `[machine] description`.
     machine_description: Option<String>,
     #[serde(default)]
@@ -273,6 +276,9 @@ pub struct Variant {
     pub harts: usize,
     pub memory_bytes: u64,
     pub mhz: u64,
+    /// Longest slice one hart runs before the next gets its turn: how late
+    /// one hart can see what another did (cycles).
+    pub quantum: u64,
     /// Machine description (timing model) file; `None`: the atomic model.
     pub machine_desc: Option<PathBuf>,
     /// What the description calls itself (its `description` line).
@@ -438,6 +444,7 @@ impl Scenario {
         let harts = check_harts(m.harts, "machine.harts", &err)?.unwrap_or(DEFAULT_HARTS);
         let memory = check_memory(&m.memory, "machine.memory", &err)?.unwrap_or(DEFAULT_MEMORY);
         let mhz = check_mhz(m.mhz, "machine.mhz", &err)?.unwrap_or(DEFAULT_MHZ);
+        let quantum = check_quantum(m.quantum, "machine.quantum", &err)?.unwrap_or(crate::run::QUANTUM);
 
         // [guest]
         let images = hs_guest::known_images(&ctx.guest_dir);
@@ -496,6 +503,7 @@ impl Scenario {
             let harts = check_harts(v.harts, &key("harts"), &err)?.unwrap_or(harts);
             let memory_bytes = check_memory(&v.memory, &key("memory"), &err)?.unwrap_or(memory);
             let mhz = check_mhz(v.mhz, &key("mhz"), &err)?.unwrap_or(mhz);
+            let quantum = check_quantum(v.quantum, &key("quantum"), &err)?.unwrap_or(quantum);
             let desc = match v.machine_description.as_deref() {
                 Some("") => None,
                 Some(d) => Some(check_desc(&base_dir, d, &key("machine_description"), &err)?),
@@ -536,6 +544,7 @@ impl Scenario {
                 harts,
                 memory_bytes,
                 mhz,
+                quantum,
                 machine_desc: desc.as_ref().map(|d| d.0.clone()),
                 machine_desc_text: desc.map(|d| d.1),
                 env,
@@ -703,6 +712,13 @@ fn list<T: AsRef<str>>(vs: &[T]) -> String {
 }
 
 type ErrFn<'a> = dyn Fn(&str, String) -> LabError + 'a;
+
+fn check_quantum(v: Option<i64>, key: &str, err: &ErrFn) -> Result<Option<u64>> {
+    match v {
+        Some(n) if !(100..=1_000_000).contains(&n) => Err(err(key, format!("{n} cycles is out of range (100 to 1000000)"))),
+        other => Ok(other.map(|n| n as u64)),
+    }
+}
 
 fn check_harts(v: Option<i64>, key: &str, err: &ErrFn) -> Result<Option<usize>> {
     match v {
