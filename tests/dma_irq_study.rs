@@ -50,7 +50,7 @@ fn dma_irq_study_reproduces_the_routing_effect_and_keeps_ipis_causal() {
 
     // The study's checks: all PASS but the seed's magnitude without load.
     let verdicts: Vec<&str> = stdout.lines().filter(|l| l.starts_with("PASS") || l.starts_with("FAIL") || l.starts_with("NOT RUN")).collect();
-    assert!(verdicts.len() >= 20, "{stdout}");
+    assert_eq!(verdicts.len(), 19, "7 workload checks and 12 of the study's:\n{stdout}");
     for v in &verdicts {
         let expected_fail = v.contains("by more than half, as the seed's +133%");
         assert_eq!(v.starts_with("FAIL"), expected_fail, "unexpected verdict: {v}\n{stdout}");
