@@ -483,6 +483,8 @@ impl<T: TimingModel> Machine<T> {
             // After a stop for a sample nothing outside the hart changed:
             // it keeps the interrupt bits it had, as in an unsampled run.
             let mut deliver = true;
+            // The interrupt bits the hart was last given.
+            let mut given = 0u64;
             loop {
                 if deliver {
                     let cycle = self.harts[h].cycle();
@@ -492,6 +494,7 @@ impl<T: TimingModel> Machine<T> {
                     let bits = self.board.irq_bits(h, cycle);
                     self.harts[h].set_platform_irqs(bits);
                     self.board.note_delivered(h, bits);
+                    given = bits;
                 }
                 deliver = true;
                 let observed = self.obs.is_some();
@@ -522,6 +525,18 @@ impl<T: TimingModel> Machine<T> {
                         deliver = rises.is_some_and(|t| self.harts[h].cycle() >= t);
                     }
                     Exit::Idle => {
+                        // Bits that changed during the run (an IPI the knob
+                        // released, a line another device raised) were never
+                        // given to the hart: run it again with them rather
+                        // than let it sleep past them.
+                        let c = self.harts[h].cycle();
+                        if let Some(r) = self.board.clint.settle_ipi(h, c) {
+                            self.obs_ipi_release(h, c, r);
+                        }
+                        if self.board.irq_bits(h, c) != given {
+                            self.idle[h] = false;
+                            continue;
+                        }
                         self.idle[h] = true;
                         self.idle_sig[h] = self.wake_signature(h);
                         let from = self.harts[h].cycle();
