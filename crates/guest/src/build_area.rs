@@ -49,6 +49,10 @@ struct State {
     applied: Vec<AppliedPatch>,
     /// False while the tree is being changed.
     consistent: bool,
+    /// True while make runs: a process killed then may leave a truncated
+    /// object that make would reuse, so such a tree is unpacked afresh.
+    #[serde(default)]
+    building: bool,
 }
 
 /// What preparing the area did, for the build log and the tests.
@@ -92,7 +96,7 @@ impl BuildArea {
 
     fn read_state(&self) -> Option<State> {
         let s: State = serde_json::from_slice(&std::fs::read(self.state_path()).ok()?).ok()?;
-        (s.format == AREA_FORMAT && s.consistent && self.tree().is_ok() && self.out().is_dir()).then_some(s)
+        (s.format == AREA_FORMAT && s.consistent && !s.building && self.tree().is_ok() && self.out().is_dir()).then_some(s)
     }
 
     fn write_state(&self, s: &State) -> Result<()> {
@@ -117,21 +121,23 @@ impl BuildArea {
         unpack: &mut dyn FnMut(&Path) -> Result<()>,
         progress: &mut dyn FnMut(&str),
     ) -> Result<Prepared> {
+        // Each patch is read once: what is hashed is what is applied.
         let wanted = series
             .iter()
             .map(|p| {
                 let bytes = std::fs::read(p).map_err(io_err("read", p))?;
-                Ok((AppliedPatch { name: file_name(p), sha256: hex(&Sha256::digest(&bytes)) }, p.clone()))
+                Ok((AppliedPatch { name: file_name(p), sha256: hex(&Sha256::digest(&bytes)) }, p.clone(), bytes))
             })
             .collect::<Result<Vec<_>>>()?;
         let old = self.read_state().filter(|s| s.source == source_sha256);
-        let mut state = State { format: AREA_FORMAT.into(), source: source_sha256.into(), applied: Vec::new(), consistent: false };
+        let mut state = State { format: AREA_FORMAT.into(), source: source_sha256.into(), applied: Vec::new(), consistent: false, building: false };
         let mut done = Prepared { unpacked: old.is_none(), reversed: 0, applied: 0 };
         let keep = match &old {
-            Some(s) => s.applied.iter().zip(&wanted).take_while(|(a, (w, _))| a.sha256 == w.sha256).count(),
+            Some(s) => s.applied.iter().zip(&wanted).take_while(|(a, (w, _, _))| a.sha256 == w.sha256).count(),
             None => 0,
         };
-        match old {
+        let mut keep = keep;
+        let reused = match old {
             Some(s) if keep == s.applied.len() && keep == wanted.len() => {
                 progress("kernel: reusing the kept build tree (same source and patches)");
                 return Ok(done);
@@ -144,15 +150,25 @@ impl BuildArea {
                     s.applied.len() - keep,
                     wanted.len() - keep
                 ));
+                let mut ok = true;
                 for i in (keep..s.applied.len()).rev() {
                     let copy = self.applied_copy(i, &s.applied[i]);
-                    patch(&self.tree()?, &copy, true, &s.applied[i].name)?;
+                    if patch(&self.tree()?, &copy, true, &s.applied[i].name).is_err() {
+                        // A lost or damaged copy: start from the source again.
+                        progress(&format!("kernel: cannot reverse {}; unpacking the source afresh", s.applied[i].name));
+                        ok = false;
+                        break;
+                    }
                     let _ = std::fs::remove_file(&copy);
                     state.applied.pop();
                     done.reversed += 1;
                 }
+                ok
             }
-            None => {
+            None => false,
+        };
+        if !reused {
+            {
                 progress("kernel: unpacking the source into the build tree (no earlier build to reuse)");
                 if self.root.exists() {
                     std::fs::remove_dir_all(&self.root).map_err(io_err("remove", &self.root))?;
@@ -160,22 +176,36 @@ impl BuildArea {
                 for d in [self.root.join("src"), self.out(), self.root.join("applied")] {
                     std::fs::create_dir_all(&d).map_err(io_err("create directory", &d))?;
                 }
+                state.applied.clear();
                 self.write_state(&state)?;
                 unpack(&self.root.join("src"))?;
+                keep = 0;
+                done = Prepared { unpacked: true, reversed: 0, applied: 0 };
             }
         }
         let tree = self.tree()?;
-        for (i, (p, path)) in wanted.iter().enumerate().skip(keep) {
+        for (i, (p, path, bytes)) in wanted.iter().enumerate().skip(keep) {
             progress(&format!("kernel: applying {}", path.display()));
-            patch(&tree, path, false, &p.name)?;
             let copy = self.applied_copy(i, p);
-            std::fs::copy(path, &copy).map_err(io_err("copy", path))?;
+            std::fs::write(&copy, bytes).map_err(io_err("write", &copy))?;
+            patch(&tree, &copy, false, &p.name)?;
             state.applied.push(p.clone());
             done.applied += 1;
         }
         state.consistent = true;
         self.write_state(&state)?;
         Ok(done)
+    }
+}
+
+impl BuildArea {
+    /// Mark make as running (or done, whatever its outcome) in the state.
+    pub fn set_building(&self, building: bool) -> Result<()> {
+        let Some(mut s) = serde_json::from_slice::<State>(&std::fs::read(self.state_path()).unwrap_or_default()).ok() else {
+            return Ok(());
+        };
+        s.building = building;
+        self.write_state(&s)
     }
 }
 
@@ -257,6 +287,26 @@ mod tests {
         let (r, ..) = prepare(&[a.clone()], "s2");
         assert!(r.unpacked);
         assert_eq!(unpacks.get(), 2);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn a_killed_build_or_a_lost_patch_copy_means_a_fresh_tree() {
+        let d = tmp("killed");
+        let a = d.join("a.patch");
+        std::fs::write(&a, PATCH_A).unwrap();
+        let kernels = d.join("kernels");
+        let area = BuildArea::lock(&kernels).unwrap();
+        assert!(area.prepare("s", &[a.clone()], &mut unpack_into, &mut |_| {}).unwrap().unpacked);
+        area.set_building(true).unwrap();
+        assert!(area.prepare("s", &[a.clone()], &mut unpack_into, &mut |_| {}).unwrap().unpacked, "make was killed: not reused");
+        area.set_building(false).unwrap();
+        assert!(!area.prepare("s", &[a.clone()], &mut unpack_into, &mut |_| {}).unwrap().unpacked);
+        std::fs::remove_dir_all(kernels.join("area/applied")).unwrap();
+        std::fs::create_dir_all(kernels.join("area/applied")).unwrap();
+        let r = area.prepare("s", &[], &mut unpack_into, &mut |_| {}).unwrap();
+        assert!(r.unpacked, "the copy to reverse is gone: unpacked afresh");
+        assert_eq!(std::fs::read_to_string(area.tree().unwrap().join("f.c")).unwrap(), "one\n");
         std::fs::remove_dir_all(&d).unwrap();
     }
 

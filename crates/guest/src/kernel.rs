@@ -126,6 +126,12 @@ pub fn ensure(cache: &Path, spec: &KernelSpec, progress: &mut dyn FnMut(&str)) -
     // One kernel build at a time, in the kept tree; another process may
     // have built this kernel while we waited for it.
     let area = BuildArea::lock(&root)?;
+    if cache_key(spec)? != key {
+        return Err(GuestError::Step {
+            step: "building the kernel".into(),
+            detail: format!("the patch series in {} or the config fragment changed while this build waited for the build tree; run it again", spec.patch_dir.display()),
+        });
+    }
     if ["Image", "vmlinux", "btf"].iter().all(|f| dest.join(f).is_file()) {
         progress("kernel: cached build (made while waiting for the build tree)");
         return done(&dest, None);
@@ -197,7 +203,8 @@ pub fn ensure(cache: &Path, spec: &KernelSpec, progress: &mut dyn FnMut(&str)) -
     let started = Instant::now();
     let log = work.join("kernel-build.log");
     let mut objects = 0usize;
-    run_logged("building the kernel (make Image vmlinux)", &mut make(&[&jobs, "Image", "vmlinux"]), &log, &mut |line| {
+    area.set_building(true)?;
+    let built = run_logged("building the kernel (make Image vmlinux)", &mut make(&[&jobs, "Image", "vmlinux"]), &log, &mut |line| {
         let t = line.trim_start();
         if t.starts_with("CC ") || t.starts_with("AS ") {
             objects += 1;
@@ -207,8 +214,10 @@ pub fn ensure(cache: &Path, spec: &KernelSpec, progress: &mut dyn FnMut(&str)) -
         } else if t.starts_with("LD      vmlinux") || t.starts_with("OBJCOPY") || t.starts_with("KSYMS") {
             progress(&format!("kernel: {t}"));
         }
-    })
-    .map_err(|e| keep_log(cache, "kernel", &log, e))?;
+    });
+    // make has stopped (a compile error leaves no half-written object).
+    area.set_building(false)?;
+    built.map_err(|e| keep_log(cache, "kernel", &log, e))?;
     let secs = started.elapsed().as_secs();
     progress(&format!("kernel: built in {} min {} s ({objects} objects compiled)", secs / 60, secs % 60));
 
