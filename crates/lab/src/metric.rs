@@ -265,6 +265,19 @@ impl Metric {
         }
     }
 
+    /// Whether the value is a number of core cycles (so it converts to time).
+    pub fn is_cycles(&self) -> bool {
+        match self {
+            Metric::Cycles | Metric::BootCycles | Metric::WorkloadCycles => true,
+            Metric::Phase { what, .. } | Metric::Window { what, .. } => *what == Quantity::Cycles,
+            Metric::Syscall { agg, .. } => *agg != Agg::Count,
+            Metric::Wake { agg, .. } => !matches!(agg, Agg::Count | Agg::Remote),
+            Metric::Guest { cycles, .. } => *cycles,
+            Metric::IpiLatency { what } => what != "count",
+            _ => false,
+        }
+    }
+
     /// The metric's value in `run`.
     pub fn value(&self, run: &RunRecord) -> Result<f64, Missing> {
         let obs = &run.observations;

@@ -82,6 +82,10 @@ fn timeline(run: &RunRecord) -> Result<&[Event], Missing> {
     if run.observations.events.is_empty() {
         return Err(Missing::NotCollected(NO_TIMELINE.into()));
     }
+    // A timeline cut short would undercount calls and pair them wrongly.
+    if let Some(d) = run.observations.total.get("system.eventsDropped").map(|s| s.value.as_f64()).filter(|&d| d > 0.0) {
+        return Err(Missing::Absent(format!("run {} dropped {d} timeline events (the event limit), so its calls cannot be counted", run.variant)));
+    }
     Ok(&run.observations.events)
 }
 

@@ -768,7 +768,7 @@ fn pivot_tables(input: &ReportInput, labels: &[String]) -> Vec<Block> {
             table.row(cells);
             chart.categories.push((row.clone(), values));
         }
-        b.push(Block::Para(format!("Each cell is `{}` with the row's name for `{{row}}`.", t.rows[0].1.to_string().replace(&t.rows[0].0, "{row}"))));
+        b.push(Block::Para(format!("Each cell is `{}` with the row's name for `{{row}}`.", t.template)));
         b.push(Block::Table(table));
         if !missing.is_empty() {
             b.push(Block::Para(format!("Absent: {}.", missing.join("; "))));

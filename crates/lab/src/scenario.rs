@@ -52,6 +52,8 @@ struct RawTable {
 pub struct PivotTable {
     pub title: String,
     pub row_header: String,
+    /// The metric as written, with `{row}`.
+    pub template: String,
     /// (row name, its metric)
     pub rows: Vec<(String, Metric)>,
     pub unit: TableUnit,
@@ -93,9 +95,12 @@ fn parse_tables(raw: &[RawTable], err: &ErrFn) -> Result<Vec<PivotTable>> {
         let mut rows = Vec::new();
         for r in &t.rows {
             let m = t.metric.replace("{row}", r).parse::<Metric>().map_err(|m| err(&key("metric"), m))?;
+            if unit != TableUnit::Cycles && !m.is_cycles() {
+                return Err(err(&key("unit"), format!("`{m}` is not a number of cycles, so it cannot be shown in {}", unit.name())));
+            }
             rows.push((r.clone(), m));
         }
-        out.push(PivotTable { title: t.title.clone(), row_header: t.row.clone(), rows, unit });
+        out.push(PivotTable { title: t.title.clone(), row_header: t.row.clone(), template: t.metric.clone(), rows, unit });
     }
     Ok(out)
 }
