@@ -24,11 +24,14 @@ static inline void touch(const char *buf, size_t len)
 		(void)p[len - 1];
 }
 
+/* Register variables are bound to a0..a3 only at the asm statement itself:
+ * GCC may reuse those registers for anything computed before it (touch()
+ * included), so they are assigned last, right before the marker. */
 static inline void mark_phase(const char *label, size_t len)
 {
+	touch(label, len);
 	register long a0 __asm__("a0") = (long)label;
 	register long a1 __asm__("a1") = (long)len;
-	touch(label, len);
 	__asm__ volatile("slti zero, zero, 0x480" : : "r"(a0), "r"(a1) : "memory");
 }
 
@@ -40,12 +43,12 @@ static inline void mark_exit(long status)
 
 static inline void mark_send(const char *data, size_t len, const char *chan, size_t chan_len)
 {
+	touch(data, len);
+	touch(chan, chan_len);
 	register long a0 __asm__("a0") = (long)data;
 	register long a1 __asm__("a1") = (long)len;
 	register long a2 __asm__("a2") = (long)chan;
 	register long a3 __asm__("a3") = (long)chan_len;
-	touch(data, len);
-	touch(chan, chan_len);
 	__asm__ volatile("slti zero, zero, 0x482" : : "r"(a0), "r"(a1), "r"(a2), "r"(a3) : "memory");
 }
 
