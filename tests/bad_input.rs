@@ -33,10 +33,23 @@ fn refused(dir: &Scratch, args: &[&str], names: &str) {
     all.extend(["--stats-json", stats.to_str().unwrap()]);
     let out = hartscope(&all, dir, DEADLINE);
     let shown = format!("`hartscope {}`:\n{}", args.join(" "), out.tail());
-    assert!(out.code().is_some_and(|c| c != 0), "non-zero exit expected from {shown}");
-    assert_eq!(out.stderr.lines().count(), 1, "exactly one line on stderr from {shown}");
-    assert!(out.stderr.starts_with("hartscope: ") && out.stderr.ends_with('\n'), "{shown}");
-    assert!(out.stderr.contains(names), "the message names `{names}`: {shown}");
+    assert!(
+        out.code().is_some_and(|c| c != 0),
+        "non-zero exit expected from {shown}"
+    );
+    assert_eq!(
+        out.stderr.lines().count(),
+        1,
+        "exactly one line on stderr from {shown}"
+    );
+    assert!(
+        out.stderr.starts_with("hartscope: ") && out.stderr.ends_with('\n'),
+        "{shown}"
+    );
+    assert!(
+        out.stderr.contains(names),
+        "the message names `{names}`: {shown}"
+    );
     assert!(out.stdout.is_empty(), "no console output from {shown}");
     assert!(!stats.exists(), "no stats file after {shown}");
     let leftovers: Vec<String> = std::fs::read_dir(&dir.0)
@@ -44,7 +57,10 @@ fn refused(dir: &Scratch, args: &[&str], names: &str) {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .filter(|n| n.contains("stats"))
         .collect();
-    assert!(leftovers.is_empty(), "temporary stats files left: {leftovers:?} after {shown}");
+    assert!(
+        leftovers.is_empty(),
+        "temporary stats files left: {leftovers:?} after {shown}"
+    );
 }
 
 #[test]
@@ -54,50 +70,148 @@ fn missing_files_are_named() {
     let fw = dir.path("missing-fw_jump.bin");
     let kernel = dir.path("missing-Image");
     let initrd = dir.path("missing-initrd");
-    let (fw, kernel, initrd) = (fw.to_str().unwrap(), kernel.to_str().unwrap(), initrd.to_str().unwrap());
+    let (fw, kernel, initrd) = (
+        fw.to_str().unwrap(),
+        kernel.to_str().unwrap(),
+        initrd.to_str().unwrap(),
+    );
     let real_kernel = img.kernel.to_str().unwrap();
-    refused(&dir, &["boot", "--image", "custom", "--bios", fw], &format!("cannot read firmware file {fw}"));
-    refused(&dir, &["boot", "--image", "custom", "--kernel", kernel], &format!("cannot read kernel file {kernel}"));
-    refused(&dir, &["boot", "--image", "custom", "--initrd", initrd], &format!("cannot read initrd file {initrd}"));
+    refused(
+        &dir,
+        &["boot", "--image", "custom", "--bios", fw],
+        &format!("cannot read firmware file {fw}"),
+    );
+    refused(
+        &dir,
+        &["boot", "--image", "custom", "--kernel", kernel],
+        &format!("cannot read kernel file {kernel}"),
+    );
+    refused(
+        &dir,
+        &["boot", "--image", "custom", "--initrd", initrd],
+        &format!("cannot read initrd file {initrd}"),
+    );
     refused(&dir, &["-bios", "none", "-kernel", kernel], kernel);
     refused(&dir, &["-bios", fw, "-kernel", real_kernel], fw);
     let workload = dir.path("missing-run.sh");
-    refused(&dir, &["boot", "--image", "custom", "--workload", workload.to_str().unwrap()], workload.to_str().unwrap());
+    refused(
+        &dir,
+        &[
+            "boot",
+            "--image",
+            "custom",
+            "--workload",
+            workload.to_str().unwrap(),
+        ],
+        workload.to_str().unwrap(),
+    );
     let empty_dir = dir.path("workload-without-run.sh");
     std::fs::create_dir_all(&empty_dir).unwrap();
-    refused(&dir, &["boot", "--image", "custom", "--workload", empty_dir.to_str().unwrap()], "run.sh");
-    refused(&dir, &["boot", "--bios", "none", "--kernel", dir.0.to_str().unwrap()], dir.0.to_str().unwrap());
+    refused(
+        &dir,
+        &[
+            "boot",
+            "--image",
+            "custom",
+            "--workload",
+            empty_dir.to_str().unwrap(),
+        ],
+        "run.sh",
+    );
+    refused(
+        &dir,
+        &[
+            "boot",
+            "--bios",
+            "none",
+            "--kernel",
+            dir.0.to_str().unwrap(),
+        ],
+        dir.0.to_str().unwrap(),
+    );
     // Disks: a missing image, and one that is not whole sectors, named before the run.
     let disk = dir.path("missing-disk.img");
     let drive = format!("file={},format=raw,if=virtio", disk.display());
-    refused(&dir, &["-bios", "none", "-kernel", real_kernel, "-drive", &drive], &format!("key `file`: cannot open the disk image `{}`", disk.display()));
+    refused(
+        &dir,
+        &["-bios", "none", "-kernel", real_kernel, "-drive", &drive],
+        &format!(
+            "key `file`: cannot open the disk image `{}`",
+            disk.display()
+        ),
+    );
     let odd = dir.write("odd-disk.img", [0u8; 1000]);
     let drive = format!("file={},format=raw,if=virtio", odd.display());
-    refused(&dir, &["boot", "--image", "custom", "-drive", &drive], "is 1000 bytes, not a positive whole number of 512-byte sectors");
+    refused(
+        &dir,
+        &["boot", "--image", "custom", "-drive", &drive],
+        "is 1000 bytes, not a positive whole number of 512-byte sectors",
+    );
 }
 
 #[test]
 fn corrupt_files_are_named() {
     let img = image("custom");
     let dir = Scratch::new("bad-corrupt");
-    let fw_elf = img.firmware_elf.clone().unwrap_or_else(|| panic!("image `custom` has no fw_jump.elf"));
+    let fw_elf = img
+        .firmware_elf
+        .clone()
+        .unwrap_or_else(|| panic!("image `custom` has no fw_jump.elf"));
     let elf = std::fs::read(&fw_elf).unwrap();
     let trunc = dir.write("truncated.elf", &elf[..100]);
     let trunc = trunc.to_str().unwrap();
-    refused(&dir, &["-bios", "none", "-kernel", trunc], &format!("kernel file {trunc} is not a usable RISC-V image"));
-    refused(&dir, &["boot", "--image", "custom", "--bios", trunc], &format!("firmware file {trunc} is not a usable RISC-V image"));
+    refused(
+        &dir,
+        &["-bios", "none", "-kernel", trunc],
+        &format!("kernel file {trunc} is not a usable RISC-V image"),
+    );
+    refused(
+        &dir,
+        &["boot", "--image", "custom", "--bios", trunc],
+        &format!("firmware file {trunc} is not a usable RISC-V image"),
+    );
     let mut fake = b"\x7fELF".to_vec();
     fake.extend(noise(64 << 10));
     let fake = dir.write("noise.elf", fake);
-    refused(&dir, &["-bios", "none", "-kernel", fake.to_str().unwrap()], fake.to_str().unwrap());
+    refused(
+        &dir,
+        &["-bios", "none", "-kernel", fake.to_str().unwrap()],
+        fake.to_str().unwrap(),
+    );
     let host_elf = HARTSCOPE;
-    refused(&dir, &["-bios", "none", "-kernel", host_elf], "is not RISC-V");
+    refused(
+        &dir,
+        &["-bios", "none", "-kernel", host_elf],
+        "is not RISC-V",
+    );
     let empty = dir.write("empty-initrd", b"");
-    refused(&dir, &["boot", "--image", "custom", "--initrd", empty.to_str().unwrap()], "is empty");
+    refused(
+        &dir,
+        &[
+            "boot",
+            "--image",
+            "custom",
+            "--initrd",
+            empty.to_str().unwrap(),
+        ],
+        "is empty",
+    );
 
     // Random bytes as an initrd larger than RAM.
     let big = dir.write("noise-initrd", noise(80 * MIB));
-    refused(&dir, &["boot", "--image", "custom", "--initrd", big.to_str().unwrap(), "-m", "64M"], "-m 64M is too small");
+    refused(
+        &dir,
+        &[
+            "boot",
+            "--image",
+            "custom",
+            "--initrd",
+            big.to_str().unwrap(),
+            "-m",
+            "64M",
+        ],
+        "-m 64M is too small",
+    );
 }
 
 #[test]
@@ -121,22 +235,66 @@ fn an_overlap_more_ram_cannot_fix_is_reported_at_once() {
     ];
     let started = std::time::Instant::now();
     refused(&dir, &args, "overlap in memory");
-    assert!(started.elapsed() < Duration::from_secs(60), "took {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "took {:?}",
+        started.elapsed()
+    );
 }
 
 #[test]
 fn bad_options_are_named() {
     let _ = image("custom");
     let dir = Scratch::new("bad-options");
-    refused(&dir, &["boot", "--image", "custom", "-m", "8M"], "-m 8M is too small");
-    refused(&dir, &["boot", "--image", "custom", "-m", "4K"], "-m 4K is too small");
-    refused(&dir, &["boot", "--image", "custom", "-m", "99999G"], "-m 99999G");
-    refused(&dir, &["boot", "--image", "custom", "--smp", "0"], "--smp 0");
-    refused(&dir, &["boot", "--image", "custom", "--smp", "100000"], "--smp 100000");
+    refused(
+        &dir,
+        &["boot", "--image", "custom", "-m", "8M"],
+        "-m 8M is too small",
+    );
+    refused(
+        &dir,
+        &["boot", "--image", "custom", "-m", "4K"],
+        "-m 4K is too small",
+    );
+    refused(
+        &dir,
+        &["boot", "--image", "custom", "-m", "99999G"],
+        "-m 99999G",
+    );
+    refused(
+        &dir,
+        &["boot", "--image", "custom", "--smp", "0"],
+        "--smp 0",
+    );
+    refused(
+        &dir,
+        &["boot", "--image", "custom", "--smp", "100000"],
+        "--smp 100000",
+    );
     refused(&dir, &["boot", "--image", "no-such-image"], "no-such-image");
-    refused(&dir, &["boot", "--bios", "none", "--kernel", HARTSCOPE, "--workload", "run.sh"], "--workload");
-    refused(&dir, &["boot", "--image", "custom", "--mhz", "15"], "15000000 Hz");
-    refused(&dir, &["boot", "--image", "custom", "--quantum", "0"], "quantum");
+    refused(
+        &dir,
+        &[
+            "boot",
+            "--bios",
+            "none",
+            "--kernel",
+            HARTSCOPE,
+            "--workload",
+            "run.sh",
+        ],
+        "--workload",
+    );
+    refused(
+        &dir,
+        &["boot", "--image", "custom", "--mhz", "15"],
+        "15000000 Hz",
+    );
+    refused(
+        &dir,
+        &["boot", "--image", "custom", "--quantum", "0"],
+        "quantum",
+    );
 }
 
 #[test]
@@ -144,9 +302,15 @@ fn bench_refuses_bad_options() {
     let dir = Scratch::new("bad-bench");
     let out = hartscope(&["bench", "--repeat", "0"], &dir, DEADLINE);
     assert_eq!(out.code(), Some(1), "{}", out.tail());
-    assert_eq!(out.stderr, "hartscope: --repeat 0: give at least one repetition\n");
+    assert_eq!(
+        out.stderr,
+        "hartscope: --repeat 0: give at least one repetition\n"
+    );
     let out = hartscope(&["bench", "--smp", "65"], &dir, DEADLINE);
-    assert_eq!(out.stderr, "hartscope: --smp 65: this machine supports 1 to 64 harts\n");
+    assert_eq!(
+        out.stderr,
+        "hartscope: --smp 65: this machine supports 1 to 64 harts\n"
+    );
     let out = hartscope(&["bench", "--image", "no-such-image"], &dir, DEADLINE);
     assert_eq!(out.stderr.lines().count(), 1, "{}", out.tail());
     assert!(out.stderr.contains("no-such-image"), "{}", out.tail());

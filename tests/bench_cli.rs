@@ -23,37 +23,76 @@ fn bench_runs_hartscope_and_qemu_side_by_side() {
     let dir = Scratch::new("bench");
     let json = dir.path("bench.json");
     let out = hartscope(
-        &["bench", "--image", "custom", "--smp", "1", "--repeat", "1", "--rounds", "20", "--json", json.to_str().unwrap()],
+        &[
+            "bench",
+            "--image",
+            "custom",
+            "--smp",
+            "1",
+            "--repeat",
+            "1",
+            "--rounds",
+            "20",
+            "--json",
+            json.to_str().unwrap(),
+        ],
         &dir,
         DEADLINE,
     );
     assert_eq!(out.code(), Some(0), "{}", out.tail());
     let text = out.stdout_text();
     assert!(text.contains("QEMU: QEMU emulator version"), "{text}");
-    assert_eq!(text.matches("hartscope/QEMU wall time, median of the paired runs: ").count(), 2, "{text}");
-    assert!(text.contains("bare metal rather than inside Linux"), "the choice is explained:\n{text}");
+    assert_eq!(
+        text.matches("hartscope/QEMU wall time, median of the paired runs: ")
+            .count(),
+        2,
+        "{text}"
+    );
+    assert!(
+        text.contains("bare metal rather than inside Linux"),
+        "the choice is explained:\n{text}"
+    );
 
     let v = read_json(&json);
     assert_eq!(v["image"], "custom");
     assert_eq!(v["smp"], 1);
     for section in ["linux_boot", "cpubound"] {
         let s = &v[section];
-        let runs = s["runs"].as_array().unwrap_or_else(|| panic!("{section}: no runs in {v}"));
+        let runs = s["runs"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{section}: no runs in {v}"));
         assert_eq!(runs.len(), 1);
         let r = &runs[0];
         assert!(r["hartscope"]["wall_s"].as_f64().unwrap() > 0.0, "{r}");
         assert!(r["hartscope"]["mips"].as_f64().unwrap() > 0.0, "{r}");
         assert!(r["qemu"]["wall_s"].as_f64().unwrap() > 0.0, "{r}");
         let ratio = r["ratio"].as_f64().unwrap();
-        let expected = r["hartscope"]["wall_s"].as_f64().unwrap() / r["qemu"]["wall_s"].as_f64().unwrap();
-        assert!((ratio - expected).abs() < 1e-9, "ratio is hartscope wall / QEMU wall: {r}");
+        let expected =
+            r["hartscope"]["wall_s"].as_f64().unwrap() / r["qemu"]["wall_s"].as_f64().unwrap();
+        assert!(
+            (ratio - expected).abs() < 1e-9,
+            "ratio is hartscope wall / QEMU wall: {r}"
+        );
         assert!(r["cpu_ratio"].as_f64().unwrap() > 0.0, "{r}");
-        assert_eq!(s["median"]["ratio"], r["ratio"], "one run: the median is that run");
+        assert_eq!(
+            s["median"]["ratio"], r["ratio"],
+            "one run: the median is that run"
+        );
     }
     // 20 rounds of ~5.6 million instructions each.
-    let instret = v["cpubound"]["runs"][0]["hartscope"]["instret"].as_u64().unwrap();
-    assert!((100_000_000..130_000_000).contains(&instret), "cpubound instructions: {instret}");
-    assert!(v["cpubound"]["median"]["qemu_mips_estimate"].as_f64().unwrap() > 0.0);
+    let instret = v["cpubound"]["runs"][0]["hartscope"]["instret"]
+        .as_u64()
+        .unwrap();
+    assert!(
+        (100_000_000..130_000_000).contains(&instret),
+        "cpubound instructions: {instret}"
+    );
+    assert!(
+        v["cpubound"]["median"]["qemu_mips_estimate"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
 }
 
 #[test]
@@ -63,29 +102,57 @@ fn bench_without_qemu_reports_hartscope_alone() {
     // A PATH holding only the bare-metal compiler: no QEMU to be found.
     let bin = dir.path("bin");
     std::fs::create_dir_all(&bin).unwrap();
-    let gcc = Command::new("sh").args(["-c", "command -v riscv64-unknown-elf-gcc"]).output().unwrap();
+    let gcc = Command::new("sh")
+        .args(["-c", "command -v riscv64-unknown-elf-gcc"])
+        .output()
+        .unwrap();
     let gcc = String::from_utf8(gcc.stdout).unwrap();
-    assert!(!gcc.trim().is_empty(), "riscv64-unknown-elf-gcc is not installed (Debian package gcc-riscv64-unknown-elf)");
+    assert!(
+        !gcc.trim().is_empty(),
+        "riscv64-unknown-elf-gcc is not installed (Debian package gcc-riscv64-unknown-elf)"
+    );
     std::os::unix::fs::symlink(gcc.trim(), bin.join("riscv64-unknown-elf-gcc")).unwrap();
     let json = dir.path("bench.json");
     let started = std::time::Instant::now();
     let out = Command::new(HARTSCOPE)
-        .args(["bench", "--image", "custom", "--smp", "1", "--repeat", "1", "--rounds", "5", "--json"])
+        .args([
+            "bench", "--image", "custom", "--smp", "1", "--repeat", "1", "--rounds", "5", "--json",
+        ])
         .arg(&json)
         .env("PATH", &bin)
         .output()
         .unwrap();
-    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert_eq!(out.status.code(), Some(0), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
     assert!(started.elapsed() < DEADLINE);
     assert!(!stderr.contains("panicked"), "{stderr}");
-    assert!(stdout.contains("qemu-system-riscv64 is not installed"), "{stdout}");
-    assert_eq!(stdout.matches("QEMU not run: no ratio").count(), 2, "{stdout}");
+    assert!(
+        stdout.contains("qemu-system-riscv64 is not installed"),
+        "{stdout}"
+    );
+    assert_eq!(
+        stdout.matches("QEMU not run: no ratio").count(),
+        2,
+        "{stdout}"
+    );
     let v = read_json(&json);
-    assert!(v["qemu_version"].is_null() && v["qemu_not_run"].is_string(), "{v}");
+    assert!(
+        v["qemu_version"].is_null() && v["qemu_not_run"].is_string(),
+        "{v}"
+    );
     for section in ["linux_boot", "cpubound"] {
         let r = &v[section]["runs"][0];
         assert!(r["hartscope"]["mips"].as_f64().unwrap() > 0.0, "{r}");
-        assert!(r["qemu"].is_null() && r["ratio"].is_null() && r["cpu_ratio"].is_null(), "{r}");
+        assert!(
+            r["qemu"].is_null() && r["ratio"].is_null() && r["cpu_ratio"].is_null(),
+            "{r}"
+        );
     }
 }

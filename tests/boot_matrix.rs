@@ -34,13 +34,21 @@ fn boot(image_name: &str, smp: usize, status: i32) {
     assert_workload_finished(&out, status);
     let console = out.stdout_text();
     let expected = format!("matrix: processors={smp}");
-    assert!(console.lines().any(|l| l.trim_end() == expected), "`{expected}` missing:\n{}", out.tail());
+    assert!(
+        console.lines().any(|l| l.trim_end() == expected),
+        "`{expected}` missing:\n{}",
+        out.tail()
+    );
 
-    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
     let harts = json["harts"].as_array().expect("harts in stats");
     assert_eq!(harts.len(), smp, "one stats entry per hart");
     for h in harts {
-        assert!(h["instret"].as_u64().unwrap() > 100_000, "every hart ran Linux: {h}");
+        assert!(
+            h["instret"].as_u64().unwrap() > 100_000,
+            "every hart ran Linux: {h}"
+        );
     }
     assert_eq!(json["exit_status"].as_i64(), Some(status as i64));
 }

@@ -32,7 +32,10 @@ fn run_p87(image_name: &str, smp: usize, dir: &Scratch, n: usize) -> Run {
         BOOT_DEADLINE,
     );
     assert_workload_finished(&out, 0);
-    Run { console: out.stdout, stats: guest_stats(&std::fs::read_to_string(&stats).unwrap()) }
+    Run {
+        console: out.stdout,
+        stats: guest_stats(&std::fs::read_to_string(&stats).unwrap()),
+    }
 }
 
 fn twice_identical(image_name: &str, smp: usize) {
@@ -45,8 +48,15 @@ fn twice_identical(image_name: &str, smp: usize) {
     });
 
     if a.console != b.console {
-        let (x, y) = (String::from_utf8_lossy(&a.console), String::from_utf8_lossy(&b.console));
-        let line = x.lines().zip(y.lines()).position(|(p, q)| p != q).unwrap_or(x.lines().count().min(y.lines().count()));
+        let (x, y) = (
+            String::from_utf8_lossy(&a.console),
+            String::from_utf8_lossy(&b.console),
+        );
+        let line = x
+            .lines()
+            .zip(y.lines())
+            .position(|(p, q)| p != q)
+            .unwrap_or(x.lines().count().min(y.lines().count()));
         panic!(
             "console output differs first at line {} ({} vs {} bytes):\n  run 1: {:?}\n  run 2: {:?}",
             line + 1,
@@ -57,17 +67,31 @@ fn twice_identical(image_name: &str, smp: usize) {
         );
     }
     let diffs = json_differences(&a.stats, &b.stats, 10);
-    assert!(diffs.is_empty(), "guest counts differ between two runs:\n{}", diffs.join("\n"));
+    assert!(
+        diffs.is_empty(),
+        "guest counts differ between two runs:\n{}",
+        diffs.join("\n")
+    );
 
     // The comparison covered real work, not two empty records.
     let s = &a.stats;
     assert!(s["cycles"].as_u64().unwrap() > 10_000_000, "{s}");
     let harts = s["harts"].as_array().unwrap();
     assert_eq!(harts.len(), smp);
-    assert!(harts.iter().all(|h| h["instret"].as_u64().unwrap() > 0 && h["cycles"].as_u64().unwrap() > 0));
-    let phases: Vec<&str> = s["phases"].as_array().unwrap().iter().map(|p| p["label"].as_str().unwrap()).collect();
+    assert!(harts
+        .iter()
+        .all(|h| h["instret"].as_u64().unwrap() > 0 && h["cycles"].as_u64().unwrap() > 0));
+    let phases: Vec<&str> = s["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["label"].as_str().unwrap())
+        .collect();
     for label in ["init", "shell banner", "ash loop", "final marker"] {
-        assert!(phases.contains(&label), "phase `{label}` missing from {phases:?}");
+        assert!(
+            phases.contains(&label),
+            "phase `{label}` missing from {phases:?}"
+        );
     }
     assert!(String::from_utf8_lossy(&a.console).contains("p87 workload done"));
 }
@@ -84,7 +108,14 @@ fn custom_p87_on_4_harts_twice_identical() {
 
 #[test]
 fn host_time_fields_are_the_only_ones_ignored() {
-    let a = guest_stats(r#"{"cycles":5,"host_seconds":1.0,"mips":3.0,"harts":[{"instret":2,"host_seconds":0.5,"mips":4.0}]}"#);
-    let b = guest_stats(r#"{"cycles":5,"host_seconds":9.0,"mips":1.0,"harts":[{"instret":3,"host_seconds":0.1,"mips":2.0}]}"#);
-    assert_eq!(json_differences(&a, &b, 10), vec![".harts[0].instret: 2 vs 3".to_string()]);
+    let a = guest_stats(
+        r#"{"cycles":5,"host_seconds":1.0,"mips":3.0,"harts":[{"instret":2,"host_seconds":0.5,"mips":4.0}]}"#,
+    );
+    let b = guest_stats(
+        r#"{"cycles":5,"host_seconds":9.0,"mips":1.0,"harts":[{"instret":3,"host_seconds":0.1,"mips":2.0}]}"#,
+    );
+    assert_eq!(
+        json_differences(&a, &b, 10),
+        vec![".harts[0].instret: 2 vs 3".to_string()]
+    );
 }

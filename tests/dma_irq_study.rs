@@ -38,7 +38,15 @@ fn dma_irq_study_reproduces_the_routing_effect_and_keeps_ipis_causal() {
     let out = Command::new(env!("CARGO_BIN_EXE_hartscope"))
         .arg("study")
         .arg(root().join("studies/dma-irq.toml"))
-        .args(["--env", "ITERATIONS=10", "--jobs", "2", "--repeat", "2", "--db"])
+        .args([
+            "--env",
+            "ITERATIONS=10",
+            "--jobs",
+            "2",
+            "--repeat",
+            "2",
+            "--db",
+        ])
         .arg(&db)
         .arg("--out")
         .arg(&out_dir)
@@ -49,20 +57,46 @@ fn dma_irq_study_reproduces_the_routing_effect_and_keeps_ipis_causal() {
     assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
 
     // The study's checks: all PASS but the seed's magnitude without load.
-    let verdicts: Vec<&str> = stdout.lines().filter(|l| l.starts_with("PASS") || l.starts_with("FAIL") || l.starts_with("NOT RUN")).collect();
-    assert_eq!(verdicts.len(), 19, "7 workload checks and 12 of the study's:\n{stdout}");
+    let verdicts: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("PASS") || l.starts_with("FAIL") || l.starts_with("NOT RUN"))
+        .collect();
+    assert_eq!(
+        verdicts.len(),
+        19,
+        "7 workload checks and 12 of the study's:\n{stdout}"
+    );
     for v in &verdicts {
         let expected_fail = v.contains("by more than half, as the seed's +133%");
-        assert_eq!(v.starts_with("FAIL"), expected_fail, "unexpected verdict: {v}\n{stdout}");
+        assert_eq!(
+            v.starts_with("FAIL"),
+            expected_fail,
+            "unexpected verdict: {v}\n{stdout}"
+        );
         assert!(!v.starts_with("NOT RUN"), "{v}");
     }
 
     let md = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
-    for section in ["## Loop runtime per hart (the seed's Table 2)", "## Interrupt to wake-up paths", "One remote `write` on the timeline (dma-rt0"] {
+    for section in [
+        "## Loop runtime per hart (the seed's Table 2)",
+        "## Interrupt to wake-up paths",
+        "One remote `write` on the timeline (dma-rt0",
+    ] {
         assert!(md.contains(section), "report.md has {section:?}:\n{md}");
     }
-    for v in ["dma", "dma-local", "pio-poll", "pio-poll-rt0", "gpio", "dma-rt0", "dma-rt0-local"] {
-        assert!(md.contains(&format!("| {v} | 2 | identical in every run |")), "{v} repeats identically:\n{md}");
+    for v in [
+        "dma",
+        "dma-local",
+        "pio-poll",
+        "pio-poll-rt0",
+        "gpio",
+        "dma-rt0",
+        "dma-rt0-local",
+    ] {
+        assert!(
+            md.contains(&format!("| {v} | 2 | identical in every run |")),
+            "{v} repeats identically:\n{md}"
+        );
     }
 
     // From the stored records: routing, and IPIs never taken before sent.
@@ -87,7 +121,12 @@ fn dma_irq_study_reproduces_the_routing_effect_and_keeps_ipis_causal() {
                 EventKind::IpiReceived { .. } => {
                     received += 1;
                     let sent = last_sent.get(&e.hart).copied();
-                    assert!(sent.is_some_and(|s| s <= e.cycle), "{variant}: hart {} took an IPI at cycle {} before any was sent to it", e.hart, e.cycle);
+                    assert!(
+                        sent.is_some_and(|s| s <= e.cycle),
+                        "{variant}: hart {} took an IPI at cycle {} before any was sent to it",
+                        e.hart,
+                        e.cycle
+                    );
                 }
                 _ => {}
             }
@@ -96,17 +135,33 @@ fn dma_irq_study_reproduces_the_routing_effect_and_keeps_ipis_causal() {
         let paths = |phase: &str| hs_lab::paths::wake_paths(rec, "dma0", "write", Some(phase));
         if variant.starts_with("dma") {
             let on3 = paths("rtloop cpu3").unwrap();
-            assert_eq!(on3.len(), 10, "{variant}: every write on hart 3 waited for the DMA interrupt");
+            assert_eq!(
+                on3.len(),
+                10,
+                "{variant}: every write on hart 3 waited for the DMA interrupt"
+            );
             let remote = on3.iter().filter(|p| p.remote()).count();
             let expect = if variant.ends_with("local") { 0 } else { 10 };
-            assert_eq!(remote, expect, "{variant}: interrupts on another hart than the loop's");
+            assert_eq!(
+                remote, expect,
+                "{variant}: interrupts on another hart than the loop's"
+            );
             for p in on3.iter().filter(|p| p.remote()) {
                 let (sent, taken) = (p.ipi_sent.unwrap(), p.ipi_received.unwrap());
-                assert!(p.irq <= sent && sent <= taken && taken <= p.span.exit, "{variant}: path out of order: {p:?}");
+                assert!(
+                    p.irq <= sent && sent <= taken && taken <= p.span.exit,
+                    "{variant}: path out of order: {p:?}"
+                );
             }
-            assert!(paths("rtloop cpu0").unwrap().iter().all(|p| !p.remote()), "{variant}: on hart 0 the interrupt is local");
+            assert!(
+                paths("rtloop cpu0").unwrap().iter().all(|p| !p.remote()),
+                "{variant}: on hart 0 the interrupt is local"
+            );
         } else {
-            assert!(paths("rtloop cpu3").unwrap().is_empty(), "{variant}: no DMA interrupt");
+            assert!(
+                paths("rtloop cpu3").unwrap().is_empty(),
+                "{variant}: no DMA interrupt"
+            );
         }
     }
     let _ = std::fs::remove_dir_all(&dir);

@@ -35,14 +35,22 @@ fn run(dir: &Scratch, tag: &str) -> (String, serde_json::Value) {
     let stats = dir.path(&format!("{tag}.json"));
     let out = hartscope(
         &[
-            "boot", "--image", "debian", "--machine", desc.to_str().unwrap(), "--workload", script.to_str().unwrap(),
-            "--stats-json", stats.to_str().unwrap(),
+            "boot",
+            "--image",
+            "debian",
+            "--machine",
+            desc.to_str().unwrap(),
+            "--workload",
+            script.to_str().unwrap(),
+            "--stats-json",
+            stats.to_str().unwrap(),
         ],
         dir,
         BOOT_DEADLINE,
     );
     assert_workload_finished(&out, 0);
-    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
     let gpio: serde_json::Map<String, serde_json::Value> = json["devices"]
         .as_object()
         .expect("devices in the stats")
@@ -58,16 +66,36 @@ fn debian_binds_gpio_dwapb_and_the_line_toggles() {
     let _ = image("debian");
     let dir = Scratch::new("gpio-dwapb");
     let (console, gpio) = run(&dir, "a");
-    assert!(console.lines().any(|l| l.trim_end() == "module:gpio_dwapb"), "gpio_dwapb not loaded:\n{console}");
     assert!(
-        console.lines().any(|l| l.starts_with("gpiochip:4000000.gpio") && l.trim_end().ends_with("ngpio=32")),
+        console.lines().any(|l| l.trim_end() == "module:gpio_dwapb"),
+        "gpio_dwapb not loaded:\n{console}"
+    );
+    assert!(
+        console
+            .lines()
+            .any(|l| l.starts_with("gpiochip:4000000.gpio") && l.trim_end().ends_with("ngpio=32")),
         "no gpiochip of the DesignWare GPIO in /sys/class/gpio:\n{console}"
     );
-    assert!(console.lines().any(|l| l.trim_end() == "gpio-value:1"), "{console}");
+    assert!(
+        console.lines().any(|l| l.trim_end() == "gpio-value:1"),
+        "{console}"
+    );
     // An edge interrupt on line 5 goes through the driver's irqchip (type, enable, unmask).
-    let irq = console.lines().find(|l| l.starts_with("irq:")).unwrap_or_else(|| panic!("no gpio-dwapb interrupt:\n{console}"));
-    assert!(irq.split_whitespace().collect::<Vec<_>>().windows(3).any(|w| w == ["gpio-dwapb", "5", "Edge"]), "{irq}");
-    assert_eq!(gpio["gpio0.output_changes"], 3, "the host saw 0→1, 1→0, 0→1 on the line: {gpio}");
+    let irq = console
+        .lines()
+        .find(|l| l.starts_with("irq:"))
+        .unwrap_or_else(|| panic!("no gpio-dwapb interrupt:\n{console}"));
+    assert!(
+        irq.split_whitespace()
+            .collect::<Vec<_>>()
+            .windows(3)
+            .any(|w| w == ["gpio-dwapb", "5", "Edge"]),
+        "{irq}"
+    );
+    assert_eq!(
+        gpio["gpio0.output_changes"], 3,
+        "the host saw 0→1, 1→0, 0→1 on the line: {gpio}"
+    );
     let (_, again) = run(&dir, "b");
     assert_eq!(gpio, again, "the same run gives the same GPIO record");
 }

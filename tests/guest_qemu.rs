@@ -17,7 +17,10 @@ exit 3
 ";
 
 fn scratch_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("hartscope-guest-qemu-{name}-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!(
+        "hartscope-guest-qemu-{name}-{}",
+        std::process::id()
+    ));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
@@ -48,10 +51,16 @@ fn boot_with_workload(name: &str) {
         let lines: Vec<&str> = result.console.lines().collect();
         lines[lines.len().saturating_sub(40)..].join("\n")
     };
-    assert!(result.exited, "image `{name}`: QEMU did not power off within 300 s; console ends:\n{tail}");
+    assert!(
+        result.exited,
+        "image `{name}`: QEMU did not power off within 300 s; console ends:\n{tail}"
+    );
     let lines: Vec<&str> = result.console.lines().map(str::trim_end).collect();
     // The token is computed by the guest shell, so an echo of the script cannot match.
-    assert!(lines.contains(&"guest-qemu-token-42"), "image `{name}`: workload output missing; console ends:\n{tail}");
+    assert!(
+        lines.contains(&"guest-qemu-token-42"),
+        "image `{name}`: workload output missing; console ends:\n{tail}"
+    );
     assert!(
         lines.contains(&manifest.kernel_release.as_str()),
         "image `{name}`: `uname -r` did not print {}; console ends:\n{tail}",

@@ -28,9 +28,18 @@ exit 0
 
 /// The per-CPU counts of a `/proc/interrupts` line (` 12:   3   1  SiFive PLIC  10 Edge  ttyS0`).
 fn per_cpu(line: &str, cpus: usize) -> Vec<u64> {
-    let (_, rest) = line.split_once(':').unwrap_or_else(|| panic!("not an interrupts line: {line:?}"));
-    let counts: Vec<u64> = rest.split_whitespace().take(cpus).map(|w| w.parse().unwrap_or(u64::MAX)).collect();
-    assert!(counts.len() == cpus && !counts.contains(&u64::MAX), "no {cpus} counts in {line:?}");
+    let (_, rest) = line
+        .split_once(':')
+        .unwrap_or_else(|| panic!("not an interrupts line: {line:?}"));
+    let counts: Vec<u64> = rest
+        .split_whitespace()
+        .take(cpus)
+        .map(|w| w.parse().unwrap_or(u64::MAX))
+        .collect();
+    assert!(
+        counts.len() == cpus && !counts.contains(&u64::MAX),
+        "no {cpus} counts in {line:?}"
+    );
     counts
 }
 
@@ -39,7 +48,15 @@ fn uart_interrupts_follow_affinity(image_name: &str) {
     let dir = Scratch::new(&format!("irq-{image_name}"));
     let script = dir.write("run.sh", WORKLOAD);
     let out = hartscope(
-        &["boot", "--image", image_name, "--smp", "2", "--workload", script.to_str().unwrap()],
+        &[
+            "boot",
+            "--image",
+            image_name,
+            "--smp",
+            "2",
+            "--workload",
+            script.to_str().unwrap(),
+        ],
         &dir,
         BOOT_DEADLINE,
     );
@@ -53,11 +70,21 @@ fn uart_interrupts_follow_affinity(image_name: &str) {
             .trim()
             .to_string()
     };
-    assert_eq!(field("irq-affinity:"), "2", "the kernel accepted CPU1 as the UART's only target");
+    assert_eq!(
+        field("irq-affinity:"),
+        "2",
+        "the kernel accepted CPU1 as the UART's only target"
+    );
     let before = per_cpu(&field("irq-before:"), 2);
     let after = per_cpu(&field("irq-after:"), 2);
-    assert!(after[1] > before[1], "CPU1 took the console's interrupts: before {before:?}, after {after:?}");
-    assert_eq!(after[0], before[0], "CPU0 took none after the move: before {before:?}, after {after:?}");
+    assert!(
+        after[1] > before[1],
+        "CPU1 took the console's interrupts: before {before:?}, after {after:?}"
+    );
+    assert_eq!(
+        after[0], before[0],
+        "CPU0 took none after the move: before {before:?}, after {after:?}"
+    );
 }
 
 #[test]
@@ -72,5 +99,11 @@ fn debian_uart_interrupt_moves_to_cpu1() {
 
 #[test]
 fn interrupt_lines_parse() {
-    assert_eq!(per_cpu(" 12:          3         12  SiFive PLIC  10 Edge      ttyS0", 2), vec![3, 12]);
+    assert_eq!(
+        per_cpu(
+            " 12:          3         12  SiFive PLIC  10 Edge      ttyS0",
+            2
+        ),
+        vec![3, 12]
+    );
 }

@@ -39,8 +39,15 @@ exit 7
 "#;
 
 /// Console lines that mean a hart stopped making progress.
-const NO_PROGRESS: &[&str] =
-    &["watchdog:", "hard LOCKUP", "soft lockup", "self-detected stall", "detected stalls", "RCU stall", "rcu_sched kthread starved"];
+const NO_PROGRESS: &[&str] = &[
+    "watchdog:",
+    "hard LOCKUP",
+    "soft lockup",
+    "self-detected stall",
+    "detected stalls",
+    "RCU stall",
+    "rcu_sched kthread starved",
+];
 
 /// A good run takes about 1.3 s of guest time; a stuck one stops here.
 const MAX_CYCLES: &str = "4000000000";
@@ -53,20 +60,42 @@ fn irq_total(console: &str, prefix: &str, name: &str, cpus: usize) -> u64 {
         .find(|l| l.contains(name))
         .unwrap_or_else(|| panic!("no `{prefix}` line for {name}"));
     let (_, rest) = line.split_once(':').unwrap();
-    let counts: Vec<u64> = rest.split_whitespace().take(cpus).map(|w| w.parse().unwrap()).collect();
+    let counts: Vec<u64> = rest
+        .split_whitespace()
+        .take(cpus)
+        .map(|w| w.parse().unwrap())
+        .collect();
     assert_eq!(counts.len(), cpus, "{line:?}");
     counts.iter().sum()
 }
 
 fn stress(smp: usize, quantum: u64, profile: bool) {
     let _ = image("debian");
-    let name = format!("stress-{smp}-{quantum}-{}", if profile { "prof" } else { "plain" });
+    let name = format!(
+        "stress-{smp}-{quantum}-{}",
+        if profile { "prof" } else { "plain" }
+    );
     let dir = Scratch::new(&name);
     let script = dir.write("run.sh", WORKLOAD.replace("ROUNDS", &ROUNDS.to_string()));
     let (stats, prof) = (dir.path("stats.json"), dir.path("profile"));
     let (smp_s, q_s) = (smp.to_string(), quantum.to_string());
-    let mut args = vec!["boot", "--image", "debian", "--smp", &smp_s, "--quantum", &q_s, "--max-cycles", MAX_CYCLES];
-    args.extend(["--workload", script.to_str().unwrap(), "--stats-json", stats.to_str().unwrap()]);
+    let mut args = vec![
+        "boot",
+        "--image",
+        "debian",
+        "--smp",
+        &smp_s,
+        "--quantum",
+        &q_s,
+        "--max-cycles",
+        MAX_CYCLES,
+    ];
+    args.extend([
+        "--workload",
+        script.to_str().unwrap(),
+        "--stats-json",
+        stats.to_str().unwrap(),
+    ]);
     if profile {
         args.extend(["--profile", prof.to_str().unwrap()]);
     }
@@ -74,27 +103,60 @@ fn stress(smp: usize, quantum: u64, profile: bool) {
     eprintln!("{name}: {:.1} s", out.elapsed.as_secs_f64());
     let console = out.stdout_text();
     for bad in NO_PROGRESS {
-        assert!(!console.contains(bad), "{name}: `{bad}` on the console:\n{}", out.tail());
+        assert!(
+            !console.contains(bad),
+            "{name}: `{bad}` on the console:\n{}",
+            out.tail()
+        );
     }
     // Linux claims until the PLIC says none, so one empty claim per
     // interrupt is normal; a SEIP stuck high makes millions
-    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
-    let counter = |k: &str| json["devices"][k].as_u64().unwrap_or_else(|| panic!("{name}: no `{k}` in the device stats"));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    let counter = |k: &str| {
+        json["devices"][k]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{name}: no `{k}` in the device stats"))
+    };
     for h in 0..smp {
-        let (claims, empty) = (counter(&format!("plic.hart{h}.s.claims")), counter(&format!("plic.hart{h}.s.empty_claims")));
-        assert!(empty <= claims + 100, "{name}: hart {h} made {empty} empty claims for {claims} claims");
+        let (claims, empty) = (
+            counter(&format!("plic.hart{h}.s.claims")),
+            counter(&format!("plic.hart{h}.s.empty_claims")),
+        );
+        assert!(
+            empty <= claims + 100,
+            "{name}: hart {h} made {empty} empty claims for {claims} claims"
+        );
     }
     assert_workload_finished(&out, STATUS);
-    let last = format!("round {} job {}: 16384 bytes through a pipe", ROUNDS - 1, smp - 1);
-    assert!(console.lines().any(|l| l.trim_end() == last), "{name}: `{last}` missing:\n{}", out.tail());
+    let last = format!(
+        "round {} job {}: 16384 bytes through a pipe",
+        ROUNDS - 1,
+        smp - 1
+    );
+    assert!(
+        console.lines().any(|l| l.trim_end() == last),
+        "{name}: `{last}` missing:\n{}",
+        out.tail()
+    );
 
     // the interrupts this test is about were taken during the workload
     for irq in ["ttyS0", "IPI0:", "IPI1:", "riscv-timer"] {
-        let (b, a) = (irq_total(&console, "irq-before:", irq, smp), irq_total(&console, "irq-after:", irq, smp));
-        assert!(a > b, "{name}: no {irq} interrupts during the workload ({b} before, {a} after)");
+        let (b, a) = (
+            irq_total(&console, "irq-before:", irq, smp),
+            irq_total(&console, "irq-after:", irq, smp),
+        );
+        assert!(
+            a > b,
+            "{name}: no {irq} interrupts during the workload ({b} before, {a} after)"
+        );
     }
     if profile {
-        assert!(prof.join("hot.md").exists(), "{name}: --profile wrote no hot.md:\n{}", out.tail());
+        assert!(
+            prof.join("hot.md").exists(),
+            "{name}: --profile wrote no hot.md:\n{}",
+            out.tail()
+        );
     }
 }
 

@@ -19,7 +19,10 @@ use support::*;
 const GCC: &str = "riscv64-unknown-elf-gcc";
 
 fn programs(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     entries.sort();
     for p in entries {
         if p.is_dir() {
@@ -32,10 +35,20 @@ fn programs(dir: &Path, out: &mut Vec<PathBuf>) {
 
 /// Builds `src` with `link.ld` and `hs_test.h` from `dir`.
 fn build(src: &Path, rel: &Path, dir: &Path) -> Result<PathBuf, String> {
-    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("isa-machine").join(rel).with_extension("elf");
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("isa-machine")
+        .join(rel)
+        .with_extension("elf");
     std::fs::create_dir_all(out.parent().unwrap()).unwrap();
     let res = Command::new(GCC)
-        .args(["-nostdlib", "-nostartfiles", "-static", "-march=rv64gc", "-mabi=lp64d", "-mcmodel=medany"])
+        .args([
+            "-nostdlib",
+            "-nostartfiles",
+            "-static",
+            "-march=rv64gc",
+            "-mabi=lp64d",
+            "-mcmodel=medany",
+        ])
         .arg("-T")
         .arg(dir.join("link.ld"))
         .arg("-I")
@@ -44,9 +57,15 @@ fn build(src: &Path, rel: &Path, dir: &Path) -> Result<PathBuf, String> {
         .arg("-o")
         .arg(&out)
         .output()
-        .map_err(|e| format!("cannot run {GCC} (install Debian package gcc-riscv64-unknown-elf): {e}"))?;
+        .map_err(|e| {
+            format!("cannot run {GCC} (install Debian package gcc-riscv64-unknown-elf): {e}")
+        })?;
     if !res.status.success() {
-        return Err(format!("{} does not build:\n{}", src.display(), String::from_utf8_lossy(&res.stderr)));
+        return Err(format!(
+            "{} does not build:\n{}",
+            src.display(),
+            String::from_utf8_lossy(&res.stderr)
+        ));
     }
     Ok(out)
 }
@@ -56,7 +75,12 @@ fn isa_programs_pass_on_the_whole_machine() {
     let isa = root().join("tests/isa");
     let mut srcs = Vec::new();
     programs(&isa, &mut srcs);
-    assert!(srcs.len() >= 20, "expected the ISA programs under {}, found {}", isa.display(), srcs.len());
+    assert!(
+        srcs.len() >= 20,
+        "expected the ISA programs under {}, found {}",
+        isa.display(),
+        srcs.len()
+    );
     let dir = Scratch::new("isa-machine");
     let mut failures = Vec::new();
     for src in &srcs {
@@ -68,15 +92,42 @@ fn isa_programs_pass_on_the_whole_machine() {
                 continue;
             }
         };
-        let out = hartscope(&["-bios", "none", "-kernel", elf.to_str().unwrap(), "-m", "64M"], &dir, Duration::from_secs(120));
-        let summary = out.stderr.lines().find(|l| l.starts_with("hartscope: ")).unwrap_or("").to_string();
+        let out = hartscope(
+            &[
+                "-bios",
+                "none",
+                "-kernel",
+                elf.to_str().unwrap(),
+                "-m",
+                "64M",
+            ],
+            &dir,
+            Duration::from_secs(120),
+        );
+        let summary = out
+            .stderr
+            .lines()
+            .find(|l| l.starts_with("hartscope: "))
+            .unwrap_or("")
+            .to_string();
         if out.code() == Some(0) {
             eprintln!("ok   {} ({summary})", rel.display());
         } else {
-            failures.push(format!("{}: exit {:?}: {}", rel.display(), out.code(), out.stderr.trim()));
+            failures.push(format!(
+                "{}: exit {:?}: {}",
+                rel.display(),
+                out.code(),
+                out.stderr.trim()
+            ));
         }
     }
-    assert!(failures.is_empty(), "{} of {} programs failed:\n{}", failures.len(), srcs.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} programs failed:\n{}",
+        failures.len(),
+        srcs.len(),
+        failures.join("\n")
+    );
 }
 
 const QEMU: &str = "qemu-system-riscv64";
@@ -87,7 +138,14 @@ fn run_qemu_virt(elf: &Path) -> Result<i32, String> {
     let out = Command::new("timeout")
         .arg("60")
         .arg(QEMU)
-        .args(["-M", "virt", "-cpu", "rv64,h=false,sstc=true,marchid=0,mimpid=0", "-icount", "shift=0"])
+        .args([
+            "-M",
+            "virt",
+            "-cpu",
+            "rv64,h=false,sstc=true,marchid=0,mimpid=0",
+            "-icount",
+            "shift=0",
+        ])
         .args(["-bios", "none", "-nographic", "-monitor", "none", "-kernel"])
         .arg(elf)
         .output()
@@ -104,7 +162,11 @@ fn platform_programs_pass_on_the_whole_machine_and_qemu_virt() {
     let (isa, platform) = (root().join("tests/isa"), root().join("tests/platform"));
     let mut srcs = Vec::new();
     programs(&platform, &mut srcs);
-    assert!(!srcs.is_empty(), "expected programs under {}", platform.display());
+    assert!(
+        !srcs.is_empty(),
+        "expected programs under {}",
+        platform.display()
+    );
     let dir = Scratch::new("platform-machine");
     let mut failures = Vec::new();
     for src in &srcs {
@@ -116,13 +178,35 @@ fn platform_programs_pass_on_the_whole_machine_and_qemu_virt() {
                 continue;
             }
         };
-        let out = hartscope(&["-bios", "none", "-kernel", elf.to_str().unwrap(), "-m", "64M"], &dir, Duration::from_secs(120));
+        let out = hartscope(
+            &[
+                "-bios",
+                "none",
+                "-kernel",
+                elf.to_str().unwrap(),
+                "-m",
+                "64M",
+            ],
+            &dir,
+            Duration::from_secs(120),
+        );
         let qemu = run_qemu_virt(&elf);
         if out.code() == Some(0) && qemu == Ok(0) {
             eprintln!("ok   {}", rel.display());
         } else {
-            failures.push(format!("{}: hartscope exit {:?}: {}; qemu: {qemu:?}", rel.display(), out.code(), out.stderr.trim()));
+            failures.push(format!(
+                "{}: hartscope exit {:?}: {}; qemu: {qemu:?}",
+                rel.display(),
+                out.code(),
+                out.stderr.trim()
+            ));
         }
     }
-    assert!(failures.is_empty(), "{} of {} programs failed:\n{}", failures.len(), srcs.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} programs failed:\n{}",
+        failures.len(),
+        srcs.len(),
+        failures.join("\n")
+    );
 }

@@ -12,7 +12,11 @@ use hs_machine::{ItraceSpec, ObserveOptions, SamplerConfig};
 use observe_support::*;
 
 fn options() -> ObserveOptions {
-    ObserveOptions { events: true, max_events: 0, itrace: Some(ItraceSpec::parse("syscall=write,count=3").unwrap()) }
+    ObserveOptions {
+        events: true,
+        max_events: 0,
+        itrace: Some(ItraceSpec::parse("syscall=write,count=3").unwrap()),
+    }
 }
 
 /// The record as JSON (NaN ratios compare equal there).
@@ -25,7 +29,10 @@ fn assert_same(a: &Run, b: &Run) {
     let (x, y) = (&a.record, &b.record);
     assert_eq!(x.samples.len(), y.samples.len(), "sample counts differ");
     if let Some(i) = (0..x.samples.len()).find(|&i| x.samples[i] != y.samples[i]) {
-        panic!("sample {i} differs:\n{:?}\n{:?}", x.samples[i], y.samples[i]);
+        panic!(
+            "sample {i} differs:\n{:?}\n{:?}",
+            x.samples[i], y.samples[i]
+        );
     }
     if let Some(i) = (0..x.events.len().min(y.events.len())).find(|&i| x.events[i] != y.events[i]) {
         panic!("event {i} differs:\n{:?}\n{:?}", x.events[i], y.events[i]);
@@ -35,15 +42,30 @@ fn assert_same(a: &Run, b: &Run) {
     assert_eq!(a.tallies, b.tallies, "per-hart counts differ");
     assert!(json(a) == json(b), "the records differ");
     // Real work was compared.
-    assert!(x.samples.len() > 10_000 && x.events.len() > 1_000 && x.itrace.len() > 100, "too little recorded");
+    assert!(
+        x.samples.len() > 10_000 && x.events.len() > 1_000 && x.itrace.len() > 100,
+        "too little recorded"
+    );
     assert!(x.phases.iter().any(|p| p.label == "ash loop"));
-    assert!(x.samples.iter().any(|s| s.hart == 1), "the second hart was sampled");
+    assert!(
+        x.samples.iter().any(|s| s.hart == 1),
+        "the second hart was sampled"
+    );
 }
 
 #[test]
 fn observed_p87_twice_identical_atomic() {
     let work = workload("p87-shell");
-    let go = || run_with("custom", &work, 2, &options(), Some(SamplerConfig::default()), |_| Atomic);
+    let go = || {
+        run_with(
+            "custom",
+            &work,
+            2,
+            &options(),
+            Some(SamplerConfig::default()),
+            |_| Atomic,
+        )
+    };
     let (a, b) = std::thread::scope(|s| {
         let x = s.spawn(go);
         let y = s.spawn(go);
@@ -56,13 +78,25 @@ fn observed_p87_twice_identical_atomic() {
 #[test]
 fn observed_p87_twice_identical_inorder() {
     let work = workload("p87-shell");
-    let go = || run_with("custom", &work, 2, &options(), Some(SamplerConfig::default()), inorder());
+    let go = || {
+        run_with(
+            "custom",
+            &work,
+            2,
+            &options(),
+            Some(SamplerConfig::default()),
+            inorder(),
+        )
+    };
     let (a, b) = std::thread::scope(|s| {
         let x = s.spawn(go);
         let y = s.spawn(go);
         (x.join().unwrap(), y.join().unwrap())
     });
-    assert_eq!(a.cycle_mismatches, 0, "the recorder missed cycles the in-order model charged");
+    assert_eq!(
+        a.cycle_mismatches, 0,
+        "the recorder missed cycles the in-order model charged"
+    );
     assert_same(&a, &b);
     // The in-order model's view reaches the record: cycle shape per phase,
     // stall causes and cache-line hits and misses in the trace.
@@ -72,12 +106,34 @@ fn observed_p87_twice_identical_inorder() {
         .map(|s| stat(total, &format!("system.cpu0.cycleShape.{s}")))
         .sum();
     assert!(shape > 0 && shape <= stat(total, "system.cpu0.cycles"));
-    assert!(a.record.phase_stats.iter().all(|b| b.get("system.cpu0.cycleShape.execute").is_some()));
-    let stalled = a.record.itrace.iter().filter(|l| l.stall != hs_observe::StallCause::None).count();
-    assert!(stalled > 0, "no traced instruction stalled on the in-order model");
-    assert!(a.record.itrace.iter().flat_map(|l| &l.lines).any(|t| !t.hit), "no cache miss in the trace");
+    assert!(a
+        .record
+        .phase_stats
+        .iter()
+        .all(|b| b.get("system.cpu0.cycleShape.execute").is_some()));
+    let stalled = a
+        .record
+        .itrace
+        .iter()
+        .filter(|l| l.stall != hs_observe::StallCause::None)
+        .count();
+    assert!(
+        stalled > 0,
+        "no traced instruction stalled on the in-order model"
+    );
+    assert!(
+        a.record
+            .itrace
+            .iter()
+            .flat_map(|l| &l.lines)
+            .any(|t| !t.hit),
+        "no cache miss in the trace"
+    );
     let sum: u64 = a.record.itrace.iter().map(|l| l.cycles).sum();
-    assert!(sum > a.record.itrace.len() as u64, "stalls add cycles beyond one per instruction");
+    assert!(
+        sum > a.record.itrace.len() as u64,
+        "stalls add cycles beyond one per instruction"
+    );
 }
 
 /// Sample stops end `run` calls early; the machine gives the hart back the
@@ -90,13 +146,34 @@ fn sampling_does_not_change_what_the_guest_does() {
     let plain = ObserveOptions::default();
     let (a, b) = std::thread::scope(|s| {
         let x = s.spawn(|| run_with("custom", &work, 2, &plain, None, |_| Atomic));
-        let y = s.spawn(|| run_with("custom", &work, 2, &plain, Some(SamplerConfig { period: 97, ..SamplerConfig::default() }), |_| Atomic));
+        let y = s.spawn(|| {
+            run_with(
+                "custom",
+                &work,
+                2,
+                &plain,
+                Some(SamplerConfig {
+                    period: 97,
+                    ..SamplerConfig::default()
+                }),
+                |_| Atomic,
+            )
+        });
         (x.join().unwrap(), y.join().unwrap())
     });
     assert!(a.record.samples.is_empty() && b.record.samples.len() > 100_000);
     assert_eq!(a.console, b.console);
     assert_eq!(a.tallies, b.tallies);
-    for name in ["system.cycles", "system.instret", "system.cpu0.instret", "system.cpu1.instret"] {
-        assert_eq!(stat(&a.record.total, name), stat(&b.record.total, name), "{name}");
+    for name in [
+        "system.cycles",
+        "system.instret",
+        "system.cpu0.instret",
+        "system.cpu1.instret",
+    ] {
+        assert_eq!(
+            stat(&a.record.total, name),
+            stat(&b.record.total, name),
+            "{name}"
+        );
     }
 }

@@ -34,23 +34,63 @@ fn check_hot(hot: &HotFunctions, run: &Run) {
     let kernel = |s: &str| hot.samples_in(s, "kernel");
     assert!(kernel("handle_exception") > 0, "trap entry not sampled");
     assert!(kernel("n_tty_write") > 0, "n_tty_write not sampled");
-    assert!(kernel("memset") + kernel("memcpy") > 0, "neither memset nor memcpy sampled in the kernel");
-    let busybox: Vec<&str> = hot.rows.iter().filter(|r| r.place == "busybox").map(|r| r.symbol.as_str()).collect();
-    let known: Vec<&&str> = BUSYBOX_NAMES.iter().filter(|n| busybox.contains(n)).collect();
+    assert!(
+        kernel("memset") + kernel("memcpy") > 0,
+        "neither memset nor memcpy sampled in the kernel"
+    );
+    let busybox: Vec<&str> = hot
+        .rows
+        .iter()
+        .filter(|r| r.place == "busybox")
+        .map(|r| r.symbol.as_str())
+        .collect();
+    let known: Vec<&&str> = BUSYBOX_NAMES
+        .iter()
+        .filter(|n| busybox.contains(n))
+        .collect();
     assert!(known.len() >= 3, "BusyBox functions sampled: {busybox:?}");
 
     // User samples land in a recognised binary, not in [unknown].
     let places = hot.places();
-    let user: u64 = run.record.samples.iter().filter(|s| s.privilege == Privilege::User).count() as u64;
-    let unknown = places.iter().find(|(p, _)| p == "[unknown]").map_or(0, |p| p.1);
+    let user: u64 = run
+        .record
+        .samples
+        .iter()
+        .filter(|s| s.privilege == Privilege::User)
+        .count() as u64;
+    let unknown = places
+        .iter()
+        .find(|(p, _)| p == "[unknown]")
+        .map_or(0, |p| p.1);
     assert!(user > 100, "{user} user samples");
-    assert!(unknown * 20 < user, "{unknown} of {user} user samples in no known binary");
+    assert!(
+        unknown * 20 < user,
+        "{unknown} of {user} user samples in no known binary"
+    );
 
     // Stacks: kernel samples are unwound through frame pointers, and BusyBox
     // samples keep at least the caller in `ra` now and then.
-    let deep = run.record.samples.iter().filter(|s| s.privilege == Privilege::Supervisor && s.stack.len() >= 3).count();
-    assert!(deep * 4 > run.record.samples.iter().filter(|s| s.privilege == Privilege::Supervisor).count(), "few kernel stacks");
-    assert!(run.record.samples.iter().any(|s| s.privilege == Privilege::User && !s.stack.is_empty()));
+    let deep = run
+        .record
+        .samples
+        .iter()
+        .filter(|s| s.privilege == Privilege::Supervisor && s.stack.len() >= 3)
+        .count();
+    assert!(
+        deep * 4
+            > run
+                .record
+                .samples
+                .iter()
+                .filter(|s| s.privilege == Privilege::Supervisor)
+                .count(),
+        "few kernel stacks"
+    );
+    assert!(run
+        .record
+        .samples
+        .iter()
+        .any(|s| s.privilege == Privilege::User && !s.stack.is_empty()));
     for s in &run.record.samples {
         assert!(s.stack.len() <= SamplerConfig::default().max_depth);
     }
@@ -58,7 +98,14 @@ fn check_hot(hot: &HotFunctions, run: &Run) {
 
 fn profile_p87(image_name: &str) {
     let opts = ObserveOptions::default();
-    let run = run_with(image_name, &workload("p87-shell"), 1, &opts, Some(SamplerConfig::default()), |_| Atomic);
+    let run = run_with(
+        image_name,
+        &workload("p87-shell"),
+        1,
+        &opts,
+        Some(SamplerConfig::default()),
+        |_| Atomic,
+    );
     let rec = &run.record;
     assert_eq!(rec.sample_period, 1024);
     // Every 1024th cycle of the hart is a deadline: sampled, merged into the
@@ -67,8 +114,15 @@ fn profile_p87(image_name: &str) {
     let merged = stat(&rec.total, "system.samplesMerged");
     let idle = stat(&rec.total, "system.samplesIdleSkipped");
     assert_eq!(stat(&rec.total, "system.samplesDropped"), 0);
-    assert_eq!(n + merged + idle, stat(&rec.total, "system.cpu0.cycles") / 1024, "{n} + {merged} + {idle}");
-    assert!(merged * 100 < n, "{merged} merged deadlines for {n} samples");
+    assert_eq!(
+        n + merged + idle,
+        stat(&rec.total, "system.cpu0.cycles") / 1024,
+        "{n} + {merged} + {idle}"
+    );
+    assert!(
+        merged * 100 < n,
+        "{merged} merged deadlines for {n} samples"
+    );
     let hot = HotFunctions::compute(&rec.samples, run.symbols.symbolizer(), rec.sample_period);
     check_hot(&hot, &run);
 }
@@ -92,21 +146,47 @@ fn profile_directory_through_the_binary() {
     let prof = dir.path("prof");
     let work = workload("p87-shell");
     let out = support::hartscope(
-        &["boot", "--image", "custom", "--workload", work.to_str().unwrap(), "--profile", prof.to_str().unwrap()],
+        &[
+            "boot",
+            "--image",
+            "custom",
+            "--workload",
+            work.to_str().unwrap(),
+            "--profile",
+            prof.to_str().unwrap(),
+        ],
         &dir,
         support::BOOT_DEADLINE,
     );
     support::assert_workload_finished(&out, 0);
-    let read = |n: &str| std::fs::read_to_string(prof.join(n)).unwrap_or_else(|e| panic!("{n}: {e}"));
+    let read =
+        |n: &str| std::fs::read_to_string(prof.join(n)).unwrap_or_else(|e| panic!("{n}: {e}"));
     let hot = read("hot.md");
-    for section in ["| where | samples | share |", "### kernel — ", "### busybox — "] {
-        assert!(hot.contains(section), "`{section}` missing from hot.md:\n{hot}");
+    for section in [
+        "| where | samples | share |",
+        "### kernel — ",
+        "### busybox — ",
+    ] {
+        assert!(
+            hot.contains(section),
+            "`{section}` missing from hot.md:\n{hot}"
+        );
     }
-    assert!(hot.contains("| n_tty_write |") || hot.contains(" more symbols) |"), "{hot}");
+    assert!(
+        hot.contains("| n_tty_write |") || hot.contains(" more symbols) |"),
+        "{hot}"
+    );
 
     let script = read("perf.script");
-    let blocks: Vec<&str> = script.split("\n\n").filter(|b| !b.trim().is_empty()).collect();
-    assert!(blocks.len() > 1000, "{} samples in perf.script", blocks.len());
+    let blocks: Vec<&str> = script
+        .split("\n\n")
+        .filter(|b| !b.trim().is_empty())
+        .collect();
+    assert!(
+        blocks.len() > 1000,
+        "{} samples in perf.script",
+        blocks.len()
+    );
     for b in blocks.iter().take(2000) {
         let mut lines = b.lines();
         let header: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
@@ -121,11 +201,17 @@ fn profile_directory_through_the_binary() {
     let folded = read("folded.txt");
     let mut total = 0u64;
     for l in folded.lines() {
-        let (stack, count) = l.rsplit_once(' ').unwrap_or_else(|| panic!("folded line {l:?}"));
+        let (stack, count) = l
+            .rsplit_once(' ')
+            .unwrap_or_else(|| panic!("folded line {l:?}"));
         assert!(!stack.is_empty());
         total += count.parse::<u64>().unwrap();
     }
-    assert_eq!(total as usize, blocks.len(), "folded stacks count every sample once");
+    assert_eq!(
+        total as usize,
+        blocks.len(),
+        "folded stacks count every sample once"
+    );
     assert!(folded.contains("n_tty_write_[k]"));
 
     let svg = read("flamegraph.svg");

@@ -24,11 +24,28 @@ const SHELL_WINDOW: &str = "shell banner";
 
 #[test]
 fn debian_p87_samples_and_switches_name_tasks_from_the_kernel() {
-    let opts = ObserveOptions { events: true, ..ObserveOptions::default() };
-    let sampling = SamplerConfig { from_phase: Some(SHELL_WINDOW.into()), ..SamplerConfig::default() };
-    let run = run_with("debian", &workload("p87-shell"), 2, &opts, Some(sampling), |_| Atomic);
+    let opts = ObserveOptions {
+        events: true,
+        ..ObserveOptions::default()
+    };
+    let sampling = SamplerConfig {
+        from_phase: Some(SHELL_WINDOW.into()),
+        ..SamplerConfig::default()
+    };
+    let run = run_with(
+        "debian",
+        &workload("p87-shell"),
+        2,
+        &opts,
+        Some(sampling),
+        |_| Atomic,
+    );
     let samples = &run.record.samples;
-    assert!(samples.len() > 5_000, "{} samples in the shell window", samples.len());
+    assert!(
+        samples.len() > 5_000,
+        "{} samples in the shell window",
+        samples.len()
+    );
 
     // Every sample of the window knows its task (the kernel runs by then).
     let unnamed = samples.iter().filter(|s| s.task.is_none()).count();
@@ -39,9 +56,15 @@ fn debian_p87_samples_and_switches_name_tasks_from_the_kernel() {
     let sh: Vec<_> = samples.iter().filter(|s| task(s).comm == "sh").collect();
     assert!(sh.len() > 500, "{} samples of sh", sh.len());
     assert!(sh.iter().all(|s| task(s).pid > 1));
-    assert!(sh.iter().any(|s| s.privilege == Privilege::User), "sh never sampled in user mode");
+    assert!(
+        sh.iter().any(|s| s.privilege == Privilege::User),
+        "sh never sampled in user mode"
+    );
     let sh_pids: BTreeSet<u32> = sh.iter().map(|s| task(s).pid).collect();
-    assert!(sh_pids.len() > 5, "the shell forks a child per command: pids {sh_pids:?}");
+    assert!(
+        sh_pids.len() > 5,
+        "the shell forks a child per command: pids {sh_pids:?}"
+    );
 
     // Idle is pid 0, named by its hart; nothing else is pid 0.
     let mut idle_harts = BTreeSet::new();
@@ -49,7 +72,12 @@ fn debian_p87_samples_and_switches_name_tasks_from_the_kernel() {
         let t = task(s);
         assert_eq!(t.pid == 0, t.tid == 0, "{t:?}");
         if t.pid == 0 {
-            assert_eq!(t.comm, format!("swapper/{}", s.hart), "idle on hart {}", s.hart);
+            assert_eq!(
+                t.comm,
+                format!("swapper/{}", s.hart),
+                "idle on hart {}",
+                s.hart
+            );
             assert_ne!(s.privilege, Privilege::User);
             idle_harts.insert(s.hart);
         }
@@ -57,10 +85,19 @@ fn debian_p87_samples_and_switches_name_tasks_from_the_kernel() {
         assert!(t.pid <= t.tid, "{t:?}");
         // Kernel threads never run user code: sscratch named the right task.
         if s.privilege == Privilege::User {
-            assert!(!t.comm.starts_with("kworker") && !t.comm.starts_with("swapper") && !t.comm.starts_with("ksoftirqd"), "{t:?}");
+            assert!(
+                !t.comm.starts_with("kworker")
+                    && !t.comm.starts_with("swapper")
+                    && !t.comm.starts_with("ksoftirqd"),
+                "{t:?}"
+            );
         }
     }
-    assert_eq!(idle_harts, BTreeSet::from([0, 1]), "both harts idle between commands");
+    assert_eq!(
+        idle_harts,
+        BTreeSet::from([0, 1]),
+        "both harts idle between commands"
+    );
 
     // hot.md's split by task agrees.
     let hot = HotFunctions::compute(samples, run.symbols.symbolizer(), run.record.sample_period);
@@ -71,16 +108,28 @@ fn debian_p87_samples_and_switches_name_tasks_from_the_kernel() {
     let mut per_hart: BTreeMap<u16, Vec<(u32, u32, String)>> = BTreeMap::new();
     for e in &run.record.events {
         if let EventKind::TaskSwitch { pid, tid, comm } = &e.kind {
-            per_hart.entry(e.hart).or_default().push((*pid, *tid, comm.clone()));
+            per_hart
+                .entry(e.hart)
+                .or_default()
+                .push((*pid, *tid, comm.clone()));
         }
     }
     assert_eq!(per_hart.keys().copied().collect::<Vec<_>>(), vec![0, 1]);
     for (h, list) in &per_hart {
         assert!(list.len() > 20, "hart {h}: {} switches", list.len());
-        assert!(list.windows(2).all(|w| w[0] != w[1]), "hart {h} repeats a task");
-        assert!(list.iter().any(|t| t.2 == format!("swapper/{h}")), "hart {h} never idles");
+        assert!(
+            list.windows(2).all(|w| w[0] != w[1]),
+            "hart {h} repeats a task"
+        );
+        assert!(
+            list.iter().any(|t| t.2 == format!("swapper/{h}")),
+            "hart {h} never idles"
+        );
     }
-    assert!(per_hart.values().flatten().any(|t| t.2 == "sh" && t.0 > 1), "sh never switched in");
+    assert!(
+        per_hart.values().flatten().any(|t| t.2 == "sh" && t.0 > 1),
+        "sh never switched in"
+    );
 }
 
 /// `inferno-collapse-perf`, if installed (see `crates/observe/tests/inferno.rs`).
@@ -88,18 +137,24 @@ fn collapse_tool() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("INFERNO_COLLAPSE_PERF") {
         return Some(PathBuf::from(p));
     }
-    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH").map(|p| std::env::split_paths(&p).collect()).unwrap_or_default();
+    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect())
+        .unwrap_or_default();
     let cargo_home = std::env::var_os("CARGO_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")));
     dirs.extend(cargo_home.map(|c| c.join("bin")));
-    dirs.into_iter().map(|d| d.join("inferno-collapse-perf")).find(|p| p.is_file())
+    dirs.into_iter()
+        .map(|d| d.join("inferno-collapse-perf"))
+        .find(|p| p.is_file())
 }
 
 fn folded(text: &str, divide_by: u64) -> BTreeMap<String, u64> {
     let mut m = BTreeMap::new();
     for l in text.lines().filter(|l| !l.is_empty()) {
-        let (stack, n) = l.rsplit_once(' ').unwrap_or_else(|| panic!("folded line {l:?}"));
+        let (stack, n) = l
+            .rsplit_once(' ')
+            .unwrap_or_else(|| panic!("folded line {l:?}"));
         let n: u64 = n.parse().unwrap_or_else(|_| panic!("folded line {l:?}"));
         assert_eq!(n % divide_by, 0, "{l}");
         *m.entry(stack.to_string()).or_default() += n / divide_by;
@@ -142,25 +197,55 @@ fn perf_script_tasks_and_inferno_agree_through_the_binary() {
         let (pid, tid): (u32, u32) = (pid.parse().unwrap(), tid.parse().unwrap());
         let cpu = f[2].trim_matches(|c| c == '[' || c == ']');
         if pid == 0 {
-            assert_eq!(f[0], format!("swapper/{}", cpu.parse::<u32>().unwrap()), "{header}");
+            assert_eq!(
+                f[0],
+                format!("swapper/{}", cpu.parse::<u32>().unwrap()),
+                "{header}"
+            );
         }
         assert!(pid <= tid, "{header}");
         *comms.entry(f[0].to_string()).or_default() += 1;
     }
     for c in ["sh", "swapper/0", "swapper/1", "hsmark"] {
-        assert!(comms.contains_key(c), "no `{c}` samples in perf.script: {comms:?}");
+        assert!(
+            comms.contains_key(c),
+            "no `{c}` samples in perf.script: {comms:?}"
+        );
     }
     let hot = std::fs::read_to_string(prof.join("hot.md")).unwrap();
-    assert!(hot.contains("### By task") && hot.contains("### By hart") && hot.contains("| sh |"), "{hot}");
+    assert!(
+        hot.contains("### By task") && hot.contains("### By hart") && hot.contains("| sh |"),
+        "{hot}"
+    );
 
-    let ours = folded(&std::fs::read_to_string(prof.join("folded.txt")).unwrap(), 1);
-    assert!(ours.keys().any(|k| k.starts_with("sh;")), "no stack rooted at sh");
+    let ours = folded(
+        &std::fs::read_to_string(prof.join("folded.txt")).unwrap(),
+        1,
+    );
+    assert!(
+        ours.keys().any(|k| k.starts_with("sh;")),
+        "no stack rooted at sh"
+    );
     // scripts/setup-host.sh installs it; a check that silently skips is no check.
-    let tool = collapse_tool().expect("inferno-collapse-perf is not installed: run scripts/setup-host.sh (cargo install inferno)");
-    let out = Command::new(&tool).arg("--kernel").arg(prof.join("perf.script")).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let tool = collapse_tool().expect(
+        "inferno-collapse-perf is not installed: run scripts/setup-host.sh (cargo install inferno)",
+    );
+    let out = Command::new(&tool)
+        .arg("--kernel")
+        .arg(prof.join("perf.script"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let theirs = folded(&String::from_utf8(out.stdout).unwrap(), 1024);
     assert_eq!(theirs.len(), ours.len(), "distinct stacks");
-    let differ: Vec<_> = ours.iter().filter(|(k, v)| theirs.get(*k) != Some(v)).take(5).collect();
+    let differ: Vec<_> = ours
+        .iter()
+        .filter(|(k, v)| theirs.get(*k) != Some(v))
+        .take(5)
+        .collect();
     assert!(differ.is_empty(), "stacks that differ (ours): {differ:?}");
 }

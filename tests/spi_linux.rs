@@ -33,7 +33,9 @@ exit 0
 
 /// FNV-1a 64, as the sink's `fnv1a` statistic.
 fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// Console and the SPI and DMA counters of one boot.
@@ -43,14 +45,22 @@ fn run(image_name: &str, dir: &Scratch, tag: &str) -> (String, serde_json::Value
     let stats = dir.path(&format!("{tag}.json"));
     let out = hartscope(
         &[
-            "boot", "--image", image_name, "--machine", desc.to_str().unwrap(), "--workload", script.to_str().unwrap(),
-            "--stats-json", stats.to_str().unwrap(),
+            "boot",
+            "--image",
+            image_name,
+            "--machine",
+            desc.to_str().unwrap(),
+            "--workload",
+            script.to_str().unwrap(),
+            "--stats-json",
+            stats.to_str().unwrap(),
         ],
         dir,
         BOOT_DEADLINE,
     );
     assert_workload_finished(&out, 0);
-    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
     let devs: serde_json::Map<String, serde_json::Value> = json["devices"]
         .as_object()
         .expect("devices in the stats")
@@ -63,20 +73,45 @@ fn run(image_name: &str, dir: &Scratch, tag: &str) -> (String, serde_json::Value
 
 /// The count columns (one per hart) of the first `/proc/interrupts` line naming `what`.
 fn irq_count(console: &str, what: &str) -> Option<u64> {
-    let line = console.lines().filter(|l| l.starts_with("irq:")).find(|l| l.contains(what))?;
+    let line = console
+        .lines()
+        .filter(|l| l.starts_with("irq:"))
+        .find(|l| l.contains(what))?;
     let fields: Vec<&str> = line["irq:".len()..].split_whitespace().collect();
-    Some(fields.iter().skip(1).map_while(|f| f.parse::<u64>().ok()).sum())
+    Some(
+        fields
+            .iter()
+            .skip(1)
+            .map_while(|f| f.parse::<u64>().ok())
+            .sum(),
+    )
 }
 
 fn check_common(console: &str, dev: &serde_json::Value) {
     assert!(
-        console.lines().any(|l| l.starts_with("spi-device:spi0.0 ") && l.contains("dh2228fv")),
+        console
+            .lines()
+            .any(|l| l.starts_with("spi-device:spi0.0 ") && l.contains("dh2228fv")),
         "spi0.0 (the sink) is not on the SPI bus:\n{console}"
     );
-    assert!(console.lines().any(|l| l.trim_end() == "chardev:/dev/spidev0.0"), "no /dev/spidev0.0:\n{console}");
-    assert!(console.lines().any(|l| l.trim_end() == "write:ok"), "the spidev write failed:\n{console}");
-    assert_eq!(dev["spi0.cs0.bytes"], 8, "the sink received exactly the 8 bytes: {dev}");
-    assert_eq!(dev["spi0.cs0.frames"], 1, "in one chip-select frame (the FIFO never ran dry): {dev}");
+    assert!(
+        console
+            .lines()
+            .any(|l| l.trim_end() == "chardev:/dev/spidev0.0"),
+        "no /dev/spidev0.0:\n{console}"
+    );
+    assert!(
+        console.lines().any(|l| l.trim_end() == "write:ok"),
+        "the spidev write failed:\n{console}"
+    );
+    assert_eq!(
+        dev["spi0.cs0.bytes"], 8,
+        "the sink received exactly the 8 bytes: {dev}"
+    );
+    assert_eq!(
+        dev["spi0.cs0.frames"], 1,
+        "in one chip-select frame (the FIFO never ran dry): {dev}"
+    );
     assert_eq!(dev["spi0.cs0.last8"], u64::from_be_bytes(*PAYLOAD), "{dev}");
     assert_eq!(dev["spi0.cs0.fnv1a"], fnv1a(PAYLOAD), "{dev}");
     assert_eq!(dev["spi0.tx_overflows"], 0, "{dev}");
@@ -88,14 +123,26 @@ fn debian_spidev_write_reaches_the_sink_by_interrupt_driven_pio() {
     let dir = Scratch::new("spi-debian");
     let (console, dev) = run("debian", &dir, "a");
     for m in ["spi_dw_mmio", "dw_axi_dmac_platform"] {
-        assert!(console.lines().any(|l| l.trim_end() == format!("module:{m}")), "{m} not loaded:\n{console}");
+        assert!(
+            console
+                .lines()
+                .any(|l| l.trim_end() == format!("module:{m}")),
+            "{m} not loaded:\n{console}"
+        );
     }
     check_common(&console, &dev);
     // No SPI_DW_DMA in Debian's kernel: the SSI's own interrupt fed the FIFO.
-    let spi_irqs = irq_count(&console, "spi").unwrap_or_else(|| panic!("no SSI interrupt in /proc/interrupts:\n{console}"));
-    assert!(spi_irqs > 0, "the SSI interrupt was never taken:\n{console}");
+    let spi_irqs = irq_count(&console, "spi")
+        .unwrap_or_else(|| panic!("no SSI interrupt in /proc/interrupts:\n{console}"));
+    assert!(
+        spi_irqs > 0,
+        "the SSI interrupt was never taken:\n{console}"
+    );
     assert!(dev["spi0.irqs"].as_u64().unwrap() > 0, "{dev}");
-    assert_eq!(dev["dma0.transfers"], 0, "PIO: the DMA controller moved nothing: {dev}");
+    assert_eq!(
+        dev["dma0.transfers"], 0,
+        "PIO: the DMA controller moved nothing: {dev}"
+    );
     eprintln!("debian: SSI interrupts in /proc/interrupts {spi_irqs}; {dev}");
     let (console2, again) = run("debian", &dir, "b");
     assert_eq!(dev, again, "the same run gives the same SPI and DMA record");
@@ -108,12 +155,19 @@ fn custom_spidev_write_goes_through_the_axi_dma() {
     let dir = Scratch::new("spi-custom");
     let (console, dev) = run("custom", &dir, "a");
     check_common(&console, &dev);
-    assert!(dev["dma0.transfers"].as_u64().unwrap() >= 1, "no DMA transfer completed: {dev}");
+    assert!(
+        dev["dma0.transfers"].as_u64().unwrap() >= 1,
+        "no DMA transfer completed: {dev}"
+    );
     assert_eq!(dev["dma0.errors"], 0, "{dev}");
     assert!(dev["dma0.bytes"].as_u64().unwrap() >= 8, "{dev}");
     let dma_irqs = irq_count(&console, "dw_axi_dmac_platform");
-    let dma_irqs = dma_irqs.unwrap_or_else(|| panic!("no DMA controller interrupt in /proc/interrupts:\n{console}"));
-    assert!(dma_irqs > 0, "the DMA interrupt was never taken:\n{console}");
+    let dma_irqs = dma_irqs
+        .unwrap_or_else(|| panic!("no DMA controller interrupt in /proc/interrupts:\n{console}"));
+    assert!(
+        dma_irqs > 0,
+        "the DMA interrupt was never taken:\n{console}"
+    );
     eprintln!("custom: DMA interrupts in /proc/interrupts {dma_irqs}; {dev}");
     let (_, again) = run("custom", &dir, "b");
     assert_eq!(dev, again, "the same run gives the same SPI and DMA record");

@@ -30,7 +30,10 @@ fn require_custom_image() {
 }
 
 fn text(out: &std::process::Output) -> (String, String) {
-    (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 #[test]
@@ -51,54 +54,139 @@ fn smoke_study_runs_stores_reports_and_lists() {
         .unwrap();
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
-    assert!(stderr.contains("one: booting `custom` on 1 hart(s)"), "progress per variant: {stderr}");
+    assert!(
+        stderr.contains("one: booting `custom` on 1 hart(s)"),
+        "progress per variant: {stderr}"
+    );
     assert!(stderr.contains("two (repeat 2): done, run "), "{stderr}");
     assert!(stdout.contains("stored runs "), "{stdout}");
-    for line in stdout.lines().filter(|l| l.starts_with("PASS") || l.starts_with("FAIL") || l.starts_with("NOT RUN")) {
+    for line in stdout
+        .lines()
+        .filter(|l| l.starts_with("PASS") || l.starts_with("FAIL") || l.starts_with("NOT RUN"))
+    {
         assert!(line.starts_with("PASS"), "every smoke check passes: {line}");
     }
-    assert_eq!(stdout.lines().filter(|l| l.starts_with("PASS")).count(), 6, "2 workload checks + 4 scenario checks: {stdout}");
+    assert_eq!(
+        stdout.lines().filter(|l| l.starts_with("PASS")).count(),
+        6,
+        "2 workload checks + 4 scenario checks: {stdout}"
+    );
 
     let md = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
-    for section in ["# Study: smoke", "## Result", "## Phases", "### Phase by phase", "## Cycle shape", "## Hot functions", "## System calls and interrupts", "## Counters", "## Repeats", "## Honest status", "## Console", "## Provenance"] {
+    for section in [
+        "# Study: smoke",
+        "## Result",
+        "## Phases",
+        "### Phase by phase",
+        "## Cycle shape",
+        "## Hot functions",
+        "## System calls and interrupts",
+        "## Counters",
+        "## Repeats",
+        "## Honest status",
+        "## Console",
+        "## Provenance",
+    ] {
         assert!(md.contains(section), "report.md has {section:?}");
     }
-    assert!(md.contains("| one | 2 | identical in every run |"), "determinism across repeats:\n{md}");
+    assert!(
+        md.contains("| one | 2 | identical in every run |"),
+        "determinism across repeats:\n{md}"
+    );
     assert!(md.contains("| two | 2 | identical in every run |"), "{md}");
-    assert!(md.contains("NOT RUN: the run used the atomic timing model"), "the smoke study has no machine description:\n{md}");
-    assert!(md.contains("### one: ") && md.contains("samples, one every 1,024 cycles (from phase `init` to the end; boot left out)"), "a profile per variant:\n{md}");
-    assert!(md.contains("| busybox |") || md.contains("| busybox "), "user samples are named by binary:\n{md}");
-    assert!(md.contains("| system call | one |"), "syscall table from the timeline:\n{md}");
+    assert!(
+        md.contains("NOT RUN: the run used the atomic timing model"),
+        "the smoke study has no machine description:\n{md}"
+    );
+    assert!(
+        md.contains("### one: ")
+            && md.contains(
+                "samples, one every 1,024 cycles (from phase `init` to the end; boot left out)"
+            ),
+        "a profile per variant:\n{md}"
+    );
+    assert!(
+        md.contains("| busybox |") || md.contains("| busybox "),
+        "user samples are named by binary:\n{md}"
+    );
+    assert!(
+        md.contains("| system call | one |"),
+        "syscall table from the timeline:\n{md}"
+    );
     assert!(md.contains("| `phase[count].cycles` |"), "{md}");
     assert!(md.contains("word is alpha"), "console tail of one:\n{md}");
     let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
-    assert!(html.starts_with("<!DOCTYPE html>") && html.contains("<svg") && html.trim_end().ends_with("</html>"));
-    assert!(!html.contains(" src=") && !html.contains(" href=") && !html.contains("<script"), "self-contained");
+    assert!(
+        html.starts_with("<!DOCTYPE html>")
+            && html.contains("<svg")
+            && html.trim_end().ends_with("</html>")
+    );
+    assert!(
+        !html.contains(" src=") && !html.contains(" href=") && !html.contains("<script"),
+        "self-contained"
+    );
     for v in ["one", "two", "one-r1", "two-r1"] {
-        assert!(out_dir.join(v).join("console.txt").is_file(), "artefacts of {v}");
+        assert!(
+            out_dir.join(v).join("console.txt").is_file(),
+            "artefacts of {v}"
+        );
         for f in ["hot.md", "folded.txt", "flamegraph.svg", "trace.json"] {
             assert!(out_dir.join(v).join(f).is_file(), "{v}/{f}");
         }
-        assert!(std::fs::read_to_string(out_dir.join(v).join("stats.txt")).unwrap().contains("system.cpu0.instret"));
+        assert!(std::fs::read_to_string(out_dir.join(v).join("stats.txt"))
+            .unwrap()
+            .contains("system.cpu0.instret"));
     }
 
-    let history = hartscope().args(["history", "--study", "smoke", "--db"]).arg(&db).output().unwrap();
+    let history = hartscope()
+        .args(["history", "--study", "smoke", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
     let (h, herr) = text(&history);
     assert!(history.status.success(), "{herr}");
     let rungs: Vec<&str> = h.lines().skip(2).collect();
     assert_eq!(rungs.len(), 4, "four stored runs:\n{h}");
-    assert!(rungs[0].trim_start().starts_with('4') && rungs[3].trim_start().starts_with('1'), "newest first:\n{h}");
-    assert!(rungs[0].contains("cycles") && rungs[0].contains("(vs run 3)"), "delta to the previous rung:\n{h}");
-    assert!(rungs[3].trim_end().ends_with('-'), "the oldest rung has no delta:\n{h}");
+    assert!(
+        rungs[0].trim_start().starts_with('4') && rungs[3].trim_start().starts_with('1'),
+        "newest first:\n{h}"
+    );
+    assert!(
+        rungs[0].contains("cycles") && rungs[0].contains("(vs run 3)"),
+        "delta to the previous rung:\n{h}"
+    );
+    assert!(
+        rungs[3].trim_end().ends_with('-'),
+        "the oldest rung has no delta:\n{h}"
+    );
 
-    let compare = hartscope().args(["compare", "1", "2", "--db"]).arg(&db).arg("--out").arg(dir.join("cmp")).output().unwrap();
+    let compare = hartscope()
+        .args(["compare", "1", "2", "--db"])
+        .arg(&db)
+        .arg("--out")
+        .arg(dir.join("cmp"))
+        .output()
+        .unwrap();
     let (c, cerr) = text(&compare);
     assert!(compare.status.success(), "{cerr}");
     assert!(c.starts_with("# Compare: run 1 vs run 2"), "{c}");
-    assert!(c.contains("| `cycles` |"), "the stored scenario's headline: {c}");
+    assert!(
+        c.contains("| `cycles` |"),
+        "the stored scenario's headline: {c}"
+    );
     assert!(dir.join("cmp/report.html").is_file());
-    let missing = hartscope().args(["compare", "1", "99", "--db"]).arg(&db).output().unwrap();
-    assert_eq!(text(&missing).1.trim_end(), format!("hartscope: run 99 is not in the results database {}", db.display()));
+    let missing = hartscope()
+        .args(["compare", "1", "99", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_eq!(
+        text(&missing).1.trim_end(),
+        format!(
+            "hartscope: run 99 is not in the results database {}",
+            db.display()
+        )
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -108,7 +196,11 @@ fn a_study_killed_mid_run_stores_nothing() {
     let dir = scratch("kill");
     std::fs::create_dir_all(dir.join("wl")).unwrap();
     // Long enough in host time that the kill lands while the guest runs.
-    std::fs::write(dir.join("wl/run.sh"), "hsmark phase spin\ni=0\nwhile [ \"$i\" -lt 3000000 ]; do i=$((i + 1)); done\n").unwrap();
+    std::fs::write(
+        dir.join("wl/run.sh"),
+        "hsmark phase spin\ni=0\nwhile [ \"$i\" -lt 3000000 ]; do i=$((i + 1)); done\n",
+    )
+    .unwrap();
     std::fs::write(
         dir.join("s.toml"),
         "[study]\nname = \"killed\"\n[guest]\nimage = \"custom\"\n[workload]\ndir = \"wl\"\n[variants.A]\n[variants.B]\nharts = 2\n",
@@ -132,21 +224,37 @@ fn a_study_killed_mid_run_stores_nothing() {
     let started = Instant::now();
     let mut booted = 0;
     while booted < 2 {
-        let line = lines.next().expect("the study ended before both variants booted").unwrap();
-        assert!(!line.contains(": done, run"), "a run finished before the kill; make the workload longer: {line}");
+        let line = lines
+            .next()
+            .expect("the study ended before both variants booted")
+            .unwrap();
+        assert!(
+            !line.contains(": done, run"),
+            "a run finished before the kill; make the workload longer: {line}"
+        );
         if line.contains(": booting `custom`") {
             booted += 1;
         }
-        assert!(started.elapsed() < Duration::from_secs(300), "the variants never started");
+        assert!(
+            started.elapsed() < Duration::from_secs(300),
+            "the variants never started"
+        );
     }
     // Both machines are past boot-file loading; let them run a little, then kill.
     std::thread::sleep(Duration::from_millis(1500));
     child.kill().unwrap();
     let status = child.wait().unwrap();
     assert!(!status.success());
-    let history = hartscope().args(["history", "--db"]).arg(&db).output().unwrap();
+    let history = hartscope()
+        .args(["history", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
     let (h, herr) = text(&history);
     assert!(history.status.success(), "{herr}");
-    assert!(h.starts_with("no runs stored"), "the killed study left a run behind:\n{h}");
+    assert!(
+        h.starts_with("no runs stored"),
+        "the killed study left a run behind:\n{h}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }

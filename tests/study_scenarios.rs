@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("hs-study-scenarios-{name}-{}", std::process::id()));
+    let dir =
+        std::env::temp_dir().join(format!("hs-study-scenarios-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(dir.join("wl")).unwrap();
     std::fs::write(dir.join("wl/run.sh"), "echo hi\n").unwrap();
@@ -46,8 +47,17 @@ than = "A"
 fn check(dir: &Path, text: &str) -> (bool, String, String) {
     let file = dir.join("s.toml");
     std::fs::write(&file, text).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_hartscope")).arg("study").arg("--check").arg(&file).output().unwrap();
-    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    let out = Command::new(env!("CARGO_BIN_EXE_hartscope"))
+        .arg("study")
+        .arg("--check")
+        .arg(&file)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 #[test]
@@ -94,39 +104,100 @@ fn bad_scenarios_are_one_sentence_naming_the_key() {
 
     // A machine description (the timing model) is validated by the timing crate.
     let inorder = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../machines/inorder.toml");
-    let text = GOOD.replacen("harts = 1", &format!("harts = 1\ndescription = {:?}", inorder.display().to_string()), 1);
+    let text = GOOD.replacen(
+        "harts = 1",
+        &format!(
+            "harts = 1\ndescription = {:?}",
+            inorder.display().to_string()
+        ),
+        1,
+    );
     let (ok, _, stderr) = check(&dir, &text);
-    assert!(ok, "machines/inorder.toml is a usable description: {stderr}");
+    assert!(
+        ok,
+        "machines/inorder.toml is a usable description: {stderr}"
+    );
 
     // Variants keep the file's order (it is the report's column order).
-    let swapped = GOOD.replacen("[variants.A]\nappend = \"quiet\"\n", "", 1).replacen("[[checks]]", "[variants.A]\nappend = \"quiet\"\n\n[[checks]]", 1);
+    let swapped = GOOD
+        .replacen("[variants.A]\nappend = \"quiet\"\n", "", 1)
+        .replacen(
+            "[[checks]]",
+            "[variants.A]\nappend = \"quiet\"\n\n[[checks]]",
+            1,
+        );
     let (ok, stdout, stderr) = check(&dir, &swapped);
-    assert!(ok && stdout.contains("valid, 2 variants (B, A)"), "{stdout}{stderr}");
+    assert!(
+        ok && stdout.contains("valid, 2 variants (B, A)"),
+        "{stdout}{stderr}"
+    );
 
     // Patches only for kernels built from source.
     std::fs::create_dir_all(dir.join("p")).unwrap();
     std::fs::write(dir.join("p/0001-x.patch"), "--- a/x\n+++ b/x\n").unwrap();
-    let text = GOOD.replacen("image = \"custom\"", "image = \"debian\"\npatches = \"p\"", 1);
+    let text = GOOD.replacen(
+        "image = \"custom\"",
+        "image = \"debian\"\npatches = \"p\"",
+        1,
+    );
     let (ok, _, stderr) = check(&dir, &text);
     assert!(!ok);
-    assert!(stderr.contains("guest.patches: image `debian` boots a packaged kernel"), "{stderr}");
-    let text = GOOD.replacen("image = \"custom\"", "image = \"custom\"\npatches = \"p\"", 1);
+    assert!(
+        stderr.contains("guest.patches: image `debian` boots a packaged kernel"),
+        "{stderr}"
+    );
+    let text = GOOD.replacen(
+        "image = \"custom\"",
+        "image = \"custom\"\npatches = \"p\"",
+        1,
+    );
     assert!(check(&dir, &text).0, "a patch series on `custom` validates");
 
     // Config fragments likewise, and each line must be a config setting.
-    std::fs::write(dir.join("extra.config"), "CONFIG_PRINTK_TIME=y\n# CONFIG_SWAP is not set\n").unwrap();
+    std::fs::write(
+        dir.join("extra.config"),
+        "CONFIG_PRINTK_TIME=y\n# CONFIG_SWAP is not set\n",
+    )
+    .unwrap();
     std::fs::write(dir.join("bad.config"), "CONFIG_A=y\nprintk time please\n").unwrap();
-    let text = GOOD.replacen("image = \"custom\"", "image = \"custom\"\nconfig = \"extra.config\"", 1);
-    assert!(check(&dir, &text).0, "a config fragment on `custom` validates");
-    let text = GOOD.replacen("image = \"custom\"", "image = \"custom\"\nconfig = \"bad.config\"", 1);
+    let text = GOOD.replacen(
+        "image = \"custom\"",
+        "image = \"custom\"\nconfig = \"extra.config\"",
+        1,
+    );
+    assert!(
+        check(&dir, &text).0,
+        "a config fragment on `custom` validates"
+    );
+    let text = GOOD.replacen(
+        "image = \"custom\"",
+        "image = \"custom\"\nconfig = \"bad.config\"",
+        1,
+    );
     let (ok, _, stderr) = check(&dir, &text);
-    assert!(!ok && stderr.contains("guest.config: `bad.config` line 2: `printk time please` is not CONFIG_NAME=value"), "{stderr}");
-    let text = GOOD.replacen("[variants.B]\n", "[variants.B]\nconfig = \"extra.config\"\nimage = \"debian\"\n", 1);
+    assert!(
+        !ok && stderr.contains(
+            "guest.config: `bad.config` line 2: `printk time please` is not CONFIG_NAME=value"
+        ),
+        "{stderr}"
+    );
+    let text = GOOD.replacen(
+        "[variants.B]\n",
+        "[variants.B]\nconfig = \"extra.config\"\nimage = \"debian\"\n",
+        1,
+    );
     let (ok, _, stderr) = check(&dir, &text);
-    assert!(!ok && stderr.contains("variants.B.config: image `debian` boots a packaged kernel"), "{stderr}");
+    assert!(
+        !ok && stderr.contains("variants.B.config: image `debian` boots a packaged kernel"),
+        "{stderr}"
+    );
 
-    let missing = Command::new(env!("CARGO_BIN_EXE_hartscope")).args(["study", "--check", "/nonexistent/s.toml"]).output().unwrap();
-    assert!(String::from_utf8_lossy(&missing.stderr).starts_with("hartscope: /nonexistent/s.toml: cannot be read"));
+    let missing = Command::new(env!("CARGO_BIN_EXE_hartscope"))
+        .args(["study", "--check", "/nonexistent/s.toml"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&missing.stderr)
+        .starts_with("hartscope: /nonexistent/s.toml: cannot be read"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -137,10 +208,23 @@ fn shipped_studies_are_valid() {
     for e in std::fs::read_dir(&studies).unwrap() {
         let p = e.unwrap().path();
         if p.extension().is_some_and(|x| x == "toml") {
-            let out = Command::new(env!("CARGO_BIN_EXE_hartscope")).arg("study").arg("--check").arg(&p).output().unwrap();
-            assert!(out.status.success(), "{}: {}", p.display(), String::from_utf8_lossy(&out.stderr));
+            let out = Command::new(env!("CARGO_BIN_EXE_hartscope"))
+                .arg("study")
+                .arg("--check")
+                .arg(&p)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}: {}",
+                p.display(),
+                String::from_utf8_lossy(&out.stderr)
+            );
             n += 1;
         }
     }
-    assert!(n >= 2, "studies/ holds the console-path study and the smoke study");
+    assert!(
+        n >= 2,
+        "studies/ holds the console-path study and the smoke study"
+    );
 }

@@ -39,16 +39,39 @@ fn probe_elf(dir: &Scratch, max_ws: u64) -> PathBuf {
     let w = root().join("guest/workloads");
     let elf = dir.0.join(format!("timingprobe-{max_ws}.elf"));
     let out = Command::new(BARE_CC)
-        .args(["-DTIMINGPROBE_BARE_METAL", &format!("-DMAX_WS={max_ws}u"), "-O2", "-march=rv64gc", "-mabi=lp64d"])
-        .args(["-mcmodel=medany", "-ffreestanding", "-fno-builtin", "-fno-tree-loop-distribute-patterns"])
-        .args(["-nostdlib", "-nostartfiles", "-static", "-Wl,--no-warn-rwx-segments", "-T"])
+        .args([
+            "-DTIMINGPROBE_BARE_METAL",
+            &format!("-DMAX_WS={max_ws}u"),
+            "-O2",
+            "-march=rv64gc",
+            "-mabi=lp64d",
+        ])
+        .args([
+            "-mcmodel=medany",
+            "-ffreestanding",
+            "-fno-builtin",
+            "-fno-tree-loop-distribute-patterns",
+        ])
+        .args([
+            "-nostdlib",
+            "-nostartfiles",
+            "-static",
+            "-Wl,--no-warn-rwx-segments",
+            "-T",
+        ])
         .arg(w.join("cpubound-bare.ld"))
         .arg(w.join("timingprobe.c"))
         .args(["-lgcc", "-o"])
         .arg(&elf)
         .output()
-        .unwrap_or_else(|e| panic!("cannot run {BARE_CC} (install Debian package gcc-riscv64-unknown-elf): {e}"));
-    assert!(out.status.success(), "timingprobe.c does not build: {}", String::from_utf8_lossy(&out.stderr));
+        .unwrap_or_else(|e| {
+            panic!("cannot run {BARE_CC} (install Debian package gcc-riscv64-unknown-elf): {e}")
+        });
+    assert!(
+        out.status.success(),
+        "timingprobe.c does not build: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     elf
 }
 
@@ -57,7 +80,10 @@ fn preset(name: &str) -> String {
 }
 
 fn inorder(text: &str) -> InOrderConfig {
-    match MachineDesc::parse(Path::new("test.toml"), text).unwrap().model {
+    match MachineDesc::parse(Path::new("test.toml"), text)
+        .unwrap()
+        .model
+    {
         ModelDesc::InOrder(c) => c,
         ModelDesc::Atomic => panic!("not an inorder description"),
     }
@@ -72,17 +98,30 @@ struct Run {
 
 fn run_on<T: TimingModel>(elf: &Path, model: impl Fn(usize) -> T) -> Run {
     let cfg = MachineConfig {
-        images: BootImages { firmware: None, kernel: Some(BootFile::read("kernel", elf).unwrap()), initrd: None },
+        images: BootImages {
+            firmware: None,
+            kernel: Some(BootFile::read("kernel", elf).unwrap()),
+            initrd: None,
+        },
         max_cycles: Some(2_000_000_000),
         ..MachineConfig::default()
     };
     let mut m = Machine::with_timing(cfg, model).unwrap();
     let stop = m.run();
     let console = String::from_utf8_lossy(m.console_output()).into_owned();
-    assert_eq!(stop, StopReason::HtifExit(0), "the probe did not finish:\n{console}");
+    assert_eq!(
+        stop,
+        StopReason::HtifExit(0),
+        "the probe did not finish:\n{console}"
+    );
     assert!(console.contains("timingprobe: done"), "{console}");
     let h = &m.harts()[0];
-    Run { console, cycles: h.cycle(), instret: h.instret(), stats: h.timing.model_stats() }
+    Run {
+        console,
+        cycles: h.cycle(),
+        instret: h.instret(),
+        stats: h.timing.model_stats(),
+    }
 }
 
 fn run_inorder(elf: &Path, cfg: &InOrderConfig) -> Run {
@@ -105,8 +144,13 @@ fn lines(console: &str, prefix: &str) -> Vec<Vec<(String, String)>> {
 }
 
 fn field(l: &[(String, String)], k: &str) -> u64 {
-    let v = &l.iter().find(|(key, _)| key == k).unwrap_or_else(|| panic!("no {k} in {l:?}")).1;
-    v.parse().unwrap_or_else(|_| panic!("{k}={v} is not a number"))
+    let v = &l
+        .iter()
+        .find(|(key, _)| key == k)
+        .unwrap_or_else(|| panic!("no {k} in {l:?}"))
+        .1;
+    v.parse()
+        .unwrap_or_else(|_| panic!("{k}={v} is not a number"))
 }
 
 /// Working set → (cycles per load, L1D misses per load).
@@ -115,19 +159,31 @@ fn chase(console: &str) -> Vec<(u64, f64, f64)> {
         .iter()
         .map(|l| {
             let steps = field(l, "steps") as f64;
-            (field(l, "ws"), field(l, "cycles") as f64 / steps, field(l, "l1d_misses") as f64 / steps)
+            (
+                field(l, "ws"),
+                field(l, "cycles") as f64 / steps,
+                field(l, "l1d_misses") as f64 / steps,
+            )
         })
         .collect()
 }
 
 fn assert_near(what: &str, got: f64, want: f64, tol: f64) {
-    assert!((got - want).abs() <= tol, "{what}: {got:.3} cycles, expected {want:.3} ± {tol}");
+    assert!(
+        (got - want).abs() <= tol,
+        "{what}: {got:.3} cycles, expected {want:.3} ± {tol}"
+    );
 }
 
 /// The latency steps sit at the configured L1D and L2 sizes and have the
 /// configured heights: + L2 latency past the L1, + memory latency past the L2.
 fn check_steps(cfg: &InOrderConfig, sweep: &[(u64, f64, f64)]) {
-    let at = |ws: u64| *sweep.iter().find(|s| s.0 == ws).unwrap_or_else(|| panic!("no working set {ws}: {sweep:?}"));
+    let at = |ws: u64| {
+        *sweep
+            .iter()
+            .find(|s| s.0 == ws)
+            .unwrap_or_else(|| panic!("no working set {ws}: {sweep:?}"))
+    };
     let (l1, l2) = (cfg.l1d.size, cfg.l2.size);
     let base = at(1024).1;
     for &(ws, lat, miss) in sweep {
@@ -140,11 +196,24 @@ fn check_steps(cfg: &InOrderConfig, sweep: &[(u64, f64, f64)]) {
         } else {
             continue; // around the L2 size, code and stack lines share the L2
         };
-        assert_near(&format!("working set {ws} (L1D {l1}, L2 {l2})"), lat, want, 0.02 * want);
+        assert_near(
+            &format!("working set {ws} (L1D {l1}, L2 {l2})"),
+            lat,
+            want,
+            0.02 * want,
+        );
         let want_miss = if ws <= l1 { 0.0 } else { 1.0 };
-        assert_near(&format!("L1D misses per load at {ws}"), miss, want_miss, 0.01);
+        assert_near(
+            &format!("L1D misses per load at {ws}"),
+            miss,
+            want_miss,
+            0.01,
+        );
     }
-    assert!(at(l2).1 < base + cfg.l2.latency as f64 + 0.25 * cfg.memory_latency as f64, "{sweep:?}");
+    assert!(
+        at(l2).1 < base + cfg.l2.latency as f64 + 0.25 * cfg.memory_latency as f64,
+        "{sweep:?}"
+    );
 }
 
 #[test]
@@ -158,25 +227,48 @@ fn pointer_chase_steps_where_the_configuration_puts_the_caches() {
 
     // halve the L1D and the L2, change their latencies: the steps follow
     let text2 = text
-        .replace("size = \"16KiB\"\nways = 4\nline = 64\nlatency = 1", "size = \"8KiB\"\nways = 2\nline = 64\nlatency = 2")
-        .replace("size = \"256KiB\"\nways = 8\nline = 64\nlatency = 12", "size = \"128KiB\"\nways = 8\nline = 64\nlatency = 20")
+        .replace(
+            "size = \"16KiB\"\nways = 4\nline = 64\nlatency = 1",
+            "size = \"8KiB\"\nways = 2\nline = 64\nlatency = 2",
+        )
+        .replace(
+            "size = \"256KiB\"\nways = 8\nline = 64\nlatency = 12",
+            "size = \"128KiB\"\nways = 8\nline = 64\nlatency = 20",
+        )
         .replace("[memory]\nlatency = 60", "[memory]\nlatency = 100");
     let cfg2 = inorder(&text2);
-    assert_eq!((cfg2.l1d.size, cfg2.l2.size, cfg2.l2.latency, cfg2.memory_latency), (8192, 131072, 20, 100));
+    assert_eq!(
+        (
+            cfg2.l1d.size,
+            cfg2.l2.size,
+            cfg2.l2.latency,
+            cfg2.memory_latency
+        ),
+        (8192, 131072, 20, 100)
+    );
     let sweep2 = chase(&run_inorder(&elf, &cfg2).console);
     check_steps(&cfg2, &sweep2);
     // the L1D hit latency is in the base: one more cycle per load
-    assert_near("base latency with a 2-cycle L1D", sweep2[0].1, sweep[0].1 + 1.0, 0.01);
+    assert_near(
+        "base latency with a 2-cycle L1D",
+        sweep2[0].1,
+        sweep[0].1 + 1.0,
+        0.01,
+    );
 
     // the atomic model has no memory hierarchy: flat
     let flat = chase(&run_on(&elf, |_| hs_timing::Atomic).console);
-    assert!(flat.iter().all(|s| (s.1 - flat[0].1).abs() < 0.01), "{flat:?}");
+    assert!(
+        flat.iter().all(|s| (s.1 - flat[0].1).abs() < 0.01),
+        "{flat:?}"
+    );
 }
 
 fn branches(console: &str) -> [(u64, u64, u64); 2] {
     let b = lines(console, "branch ");
     assert_eq!(b.len(), 2, "{console}");
-    let get = |l: &Vec<(String, String)>| (field(l, "cycles"), field(l, "misses"), field(l, "branches"));
+    let get =
+        |l: &Vec<(String, String)>| (field(l, "cycles"), field(l, "misses"), field(l, "branches"));
     [get(&b[0]), get(&b[1])]
 }
 
@@ -188,24 +280,48 @@ fn mispredicted_branches_cost_the_configured_penalty() {
     let n = 8192u64;
     for (kind, penalty) in [("gshare", 3u64), ("gshare", 11), ("bimodal", 7)] {
         // without the taken-branch bubble the difference is mispredictions x penalty exactly
-        let mut t = text.replace("mispredict_penalty = 3", &format!("mispredict_penalty = {penalty}")).replace("taken_penalty = 1", "taken_penalty = 0");
+        let mut t = text
+            .replace(
+                "mispredict_penalty = 3",
+                &format!("mispredict_penalty = {penalty}"),
+            )
+            .replace("taken_penalty = 1", "taken_penalty = 0");
         if kind == "bimodal" {
-            t = t.replace("kind = \"gshare\"", "kind = \"bimodal\"").replace("history_bits = 6\n", "");
+            t = t
+                .replace("kind = \"gshare\"", "kind = \"bimodal\"")
+                .replace("history_bits = 6\n", "");
         }
         let cfg = inorder(&t);
-        assert_eq!((cfg.bpred.mispredict_penalty, cfg.bpred.taken_penalty), (penalty, 0));
-        let [(c_rand, m_rand, b_rand), (c_sort, m_sort, b_sort)] = branches(&run_inorder(&elf, &cfg).console);
+        assert_eq!(
+            (cfg.bpred.mispredict_penalty, cfg.bpred.taken_penalty),
+            (penalty, 0)
+        );
+        let [(c_rand, m_rand, b_rand), (c_sort, m_sort, b_sort)] =
+            branches(&run_inorder(&elf, &cfg).console);
         assert_eq!((b_rand, b_sort), (2 * n, 2 * n), "two branches per byte");
-        assert!(m_rand > n * 2 / 5 && m_rand < n * 3 / 5, "{kind}: random bits mispredicted {m_rand} of {n}");
-        assert!(m_sort < 40, "{kind}: sorted bits mispredicted {m_sort} times");
-        assert_eq!(c_rand - c_sort, (m_rand - m_sort) * penalty, "{kind}, penalty {penalty}");
+        assert!(
+            m_rand > n * 2 / 5 && m_rand < n * 3 / 5,
+            "{kind}: random bits mispredicted {m_rand} of {n}"
+        );
+        assert!(
+            m_sort < 40,
+            "{kind}: sorted bits mispredicted {m_sort} times"
+        );
+        assert_eq!(
+            c_rand - c_sort,
+            (m_rand - m_sort) * penalty,
+            "{kind}, penalty {penalty}"
+        );
     }
     // with the preset's taken bubble: between (pen - bubble) and pen per extra miss
     let cfg = inorder(&text);
     let [(c_rand, m_rand, _), (c_sort, m_sort, _)] = branches(&run_inorder(&elf, &cfg).console);
     let (pen, bubble) = (cfg.bpred.mispredict_penalty, cfg.bpred.taken_penalty);
     let extra = m_rand - m_sort;
-    assert!(c_rand - c_sort >= extra * (pen - bubble) && c_rand - c_sort <= extra * pen, "{c_rand} {c_sort} {extra}");
+    assert!(
+        c_rand - c_sort >= extra * (pen - bubble) && c_rand - c_sort <= extra * pen,
+        "{c_rand} {c_sort} {extra}"
+    );
 }
 
 #[test]
@@ -221,7 +337,12 @@ fn the_same_run_twice_gives_identical_counts() {
     // bare metal never idles: the cycle shape covers every cycle but the
     // final spin after the exit request
     assert!(sa.get("cycles.busy").unwrap() <= a.cycles);
-    assert!(sa.get("cycles.busy").unwrap() + 100_000 > a.cycles, "{} vs {}", sa.get("cycles.busy").unwrap(), a.cycles);
+    assert!(
+        sa.get("cycles.busy").unwrap() + 100_000 > a.cycles,
+        "{} vs {}",
+        sa.get("cycles.busy").unwrap(),
+        a.cycles
+    );
 }
 
 #[test]
@@ -240,7 +361,10 @@ fn a_bad_machine_description_is_one_sentence_naming_file_and_key() {
     assert!(!out.status.success());
     assert_eq!(
         err.trim(),
-        format!("hartscope: machine description {}: key `l2.ways`: 0 ways: a cache needs at least one", bad.display())
+        format!(
+            "hartscope: machine description {}: key `l2.ways`: 0 ways: a cache needs at least one",
+            bad.display()
+        )
     );
 }
 
@@ -261,20 +385,47 @@ fn linux_reads_the_model_through_the_sbi_pmu() {
         .output()
         .unwrap();
     let console = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{console}\n{}", String::from_utf8_lossy(&out.stderr));
-    assert!(console.contains("Boot HART MHPM Info         : 29 (0xfffffff8)"), "{console}");
-    assert!(console.contains("riscv-pmu-sbi: 16 firmware and 31 hardware counters"), "{console}");
+    assert!(
+        out.status.success(),
+        "{console}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        console.contains("Boot HART MHPM Info         : 29 (0xfffffff8)"),
+        "{console}"
+    );
+    assert!(
+        console.contains("riscv-pmu-sbi: 16 firmware and 31 hardware counters"),
+        "{console}"
+    );
     for c in ["branch-misses", "branches", "L1-dcache-load-misses"] {
-        assert!(console.contains(&format!("timingprobe: perf counter {c} open")), "{console}");
+        assert!(
+            console.contains(&format!("timingprobe: perf counter {c} open")),
+            "{console}"
+        );
     }
     let [(_, m_rand, b_rand), (_, m_sort, b_sort)] = branches(&console);
-    assert!(b_rand >= 16384 && b_sort >= 16384, "perf counts at least the probe's branches: {b_rand} {b_sort}");
-    assert!(m_rand > 3500 && m_sort < m_rand / 4, "random {m_rand}, sorted {m_sort} mispredictions");
+    assert!(
+        b_rand >= 16384 && b_sort >= 16384,
+        "perf counts at least the probe's branches: {b_rand} {b_sort}"
+    );
+    assert!(
+        m_rand > 3500 && m_sort < m_rand / 4,
+        "random {m_rand}, sorted {m_sort} mispredictions"
+    );
     // rdtime ticks: 100 cycles each at the default 1000 MHz
     let sweep = chase(&console);
     let ticks = |ws: u64| sweep.iter().find(|s| s.0 == ws).unwrap().1 * 100.0;
     let step = ticks(2 * cfg.l1d.size) - ticks(cfg.l1d.size / 2);
-    assert_near("L1 to L2 step inside Linux", step, cfg.l2.latency as f64, 0.1 * cfg.l2.latency as f64);
+    assert_near(
+        "L1 to L2 step inside Linux",
+        step,
+        cfg.l2.latency as f64,
+        0.1 * cfg.l2.latency as f64,
+    );
     let l1d_misses = |ws: u64| sweep.iter().find(|s| s.0 == ws).unwrap().2;
-    assert!(l1d_misses(cfg.l1d.size / 2) < 0.05 && l1d_misses(2 * cfg.l1d.size) > 0.95, "{sweep:?}");
+    assert!(
+        l1d_misses(cfg.l1d.size / 2) < 0.05 && l1d_misses(2 * cfg.l1d.size) > 0.95,
+        "{sweep:?}"
+    );
 }

@@ -41,11 +41,15 @@ fn ro_bytes() -> Vec<u8> {
 
 /// The 4 KiB the guest writes.
 fn new_block() -> Vec<u8> {
-    (0..4096u64).map(|i| (0xa5 ^ (i * 3) ^ (i >> 7)) as u8).collect()
+    (0..4096u64)
+        .map(|i| (0xa5 ^ (i * 3) ^ (i >> 7)) as u8)
+        .collect()
 }
 
 fn fnv1a(bytes: impl IntoIterator<Item = u8>) -> u64 {
-    bytes.into_iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
+    bytes.into_iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 const RUN: &str = r#"echo "partitions-begin"
@@ -89,7 +93,11 @@ fn run(image_name: &str, dir: &Scratch, tag: &str) -> Run {
     std::fs::write(wl.join("run.sh"), RUN).unwrap();
     std::fs::write(wl.join("disk.bin"), &disk).unwrap();
     std::fs::write(wl.join("block.bin"), new_block()).unwrap();
-    std::fs::write(wl.join("before.bin"), &disk[(BLOCK as usize - 1) * 4096..BLOCK as usize * 4096]).unwrap();
+    std::fs::write(
+        wl.join("before.bin"),
+        &disk[(BLOCK as usize - 1) * 4096..BLOCK as usize * 4096],
+    )
+    .unwrap();
     std::fs::write(wl.join("ro.bin"), ro_bytes()).unwrap();
     std::fs::write(wl.join("zero64k.bin"), [0u8; 65536]).unwrap();
     let mut zeroed = vec![0u8; 9 * 512];
@@ -108,16 +116,34 @@ fn run(image_name: &str, dir: &Scratch, tag: &str) -> Run {
     let drive = format!("file={},format=raw,if=virtio", img.display());
     let out = hartscope(
         &[
-            "boot", "--image", image_name, "--machine", desc.to_str().unwrap(), "-drive", &drive,
-            "--workload", wl.to_str().unwrap(), "--stats-json", stats.to_str().unwrap(),
+            "boot",
+            "--image",
+            image_name,
+            "--machine",
+            desc.to_str().unwrap(),
+            "-drive",
+            &drive,
+            "--workload",
+            wl.to_str().unwrap(),
+            "--stats-json",
+            stats.to_str().unwrap(),
         ],
         dir,
         BOOT_DEADLINE,
     );
     assert_workload_finished(&out, 0);
-    assert_eq!(std::fs::read(&img).unwrap(), disk, "the -drive image file is byte-identical after the run");
-    assert_eq!(std::fs::read(&ro).unwrap(), ro_bytes(), "the read-only image file is byte-identical after the run");
-    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    assert_eq!(
+        std::fs::read(&img).unwrap(),
+        disk,
+        "the -drive image file is byte-identical after the run"
+    );
+    assert_eq!(
+        std::fs::read(&ro).unwrap(),
+        ro_bytes(),
+        "the read-only image file is byte-identical after the run"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
     let disks: serde_json::Map<String, serde_json::Value> = json["devices"]
         .as_object()
         .expect("devices in the stats")
@@ -125,7 +151,10 @@ fn run(image_name: &str, dir: &Scratch, tag: &str) -> Run {
         .filter(|(k, _)| k.starts_with("drive0.") || k.starts_with("ro0."))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    Run { console: out.stdout_text(), disks: serde_json::Value::Object(disks) }
+    Run {
+        console: out.stdout_text(),
+        disks: serde_json::Value::Object(disks),
+    }
 }
 
 fn has(console: &str, line: &str) -> bool {
@@ -135,29 +164,72 @@ fn has(console: &str, line: &str) -> bool {
 fn check(r: &Run) {
     let (c, d) = (&r.console, &r.disks);
     // Both disks in /proc/partitions, with their sizes in KiB.
-    let parts: Vec<Vec<&str>> = c.lines().filter_map(|l| l.strip_prefix("part:")).map(|l| l.split_whitespace().collect()).collect();
+    let parts: Vec<Vec<&str>> = c
+        .lines()
+        .filter_map(|l| l.strip_prefix("part:"))
+        .map(|l| l.split_whitespace().collect())
+        .collect();
     let size_of = |serial: &str| {
-        let line = c.lines().find(|l| l.starts_with("disk:") && l.contains(&format!(" serial={serial} ")))?;
+        let line = c
+            .lines()
+            .find(|l| l.starts_with("disk:") && l.contains(&format!(" serial={serial} ")))?;
         Some(line["disk:".len()..].split_whitespace().next()?.to_string())
     };
-    let rw = size_of("drive0").unwrap_or_else(|| panic!("no disk with serial drive0 (GET_ID):\n{c}"));
+    let rw =
+        size_of("drive0").unwrap_or_else(|| panic!("no disk with serial drive0 (GET_ID):\n{c}"));
     let ro = size_of("ro0").unwrap_or_else(|| panic!("no disk with serial ro0:\n{c}"));
     assert!(rw.starts_with("vd") && ro.starts_with("vd"), "{rw} {ro}");
-    assert!(parts.iter().any(|p| p.len() == 4 && p[3] == rw && p[2] == (SECTORS / 2).to_string()), "{rw} not in /proc/partitions with {} KiB:\n{c}", SECTORS / 2);
-    assert!(parts.iter().any(|p| p.len() == 4 && p[3] == ro && p[2] == "32"), "{ro} not in /proc/partitions:\n{c}");
-    assert!(has(c, &format!("disk:{rw} serial=drive0 ro=0 size={SECTORS}")), "{c}");
-    assert!(has(c, &format!("disk:{ro} serial=ro0 ro=1 size=64")), "the read-only disk shows ro=1:\n{c}");
+    assert!(
+        parts
+            .iter()
+            .any(|p| p.len() == 4 && p[3] == rw && p[2] == (SECTORS / 2).to_string()),
+        "{rw} not in /proc/partitions with {} KiB:\n{c}",
+        SECTORS / 2
+    );
+    assert!(
+        parts
+            .iter()
+            .any(|p| p.len() == 4 && p[3] == ro && p[2] == "32"),
+        "{ro} not in /proc/partitions:\n{c}"
+    );
+    assert!(
+        has(c, &format!("disk:{rw} serial=drive0 ro=0 size={SECTORS}")),
+        "{c}"
+    );
+    assert!(
+        has(c, &format!("disk:{ro} serial=ro0 ro=1 size=64")),
+        "the read-only disk shows ro=1:\n{c}"
+    );
     // Reads: the whole disk, and one sector's exact bytes on the host side.
-    assert!(has(c, "read:match"), "the guest read back something else than the image:\n{c}");
-    let hex: String = disk_bytes()[(DUMP_SECTOR * 512) as usize..(DUMP_SECTOR * 512 + 512) as usize].iter().map(|b| format!("{b:02x}")).collect();
-    assert!(has(c, &format!("sector5:{hex}")), "sector 5 as the guest read it differs:\n{c}");
+    assert!(
+        has(c, "read:match"),
+        "the guest read back something else than the image:\n{c}"
+    );
+    let hex: String = disk_bytes()
+        [(DUMP_SECTOR * 512) as usize..(DUMP_SECTOR * 512 + 512) as usize]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert!(
+        has(c, &format!("sector5:{hex}")),
+        "sector 5 as the guest read it differs:\n{c}"
+    );
     // The write: in the guest, then in the overlay, never in the file.
-    assert!(has(c, "write:ok") && has(c, "readback:match") && has(c, "neighbour:unchanged"), "{c}");
+    assert!(
+        has(c, "write:ok") && has(c, "readback:match") && has(c, "neighbour:unchanged"),
+        "{c}"
+    );
     assert!(has(c, "ro-write:refused") && has(c, "ro-read:match"), "{c}");
     // Two discards: 1 MiB + 64 KiB (blocks 256..272), and sectors
     // 3072..3081 (block 384 whole, the first sector of block 385). BusyBox's
     // blkdiscard has no -z, so WRITE_ZEROES is left to the unit and fuzz tests.
-    assert!(has(c, &format!("discard-max:{} zeroes-max:{}", 1u64 << 30, 1u64 << 30)), "Linux took the discard / write-zeroes limits:\n{c}");
+    assert!(
+        has(
+            c,
+            &format!("discard-max:{} zeroes-max:{}", 1u64 << 30, 1u64 << 30)
+        ),
+        "Linux took the discard / write-zeroes limits:\n{c}"
+    );
     assert!(has(c, "discard:ok") && has(c, "discarded:zeros"), "{c}");
     assert!(has(c, "discard2:ok") && has(c, "zeroed:match"), "{c}");
     assert!(d["drive0.discards"].as_u64().unwrap() >= 2, "{d}");
@@ -171,15 +243,29 @@ fn check(r: &Run) {
     let mut b385 = disk[385 * 4096..386 * 4096].to_vec();
     b385[..512].fill(0);
     blocks.push((385, b385));
-    assert_eq!(d["drive0.overlay_blocks"], blocks.len() as u64, "exactly the guest's blocks are in the overlay: {d}");
-    let expect = fnv1a(blocks.into_iter().flat_map(|(b, data)| b.to_le_bytes().into_iter().chain(data)));
-    assert_eq!(d["drive0.overlay_fnv1a"], expect, "the overlay holds the guest's bytes: {d}");
+    assert_eq!(
+        d["drive0.overlay_blocks"],
+        blocks.len() as u64,
+        "exactly the guest's blocks are in the overlay: {d}"
+    );
+    let expect = fnv1a(
+        blocks
+            .into_iter()
+            .flat_map(|(b, data)| b.to_le_bytes().into_iter().chain(data)),
+    );
+    assert_eq!(
+        d["drive0.overlay_fnv1a"], expect,
+        "the overlay holds the guest's bytes: {d}"
+    );
     assert_eq!(d["drive0.bytes_written"], 4096, "{d}");
     assert_eq!(d["drive0.bad_queues"], 0, "{d}");
     assert_eq!(d["drive0.needs_reset"], 0, "{d}");
     assert_eq!(d["ro0.overlay_blocks"], 0, "{d}");
     assert_eq!(d["ro0.bytes_written"], 0, "{d}");
-    assert!(d["drive0.bytes_read"].as_u64().unwrap() >= SECTORS * 512, "{d}");
+    assert!(
+        d["drive0.bytes_read"].as_u64().unwrap() >= SECTORS * 512,
+        "{d}"
+    );
     assert!(d["drive0.get_ids"].as_u64().unwrap() >= 1, "{d}");
 }
 
@@ -189,9 +275,16 @@ fn debian_reads_writes_and_leaves_the_images_alone() {
     let dir = Scratch::new("vblk-debian");
     let a = run("debian", &dir, "a");
     check(&a);
-    eprintln!("debian: dropped caches: {}; {}", has(&a.console, "dropped-caches"), a.disks);
+    eprintln!(
+        "debian: dropped caches: {}; {}",
+        has(&a.console, "dropped-caches"),
+        a.disks
+    );
     let b = run("debian", &dir, "b");
-    assert_eq!(a.disks, b.disks, "the same run gives the same disk counters");
+    assert_eq!(
+        a.disks, b.disks,
+        "the same run gives the same disk counters"
+    );
 }
 
 /// Kill -9 the run right after the guest wrote the disk (the guest then
@@ -213,7 +306,15 @@ fn debian_killed_run_leaves_the_image_alone() {
     let img = dir.write("disk.img", &disk);
     let drive = format!("file={},format=raw,if=virtio", img.display());
     let mut child = std::process::Command::new(HARTSCOPE)
-        .args(["boot", "--image", "debian", "-drive", &drive, "--workload", wl.to_str().unwrap()])
+        .args([
+            "boot",
+            "--image",
+            "debian",
+            "-drive",
+            &drive,
+            "--workload",
+            wl.to_str().unwrap(),
+        ])
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
@@ -231,8 +332,16 @@ fn debian_killed_run_leaves_the_image_alone() {
     }
     child.kill().unwrap();
     child.wait().unwrap();
-    assert!(seen.iter().any(|l| l.trim_end() == "write:ok"), "the guest never wrote:\n{}", seen.join("\n"));
-    assert_eq!(std::fs::read(&img).unwrap(), disk, "the image file is byte-identical after kill -9");
+    assert!(
+        seen.iter().any(|l| l.trim_end() == "write:ok"),
+        "the guest never wrote:\n{}",
+        seen.join("\n")
+    );
+    assert_eq!(
+        std::fs::read(&img).unwrap(),
+        disk,
+        "the image file is byte-identical after kill -9"
+    );
 }
 
 #[test]
@@ -241,7 +350,14 @@ fn custom_reads_writes_and_leaves_the_images_alone() {
     let dir = Scratch::new("vblk-custom");
     let a = run("custom", &dir, "a");
     check(&a);
-    eprintln!("custom: dropped caches: {}; {}", has(&a.console, "dropped-caches"), a.disks);
+    eprintln!(
+        "custom: dropped caches: {}; {}",
+        has(&a.console, "dropped-caches"),
+        a.disks
+    );
     let b = run("custom", &dir, "b");
-    assert_eq!(a.disks, b.disks, "the same run gives the same disk counters");
+    assert_eq!(
+        a.disks, b.disks,
+        "the same run gives the same disk counters"
+    );
 }

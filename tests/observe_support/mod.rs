@@ -8,13 +8,16 @@ use std::sync::Arc;
 
 use hs_machine::hs_timing::{InOrder, InOrderFactory, MachineDesc, ModelDesc, TimingModel};
 use hs_machine::{
-    BootFile, BootImages, GuestSymbols, KernelSymbolSource, Machine, MachineConfig, ObserveOptions, SamplerConfig,
-    StopReason, SymbolSources,
+    BootFile, BootImages, GuestSymbols, KernelSymbolSource, Machine, MachineConfig, ObserveOptions,
+    SamplerConfig, StopReason, SymbolSources,
 };
 use hs_observe::{Observations, UserIdentifier};
 
 pub fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("repository root")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("repository root")
 }
 
 pub fn workload(name: &str) -> PathBuf {
@@ -32,12 +35,17 @@ pub fn symbol_sources(img: &hs_guest::ImageDir, kernel: Option<(u64, u64)>) -> S
         hs_guest::KernelSymbols::Vmlinux(p) => KernelSymbolSource::Elf(p.clone()),
         hs_guest::KernelSymbols::Kallsyms(p) => {
             let m = img.dir.join("kallsyms-modules");
-            KernelSymbolSource::Kallsyms { path: p.clone(), captured_modules: m.is_file().then_some(m) }
+            KernelSymbolSource::Kallsyms {
+                path: p.clone(),
+                captured_modules: m.is_file().then_some(m),
+            }
         }
     };
     let mut user = vec![img.busybox.clone()];
-    let mut progs: Vec<PathBuf> =
-        std::fs::read_dir(img.dir.join("programs")).expect("programs directory").map(|e| e.unwrap().path()).collect();
+    let mut progs: Vec<PathBuf> = std::fs::read_dir(img.dir.join("programs"))
+        .expect("programs directory")
+        .map(|e| e.unwrap().path())
+        .collect();
     progs.sort();
     user.extend(progs);
     SymbolSources {
@@ -91,8 +99,10 @@ pub fn run_with<M: TimingModel>(
     model: impl Fn(usize) -> M,
 ) -> Run {
     let img = image(image_name);
-    let mut m = Machine::with_observing(config(&img, work, harts), opts, model).unwrap_or_else(|e| panic!("{e}"));
-    let mut symbols = GuestSymbols::load(&symbol_sources(&img, m.kernel_extent())).unwrap_or_else(|e| panic!("{e}"));
+    let mut m = Machine::with_observing(config(&img, work, harts), opts, model)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut symbols = GuestSymbols::load(&symbol_sources(&img, m.kernel_extent()))
+        .unwrap_or_else(|e| panic!("{e}"));
     let sampled = sampling.is_some();
     if let Some(s) = sampling {
         m.enable_sampling(s, symbols.identifier());
@@ -102,15 +112,34 @@ pub fn run_with<M: TimingModel>(
     }
     let stop = m.run();
     let console = String::from_utf8_lossy(m.console_output()).into_owned();
-    assert_eq!(stop, StopReason::PowerOff, "the guest did not power off; console tail:\n{}", tail(&console));
-    assert_eq!(m.markers().exit_status, Some(0), "workload failed; console tail:\n{}", tail(&console));
+    assert_eq!(
+        stop,
+        StopReason::PowerOff,
+        "the guest did not power off; console tail:\n{}",
+        tail(&console)
+    );
+    assert_eq!(
+        m.markers().exit_status,
+        Some(0),
+        "workload failed; console tail:\n{}",
+        tail(&console)
+    );
     let modules = m.markers().channels.get("modules").map(|c| c.data.clone());
-    symbols.apply_run_modules(modules.as_deref()).unwrap_or_else(|e| panic!("{e}"));
+    symbols
+        .apply_run_modules(modules.as_deref())
+        .unwrap_or_else(|e| panic!("{e}"));
     symbols.add_space_marks(m.space_marks());
     let cycle_mismatches = m.cycle_mismatches();
     let tallies = m.tallies();
     let record = m.take_observations(Some(&symbols));
-    Run { record, symbols, console, exit_status: m.markers().exit_status, cycle_mismatches, tallies }
+    Run {
+        record,
+        symbols,
+        console,
+        exit_status: m.markers().exit_status,
+        cycle_mismatches,
+        tallies,
+    }
 }
 
 /// Sampling with the image's binaries but no identifier (for tests that
@@ -121,8 +150,11 @@ pub fn no_binaries() -> Arc<UserIdentifier> {
 
 /// The in-order model of `machines/inorder.toml`, one per hart, sharing its L2.
 pub fn inorder() -> impl Fn(usize) -> InOrder {
-    let desc = MachineDesc::load(&repo().join("machines/inorder.toml")).unwrap_or_else(|e| panic!("{e}"));
-    let ModelDesc::InOrder(cfg) = desc.model else { panic!("machines/inorder.toml does not describe the in-order model") };
+    let desc =
+        MachineDesc::load(&repo().join("machines/inorder.toml")).unwrap_or_else(|e| panic!("{e}"));
+    let ModelDesc::InOrder(cfg) = desc.model else {
+        panic!("machines/inorder.toml does not describe the in-order model")
+    };
     let factory = InOrderFactory::new(&cfg);
     move |_| factory.build()
 }
@@ -134,5 +166,9 @@ pub fn tail(console: &str) -> String {
 
 /// A stat of a block as an integer (panics naming the stat when absent).
 pub fn stat(block: &hs_observe::StatBlock, name: &str) -> u64 {
-    block.get(name).unwrap_or_else(|| panic!("stat {name} missing from block {:?}", block.label)).value.as_f64() as u64
+    block
+        .get(name)
+        .unwrap_or_else(|| panic!("stat {name} missing from block {:?}", block.label))
+        .value
+        .as_f64() as u64
 }

@@ -12,7 +12,10 @@ pub const HARTSCOPE: &str = env!("CARGO_BIN_EXE_hartscope");
 
 /// The repository root (this file is `tests/support/mod.rs`).
 pub fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("repository root")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("repository root")
 }
 
 /// A built guest image; a missing one fails the test with the command that builds it.
@@ -25,7 +28,8 @@ pub struct Scratch(pub PathBuf);
 
 impl Scratch {
     pub fn new(name: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!("hartscope-accept-{name}-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("hartscope-accept-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("create scratch directory");
         Scratch(dir)
@@ -80,7 +84,10 @@ impl Output {
 pub fn hartscope(args: &[&str], scratch: &Scratch, deadline: Duration) -> Output {
     static RUNS: AtomicUsize = AtomicUsize::new(0);
     let tag = format!("run-{}", RUNS.fetch_add(1, Ordering::Relaxed));
-    let (out_path, err_path) = (scratch.path(&format!("{tag}.stdout")), scratch.path(&format!("{tag}.stderr")));
+    let (out_path, err_path) = (
+        scratch.path(&format!("{tag}.stdout")),
+        scratch.path(&format!("{tag}.stderr")),
+    );
     let started = Instant::now();
     let mut child = Command::new(HARTSCOPE)
         .args(args)
@@ -97,7 +104,11 @@ pub fn hartscope(args: &[&str], scratch: &Scratch, deadline: Duration) -> Output
             let _ = child.kill();
             let _ = child.wait();
             let err = std::fs::read_to_string(&err_path).unwrap_or_default();
-            panic!("`hartscope {}` did not finish within {} s; stderr:\n{err}", args.join(" "), deadline.as_secs());
+            panic!(
+                "`hartscope {}` did not finish within {} s; stderr:\n{err}",
+                args.join(" "),
+                deadline.as_secs()
+            );
         }
         std::thread::sleep(Duration::from_millis(10));
     };
@@ -126,9 +137,22 @@ pub const BOOT_DEADLINE: Duration = Duration::from_secs(600);
 pub fn assert_workload_finished(out: &Output, status: i32) {
     let console = out.stdout_text();
     let line = format!("hartscope-agent: workload exited with status {status}");
-    assert!(console.lines().any(|l| l.trim_end() == line), "`{line}` missing:\n{}", out.tail());
-    assert!(console.contains("reboot: Power down"), "Linux did not power down:\n{}", out.tail());
-    assert_eq!(out.code(), Some(status), "hartscope exits with the workload's status:\n{}", out.tail());
+    assert!(
+        console.lines().any(|l| l.trim_end() == line),
+        "`{line}` missing:\n{}",
+        out.tail()
+    );
+    assert!(
+        console.contains("reboot: Power down"),
+        "Linux did not power down:\n{}",
+        out.tail()
+    );
+    assert_eq!(
+        out.code(),
+        Some(status),
+        "hartscope exits with the workload's status:\n{}",
+        out.tail()
+    );
 }
 
 /// Run statistics without the fields that measure the host (time, MIPS).
@@ -144,14 +168,21 @@ pub fn guest_stats(json: &str) -> serde_json::Value {
             _ => {}
         }
     }
-    let mut v: serde_json::Value = serde_json::from_str(json).unwrap_or_else(|e| panic!("stats are not JSON ({e}):\n{json}"));
+    let mut v: serde_json::Value =
+        serde_json::from_str(json).unwrap_or_else(|e| panic!("stats are not JSON ({e}):\n{json}"));
     strip(&mut v);
     v
 }
 
 /// Paths (`harts[1].instret`) where two JSON values differ, at most `limit`.
 pub fn json_differences(a: &serde_json::Value, b: &serde_json::Value, limit: usize) -> Vec<String> {
-    fn walk(a: &serde_json::Value, b: &serde_json::Value, path: String, out: &mut Vec<String>, limit: usize) {
+    fn walk(
+        a: &serde_json::Value,
+        b: &serde_json::Value,
+        path: String,
+        out: &mut Vec<String>,
+        limit: usize,
+    ) {
         use serde_json::Value::{Array, Object};
         if out.len() >= limit {
             return;

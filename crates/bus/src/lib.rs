@@ -59,8 +59,13 @@ pub trait SystemBus {
     /// Read `size` (1, 2, 4 or 8) bytes at physical address `pa`, zero-extended.
     fn mmio_read(&mut self, acc: Access, pa: u64, size: u8) -> Result<u64, BusFault>;
     /// Write the low `size` bytes of `val` at physical address `pa`.
-    fn mmio_write(&mut self, acc: Access, pa: u64, size: u8, val: u64)
-        -> Result<WriteEffect, BusFault>;
+    fn mmio_write(
+        &mut self,
+        acc: Access,
+        pa: u64,
+        size: u8,
+        val: u64,
+    ) -> Result<WriteEffect, BusFault>;
 }
 
 /// A level-triggered interrupt output of a device.
@@ -136,7 +141,10 @@ impl Signal {
     }
     /// A wire whose changes bump `generation` (the board's change counter).
     pub fn with_generation(generation: Rc<Cell<u64>>) -> Self {
-        Self(Rc::new(SignalState { generation, ..SignalState::default() }))
+        Self(Rc::new(SignalState {
+            generation,
+            ..SignalState::default()
+        }))
     }
     pub fn is_high(&self) -> bool {
         self.0.level.get()

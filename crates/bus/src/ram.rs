@@ -54,7 +54,8 @@ impl GuestRam {
         if size == 0 || size & ((1 << PAGE_SHIFT) - 1) != 0 || base.checked_add(size).is_none() {
             return Err(RamError::BadSize(size));
         }
-        let layout = Layout::from_size_align(size as usize, 4096).map_err(|_| RamError::BadSize(size))?;
+        let layout =
+            Layout::from_size_align(size as usize, 4096).map_err(|_| RamError::BadSize(size))?;
         // SAFETY: layout has non-zero size.
         let ptr = unsafe { alloc_zeroed(layout) };
         if ptr.is_null() {
@@ -63,7 +64,15 @@ impl GuestRam {
         let pages = (size >> PAGE_SHIFT) as usize;
         let code = (0..pages).map(|_| Cell::new(false)).collect();
         let code_log = (0..CODE_WRITE_LOG).map(|_| Cell::new(0)).collect();
-        Ok(Self(Rc::new(Block { base, size, ptr, layout, code, code_gen: Cell::new(0), code_log })))
+        Ok(Self(Rc::new(Block {
+            base,
+            size,
+            ptr,
+            layout,
+            code,
+            code_gen: Cell::new(0),
+            code_log,
+        })))
     }
 
     pub fn base(&self) -> u64 {
@@ -199,7 +208,8 @@ impl GuestRam {
                 flag.set(false);
                 let gen = b.code_gen.get() + 1;
                 b.code_gen.set(gen);
-                b.code_log[(gen % CODE_WRITE_LOG as u64) as usize].set(b.base + (page << PAGE_SHIFT));
+                b.code_log[(gen % CODE_WRITE_LOG as u64) as usize]
+                    .set(b.base + (page << PAGE_SHIFT));
             }
         }
     }

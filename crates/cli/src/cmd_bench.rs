@@ -59,7 +59,9 @@ fn parse_mib(s: &str) -> Result<u64, String> {
         _ => (t, 0),
     };
     let n: u64 = num.parse().map_err(|_| bad())?;
-    n.checked_shl(shift).filter(|&v| v > 0 && v >> shift == n).ok_or_else(bad)
+    n.checked_shl(shift)
+        .filter(|&v| v > 0 && v >> shift == n)
+        .ok_or_else(bad)
 }
 
 /// One finished child process: wall time and the CPU time it used (all its threads).
@@ -149,18 +151,29 @@ pub fn run(args: BenchArgs) -> Result<i32, String> {
         return Err("--rounds 0: give at least one round".into());
     }
     if args.smp == 0 || args.smp > hs_machine::layout::MAX_HARTS {
-        return Err(format!("--smp {}: this machine supports 1 to {} harts", args.smp, hs_machine::layout::MAX_HARTS));
+        return Err(format!(
+            "--smp {}: this machine supports 1 to {} harts",
+            args.smp,
+            hs_machine::layout::MAX_HARTS
+        ));
     }
     let image = hs_guest::find(&args.image).map_err(|e| e.to_string())?;
     let guest_dir = hs_guest::Builder::from_env().guest_dir;
-    let workload = args.workload.clone().unwrap_or_else(|| guest_dir.join("workloads/p87-shell"));
-    let me = std::env::current_exe().map_err(|e| format!("cannot find the hartscope executable: {e}"))?;
+    let workload = args
+        .workload
+        .clone()
+        .unwrap_or_else(|| guest_dir.join("workloads/p87-shell"));
+    let me = std::env::current_exe()
+        .map_err(|e| format!("cannot find the hartscope executable: {e}"))?;
 
-    let scratch = Scratch(std::env::temp_dir().join(format!("hartscope-bench-{}", std::process::id())));
-    std::fs::create_dir_all(&scratch.0).map_err(|e| format!("cannot create {}: {e}", scratch.0.display()))?;
+    let scratch =
+        Scratch(std::env::temp_dir().join(format!("hartscope-bench-{}", std::process::id())));
+    std::fs::create_dir_all(&scratch.0)
+        .map_err(|e| format!("cannot create {}: {e}", scratch.0.display()))?;
     let initrd = scratch.0.join("initrd");
     let initrd_bytes = hs_guest::workload_initrd(&image, &workload).map_err(|e| e.to_string())?;
-    std::fs::write(&initrd, initrd_bytes).map_err(|e| format!("cannot write {}: {e}", initrd.display()))?;
+    std::fs::write(&initrd, initrd_bytes)
+        .map_err(|e| format!("cannot write {}: {e}", initrd.display()))?;
 
     let qemu = qemu_version();
     let load_before = load_average();
@@ -174,7 +187,15 @@ pub fn run(args: BenchArgs) -> Result<i32, String> {
         qemu.as_deref().unwrap_or_else(|e| e)
     );
 
-    let linux_boot = bench_linux(&args, &me, &image, &workload, &initrd, qemu.is_ok(), &scratch.0)?;
+    let linux_boot = bench_linux(
+        &args,
+        &me,
+        &image,
+        &workload,
+        &initrd,
+        qemu.is_ok(),
+        &scratch.0,
+    )?;
     let cpubound = bench_cpubound(&args, &me, &guest_dir, qemu.is_ok(), &scratch.0);
     let report = BenchReport {
         image: args.image.clone(),
@@ -192,8 +213,10 @@ pub fn run(args: BenchArgs) -> Result<i32, String> {
     };
     print!("{}", render(&report));
     if let Some(path) = &args.json {
-        let text = serde_json::to_string_pretty(&report).map_err(|e| format!("cannot encode the figures: {e}"))?;
-        std::fs::write(path, text + "\n").map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        let text = serde_json::to_string_pretty(&report)
+            .map_err(|e| format!("cannot encode the figures: {e}"))?;
+        std::fs::write(path, text + "\n")
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     Ok(0)
 }
@@ -210,7 +233,14 @@ fn bench_linux(
     let stats = scratch.join("boot-stats.json");
     let mut hs = Command::new(me);
     hs.arg("boot")
-        .args(["--image", &args.image, "--smp", &args.smp.to_string(), "-m", &format!("{}M", args.mem_mib)])
+        .args([
+            "--image",
+            &args.image,
+            "--smp",
+            &args.smp.to_string(),
+            "-m",
+            &format!("{}M", args.mem_mib),
+        ])
         .arg("--workload")
         .arg(workload)
         .arg("--stats-json")
@@ -228,7 +258,10 @@ fn bench_linux(
     };
     let mut runs = Vec::new();
     for rep in 1..=args.repeat {
-        eprintln!("hartscope bench: Linux boot {rep}/{}: hartscope", args.repeat);
+        eprintln!(
+            "hartscope bench: Linux boot {rep}/{}: hartscope",
+            args.repeat
+        );
         let console = scratch.join("hartscope-console.txt");
         let t = timed(&mut hs, &console, &scratch.join("hartscope-stderr.txt"))?;
         let status = agent_status(&console).ok_or_else(|| run_failed("hartscope", &console))?;
@@ -239,7 +272,11 @@ fn bench_linux(
             let t = timed(&mut boot.command(), &log, &scratch.join("qemu-stderr.txt"))?;
             match agent_status(&log) {
                 Some(s) if s == status => Some(t),
-                Some(s) => return Err(format!("the workload exited with status {status} on hartscope but {s} on QEMU")),
+                Some(s) => {
+                    return Err(format!(
+                        "the workload exited with status {status} on hartscope but {s} on QEMU"
+                    ))
+                }
                 None => return Err(run_failed("QEMU", &log)),
             }
         } else {
@@ -259,18 +296,41 @@ fn bench_linux(
     })
 }
 
-fn bench_cpubound(args: &BenchArgs, me: &Path, guest_dir: &Path, with_qemu: bool, scratch: &Path) -> Result<Section, String> {
+fn bench_cpubound(
+    args: &BenchArgs,
+    me: &Path,
+    guest_dir: &Path,
+    with_qemu: bool,
+    scratch: &Path,
+) -> Result<Section, String> {
     let elf = build_bare_cpubound(guest_dir, args.rounds, scratch)?;
     let stats = scratch.join("cpubound-stats.json");
     let mut hs = Command::new(me);
-    hs.args(["boot", "--bios", "none", "--kernel"]).arg(&elf).arg("--stats-json").arg(&stats);
+    hs.args(["boot", "--bios", "none", "--kernel"])
+        .arg(&elf)
+        .arg("--stats-json")
+        .arg(&stats);
     let mut qemu = Command::new(QEMU);
-    qemu.args(["-M", "spike", "-bios", "none", "-nographic", "-monitor", "none", "-kernel"]).arg(&elf);
+    qemu.args([
+        "-M",
+        "spike",
+        "-bios",
+        "none",
+        "-nographic",
+        "-monitor",
+        "none",
+        "-kernel",
+    ])
+    .arg(&elf);
     let mut runs = Vec::new();
     for rep in 1..=args.repeat {
         eprintln!("hartscope bench: cpubound {rep}/{}: hartscope", args.repeat);
         let out = scratch.join("cpubound-hartscope.txt");
-        let t = timed(&mut hs, &out, &scratch.join("cpubound-hartscope-stderr.txt"))?;
+        let t = timed(
+            &mut hs,
+            &out,
+            &scratch.join("cpubound-hartscope-stderr.txt"),
+        )?;
         let mine = checksum_line(&out).ok_or_else(|| run_failed("hartscope (cpubound)", &out))?;
         let h = hartscope_run(t, &stats)?;
         let q = if with_qemu {
@@ -279,7 +339,11 @@ fn bench_cpubound(args: &BenchArgs, me: &Path, guest_dir: &Path, with_qemu: bool
             let t = timed(&mut qemu, &out, &scratch.join("cpubound-qemu-stderr.txt"))?;
             match checksum_line(&out) {
                 Some(theirs) if theirs == mine => Some(t),
-                Some(theirs) => return Err(format!("cpubound printed `{mine}` on hartscope but `{theirs}` on QEMU")),
+                Some(theirs) => {
+                    return Err(format!(
+                        "cpubound printed `{mine}` on hartscope but `{theirs}` on QEMU"
+                    ))
+                }
                 None => return Err(run_failed("QEMU (cpubound)", &out)),
             }
         } else {
@@ -288,7 +352,10 @@ fn bench_cpubound(args: &BenchArgs, me: &Path, guest_dir: &Path, with_qemu: bool
         runs.push(pair(h, q));
     }
     Ok(Section {
-        what: format!("guest/workloads/cpubound.c, {} rounds, bare metal (-bios none), one hart", args.rounds),
+        what: format!(
+            "guest/workloads/cpubound.c, {} rounds, bare metal (-bios none), one hart",
+            args.rounds
+        ),
         hartscope_command: show(&hs),
         qemu_command: with_qemu.then(|| show(&qemu)),
         median: medians(&runs, true),
@@ -303,20 +370,45 @@ fn build_bare_cpubound(guest_dir: &Path, rounds: u32, scratch: &Path) -> Result<
     let ld = guest_dir.join("workloads/cpubound-bare.ld");
     let elf = scratch.join("cpubound.elf");
     let out = Command::new(BARE_CC)
-        .args(["-DCPUBOUND_BARE_METAL", &format!("-DDEFAULT_ROUNDS={rounds}"), "-O2", "-march=rv64gc", "-mabi=lp64d"])
-        .args(["-mcmodel=medany", "-ffreestanding", "-fno-builtin", "-fno-tree-loop-distribute-patterns"])
-        .args(["-nostdlib", "-nostartfiles", "-static", "-Wl,--no-warn-rwx-segments", "-T"])
+        .args([
+            "-DCPUBOUND_BARE_METAL",
+            &format!("-DDEFAULT_ROUNDS={rounds}"),
+            "-O2",
+            "-march=rv64gc",
+            "-mabi=lp64d",
+        ])
+        .args([
+            "-mcmodel=medany",
+            "-ffreestanding",
+            "-fno-builtin",
+            "-fno-tree-loop-distribute-patterns",
+        ])
+        .args([
+            "-nostdlib",
+            "-nostartfiles",
+            "-static",
+            "-Wl,--no-warn-rwx-segments",
+            "-T",
+        ])
         .arg(&ld)
         .arg(&src)
         .arg("-lgcc")
         .arg("-o")
         .arg(&elf)
         .output()
-        .map_err(|e| format!("cannot run {BARE_CC} (install Debian package gcc-riscv64-unknown-elf): {e}"))?;
+        .map_err(|e| {
+            format!("cannot run {BARE_CC} (install Debian package gcc-riscv64-unknown-elf): {e}")
+        })?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
-        let first = err.lines().find(|l| l.contains("error")).unwrap_or_else(|| err.lines().next().unwrap_or(""));
-        return Err(format!("{} does not build for bare metal: {first}", src.display()));
+        let first = err
+            .lines()
+            .find(|l| l.contains("error"))
+            .unwrap_or_else(|| err.lines().next().unwrap_or(""));
+        return Err(format!(
+            "{} does not build for bare metal: {first}",
+            src.display()
+        ));
     }
     Ok(elf)
 }
@@ -324,7 +416,8 @@ fn build_bare_cpubound(guest_dir: &Path, rounds: u32, scratch: &Path) -> Result<
 /// Runs `cmd` with stdout to `out` and stderr to `err`, timing it; a
 /// non-zero exit is not an error here (the caller checks the output).
 fn timed(cmd: &mut Command, out: &Path, err: &Path) -> Result<Timing, String> {
-    let open = |p: &Path| File::create(p).map_err(|e| format!("cannot create {}: {e}", p.display()));
+    let open =
+        |p: &Path| File::create(p).map_err(|e| format!("cannot create {}: {e}", p.display()));
     let program = cmd.get_program().to_string_lossy().into_owned();
     let cpu_before = children_cpu_seconds();
     let started = Instant::now();
@@ -340,14 +433,21 @@ fn timed(cmd: &mut Command, out: &Path, err: &Path) -> Result<Timing, String> {
             Ok(None) if started.elapsed() > RUN_TIMEOUT => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!("{program} did not finish within {} s; its output is in {}", RUN_TIMEOUT.as_secs(), out.display()));
+                return Err(format!(
+                    "{program} did not finish within {} s; its output is in {}",
+                    RUN_TIMEOUT.as_secs(),
+                    out.display()
+                ));
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(2)),
             Err(e) => return Err(format!("cannot wait for {program}: {e}")),
         }
     }
     let wall_s = started.elapsed().as_secs_f64();
-    Ok(Timing { wall_s, cpu_s: children_cpu_seconds() - cpu_before })
+    Ok(Timing {
+        wall_s,
+        cpu_s: children_cpu_seconds() - cpu_before,
+    })
 }
 
 /// User + system time of all waited-for children so far.
@@ -363,25 +463,41 @@ fn children_cpu_seconds() -> f64 {
 }
 
 fn hartscope_run(t: Timing, stats: &Path) -> Result<HartscopeRun, String> {
-    let text = std::fs::read_to_string(stats).map_err(|e| format!("cannot read hartscope's stats {}: {e}", stats.display()))?;
-    let v: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| format!("hartscope's stats {} are not JSON: {e}", stats.display()))?;
+    let text = std::fs::read_to_string(stats)
+        .map_err(|e| format!("cannot read hartscope's stats {}: {e}", stats.display()))?;
+    let v: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| format!("hartscope's stats {} are not JSON: {e}", stats.display()))?;
     let num = |k: &str| v.get(k).and_then(serde_json::Value::as_f64);
-    let field = |k: &str| num(k).ok_or_else(|| format!("hartscope's stats {} have no number `{k}`", stats.display()));
+    let field = |k: &str| {
+        num(k).ok_or_else(|| format!("hartscope's stats {} have no number `{k}`", stats.display()))
+    };
     Ok(HartscopeRun {
         wall_s: t.wall_s,
         cpu_s: t.cpu_s,
         mips: field("mips")?,
-        instret: v.get("instret").and_then(serde_json::Value::as_u64).unwrap_or(0),
-        cycles: v.get("cycles").and_then(serde_json::Value::as_u64).unwrap_or(0),
+        instret: v
+            .get("instret")
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0),
+        cycles: v
+            .get("cycles")
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0),
         guest_s: field("guest_seconds")?,
     })
 }
 
 fn pair(hartscope: HartscopeRun, qemu: Option<Timing>) -> Pair {
     let ratio = qemu.map(|q| hartscope.wall_s / q.wall_s);
-    let cpu_ratio = qemu.filter(|q| q.cpu_s > 0.0).map(|q| hartscope.cpu_s / q.cpu_s);
-    Pair { hartscope, qemu, ratio, cpu_ratio }
+    let cpu_ratio = qemu
+        .filter(|q| q.cpu_s > 0.0)
+        .map(|q| hartscope.cpu_s / q.cpu_s);
+    Pair {
+        hartscope,
+        qemu,
+        ratio,
+        cpu_ratio,
+    }
 }
 
 pub fn median(mut v: Vec<f64>) -> Option<f64> {
@@ -390,18 +506,28 @@ pub fn median(mut v: Vec<f64>) -> Option<f64> {
     }
     v.sort_by(f64::total_cmp);
     let n = v.len();
-    Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
 }
 
 fn medians(runs: &[Pair], estimate_qemu_mips: bool) -> Medians {
     let hs_wall = median(runs.iter().map(|r| r.hartscope.wall_s).collect()).unwrap_or(0.0);
-    let qemu_wall = median(runs.iter().filter_map(|r| r.qemu.map(|q| q.wall_s)).collect());
+    let qemu_wall = median(
+        runs.iter()
+            .filter_map(|r| r.qemu.map(|q| q.wall_s))
+            .collect(),
+    );
     let instret = runs.first().map_or(0, |r| r.hartscope.instret);
     Medians {
         hartscope_wall_s: hs_wall,
         hartscope_mips: median(runs.iter().map(|r| r.hartscope.mips).collect()).unwrap_or(0.0),
         qemu_wall_s: qemu_wall,
-        qemu_mips_estimate: qemu_wall.filter(|_| estimate_qemu_mips).map(|w| instret as f64 / w / 1e6),
+        qemu_mips_estimate: qemu_wall
+            .filter(|_| estimate_qemu_mips)
+            .map(|w| instret as f64 / w / 1e6),
         ratio: median(runs.iter().filter_map(|r| r.ratio).collect()),
         cpu_ratio: median(runs.iter().filter_map(|r| r.cpu_ratio).collect()),
     }
@@ -410,18 +536,33 @@ fn medians(runs: &[Pair], estimate_qemu_mips: bool) -> Medians {
 /// The agent's exit-status line in a console log.
 fn agent_status(console: &Path) -> Option<i64> {
     let text = String::from_utf8_lossy(&std::fs::read(console).ok()?).replace('\r', "");
-    let status = text.lines().find_map(|l| l.trim().strip_prefix(AGENT_STATUS))?.trim().parse().ok()?;
+    let status = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix(AGENT_STATUS))?
+        .trim()
+        .parse()
+        .ok()?;
     text.contains("reboot: Power down").then_some(status)
 }
 
 fn checksum_line(out: &Path) -> Option<String> {
     let text = std::fs::read_to_string(out).ok()?;
-    text.lines().find(|l| l.starts_with("cpubound: ")).map(|l| l.trim().to_string())
+    text.lines()
+        .find(|l| l.starts_with("cpubound: "))
+        .map(|l| l.trim().to_string())
 }
 
 fn run_failed(who: &str, log: &Path) -> String {
-    let text = std::fs::read(log).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
-    let last = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("(no output)").trim().to_string();
+    let text = std::fs::read(log)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
+    let last = text
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("(no output)")
+        .trim()
+        .to_string();
     format!("the {who} run did not finish its workload; its output ended with: {last}")
 }
 
@@ -439,14 +580,23 @@ fn qemu_version() -> Result<String, String> {
 
 fn load_average() -> Option<String> {
     let text = std::fs::read_to_string("/proc/loadavg").ok()?;
-    Some(text.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+    Some(
+        text.split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" "),
+    )
 }
 
 fn show(cmd: &Command) -> String {
     let mut parts = vec![cmd.get_program().to_string_lossy().into_owned()];
     parts.extend(cmd.get_args().map(|a| {
         let a = a.to_string_lossy();
-        if a.is_empty() || a.contains(' ') { format!("'{a}'") } else { a.into_owned() }
+        if a.is_empty() || a.contains(' ') {
+            format!("'{a}'")
+        } else {
+            a.into_owned()
+        }
     }));
     parts.join(" ")
 }
@@ -466,7 +616,9 @@ pub fn render(r: &BenchReport) -> String {
         s.push_str(&format!("QEMU: {v}\n"));
     }
     if let (Some(a), Some(b)) = (&r.load_average_before, &r.load_average_after) {
-        s.push_str(&format!("host load average: {a} before, {b} after (a shared machine: compare side by side)\n"));
+        s.push_str(&format!(
+            "host load average: {a} before, {b} after (a shared machine: compare side by side)\n"
+        ));
     }
     s.push_str(&section(&r.linux_boot, false));
     if let Some(sec) = &r.cpubound {
@@ -553,21 +705,45 @@ mod tests {
     }
 
     fn run_of(wall: f64, qemu: Option<f64>) -> Pair {
-        let h = HartscopeRun { wall_s: wall, cpu_s: wall, mips: 100.0 * wall, instret: 1_000_000_000, cycles: 1, guest_s: 1.0 };
-        pair(h, qemu.map(|w| Timing { wall_s: w, cpu_s: w }))
+        let h = HartscopeRun {
+            wall_s: wall,
+            cpu_s: wall,
+            mips: 100.0 * wall,
+            instret: 1_000_000_000,
+            cycles: 1,
+            guest_s: 1.0,
+        };
+        pair(
+            h,
+            qemu.map(|w| Timing {
+                wall_s: w,
+                cpu_s: w,
+            }),
+        )
     }
 
     #[test]
     fn ratio_is_the_median_of_paired_runs() {
-        let runs = vec![run_of(10.0, Some(5.0)), run_of(12.0, Some(4.0)), run_of(30.0, Some(20.0))];
+        let runs = vec![
+            run_of(10.0, Some(5.0)),
+            run_of(12.0, Some(4.0)),
+            run_of(30.0, Some(20.0)),
+        ];
         let m = medians(&runs, true);
         assert_eq!(m.hartscope_wall_s, 12.0);
         assert_eq!(m.qemu_wall_s, Some(5.0));
         assert_eq!(m.ratio, Some(2.0), "ratios 2, 3, 1.5");
-        assert_eq!(m.cpu_ratio, Some(2.0), "CPU time equals wall time in these runs");
+        assert_eq!(
+            m.cpu_ratio,
+            Some(2.0),
+            "CPU time equals wall time in these runs"
+        );
         assert_eq!(m.qemu_mips_estimate, Some(200.0), "1e9 instructions in 5 s");
         let alone = medians(&[run_of(10.0, None)], true);
-        assert_eq!((alone.qemu_wall_s, alone.ratio, alone.qemu_mips_estimate), (None, None, None));
+        assert_eq!(
+            (alone.qemu_wall_s, alone.ratio, alone.qemu_mips_estimate),
+            (None, None, None)
+        );
     }
 
     #[test]
@@ -575,9 +751,17 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("hs-bench-unit-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let log = dir.join("console.txt");
-        std::fs::write(&log, "x\r\nhartscope-agent: workload exited with status 3\r\n").unwrap();
+        std::fs::write(
+            &log,
+            "x\r\nhartscope-agent: workload exited with status 3\r\n",
+        )
+        .unwrap();
         assert_eq!(agent_status(&log), None, "no power-off yet");
-        std::fs::write(&log, "hartscope-agent: workload exited with status 3\r\n[ 1.0] reboot: Power down\r\n").unwrap();
+        std::fs::write(
+            &log,
+            "hartscope-agent: workload exited with status 3\r\n[ 1.0] reboot: Power down\r\n",
+        )
+        .unwrap();
         assert_eq!(agent_status(&log), Some(3));
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -12,8 +12,8 @@ use clap::Args;
 use hs_machine::hs_timing::{Atomic, TimingModel};
 use hs_machine::reports::{chrome_trace_json, itrace_report, write_profile};
 use hs_machine::{
-    BootFile, BootImages, ConsoleInput, GuestSymbols, InputEvent, ItraceSpec, KernelSymbolSource, Machine, MachineConfig,
-    ObserveOptions, SamplerConfig, StopReason, SymbolSources,
+    BootFile, BootImages, ConsoleInput, GuestSymbols, InputEvent, ItraceSpec, KernelSymbolSource,
+    Machine, MachineConfig, ObserveOptions, SamplerConfig, StopReason, SymbolSources,
 };
 use hs_observe::Observations;
 
@@ -115,7 +115,8 @@ pub fn qemu_style_args(args: impl IntoIterator<Item = OsString>) -> Vec<OsString
     let mut out: Vec<OsString> = it.next().into_iter().collect();
     let rest: Vec<OsString> = it.collect();
     let first = rest.first().and_then(|a| a.to_str()).unwrap_or("");
-    let starts_qemu = QEMU_VALUE_FLAGS.contains(&first) || QEMU_FLAGS.contains(&first) || first == "-m";
+    let starts_qemu =
+        QEMU_VALUE_FLAGS.contains(&first) || QEMU_FLAGS.contains(&first) || first == "-m";
     if !(starts_qemu || first == "boot") {
         out.extend(rest);
         return out;
@@ -152,7 +153,9 @@ pub fn drive_device(n: usize, spec: &str) -> Result<hs_machine::hs_devices::Devi
     let mut cfg = DeviceConfig::new(format!("drive{n}"), "virtio-blk");
     let mut file = None;
     for part in spec.split(',') {
-        let (k, v) = part.split_once('=').ok_or_else(|| err(format!("`{part}` is not KEY=VALUE")))?;
+        let (k, v) = part
+            .split_once('=')
+            .ok_or_else(|| err(format!("`{part}` is not KEY=VALUE")))?;
         let on = |v: &str| match v {
             "on" | "true" | "yes" => Ok(true),
             "off" | "false" | "no" => Ok(false),
@@ -180,7 +183,8 @@ pub fn drive_device(n: usize, spec: &str) -> Result<hs_machine::hs_devices::Devi
 fn parse_smp(s: &str) -> Result<usize, String> {
     let first = s.split(',').next().unwrap_or("");
     let n = first.strip_prefix("cpus=").unwrap_or(first);
-    n.parse().map_err(|_| format!("`{s}` is not a number of harts (e.g. 4 or cpus=4)"))
+    n.parse()
+        .map_err(|_| format!("`{s}` is not a number of harts (e.g. 4 or cpus=4)"))
 }
 
 fn parse_mem(s: &str) -> Result<u64, String> {
@@ -197,8 +201,12 @@ fn parse_mem(s: &str) -> Result<u64, String> {
         "T" => 40,
         _ => return Err(format!("`{s}` is not a memory size (e.g. 512, 512M, 2G)")),
     };
-    let n: u64 = num.parse().map_err(|_| format!("`{s}` is not a memory size (e.g. 512, 512M, 2G)"))?;
-    n.checked_shl(shift).filter(|b| b >> shift == n).ok_or_else(|| format!("memory size `{s}` is too large"))
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("`{s}` is not a memory size (e.g. 512, 512M, 2G)"))?;
+    n.checked_shl(shift)
+        .filter(|b| b >> shift == n)
+        .ok_or_else(|| format!("memory size `{s}` is too large"))
 }
 
 /// What to load, resolved from an image and/or explicit files.
@@ -212,10 +220,19 @@ pub struct Resolved {
 }
 
 fn resolve(args: &BootArgs) -> Result<Resolved, String> {
-    let image_name = args.image.clone().or_else(|| args.kernel.is_none().then(|| DEFAULT_IMAGE.to_string()));
-    let image = image_name.as_deref().map(hs_guest::find).transpose().map_err(|e| e.to_string())?;
+    let image_name = args
+        .image
+        .clone()
+        .or_else(|| args.kernel.is_none().then(|| DEFAULT_IMAGE.to_string()));
+    let image = image_name
+        .as_deref()
+        .map(hs_guest::find)
+        .transpose()
+        .map_err(|e| e.to_string())?;
     if args.workload.is_some() && image.is_none() {
-        return Err("--workload needs a guest image (--image NAME): the image's agent runs it".into());
+        return Err(
+            "--workload needs a guest image (--image NAME): the image's agent runs it".into(),
+        );
     }
     let read = |what, p: &Path| BootFile::read(what, p).map_err(|e| e.to_string());
 
@@ -224,8 +241,12 @@ fn resolve(args: &BootArgs) -> Result<Resolved, String> {
         Some(path) => Some(read("firmware", Path::new(path))?),
         None => match &image {
             Some(img) => Some(read("firmware", &img.firmware)?),
-            None if Path::new(QEMU_DEFAULT_BIOS).is_file() => Some(read("firmware", Path::new(QEMU_DEFAULT_BIOS))?),
-            None => return Err(format!("no firmware: {QEMU_DEFAULT_BIOS} is not installed; give -bios FILE or -bios none")),
+            None if Path::new(QEMU_DEFAULT_BIOS).is_file() => {
+                Some(read("firmware", Path::new(QEMU_DEFAULT_BIOS))?)
+            }
+            None => return Err(format!(
+                "no firmware: {QEMU_DEFAULT_BIOS} is not installed; give -bios FILE or -bios none"
+            )),
         },
     };
     let kernel = match (&args.kernel, &image) {
@@ -238,19 +259,34 @@ fn resolve(args: &BootArgs) -> Result<Resolved, String> {
         (Some(p), _, None) => Some(read("initrd", p)?),
         (None, Some(img), Some(w)) => {
             let data = hs_guest::workload_initrd(img, w).map_err(|e| e.to_string())?;
-            Some(BootFile::from_bytes(format!("{} + workload {}", img.initrd.display(), w.display()), data))
+            Some(BootFile::from_bytes(
+                format!("{} + workload {}", img.initrd.display(), w.display()),
+                data,
+            ))
         }
         (None, Some(img), None) => Some(read("initrd", &img.initrd)?),
         (None, None, _) => None,
     };
-    let mut bootargs = image.as_ref().map(|i| i.default_append.clone()).unwrap_or_default();
+    let mut bootargs = image
+        .as_ref()
+        .map(|i| i.default_append.clone())
+        .unwrap_or_default();
     if let Some(extra) = &args.append {
         if !bootargs.is_empty() {
             bootargs.push(' ');
         }
         bootargs.push_str(extra);
     }
-    Ok(Resolved { images: BootImages { firmware, kernel, initrd }, bootargs, devices: Vec::new(), ipi: Default::default() })
+    Ok(Resolved {
+        images: BootImages {
+            firmware,
+            kernel,
+            initrd,
+        },
+        bootargs,
+        devices: Vec::new(),
+        ipi: Default::default(),
+    })
 }
 
 pub fn run(args: BootArgs) -> Result<i32, String> {
@@ -285,16 +321,35 @@ struct Observed {
 }
 
 fn observed(args: &BootArgs) -> Result<Observed, String> {
-    let itrace = args.itrace.as_deref().map(ItraceSpec::parse).transpose().map_err(|e| e.to_string())?;
-    let wrap = args.trace.is_some() || itrace.is_some() || args.stats_txt.is_some() || args.stats_json.is_some();
-    let options = ObserveOptions { events: args.trace.is_some(), max_events: 0, itrace: itrace.clone() };
-    Ok(Observed { options, itrace, wrap })
+    let itrace = args
+        .itrace
+        .as_deref()
+        .map(ItraceSpec::parse)
+        .transpose()
+        .map_err(|e| e.to_string())?;
+    let wrap = args.trace.is_some()
+        || itrace.is_some()
+        || args.stats_txt.is_some()
+        || args.stats_json.is_some();
+    let options = ObserveOptions {
+        events: args.trace.is_some(),
+        max_events: 0,
+        itrace: itrace.clone(),
+    };
+    Ok(Observed {
+        options,
+        itrace,
+        wrap,
+    })
 }
 
 /// The files that name the guest's code: the image's, unless explicit
 /// files replace its firmware or kernel.
 fn symbol_sources(args: &BootArgs, machine_kernel: Option<(u64, u64)>) -> Option<SymbolSources> {
-    let name = args.image.clone().or_else(|| args.kernel.is_none().then(|| DEFAULT_IMAGE.to_string()))?;
+    let name = args
+        .image
+        .clone()
+        .or_else(|| args.kernel.is_none().then(|| DEFAULT_IMAGE.to_string()))?;
     let img = hs_guest::find(&name).ok()?;
     let kernel = if args.kernel.is_some() {
         None
@@ -303,33 +358,52 @@ fn symbol_sources(args: &BootArgs, machine_kernel: Option<(u64, u64)>) -> Option
             hs_guest::KernelSymbols::Vmlinux(p) => KernelSymbolSource::Elf(p.clone()),
             hs_guest::KernelSymbols::Kallsyms(p) => {
                 let captured = img.dir.join("kallsyms-modules");
-                KernelSymbolSource::Kallsyms { path: p.clone(), captured_modules: captured.is_file().then_some(captured) }
+                KernelSymbolSource::Kallsyms {
+                    path: p.clone(),
+                    captured_modules: captured.is_file().then_some(captured),
+                }
             }
         })
     };
     let mut user_binaries = vec![img.busybox.clone()];
     if let Ok(dir) = std::fs::read_dir(img.dir.join("programs")) {
-        let mut progs: Vec<PathBuf> = dir.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_file()).collect();
+        let mut progs: Vec<PathBuf> = dir
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_file())
+            .collect();
         progs.sort();
         user_binaries.extend(progs);
     }
     Some(SymbolSources {
-        firmware_elf: if args.bios.is_none() { img.firmware_elf.clone() } else { None },
+        firmware_elf: if args.bios.is_none() {
+            img.firmware_elf.clone()
+        } else {
+            None
+        },
         firmware_base: hs_machine::layout::DRAM_BASE,
         kernel,
         kernel_physical: machine_kernel,
         user_binaries,
-        btf: if args.kernel.is_none() { img.btf.clone() } else { None },
+        btf: if args.kernel.is_none() {
+            img.btf.clone()
+        } else {
+            None
+        },
     })
 }
 
 /// Boot with `model(h)` as hart h's timing model (wrapped for observation
 /// when counters, a timeline or a trace are asked for).
-pub fn boot<M: TimingModel>(args: &BootArgs, r: Resolved, model: impl Fn(usize) -> M) -> Result<i32, String> {
+pub fn boot<M: TimingModel>(
+    args: &BootArgs,
+    r: Resolved,
+    model: impl Fn(usize) -> M,
+) -> Result<i32, String> {
     let obs = observed(args)?;
     let cfg = machine_config(args, r);
     if obs.wrap {
-        let machine = Machine::with_observing(cfg, &obs.options, model).map_err(|e| e.to_string())?;
+        let machine =
+            Machine::with_observing(cfg, &obs.options, model).map_err(|e| e.to_string())?;
         finish(args, &obs, machine)
     } else {
         let machine = Machine::with_timing(cfg, model).map_err(|e| e.to_string())?;
@@ -354,7 +428,11 @@ fn machine_config(args: &BootArgs, r: Resolved) -> MachineConfig {
     }
 }
 
-fn finish<T: TimingModel>(args: &BootArgs, obs: &Observed, mut machine: Machine<T>) -> Result<i32, String> {
+fn finish<T: TimingModel>(
+    args: &BootArgs,
+    obs: &Observed,
+    mut machine: Machine<T>,
+) -> Result<i32, String> {
     let symbols = if args.profile.is_some() || obs.itrace.is_some() || args.trace.is_some() {
         let sources = symbol_sources(args, machine.kernel_extent());
         match sources.map(|s| GuestSymbols::load(&s)).transpose() {
@@ -366,7 +444,11 @@ fn finish<T: TimingModel>(args: &BootArgs, obs: &Observed, mut machine: Machine<
     };
     if args.profile.is_some() {
         let ident = symbols.as_ref().map(|s| s.identifier()).unwrap_or_default();
-        let cfg = SamplerConfig { period: args.sample_period, from_phase: args.profile_from.clone(), ..SamplerConfig::default() };
+        let cfg = SamplerConfig {
+            period: args.sample_period,
+            from_phase: args.profile_from.clone(),
+            ..SamplerConfig::default()
+        };
         machine.enable_sampling(cfg, ident);
     }
     // Tasks are named for samples and for the timeline's task tracks.
@@ -395,13 +477,28 @@ fn finish<T: TimingModel>(args: &BootArgs, obs: &Observed, mut machine: Machine<
 
     let mut symbols = symbols;
     if let Some(s) = symbols.as_mut() {
-        let modules = machine.markers().channels.get("modules").map(|c| c.data.clone());
-        s.apply_run_modules(modules.as_deref()).map_err(|e| format!("symbols: {e}"))?;
+        let modules = machine
+            .markers()
+            .channels
+            .get("modules")
+            .map(|c| c.data.clone());
+        s.apply_run_modules(modules.as_deref())
+            .map_err(|e| format!("symbols: {e}"))?;
         s.add_space_marks(machine.space_marks());
     }
     let record = machine.take_observations(symbols.as_ref());
-    if !record.phases.iter().all(|p| p.label == hs_machine::BOOT_PHASE) {
-        eprintln!("\n{}", hs_observe::export::phase_table(&record.phases, record.phases.last().map_or(0, |p| p.end_cycle)));
+    if !record
+        .phases
+        .iter()
+        .all(|p| p.label == hs_machine::BOOT_PHASE)
+    {
+        eprintln!(
+            "\n{}",
+            hs_observe::export::phase_table(
+                &record.phases,
+                record.phases.last().map_or(0, |p| p.end_cycle)
+            )
+        );
         if obs.wrap {
             eprint!("{}", syscall_lines(&record));
         }
@@ -414,7 +511,9 @@ fn finish<T: TimingModel>(args: &BootArgs, obs: &Observed, mut machine: Machine<
     if args.workload.is_some() {
         return match machine.markers().exit_status {
             Some(status) => Ok((status & 0xff) as i32),
-            None => Err(format!("the guest stopped ({stop}) without reporting the workload's exit status")),
+            None => Err(format!(
+                "the guest stopped ({stop}) without reporting the workload's exit status"
+            )),
         };
     }
     match stop {
@@ -431,7 +530,9 @@ fn finish<T: TimingModel>(args: &BootArgs, obs: &Observed, mut machine: Machine<
 fn syscall_lines(record: &Observations) -> String {
     let mut out = String::new();
     for (p, b) in record.phases.iter().zip(&record.phase_stats) {
-        let calls = b.get("system.syscalls").map_or(0, |s| s.value.as_f64() as u64);
+        let calls = b
+            .get("system.syscalls")
+            .map_or(0, |s| s.value.as_f64() as u64);
         if calls == 0 {
             continue;
         }
@@ -442,7 +543,9 @@ fn syscall_lines(record: &Observations) -> String {
         let per = p.cycles() as f64 / calls as f64;
         let name = top.as_ref().map(|t| t.0.clone()).unwrap_or_default();
         let n = top.as_ref().map_or(0, |t| t.1);
-        let inside = b.get(&format!("system.syscallMeanCycles.{name}")).map(|s| s.value.as_f64());
+        let inside = b
+            .get(&format!("system.syscallMeanCycles.{name}"))
+            .map(|s| s.value.as_f64());
         let line = match inside {
             Some(k) if n * 100 >= calls * 99 => format!(
                 "phase {} ({}): {n} {name} calls ({calls} system calls in all): {:.1} cycles per {name} ({} phase cycles / {n}); {k:.1} cycles from ecall to return to user\n",
@@ -467,16 +570,21 @@ fn write_outputs(
     summary: &hs_machine::machine::RunSummary,
 ) -> Result<(), String> {
     if let Some(path) = &args.stats_json {
-        let mut json = serde_json::to_value(summary).map_err(|e| format!("cannot encode the run summary: {e}"))?;
+        let mut json = serde_json::to_value(summary)
+            .map_err(|e| format!("cannot encode the run summary: {e}"))?;
         if let Some(map) = json.as_object_mut() {
             let stats = serde_json::json!({ "phases": record.phase_stats, "total": record.total });
             map.insert("stats".into(), stats);
         }
-        let text = serde_json::to_string_pretty(&json).map_err(|e| format!("cannot encode the run summary: {e}"))?;
+        let text = serde_json::to_string_pretty(&json)
+            .map_err(|e| format!("cannot encode the run summary: {e}"))?;
         write_atomically(path, text.as_bytes())?;
     }
     if let Some(path) = &args.stats_txt {
-        write_atomically(path, hs_observe::export::stats_txt(&record.phase_stats, &record.total).as_bytes())?;
+        write_atomically(
+            path,
+            hs_observe::export::stats_txt(&record.phase_stats, &record.total).as_bytes(),
+        )?;
     }
     if let Some(path) = &args.trace {
         let json = chrome_trace_json(record).map_err(|e| e.to_string())?;
@@ -493,7 +601,11 @@ fn write_outputs(
         };
         let title = args.image.clone().unwrap_or_else(|| "hartscope run".into());
         write_profile(dir, record, syms, &title).map_err(|e| e.to_string())?;
-        eprintln!("hartscope: profile of {} samples written to {}", record.samples.len(), dir.display());
+        eprintln!(
+            "hartscope: profile of {} samples written to {}",
+            record.samples.len(),
+            dir.display()
+        );
     }
     if let Some(spec) = &obs.itrace {
         let text = itrace_report(record, spec);
@@ -507,7 +619,10 @@ fn write_outputs(
 
 /// Write `path` through a temporary file and a rename, so readers never see half a file.
 fn write_atomically(path: &Path, data: &[u8]) -> Result<(), String> {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "stats".into());
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "stats".into());
     let tmp = path.with_file_name(format!(".{name}.tmp{}", std::process::id()));
     std::fs::write(&tmp, data)
         .and_then(|_| std::fs::rename(&tmp, path))
@@ -564,7 +679,10 @@ struct StdinInput {
 
 impl StdinInput {
     fn new() -> Self {
-        Self { escape: false, eof: false }
+        Self {
+            escape: false,
+            eof: false,
+        }
     }
 
     fn filter(&mut self, raw: &[u8]) -> InputEvent {
@@ -583,7 +701,11 @@ impl StdinInput {
                 out.push(b);
             }
         }
-        if out.is_empty() { InputEvent::Nothing } else { InputEvent::Bytes(out) }
+        if out.is_empty() {
+            InputEvent::Nothing
+        } else {
+            InputEvent::Bytes(out)
+        }
     }
 }
 
@@ -596,7 +718,11 @@ impl ConsoleInput for StdinInput {
             return InputEvent::Nothing;
         }
         let timeout = wait.map_or(0, |w| w.as_millis().min(i32::MAX as u128) as i32);
-        let mut fds = libc::pollfd { fd: 0, events: libc::POLLIN, revents: 0 };
+        let mut fds = libc::pollfd {
+            fd: 0,
+            events: libc::POLLIN,
+            revents: 0,
+        };
         // SAFETY: one valid pollfd.
         let ready = unsafe { libc::poll(&mut fds, 1, timeout) };
         if ready <= 0 || fds.revents & (libc::POLLIN | libc::POLLHUP) == 0 {
@@ -624,18 +750,64 @@ mod tests {
     #[test]
     fn qemu_flags_become_boot_options() {
         assert_eq!(
-            qemu_style_args(os(&["hartscope", "-bios", "none", "-kernel", "p.elf", "-smp", "2", "-m", "64M", "-nographic"])),
-            os(&["hartscope", "boot", "--bios", "none", "--kernel", "p.elf", "--smp", "2", "-m", "64M", "--nographic"])
+            qemu_style_args(os(&[
+                "hartscope",
+                "-bios",
+                "none",
+                "-kernel",
+                "p.elf",
+                "-smp",
+                "2",
+                "-m",
+                "64M",
+                "-nographic"
+            ])),
+            os(&[
+                "hartscope",
+                "boot",
+                "--bios",
+                "none",
+                "--kernel",
+                "p.elf",
+                "--smp",
+                "2",
+                "-m",
+                "64M",
+                "--nographic"
+            ])
         );
         assert_eq!(
-            qemu_style_args(os(&["hartscope", "boot", "-append", "-kernel", "-initrd", "rd"])),
+            qemu_style_args(os(&[
+                "hartscope",
+                "boot",
+                "-append",
+                "-kernel",
+                "-initrd",
+                "rd"
+            ])),
             os(&["hartscope", "boot", "--append", "-kernel", "--initrd", "rd"]),
             "a flag's value is never rewritten"
         );
-        assert_eq!(qemu_style_args(os(&["hartscope", "guest", "build"])), os(&["hartscope", "guest", "build"]));
         assert_eq!(
-            qemu_style_args(os(&["hartscope", "-kernel", "k", "-drive", "file=d.img,format=raw,if=virtio"])),
-            os(&["hartscope", "boot", "--kernel", "k", "--drive", "file=d.img,format=raw,if=virtio"])
+            qemu_style_args(os(&["hartscope", "guest", "build"])),
+            os(&["hartscope", "guest", "build"])
+        );
+        assert_eq!(
+            qemu_style_args(os(&[
+                "hartscope",
+                "-kernel",
+                "k",
+                "-drive",
+                "file=d.img,format=raw,if=virtio"
+            ])),
+            os(&[
+                "hartscope",
+                "boot",
+                "--kernel",
+                "k",
+                "--drive",
+                "file=d.img,format=raw,if=virtio"
+            ])
         );
     }
 
@@ -650,16 +822,28 @@ mod tests {
         assert_eq!(d.params.get("read-only"), Some(&ParamValue::Bool(true)));
         let d = drive_device(0, &format!("file={},snapshot=off", img.display())).unwrap();
         assert_eq!(d.params.get("write-through"), Some(&ParamValue::Bool(true)));
-        assert_eq!(drive_device(0, "format=raw").unwrap_err(), "-drive format=raw: `file=PATH` is missing");
+        assert_eq!(
+            drive_device(0, "format=raw").unwrap_err(),
+            "-drive format=raw: `file=PATH` is missing"
+        );
         let e = drive_device(0, &format!("file={},format=qcow2", img.display())).unwrap_err();
-        assert!(e.ends_with("format `qcow2` is not supported (only raw)"), "{e}");
+        assert!(
+            e.ends_with("format `qcow2` is not supported (only raw)"),
+            "{e}"
+        );
         let e = drive_device(0, &format!("file={},if=scsi", img.display())).unwrap_err();
-        assert!(e.ends_with("interface `scsi` is not supported (only virtio)"), "{e}");
+        assert!(
+            e.ends_with("interface `scsi` is not supported (only virtio)"),
+            "{e}"
+        );
         let e = drive_device(0, "file=/nonexistent/disk.img").unwrap_err();
         assert!(e.starts_with("-drive file=/nonexistent/disk.img: key `file`: cannot open the disk image `/nonexistent/disk.img`"), "{e}");
         std::fs::write(&img, vec![0u8; 1000]).unwrap();
         let e = drive_device(0, &format!("file={}", img.display())).unwrap_err();
-        assert!(e.ends_with("is 1000 bytes, not a positive whole number of 512-byte sectors"), "{e}");
+        assert!(
+            e.ends_with("is 1000 bytes, not a positive whole number of 512-byte sectors"),
+            "{e}"
+        );
         std::fs::remove_file(&img).unwrap();
     }
 
@@ -694,8 +878,14 @@ mod tests {
         write_atomically(&p, b"{\"a\":1}").unwrap();
         write_atomically(&p, b"{\"b\":2}").unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), b"{\"b\":2}");
-        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1, "no temporary left behind");
+        assert_eq!(
+            std::fs::read_dir(&dir).unwrap().count(),
+            1,
+            "no temporary left behind"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
-        assert!(write_atomically(&dir.join("missing/x.json"), b"").unwrap_err().starts_with("cannot write "));
+        assert!(write_atomically(&dir.join("missing/x.json"), b"")
+            .unwrap_err()
+            .starts_with("cannot write "));
     }
 }

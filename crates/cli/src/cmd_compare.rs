@@ -20,14 +20,21 @@ pub struct CompareArgs {
 pub fn run(args: CompareArgs) -> Result<i32, String> {
     let db = args.db.unwrap_or_else(hs_lab::store::default_path);
     if !db.is_file() {
-        return Err(format!("results database {} does not exist (run `hartscope study` first)", db.display()));
+        return Err(format!(
+            "results database {} does not exist (run `hartscope study` first)",
+            db.display()
+        ));
     }
     let store = hs_lab::Store::open(&db).map_err(|e| e.to_string())?;
     let input = hs_lab::history::compare(&store, &args.runs).map_err(|e| e.to_string())?;
     print!("{}", hs_lab::doc::markdown(&hs_lab::report::build(&input)));
     if let Some(out) = &args.out {
         let (md, html) = hs_lab::study::write_report(&input, out).map_err(|e| e.to_string())?;
-        eprintln!("hartscope compare: wrote {} and {}", md.display(), html.display());
+        eprintln!(
+            "hartscope compare: wrote {} and {}",
+            md.display(),
+            html.display()
+        );
     }
     Ok(0)
 }

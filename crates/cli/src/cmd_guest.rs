@@ -33,23 +33,40 @@ pub fn run(cmd: GuestCmd) -> Result<i32, String> {
     match cmd {
         GuestCmd::Build { image } => {
             let built = hs_guest::build(&image, &mut progress).map_err(|e| e.to_string())?;
-            eprintln!("hartscope guest: done in {:.2} s", started.elapsed().as_secs_f64());
+            eprintln!(
+                "hartscope guest: done in {:.2} s",
+                started.elapsed().as_secs_f64()
+            );
             println!("{}", built.dir.display());
             Ok(0)
         }
-        GuestCmd::Lock { image, update, allow_unverified } => {
+        GuestCmd::Lock {
+            image,
+            update,
+            allow_unverified,
+        } => {
             let builder = hs_guest::Builder::from_env();
-            let (lock, written) =
-                builder.lock(&image, update, allow_unverified, &mut progress).map_err(|e| e.to_string())?;
-            let path = builder.guest_dir.join("images").join(format!("{image}.lock"));
+            let (lock, written) = builder
+                .lock(&image, update, allow_unverified, &mut progress)
+                .map_err(|e| e.to_string())?;
+            let path = builder
+                .guest_dir
+                .join("images")
+                .join(format!("{image}.lock"));
             for f in &lock.files {
                 let mark = if f.signed { "signed" } else { "UNVERIFIED" };
-                eprintln!("hartscope guest:   {} {} {} ({mark})", f.role, f.package, f.version);
+                eprintln!(
+                    "hartscope guest:   {} {} {} ({mark})",
+                    f.role, f.package, f.version
+                );
             }
             if written {
                 eprintln!("hartscope guest: wrote {}", path.display());
             } else {
-                eprintln!("hartscope guest: {} still fits the recipe (use --update to resolve again)", path.display());
+                eprintln!(
+                    "hartscope guest: {} still fits the recipe (use --update to resolve again)",
+                    path.display()
+                );
             }
             println!("{}", path.display());
             Ok(0)

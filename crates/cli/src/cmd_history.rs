@@ -21,7 +21,9 @@ pub fn run(args: HistoryArgs) -> Result<i32, String> {
         return Ok(0);
     }
     let store = hs_lab::Store::open(&db).map_err(|e| e.to_string())?;
-    let rows = store.history(args.study.as_deref()).map_err(|e| e.to_string())?;
+    let rows = store
+        .history(args.study.as_deref())
+        .map_err(|e| e.to_string())?;
     print!("{}", hs_lab::history::ladder(&rows));
     Ok(0)
 }

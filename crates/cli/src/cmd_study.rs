@@ -38,22 +38,42 @@ pub struct StudyArgs {
 }
 
 pub fn run(args: StudyArgs) -> Result<i32, String> {
-    let mut scenario = Scenario::load(&args.file, &Context::from_env()).map_err(|e| e.to_string())?;
+    let mut scenario =
+        Scenario::load(&args.file, &Context::from_env()).map_err(|e| e.to_string())?;
     let overrides = args
         .env
         .iter()
         .map(|kv| match kv.split_once('=') {
-            Some((k, v)) if !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') => Ok((k.to_string(), v.to_string())),
-            _ => Err(format!("--env `{kv}`: expected KEY=VALUE with KEY of letters, digits and `_`")),
+            Some((k, v))
+                if !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') =>
+            {
+                Ok((k.to_string(), v.to_string()))
+            }
+            _ => Err(format!(
+                "--env `{kv}`: expected KEY=VALUE with KEY of letters, digits and `_`"
+            )),
         })
         .collect::<Result<Vec<_>, String>>()?;
-    scenario.override_run(&overrides, &args.only, args.max_guest_seconds).map_err(|e| e.to_string())?;
+    scenario
+        .override_run(&overrides, &args.only, args.max_guest_seconds)
+        .map_err(|e| e.to_string())?;
     if args.check {
-        println!("{}: valid, {} variants ({})", args.file.display(), scenario.variants.len(),
-            scenario.variants.iter().map(|v| v.name.as_str()).collect::<Vec<_>>().join(", "));
+        println!(
+            "{}: valid, {} variants ({})",
+            args.file.display(),
+            scenario.variants.len(),
+            scenario
+                .variants
+                .iter()
+                .map(|v| v.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
         return Ok(0);
     }
-    let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     if jobs == 0 {
         return Err("--jobs must be at least 1".into());
     }
@@ -78,7 +98,13 @@ pub fn run(args: StudyArgs) -> Result<i32, String> {
     println!("report: {}", outcome.report_md.display());
     println!("report: {}", outcome.report_html.display());
     for c in &outcome.checks {
-        println!("{:<8} {} [{}]: {}", c.status.as_str(), c.name, c.variant, c.detail);
+        println!(
+            "{:<8} {} [{}]: {}",
+            c.status.as_str(),
+            c.name,
+            c.variant,
+            c.detail
+        );
     }
     Ok(0)
 }

@@ -11,7 +11,11 @@ mod cmd_history;
 mod cmd_study;
 
 #[derive(Parser)]
-#[command(name = "hartscope", version, about = "Full-system RISC-V virtual platform for OS performance studies")]
+#[command(
+    name = "hartscope",
+    version,
+    about = "Full-system RISC-V virtual platform for OS performance studies"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

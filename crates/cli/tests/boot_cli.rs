@@ -13,15 +13,28 @@ fn program(exit_code: u64) -> Vec<u8> {
     a.csrr(A0, CSR_MHARTID).bne(A0, ZERO, "park");
     a.la(T0, "msg");
     a.label("loop").lbu(T1, T0, 0).beq(T1, ZERO, "done");
-    a.li(T2, 0x0101_0000_0000_0000).or(T2, T2, T1).la(T3, "tohost").sd(T2, T3, 0);
+    a.li(T2, 0x0101_0000_0000_0000)
+        .or(T2, T2, T1)
+        .la(T3, "tohost")
+        .sd(T2, T3, 0);
     a.label("wait").ld(T2, T3, 0).bne(T2, ZERO, "wait");
     a.addi(T0, T0, 1).j("loop");
-    a.label("done").li(T2, exit_code << 1 | 1).la(T3, "tohost").sd(T2, T3, 0);
+    a.label("done")
+        .li(T2, exit_code << 1 | 1)
+        .la(T3, "tohost")
+        .sd(T2, T3, 0);
     a.label("hang").j("hang");
     a.label("park").wfi().j("park");
     a.label("msg").data(b"bare metal ok\n\0");
-    a.align(8).label("tohost").data(&[0; 8]).label("fromhost").data(&[0; 8]);
-    let syms = [("tohost", a.addr("tohost")), ("fromhost", a.addr("fromhost"))];
+    a.align(8)
+        .label("tohost")
+        .data(&[0; 8])
+        .label("fromhost")
+        .data(&[0; 8]);
+    let syms = [
+        ("tohost", a.addr("tohost")),
+        ("fromhost", a.addr("fromhost")),
+    ];
     let image = a.finish();
     elf(base, &image, &syms)
 }
@@ -40,10 +53,21 @@ fn bios_none_kernel_elf_runs_and_exits_with_its_code() {
         .arg(&stats)
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(5), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(5),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(String::from_utf8_lossy(&out.stdout), "bare metal ok\n");
     let json = std::fs::read_to_string(&stats).unwrap();
-    for key in ["\"cycles\"", "\"instret\"", "\"host_seconds\"", "\"mips\"", "\"harts\""] {
+    for key in [
+        "\"cycles\"",
+        "\"instret\"",
+        "\"host_seconds\"",
+        "\"mips\"",
+        "\"harts\"",
+    ] {
         assert!(json.contains(key), "{key} missing from {json}");
     }
     assert_eq!(json.matches("\"hart\":").count(), 2);
@@ -58,11 +82,25 @@ fn bad_files_are_reported_in_one_sentence() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.starts_with("hartscope: cannot read kernel file /nonexistent/prog.elf: "), "{err}");
+    assert!(
+        err.starts_with("hartscope: cannot read kernel file /nonexistent/prog.elf: "),
+        "{err}"
+    );
     assert_eq!(err.lines().count(), 1, "{err}");
     let out = Command::new(env!("CARGO_BIN_EXE_hartscope"))
-        .args(["boot", "--bios", "none", "--kernel", "/dev/null", "--smp", "100"])
+        .args([
+            "boot",
+            "--bios",
+            "none",
+            "--kernel",
+            "/dev/null",
+            "--smp",
+            "100",
+        ])
         .output()
         .unwrap();
-    assert_eq!(String::from_utf8_lossy(&out.stderr).trim(), "hartscope: --smp 100: this machine supports 1 to 64 harts");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        "hartscope: --smp 100: this machine supports 1 to 64 harts"
+    );
 }

@@ -42,7 +42,12 @@ fn b(imm: i32, rs2: u32, rs1: u32, f3: u32) -> u32 {
 }
 fn jal(rd: u32, imm: i32) -> u32 {
     let imm = imm as u32;
-    (((imm >> 20) & 1) << 31) | (((imm >> 1) & 0x3ff) << 21) | (((imm >> 11) & 1) << 20) | (((imm >> 12) & 0xff) << 12) | (rd << 7) | 0x6f
+    (((imm >> 20) & 1) << 31)
+        | (((imm >> 1) & 0x3ff) << 21)
+        | (((imm >> 11) & 1) << 20)
+        | (((imm >> 12) & 0xff) << 12)
+        | (rd << 7)
+        | 0x6f
 }
 fn addi(rd: u32, rs1: u32, imm: i32) -> u32 {
     i(imm, rs1, 0, rd, 0x13)
@@ -63,19 +68,19 @@ const RA: u32 = 1;
 /// Integer loop: arithmetic, a multiply, a data-dependent branch.
 fn alu_loop() -> Vec<u32> {
     vec![
-        lui(T0, 0x10000),            // t0 = 0x10000000 iterations (stopped by budget)
+        lui(T0, 0x10000), // t0 = 0x10000000 iterations (stopped by budget)
         addi(A0, 0, 1),
         addi(A1, 0, 3),
         // loop:
-        r(0, A1, A0, 0, A2, 0x33),   // add a2, a0, a1
-        r(0, A0, A2, 4, A3, 0x33),   // xor a3, a2, a0
-        i(3, A3, 1, A3, 0x13),       // slli a3, a3, 3
-        r(1, A1, A3, 0, A4, 0x33),   // mul a4, a3, a1
-        i(7, A4, 7, A1, 0x13),       // andi a1, a4, 7
-        b(8, 0, A1, 0),              // beq a1, zero, +8
-        addi(A0, A0, 1),             // addi a0, a0, 1
+        r(0, A1, A0, 0, A2, 0x33), // add a2, a0, a1
+        r(0, A0, A2, 4, A3, 0x33), // xor a3, a2, a0
+        i(3, A3, 1, A3, 0x13),     // slli a3, a3, 3
+        r(1, A1, A3, 0, A4, 0x33), // mul a4, a3, a1
+        i(7, A4, 7, A1, 0x13),     // andi a1, a4, 7
+        b(8, 0, A1, 0),            // beq a1, zero, +8
+        addi(A0, A0, 1),           // addi a0, a0, 1
         addi(T0, T0, -1),
-        b(-32, 0, T0, 1),            // bne t0, zero, loop
+        b(-32, 0, T0, 1), // bne t0, zero, loop
         WFI,
     ]
 }
@@ -112,28 +117,28 @@ fn jump_chain() -> Vec<u32> {
 fn mem_loop(buf: u32) -> Vec<u32> {
     vec![
         lui(T0, 0x10000),
-        lui(A0, buf >> 12),          // a0 = buf (lui sign-extends: clear the top)
-        i(32, A0, 1, A0, 0x13),      // slli a0, a0, 32
-        i(32, A0, 5, A0, 0x13),      // srli a0, a0, 32
-        lui(T1, 0x10),               // t1 = 64 KiB
-        addi(A2, 0, 0),              // a2 = offset
+        lui(A0, buf >> 12),     // a0 = buf (lui sign-extends: clear the top)
+        i(32, A0, 1, A0, 0x13), // slli a0, a0, 32
+        i(32, A0, 5, A0, 0x13), // srli a0, a0, 32
+        lui(T1, 0x10),          // t1 = 64 KiB
+        addi(A2, 0, 0),         // a2 = offset
         // loop (index 6):
-        r(0, A2, A0, 0, A3, 0x33),   // add a3, a0, a2
-        i(0, A3, 3, A4, 0x03),       // ld a4, 0(a3)
+        r(0, A2, A0, 0, A3, 0x33), // add a3, a0, a2
+        i(0, A3, 3, A4, 0x03),     // ld a4, 0(a3)
         addi(A4, A4, 1),
-        s(0, A4, A3, 3),             // sd a4, 0(a3)
-        i(8, A3, 2, A1, 0x03),       // lw a1, 8(a3)
-        jal(RA, 28),                 // call f (index 19)
-        s(12, A1, A3, 2),            // sw a1, 12(a3)
+        s(0, A4, A3, 3),       // sd a4, 0(a3)
+        i(8, A3, 2, A1, 0x03), // lw a1, 8(a3)
+        jal(RA, 28),           // call f (index 19)
+        s(12, A1, A3, 2),      // sw a1, 12(a3)
         addi(A2, A2, 64),
-        r(0, T1, A2, 7, 0, 0x33),    // and zero.. (placeholder: keep decode busy)
-        b(8, T1, A2, 6),             // bltu a2, t1, +8
+        r(0, T1, A2, 7, 0, 0x33), // and zero.. (placeholder: keep decode busy)
+        b(8, T1, A2, 6),          // bltu a2, t1, +8
         addi(A2, 0, 0),
         addi(T0, T0, -1),
-        b(-48, 0, T0, 1),            // bne t0, zero, loop
+        b(-48, 0, T0, 1), // bne t0, zero, loop
         // f:
-        i(1, A1, 0, A1, 0x13),       // addi a1, a1, 1
-        i(0, RA, 0, 0, 0x67),        // ret
+        i(1, A1, 0, A1, 0x13), // addi a1, a1, 1
+        i(0, RA, 0, 0, 0x67),  // ret
         WFI,
     ]
 }
@@ -153,7 +158,14 @@ fn run(name: &str, prog: &[u32], budget: u64) {
     for (k, w) in prog.iter().enumerate() {
         ram.write(0x8000_0000 + 4 * k as u64, 4, *w as u64);
     }
-    let mut hart = Hart::new(HartConfig { hart_id: 0, cycles_per_tick: 100 }, ram, hs_core::Atomic);
+    let mut hart = Hart::new(
+        HartConfig {
+            hart_id: 0,
+            cycles_per_tick: 100,
+        },
+        ram,
+        hs_core::Atomic,
+    );
     hart.reset(0x8000_0000);
     let mut bus = NoDevices;
     // warm up (decode, TLB)
@@ -171,12 +183,20 @@ fn run(name: &str, prog: &[u32], budget: u64) {
     let secs = t.elapsed().as_secs_f64();
     let cpu = cpu0.zip(thread_cpu_secs()).map(|(a, b)| b - a);
     let n = hart.instret() - start_instret;
-    let cpu_text = cpu.map_or(String::new(), |c| format!(", {:.1} MIPS per CPU-second", n as f64 / c / 1e6));
-    println!("{name:>10}: {n:>11} instructions in {secs:.2} s wall = {:.1} MIPS{cpu_text} ({exit:?})", n as f64 / secs / 1e6);
+    let cpu_text = cpu.map_or(String::new(), |c| {
+        format!(", {:.1} MIPS per CPU-second", n as f64 / c / 1e6)
+    });
+    println!(
+        "{name:>10}: {n:>11} instructions in {secs:.2} s wall = {:.1} MIPS{cpu_text} ({exit:?})",
+        n as f64 / secs / 1e6
+    );
 }
 
 fn main() {
-    let budget = std::env::var("HS_BENCH_INSNS").ok().and_then(|v| v.parse().ok()).unwrap_or(300_000_000u64);
+    let budget = std::env::var("HS_BENCH_INSNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300_000_000u64);
     run("alu-loop", &alu_loop(), budget);
     run("alu-unroll", &alu_loop_unrolled(), budget);
     run("mem-loop", &mem_loop(0x8010_0000), budget);

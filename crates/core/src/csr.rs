@@ -53,7 +53,8 @@ const SSTATUS_RMASK: u64 = MSTATUS_SIE
     | MSTATUS_MXR
     | MSTATUS_UXL
     | MSTATUS_SD;
-const SSTATUS_WMASK: u64 = MSTATUS_SIE | MSTATUS_SPIE | MSTATUS_SPP | MSTATUS_FS | MSTATUS_SUM | MSTATUS_MXR;
+const SSTATUS_WMASK: u64 =
+    MSTATUS_SIE | MSTATUS_SPIE | MSTATUS_SPP | MSTATUS_FS | MSTATUS_SUM | MSTATUS_MXR;
 
 pub const MIP_SSIP: u64 = 1 << 1;
 pub const MIP_MSIP: u64 = 1 << 3;
@@ -140,7 +141,11 @@ pub(crate) struct Csrs {
 
 impl Csrs {
     pub fn reset() -> Self {
-        Csrs { mstatus: MSTATUS_XL64, stimecmp: u64::MAX, ..Default::default() }
+        Csrs {
+            mstatus: MSTATUS_XL64,
+            stimecmp: u64::MAX,
+            ..Default::default()
+        }
     }
     pub fn stce(&self) -> bool {
         self.menvcfg & MENVCFG_STCE != 0
@@ -284,7 +289,9 @@ impl<T: TimingModel> Hart<T> {
             FFLAGS | FRM | FCSR if self.csr.fs_off() => return Err(ill),
             0xc00..=0xc1f if self.prv < Priv::Machine => {
                 let bit = 1u64 << (num - 0xc00);
-                if self.csr.mcounteren & bit == 0 || (self.prv == Priv::User && self.csr.scounteren & bit == 0) {
+                if self.csr.mcounteren & bit == 0
+                    || (self.prv == Priv::User && self.csr.scounteren & bit == 0)
+                {
                     return Err(ill);
                 }
             }
@@ -293,7 +300,9 @@ impl<T: TimingModel> Hart<T> {
                     return Err(ill);
                 }
             }
-            SATP if self.prv == Priv::Supervisor && self.csr.mstatus & MSTATUS_TVM != 0 => return Err(ill),
+            SATP if self.prv == Priv::Supervisor && self.csr.mstatus & MSTATUS_TVM != 0 => {
+                return Err(ill)
+            }
             _ => {}
         }
         Ok(())
@@ -325,7 +334,14 @@ impl<T: TimingModel> Hart<T> {
 
     /// The Zicsr instructions: check, read the old value, maybe write.
     /// `op`: 0 = write, 1 = set bits, 2 = clear bits.
-    pub(crate) fn csr_op(&mut self, num: u16, op: u8, src: u64, do_write: bool, bits: u32) -> Result<u64, Trap> {
+    pub(crate) fn csr_op(
+        &mut self,
+        num: u16,
+        op: u8,
+        src: u64,
+        do_write: bool,
+        bits: u32,
+    ) -> Result<u64, Trap> {
         self.csr_check(num, do_write, bits)?;
         let extra = self.timing.csr(num, do_write);
         self.charge(extra);
@@ -337,12 +353,17 @@ impl<T: TimingModel> Hart<T> {
                 _ => self.csr_rmw_base(num, old) & !src,
             };
             // a satp write with an unsupported mode has no effect at all
-            let ignored = num == SATP && !matches!(new >> 60, SATP_MODE_BARE | SATP_MODE_SV39 | SATP_MODE_SV48);
+            let ignored = num == SATP
+                && !matches!(new >> 60, SATP_MODE_BARE | SATP_MODE_SV39 | SATP_MODE_SV48);
             self.csr_write(num, new);
             if !ignored {
                 let counter = matches!(num, MCYCLE | MINSTRET | 0xb03..=0xb1f);
                 // counters read back one instruction later; report what was written
-                let value = if counter { new } else { self.csr_peek(num).unwrap_or(new) };
+                let value = if counter {
+                    new
+                } else {
+                    self.csr_peek(num).unwrap_or(new)
+                };
                 self.timing.csr_write(num, value);
             }
         }

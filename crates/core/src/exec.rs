@@ -5,13 +5,12 @@ use std::collections::HashMap;
 
 use hs_bus::SystemBus;
 use hs_isa::{decode, insn_len, AmoOp, Insn};
-use hs_timing::{InsnClass, TimingModel};
+use hs_timing::{InsnClass, JumpHint, TimingModel};
 
 use crate::csr::*;
 use crate::mmu::*;
 use crate::trap::*;
 use crate::{Exit, Hart, MarkerCall, Priv, CHECK_CODE, CHECK_IRQ};
-
 
 /// One cached instruction: decoded form, raw bits (for `mtval`), length,
 /// byte offset from the start of its block (so pc = block pc + off), and
@@ -73,7 +72,13 @@ pub(crate) struct Blocks {
 
 impl Blocks {
     pub fn new() -> Self {
-        let scratch = Op { insn: Insn::Illegal(0), bits: 0, len: 2, class: InsnClass::System, off: 0 };
+        let scratch = Op {
+            insn: Insn::Illegal(0),
+            bits: 0,
+            len: 2,
+            class: InsnClass::System,
+            off: 0,
+        };
         Blocks {
             vcache: vec![VEntry::default(); 1 << VCACHE_BITS].into_boxed_slice(),
             table: vec![BlockEntry::default(); 1 << TABLE_BITS].into_boxed_slice(),
@@ -168,23 +173,42 @@ fn sink_rd0(insn: Insn) -> Insn {
 /// conditional branches (a taken branch leaves the block early).
 fn ends_block(i: &Insn) -> bool {
     use Insn::*;
-    i.ends_block() && !matches!(i, Beq { .. } | Bne { .. } | Blt { .. } | Bge { .. } | Bltu { .. } | Bgeu { .. })
+    i.ends_block()
+        && !matches!(
+            i,
+            Beq { .. } | Bne { .. } | Blt { .. } | Bge { .. } | Bltu { .. } | Bgeu { .. }
+        )
 }
 
 pub(crate) fn class_of(i: &Insn) -> InsnClass {
     use Insn::*;
     match i {
         Jal { .. } | Jalr { .. } => InsnClass::Jump,
-        Beq { .. } | Bne { .. } | Blt { .. } | Bge { .. } | Bltu { .. } | Bgeu { .. } => InsnClass::Branch,
-        Lb { .. } | Lh { .. } | Lw { .. } | Ld { .. } | Lbu { .. } | Lhu { .. } | Lwu { .. } | Flw { .. } | Fld { .. } => {
-            InsnClass::Load
+        Beq { .. } | Bne { .. } | Blt { .. } | Bge { .. } | Bltu { .. } | Bgeu { .. } => {
+            InsnClass::Branch
         }
+        Lb { .. }
+        | Lh { .. }
+        | Lw { .. }
+        | Ld { .. }
+        | Lbu { .. }
+        | Lhu { .. }
+        | Lwu { .. }
+        | Flw { .. }
+        | Fld { .. } => InsnClass::Load,
         Sb { .. } | Sh { .. } | Sw { .. } | Sd { .. } | Fsw { .. } | Fsd { .. } => InsnClass::Store,
-        LrW { .. } | LrD { .. } | ScW { .. } | ScD { .. } | AmoW { .. } | AmoD { .. } => InsnClass::Amo,
-        Mul { .. } | Mulh { .. } | Mulhsu { .. } | Mulhu { .. } | Mulw { .. } => InsnClass::Mul,
-        Div { .. } | Divu { .. } | Rem { .. } | Remu { .. } | Divw { .. } | Divuw { .. } | Remw { .. } | Remuw { .. } => {
-            InsnClass::Div
+        LrW { .. } | LrD { .. } | ScW { .. } | ScD { .. } | AmoW { .. } | AmoD { .. } => {
+            InsnClass::Amo
         }
+        Mul { .. } | Mulh { .. } | Mulhsu { .. } | Mulhu { .. } | Mulw { .. } => InsnClass::Mul,
+        Div { .. }
+        | Divu { .. }
+        | Rem { .. }
+        | Remu { .. }
+        | Divw { .. }
+        | Divuw { .. }
+        | Remw { .. }
+        | Remuw { .. } => InsnClass::Div,
         Fma { .. } => InsnClass::FpFma,
         Fp { op, .. } => {
             use hs_isa::FpOp::*;
@@ -196,7 +220,12 @@ pub(crate) fn class_of(i: &Insn) -> InsnClass {
                 _ => InsnClass::FpMisc,
             }
         }
-        Csrrw { .. } | Csrrs { .. } | Csrrc { .. } | Csrrwi { .. } | Csrrsi { .. } | Csrrci { .. } => InsnClass::Csr,
+        Csrrw { .. }
+        | Csrrs { .. }
+        | Csrrc { .. }
+        | Csrrwi { .. }
+        | Csrrsi { .. }
+        | Csrrci { .. } => InsnClass::Csr,
         Fence { .. } => InsnClass::Fence,
         FenceI => InsnClass::FenceI,
         SfenceVma { .. } => InsnClass::SfenceVma,
@@ -269,7 +298,13 @@ impl<T: TimingModel> Hart<T> {
         if let Ok((start, n, pa)) = r {
             if start != 0 {
                 let stamp = self.fetch_stamp;
-                self.blocks.vcache[Blocks::vslot(pc)] = VEntry { pc, stamp, start: start as u32, n: n as u32, pa };
+                self.blocks.vcache[Blocks::vslot(pc)] = VEntry {
+                    pc,
+                    stamp,
+                    start: start as u32,
+                    n: n as u32,
+                    pa,
+                };
             }
         }
         r
@@ -310,23 +345,45 @@ impl<T: TimingModel> Hart<T> {
 
     /// Decode one instruction into the scratch slot (not cached).
     fn single_op(&mut self, pc: u64, pa: u64) -> Result<(usize, usize, u64), Trap> {
-        let prv = if self.fetch_ctx == CTX_U { Priv::User } else if self.fetch_ctx == CTX_M { Priv::Machine } else { Priv::Supervisor };
+        let prv = if self.fetch_ctx == CTX_U {
+            Priv::User
+        } else if self.fetch_ctx == CTX_M {
+            Priv::Machine
+        } else {
+            Priv::Supervisor
+        };
         if !self.pmp.check(pa, 2, prv, crate::pmp::Perm::Exec) {
             return Err(Trap::new(CAUSE_FETCH_ACCESS, pc));
         }
-        let lo = self.ram.read(pa, 2).ok_or(Trap::new(CAUSE_FETCH_ACCESS, pc))?;
+        let lo = self
+            .ram
+            .read(pa, 2)
+            .ok_or(Trap::new(CAUSE_FETCH_ACCESS, pc))?;
         let mut word = lo as u32;
         if insn_len(lo as u16) == 4 {
             let pc2 = pc.wrapping_add(2);
-            let pa2 = if pc2 & 0xfff == 0 { self.translate(pc2, 2, KIND_FETCH)? } else { pa + 2 };
+            let pa2 = if pc2 & 0xfff == 0 {
+                self.translate(pc2, 2, KIND_FETCH)?
+            } else {
+                pa + 2
+            };
             if !self.pmp.check(pa2, 2, prv, crate::pmp::Perm::Exec) {
                 return Err(Trap::new(CAUSE_FETCH_ACCESS, pc2));
             }
-            let hi = self.ram.read(pa2, 2).ok_or(Trap::new(CAUSE_FETCH_ACCESS, pc2))?;
+            let hi = self
+                .ram
+                .read(pa2, 2)
+                .ok_or(Trap::new(CAUSE_FETCH_ACCESS, pc2))?;
             word |= (hi as u32) << 16;
         }
         let (insn, len) = decode(word);
-        self.blocks.ops[0] = Op { insn: sink_rd0(insn), bits: word, len, class: class_of(&insn), off: 0 };
+        self.blocks.ops[0] = Op {
+            insn: sink_rd0(insn),
+            bits: word,
+            len,
+            class: class_of(&insn),
+            off: 0,
+        };
         Ok((0, 1, pa))
     }
 
@@ -347,11 +404,24 @@ impl<T: TimingModel> Hart<T> {
                 }
                 break;
             }
-            let word = if len == 4 { self.ram.read(a, 4).unwrap_or(0) as u32 } else { lo as u32 };
+            let word = if len == 4 {
+                self.ram.read(a, 4).unwrap_or(0) as u32
+            } else {
+                lo as u32
+            };
             let (insn, l) = decode(word);
-            self.blocks.ops.push(Op { insn: sink_rd0(insn), bits: word, len: l, class: class_of(&insn), off: (a - pa) as u16 });
+            self.blocks.ops.push(Op {
+                insn: sink_rd0(insn),
+                bits: word,
+                len: l,
+                class: class_of(&insn),
+                off: (a - pa) as u16,
+            });
             a += len;
-            if ends_block(&insn) || self.blocks.ops.len() - start >= MAX_BLOCK_INSNS || a >= page_end {
+            if ends_block(&insn)
+                || self.blocks.ops.len() - start >= MAX_BLOCK_INSNS
+                || a >= page_end
+            {
                 break;
             }
         }
@@ -362,8 +432,17 @@ impl<T: TimingModel> Hart<T> {
         }
         self.ram.mark_code(pa);
         let slot = Blocks::slot(pa);
-        self.blocks.table[slot] = BlockEntry { pa, gen: self.blocks.gen, start: start as u32, n: n as u32 };
-        self.blocks.page_slots.entry(pa & !0xfff).or_default().push(slot as u32);
+        self.blocks.table[slot] = BlockEntry {
+            pa,
+            gen: self.blocks.gen,
+            start: start as u32,
+            n: n as u32,
+        };
+        self.blocks
+            .page_slots
+            .entry(pa & !0xfff)
+            .or_default()
+            .push(slot as u32);
         Ok((start, n, pa))
     }
 
@@ -487,7 +566,9 @@ impl<T: TimingModel> Hart<T> {
                 Auipc { rd, imm } => self.wxs(rd, pc!().wrapping_add(imm as i64 as u64)),
                 Jal { rd, imm } => {
                     let t = pc!().wrapping_add(imm as i64 as u64);
-                    let extra = self.timing.branch(pc!(), true, t);
+                    let extra = self
+                        .timing
+                        .jump(pc!(), t, JumpHint::of(rd as u8, None), next!());
                     cyc += extra;
                     self.stall += extra;
                     self.wxs(rd, next!());
@@ -495,7 +576,12 @@ impl<T: TimingModel> Hart<T> {
                 }
                 Jalr { rd, rs1, imm } => {
                     let t = addr!(rs1, imm) & !1;
-                    let extra = self.timing.branch(pc!(), true, t);
+                    let extra = self.timing.jump(
+                        pc!(),
+                        t,
+                        JumpHint::of(rd as u8, Some(rs1 as u8)),
+                        next!(),
+                    );
                     cyc += extra;
                     self.stall += extra;
                     self.wxs(rd, next!());
@@ -536,23 +622,39 @@ impl<T: TimingModel> Hart<T> {
                     let v = tri!(self.load_c::<B, 4>(bus, addr!(rs1, imm), &mut cyc));
                     self.wxs(rd, v)
                 }
-                Sb { rs1, rs2, imm } => tri!(self.store_c::<B, 1>(bus, addr!(rs1, imm), self.rx(rs2), &mut cyc)),
-                Sh { rs1, rs2, imm } => tri!(self.store_c::<B, 2>(bus, addr!(rs1, imm), self.rx(rs2), &mut cyc)),
-                Sw { rs1, rs2, imm } => tri!(self.store_c::<B, 4>(bus, addr!(rs1, imm), self.rx(rs2), &mut cyc)),
-                Sd { rs1, rs2, imm } => tri!(self.store_c::<B, 8>(bus, addr!(rs1, imm), self.rx(rs2), &mut cyc)),
+                Sb { rs1, rs2, imm } => {
+                    tri!(self.store_c::<B, 1>(bus, addr!(rs1, imm), self.rx(rs2), &mut cyc))
+                }
+                Sh { rs1, rs2, imm } => {
+                    tri!(self.store_c::<B, 2>(bus, addr!(rs1, imm), self.rx(rs2), &mut cyc))
+                }
+                Sw { rs1, rs2, imm } => {
+                    tri!(self.store_c::<B, 4>(bus, addr!(rs1, imm), self.rx(rs2), &mut cyc))
+                }
+                Sd { rs1, rs2, imm } => {
+                    tri!(self.store_c::<B, 8>(bus, addr!(rs1, imm), self.rx(rs2), &mut cyc))
+                }
 
-                Slti { rd, rs1, imm } => alu_i!(rd, rs1, imm, |a, b| ((a as i64) < b as i64) as u64),
+                Slti { rd, rs1, imm } => {
+                    alu_i!(rd, rs1, imm, |a, b| ((a as i64) < b as i64) as u64)
+                }
                 Sltiu { rd, rs1, imm } => alu_i!(rd, rs1, imm, |a, b| (a < b) as u64),
                 Xori { rd, rs1, imm } => alu_i!(rd, rs1, imm, |a, b| a ^ b),
                 Ori { rd, rs1, imm } => alu_i!(rd, rs1, imm, |a, b| a | b),
                 Andi { rd, rs1, imm } => alu_i!(rd, rs1, imm, |a, b| a & b),
                 Slli { rd, rs1, imm } => alu_i!(rd, rs1, imm, |a, b| a << (b & 63)),
                 Srli { rd, rs1, imm } => alu_i!(rd, rs1, imm, |a, b| a >> (b & 63)),
-                Srai { rd, rs1, imm } => alu_i!(rd, rs1, imm, |a, b| ((a as i64) >> (b & 63)) as u64),
+                Srai { rd, rs1, imm } => {
+                    alu_i!(rd, rs1, imm, |a, b| ((a as i64) >> (b & 63)) as u64)
+                }
                 Addiw { rd, rs1, imm } => alu_i!(rd, rs1, imm, |a, b| sext32(a.wrapping_add(b))),
                 Slliw { rd, rs1, imm } => alu_i!(rd, rs1, imm, |a, b| sext32(a << (b & 31))),
-                Srliw { rd, rs1, imm } => alu_i!(rd, rs1, imm, |a, b| sext32(((a as u32) >> (b & 31)) as u64)),
-                Sraiw { rd, rs1, imm } => alu_i!(rd, rs1, imm, |a, b| ((a as i32) >> (b & 31)) as i64 as u64),
+                Srliw { rd, rs1, imm } => {
+                    alu_i!(rd, rs1, imm, |a, b| sext32(((a as u32) >> (b & 31)) as u64))
+                }
+                Sraiw { rd, rs1, imm } => {
+                    alu_i!(rd, rs1, imm, |a, b| ((a as i32) >> (b & 31)) as i64 as u64)
+                }
 
                 Add { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| a.wrapping_add(b)),
                 Sub { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| a.wrapping_sub(b)),
@@ -561,31 +663,55 @@ impl<T: TimingModel> Hart<T> {
                 Sltu { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| (a < b) as u64),
                 Xor { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| a ^ b),
                 Srl { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| a >> (b & 63)),
-                Sra { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| ((a as i64) >> (b & 63)) as u64),
+                Sra { rd, rs1, rs2 } => {
+                    alu_r!(rd, rs1, rs2, |a, b| ((a as i64) >> (b & 63)) as u64)
+                }
                 Or { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| a | b),
                 And { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| a & b),
                 Addw { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| sext32(a.wrapping_add(b))),
                 Subw { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| sext32(a.wrapping_sub(b))),
                 Sllw { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| sext32(a << (b & 31))),
-                Srlw { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| sext32(((a as u32) >> (b & 31)) as u64)),
-                Sraw { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| ((a as i32) >> (b & 31)) as i64 as u64),
+                Srlw { rd, rs1, rs2 } => {
+                    alu_r!(rd, rs1, rs2, |a, b| sext32(((a as u32) >> (b & 31)) as u64))
+                }
+                Sraw { rd, rs1, rs2 } => {
+                    alu_r!(rd, rs1, rs2, |a, b| ((a as i32) >> (b & 31)) as i64 as u64)
+                }
 
                 Mul { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| a.wrapping_mul(b)),
-                Mulh { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| ((a as i64 as i128 * b as i64 as i128) >> 64) as u64),
+                Mulh { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| ((a as i64 as i128
+                    * b as i64 as i128)
+                    >> 64)
+                    as u64),
                 Mulhsu { rd, rs1, rs2 } => {
-                    alu_r!(rd, rs1, rs2, |a, b| ((a as i64 as i128).wrapping_mul(b as i128) >> 64) as u64)
+                    alu_r!(
+                        rd,
+                        rs1,
+                        rs2,
+                        |a, b| ((a as i64 as i128).wrapping_mul(b as i128) >> 64) as u64
+                    )
                 }
-                Mulhu { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| ((a as u128 * b as u128) >> 64) as u64),
+                Mulhu { rd, rs1, rs2 } => {
+                    alu_r!(rd, rs1, rs2, |a, b| ((a as u128 * b as u128) >> 64) as u64)
+                }
                 Div { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| if b == 0 {
                     u64::MAX
                 } else {
                     (a as i64).wrapping_div(b as i64) as u64
                 }),
-                Divu { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| if b == 0 { u64::MAX } else { a / b }),
-                Rem { rd, rs1, rs2 } => {
-                    alu_r!(rd, rs1, rs2, |a, b| if b == 0 { a } else { (a as i64).wrapping_rem(b as i64) as u64 })
+                Divu { rd, rs1, rs2 } => {
+                    alu_r!(rd, rs1, rs2, |a, b| if b == 0 { u64::MAX } else { a / b })
                 }
-                Remu { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| if b == 0 { a } else { a % b }),
+                Rem { rd, rs1, rs2 } => {
+                    alu_r!(rd, rs1, rs2, |a, b| if b == 0 {
+                        a
+                    } else {
+                        (a as i64).wrapping_rem(b as i64) as u64
+                    })
+                }
+                Remu { rd, rs1, rs2 } => {
+                    alu_r!(rd, rs1, rs2, |a, b| if b == 0 { a } else { a % b })
+                }
                 Mulw { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| sext32(a.wrapping_mul(b))),
                 Divw { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| {
                     let (a, b) = (a as i32, b as i32);
@@ -621,10 +747,33 @@ impl<T: TimingModel> Hart<T> {
                 }),
 
                 Fence { .. } => {}
-                Illegal(_) | Csrrw { .. } | Csrrs { .. } | Csrrc { .. } | Csrrwi { .. } | Csrrsi { .. } | Csrrci { .. }
-                | FenceI | Ecall | Ebreak | Mret | Sret | Wfi | SfenceVma { .. } | Marker { .. } | LrW { .. } | LrD { .. }
-                | ScW { .. } | ScD { .. } | AmoW { .. } | AmoD { .. } | Flw { .. } | Fld { .. } | Fsw { .. } | Fsd { .. }
-                | Fma { .. } | Fp { .. } => {
+                Illegal(_)
+                | Csrrw { .. }
+                | Csrrs { .. }
+                | Csrrc { .. }
+                | Csrrwi { .. }
+                | Csrrsi { .. }
+                | Csrrci { .. }
+                | FenceI
+                | Ecall
+                | Ebreak
+                | Mret
+                | Sret
+                | Wfi
+                | SfenceVma { .. }
+                | Marker { .. }
+                | LrW { .. }
+                | LrD { .. }
+                | ScW { .. }
+                | ScD { .. }
+                | AmoW { .. }
+                | AmoD { .. }
+                | Flw { .. }
+                | Fld { .. }
+                | Fsw { .. }
+                | Fsd { .. }
+                | Fma { .. }
+                | Fp { .. } => {
                     self.cycle = cyc;
                     let r = self.exec_rare(bus, op, pc!());
                     cyc = self.cycle;
@@ -731,7 +880,9 @@ impl<T: TimingModel> Hart<T> {
                 return Ok(self.pc);
             }
             Sret => {
-                if self.prv == Priv::User || (self.prv == Priv::Supervisor && self.csr.mstatus & MSTATUS_TSR != 0) {
+                if self.prv == Priv::User
+                    || (self.prv == Priv::Supervisor && self.csr.mstatus & MSTATUS_TSR != 0)
+                {
                     return Err(ill);
                 }
                 let from = self.prv;
@@ -741,7 +892,9 @@ impl<T: TimingModel> Hart<T> {
                 return Ok(self.pc);
             }
             Wfi => {
-                if self.prv == Priv::User || (self.prv == Priv::Supervisor && self.csr.mstatus & MSTATUS_TW != 0) {
+                if self.prv == Priv::User
+                    || (self.prv == Priv::Supervisor && self.csr.mstatus & MSTATUS_TW != 0)
+                {
                     return Err(ill);
                 }
                 self.timing.wfi(pc);
@@ -751,13 +904,18 @@ impl<T: TimingModel> Hart<T> {
                 }
             }
             SfenceVma { .. } => {
-                if self.prv == Priv::User || (self.prv == Priv::Supervisor && self.csr.mstatus & MSTATUS_TVM != 0) {
+                if self.prv == Priv::User
+                    || (self.prv == Priv::Supervisor && self.csr.mstatus & MSTATUS_TVM != 0)
+                {
                     return Err(ill);
                 }
                 self.tlb_flush();
             }
             Marker { op: m } => {
-                self.exit = Some(Exit::Marker(MarkerCall { op: m, args: [self.x[10], self.x[11], self.x[12], self.x[13]] }));
+                self.exit = Some(Exit::Marker(MarkerCall {
+                    op: m,
+                    args: [self.x[10], self.x[11], self.x[12], self.x[13]],
+                }));
                 return Err(Trap::exit());
             }
             LrW { rd, rs1, .. } => {
@@ -776,15 +934,29 @@ impl<T: TimingModel> Hart<T> {
                 let r = self.store_conditional(bus, self.rx(rs1), 8, self.rx(rs2))?;
                 self.wx(rd, r);
             }
-            AmoW { op: aop, rd, rs1, rs2, .. } => {
+            AmoW {
+                op: aop,
+                rd,
+                rs1,
+                rs2,
+                ..
+            } => {
                 let v = self.amo(bus, aop, self.rx(rs1), 4, self.rx(rs2))?;
                 self.wx(rd, sext32(v));
             }
-            AmoD { op: aop, rd, rs1, rs2, .. } => {
+            AmoD {
+                op: aop,
+                rd,
+                rs1,
+                rs2,
+                ..
+            } => {
                 let v = self.amo(bus, aop, self.rx(rs1), 8, self.rx(rs2))?;
                 self.wx(rd, v);
             }
-            Flw { .. } | Fld { .. } | Fsw { .. } | Fsd { .. } | Fma { .. } | Fp { .. } => self.exec_fp(bus, op)?,
+            Flw { .. } | Fld { .. } | Fsw { .. } | Fsd { .. } | Fma { .. } | Fp { .. } => {
+                self.exec_fp(bus, op)?
+            }
             // `exec` handles every other variant; refuse rather than skip if one slips through
             _ => return Err(ill),
         }
@@ -799,12 +971,20 @@ impl<T: TimingModel> Hart<T> {
             return Err(Trap::new(CAUSE_MISALIGNED_LOAD, va));
         }
         let pa = self.translate(va, n, KIND_LOAD)?;
-        let v = self.phys_read(bus, pa, n).map_err(|_| access_fault(KIND_LOAD, va))?;
+        let v = self
+            .phys_read(bus, pa, n)
+            .map_err(|_| access_fault(KIND_LOAD, va))?;
         self.reservation = Some(pa);
         Ok(v)
     }
 
-    fn store_conditional<B: SystemBus>(&mut self, bus: &mut B, va: u64, n: u64, v: u64) -> Result<u64, Trap> {
+    fn store_conditional<B: SystemBus>(
+        &mut self,
+        bus: &mut B,
+        va: u64,
+        n: u64,
+        v: u64,
+    ) -> Result<u64, Trap> {
         if va & (n - 1) != 0 {
             return Err(Trap::new(CAUSE_MISALIGNED_STORE, va));
         }
@@ -814,18 +994,32 @@ impl<T: TimingModel> Hart<T> {
         if !ok {
             return Ok(1);
         }
-        self.phys_write(bus, pa, n, v).map_err(|_| access_fault(KIND_STORE, va))?;
+        self.phys_write(bus, pa, n, v)
+            .map_err(|_| access_fault(KIND_STORE, va))?;
         Ok(0)
     }
 
-    fn amo<B: SystemBus>(&mut self, bus: &mut B, op: AmoOp, va: u64, n: u64, src: u64) -> Result<u64, Trap> {
+    fn amo<B: SystemBus>(
+        &mut self,
+        bus: &mut B,
+        op: AmoOp,
+        va: u64,
+        n: u64,
+        src: u64,
+    ) -> Result<u64, Trap> {
         if va & (n - 1) != 0 {
             return Err(Trap::new(CAUSE_MISALIGNED_STORE, va));
         }
         let pa = self.translate(va, n, KIND_STORE)?;
         // phys_read and phys_write report the two halves to the timing model
-        let old = self.phys_read(bus, pa, n).map_err(|_| access_fault(KIND_STORE, va))?;
-        let (a, b) = if n == 4 { (sext32(old), sext32(src)) } else { (old, src) };
+        let old = self
+            .phys_read(bus, pa, n)
+            .map_err(|_| access_fault(KIND_STORE, va))?;
+        let (a, b) = if n == 4 {
+            (sext32(old), sext32(src))
+        } else {
+            (old, src)
+        };
         let new = match op {
             AmoOp::Swap => b,
             AmoOp::Add => a.wrapping_add(b),
@@ -849,7 +1043,8 @@ impl<T: TimingModel> Hart<T> {
                 }
             }
         };
-        self.phys_write(bus, pa, n, new).map_err(|_| access_fault(KIND_STORE, va))?;
+        self.phys_write(bus, pa, n, new)
+            .map_err(|_| access_fault(KIND_STORE, va))?;
         Ok(old)
     }
 }

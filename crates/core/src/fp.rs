@@ -70,11 +70,17 @@ impl<T: TimingModel> Hart<T> {
         }
         match op.insn {
             Insn::Flw { rd, rs1, imm } => {
-                let v = self.load::<B, 4>(bus, self.x[(rs1 & 31) as usize].wrapping_add(imm as i64 as u64))?;
+                let v = self.load::<B, 4>(
+                    bus,
+                    self.x[(rs1 & 31) as usize].wrapping_add(imm as i64 as u64),
+                )?;
                 self.wf(rd, box_s(v as u32));
             }
             Insn::Fld { rd, rs1, imm } => {
-                let v = self.load::<B, 8>(bus, self.x[(rs1 & 31) as usize].wrapping_add(imm as i64 as u64))?;
+                let v = self.load::<B, 8>(
+                    bus,
+                    self.x[(rs1 & 31) as usize].wrapping_add(imm as i64 as u64),
+                )?;
                 self.wf(rd, v);
             }
             Insn::Fsw { rs1, rs2, imm } => {
@@ -85,7 +91,15 @@ impl<T: TimingModel> Hart<T> {
                 let va = self.x[(rs1 & 31) as usize].wrapping_add(imm as i64 as u64);
                 self.store::<B, 8>(bus, va, self.rf(rs2))?;
             }
-            Insn::Fma { op: fop, dbl, rd, rs1, rs2, rs3, rm } => {
+            Insn::Fma {
+                op: fop,
+                dbl,
+                rd,
+                rs1,
+                rs2,
+                rs3,
+                rm,
+            } => {
                 let rm = self.rm(rm, op.bits)?;
                 if dbl {
                     let (a, b, c) = (self.rf(rs1), self.rf(rs2), self.rf(rs3));
@@ -109,8 +123,18 @@ impl<T: TimingModel> Hart<T> {
                     self.flags(fl);
                 }
             }
-            Insn::Fp { op: fop, rd, rs1, rs2, rm } => {
-                let rm = if fop.has_rm() { self.rm(rm, op.bits)? } else { 0 };
+            Insn::Fp {
+                op: fop,
+                rd,
+                rs1,
+                rs2,
+                rm,
+            } => {
+                let rm = if fop.has_rm() {
+                    self.rm(rm, op.bits)?
+                } else {
+                    0
+                };
                 self.exec_op_fp(fop, rd, rs1, rs2, rm);
             }
             _ => return Err(Trap::illegal(op.bits)),

@@ -24,7 +24,10 @@ impl SystemBus for FuzzBus {
     }
     fn mmio_write(&mut self, _: Access, pa: u64, _: u8, _: u64) -> Result<WriteEffect, BusFault> {
         if (0x1000_0000..0x1000_1000).contains(&pa) {
-            Ok(WriteEffect { irq_changed: pa & 0x10 != 0, stop: pa & 0x7f0 == 0x7f0 })
+            Ok(WriteEffect {
+                irq_changed: pa & 0x10 != 0,
+                stop: pa & 0x7f0 == 0x7f0,
+            })
         } else {
             Err(BusFault::Unmapped(pa))
         }
@@ -35,8 +38,8 @@ impl SystemBus for FuzzBus {
 /// some compressed halves.
 fn insn_word() -> impl Strategy<Value = u32> {
     const OPCODES: &[u32] = &[
-        0x03, 0x07, 0x0f, 0x13, 0x17, 0x1b, 0x23, 0x27, 0x2f, 0x33, 0x37, 0x3b, 0x43, 0x47, 0x4b, 0x4f, 0x53, 0x63,
-        0x67, 0x6f, 0x73,
+        0x03, 0x07, 0x0f, 0x13, 0x17, 0x1b, 0x23, 0x27, 0x2f, 0x33, 0x37, 0x3b, 0x43, 0x47, 0x4b,
+        0x4f, 0x53, 0x63, 0x67, 0x6f, 0x73,
     ];
     prop_oneof![
         3 => (any::<u32>(), prop::sample::select(OPCODES)).prop_map(|(w, op)| (w & !0x7f) | op),
@@ -79,32 +82,60 @@ struct State {
 
 fn state() -> impl Strategy<Value = State> {
     (
-        (prop::collection::vec(insn_word(), 256), prop::collection::vec(pte(), 512), prop::collection::vec(any::<u64>(), 31)),
-        (any::<u64>(), prop::sample::select(&[0u64, 8, 9][..]), 0..(RAM >> 12), any::<u64>(), any::<u64>()),
-        (any::<u64>(), any::<u64>(), any::<u64>(), 0..20_000u64, any::<u64>()),
-        (prop::array::uniform3(any::<u64>()), prop::sample::select(&[0u8, 1, 3][..]), any::<u64>(), any::<bool>()),
+        (
+            prop::collection::vec(insn_word(), 256),
+            prop::collection::vec(pte(), 512),
+            prop::collection::vec(any::<u64>(), 31),
+        ),
+        (
+            any::<u64>(),
+            prop::sample::select(&[0u64, 8, 9][..]),
+            0..(RAM >> 12),
+            any::<u64>(),
+            any::<u64>(),
+        ),
+        (
+            any::<u64>(),
+            any::<u64>(),
+            any::<u64>(),
+            0..20_000u64,
+            any::<u64>(),
+        ),
+        (
+            prop::array::uniform3(any::<u64>()),
+            prop::sample::select(&[0u8, 1, 3][..]),
+            any::<u64>(),
+            any::<bool>(),
+        ),
     )
-        .prop_map(|((code, ptes, regs), (mstatus, satp_mode, satp_page, medeleg, mideleg), (mie, mip, menvcfg, stimecmp, pmpcfg), (pmpaddr, prv, platform, vectored))| {
-            State {
-                code,
-                ptes,
-                regs,
-                mstatus,
-                satp_mode,
-                satp_page,
-                medeleg,
-                mideleg,
-                mie,
-                mip,
-                menvcfg,
-                stimecmp,
-                pmpcfg,
-                pmpaddr,
-                prv,
-                platform,
-                vectored,
-            }
-        })
+        .prop_map(
+            |(
+                (code, ptes, regs),
+                (mstatus, satp_mode, satp_page, medeleg, mideleg),
+                (mie, mip, menvcfg, stimecmp, pmpcfg),
+                (pmpaddr, prv, platform, vectored),
+            )| {
+                State {
+                    code,
+                    ptes,
+                    regs,
+                    mstatus,
+                    satp_mode,
+                    satp_page,
+                    medeleg,
+                    mideleg,
+                    mie,
+                    mip,
+                    menvcfg,
+                    stimecmp,
+                    pmpcfg,
+                    pmpaddr,
+                    prv,
+                    platform,
+                    vectored,
+                }
+            },
+        )
 }
 
 fn build(st: &State) -> (Hart, GuestRam) {
@@ -116,11 +147,25 @@ fn build(st: &State) -> (Hart, GuestRam) {
     for (k, p) in st.ptes.iter().enumerate() {
         ram.write(BASE + 0x1000 + 8 * k as u64, 8, *p);
     }
-    let mut h = Hart::new(HartConfig { hart_id: 0, cycles_per_tick: 3 }, ram.clone(), Atomic);
+    let mut h = Hart::new(
+        HartConfig {
+            hart_id: 0,
+            cycles_per_tick: 3,
+        },
+        ram.clone(),
+        Atomic,
+    );
     h.reset(BASE);
     for (r, v) in st.regs.iter().enumerate() {
         // half the registers point into (or just past) RAM, so accesses land
-        h.set_x(r + 1, if v & 1 == 0 { BASE + (v >> 1) % (RAM + 0x2000) } else { *v });
+        h.set_x(
+            r + 1,
+            if v & 1 == 0 {
+                BASE + (v >> 1) % (RAM + 0x2000)
+            } else {
+                *v
+            },
+        );
     }
     h.csr_write(MSTATUS, st.mstatus);
     h.csr_write(SATP, (st.satp_mode << 60) | ((BASE >> 12) + st.satp_page));

@@ -32,30 +32,32 @@
 mod csr;
 mod exec;
 mod fp;
+#[cfg(test)]
+mod fuzz_tests;
 mod mem;
 mod mmu;
 mod pmp;
-mod trap;
-#[cfg(test)]
-mod fuzz_tests;
 #[cfg(test)]
 mod tests;
+mod trap;
 
 use hs_bus::GuestRam;
 pub use hs_timing::{Atomic, TimingModel, TrapInfo};
 
 pub use pmp::PMP_ENTRIES;
 pub use trap::{
-    CAUSE_BREAKPOINT, CAUSE_FETCH_ACCESS, CAUSE_FETCH_PAGE_FAULT, CAUSE_ILLEGAL_INSN, CAUSE_LOAD_ACCESS,
-    CAUSE_LOAD_PAGE_FAULT, CAUSE_MACHINE_ECALL, CAUSE_MISALIGNED_FETCH, CAUSE_MISALIGNED_LOAD, CAUSE_MISALIGNED_STORE, CAUSE_STORE_ACCESS,
-    CAUSE_STORE_PAGE_FAULT, CAUSE_SUPERVISOR_ECALL, CAUSE_USER_ECALL,
+    CAUSE_BREAKPOINT, CAUSE_FETCH_ACCESS, CAUSE_FETCH_PAGE_FAULT, CAUSE_ILLEGAL_INSN,
+    CAUSE_LOAD_ACCESS, CAUSE_LOAD_PAGE_FAULT, CAUSE_MACHINE_ECALL, CAUSE_MISALIGNED_FETCH,
+    CAUSE_MISALIGNED_LOAD, CAUSE_MISALIGNED_STORE, CAUSE_STORE_ACCESS, CAUSE_STORE_PAGE_FAULT,
+    CAUSE_SUPERVISOR_ECALL, CAUSE_USER_ECALL,
 };
 
 /// ISA string the device tree advertises (`riscv,isa`).
 pub const ISA_STRING: &str = "rv64imafdc_zicntr_zicsr_zifencei_zihpm_sstc";
 /// Extension names for `riscv,isa-extensions`.
-pub const ISA_EXTENSIONS: &[&str] =
-    &["i", "m", "a", "f", "d", "c", "zicntr", "zicsr", "zifencei", "zihpm", "sstc"];
+pub const ISA_EXTENSIONS: &[&str] = &[
+    "i", "m", "a", "f", "d", "c", "zicntr", "zicsr", "zifencei", "zihpm", "sstc",
+];
 
 /// Static configuration of one hart.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -297,8 +299,20 @@ impl<T: TimingModel> Hart<T> {
         while done < buf.len() {
             let a = va.wrapping_add(done as u64);
             let chunk = ((4096 - (a & 0xfff)) as usize).min(buf.len() - done);
-            let w = self.walk(a, mmu::KIND_LOAD, mmu::CTX_S, false, &mut mmu::WalkTrace::default()).map_err(|_| ())?;
-            if !self.pmp.check(w.pa, chunk as u64, Priv::Supervisor, pmp::Perm::Read) || !self.ram.read_bytes(w.pa, &mut buf[done..done + chunk]) {
+            let w = self
+                .walk(
+                    a,
+                    mmu::KIND_LOAD,
+                    mmu::CTX_S,
+                    false,
+                    &mut mmu::WalkTrace::default(),
+                )
+                .map_err(|_| ())?;
+            if !self
+                .pmp
+                .check(w.pa, chunk as u64, Priv::Supervisor, pmp::Perm::Read)
+                || !self.ram.read_bytes(w.pa, &mut buf[done..done + chunk])
+            {
                 return Err(());
             }
             done += chunk;
@@ -324,7 +338,8 @@ impl<T: TimingModel> Hart<T> {
     /// a block-cache flush.
     #[inline]
     pub(crate) fn refresh_stamp(&mut self) {
-        self.fetch_stamp = self.tlb.gen_bits | ((self.fetch_ctx as u64) << 40) | self.blocks.vgen as u64;
+        self.fetch_stamp =
+            self.tlb.gen_bits | ((self.fetch_ctx as u64) << 40) | self.blocks.vgen as u64;
     }
 
     pub(crate) fn flush_blocks(&mut self) {

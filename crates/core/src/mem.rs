@@ -11,7 +11,11 @@ use crate::Hart;
 impl<T: TimingModel> Hart<T> {
     /// Load `N` bytes (1, 2, 4, 8) zero-extended.
     #[inline(always)]
-    pub(crate) fn load<B: SystemBus, const N: u64>(&mut self, bus: &mut B, va: u64) -> Result<u64, Trap> {
+    pub(crate) fn load<B: SystemBus, const N: u64>(
+        &mut self,
+        bus: &mut B,
+        va: u64,
+    ) -> Result<u64, Trap> {
         let mut cyc = self.cycle;
         let r = self.load_c::<B, N>(bus, va, &mut cyc);
         self.cycle = cyc;
@@ -20,7 +24,12 @@ impl<T: TimingModel> Hart<T> {
 
     /// Store the low `N` bytes of `v`.
     #[inline(always)]
-    pub(crate) fn store<B: SystemBus, const N: u64>(&mut self, bus: &mut B, va: u64, v: u64) -> Result<(), Trap> {
+    pub(crate) fn store<B: SystemBus, const N: u64>(
+        &mut self,
+        bus: &mut B,
+        va: u64,
+        v: u64,
+    ) -> Result<(), Trap> {
         let mut cyc = self.cycle;
         let r = self.store_c::<B, N>(bus, va, v, &mut cyc);
         self.cycle = cyc;
@@ -30,12 +39,19 @@ impl<T: TimingModel> Hart<T> {
     /// `load` for the block loop, which keeps the cycle count in `cyc`
     /// (a register) and syncs `self.cycle` only around the slow path.
     #[inline(always)]
-    pub(crate) fn load_c<B: SystemBus, const N: u64>(&mut self, bus: &mut B, va: u64, cyc: &mut u64) -> Result<u64, Trap> {
+    pub(crate) fn load_c<B: SystemBus, const N: u64>(
+        &mut self,
+        bus: &mut B,
+        va: u64,
+        cyc: &mut u64,
+    ) -> Result<u64, Trap> {
         let vpn = va >> 12;
         let e = &self.tlb.e[KIND_LOAD][self.data_ctx & 3][(vpn as usize) & (TLB_SIZE - 1)];
         if e.tag == vpn | self.tlb.gen_bits && (va & 0xfff) <= 4096 - N {
             let host = va.wrapping_add(e.addend);
-            let extra = self.timing.mem(self.host_to_pa(host), N as u8, MemKind::Load, false);
+            let extra = self
+                .timing
+                .mem(self.host_to_pa(host), N as u8, MemKind::Load, false);
             *cyc += extra;
             self.stall += extra;
             // SAFETY: the entry maps this whole page to RAM (checked at fill)
@@ -88,18 +104,31 @@ impl<T: TimingModel> Hart<T> {
             let pa1 = self.translate(va1, n - first, KIND_LOAD)?;
             let mut v = 0u64;
             for i in 0..n {
-                let pa = if i < first { pa0 + i } else { pa1 + (i - first) };
-                let b = self.phys_read(bus, pa, 1).map_err(|_| access_fault(KIND_LOAD, if i < first { va } else { va1 }))?;
+                let pa = if i < first {
+                    pa0 + i
+                } else {
+                    pa1 + (i - first)
+                };
+                let b = self
+                    .phys_read(bus, pa, 1)
+                    .map_err(|_| access_fault(KIND_LOAD, if i < first { va } else { va1 }))?;
                 v |= b << (8 * i);
             }
             return Ok(v);
         }
         let pa = self.translate(va, n, KIND_LOAD)?;
-        self.phys_read(bus, pa, n).map_err(|_| access_fault(KIND_LOAD, va))
+        self.phys_read(bus, pa, n)
+            .map_err(|_| access_fault(KIND_LOAD, va))
     }
 
     #[inline(never)]
-    fn store_slow<B: SystemBus>(&mut self, bus: &mut B, va: u64, n: u64, v: u64) -> Result<(), Trap> {
+    fn store_slow<B: SystemBus>(
+        &mut self,
+        bus: &mut B,
+        va: u64,
+        n: u64,
+        v: u64,
+    ) -> Result<(), Trap> {
         let first = 4096 - (va & 0xfff);
         if n > first {
             let pa0 = self.translate(va, first, KIND_STORE)?;
@@ -113,14 +142,19 @@ impl<T: TimingModel> Hart<T> {
                 return Err(access_fault(KIND_STORE, va1));
             }
             for i in 0..n {
-                let pa = if i < first { pa0 + i } else { pa1 + (i - first) };
+                let pa = if i < first {
+                    pa0 + i
+                } else {
+                    pa1 + (i - first)
+                };
                 self.ram.write(pa, 1, v >> (8 * i));
             }
             self.note_ram_write();
             return Ok(());
         }
         let pa = self.translate(va, n, KIND_STORE)?;
-        self.phys_write(bus, pa, n, v).map_err(|_| access_fault(KIND_STORE, va))?;
+        self.phys_write(bus, pa, n, v)
+            .map_err(|_| access_fault(KIND_STORE, va))?;
         if self.exit.is_some() {
             return Err(Trap::exit()); // the device wants the machine's attention now
         }
@@ -129,7 +163,12 @@ impl<T: TimingModel> Hart<T> {
 
     /// Read physical memory: RAM directly, anything else through the bus.
     /// Device accesses must be naturally aligned.
-    pub(crate) fn phys_read<B: SystemBus>(&mut self, bus: &mut B, pa: u64, n: u64) -> Result<u64, ()> {
+    pub(crate) fn phys_read<B: SystemBus>(
+        &mut self,
+        bus: &mut B,
+        pa: u64,
+        n: u64,
+    ) -> Result<u64, ()> {
         if let Some(v) = self.ram.read(pa, n as u8) {
             let extra = self.timing.mem(pa, n as u8, MemKind::Load, false);
             self.charge(extra);
@@ -140,11 +179,20 @@ impl<T: TimingModel> Hart<T> {
         }
         let extra = self.timing.mem(pa, n as u8, MemKind::Load, true);
         self.charge(extra);
-        let acc = Access { hart: self.cfg.hart_id as usize, now: self.cycle };
+        let acc = Access {
+            hart: self.cfg.hart_id as usize,
+            now: self.cycle,
+        };
         bus.mmio_read(acc, pa, n as u8).map_err(|_| ())
     }
 
-    pub(crate) fn phys_write<B: SystemBus>(&mut self, bus: &mut B, pa: u64, n: u64, v: u64) -> Result<(), ()> {
+    pub(crate) fn phys_write<B: SystemBus>(
+        &mut self,
+        bus: &mut B,
+        pa: u64,
+        n: u64,
+        v: u64,
+    ) -> Result<(), ()> {
         if self.ram.write(pa, n as u8, v) {
             self.note_ram_write();
             let extra = self.timing.mem(pa, n as u8, MemKind::Store, false);
@@ -156,7 +204,10 @@ impl<T: TimingModel> Hart<T> {
         }
         let extra = self.timing.mem(pa, n as u8, MemKind::Store, true);
         self.charge(extra);
-        let acc = Access { hart: self.cfg.hart_id as usize, now: self.cycle };
+        let acc = Access {
+            hart: self.cfg.hart_id as usize,
+            now: self.cycle,
+        };
         let eff = bus.mmio_write(acc, pa, n as u8, v).map_err(|_| ())?;
         if eff.stop {
             self.exit = Some(crate::Exit::Stop);

@@ -48,7 +48,10 @@ pub struct Tlb {
 
 impl Tlb {
     pub fn new() -> Box<Self> {
-        let mut t: Box<Self> = Box::new(Tlb { e: [[[TlbEntry::default(); TLB_SIZE]; 4]; 3], gen_bits: 0 });
+        let mut t: Box<Self> = Box::new(Tlb {
+            e: [[[TlbEntry::default(); TLB_SIZE]; 4]; 3],
+            gen_bits: 0,
+        });
         t.gen_bits = 1 << GEN_SHIFT;
         t
     }
@@ -136,7 +139,11 @@ impl<T: TimingModel> Hart<T> {
             Priv::Supervisor => CTX_S,
             Priv::Machine => CTX_M,
         };
-        self.fetch_ctx = if self.prv == Priv::Supervisor { CTX_S } else { ctx(self.prv) };
+        self.fetch_ctx = if self.prv == Priv::Supervisor {
+            CTX_S
+        } else {
+            ctx(self.prv)
+        };
         self.refresh_stamp();
         let eff = if self.prv == Priv::Machine && ms & MSTATUS_MPRV != 0 {
             Priv::from_bits((ms >> MSTATUS_MPP_SHIFT) & 3)
@@ -154,7 +161,14 @@ impl<T: TimingModel> Hart<T> {
 
     /// Walk the page tables for `va` in context `ctx`. `set_ad` updates the
     /// A/D bits as hardware does; observation walks pass false.
-    pub(crate) fn walk(&self, va: u64, kind: usize, ctx: usize, set_ad: bool, trace: &mut WalkTrace) -> Result<Walk, Trap> {
+    pub(crate) fn walk(
+        &self,
+        va: u64,
+        kind: usize,
+        ctx: usize,
+        set_ad: bool,
+        trace: &mut WalkTrace,
+    ) -> Result<Walk, Trap> {
         let prv = ctx_priv(ctx);
         let satp = self.csr.satp;
         let mode = satp >> 60;
@@ -185,7 +199,8 @@ impl<T: TimingModel> Hart<T> {
             let Some(pte) = self.ram.read(pte_addr, 8) else {
                 return Err(access_fault(kind, va));
             };
-            if pte & PTE_V == 0 || (pte & PTE_R == 0 && pte & PTE_W != 0) || pte & PTE_RESERVED != 0 {
+            if pte & PTE_V == 0 || (pte & PTE_R == 0 && pte & PTE_W != 0) || pte & PTE_RESERVED != 0
+            {
                 return Err(page_fault(kind, va));
             }
             let ppn = (pte & PTE_PPN_MASK) >> 10;
@@ -201,8 +216,13 @@ impl<T: TimingModel> Hart<T> {
             let ok = match kind {
                 KIND_FETCH => pte & PTE_X != 0 && (if prv == Priv::User { user } else { !user }),
                 _ => {
-                    let readable = pte & PTE_R != 0 || (self.csr.mstatus & MSTATUS_MXR != 0 && pte & PTE_X != 0);
-                    let rw = if kind == KIND_LOAD { readable } else { pte & PTE_W != 0 };
+                    let readable = pte & PTE_R != 0
+                        || (self.csr.mstatus & MSTATUS_MXR != 0 && pte & PTE_X != 0);
+                    let rw = if kind == KIND_LOAD {
+                        readable
+                    } else {
+                        pte & PTE_W != 0
+                    };
                     let priv_ok = match ctx {
                         CTX_U => user,
                         CTX_S => !user,
@@ -241,7 +261,11 @@ impl<T: TimingModel> Hart<T> {
     /// filling the TLB when the whole page may be cached. Returns the
     /// physical address.
     pub(crate) fn translate(&mut self, va: u64, len: u64, kind: usize) -> Result<u64, Trap> {
-        let ctx = if kind == KIND_FETCH { self.fetch_ctx } else { self.data_ctx };
+        let ctx = if kind == KIND_FETCH {
+            self.fetch_ctx
+        } else {
+            self.data_ctx
+        };
         let vpn = va >> 12;
         let slot = (vpn as usize) & (TLB_SIZE - 1);
         let e = self.tlb.e[kind][ctx][slot];
@@ -268,9 +292,15 @@ impl<T: TimingModel> Hart<T> {
             PageCheck::Uniform(false) => return Err(access_fault(kind, va)),
             PageCheck::Uniform(true) => {
                 let entry = if self.ram.contains(page, 4096) {
-                    TlbEntry { tag: want, addend: (self.ram.host_ptr(page) as u64).wrapping_sub(va & !0xfff) }
+                    TlbEntry {
+                        tag: want,
+                        addend: (self.ram.host_ptr(page) as u64).wrapping_sub(va & !0xfff),
+                    }
                 } else {
-                    TlbEntry { tag: want | TLB_MMIO, addend: page.wrapping_sub(va & !0xfff) }
+                    TlbEntry {
+                        tag: want | TLB_MMIO,
+                        addend: page.wrapping_sub(va & !0xfff),
+                    }
                 };
                 self.tlb.e[kind][ctx][slot] = entry;
             }
@@ -285,13 +315,22 @@ impl<T: TimingModel> Hart<T> {
 
     #[inline(always)]
     pub(crate) fn host_to_pa(&self, host: u64) -> u64 {
-        host.wrapping_sub(self.ram_host as u64).wrapping_add(self.ram_base)
+        host.wrapping_sub(self.ram_host as u64)
+            .wrapping_add(self.ram_base)
     }
 
     /// Observation-only translation: no A/D update, no TLB fill, no trap.
     pub(crate) fn translate_peek(&self, va: u64, kind: usize) -> Option<u64> {
-        let ctx = if kind == KIND_FETCH { self.fetch_ctx } else { self.data_ctx };
-        let w = self.walk(va, kind, ctx, false, &mut WalkTrace::default()).ok()?;
-        self.pmp.check(w.pa, 1, ctx_priv(ctx), perm_of(kind)).then_some(w.pa)
+        let ctx = if kind == KIND_FETCH {
+            self.fetch_ctx
+        } else {
+            self.data_ctx
+        };
+        let w = self
+            .walk(va, kind, ctx, false, &mut WalkTrace::default())
+            .ok()?;
+        self.pmp
+            .check(w.pa, 1, ctx_priv(ctx), perm_of(kind))
+            .then_some(w.pa)
     }
 }

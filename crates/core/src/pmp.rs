@@ -47,7 +47,14 @@ pub struct Pmp {
 
 impl Default for Pmp {
     fn default() -> Self {
-        Pmp { cfg: [0; PMP_ENTRIES], addr: [0; PMP_ENTRIES], lo: [0; PMP_ENTRIES], hi: [0; PMP_ENTRIES], any_active: false, any_locked: false }
+        Pmp {
+            cfg: [0; PMP_ENTRIES],
+            addr: [0; PMP_ENTRIES],
+            lo: [0; PMP_ENTRIES],
+            hi: [0; PMP_ENTRIES],
+            any_active: false,
+            any_locked: false,
+        }
     }
 }
 
@@ -95,7 +102,10 @@ impl Pmp {
             return false;
         }
         // a locked TOR entry also locks the address below it
-        if i + 1 < PMP_ENTRIES && self.cfg[i + 1] & L != 0 && (self.cfg[i + 1] >> A_SHIFT) & 3 == A_TOR {
+        if i + 1 < PMP_ENTRIES
+            && self.cfg[i + 1] & L != 0
+            && (self.cfg[i + 1] >> A_SHIFT) & 3 == A_TOR
+        {
             return false;
         }
         let v = v & ADDR_MASK;
@@ -169,7 +179,9 @@ impl Pmp {
             return None;
         }
         let end = pa.saturating_add(len);
-        (0..PMP_ENTRIES).find(|&i| self.lo[i] < end && pa < self.hi[i]).map(|i| (i, self.lo[i] <= pa && end <= self.hi[i]))
+        (0..PMP_ENTRIES)
+            .find(|&i| self.lo[i] < end && pa < self.hi[i])
+            .map(|i| (i, self.lo[i] <= pa && end <= self.hi[i]))
     }
 }
 
@@ -186,7 +198,10 @@ mod tests {
         let p = Pmp::default();
         assert!(p.check(0x8000_0000, 8, Priv::Machine, Perm::Write));
         assert!(!p.check(0x8000_0000, 8, Priv::Supervisor, Perm::Read));
-        assert_eq!(p.check_page(0x8000_0000, Priv::User, Perm::Read), PageCheck::Uniform(false));
+        assert_eq!(
+            p.check_page(0x8000_0000, Priv::User, Perm::Read),
+            PageCheck::Uniform(false)
+        );
     }
 
     #[test]
@@ -195,14 +210,23 @@ mod tests {
         let mut p = Pmp::default();
         p.write_addr(0, napot(0x8000_0000, 0x8_0000));
         p.write_addr(1, u64::MAX);
-        p.write_cfg(0, ((A_NAPOT << A_SHIFT) as u64) | (((A_NAPOT << A_SHIFT) | R | W | X) as u64) << 8);
+        p.write_cfg(
+            0,
+            ((A_NAPOT << A_SHIFT) as u64) | (((A_NAPOT << A_SHIFT) | R | W | X) as u64) << 8,
+        );
         assert_eq!(p.read_addr(1), (1 << 54) - 1);
         assert!(!p.check(0x8000_1000, 4, Priv::Supervisor, Perm::Read));
         assert!(p.check(0x8000_1000, 4, Priv::Machine, Perm::Read));
         assert!(p.check(0x8008_0000, 4, Priv::Supervisor, Perm::Exec));
         assert!(!p.check(0x8007_fffc, 8, Priv::Supervisor, Perm::Read)); // straddles
-        assert_eq!(p.check_page(0x8007_f000, Priv::Supervisor, Perm::Read), PageCheck::Uniform(false));
-        assert_eq!(p.check_page(0x8008_0000, Priv::User, Perm::Write), PageCheck::Uniform(true));
+        assert_eq!(
+            p.check_page(0x8007_f000, Priv::Supervisor, Perm::Read),
+            PageCheck::Uniform(false)
+        );
+        assert_eq!(
+            p.check_page(0x8008_0000, Priv::User, Perm::Write),
+            PageCheck::Uniform(true)
+        );
         assert!(p.check(0x1000_0000, 1, Priv::User, Perm::Write));
     }
 
@@ -213,15 +237,23 @@ mod tests {
         p.write_addr(1, 0x8000_1000 >> 2);
         p.write_addr(2, 0x8000_2000 >> 2);
         // entry 0: TOR [0, 0x80000800) none; entry 1: TOR [0x80000800, 0x80001000) R; entry 2: NA4 at 0x80002000 RW
-        let cfg = ((A_TOR << A_SHIFT) as u64) | (((A_TOR << A_SHIFT) | R) as u64) << 8 | (((A_NA4 << A_SHIFT) | R | W) as u64) << 16;
+        let cfg = ((A_TOR << A_SHIFT) as u64)
+            | (((A_TOR << A_SHIFT) | R) as u64) << 8
+            | (((A_NA4 << A_SHIFT) | R | W) as u64) << 16;
         assert!(p.write_cfg(0, cfg));
-        assert_eq!(p.check_page(0x8000_0000, Priv::Supervisor, Perm::Read), PageCheck::Mixed);
+        assert_eq!(
+            p.check_page(0x8000_0000, Priv::Supervisor, Perm::Read),
+            PageCheck::Mixed
+        );
         assert!(p.check(0x8000_0800, 8, Priv::Supervisor, Perm::Read));
         assert!(!p.check(0x8000_0800, 8, Priv::Supervisor, Perm::Write));
         assert!(!p.check(0x8000_07fc, 8, Priv::Supervisor, Perm::Read));
         assert!(p.check(0x8000_2000, 4, Priv::User, Perm::Write));
         assert!(!p.check(0x8000_2000, 8, Priv::User, Perm::Write));
-        assert_eq!(p.check_page(0x8000_2000, Priv::User, Perm::Write), PageCheck::Mixed);
+        assert_eq!(
+            p.check_page(0x8000_2000, Priv::User, Perm::Write),
+            PageCheck::Mixed
+        );
     }
 
     #[test]
@@ -238,7 +270,10 @@ mod tests {
         assert!(!p.write_addr(1, 0x300));
         assert_eq!(p.read_addr(0), 0x100);
         p.write_cfg(0, 0);
-        assert_eq!(p.read_cfg(0) >> 8 & 0xff, ((A_TOR << A_SHIFT) | R | L) as u64);
+        assert_eq!(
+            p.read_cfg(0) >> 8 & 0xff,
+            ((A_TOR << A_SHIFT) | R | L) as u64
+        );
         // locked entries bind M-mode too
         assert!(!p.check(0x400, 4, Priv::Machine, Perm::Write));
         assert!(p.check(0x400, 4, Priv::Machine, Perm::Read));

@@ -34,7 +34,10 @@ impl SystemBus for Dev {
             return Err(BusFault::Unmapped(pa));
         }
         self.writes.push((pa, v, acc.now));
-        Ok(WriteEffect { irq_changed: pa == DEV + 8, stop: pa == DEV + 16 })
+        Ok(WriteEffect {
+            irq_changed: pa == DEV + 8,
+            stop: pa == DEV + 16,
+        })
     }
 }
 
@@ -74,7 +77,12 @@ fn sw(rs2: u32, rs1: u32, imm: i32) -> u32 {
 }
 fn jal(rd: u32, imm: i32) -> u32 {
     let imm = imm as u32;
-    (((imm >> 20) & 1) << 31) | (((imm >> 1) & 0x3ff) << 21) | (((imm >> 11) & 1) << 20) | (((imm >> 12) & 0xff) << 12) | (rd << 7) | 0x6f
+    (((imm >> 20) & 1) << 31)
+        | (((imm >> 1) & 0x3ff) << 21)
+        | (((imm >> 11) & 1) << 20)
+        | (((imm >> 12) & 0xff) << 12)
+        | (rd << 7)
+        | 0x6f
 }
 fn lr_d(rd: u32, rs1: u32) -> u32 {
     r(0b0001000, 0, rs1, 3, rd, 0x2f)
@@ -106,7 +114,14 @@ fn hart_with(prog: &[u32]) -> (Hart, GuestRam) {
     for handler in [BASE + 0x100, BASE + 0x400] {
         ram.write(handler, 4, WFI as u64);
     }
-    let mut h = Hart::new(HartConfig { hart_id: 3, cycles_per_tick: 4 }, ram.clone(), Atomic);
+    let mut h = Hart::new(
+        HartConfig {
+            hart_id: 3,
+            cycles_per_tick: 4,
+        },
+        ram.clone(),
+        Atomic,
+    );
     h.reset(BASE);
     (h, ram)
 }
@@ -132,7 +147,13 @@ fn counts_one_cycle_per_instruction_and_stops_at_budget() {
 fn marker_exit_carries_args_and_advances_pc() {
     let (mut h, _) = hart_with(&[addi(10, 0, 7), addi(11, 0, -1), MARKER_EXIT, WFI]);
     let e = run_until(&mut h, &mut Dev::default(), 1000);
-    assert_eq!(e, Exit::Marker(MarkerCall { op: 1, args: [7, u64::MAX, 0, 0] }));
+    assert_eq!(
+        e,
+        Exit::Marker(MarkerCall {
+            op: 1,
+            args: [7, u64::MAX, 0, 0]
+        })
+    );
     assert_eq!(h.pc(), BASE + 12);
     assert_eq!(h.instret(), 3);
 }
@@ -145,7 +166,7 @@ fn wfi_idles_only_without_pending_interrupts() {
     h.advance_to(500);
     assert_eq!(h.cycle(), 500);
     assert_eq!(h.instret(), 1); // idle cycles retire nothing
-    // MTIP pending and enabled in mie (but MIE=0): WFI completes, no trap
+                                // MTIP pending and enabled in mie (but MIE=0): WFI completes, no trap
     h.csr_write(MIE, MIP_MTIP);
     h.set_platform_irqs(MIP_MTIP);
     assert_eq!(run_until(&mut h, &mut Dev::default(), 600), Exit::Budget);
@@ -168,14 +189,24 @@ fn mmio_writes_report_irq_changes_and_stops() {
     assert_eq!(run_until(&mut h, &mut dev, 1000), Exit::IrqCheck);
     assert_eq!(h.pc(), BASE + 16); // after the store that reported
     assert_eq!(run_until(&mut h, &mut dev, 1000), Exit::Stop);
-    assert_eq!(dev.writes.iter().map(|w| w.0).collect::<Vec<_>>(), vec![DEV, DEV + 8, DEV + 16]);
+    assert_eq!(
+        dev.writes.iter().map(|w| w.0).collect::<Vec<_>>(),
+        vec![DEV, DEV + 8, DEV + 16]
+    );
     // the device saw the exact cycle of each store: instructions 2, 3, 4
-    assert_eq!(dev.writes.iter().map(|w| w.2).collect::<Vec<_>>(), vec![2, 3, 4]);
+    assert_eq!(
+        dev.writes.iter().map(|w| w.2).collect::<Vec<_>>(),
+        vec![2, 3, 4]
+    );
 }
 
 #[test]
 fn access_to_nothing_is_an_access_fault_with_tval() {
-    let prog = [0x2000_0537 /* lui a0, 0x20000 */, ld(11, 10, 8), jal(0, 0)];
+    let prog = [
+        0x2000_0537, /* lui a0, 0x20000 */
+        ld(11, 10, 8),
+        jal(0, 0),
+    ];
     let (mut h, _) = hart_with(&prog);
     h.csr_write(MTVEC, BASE + 0x100);
     run_until(&mut h, &mut Dev::default(), 10);
@@ -271,7 +302,11 @@ fn counter_access_is_gated_by_counteren() {
         h.csr_write(MCOUNTEREN, m);
         h.csr_write(SCOUNTEREN, s);
         h.set_priv(prv);
-        assert_eq!(h.csr_op(TIME, 1, 0, false, rdtime).is_ok(), ok, "{prv:?} m={m} s={s}");
+        assert_eq!(
+            h.csr_op(TIME, 1, 0, false, rdtime).is_ok(),
+            ok,
+            "{prv:?} m={m} s={s}"
+        );
         h.set_priv(Priv::Machine);
     }
     // stimecmp from S needs STCE and TM
@@ -283,7 +318,10 @@ fn counter_access_is_gated_by_counteren() {
     h.set_priv(Priv::Supervisor);
     assert!(h.csr_op(STIMECMP, 0, 5, true, 0).is_ok());
     // M CSRs from S, writes to read-only CSRs: illegal with the bits in tval
-    assert_eq!(h.csr_op(MSTATUS, 1, 0, false, 0x1234), Err(Trap::illegal(0x1234)));
+    assert_eq!(
+        h.csr_op(MSTATUS, 1, 0, false, 0x1234),
+        Err(Trap::illegal(0x1234))
+    );
     h.set_priv(Priv::Machine);
     assert!(h.csr_op(MHARTID, 0, 1, true, 7).is_err());
     assert!(h.csr_op(MHARTID, 1, 0, false, 7).is_ok());
@@ -396,9 +434,12 @@ fn page_walk_sets_accessed_and_dirty() {
     assert_eq!(ram.read(pte_addr, 8).unwrap() & 0xc0, 0x40); // A only
     assert_eq!(h.translate(0x4000_0123, 1, KIND_STORE), Ok(BASE + 0x20123));
     assert_eq!(ram.read(pte_addr, 8).unwrap() & 0xc0, 0xc0); // and D
-    // observation walks change nothing
+                                                             // observation walks change nothing
     ram.write(pte_addr, 8, ram.read(pte_addr, 8).unwrap() & !0xc0);
-    assert_eq!(h.translate_peek(0x4000_0008, KIND_LOAD), Some(BASE + 0x20008));
+    assert_eq!(
+        h.translate_peek(0x4000_0008, KIND_LOAD),
+        Some(BASE + 0x20008)
+    );
     assert_eq!(ram.read(pte_addr, 8).unwrap() & 0xc0, 0);
 }
 
@@ -409,12 +450,16 @@ fn page_walk_permissions_and_faults() {
     h.set_priv(Priv::Supervisor);
     h.update_modes();
     let pf = |c| Err(Trap::new(c, 0));
-    let t = |h: &mut Hart, va: u64, k: usize| h.translate(va, 1, k).map_err(|e| Trap::new(e.cause, 0));
+    let t =
+        |h: &mut Hart, va: u64, k: usize| h.translate(va, 1, k).map_err(|e| Trap::new(e.cause, 0));
     // U page from S: only with SUM, never executable
     assert_eq!(t(&mut h, 0x4000_1000, KIND_LOAD), pf(CAUSE_LOAD_PAGE_FAULT));
     h.csr_write(SSTATUS, MSTATUS_SUM);
     assert_eq!(t(&mut h, 0x4000_1000, KIND_LOAD), Ok(BASE + 0x21000));
-    assert_eq!(t(&mut h, 0x4000_1000, KIND_FETCH), pf(CAUSE_FETCH_PAGE_FAULT));
+    assert_eq!(
+        t(&mut h, 0x4000_1000, KIND_FETCH),
+        pf(CAUSE_FETCH_PAGE_FAULT)
+    );
     // X-only: load only with MXR
     assert_eq!(t(&mut h, 0x4000_2000, KIND_LOAD), pf(CAUSE_LOAD_PAGE_FAULT));
     h.csr_write(MSTATUS, h.csr(MSTATUS).unwrap() | MSTATUS_MXR);
@@ -423,9 +468,15 @@ fn page_walk_permissions_and_faults() {
     assert_eq!(t(&mut h, 0x4023_4567, KIND_FETCH), Ok(BASE + 0x234567));
     assert_eq!(t(&mut h, 0x4040_0000, KIND_LOAD), pf(CAUSE_LOAD_PAGE_FAULT));
     // store to a read-only page, unmapped, non-canonical
-    assert_eq!(t(&mut h, 0x4020_0000, KIND_STORE), pf(CAUSE_STORE_PAGE_FAULT));
+    assert_eq!(
+        t(&mut h, 0x4020_0000, KIND_STORE),
+        pf(CAUSE_STORE_PAGE_FAULT)
+    );
     assert_eq!(t(&mut h, 0x4000_3000, KIND_LOAD), pf(CAUSE_LOAD_PAGE_FAULT));
-    assert_eq!(t(&mut h, 0x0000_0040_0000_0000, KIND_LOAD), pf(CAUSE_LOAD_PAGE_FAULT));
+    assert_eq!(
+        t(&mut h, 0x0000_0040_0000_0000, KIND_LOAD),
+        pf(CAUSE_LOAD_PAGE_FAULT)
+    );
     // U cannot touch supervisor pages
     h.set_priv(Priv::User);
     h.update_modes();
@@ -503,7 +554,11 @@ fn lr_sc_reservation_and_slices() {
     assert_eq!(h.x(12), 0);
     assert_eq!(ram.read(BASE + 0x800, 8), Some(1));
     run_until(&mut h, &mut Dev::default(), 1000);
-    assert_eq!(h.x(14), 1, "reservation must not survive the end of a slice");
+    assert_eq!(
+        h.x(14),
+        1,
+        "reservation must not survive the end of a slice"
+    );
     assert_eq!(ram.read(BASE + 0x800, 8), Some(1));
     assert_eq!(h.csr(MCAUSE), Some(CAUSE_MISALIGNED_LOAD));
     assert_eq!(h.csr(MTVAL), Some(1));
@@ -514,13 +569,23 @@ fn misaligned_sc_and_amo_raise_store_misaligned() {
     let amoadd_w = r(0, 11, 10, 2, 12, 0x2f);
     for insn in [sc_d(12, 0, 10), amoadd_w] {
         // a0 = BASE + 0x802 (lui sign-extends; clear the top)
-        let prog = [0x8000_0537, i(32, 10, 1, 10, 0x13), i(32, 10, 5, 10, 0x13), addi(10, 10, 0x7ff), addi(10, 10, 3), insn];
+        let prog = [
+            0x8000_0537,
+            i(32, 10, 1, 10, 0x13),
+            i(32, 10, 5, 10, 0x13),
+            addi(10, 10, 0x7ff),
+            addi(10, 10, 3),
+            insn,
+        ];
         let (mut h, ram) = hart_with(&prog);
         ram.write(BASE + 0x800, 8, 0x1111);
         h.csr_write(MTVEC, BASE + 0x400);
         run_until(&mut h, &mut Dev::default(), 100);
         assert_eq!(h.csr(MCAUSE), Some(CAUSE_MISALIGNED_STORE), "{insn:08x}");
-        assert_eq!((h.csr(MEPC), h.csr(MTVAL)), (Some(BASE + 20), Some(BASE + 0x802)));
+        assert_eq!(
+            (h.csr(MEPC), h.csr(MTVAL)),
+            (Some(BASE + 20), Some(BASE + 0x802))
+        );
         assert_eq!(ram.read(BASE + 0x800, 8), Some(0x1111));
     }
 }
@@ -543,17 +608,17 @@ fn code_written_by_others_runs_after_fence_i() {
 #[test]
 fn own_store_to_code_then_fence_i() {
     let prog = [
-        0x8000_0637,            // 0: lui a2, 0x80000
-        i(32, 12, 1, 12, 0x13), // 1: slli a2, a2, 32
-        i(32, 12, 5, 12, 0x13), // 2: srli a2, a2, 32
+        0x8000_0637,               // 0: lui a2, 0x80000
+        i(32, 12, 1, 12, 0x13),    // 1: slli a2, a2, 32
+        i(32, 12, 5, 12, 0x13),    // 2: srli a2, a2, 32
         i(0x400, 12, 2, 11, 0x03), // 3: lw a1, 0x400(a2)
-        addi(10, 10, 1),        // 4: patched to addi a0, a0, 5
-        b(20, 0, 13, 1),        // 5: bne a3, zero, 10
-        addi(13, 0, 1),         // 6: a3 = 1
-        sw(11, 12, 16),         // 7: store the patch over 4
-        FENCE_I,                // 8
-        jal(0, -20),            // 9: back to 4
-        jal(0, 0),              // 10
+        addi(10, 10, 1),           // 4: patched to addi a0, a0, 5
+        b(20, 0, 13, 1),           // 5: bne a3, zero, 10
+        addi(13, 0, 1),            // 6: a3 = 1
+        sw(11, 12, 16),            // 7: store the patch over 4
+        FENCE_I,                   // 8
+        jal(0, -20),               // 9: back to 4
+        jal(0, 0),                 // 10
     ];
     let (mut h, ram) = hart_with(&prog);
     ram.write(BASE + 0x400, 4, addi(10, 10, 5) as u64);
@@ -566,7 +631,10 @@ fn ebreak_and_ecall_causes() {
     let (mut h, _) = hart_with(&[EBREAK]);
     h.csr_write(MTVEC, BASE + 0x400);
     run_until(&mut h, &mut Dev::default(), 2);
-    assert_eq!((h.csr(MCAUSE), h.csr(MTVAL)), (Some(CAUSE_BREAKPOINT), Some(BASE)));
+    assert_eq!(
+        (h.csr(MCAUSE), h.csr(MTVAL)),
+        (Some(CAUSE_BREAKPOINT), Some(BASE))
+    );
     let (mut h, _) = hart_with(&[ECALL]);
     h.csr_write(MTVEC, BASE + 0x400);
     run_until(&mut h, &mut Dev::default(), 2);
@@ -576,7 +644,12 @@ fn ebreak_and_ecall_causes() {
 #[test]
 fn csr_instructions_in_guest_code() {
     // csrrw a0, mscratch, a1 with a1 = 9; csrrs a2, mscratch, x0
-    let (mut h, _) = hart_with(&[addi(11, 0, 9), csrrw(10, MSCRATCH, 11), csrrs(12, MSCRATCH, 0), WFI]);
+    let (mut h, _) = hart_with(&[
+        addi(11, 0, 9),
+        csrrw(10, MSCRATCH, 11),
+        csrrs(12, MSCRATCH, 0),
+        WFI,
+    ]);
     h.csr_write(MSCRATCH, 4);
     assert_eq!(run_until(&mut h, &mut Dev::default(), 100), Exit::Idle);
     assert_eq!((h.x(10), h.x(12)), (4, 9));
@@ -642,7 +715,7 @@ fn timing_hooks_see_every_event_and_charge_cycles() {
         ld(11, 10, 0x200),      // loop:
         sd(11, 10, 0x208),
         addi(12, 12, -1),
-        b(-12, 0, 12, 1),       // bne a2, zero, loop
+        b(-12, 0, 12, 1), // bne a2, zero, loop
         csrrs(13, MSCRATCH, 0),
         ECALL,
     ];
@@ -651,7 +724,14 @@ fn timing_hooks_see_every_event_and_charge_cycles() {
         ram.write(BASE + 4 * k as u64, 4, *w as u64);
     }
     ram.write(BASE + 0x100, 4, WFI as u64);
-    let mut h = Hart::new(HartConfig { hart_id: 0, cycles_per_tick: 1 }, ram, Counting::default());
+    let mut h = Hart::new(
+        HartConfig {
+            hart_id: 0,
+            cycles_per_tick: 1,
+        },
+        ram,
+        Counting::default(),
+    );
     h.reset(BASE);
     h.csr_write(MTVEC, BASE + 0x100);
     assert_eq!(h.run(&mut Dev::default(), 10_000), Exit::Idle);
@@ -713,7 +793,14 @@ impl TimingModel for Recording {
 
 fn recording_hart(prog: &[u32]) -> (Hart<Recording>, GuestRam) {
     let (_, ram) = hart_with(prog);
-    let mut h = Hart::new(HartConfig { hart_id: 0, cycles_per_tick: 1 }, ram.clone(), Recording::default());
+    let mut h = Hart::new(
+        HartConfig {
+            hart_id: 0,
+            cycles_per_tick: 1,
+        },
+        ram.clone(),
+        Recording::default(),
+    );
     h.reset(BASE);
     (h, ram)
 }
@@ -723,16 +810,16 @@ fn hooks_report_xret_trap_details_csr_writes_and_wfi() {
     // M: mepc = user code; mret (MPP = U) -> U: a7 = 172; ecall -> M handler WFI
     let user = BASE + 0x40;
     let mut prog = vec![
-        0x8000_0537,              // lui a0, 0x80000
-        i(32, 10, 1, 10, 0x13),   // slli
-        i(32, 10, 5, 10, 0x13),   // srli  -> a0 = BASE
-        addi(10, 10, 0x40),       // a0 = user
+        0x8000_0537,            // lui a0, 0x80000
+        i(32, 10, 1, 10, 0x13), // slli
+        i(32, 10, 5, 10, 0x13), // srli  -> a0 = BASE
+        addi(10, 10, 0x40),     // a0 = user
         csrrw(0, MEPC, 10),
         addi(11, 0, 1),
-        i(63, 11, 1, 11, 0x13),   // slli a1, a1, 63
-        i(1, 11, 5, 11, 0x13),    // srli a1, a1, 1: bit 62 -> mode 4 (unsupported)
-        csrrw(0, SATP, 11),       // ignored, not reported
-        0x3020_0073,              // mret
+        i(63, 11, 1, 11, 0x13), // slli a1, a1, 63
+        i(1, 11, 5, 11, 0x13),  // srli a1, a1, 1: bit 62 -> mode 4 (unsupported)
+        csrrw(0, SATP, 11),     // ignored, not reported
+        0x3020_0073,            // mret
     ];
     prog.resize(0x10, 0);
     prog.push(addi(17, 0, 172)); // at BASE + 0x40
@@ -742,10 +829,23 @@ fn hooks_report_xret_trap_details_csr_writes_and_wfi() {
     h.csr_write(PMPADDR0, u64::MAX);
     h.csr_write(PMPCFG0, 0x1f);
     assert_eq!(h.run(&mut Dev::default(), 1000), Exit::Idle);
-    let trap = TrapInfo { cause: CAUSE_USER_ECALL, interrupt: false, epc: user + 4, tval: 0, from: 0, to: 3, a7: 172 };
+    let trap = TrapInfo {
+        cause: CAUSE_USER_ECALL,
+        interrupt: false,
+        epc: user + 4,
+        tval: 0,
+        from: 0,
+        to: 3,
+        a7: 172,
+    };
     assert_eq!(
         h.timing.evs,
-        vec![Ev::CsrWrite(MEPC, user), Ev::Xret(user, 3, 0), Ev::Trap(trap), Ev::Wfi(BASE + 0x100)]
+        vec![
+            Ev::CsrWrite(MEPC, user),
+            Ev::Xret(user, 3, 0),
+            Ev::Trap(trap),
+            Ev::Wfi(BASE + 0x100)
+        ]
     );
     assert_eq!(h.csr(SATP), Some(0));
     // 10 + 1 instructions retired, ecall trapped, WFI retired; mret charged 5
@@ -762,12 +862,18 @@ fn page_walks_report_pte_reads_then_the_accessed_dirty_write() {
     h.timing.evs.clear();
     let (root, l1, l0) = (BASE + 0x10000, BASE + 0x11000, BASE + 0x12000);
     assert_eq!(h.translate(0x4000_0123, 8, KIND_STORE), Ok(BASE + 0x20123));
-    assert_eq!(h.timing.evs, vec![Ev::Walk(root + 8), Ev::Walk(l1), Ev::Walk(l0), Ev::Walk(l0)]);
+    assert_eq!(
+        h.timing.evs,
+        vec![Ev::Walk(root + 8), Ev::Walk(l1), Ev::Walk(l0), Ev::Walk(l0)]
+    );
     // A and D already set: no write
     h.timing.evs.clear();
     h.tlb_flush();
     assert_eq!(h.translate(0x4000_0456, 8, KIND_STORE), Ok(BASE + 0x20456));
-    assert_eq!(h.timing.evs, vec![Ev::Walk(root + 8), Ev::Walk(l1), Ev::Walk(l0)]);
+    assert_eq!(
+        h.timing.evs,
+        vec![Ev::Walk(root + 8), Ev::Walk(l1), Ev::Walk(l0)]
+    );
 }
 
 #[test]
@@ -807,7 +913,14 @@ fn inorder_hart(prog: &[u32]) -> Hart<hs_timing::InOrder> {
     let hs_timing::ModelDesc::InOrder(cfg) = hs_timing::MachineDesc::load(&p).unwrap().model else {
         panic!("inorder preset is not inorder")
     };
-    let mut h = Hart::new(HartConfig { hart_id: 0, cycles_per_tick: 1 }, ram, hs_timing::InOrderFactory::new(&cfg).build());
+    let mut h = Hart::new(
+        HartConfig {
+            hart_id: 0,
+            cycles_per_tick: 1,
+        },
+        ram,
+        hs_timing::InOrderFactory::new(&cfg).build(),
+    );
     h.reset(BASE);
     h
 }
@@ -815,22 +928,26 @@ fn inorder_hart(prog: &[u32]) -> Hart<hs_timing::InOrder> {
 #[test]
 fn inorder_model_accounts_for_every_cycle_and_feeds_hpm_counters() {
     // mhpmevent3 = L1D read misses; loop 200x: ld (stride 64 over 32 KiB) ; addi ; bne; then csrr a5, mhpmcounter3; ecall
-    let l1d_read_miss = hs_timing::event::cache(hs_timing::event::L1D, hs_timing::event::READ, hs_timing::event::MISS);
+    let l1d_read_miss = hs_timing::event::cache(
+        hs_timing::event::L1D,
+        hs_timing::event::READ,
+        hs_timing::event::MISS,
+    );
     let prog = [
-        0x8000_0537,            // lui a0, 0x80000
-        i(32, 10, 1, 10, 0x13), // slli
-        i(32, 10, 5, 10, 0x13), // srli  -> a0 = BASE
-        0x0001_0737,            // lui a4, 0x10   (a4 = 64 KiB)
-        r(0, 14, 10, 0, 10, 0x33), // add a0, a0, a4 -> data at BASE + 64 KiB
-        addi(12, 0, 200),       // a2 = 200
+        0x8000_0537,                               // lui a0, 0x80000
+        i(32, 10, 1, 10, 0x13),                    // slli
+        i(32, 10, 5, 10, 0x13),                    // srli  -> a0 = BASE
+        0x0001_0737,                               // lui a4, 0x10   (a4 = 64 KiB)
+        r(0, 14, 10, 0, 10, 0x33),                 // add a0, a0, a4 -> data at BASE + 64 KiB
+        addi(12, 0, 200),                          // a2 = 200
         addi(13, 0, l1d_read_miss as i32 & 0x7ff), // low bits of the selector
-        0x0001_07b7,            // lui a5, 0x10 -> 0x10000
-        r(0, 15, 13, 6, 13, 0x33), // or a3, a3, a5
+        0x0001_07b7,                               // lui a5, 0x10 -> 0x10000
+        r(0, 15, 13, 6, 13, 0x33),                 // or a3, a3, a5
         csrrw(0, MHPMEVENT3, 13),
         ld(11, 10, 0),          // loop:
         i(64, 10, 0, 10, 0x13), // addi a0, a0, 64
         addi(12, 12, -1),
-        b(-12, 0, 12, 1),       // bne a2, zero, loop
+        b(-12, 0, 12, 1), // bne a2, zero, loop
         csrrs(15, MHPMCOUNTER3, 0),
         ECALL,
     ];
@@ -838,10 +955,22 @@ fn inorder_model_accounts_for_every_cycle_and_feeds_hpm_counters() {
     h.csr_write(MTVEC, BASE + 0x100);
     assert_eq!(h.run(&mut Dev::default(), 1_000_000), Exit::Idle);
     let s = h.timing.model_stats().unwrap();
-    assert_eq!(s.get("cycles.busy"), Some(h.cycle()), "every cycle is in the cycle shape");
-    assert_eq!(h.x(15), 200, "one L1D miss per loop iteration, read through mhpmcounter3");
+    assert_eq!(
+        s.get("cycles.busy"),
+        Some(h.cycle()),
+        "every cycle is in the cycle shape"
+    );
+    assert_eq!(
+        h.x(15),
+        200,
+        "one L1D miss per loop iteration, read through mhpmcounter3"
+    );
     assert_eq!(s.get("dcache.read_misses"), Some(200));
-    assert!(h.cycle() > 200 * 60, "the misses went to memory: {}", h.cycle());
+    assert!(
+        h.cycle() > 200 * 60,
+        "the misses went to memory: {}",
+        h.cycle()
+    );
     // the same program twice gives the same counts
     let mut h2 = inorder_hart(&prog);
     h2.csr_write(MTVEC, BASE + 0x100);

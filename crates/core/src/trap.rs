@@ -47,16 +47,29 @@ impl Trap {
     }
     #[inline(always)]
     pub fn illegal(bits: u32) -> Self {
-        Trap { cause: CAUSE_ILLEGAL_INSN, tval: bits as u64 }
+        Trap {
+            cause: CAUSE_ILLEGAL_INSN,
+            tval: bits as u64,
+        }
     }
     #[inline(always)]
     pub fn exit() -> Self {
-        Trap { cause: CAUSE_EXIT, tval: 0 }
+        Trap {
+            cause: CAUSE_EXIT,
+            tval: 0,
+        }
     }
 }
 
 /// Priority order of interrupts when several are pending (priv spec 3.1.9).
-const IRQ_PRIORITY: [u64; 6] = [IRQ_M_EXT, IRQ_M_SOFT, IRQ_M_TIMER, IRQ_S_EXT, IRQ_S_SOFT, IRQ_S_TIMER];
+const IRQ_PRIORITY: [u64; 6] = [
+    IRQ_M_EXT,
+    IRQ_M_SOFT,
+    IRQ_M_TIMER,
+    IRQ_S_EXT,
+    IRQ_S_SOFT,
+    IRQ_S_TIMER,
+];
 
 impl<T: TimingModel> Hart<T> {
     /// Pending and individually enabled interrupts (mip & mie), ignoring the
@@ -73,9 +86,18 @@ impl<T: TimingModel> Hart<T> {
             return None;
         }
         let m_enabled = self.prv < Priv::Machine || self.csr.mstatus & MSTATUS_MIE != 0;
-        let s_enabled = self.prv < Priv::Supervisor || (self.prv == Priv::Supervisor && self.csr.mstatus & MSTATUS_SIE != 0);
-        let m_set = if m_enabled { pending & !self.csr.mideleg } else { 0 };
-        let s_set = if s_enabled { pending & self.csr.mideleg } else { 0 };
+        let s_enabled = self.prv < Priv::Supervisor
+            || (self.prv == Priv::Supervisor && self.csr.mstatus & MSTATUS_SIE != 0);
+        let m_set = if m_enabled {
+            pending & !self.csr.mideleg
+        } else {
+            0
+        };
+        let s_set = if s_enabled {
+            pending & self.csr.mideleg
+        } else {
+            0
+        };
         let set = if m_set != 0 { m_set } else { s_set };
         IRQ_PRIORITY.iter().copied().find(|&i| set & (1 << i) != 0)
     }
@@ -87,7 +109,11 @@ impl<T: TimingModel> Hart<T> {
         }
         let extra = self.timing.trap(cause, irq);
         self.charge(extra);
-        let deleg = if irq { self.csr.mideleg } else { self.csr.medeleg };
+        let deleg = if irq {
+            self.csr.mideleg
+        } else {
+            self.csr.medeleg
+        };
         let from = self.prv;
         let epc = self.pc;
         let mcause = cause | if irq { 1 << 63 } else { 0 };
@@ -120,8 +146,15 @@ impl<T: TimingModel> Hart<T> {
             self.set_priv(Priv::Machine);
         }
         self.update_modes();
-        let info =
-            TrapInfo { cause, interrupt: irq, epc, tval, from: from as u8, to: self.prv as u8, a7: self.x[17] };
+        let info = TrapInfo {
+            cause,
+            interrupt: irq,
+            epc,
+            tval,
+            from: from as u8,
+            to: self.prv as u8,
+            a7: self.x[17],
+        };
         self.timing.trap_info(&info);
     }
 
@@ -144,7 +177,11 @@ impl<T: TimingModel> Hart<T> {
 
     pub(crate) fn do_sret(&mut self) {
         let ms = self.csr.mstatus;
-        let spp = if ms & MSTATUS_SPP != 0 { Priv::Supervisor } else { Priv::User };
+        let spp = if ms & MSTATUS_SPP != 0 {
+            Priv::Supervisor
+        } else {
+            Priv::User
+        };
         let mut s = ms & !(MSTATUS_SIE | MSTATUS_SPP | MSTATUS_MPRV);
         if ms & MSTATUS_SPIE != 0 {
             s |= MSTATUS_SIE;

@@ -24,20 +24,35 @@ impl SystemBus for TestBus {
     fn mmio_read(&mut self, _: Access, pa: u64, _: u8) -> Result<u64, BusFault> {
         Err(BusFault::Unmapped(pa))
     }
-    fn mmio_write(&mut self, _: Access, pa: u64, size: u8, _: u64) -> Result<WriteEffect, BusFault> {
+    fn mmio_write(
+        &mut self,
+        _: Access,
+        pa: u64,
+        size: u8,
+        _: u64,
+    ) -> Result<WriteEffect, BusFault> {
         if pa == FINISHER && size == 4 {
-            return Ok(WriteEffect { stop: true, irq_changed: false });
+            return Ok(WriteEffect {
+                stop: true,
+                irq_changed: false,
+            });
         }
         Err(BusFault::Unmapped(pa))
     }
 }
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
 }
 
 fn programs(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     entries.sort();
     for p in entries {
         if p.is_dir() {
@@ -55,10 +70,20 @@ fn build(src: &Path) -> Result<PathBuf, String> {
         return Err(format!("{} has no link.ld beside it", src.display()));
     }
     let rel = src.strip_prefix(root().join("tests/isa")).unwrap();
-    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("isa").join(rel).with_extension("elf");
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("isa")
+        .join(rel)
+        .with_extension("elf");
     std::fs::create_dir_all(out.parent().unwrap()).unwrap();
     let res = Command::new(GCC)
-        .args(["-nostdlib", "-nostartfiles", "-static", "-march=rv64gc", "-mabi=lp64d", "-mcmodel=medany"])
+        .args([
+            "-nostdlib",
+            "-nostartfiles",
+            "-static",
+            "-march=rv64gc",
+            "-mabi=lp64d",
+            "-mcmodel=medany",
+        ])
         .arg("-T")
         .arg(&ld)
         .arg("-I")
@@ -67,9 +92,15 @@ fn build(src: &Path) -> Result<PathBuf, String> {
         .arg("-o")
         .arg(&out)
         .output()
-        .map_err(|e| format!("cannot run {GCC} (install Debian package gcc-riscv64-unknown-elf): {e}"))?;
+        .map_err(|e| {
+            format!("cannot run {GCC} (install Debian package gcc-riscv64-unknown-elf): {e}")
+        })?;
     if !res.status.success() {
-        return Err(format!("{} does not build:\n{}", src.display(), String::from_utf8_lossy(&res.stderr)));
+        return Err(format!(
+            "{} does not build:\n{}",
+            src.display(),
+            String::from_utf8_lossy(&res.stderr)
+        ));
     }
     Ok(out)
 }
@@ -90,10 +121,21 @@ fn run_hart(elf: &Path) -> Result<Outcome, String> {
             return Err(format!("segment at {:#x} outside RAM", seg.address()));
         }
     }
-    let sym = |name: &str| file.symbols().find(|s| s.name() == Ok(name)).map(|s| s.address());
+    let sym = |name: &str| {
+        file.symbols()
+            .find(|s| s.name() == Ok(name))
+            .map(|s| s.address())
+    };
     let tohost = sym("tohost").ok_or("no tohost symbol")?;
     let fromhost = sym("fromhost").ok_or("no fromhost symbol")?;
-    let mut hart = Hart::new(HartConfig { hart_id: 0, cycles_per_tick: 10 }, ram.clone(), hs_core::Atomic);
+    let mut hart = Hart::new(
+        HartConfig {
+            hart_id: 0,
+            cycles_per_tick: 10,
+        },
+        ram.clone(),
+        hs_core::Atomic,
+    );
     hart.reset(file.entry());
     let mut bus = TestBus;
     let mut console = Vec::new();
@@ -108,7 +150,10 @@ fn run_hart(elf: &Path) -> Result<Outcome, String> {
         if v != 0 {
             let (dev, cmd) = (v >> 56, (v >> 48) & 0xff);
             if dev == 0 && cmd == 0 && v & 1 == 1 {
-                return Ok(Outcome { code: (v & 0xffff_ffff_ffff) >> 1, console });
+                return Ok(Outcome {
+                    code: (v & 0xffff_ffff_ffff) >> 1,
+                    console,
+                });
             } else if dev == 1 && cmd == 1 {
                 console.push(v as u8);
                 ram.write(tohost, 8, 0);
@@ -118,7 +163,10 @@ fn run_hart(elf: &Path) -> Result<Outcome, String> {
             }
         }
         if hart.cycle() > MAX_CYCLES {
-            return Err(format!("no exit after {MAX_CYCLES} cycles, pc {:#x}", hart.pc()));
+            return Err(format!(
+                "no exit after {MAX_CYCLES} cycles, pc {:#x}",
+                hart.pc()
+            ));
         }
     }
 }
@@ -127,19 +175,37 @@ fn run_hart(elf: &Path) -> Result<Outcome, String> {
 /// them say QEMU_VIRT and run on `virt` instead (no HTIF console there).
 fn run_qemu(elf: &Path, virt: bool) -> Result<Outcome, String> {
     // the hart's ISA (no H), ids 0, and exact instruction counting
-    let (machine, cpu) =
-        if virt { ("virt", "rv64,h=false,sstc=true,marchid=0,mimpid=0") } else { ("spike", "rv64,h=false,marchid=0,mimpid=0") };
+    let (machine, cpu) = if virt {
+        ("virt", "rv64,h=false,sstc=true,marchid=0,mimpid=0")
+    } else {
+        ("spike", "rv64,h=false,marchid=0,mimpid=0")
+    };
     let out = Command::new("timeout")
         .arg("60")
         .arg(QEMU)
-        .args(["-M", machine, "-cpu", cpu, "-icount", "shift=0", "-bios", "none", "-nographic", "-monitor", "none"])
+        .args([
+            "-M",
+            machine,
+            "-cpu",
+            cpu,
+            "-icount",
+            "shift=0",
+            "-bios",
+            "none",
+            "-nographic",
+            "-monitor",
+            "none",
+        ])
         .arg("-kernel")
         .arg(elf)
         .output()
         .map_err(|e| format!("cannot run {QEMU} (install Debian package qemu-system-misc): {e}"))?;
     match out.status.code() {
         Some(124) => Err("QEMU timed out".into()),
-        Some(code) => Ok(Outcome { code: code as u64, console: out.stdout }),
+        Some(code) => Ok(Outcome {
+            code: code as u64,
+            console: out.stdout,
+        }),
         None => Err("QEMU was killed".into()),
     }
 }
@@ -165,7 +231,9 @@ fn isa_programs_pass_on_hart_and_qemu() {
             }
         };
         let ours = run_hart(&elf);
-        let virt = std::fs::read_to_string(src).unwrap_or_default().contains("QEMU_VIRT");
+        let virt = std::fs::read_to_string(src)
+            .unwrap_or_default()
+            .contains("QEMU_VIRT");
         let qemu = run_qemu(&elf, virt);
         match (&ours, &qemu) {
             (Ok(a), Ok(b)) if a.code == 0 && b.code == 0 && a.console == b.console => {
@@ -174,13 +242,26 @@ fn isa_programs_pass_on_hart_and_qemu() {
             }
             _ => {
                 let show = |r: &Result<Outcome, String>| match r {
-                    Ok(o) => format!("exit {} console {:?}", o.code, String::from_utf8_lossy(&o.console)),
+                    Ok(o) => format!(
+                        "exit {} console {:?}",
+                        o.code,
+                        String::from_utf8_lossy(&o.console)
+                    ),
                     Err(e) => e.clone(),
                 };
-                failures.push(format!("{name}: hart: {}; qemu: {}", show(&ours), show(&qemu)));
+                failures.push(format!(
+                    "{name}: hart: {}; qemu: {}",
+                    show(&ours),
+                    show(&qemu)
+                ));
             }
         }
     }
     eprintln!("{passed} programs passed on both");
-    assert!(failures.is_empty(), "{} failing:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failing:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }

@@ -85,7 +85,13 @@ impl Clint {
     /// the msip bit as [`Clint::msip_at`] sees it, unless the IPI knob
     /// still hides it.
     pub fn msip_pending(&self, hart: usize, now: u64) -> bool {
-        self.msip_at(hart, now) && !self.ipi.hides(hart, now, self.mtip(hart, now), self.timer_deadline(hart).is_some())
+        self.msip_at(hart, now)
+            && !self.ipi.hides(
+                hart,
+                now,
+                self.mtip(hart, now),
+                self.timer_deadline(hart).is_some(),
+            )
     }
 
     /// End a hold of `hart`'s IPI that is due at `now` (called just before
@@ -107,7 +113,9 @@ impl Clint {
 
     /// Machine timer interrupt pending for `hart` at its cycle `now`.
     pub fn mtip(&self, hart: usize, now: u64) -> bool {
-        self.mtimecmp.get(hart).is_some_and(|&cmp| self.clock.ticks(now) >= cmp)
+        self.mtimecmp
+            .get(hart)
+            .is_some_and(|&cmp| self.clock.ticks(now) >= cmp)
     }
 
     /// Cycle at which `hart`'s MTIP rises, if it ever does.
@@ -157,8 +165,13 @@ impl Device for Clint {
         Ok(self.mtimecmp.get(hart).map_or(0, |v| (v >> shift) & mask))
     }
 
-    fn write(&mut self, ctx: &mut DevCtx, offset: u64, size: u8, val: u64)
-        -> Result<WriteEffect, BadAccess> {
+    fn write(
+        &mut self,
+        ctx: &mut DevCtx,
+        offset: u64,
+        size: u8,
+        val: u64,
+    ) -> Result<WriteEffect, BadAccess> {
         if offset < MTIMECMP_BASE {
             if size != 4 || offset & 3 != 0 {
                 return Err(BadAccess);
@@ -181,7 +194,10 @@ impl Device for Clint {
                     self.ipi.cleared(target);
                 }
             }
-            return Ok(WriteEffect { irq_changed: true, stop: false });
+            return Ok(WriteEffect {
+                irq_changed: true,
+                stop: false,
+            });
         }
         let (_, shift, mask) = reg64(offset, size)?;
         if offset >= MTIME {
@@ -193,7 +209,10 @@ impl Device for Clint {
             *cmp = (*cmp & !(mask << shift)) | ((val & mask) << shift);
             self.stat_mtimecmp_writes += 1;
         }
-        Ok(WriteEffect { irq_changed: true, stop: false })
+        Ok(WriteEffect {
+            irq_changed: true,
+            stop: false,
+        })
     }
 
     fn fdt_nodes(&self, g: &Grant, ctx: &FdtCtx) -> Vec<(Placement, FdtNode)> {
@@ -208,17 +227,57 @@ impl Device for Clint {
 
     fn stats(&self) -> Vec<Stat> {
         vec![
-            Stat::new("clint.msip_writes", self.stat_msip_writes, "writes to msip registers (IPIs sent)"),
-            Stat::new("clint.mtimecmp_writes", self.stat_mtimecmp_writes, "writes to mtimecmp registers"),
+            Stat::new(
+                "clint.msip_writes",
+                self.stat_msip_writes,
+                "writes to msip registers (IPIs sent)",
+            ),
+            Stat::new(
+                "clint.mtimecmp_writes",
+                self.stat_mtimecmp_writes,
+                "writes to mtimecmp registers",
+            ),
             Stat::new("clint.mtime_reads", self.stat_mtime_reads, "reads of mtime"),
-            Stat::new("clint.mtime_writes_ignored", self.stat_mtime_writes_ignored, "refused writes to mtime"),
-            Stat::new("clint.ipis_cross", self.ipi.stat_cross, "msip bits raised by another hart (IPIs)"),
-            Stat::new("clint.ipis_delayed", self.ipi.stat_delayed, "IPIs the [ipi] knob delayed by a fixed number of cycles"),
-            Stat::new("clint.ipis_held_for_tick", self.ipi.stat_held_for_tick, "IPIs the [ipi] knob held until the target's timer interrupt"),
-            Stat::new("clint.ipis_released_at_tick", self.ipi.stat_released_at_tick, "held IPIs the target saw only once its timer interrupt was pending"),
-            Stat::new("clint.ipis_passed_no_timer", self.ipi.stat_passed_no_timer, "IPIs passed at once because the target had no timer armed"),
-            Stat::new("clint.ipi_held_cycles", self.ipi.stat_held_cycles, "cycles IPIs were hidden from their targets, in all"),
-            Stat::new("clint.ipi_held_max_cycles", self.ipi.stat_held_max_cycles, "longest time one IPI was hidden from its target"),
+            Stat::new(
+                "clint.mtime_writes_ignored",
+                self.stat_mtime_writes_ignored,
+                "refused writes to mtime",
+            ),
+            Stat::new(
+                "clint.ipis_cross",
+                self.ipi.stat_cross,
+                "msip bits raised by another hart (IPIs)",
+            ),
+            Stat::new(
+                "clint.ipis_delayed",
+                self.ipi.stat_delayed,
+                "IPIs the [ipi] knob delayed by a fixed number of cycles",
+            ),
+            Stat::new(
+                "clint.ipis_held_for_tick",
+                self.ipi.stat_held_for_tick,
+                "IPIs the [ipi] knob held until the target's timer interrupt",
+            ),
+            Stat::new(
+                "clint.ipis_released_at_tick",
+                self.ipi.stat_released_at_tick,
+                "held IPIs the target saw only once its timer interrupt was pending",
+            ),
+            Stat::new(
+                "clint.ipis_passed_no_timer",
+                self.ipi.stat_passed_no_timer,
+                "IPIs passed at once because the target had no timer armed",
+            ),
+            Stat::new(
+                "clint.ipi_held_cycles",
+                self.ipi.stat_held_cycles,
+                "cycles IPIs were hidden from their targets, in all",
+            ),
+            Stat::new(
+                "clint.ipi_held_max_cycles",
+                self.ipi.stat_held_max_cycles,
+                "longest time one IPI was hidden from its target",
+            ),
         ]
     }
 }
@@ -228,7 +287,10 @@ mod tests {
     use super::*;
     use crate::NoScheduler;
 
-    const CLK: Clock = Clock { hz: 1_000_000_000, cycles_per_tick: 100 };
+    const CLK: Clock = Clock {
+        hz: 1_000_000_000,
+        cycles_per_tick: 100,
+    };
 
     fn ctx(hart: usize, now: u64, s: &mut NoScheduler) -> DevCtx<'_> {
         DevCtx::new(hart, now, s)
@@ -255,16 +317,22 @@ mod tests {
         assert!(!c.mtip(1, u64::MAX));
         assert_eq!(c.timer_deadline(1), None);
         // OpenSBI on RV32-style halves: high first, then low.
-        c.write(&mut ctx(0, 0, &mut s), MTIMECMP_BASE + 8 + 4, 4, 0).unwrap();
-        c.write(&mut ctx(0, 0, &mut s), MTIMECMP_BASE + 8, 4, 50).unwrap();
+        c.write(&mut ctx(0, 0, &mut s), MTIMECMP_BASE + 8 + 4, 4, 0)
+            .unwrap();
+        c.write(&mut ctx(0, 0, &mut s), MTIMECMP_BASE + 8, 4, 50)
+            .unwrap();
         assert_eq!(c.mtimecmp(1), Some(50));
         assert_eq!(c.timer_deadline(1), Some(5000));
         assert!(!c.mtip(1, 4999));
         assert!(c.mtip(1, 5000));
         assert!(!c.mtip(0, 5000), "other hart unaffected");
-        c.write(&mut ctx(0, 0, &mut s), MTIMECMP_BASE, 8, 7).unwrap();
+        c.write(&mut ctx(0, 0, &mut s), MTIMECMP_BASE, 8, 7)
+            .unwrap();
         assert_eq!(c.read(&mut ctx(0, 0, &mut s), MTIMECMP_BASE, 8), Ok(7));
-        assert_eq!(c.read(&mut ctx(0, 0, &mut s), MTIMECMP_BASE + 2, 4), Err(BadAccess));
+        assert_eq!(
+            c.read(&mut ctx(0, 0, &mut s), MTIMECMP_BASE + 2, 4),
+            Err(BadAccess)
+        );
     }
 
     #[test]
@@ -272,7 +340,10 @@ mod tests {
         let mut c = Clint::new(2, CLK);
         let mut s = NoScheduler;
         c.write(&mut ctx(0, 500, &mut s), 4, 4, 1).unwrap();
-        assert!(!c.msip_at(1, 499), "hart 1 behind the sender does not see it yet");
+        assert!(
+            !c.msip_at(1, 499),
+            "hart 1 behind the sender does not see it yet"
+        );
         assert_eq!(c.msip_rises_after(1, 499), Some(500));
         assert!(c.msip_at(1, 500) && c.msip_at(1, 900));
         assert_eq!(c.msip_rises_after(1, 500), None);
@@ -305,7 +376,8 @@ mod tests {
         c.set_ipi_policy(IpiPolicy::DropUntilTick);
         let mut s = NoScheduler;
         // Hart 1's tick at mtime 40 = cycle 4000.
-        c.write(&mut ctx(1, 0, &mut s), MTIMECMP_BASE + 8, 8, 40).unwrap();
+        c.write(&mut ctx(1, 0, &mut s), MTIMECMP_BASE + 8, 8, 40)
+            .unwrap();
         // Hart 0 raises hart 1's msip at cycle 100: the register shows it, hart 1 does not see it.
         c.write(&mut ctx(0, 100, &mut s), 4, 4, 1).unwrap();
         assert!(c.msip(1));
@@ -313,16 +385,21 @@ mod tests {
         assert!(!c.msip_pending(1, 3_999));
         assert_eq!(c.settle_ipi(1, 3_999), None);
         assert!(c.msip_pending(1, 4_000), "visible once the tick is pending");
-        assert_eq!(c.settle_ipi(1, 4_000), Some(Release::AtTick { held_cycles: 3_900 }));
+        assert_eq!(
+            c.settle_ipi(1, 4_000),
+            Some(Release::AtTick { held_cycles: 3_900 })
+        );
         // Latched: the timer being re-armed does not hide it again.
-        c.write(&mut ctx(1, 4_010, &mut s), MTIMECMP_BASE + 8, 8, 80).unwrap();
+        c.write(&mut ctx(1, 4_010, &mut s), MTIMECMP_BASE + 8, 8, 80)
+            .unwrap();
         assert!(c.msip_pending(1, 4_020));
         c.write(&mut ctx(1, 4_030, &mut s), 4, 4, 0).unwrap();
         assert!(!c.msip_pending(1, 4_040));
         // A hart's write to its own msip is not an IPI: never held.
         c.write(&mut ctx(1, 4_050, &mut s), 4, 4, 1).unwrap();
         assert!(c.msip_pending(1, 4_050));
-        let st: std::collections::BTreeMap<String, u64> = c.stats().into_iter().map(|s| (s.name, s.value)).collect();
+        let st: std::collections::BTreeMap<String, u64> =
+            c.stats().into_iter().map(|s| (s.name, s.value)).collect();
         assert_eq!(st["clint.ipis_cross"], 1);
         assert_eq!(st["clint.ipis_held_for_tick"], 1);
         assert_eq!(st["clint.ipis_released_at_tick"], 1);

@@ -11,7 +11,10 @@ use crate::fdt::{FdtCtx, FdtNode, Placement};
 use crate::resources::{DeviceConfig, Kind, ParamError, Params, Plug, Want};
 use crate::{BadAccess, DevCtx, Device, Grant, Stat, WriteEffect};
 
-pub const KIND: Kind = Kind { name: "fixed-clock", plug };
+pub const KIND: Kind = Kind {
+    name: "fixed-clock",
+    plug,
+};
 
 pub struct FixedClock {
     name: String,
@@ -23,12 +26,17 @@ fn plug(cfg: &DeviceConfig) -> Result<Plug, ParamError> {
     let hz = p.int("frequency", 100_000_000, 1, u32::MAX as i64)? as u32;
     p.finish()?;
     let name = cfg.name.clone();
-    Ok(Plug::new(Want::new(name.clone()).phandle(), move |_| Box::new(FixedClock::new(&name, hz))))
+    Ok(Plug::new(Want::new(name.clone()).phandle(), move |_| {
+        Box::new(FixedClock::new(&name, hz))
+    }))
 }
 
 impl FixedClock {
     pub fn new(name: &str, hz: u32) -> Self {
-        Self { name: name.to_string(), hz }
+        Self {
+            name: name.to_string(),
+            hz,
+        }
     }
     pub fn hz(&self) -> u32 {
         self.hz
@@ -72,16 +80,32 @@ mod tests {
 
     #[test]
     fn node_and_configuration() {
-        let cfg = DeviceConfig::new("spi_clk", "fixed-clock").with("frequency", ParamValue::Int(50_000_000));
+        let cfg = DeviceConfig::new("spi_clk", "fixed-clock")
+            .with("frequency", ParamValue::Int(50_000_000));
         let p = crate::resources::plug(&cfg).ok().unwrap();
         assert!(p.want.phandle && p.want.window.is_none() && p.want.irqs.is_empty());
-        let g = Grant { name: "spi_clk".into(), base: 0, size: 0, irqs: vec![], phandle: Some(12) };
+        let g = Grant {
+            name: "spi_clk".into(),
+            base: 0,
+            size: 0,
+            irqs: vec![],
+            phandle: Some(12),
+        };
         let nodes = FixedClock::new("spi_clk", 50_000_000).fdt_nodes(&g, &FdtCtx::default());
         let (place, n) = &nodes[0];
-        assert_eq!((*place, n.name.as_str()), (Placement::Root, "clock-spi_clk"));
-        assert_eq!(n.get("clock-frequency"), Some(&crate::Prop::U32(50_000_000)));
+        assert_eq!(
+            (*place, n.name.as_str()),
+            (Placement::Root, "clock-spi_clk")
+        );
+        assert_eq!(
+            n.get("clock-frequency"),
+            Some(&crate::Prop::U32(50_000_000))
+        );
         assert_eq!(n.get("phandle"), Some(&crate::Prop::U32(12)));
         let bad = DeviceConfig::new("c", "fixed-clock").with("frequency", ParamValue::Int(0));
-        assert_eq!(crate::resources::plug(&bad).err().unwrap().to_string(), "key `frequency`: 0 is out of range (1 to 4294967295)");
+        assert_eq!(
+            crate::resources::plug(&bad).err().unwrap().to_string(),
+            "key `frequency`: 0 is out of range (1 to 4294967295)"
+        );
     }
 }

@@ -25,7 +25,11 @@ pub struct FdtNode {
 
 impl FdtNode {
     pub fn new(name: impl Into<String>) -> Self {
-        Self { name: name.into(), props: Vec::new(), children: Vec::new() }
+        Self {
+            name: name.into(),
+            props: Vec::new(),
+            children: Vec::new(),
+        }
     }
     pub fn prop(mut self, name: &str, value: Prop) -> Self {
         self.props.push((name.to_string(), value));
@@ -35,7 +39,10 @@ impl FdtNode {
         self.prop(name, Prop::Str(value.to_string()))
     }
     pub fn strs(self, name: &str, values: &[&str]) -> Self {
-        self.prop(name, Prop::Strs(values.iter().map(|s| s.to_string()).collect()))
+        self.prop(
+            name,
+            Prop::Strs(values.iter().map(|s| s.to_string()).collect()),
+        )
     }
     pub fn u32(self, name: &str, value: u32) -> Self {
         self.prop(name, Prop::U32(value))
@@ -48,7 +55,15 @@ impl FdtNode {
     }
     /// `reg = <base size>` with two address and two size cells (as `/soc`).
     pub fn reg(self, base: u64, size: u64) -> Self {
-        self.u32s("reg", vec![(base >> 32) as u32, base as u32, (size >> 32) as u32, size as u32])
+        self.u32s(
+            "reg",
+            vec![
+                (base >> 32) as u32,
+                base as u32,
+                (size >> 32) as u32,
+                size as u32,
+            ],
+        )
     }
     pub fn child(mut self, node: FdtNode) -> Self {
         self.children.push(node);

@@ -23,7 +23,10 @@ use crate::resources::{Attach, DeviceConfig, Kind, ParamError, Params, Plug, Wan
 use crate::{BadAccess, DevCtx, Device, Grant, IrqLine, Signal, Stat, WriteEffect};
 
 /// The configuration kind.
-pub const KIND: Kind = Kind { name: "dw-apb-gpio", plug };
+pub const KIND: Kind = Kind {
+    name: "dw-apb-gpio",
+    plug,
+};
 
 /// Register window (the databook's registers end at 0x78).
 pub const SIZE: u64 = 0x100;
@@ -102,16 +105,32 @@ fn plug(cfg: &DeviceConfig) -> Result<Plug, ParamError> {
     let ngpios = p.int("ngpios", MAX_LINES as i64, 1, MAX_LINES as i64)? as u32;
     p.finish()?;
     let name = cfg.name.clone();
-    let want = Want::new(name.clone()).mmio(SIZE).irqs(1).phandle().listens();
-    Ok(Plug::new(want, move |a: &mut Attach| Box::new(DwApbGpio::attach(&name, ngpios, a))))
+    let want = Want::new(name.clone())
+        .mmio(SIZE)
+        .irqs(1)
+        .phandle()
+        .listens();
+    Ok(Plug::new(want, move |a: &mut Attach| {
+        Box::new(DwApbGpio::attach(&name, ngpios, a))
+    }))
 }
 
 impl DwApbGpio {
     /// A GPIO with `ngpios` lines raising `irq`, sampling `inputs` and
     /// driving `outputs` (wire i for line i; missing wires are not connected).
-    pub fn new(name: &str, ngpios: u32, irq: Box<dyn IrqLine>, inputs: Vec<Signal>, outputs: Vec<Signal>) -> Self {
+    pub fn new(
+        name: &str,
+        ngpios: u32,
+        irq: Box<dyn IrqLine>,
+        inputs: Vec<Signal>,
+        outputs: Vec<Signal>,
+    ) -> Self {
         let ngpios = ngpios.clamp(1, MAX_LINES);
-        let mask = if ngpios == 32 { u32::MAX } else { (1u32 << ngpios) - 1 };
+        let mask = if ngpios == 32 {
+            u32::MAX
+        } else {
+            (1u32 << ngpios) - 1
+        };
         let in_seen = inputs.iter().map(|w| (w.rises(), w.falls())).collect();
         let mut g = Self {
             name: name.to_string(),
@@ -151,7 +170,9 @@ impl DwApbGpio {
     pub fn attach(name: &str, ngpios: u32, a: &mut Attach) -> Self {
         let n = ngpios.clamp(1, MAX_LINES);
         let inputs = (0..n).map(|i| a.signal(&format!("{name}.in{i}"))).collect();
-        let outputs = (0..n).map(|i| a.signal(&format!("{name}.out{i}"))).collect();
+        let outputs = (0..n)
+            .map(|i| a.signal(&format!("{name}.out{i}")))
+            .collect();
         Self::new(name, n, a.irq(0), inputs, outputs)
     }
 
@@ -178,12 +199,19 @@ impl DwApbGpio {
             return;
         }
         let bit = 1u32 << line;
-        let input = if level { self.input | bit } else { self.input & !bit };
+        let input = if level {
+            self.input | bit
+        } else {
+            self.input & !bit
+        };
         self.apply(input, 0, 0, now);
     }
 
     fn wire_levels(&self) -> u32 {
-        self.in_wires.iter().enumerate().fold(0, |acc, (i, w)| acc | ((w.is_high() as u32) << i))
+        self.in_wires
+            .iter()
+            .enumerate()
+            .fold(0, |acc, (i, w)| acc | ((w.is_high() as u32) << i))
     }
 
     fn raw_status(&self) -> u32 {
@@ -230,7 +258,11 @@ impl DwApbGpio {
             let level = self.pad & (1 << line) != 0;
             self.stat_changes += 1;
             if self.changes.len() < MAX_CHANGES {
-                self.changes.push(GpioChange { cycle: now, line: line as u8, level });
+                self.changes.push(GpioChange {
+                    cycle: now,
+                    line: line as u8,
+                    level,
+                });
             } else {
                 self.stat_dropped += 1;
             }
@@ -264,7 +296,9 @@ impl DwApbGpio {
             CONFIG_REG2 => self.ngpios - 1,
             // 32-bit APB, one port, single-control ports, port A interrupts,
             // debounce, encoded parameters, ID, 32-bit ID, both-edge type.
-            CONFIG_REG1 => 0x2 | 0xf << 4 | 1 << 12 | 1 << 13 | 1 << 14 | 1 << 15 | 31 << 16 | 1 << 21,
+            CONFIG_REG1 => {
+                0x2 | 0xf << 4 | 1 << 12 | 1 << 13 | 1 << 14 | 1 << 15 | 31 << 16 | 1 << 21
+            }
             _ => 0, // SWPORTA_CTL, ports B-D, EOI (write-only), ID_CODE, reserved
         }
     }
@@ -285,7 +319,13 @@ impl Device for DwApbGpio {
         Ok(self.reg(offset) as u64)
     }
 
-    fn write(&mut self, ctx: &mut DevCtx, offset: u64, size: u8, val: u64) -> Result<WriteEffect, BadAccess> {
+    fn write(
+        &mut self,
+        ctx: &mut DevCtx,
+        offset: u64,
+        size: u8,
+        val: u64,
+    ) -> Result<WriteEffect, BadAccess> {
         if size != 4 || !offset.is_multiple_of(4) || offset >= SIZE {
             return Err(BadAccess);
         }
@@ -304,7 +344,10 @@ impl Device for DwApbGpio {
             _ => self.stat_ignored += 1,
         }
         self.apply(self.input, 0, 0, ctx.now);
-        Ok(WriteEffect { irq_changed: true, stop: false })
+        Ok(WriteEffect {
+            irq_changed: true,
+            stop: false,
+        })
     }
 
     fn inputs_changed(&mut self, ctx: &mut DevCtx) {
@@ -324,7 +367,11 @@ impl Device for DwApbGpio {
             if seen.1 != self.in_seen[i].1 {
                 falling |= bit;
             }
-            input = if w.is_high() { input | bit } else { input & !bit };
+            input = if w.is_high() {
+                input | bit
+            } else {
+                input & !bit
+            };
             self.in_seen[i] = seen;
         }
         if moved {
@@ -360,11 +407,31 @@ impl Device for DwApbGpio {
     fn stats(&self) -> Vec<Stat> {
         let n = &self.name;
         vec![
-            Stat::new(format!("{n}.output_changes"), self.stat_changes, "changes of a level driven on an output line"),
-            Stat::new(format!("{n}.output_changes_dropped"), self.stat_dropped, "output changes beyond the record limit"),
-            Stat::new(format!("{n}.edges"), self.stat_edges, "edge interrupts latched"),
-            Stat::new(format!("{n}.irqs"), self.stat_irqs, "rising edges of the interrupt line"),
-            Stat::new(format!("{n}.ignored_writes"), self.stat_ignored, "writes to read-only or absent registers"),
+            Stat::new(
+                format!("{n}.output_changes"),
+                self.stat_changes,
+                "changes of a level driven on an output line",
+            ),
+            Stat::new(
+                format!("{n}.output_changes_dropped"),
+                self.stat_dropped,
+                "output changes beyond the record limit",
+            ),
+            Stat::new(
+                format!("{n}.edges"),
+                self.stat_edges,
+                "edge interrupts latched",
+            ),
+            Stat::new(
+                format!("{n}.irqs"),
+                self.stat_irqs,
+                "rising edges of the interrupt line",
+            ),
+            Stat::new(
+                format!("{n}.ignored_writes"),
+                self.stat_ignored,
+                "writes to read-only or absent registers",
+            ),
         ]
     }
 }
@@ -378,13 +445,20 @@ mod tests {
         let irq = Signal::new();
         let ins: Vec<Signal> = (0..n).map(|_| Signal::new()).collect();
         let outs: Vec<Signal> = (0..n).map(|_| Signal::new()).collect();
-        (DwApbGpio::new("gpio0", n, Box::new(irq.clone()), ins.clone(), outs.clone()), irq, ins, outs)
+        (
+            DwApbGpio::new("gpio0", n, Box::new(irq.clone()), ins.clone(), outs.clone()),
+            irq,
+            ins,
+            outs,
+        )
     }
     fn wr(g: &mut DwApbGpio, now: u64, off: u64, v: u32) {
-        g.write(&mut DevCtx::new(0, now, &mut NoScheduler), off, 4, v as u64).unwrap();
+        g.write(&mut DevCtx::new(0, now, &mut NoScheduler), off, 4, v as u64)
+            .unwrap();
     }
     fn rd(g: &mut DwApbGpio, off: u64) -> u32 {
-        g.read(&mut DevCtx::new(0, 0, &mut NoScheduler), off, 4).unwrap() as u32
+        g.read(&mut DevCtx::new(0, 0, &mut NoScheduler), off, 4)
+            .unwrap() as u32
     }
     fn drive(g: &mut DwApbGpio, w: &Signal, level: bool, now: u64) {
         hs_bus::GpioLine::set_level(w, level);
@@ -402,9 +476,21 @@ mod tests {
         assert_eq!(
             g.changes(),
             &[
-                GpioChange { cycle: 20, line: 0, level: true },
-                GpioChange { cycle: 30, line: 0, level: false },
-                GpioChange { cycle: 30, line: 1, level: true },
+                GpioChange {
+                    cycle: 20,
+                    line: 0,
+                    level: true
+                },
+                GpioChange {
+                    cycle: 30,
+                    line: 0,
+                    level: false
+                },
+                GpioChange {
+                    cycle: 30,
+                    line: 1,
+                    level: true
+                },
             ]
         );
         assert_eq!(rd(&mut g, EXT_PORTA), 0b010);
@@ -429,7 +515,11 @@ mod tests {
         g.set_input(3, true, 6);
         assert_eq!(rd(&mut g, INTSTATUS), 1 << 3);
         wr(&mut g, 7, INTMASK, 1 << 3);
-        assert_eq!((rd(&mut g, INTSTATUS), rd(&mut g, RAW_INTSTATUS)), (0, 1 << 3), "masked: raw only");
+        assert_eq!(
+            (rd(&mut g, INTSTATUS), rd(&mut g, RAW_INTSTATUS)),
+            (0, 1 << 3),
+            "masked: raw only"
+        );
         assert!(!irq.is_high());
         wr(&mut g, 8, INTMASK, 0);
         wr(&mut g, 8, PORTA_EOI, 1 << 3); // EOI does not clear a level interrupt
@@ -482,35 +572,72 @@ mod tests {
         assert_eq!(g.read(&mut c, VER_ID_CODE, 4), Ok(0x3231_342a));
         assert_eq!(g.read(&mut c, CONFIG_REG2, 4), Ok(31));
         g.write(&mut c, EXT_PORTA, 4, 0xffff).unwrap();
-        assert_eq!(g.read(&mut c, EXT_PORTA, 4), Ok(0), "EXT_PORTA is read-only");
+        assert_eq!(
+            g.read(&mut c, EXT_PORTA, 4),
+            Ok(0),
+            "EXT_PORTA is read-only"
+        );
         assert_eq!(g.stats()[4].value, 1);
     }
 
     #[test]
     fn device_tree_has_the_port_child_the_driver_reads() {
         let (g, _, _, _) = gpio(8);
-        let grant = Grant { name: "gpio0".into(), base: 0x400_0000, size: SIZE, irqs: vec![64], phandle: Some(9) };
-        let ctx = FdtCtx { interrupt_parent: 3, ..FdtCtx::default() };
+        let grant = Grant {
+            name: "gpio0".into(),
+            base: 0x400_0000,
+            size: SIZE,
+            irqs: vec![64],
+            phandle: Some(9),
+        };
+        let ctx = FdtCtx {
+            interrupt_parent: 3,
+            ..FdtCtx::default()
+        };
         let nodes = g.fdt_nodes(&grant, &ctx);
         let (place, n) = &nodes[0];
         assert_eq!((*place, n.name.as_str()), (Placement::Soc, "gpio@4000000"));
-        assert_eq!(n.get("compatible"), Some(&crate::Prop::Str("snps,dw-apb-gpio".into())));
+        assert_eq!(
+            n.get("compatible"),
+            Some(&crate::Prop::Str("snps,dw-apb-gpio".into()))
+        );
         let port = &n.children[0];
-        assert_eq!(port.get("compatible"), Some(&crate::Prop::Str("snps,dw-apb-gpio-port".into())));
+        assert_eq!(
+            port.get("compatible"),
+            Some(&crate::Prop::Str("snps,dw-apb-gpio-port".into()))
+        );
         assert_eq!(port.get("ngpios"), Some(&crate::Prop::U32(8)));
         assert_eq!(port.get("interrupts"), Some(&crate::Prop::U32s(vec![64])));
         assert_eq!(port.get("interrupt-parent"), Some(&crate::Prop::U32(3)));
-        assert!(port.get("gpio-controller").is_some() && port.get("interrupt-controller").is_some());
+        assert!(
+            port.get("gpio-controller").is_some() && port.get("interrupt-controller").is_some()
+        );
     }
 
     #[test]
     fn configuration_is_validated() {
         use crate::ParamValue;
         let cfg = DeviceConfig::new("gpio0", "dw-apb-gpio").with("ngpios", ParamValue::Int(33));
-        assert_eq!(crate::resources::plug(&cfg).err().unwrap().to_string(), "key `ngpios`: 33 is out of range (1 to 32)");
+        assert_eq!(
+            crate::resources::plug(&cfg).err().unwrap().to_string(),
+            "key `ngpios`: 33 is out of range (1 to 32)"
+        );
         let cfg = DeviceConfig::new("gpio0", "dw-apb-gpio").with("lines", ParamValue::Int(3));
-        assert_eq!(crate::resources::plug(&cfg).err().unwrap().to_string(), "key `lines`: is not a key of a `dw-apb-gpio` device");
-        let p = crate::resources::plug(&DeviceConfig::new("g", "dw-apb-gpio")).ok().unwrap();
-        assert_eq!((p.want.name.as_str(), p.want.irqs.len(), p.want.phandle, p.want.listens), ("g", 1, true, true));
+        assert_eq!(
+            crate::resources::plug(&cfg).err().unwrap().to_string(),
+            "key `lines`: is not a key of a `dw-apb-gpio` device"
+        );
+        let p = crate::resources::plug(&DeviceConfig::new("g", "dw-apb-gpio"))
+            .ok()
+            .unwrap();
+        assert_eq!(
+            (
+                p.want.name.as_str(),
+                p.want.irqs.len(),
+                p.want.phandle,
+                p.want.listens
+            ),
+            ("g", 1, true, true)
+        );
     }
 }

@@ -169,12 +169,19 @@ impl IpiGate {
 
     /// Is `hart`'s msip bit hidden from it at `now`?
     pub fn hides(&self, hart: usize, now: u64, mtip: bool, clint_armed: bool) -> bool {
-        self.held.get(hart).copied().flatten().is_some() && self.due(hart, now, mtip, clint_armed).is_none()
+        self.held.get(hart).copied().flatten().is_some()
+            && self.due(hart, now, mtip, clint_armed).is_none()
     }
 
     /// End `hart`'s hold if it is due at `now` (the machine calls this just
     /// before it gives the hart its interrupt bits), counting how long it lasted.
-    pub fn settle(&mut self, hart: usize, now: u64, mtip: bool, clint_armed: bool) -> Option<Release> {
+    pub fn settle(
+        &mut self,
+        hart: usize,
+        now: u64,
+        mtip: bool,
+        clint_armed: bool,
+    ) -> Option<Release> {
         let r = self.due(hart, now, mtip, clint_armed)?;
         self.held[hart] = None;
         let held = match r {
@@ -213,7 +220,10 @@ mod tests {
             g.raised(0, 1, 100, Some(5_000));
             assert!(!g.hides(1, 100, false, true), "{p:?}");
             assert_eq!(g.settle(1, 100, false, true), None);
-            assert_eq!((g.stat_cross, g.stat_delayed, g.stat_held_for_tick), (1, 0, 0));
+            assert_eq!(
+                (g.stat_cross, g.stat_delayed, g.stat_held_for_tick),
+                (1, 0, 0)
+            );
         }
     }
 
@@ -225,9 +235,15 @@ mod tests {
         assert!(g.hides(0, 1_699, false, false));
         assert_eq!(g.settle(0, 1_699, false, false), None);
         assert!(!g.hides(0, 1_700, false, false));
-        assert_eq!(g.settle(0, 1_750, false, false), Some(Release::Delayed { held_cycles: 750 }));
+        assert_eq!(
+            g.settle(0, 1_750, false, false),
+            Some(Release::Delayed { held_cycles: 750 })
+        );
         assert_eq!(g.deadline(0), None);
-        assert_eq!((g.stat_delayed, g.stat_held_cycles, g.stat_held_max_cycles), (1, 750, 750));
+        assert_eq!(
+            (g.stat_delayed, g.stat_held_cycles, g.stat_held_max_cycles),
+            (1, 750, 750)
+        );
     }
 
     #[test]
@@ -245,15 +261,34 @@ mod tests {
         g.raised(0, 1, 100, Some(4_000_000));
         assert!(g.hides(1, 3_999_999, false, true));
         assert_eq!(g.settle(1, 3_999_999, false, true), None);
-        assert_eq!(g.deadline(1), None, "a tick hold has no deadline of its own: the timer's ends the slice");
-        assert_eq!(g.settle(1, 4_000_000, true, true), Some(Release::AtTick { held_cycles: 3_999_900 }));
+        assert_eq!(
+            g.deadline(1),
+            None,
+            "a tick hold has no deadline of its own: the timer's ends the slice"
+        );
+        assert_eq!(
+            g.settle(1, 4_000_000, true, true),
+            Some(Release::AtTick {
+                held_cycles: 3_999_900
+            })
+        );
         assert!(!g.hides(1, 4_000_000, false, true));
         // Sstc timer: the machine reports it; pending once the hart reaches it.
         g.note_own_timer(2, Some(9_000));
         g.raised(0, 2, 5_000, None);
         assert!(g.hides(2, 8_999, false, false));
-        assert_eq!(g.settle(2, 9_000, false, false), Some(Release::AtTick { held_cycles: 4_000 }));
-        assert_eq!((g.stat_held_for_tick, g.stat_released_at_tick, g.stat_held_max_cycles), (2, 2, 3_999_900));
+        assert_eq!(
+            g.settle(2, 9_000, false, false),
+            Some(Release::AtTick { held_cycles: 4_000 })
+        );
+        assert_eq!(
+            (
+                g.stat_held_for_tick,
+                g.stat_released_at_tick,
+                g.stat_held_max_cycles
+            ),
+            (2, 2, 3_999_900)
+        );
     }
 
     #[test]
@@ -269,7 +304,10 @@ mod tests {
         assert!(g.hides(1, 70, false, false));
         g.note_own_timer(1, None);
         assert!(!g.hides(1, 80, false, false));
-        assert_eq!(g.settle(1, 80, false, false), Some(Release::NoTimer { held_cycles: 20 }));
+        assert_eq!(
+            g.settle(1, 80, false, false),
+            Some(Release::NoTimer { held_cycles: 20 })
+        );
         assert_eq!(g.stat_passed_no_timer, 2);
     }
 

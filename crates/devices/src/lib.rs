@@ -32,7 +32,10 @@ pub use fdt::{FdtCtx, FdtNode, Placement, Prop};
 pub use ipi::{IpiPolicy, Release as IpiRelease};
 pub use map::{DeviceMap, MapError};
 pub use plic::Plic;
-pub use resources::{Attach, DeviceConfig, Grant, IrqWant, Kind, ParamError, ParamValue, Params, Plug, Signals, Want, Window};
+pub use resources::{
+    Attach, DeviceConfig, Grant, IrqWant, Kind, ParamError, ParamValue, Params, Plug, Signals,
+    Want, Window,
+};
 pub use rom::Rom;
 pub use rtc::GoldfishRtc;
 pub use syscon::Syscon;
@@ -43,7 +46,13 @@ pub use hs_bus::{Access, DmaAck, DmaRequest, GpioLine, IrqLine, Signal, WireIrq,
 
 /// Every kind of optional device a configuration (`[board.NAME] kind =
 /// "..."`) can name. Adding a device kind is its file plus one line here.
-pub const KINDS: &[Kind] = &[clock::KIND, gpio::KIND, spi::board::KIND, dma::board::KIND, virtio_blk::KIND];
+pub const KINDS: &[Kind] = &[
+    clock::KIND,
+    gpio::KIND,
+    spi::board::KIND,
+    dma::board::KIND,
+    virtio_blk::KIND,
+];
 
 /// How guest time relates to simulated cycles. Every device that shows time
 /// derives it from the cycle count of the access, never from the host clock.
@@ -126,7 +135,13 @@ pub struct DevCtx<'a> {
 
 impl<'a> DevCtx<'a> {
     pub fn new(hart: usize, now: u64, events: &'a mut dyn Scheduler) -> Self {
-        Self { hart, now, events, notes: None, master: None }
+        Self {
+            hart,
+            now,
+            events,
+            notes: None,
+            master: None,
+        }
     }
     /// Report `note` for the access being served.
     pub fn note(&mut self, note: Note) {
@@ -183,7 +198,11 @@ pub struct Stat {
 
 impl Stat {
     pub fn new(name: impl Into<String>, value: u64, desc: &'static str) -> Self {
-        Self { name: name.into(), value, desc }
+        Self {
+            name: name.into(),
+            value,
+            desc,
+        }
     }
 }
 
@@ -197,8 +216,13 @@ pub trait Device: AsAny {
     fn read(&mut self, ctx: &mut DevCtx, offset: u64, size: u8) -> Result<u64, BadAccess>;
     /// Write the low `size` bytes of `val` at `offset`. `irq_changed` in
     /// the result is a hint; the machine re-samples interrupt lines anyway.
-    fn write(&mut self, ctx: &mut DevCtx, offset: u64, size: u8, val: u64)
-        -> Result<WriteEffect, BadAccess>;
+    fn write(
+        &mut self,
+        ctx: &mut DevCtx,
+        offset: u64,
+        size: u8,
+        val: u64,
+    ) -> Result<WriteEffect, BadAccess>;
     /// A callback scheduled through [`DevCtx::events`] is due.
     fn event(&mut self, _ctx: &mut DevCtx, _token: u64) {}
     /// Device-tree nodes describing this device, from what the board gave it.

@@ -25,7 +25,10 @@ pub struct DmaRequest {
 }
 
 impl DmaRequest {
-    pub const NONE: DmaRequest = DmaRequest { burst: false, single: false };
+    pub const NONE: DmaRequest = DmaRequest {
+        burst: false,
+        single: false,
+    };
     pub fn any(self) -> bool {
         self.burst || self.single
     }
@@ -71,12 +74,18 @@ pub struct HandshakeWires(Rc<RefCell<WiresInner>>);
 impl HandshakeWires {
     /// `count` handshake interfaces, numbered `0..count`.
     pub fn new(count: u32) -> Self {
-        let inner = WiresInner { wires: vec![Wire::default(); count as usize], generation: 0 };
+        let inner = WiresInner {
+            wires: vec![Wire::default(); count as usize],
+            generation: 0,
+        };
         Self(Rc::new(RefCell::new(inner)))
     }
     /// The request output for handshake interface `hs` (a peripheral holds it).
     pub fn line(&self, hs: u32) -> HandshakeLine {
-        HandshakeLine { wires: self.clone(), hs }
+        HandshakeLine {
+            wires: self.clone(),
+            hs,
+        }
     }
     /// Number of level changes so far.
     pub fn generation(&self) -> u64 {
@@ -84,13 +93,21 @@ impl HandshakeWires {
     }
     /// Acknowledges given on `hs` (all, and those with `last` set).
     pub fn acks(&self, hs: u32) -> (u64, u64) {
-        self.0.borrow().wires.get(hs as usize).map_or((0, 0), |w| (w.acks, w.last_acks))
+        self.0
+            .borrow()
+            .wires
+            .get(hs as usize)
+            .map_or((0, 0), |w| (w.acks, w.last_acks))
     }
 }
 
 impl DmaHandshake for HandshakeWires {
     fn request(&self, hs: u32) -> (DmaRequest, u64) {
-        self.0.borrow().wires.get(hs as usize).map_or((DmaRequest::NONE, 0), |w| (w.req, w.since))
+        self.0
+            .borrow()
+            .wires
+            .get(hs as usize)
+            .map_or((DmaRequest::NONE, 0), |w| (w.req, w.since))
     }
     fn ack(&self, hs: u32, last: bool) {
         if let Some(w) = self.0.borrow_mut().wires.get_mut(hs as usize) {
@@ -161,7 +178,10 @@ impl DmaHandshake for SignalHandshake {
     fn request(&self, hs: u32) -> (DmaRequest, u64) {
         match self.ifaces.get(hs as usize) {
             Some(l) => {
-                let req = DmaRequest { burst: l.burst.is_high(), single: l.single.is_high() };
+                let req = DmaRequest {
+                    burst: l.burst.is_high(),
+                    single: l.single.is_high(),
+                };
                 (req, l.burst.changed_at().max(l.single.changed_at()))
             }
             None => (DmaRequest::NONE, 0),
@@ -181,18 +201,59 @@ mod tests {
     #[test]
     fn board_wires_carry_requests_with_their_cycle() {
         let (b, s) = (hs_bus::Signal::new(), hs_bus::Signal::new());
-        let line = SignalRequestLine { burst: b.clone(), single: s.clone() };
-        let hs = SignalHandshake { ifaces: vec![SignalRequestLine { burst: hs_bus::Signal::new(), single: hs_bus::Signal::new() }, line.clone()] };
+        let line = SignalRequestLine {
+            burst: b.clone(),
+            single: s.clone(),
+        };
+        let hs = SignalHandshake {
+            ifaces: vec![
+                SignalRequestLine {
+                    burst: hs_bus::Signal::new(),
+                    single: hs_bus::Signal::new(),
+                },
+                line.clone(),
+            ],
+        };
         assert_eq!(hs.request(1), (DmaRequest::NONE, 0));
-        line.set_request(DmaRequest { burst: false, single: true }, 300);
-        line.set_request(DmaRequest { burst: true, single: true }, 500);
-        assert_eq!(hs.request(1), (DmaRequest { burst: true, single: true }, 500));
-        line.set_request(DmaRequest { burst: true, single: true }, 800);
+        line.set_request(
+            DmaRequest {
+                burst: false,
+                single: true,
+            },
+            300,
+        );
+        line.set_request(
+            DmaRequest {
+                burst: true,
+                single: true,
+            },
+            500,
+        );
+        assert_eq!(
+            hs.request(1),
+            (
+                DmaRequest {
+                    burst: true,
+                    single: true
+                },
+                500
+            )
+        );
+        line.set_request(
+            DmaRequest {
+                burst: true,
+                single: true,
+            },
+            800,
+        );
         assert_eq!(hs.request(1).1, 500, "the same level keeps its time");
         hs.ack(1, true);
         hs.ack(7, true);
         assert_eq!((b.acks(), hs.request(9)), (1, (DmaRequest::NONE, 0)));
-        assert_eq!(handshake_wire_names("dma0", 2), ("dma0.hs2".to_string(), "dma0.hs2.single".to_string()));
+        assert_eq!(
+            handshake_wire_names("dma0", 2),
+            ("dma0.hs2".to_string(), "dma0.hs2.single".to_string())
+        );
     }
 
     #[test]
@@ -202,10 +263,31 @@ mod tests {
         let ctl: Box<dyn DmaHandshake> = Box::new(wires.clone());
         assert_eq!(ctl.request(1), (DmaRequest::NONE, 0));
         let g0 = wires.generation();
-        tx.set_request(DmaRequest { burst: true, single: true }, 500);
-        assert_eq!(ctl.request(1), (DmaRequest { burst: true, single: true }, 500));
+        tx.set_request(
+            DmaRequest {
+                burst: true,
+                single: true,
+            },
+            500,
+        );
+        assert_eq!(
+            ctl.request(1),
+            (
+                DmaRequest {
+                    burst: true,
+                    single: true
+                },
+                500
+            )
+        );
         // Driving the same level again keeps the original change time.
-        tx.set_request(DmaRequest { burst: true, single: true }, 900);
+        tx.set_request(
+            DmaRequest {
+                burst: true,
+                single: true,
+            },
+            900,
+        );
         assert_eq!(ctl.request(1).1, 500);
         assert_eq!(wires.generation(), g0 + 1);
         ctl.ack(1, false);
@@ -214,7 +296,13 @@ mod tests {
         // Out-of-range numbers are inert, never a panic.
         assert_eq!(ctl.request(99), (DmaRequest::NONE, 0));
         ctl.ack(99, true);
-        wires.line(77).set_request(DmaRequest { burst: true, single: false }, 1);
+        wires.line(77).set_request(
+            DmaRequest {
+                burst: true,
+                single: false,
+            },
+            1,
+        );
         assert_eq!(wires.acks(99), (0, 0));
     }
 }

@@ -6,8 +6,17 @@
 pub enum MapError {
     #[error("device `{name}` has an empty or wrapping range at {base:#x} (size {size:#x})")]
     BadRange { name: String, base: u64, size: u64 },
-    #[error("device `{a}` [{a_base:#x}..{a_end:#x}) overlaps device `{b}` [{b_base:#x}..{b_end:#x})")]
-    Overlap { a: String, a_base: u64, a_end: u64, b: String, b_base: u64, b_end: u64 },
+    #[error(
+        "device `{a}` [{a_base:#x}..{a_end:#x}) overlaps device `{b}` [{b_base:#x}..{b_end:#x})"
+    )]
+    Overlap {
+        a: String,
+        a_base: u64,
+        a_end: u64,
+        b: String,
+        b_base: u64,
+        b_end: u64,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -28,7 +37,9 @@ pub struct DeviceMap<T> {
 
 impl<T> Default for DeviceMap<T> {
     fn default() -> Self {
-        Self { entries: Vec::new() }
+        Self {
+            entries: Vec::new(),
+        }
     }
 }
 
@@ -41,7 +52,13 @@ impl<T: Copy> DeviceMap<T> {
     pub fn insert(&mut self, name: &str, base: u64, size: u64, value: T) -> Result<(), MapError> {
         let end = match base.checked_add(size) {
             Some(end) if size > 0 => end,
-            _ => return Err(MapError::BadRange { name: name.into(), base, size }),
+            _ => {
+                return Err(MapError::BadRange {
+                    name: name.into(),
+                    base,
+                    size,
+                })
+            }
         };
         let idx = self.entries.partition_point(|e| e.base < base);
         for neighbour in [idx.checked_sub(1), Some(idx)].into_iter().flatten() {
@@ -58,7 +75,15 @@ impl<T: Copy> DeviceMap<T> {
                 }
             }
         }
-        self.entries.insert(idx, Entry { base, end, name: name.into(), value });
+        self.entries.insert(
+            idx,
+            Entry {
+                base,
+                end,
+                name: name.into(),
+                value,
+            },
+        );
         Ok(())
     }
 
@@ -74,7 +99,9 @@ impl<T: Copy> DeviceMap<T> {
 
     /// `(name, base, end)` of every range, in address order.
     pub fn ranges(&self) -> impl Iterator<Item = (&str, u64, u64, T)> + '_ {
-        self.entries.iter().map(|e| (e.name.as_str(), e.base, e.end, e.value))
+        self.entries
+            .iter()
+            .map(|e| (e.name.as_str(), e.base, e.end, e.value))
     }
 }
 
@@ -89,7 +116,10 @@ mod tests {
         m.insert("b", 0x2000, 0x1000, 2).unwrap(); // touches a's end: fine (half-open)
         m.insert("c", 0x0, 0x1000, 3).unwrap(); // touches a's start
         let err = m.insert("d", 0x2fff, 2, 4).unwrap_err();
-        assert!(matches!(err, MapError::Overlap { ref b, .. } if b == "b"), "{err}");
+        assert!(
+            matches!(err, MapError::Overlap { ref b, .. } if b == "b"),
+            "{err}"
+        );
         let err = m.insert("e", 0x800, 0x2000, 5).unwrap_err();
         assert!(matches!(err, MapError::Overlap { .. }));
         assert!(m.insert("f", 0x10, 0, 6).is_err());

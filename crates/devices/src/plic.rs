@@ -184,7 +184,10 @@ impl Device for Plic {
             return Err(BadAccess);
         }
         let v = if offset < PENDING_BASE {
-            self.priority.get((offset / 4) as usize).copied().unwrap_or(0)
+            self.priority
+                .get((offset / 4) as usize)
+                .copied()
+                .unwrap_or(0)
         } else if offset < ENABLE_BASE {
             let w = ((offset - PENDING_BASE) / 4) as usize;
             if w < WORDS {
@@ -217,8 +220,13 @@ impl Device for Plic {
         Ok(v as u64)
     }
 
-    fn write(&mut self, _ctx: &mut DevCtx, offset: u64, size: u8, val: u64)
-        -> Result<WriteEffect, BadAccess> {
+    fn write(
+        &mut self,
+        _ctx: &mut DevCtx,
+        offset: u64,
+        size: u8,
+        val: u64,
+    ) -> Result<WriteEffect, BadAccess> {
         if size != 4 || offset & 3 != 0 {
             return Err(BadAccess);
         }
@@ -247,12 +255,20 @@ impl Device for Plic {
             }
         }
         self.update();
-        Ok(WriteEffect { irq_changed: true, stop: false })
+        Ok(WriteEffect {
+            irq_changed: true,
+            stop: false,
+        })
     }
 
     fn fdt_nodes(&self, g: &Grant, ctx: &FdtCtx) -> Vec<(Placement, FdtNode)> {
         // Per hart: M-mode external (11) then S-mode external (9), matching contexts 2h, 2h+1.
-        let ext = ctx.cpu_intc.iter().take(self.harts).flat_map(|&ph| [ph, 11, ph, 9]).collect();
+        let ext = ctx
+            .cpu_intc
+            .iter()
+            .take(self.harts)
+            .flat_map(|&ph| [ph, 11, ph, 9])
+            .collect();
         let node = FdtNode::new(g.node_name("plic"))
             .u32("phandle", g.phandle())
             .u32("riscv,ndev", NUM_SOURCES)
@@ -266,15 +282,31 @@ impl Device for Plic {
     }
 
     fn stats(&self) -> Vec<Stat> {
-        let mut v = vec![Stat::new("plic.completes", self.stat_completes, "claims completed")];
+        let mut v = vec![Stat::new(
+            "plic.completes",
+            self.stat_completes,
+            "claims completed",
+        )];
         for ctx in 0..self.contexts() {
             let (hart, mode) = (ctx / 2, if ctx % 2 == 0 { 'm' } else { 's' });
-            v.push(Stat::new(format!("plic.hart{hart}.{mode}.claims"), self.stat_claims[ctx], "interrupts claimed by this context"));
-            v.push(Stat::new(format!("plic.hart{hart}.{mode}.empty_claims"), self.stat_empty_claims[ctx], "claims that found nothing pending"));
+            v.push(Stat::new(
+                format!("plic.hart{hart}.{mode}.claims"),
+                self.stat_claims[ctx],
+                "interrupts claimed by this context",
+            ));
+            v.push(Stat::new(
+                format!("plic.hart{hart}.{mode}.empty_claims"),
+                self.stat_empty_claims[ctx],
+                "claims that found nothing pending",
+            ));
         }
         for (src, &n) in self.stat_source_claims.iter().enumerate() {
             if n > 0 {
-                v.push(Stat::new(format!("plic.source{src}.claims"), n, "times this source was claimed"));
+                v.push(Stat::new(
+                    format!("plic.source{src}.claims"),
+                    n,
+                    "times this source was claimed",
+                ));
             }
         }
         v
@@ -287,10 +319,12 @@ mod tests {
     use crate::{IrqLine, NoScheduler};
 
     fn rd(p: &mut Plic, off: u64) -> u32 {
-        p.read(&mut DevCtx::new(0, 0, &mut NoScheduler), off, 4).unwrap() as u32
+        p.read(&mut DevCtx::new(0, 0, &mut NoScheduler), off, 4)
+            .unwrap() as u32
     }
     fn wr(p: &mut Plic, off: u64, v: u32) {
-        p.write(&mut DevCtx::new(0, 0, &mut NoScheduler), off, 4, v as u64).unwrap();
+        p.write(&mut DevCtx::new(0, 0, &mut NoScheduler), off, 4, v as u64)
+            .unwrap();
     }
     fn enable(ctx: u64) -> u64 {
         ENABLE_BASE + ENABLE_STRIDE * ctx
@@ -329,7 +363,11 @@ mod tests {
         p.update();
         assert_eq!(rd(&mut p, PENDING_BASE), (1 << 5) | (1 << 7));
         assert_eq!(rd(&mut p, claim(1)), 7, "higher priority first");
-        assert_eq!(rd(&mut p, PENDING_BASE), 1 << 5, "claimed source is not pending");
+        assert_eq!(
+            rd(&mut p, PENDING_BASE),
+            1 << 5,
+            "claimed source is not pending"
+        );
         assert_eq!(rd(&mut p, claim(1)), 5);
         assert!(!p.seip(0), "both in flight");
         assert_eq!(rd(&mut p, claim(1)), 0);
@@ -371,13 +409,24 @@ mod tests {
     fn unbacked_bits_read_zero() {
         let mut p = Plic::new(1);
         wr(&mut p, enable(0), 0xffff_ffff);
-        assert_eq!(rd(&mut p, enable(0)), 0xffff_fffe, "source 0 does not exist");
+        assert_eq!(
+            rd(&mut p, enable(0)),
+            0xffff_fffe,
+            "source 0 does not exist"
+        );
         wr(&mut p, enable(0) + 12, 0xffff_ffff);
-        assert_eq!(rd(&mut p, enable(0) + 12), 1, "only source 96 exists in word 3");
+        assert_eq!(
+            rd(&mut p, enable(0) + 12),
+            1,
+            "only source 96 exists in word 3"
+        );
         wr(&mut p, 0, 5);
         assert_eq!(rd(&mut p, 0), 0);
         assert_eq!(rd(&mut p, claim(5)), 0, "context of a missing hart");
         assert!(p.connect(0).is_none() && p.connect(97).is_none());
-        assert_eq!(p.read(&mut DevCtx::new(0, 0, &mut NoScheduler), 0, 8), Err(BadAccess));
+        assert_eq!(
+            p.read(&mut DevCtx::new(0, 0, &mut NoScheduler), 0, 8),
+            Err(BadAccess)
+        );
     }
 }

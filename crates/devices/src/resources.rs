@@ -161,7 +161,10 @@ impl Signals {
     /// The wire called `name`, created low on first use.
     pub fn get(&mut self, name: &str) -> Signal {
         let gen = &self.generation;
-        self.by_name.entry(name.to_string()).or_insert_with(|| Signal::with_generation(gen.clone())).clone()
+        self.by_name
+            .entry(name.to_string())
+            .or_insert_with(|| Signal::with_generation(gen.clone()))
+            .clone()
     }
     /// The wire called `name` if some device or the host asked for it.
     pub fn find(&self, name: &str) -> Option<Signal> {
@@ -197,7 +200,14 @@ impl<'a> Attach<'a> {
         clock: Clock,
         signals: &'a mut Signals,
     ) -> Self {
-        Self { grant, irq_lines: irq_lines.into_iter().map(Some).collect(), ram, clock, signals, rates: BTreeMap::new() }
+        Self {
+            grant,
+            irq_lines: irq_lines.into_iter().map(Some).collect(),
+            ram,
+            clock,
+            signals,
+            rates: BTreeMap::new(),
+        }
     }
     /// Rate in Hz of the clock device called `name`, if it is on the board
     /// (the board adds devices that refer to others after those that do not).
@@ -208,7 +218,10 @@ impl<'a> Attach<'a> {
     /// out once; asking again, or for a line that was not requested, gives a
     /// line connected to nothing (a device bug, never a host fault).
     pub fn irq(&mut self, i: usize) -> Box<dyn IrqLine> {
-        self.irq_lines.get_mut(i).and_then(Option::take).unwrap_or_else(|| Box::new(Signal::new()))
+        self.irq_lines
+            .get_mut(i)
+            .and_then(Option::take)
+            .unwrap_or_else(|| Box::new(Signal::new()))
     }
     /// The board wire called `name`.
     pub fn signal(&mut self, name: &str) -> Signal {
@@ -226,8 +239,14 @@ pub struct Plug {
 }
 
 impl Plug {
-    pub fn new(want: Want, make: impl FnOnce(&mut Attach) -> Box<dyn crate::Device> + 'static) -> Self {
-        Self { want, make: Box::new(make) }
+    pub fn new(
+        want: Want,
+        make: impl FnOnce(&mut Attach) -> Box<dyn crate::Device> + 'static,
+    ) -> Self {
+        Self {
+            want,
+            make: Box::new(make),
+        }
     }
 }
 
@@ -269,7 +288,11 @@ pub struct DeviceConfig {
 
 impl DeviceConfig {
     pub fn new(name: impl Into<String>, kind: impl Into<String>) -> Self {
-        Self { name: name.into(), kind: kind.into(), params: BTreeMap::new() }
+        Self {
+            name: name.into(),
+            kind: kind.into(),
+            params: BTreeMap::new(),
+        }
     }
     pub fn with(mut self, key: &str, value: ParamValue) -> Self {
         self.params.insert(key.to_string(), value);
@@ -286,7 +309,10 @@ pub struct Params<'a> {
 
 impl<'a> Params<'a> {
     pub fn new(cfg: &'a DeviceConfig) -> Self {
-        Self { cfg, used: Vec::new() }
+        Self {
+            cfg,
+            used: Vec::new(),
+        }
     }
     pub fn name(&self) -> &str {
         &self.cfg.name
@@ -296,26 +322,44 @@ impl<'a> Params<'a> {
         self.cfg.params.get(key)
     }
     /// Integer `key` in `min..=max`, `default` when absent.
-    pub fn int(&mut self, key: &'a str, default: i64, min: i64, max: i64) -> Result<i64, ParamError> {
+    pub fn int(
+        &mut self,
+        key: &'a str,
+        default: i64,
+        min: i64,
+        max: i64,
+    ) -> Result<i64, ParamError> {
         match self.take(key) {
             None => Ok(default),
             Some(ParamValue::Int(v)) if (min..=max).contains(v) => Ok(*v),
-            Some(ParamValue::Int(v)) => Err(ParamError { key: key.into(), message: format!("{v} is out of range ({min} to {max})") }),
-            Some(other) => Err(ParamError { key: key.into(), message: format!("is {}, not an integer", other.kind()) }),
+            Some(ParamValue::Int(v)) => Err(ParamError {
+                key: key.into(),
+                message: format!("{v} is out of range ({min} to {max})"),
+            }),
+            Some(other) => Err(ParamError {
+                key: key.into(),
+                message: format!("is {}, not an integer", other.kind()),
+            }),
         }
     }
     pub fn bool(&mut self, key: &'a str, default: bool) -> Result<bool, ParamError> {
         match self.take(key) {
             None => Ok(default),
             Some(ParamValue::Bool(v)) => Ok(*v),
-            Some(other) => Err(ParamError { key: key.into(), message: format!("is {}, not a boolean", other.kind()) }),
+            Some(other) => Err(ParamError {
+                key: key.into(),
+                message: format!("is {}, not a boolean", other.kind()),
+            }),
         }
     }
     pub fn string(&mut self, key: &'a str) -> Result<Option<String>, ParamError> {
         match self.take(key) {
             None => Ok(None),
             Some(ParamValue::Str(v)) => Ok(Some(v.clone())),
-            Some(other) => Err(ParamError { key: key.into(), message: format!("is {}, not a string", other.kind()) }),
+            Some(other) => Err(ParamError {
+                key: key.into(),
+                message: format!("is {}, not a string", other.kind()),
+            }),
         }
     }
     /// Every key of the table, in order (child tables appear as `child.key`).
@@ -324,8 +368,16 @@ impl<'a> Params<'a> {
     }
     /// Refuse keys nobody read.
     pub fn finish(self) -> Result<(), ParamError> {
-        match self.cfg.params.keys().find(|k| !self.used.contains(&k.as_str())) {
-            Some(k) => Err(ParamError { key: k.clone(), message: format!("is not a key of a `{}` device", self.cfg.kind) }),
+        match self
+            .cfg
+            .params
+            .keys()
+            .find(|k| !self.used.contains(&k.as_str()))
+        {
+            Some(k) => Err(ParamError {
+                key: k.clone(),
+                message: format!("is not a key of a `{}` device", self.cfg.kind),
+            }),
             None => Ok(()),
         }
     }
@@ -344,8 +396,18 @@ pub fn plug(cfg: &DeviceConfig) -> Result<Plug, ParamError> {
     match crate::KINDS.iter().find(|k| k.name == cfg.kind) {
         Some(k) => (k.plug)(cfg),
         None => {
-            let known: Vec<String> = crate::KINDS.iter().map(|k| format!("\"{}\"", k.name)).collect();
-            Err(ParamError { key: "kind".into(), message: format!("`{}` is not a device kind (known: {})", cfg.kind, known.join(", ")) })
+            let known: Vec<String> = crate::KINDS
+                .iter()
+                .map(|k| format!("\"{}\"", k.name))
+                .collect();
+            Err(ParamError {
+                key: "kind".into(),
+                message: format!(
+                    "`{}` is not a device kind (known: {})",
+                    cfg.kind,
+                    known.join(", ")
+                ),
+            })
         }
     }
 }
@@ -356,14 +418,25 @@ mod tests {
 
     #[test]
     fn params_check_range_type_and_unknown_keys() {
-        let cfg = DeviceConfig::new("x", "k").with("n", ParamValue::Int(40)).with("b", ParamValue::Str("no".into()));
+        let cfg = DeviceConfig::new("x", "k")
+            .with("n", ParamValue::Int(40))
+            .with("b", ParamValue::Str("no".into()));
         let mut p = Params::new(&cfg);
-        assert_eq!(p.int("n", 1, 1, 32).unwrap_err().to_string(), "key `n`: 40 is out of range (1 to 32)");
-        assert_eq!(p.bool("b", false).unwrap_err().to_string(), "key `b`: is a string, not a boolean");
+        assert_eq!(
+            p.int("n", 1, 1, 32).unwrap_err().to_string(),
+            "key `n`: 40 is out of range (1 to 32)"
+        );
+        assert_eq!(
+            p.bool("b", false).unwrap_err().to_string(),
+            "key `b`: is a string, not a boolean"
+        );
         let cfg = DeviceConfig::new("x", "k").with("typo", ParamValue::Int(1));
         let mut p = Params::new(&cfg);
         assert_eq!(p.int("n", 7, 1, 32), Ok(7));
-        assert_eq!(p.finish().unwrap_err().to_string(), "key `typo`: is not a key of a `k` device");
+        assert_eq!(
+            p.finish().unwrap_err().to_string(),
+            "key `typo`: is not a key of a `k` device"
+        );
         let e = plug(&DeviceConfig::new("x", "nope")).err().unwrap();
         assert_eq!(e.key, "kind");
         assert!(e.message.starts_with("`nope` is not a device kind"), "{e}");
@@ -371,11 +444,26 @@ mod tests {
 
     #[test]
     fn attach_hands_each_line_out_once() {
-        let g = Grant { name: "d".into(), base: 0, size: 0, irqs: vec![5], phandle: None };
+        let g = Grant {
+            name: "d".into(),
+            base: 0,
+            size: 0,
+            irqs: vec![5],
+            phandle: None,
+        };
         let ram = GuestRam::new(0x8000_0000, 4096).unwrap();
         let mut sig = Signals::new();
         let wire = Signal::new();
-        let mut a = Attach::new(&g, vec![Box::new(wire.clone())], &ram, Clock { hz: 1, cycles_per_tick: 1 }, &mut sig);
+        let mut a = Attach::new(
+            &g,
+            vec![Box::new(wire.clone())],
+            &ram,
+            Clock {
+                hz: 1,
+                cycles_per_tick: 1,
+            },
+            &mut sig,
+        );
         a.irq(0).set_level(true);
         assert!(wire.is_high());
         a.irq(0).set_level(false); // a spare, unconnected line

@@ -15,7 +15,12 @@ impl Rom {
     /// A window of `size` bytes whose first bytes are `data` (the rest reads 0).
     pub fn new(name: &str, size: u64, mut data: Vec<u8>) -> Self {
         data.truncate(size as usize);
-        Self { name: name.into(), data, size, stat_writes: 0 }
+        Self {
+            name: name.into(),
+            data,
+            size,
+            stat_writes: 0,
+        }
     }
 }
 
@@ -32,12 +37,21 @@ impl Device for Rom {
         }
         let mut bytes = [0u8; 8];
         for (i, b) in bytes.iter_mut().take(size as usize).enumerate() {
-            *b = usize::try_from(offset + i as u64).ok().and_then(|o| self.data.get(o)).copied().unwrap_or(0);
+            *b = usize::try_from(offset + i as u64)
+                .ok()
+                .and_then(|o| self.data.get(o))
+                .copied()
+                .unwrap_or(0);
         }
         Ok(u64::from_le_bytes(bytes))
     }
-    fn write(&mut self, _ctx: &mut DevCtx, _offset: u64, size: u8, _val: u64)
-        -> Result<WriteEffect, BadAccess> {
+    fn write(
+        &mut self,
+        _ctx: &mut DevCtx,
+        _offset: u64,
+        size: u8,
+        _val: u64,
+    ) -> Result<WriteEffect, BadAccess> {
         if !crate::size_ok(size) {
             return Err(BadAccess);
         }
@@ -48,7 +62,11 @@ impl Device for Rom {
         Vec::new() // QEMU does not describe its boot ROM either
     }
     fn stats(&self) -> Vec<Stat> {
-        vec![Stat::new(format!("{}.ignored_writes", self.name), self.stat_writes, "writes to read-only memory")]
+        vec![Stat::new(
+            format!("{}.ignored_writes", self.name),
+            self.stat_writes,
+            "writes to read-only memory",
+        )]
     }
 }
 

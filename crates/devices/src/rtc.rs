@@ -3,7 +3,7 @@
 //! time; the host clock is never read.
 
 use crate::fdt::{FdtCtx, FdtNode, Placement};
-use crate::{BadAccess, Clock, Grant, DevCtx, Device, IrqLine, Stat, WriteEffect};
+use crate::{BadAccess, Clock, DevCtx, Device, Grant, IrqLine, Stat, WriteEffect};
 
 pub const SIZE: u64 = 0x1000;
 /// 2026-01-01T00:00:00Z.
@@ -53,7 +53,9 @@ impl GoldfishRtc {
 
     /// Guest wall-clock time in ns at simulated cycle `now`.
     pub fn time_ns(&self, now: u64) -> u64 {
-        self.epoch_ns.wrapping_add(self.offset_ns).wrapping_add(self.clock.cycles_to_ns(now))
+        self.epoch_ns
+            .wrapping_add(self.offset_ns)
+            .wrapping_add(self.clock.cycles_to_ns(now))
     }
 
     fn update_irq(&mut self) {
@@ -76,7 +78,8 @@ impl GoldfishRtc {
         self.alarm_running = true;
         let wait = self.clock.ns_to_cycles(self.alarm - now_ns);
         // One token: re-arming moves the pending callback.
-        ctx.events.schedule(ctx.now.saturating_add(wait.max(1)), ALARM_TOKEN);
+        ctx.events
+            .schedule(ctx.now.saturating_add(wait.max(1)), ALARM_TOKEN);
     }
 
     fn set_time(&mut self, ctx: &mut DevCtx, new_ns: u64) {
@@ -117,8 +120,13 @@ impl Device for GoldfishRtc {
         Ok(v as u64)
     }
 
-    fn write(&mut self, ctx: &mut DevCtx, offset: u64, size: u8, val: u64)
-        -> Result<WriteEffect, BadAccess> {
+    fn write(
+        &mut self,
+        ctx: &mut DevCtx,
+        offset: u64,
+        size: u8,
+        val: u64,
+    ) -> Result<WriteEffect, BadAccess> {
         if size != 4 || offset & 3 != 0 {
             return Err(BadAccess);
         }
@@ -149,7 +157,10 @@ impl Device for GoldfishRtc {
             }
             _ => {}
         }
-        Ok(WriteEffect { irq_changed: true, stop: false })
+        Ok(WriteEffect {
+            irq_changed: true,
+            stop: false,
+        })
     }
 
     fn event(&mut self, ctx: &mut DevCtx, token: u64) {
@@ -185,7 +196,10 @@ mod tests {
     use super::*;
     use crate::{Scheduler, WireIrq};
 
-    const CLK: Clock = Clock { hz: 1_000_000_000, cycles_per_tick: 100 };
+    const CLK: Clock = Clock {
+        hz: 1_000_000_000,
+        cycles_per_tick: 100,
+    };
 
     #[derive(Default)]
     struct Rec(Vec<(u64, u64)>);
@@ -196,7 +210,8 @@ mod tests {
     }
 
     fn rd(r: &mut GoldfishRtc, now: u64, off: u64) -> u64 {
-        r.read(&mut DevCtx::new(0, now, &mut Rec::default()), off, 4).unwrap()
+        r.read(&mut DevCtx::new(0, now, &mut Rec::default()), off, 4)
+            .unwrap()
     }
 
     #[test]
@@ -210,8 +225,20 @@ mod tests {
         // The driver sets time high then low.
         let mut ev = Rec::default();
         let target: u64 = 1_000_000_000_000_000_000;
-        r.write(&mut DevCtx::new(0, now, &mut ev), TIME_HIGH, 4, target >> 32).unwrap();
-        r.write(&mut DevCtx::new(0, now, &mut ev), TIME_LOW, 4, target & 0xffff_ffff).unwrap();
+        r.write(
+            &mut DevCtx::new(0, now, &mut ev),
+            TIME_HIGH,
+            4,
+            target >> 32,
+        )
+        .unwrap();
+        r.write(
+            &mut DevCtx::new(0, now, &mut ev),
+            TIME_LOW,
+            4,
+            target & 0xffff_ffff,
+        )
+        .unwrap();
         assert_eq!(r.time_ns(now), target);
         assert_eq!(r.time_ns(now + 1000), target + 1000);
     }
@@ -232,7 +259,8 @@ mod tests {
         r.event(&mut DevCtx::new(0, 5000, &mut ev2), ALARM_TOKEN);
         assert!(irq.is_high());
         assert_eq!(rd(&mut r, 5000, ALARM_STATUS), 0);
-        r.write(&mut DevCtx::new(0, 5000, &mut ev2), CLEAR_INTERRUPT, 4, 1).unwrap();
+        r.write(&mut DevCtx::new(0, 5000, &mut ev2), CLEAR_INTERRUPT, 4, 1)
+            .unwrap();
         assert!(!irq.is_high());
         // A cleared alarm's event is stale and does nothing.
         let mut c = DevCtx::new(0, 6000, &mut ev2);
@@ -241,7 +269,8 @@ mod tests {
         r.event(&mut DevCtx::new(0, 9000, &mut ev2), ALARM_TOKEN);
         assert!(!irq.is_high());
         // An alarm in the past fires at once.
-        r.write(&mut DevCtx::new(0, 9000, &mut ev2), ALARM_LOW, 4, 10).unwrap();
+        r.write(&mut DevCtx::new(0, 9000, &mut ev2), ALARM_LOW, 4, 10)
+            .unwrap();
         assert!(irq.is_high());
     }
 }

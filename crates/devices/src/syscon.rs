@@ -44,8 +44,13 @@ impl Device for Syscon {
         }
         Ok(0)
     }
-    fn write(&mut self, _ctx: &mut DevCtx, offset: u64, size: u8, val: u64)
-        -> Result<WriteEffect, BadAccess> {
+    fn write(
+        &mut self,
+        _ctx: &mut DevCtx,
+        offset: u64,
+        size: u8,
+        val: u64,
+    ) -> Result<WriteEffect, BadAccess> {
         if !crate::size_ok(size) {
             return Err(BadAccess);
         }
@@ -62,7 +67,10 @@ impl Device for Syscon {
         match req {
             Some(r) => {
                 self.request.get_or_insert(r);
-                Ok(WriteEffect { irq_changed: false, stop: true })
+                Ok(WriteEffect {
+                    irq_changed: false,
+                    stop: true,
+                })
             }
             None => {
                 self.stat_ignored += 1;
@@ -85,13 +93,21 @@ impl Device for Syscon {
             .u32("offset", 0)
             .u32("regmap", g.phandle())
             .str("compatible", "syscon-reboot");
-        vec![(Placement::Soc, dev), (Placement::Root, poweroff), (Placement::Root, reboot)]
+        vec![
+            (Placement::Soc, dev),
+            (Placement::Root, poweroff),
+            (Placement::Root, reboot),
+        ]
     }
     fn stop_request(&self) -> Option<crate::StopRequest> {
         self.request
     }
     fn stats(&self) -> Vec<Stat> {
-        vec![Stat::new("syscon.ignored_writes", self.stat_ignored, "writes that requested nothing")]
+        vec![Stat::new(
+            "syscon.ignored_writes",
+            self.stat_ignored,
+            "writes that requested nothing",
+        )]
     }
 }
 
@@ -101,7 +117,8 @@ mod tests {
     use crate::NoScheduler;
 
     fn wr(s: &mut Syscon, off: u64, size: u8, v: u64) -> WriteEffect {
-        s.write(&mut DevCtx::new(0, 0, &mut NoScheduler), off, size, v).unwrap()
+        s.write(&mut DevCtx::new(0, 0, &mut NoScheduler), off, size, v)
+            .unwrap()
     }
 
     #[test]
@@ -109,12 +126,19 @@ mod tests {
         let mut s = Syscon::new();
         assert!(!wr(&mut s, 0, 4, 0x1234).stop);
         assert!(!wr(&mut s, 4, 4, 0x5555).stop, "only offset 0");
-        assert!(!wr(&mut s, 0, 1, 0x55).stop, "a byte cannot hold the command");
+        assert!(
+            !wr(&mut s, 0, 1, 0x55).stop,
+            "a byte cannot hold the command"
+        );
         assert_eq!(s.request(), None);
         assert!(wr(&mut s, 0, 4, 0x5555).stop);
         assert_eq!(s.request(), Some(SysconRequest::PowerOff));
         assert!(wr(&mut s, 0, 4, 0x7777).stop);
-        assert_eq!(s.request(), Some(SysconRequest::PowerOff), "first request wins");
+        assert_eq!(
+            s.request(),
+            Some(SysconRequest::PowerOff),
+            "first request wins"
+        );
         let mut s = Syscon::new();
         wr(&mut s, 0, 4, (3 << 16) | 0x3333);
         assert_eq!(s.request(), Some(SysconRequest::Fail(3)));
@@ -122,6 +146,9 @@ mod tests {
         wr(&mut s, 0, 8, 0x7777);
         assert_eq!(s.request(), Some(SysconRequest::Reset));
         let mut s = Syscon::new();
-        assert!(wr(&mut s, 0, 2, 0x5555).stop, "OpenSBI's sifive_test driver uses writew");
+        assert!(
+            wr(&mut s, 0, 2, 0x5555).stop,
+            "OpenSBI's sifive_test driver uses writew"
+        );
     }
 }

@@ -11,7 +11,7 @@
 use std::collections::VecDeque;
 
 use crate::fdt::{FdtCtx, FdtNode, Placement};
-use crate::{BadAccess, Console, DevCtx, Grant, Device, IrqLine, Stat, WriteEffect};
+use crate::{BadAccess, Console, DevCtx, Device, Grant, IrqLine, Stat, WriteEffect};
 
 pub const SIZE: u64 = 0x100;
 /// Input clock QEMU's `virt` advertises (1.8432 MHz × 2).
@@ -144,11 +144,19 @@ impl Uart16550 {
     /// Baud rate the guest programmed, 0 if the divisor is 0.
     pub fn baud(&self) -> u32 {
         let div = u16::from_le_bytes([self.dll, self.dlm]) as u32;
-        if div == 0 { 0 } else { CLOCK_HZ / (16 * div) }
+        if div == 0 {
+            0
+        } else {
+            CLOCK_HZ / (16 * div)
+        }
     }
 
     fn rx_capacity(&self) -> usize {
-        if self.fifo_enabled { FIFO_LEN } else { 1 }
+        if self.fifo_enabled {
+            FIFO_LEN
+        } else {
+            1
+        }
     }
 
     fn push_rx(&mut self, byte: u8) {
@@ -173,10 +181,18 @@ impl Uart16550 {
             return MSR_DCD | MSR_DSR | MSR_CTS;
         }
         let mut s = 0;
-        if self.mcr & MCR_RTS != 0 { s |= MSR_CTS; }
-        if self.mcr & MCR_DTR != 0 { s |= MSR_DSR; }
-        if self.mcr & MCR_OUT1 != 0 { s |= MSR_RI; }
-        if self.mcr & MCR_OUT2 != 0 { s |= MSR_DCD; }
+        if self.mcr & MCR_RTS != 0 {
+            s |= MSR_CTS;
+        }
+        if self.mcr & MCR_DTR != 0 {
+            s |= MSR_DSR;
+        }
+        if self.mcr & MCR_OUT1 != 0 {
+            s |= MSR_RI;
+        }
+        if self.mcr & MCR_OUT2 != 0 {
+            s |= MSR_DCD;
+        }
         s
     }
 
@@ -194,7 +210,11 @@ impl Uart16550 {
         } else if self.ier & IER_RDI != 0 && !self.rx.is_empty() {
             // Below the trigger level a real chip waits 4 character times
             // and reports a timeout; we report the timeout at once.
-            if self.fifo_enabled && self.rx.len() < self.rx_trigger { IIR_CTI } else { IIR_RDI }
+            if self.fifo_enabled && self.rx.len() < self.rx_trigger {
+                IIR_CTI
+            } else {
+                IIR_RDI
+            }
         } else if self.ier & IER_THRI != 0 && self.thr_ipending {
             IIR_THRI
         } else if self.ier & IER_MSI != 0 && self.msr_deltas != 0 {
@@ -218,10 +238,18 @@ impl Uart16550 {
         self.mcr = v & 0x1f;
         let after = self.status_lines();
         let changed = before ^ after;
-        if changed & MSR_CTS != 0 { self.msr_deltas |= 0x01; }
-        if changed & MSR_DSR != 0 { self.msr_deltas |= 0x02; }
-        if before & MSR_RI != 0 && after & MSR_RI == 0 { self.msr_deltas |= 0x04; }
-        if changed & MSR_DCD != 0 { self.msr_deltas |= 0x08; }
+        if changed & MSR_CTS != 0 {
+            self.msr_deltas |= 0x01;
+        }
+        if changed & MSR_DSR != 0 {
+            self.msr_deltas |= 0x02;
+        }
+        if before & MSR_RI != 0 && after & MSR_RI == 0 {
+            self.msr_deltas |= 0x04;
+        }
+        if changed & MSR_DCD != 0 {
+            self.msr_deltas |= 0x08;
+        }
     }
 
     fn transmit(&mut self, byte: u8) {
@@ -248,7 +276,11 @@ impl Uart16550 {
                 if id == IIR_THRI {
                     self.thr_ipending = false;
                 }
-                id | if self.fifo_enabled { IIR_FIFO_ENABLED } else { 0 }
+                id | if self.fifo_enabled {
+                    IIR_FIFO_ENABLED
+                } else {
+                    0
+                }
             }
             LCR => self.lcr,
             MCR => self.mcr,
@@ -317,15 +349,23 @@ impl Device for Uart16550 {
         Ok(v as u64)
     }
 
-    fn write(&mut self, _ctx: &mut DevCtx, offset: u64, size: u8, val: u64)
-        -> Result<WriteEffect, BadAccess> {
+    fn write(
+        &mut self,
+        _ctx: &mut DevCtx,
+        offset: u64,
+        size: u8,
+        val: u64,
+    ) -> Result<WriteEffect, BadAccess> {
         if !crate::size_ok(size) {
             return Err(BadAccess);
         }
         let before = self.irq_level;
         self.write_reg(offset & 7, val as u8);
         self.update_irq();
-        Ok(WriteEffect { irq_changed: before != self.irq_level, stop: false })
+        Ok(WriteEffect {
+            irq_changed: before != self.irq_level,
+            stop: false,
+        })
     }
 
     fn fdt_nodes(&self, g: &Grant, ctx: &FdtCtx) -> Vec<(Placement, FdtNode)> {
@@ -345,10 +385,26 @@ impl Device for Uart16550 {
     fn stats(&self) -> Vec<Stat> {
         vec![
             Stat::new("uart0.tx_bytes", self.stat_tx, "bytes written to THR"),
-            Stat::new("uart0.rx_bytes", self.stat_rx, "bytes received into RBR/FIFO"),
-            Stat::new("uart0.rx_overruns", self.stat_overruns, "received bytes lost to overrun"),
-            Stat::new("uart0.loopback_bytes", self.stat_loopback, "bytes looped back by MCR.LOOP"),
-            Stat::new("uart0.irqs", self.stat_irqs, "rising edges of the interrupt line"),
+            Stat::new(
+                "uart0.rx_bytes",
+                self.stat_rx,
+                "bytes received into RBR/FIFO",
+            ),
+            Stat::new(
+                "uart0.rx_overruns",
+                self.stat_overruns,
+                "received bytes lost to overrun",
+            ),
+            Stat::new(
+                "uart0.loopback_bytes",
+                self.stat_loopback,
+                "bytes looped back by MCR.LOOP",
+            ),
+            Stat::new(
+                "uart0.irqs",
+                self.stat_irqs,
+                "rising edges of the interrupt line",
+            ),
         ]
     }
 }
@@ -378,10 +434,12 @@ mod tests {
         (Uart16550::new(Box::new(w.clone())), w)
     }
     fn rd(u: &mut Uart16550, reg: u64) -> u8 {
-        u.read(&mut DevCtx::new(0, 0, &mut NoScheduler), reg, 1).unwrap() as u8
+        u.read(&mut DevCtx::new(0, 0, &mut NoScheduler), reg, 1)
+            .unwrap() as u8
     }
     fn wr(u: &mut Uart16550, reg: u64, v: u8) {
-        u.write(&mut DevCtx::new(0, 0, &mut NoScheduler), reg, 1, v as u64).unwrap();
+        u.write(&mut DevCtx::new(0, 0, &mut NoScheduler), reg, 1, v as u64)
+            .unwrap();
     }
 
     #[test]
@@ -435,7 +493,11 @@ mod tests {
             u.receive(b'z');
         }
         assert_eq!(u.rx_room(), 0);
-        assert_eq!(rd(&mut u, IIR_FCR) & 0x0f, IIR_RLSI, "overrun has top priority");
+        assert_eq!(
+            rd(&mut u, IIR_FCR) & 0x0f,
+            IIR_RLSI,
+            "overrun has top priority"
+        );
         assert_eq!(rd(&mut u, LSR) & (LSR_OE | LSR_DR), LSR_OE | LSR_DR);
         assert_eq!(rd(&mut u, LSR) & LSR_OE, 0, "LSR read clears errors");
         let got: Vec<u8> = (0..16).map(|_| rd(&mut u, 0)).collect();
@@ -450,7 +512,11 @@ mod tests {
     fn loopback_as_the_8250_probe_checks() {
         let (mut u, _irq) = uart();
         wr(&mut u, MCR, MCR_LOOP | 0x0a);
-        assert_eq!(rd(&mut u, MSR) & 0xf0, 0x90, "8250 autoconfig loopback signature");
+        assert_eq!(
+            rd(&mut u, MSR) & 0xf0,
+            0x90,
+            "8250 autoconfig loopback signature"
+        );
         assert_eq!(u.rx_room(), 0);
         wr(&mut u, 0, 0x55);
         assert!(u.take_output().is_empty());
@@ -460,6 +526,10 @@ mod tests {
         assert_eq!(rd(&mut u, MSR) & 0xf0, 0xb0);
         wr(&mut u, SCR, 0xa5);
         assert_eq!(rd(&mut u, SCR), 0xa5);
-        assert_eq!(rd(&mut u, SCR + 0x80), 0xa5, "registers repeat across the window");
+        assert_eq!(
+            rd(&mut u, SCR + 0x80),
+            0xa5,
+            "registers repeat across the window"
+        );
     }
 }

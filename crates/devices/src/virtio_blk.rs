@@ -53,11 +53,16 @@ use std::path::{Path, PathBuf};
 use hs_bus::GuestRam;
 
 use crate::resources::{Attach, DeviceConfig, Kind, ParamError, Params, Plug, Want};
-use crate::virtio_mmio::{self, NeedsReset, QueueConfig, VirtioBackend, VirtioMmio, INT_USED_BUFFER};
+use crate::virtio_mmio::{
+    self, NeedsReset, QueueConfig, VirtioBackend, VirtioMmio, INT_USED_BUFFER,
+};
 use crate::{Clock, DevCtx, Stat};
 
 /// The configuration kind.
-pub const KIND: Kind = Kind { name: "virtio-blk", plug };
+pub const KIND: Kind = Kind {
+    name: "virtio-blk",
+    plug,
+};
 
 pub const DEVICE_ID: u32 = 2;
 pub const SECTOR: u64 = 512;
@@ -143,8 +148,15 @@ impl Disk {
             .read(true)
             .write(write_through)
             .open(path)
-            .map_err(|e| format!("cannot open the disk image `{shown}`{}: {e}", if write_through { " for writing" } else { "" }))?;
-        let meta = file.metadata().map_err(|e| format!("cannot read the size of the disk image `{shown}`: {e}"))?;
+            .map_err(|e| {
+                format!(
+                    "cannot open the disk image `{shown}`{}: {e}",
+                    if write_through { " for writing" } else { "" }
+                )
+            })?;
+        let meta = file
+            .metadata()
+            .map_err(|e| format!("cannot read the size of the disk image `{shown}`: {e}"))?;
         if !meta.is_file() {
             return Err(format!("the disk image `{shown}` is not a regular file"));
         }
@@ -152,7 +164,12 @@ impl Disk {
         if len == 0 || len % SECTOR != 0 {
             return Err(format!("the disk image `{shown}` is {len} bytes, not a positive whole number of 512-byte sectors"));
         }
-        Ok(Disk { path: path.to_path_buf(), file, len, overlay: (!write_through).then(BTreeMap::new) })
+        Ok(Disk {
+            path: path.to_path_buf(),
+            file,
+            len,
+            overlay: (!write_through).then(BTreeMap::new),
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -174,11 +191,15 @@ impl Disk {
     }
     /// The overlay's blocks in order: (block index, its 4 KiB).
     pub fn overlay(&self) -> impl Iterator<Item = (u64, &[u8])> + '_ {
-        self.overlay.iter().flat_map(|o| o.iter().map(|(k, v)| (*k, v.as_deref().unwrap_or(&ZERO_BLOCK[..]))))
+        self.overlay.iter().flat_map(|o| {
+            o.iter()
+                .map(|(k, v)| (*k, v.as_deref().unwrap_or(&ZERO_BLOCK[..])))
+        })
     }
 
     fn in_range(&self, off: u64, len: usize) -> bool {
-        off.checked_add(len as u64).is_some_and(|end| end <= self.len)
+        off.checked_add(len as u64)
+            .is_some_and(|end| end <= self.len)
     }
 
     fn out_of_range(&self) -> std::io::Error {
@@ -203,7 +224,8 @@ impl Disk {
             let n = (BLOCK as usize - within).min(buf.len() - done);
             if let Some(b) = overlay.get(&blk) {
                 if let Some(from) = miss_from.take() {
-                    self.file.read_exact_at(&mut buf[from..done], off + from as u64)?;
+                    self.file
+                        .read_exact_at(&mut buf[from..done], off + from as u64)?;
                 }
                 let b = b.as_deref().unwrap_or(&ZERO_BLOCK[..]);
                 buf[done..done + n].copy_from_slice(&b[within..within + n]);
@@ -213,7 +235,8 @@ impl Disk {
             done += n;
         }
         if let Some(from) = miss_from {
-            self.file.read_exact_at(&mut buf[from..], off + from as u64)?;
+            self.file
+                .read_exact_at(&mut buf[from..], off + from as u64)?;
         }
         Ok(())
     }
@@ -263,7 +286,9 @@ impl Disk {
         if let Some(f) = fill {
             *entry = Some(f);
         }
-        entry.as_deref_mut().ok_or_else(|| std::io::Error::other("overlay block missing"))
+        entry
+            .as_deref_mut()
+            .ok_or_else(|| std::io::Error::other("overlay block missing"))
     }
 
     /// Make `[off, off + len)` read as zeros: whole overlay blocks become
@@ -321,7 +346,11 @@ impl Disk {
                 h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
             }
         }
-        if any { h } else { 0 }
+        if any {
+            h
+        } else {
+            0
+        }
     }
 }
 
@@ -336,15 +365,20 @@ pub struct Timing {
 
 impl Default for Timing {
     fn default() -> Self {
-        Self { latency_ns: DEFAULT_LATENCY_NS, bandwidth_mibps: DEFAULT_BANDWIDTH_MIBPS }
+        Self {
+            latency_ns: DEFAULT_LATENCY_NS,
+            bandwidth_mibps: DEFAULT_BANDWIDTH_MIBPS,
+        }
     }
 }
 
 impl Timing {
     /// Guest nanoseconds a request moving `bytes` takes.
     pub fn cost_ns(&self, bytes: u64) -> u64 {
-        let per = (bytes as u128 * 1_000_000_000) / (self.bandwidth_mibps.max(1) as u128 * (1 << 20));
-        self.latency_ns.saturating_add(per.min(u64::MAX as u128) as u64)
+        let per =
+            (bytes as u128 * 1_000_000_000) / (self.bandwidth_mibps.max(1) as u128 * (1 << 20));
+        self.latency_ns
+            .saturating_add(per.min(u64::MAX as u128) as u64)
     }
 }
 
@@ -408,7 +442,14 @@ pub struct VirtioBlk {
 }
 
 impl VirtioBlk {
-    pub fn new(disk: Disk, read_only: bool, serial: &str, timing: Timing, ram: GuestRam, clock: Clock) -> Self {
+    pub fn new(
+        disk: Disk,
+        read_only: bool,
+        serial: &str,
+        timing: Timing,
+        ram: GuestRam,
+        clock: Clock,
+    ) -> Self {
         let mut id = [0u8; ID_BYTES];
         let s = serial.as_bytes();
         let n = s.len().min(ID_BYTES);
@@ -475,7 +516,11 @@ impl VirtioBlk {
             && self.in_ram(q.desc, 16 * n)
             && self.in_ram(q.driver, 6 + 2 * n)
             && self.in_ram(q.device, 6 + 8 * n);
-        if ok { Ok(()) } else { Err(NeedsReset) }
+        if ok {
+            Ok(())
+        } else {
+            Err(NeedsReset)
+        }
     }
 
     fn read_u16(&self, addr: u64) -> Result<u16, NeedsReset> {
@@ -555,7 +600,14 @@ impl VirtioBlk {
             let done = start.saturating_add(cost);
             self.c.busy_cycles += done - start;
             self.busy_until = done;
-            self.inflight.push_back(Pending { done, head, queue: *q, readable, writable, header });
+            self.inflight.push_back(Pending {
+                done,
+                head,
+                queue: *q,
+                readable,
+                writable,
+                header,
+            });
             self.last_avail = self.last_avail.wrapping_add(1);
             self.c.requests += 1;
         }
@@ -572,7 +624,11 @@ impl VirtioBlk {
             return Ok((S_IOERR, 0));
         };
         let range_ok = |len: u64, disk: &Disk| {
-            len.is_multiple_of(SECTOR) && sector.checked_mul(SECTOR).and_then(|o| o.checked_add(len)).is_some_and(|end| end <= disk.len())
+            len.is_multiple_of(SECTOR)
+                && sector
+                    .checked_mul(SECTOR)
+                    .and_then(|o| o.checked_add(len))
+                    .is_some_and(|end| end <= disk.len())
         };
         match t {
             T_IN => {
@@ -586,7 +642,11 @@ impl VirtioBlk {
                 let mut done = 0u64;
                 while done < len {
                     let n = (len - done).min(CHUNK as u64) as usize;
-                    if self.disk.read(sector * SECTOR + done, &mut buf[..n]).is_err() {
+                    if self
+                        .disk
+                        .read(sector * SECTOR + done, &mut buf[..n])
+                        .is_err()
+                    {
                         self.c.host_errors += 1;
                         self.c.ioerrs += 1;
                         return Ok((S_IOERR, done));
@@ -662,7 +722,8 @@ impl VirtioBlk {
     /// applied; both make the ranges read as zeros (a discard may, and here
     /// does).
     fn zero_ranges(&mut self, p: &Pending, len: u64, discard: bool) -> Result<u8, NeedsReset> {
-        if self.read_only || len == 0 || !len.is_multiple_of(16) || len / 16 > MAX_ZERO_SEGS as u64 {
+        if self.read_only || len == 0 || !len.is_multiple_of(16) || len / 16 > MAX_ZERO_SEGS as u64
+        {
             return Ok(S_IOERR);
         }
         let mut ranges = Vec::new();
@@ -678,7 +739,11 @@ impl VirtioBlk {
             }
             let off = sector.checked_mul(SECTOR);
             let bytes = num as u64 * SECTOR;
-            if num > MAX_ZERO_SECTORS || off.and_then(|o| o.checked_add(bytes)).is_none_or(|end| end > self.disk.len()) {
+            if num > MAX_ZERO_SECTORS
+                || off
+                    .and_then(|o| o.checked_add(bytes))
+                    .is_none_or(|end| end > self.disk.len())
+            {
                 return Ok(S_IOERR);
             }
             ranges.push((sector * SECTOR, bytes));
@@ -698,7 +763,9 @@ impl VirtioBlk {
         let mut completed = 0u32;
         let result = (|| {
             while self.inflight.front().is_some_and(|p| p.done <= ctx.now) {
-                let Some(p) = self.inflight.pop_front() else { break };
+                let Some(p) = self.inflight.pop_front() else {
+                    break;
+                };
                 let q = queues.first().copied().unwrap_or_default();
                 if q != p.queue || !q.ready {
                     // The queue was moved under an outstanding request.
@@ -735,7 +802,10 @@ impl VirtioBlk {
             return Ok(0);
         }
         let q = queues.first().copied().unwrap_or_default();
-        let no_irq = self.ram.read(q.driver, 2).is_some_and(|f| f as u16 & AVAIL_F_NO_INTERRUPT != 0);
+        let no_irq = self
+            .ram
+            .read(q.driver, 2)
+            .is_some_and(|f| f as u16 & AVAIL_F_NO_INTERRUPT != 0);
         if no_irq {
             self.c.interrupts_suppressed += 1;
             Ok(0)
@@ -764,7 +834,11 @@ fn gather(ram: &GuestRam, segs: &[Seg], mut skip: u64, buf: &mut [u8]) -> Result
         done += n;
         skip = 0;
     }
-    if done == buf.len() { Ok(()) } else { Err(NeedsReset) }
+    if done == buf.len() {
+        Ok(())
+    } else {
+        Err(NeedsReset)
+    }
 }
 
 /// Copy `data` to `skip` bytes into the concatenation of `segs`.
@@ -786,7 +860,11 @@ fn scatter(ram: &GuestRam, segs: &[Seg], mut skip: u64, data: &[u8]) -> Result<(
         done += n;
         skip = 0;
     }
-    if done == data.len() { Ok(()) } else { Err(NeedsReset) }
+    if done == data.len() {
+        Ok(())
+    } else {
+        Err(NeedsReset)
+    }
 }
 
 impl VirtioBackend for VirtioBlk {
@@ -794,7 +872,13 @@ impl VirtioBackend for VirtioBlk {
         DEVICE_ID
     }
     fn device_features(&self) -> u64 {
-        F_SIZE_MAX | F_SEG_MAX | F_BLK_SIZE | F_FLUSH | F_DISCARD | F_WRITE_ZEROES | if self.read_only { F_RO } else { 0 }
+        F_SIZE_MAX
+            | F_SEG_MAX
+            | F_BLK_SIZE
+            | F_FLUSH
+            | F_DISCARD
+            | F_WRITE_ZEROES
+            | if self.read_only { F_RO } else { 0 }
     }
     fn num_queues(&self) -> u16 {
         1
@@ -818,7 +902,12 @@ impl VirtioBackend for VirtioBlk {
     fn activate(&mut self, driver_features: u64) {
         self.driver_features = driver_features;
     }
-    fn notify(&mut self, ctx: &mut DevCtx, index: u16, queue: &QueueConfig) -> Result<u32, NeedsReset> {
+    fn notify(
+        &mut self,
+        ctx: &mut DevCtx,
+        index: u16,
+        queue: &QueueConfig,
+    ) -> Result<u32, NeedsReset> {
         if index != 0 {
             return Ok(0);
         }
@@ -838,7 +927,12 @@ impl VirtioBackend for VirtioBlk {
             }
         }
     }
-    fn event(&mut self, ctx: &mut DevCtx, _token: u64, queues: &[QueueConfig]) -> Result<u32, NeedsReset> {
+    fn event(
+        &mut self,
+        ctx: &mut DevCtx,
+        _token: u64,
+        queues: &[QueueConfig],
+    ) -> Result<u32, NeedsReset> {
         self.complete(ctx, queues)
     }
     fn reset(&mut self) {
@@ -850,24 +944,80 @@ impl VirtioBackend for VirtioBlk {
     fn stats(&self, n: &str) -> Vec<Stat> {
         let c = &self.c;
         vec![
-            Stat::new(format!("{n}.requests"), c.requests, "requests taken from the available ring"),
+            Stat::new(
+                format!("{n}.requests"),
+                c.requests,
+                "requests taken from the available ring",
+            ),
             Stat::new(format!("{n}.reads"), c.reads, "IN requests served"),
             Stat::new(format!("{n}.writes"), c.writes, "OUT requests served"),
             Stat::new(format!("{n}.flushes"), c.flushes, "FLUSH requests served"),
             Stat::new(format!("{n}.get_ids"), c.get_ids, "GET_ID requests served"),
-            Stat::new(format!("{n}.unsupported"), c.unsupported, "requests answered VIRTIO_BLK_S_UNSUPP"),
-            Stat::new(format!("{n}.ioerrs"), c.ioerrs, "requests answered VIRTIO_BLK_S_IOERR"),
-            Stat::new(format!("{n}.host_errors"), c.host_errors, "host I/O errors on the image file (answered IOERR)"),
-            Stat::new(format!("{n}.bytes_read"), c.bytes_read, "bytes the guest read"),
-            Stat::new(format!("{n}.bytes_written"), c.bytes_written, "bytes the guest wrote"),
-            Stat::new(format!("{n}.discards"), c.discards, "DISCARD requests served"),
-            Stat::new(format!("{n}.write_zeroes"), c.write_zeroes, "WRITE_ZEROES requests served"),
-            Stat::new(format!("{n}.bytes_zeroed"), c.bytes_zeroed, "bytes made zero by DISCARD / WRITE_ZEROES"),
-            Stat::new(format!("{n}.bad_queues"), c.bad_queues, "malformed queues or chains (device set DEVICE_NEEDS_RESET)"),
-            Stat::new(format!("{n}.irqs_suppressed"), c.interrupts_suppressed, "completions without an interrupt (VIRTQ_AVAIL_F_NO_INTERRUPT)"),
-            Stat::new(format!("{n}.busy_cycles"), c.busy_cycles, "cycles the device spent serving requests"),
-            Stat::new(format!("{n}.overlay_blocks"), self.disk.overlay_blocks(), "4 KiB blocks in the copy-on-write overlay"),
-            Stat::new(format!("{n}.overlay_fnv1a"), self.disk.overlay_fnv1a(), "FNV-1a 64 of the overlay (block index, then bytes)"),
+            Stat::new(
+                format!("{n}.unsupported"),
+                c.unsupported,
+                "requests answered VIRTIO_BLK_S_UNSUPP",
+            ),
+            Stat::new(
+                format!("{n}.ioerrs"),
+                c.ioerrs,
+                "requests answered VIRTIO_BLK_S_IOERR",
+            ),
+            Stat::new(
+                format!("{n}.host_errors"),
+                c.host_errors,
+                "host I/O errors on the image file (answered IOERR)",
+            ),
+            Stat::new(
+                format!("{n}.bytes_read"),
+                c.bytes_read,
+                "bytes the guest read",
+            ),
+            Stat::new(
+                format!("{n}.bytes_written"),
+                c.bytes_written,
+                "bytes the guest wrote",
+            ),
+            Stat::new(
+                format!("{n}.discards"),
+                c.discards,
+                "DISCARD requests served",
+            ),
+            Stat::new(
+                format!("{n}.write_zeroes"),
+                c.write_zeroes,
+                "WRITE_ZEROES requests served",
+            ),
+            Stat::new(
+                format!("{n}.bytes_zeroed"),
+                c.bytes_zeroed,
+                "bytes made zero by DISCARD / WRITE_ZEROES",
+            ),
+            Stat::new(
+                format!("{n}.bad_queues"),
+                c.bad_queues,
+                "malformed queues or chains (device set DEVICE_NEEDS_RESET)",
+            ),
+            Stat::new(
+                format!("{n}.irqs_suppressed"),
+                c.interrupts_suppressed,
+                "completions without an interrupt (VIRTQ_AVAIL_F_NO_INTERRUPT)",
+            ),
+            Stat::new(
+                format!("{n}.busy_cycles"),
+                c.busy_cycles,
+                "cycles the device spent serving requests",
+            ),
+            Stat::new(
+                format!("{n}.overlay_blocks"),
+                self.disk.overlay_blocks(),
+                "4 KiB blocks in the copy-on-write overlay",
+            ),
+            Stat::new(
+                format!("{n}.overlay_fnv1a"),
+                self.disk.overlay_fnv1a(),
+                "FNV-1a 64 of the overlay (block index, then bytes)",
+            ),
         ]
     }
 }
@@ -894,11 +1044,19 @@ impl BlkConfig {
         let write_through = p.bool("write-through", false)?;
         let read_only = p.bool("read-only", false)?;
         let latency_ns = p.int("latency-ns", DEFAULT_LATENCY_NS as i64, 0, 1_000_000_000)? as u64;
-        let bandwidth_mibps = p.int("bandwidth-mibps", DEFAULT_BANDWIDTH_MIBPS as i64, 1, 1 << 20)? as u64;
+        let bandwidth_mibps = p.int(
+            "bandwidth-mibps",
+            DEFAULT_BANDWIDTH_MIBPS as i64,
+            1,
+            1 << 20,
+        )? as u64;
         let serial = p.string("serial")?.unwrap_or_else(|| cfg.name.clone());
         p.finish()?;
         if serial.len() > ID_BYTES {
-            return Err(ParamError { key: "serial".into(), message: format!("`{serial}` is longer than {ID_BYTES} bytes") });
+            return Err(ParamError {
+                key: "serial".into(),
+                message: format!("`{serial}` is longer than {ID_BYTES} bytes"),
+            });
         }
         if write_through && read_only {
             return Err(ParamError {
@@ -907,18 +1065,40 @@ impl BlkConfig {
             });
         }
         let file = PathBuf::from(file);
-        Disk::open(&file, write_through).map_err(|message| ParamError { key: "file".into(), message })?;
-        Ok(BlkConfig { file, write_through, read_only, timing: Timing { latency_ns, bandwidth_mibps }, serial })
+        Disk::open(&file, write_through).map_err(|message| ParamError {
+            key: "file".into(),
+            message,
+        })?;
+        Ok(BlkConfig {
+            file,
+            write_through,
+            read_only,
+            timing: Timing {
+                latency_ns,
+                bandwidth_mibps,
+            },
+            serial,
+        })
     }
 
     /// The device: a virtio-mmio transport anywhere in the platform window
     /// with one interrupt line, this disk behind it.
     pub fn plug(self, name: &str) -> Result<Plug, ParamError> {
-        let disk = Disk::open(&self.file, self.write_through).map_err(|message| ParamError { key: "file".into(), message })?;
+        let disk = Disk::open(&self.file, self.write_through).map_err(|message| ParamError {
+            key: "file".into(),
+            message,
+        })?;
         let want = Want::new(name).mmio(virtio_mmio::SIZE).irqs(1);
         let name = name.to_string();
         Ok(Plug::new(want, move |a: &mut Attach| {
-            let blk = VirtioBlk::new(disk, self.read_only, &self.serial, self.timing, a.ram.clone(), a.clock);
+            let blk = VirtioBlk::new(
+                disk,
+                self.read_only,
+                &self.serial,
+                self.timing,
+                a.ram.clone(),
+                a.clock,
+            );
             Box::new(VirtioMmio::new(0, a.irq(0), Some(Box::new(blk))).named(name))
         }))
     }

@@ -51,9 +51,19 @@ pub trait VirtioBackend: crate::AsAny {
     fn activate(&mut self, _driver_features: u64) {}
     /// The driver kicked queue `index`. Returns interrupt status bits to
     /// raise (e.g. [`INT_USED_BUFFER`]).
-    fn notify(&mut self, ctx: &mut DevCtx, index: u16, queue: &QueueConfig) -> Result<u32, NeedsReset>;
+    fn notify(
+        &mut self,
+        ctx: &mut DevCtx,
+        index: u16,
+        queue: &QueueConfig,
+    ) -> Result<u32, NeedsReset>;
     /// A scheduled completion is due (see [`DevCtx::events`]); same return as `notify`.
-    fn event(&mut self, _ctx: &mut DevCtx, _token: u64, _queues: &[QueueConfig]) -> Result<u32, NeedsReset> {
+    fn event(
+        &mut self,
+        _ctx: &mut DevCtx,
+        _token: u64,
+        _queues: &[QueueConfig],
+    ) -> Result<u32, NeedsReset> {
         Ok(0)
     }
     /// The driver reset the device.
@@ -83,7 +93,11 @@ pub struct VirtioMmio {
 
 impl VirtioMmio {
     /// Slot `index` (naming only), raising `irq`.
-    pub fn new(index: usize, irq: Box<dyn IrqLine>, backend: Option<Box<dyn VirtioBackend>>) -> Self {
+    pub fn new(
+        index: usize,
+        irq: Box<dyn IrqLine>,
+        backend: Option<Box<dyn VirtioBackend>>,
+    ) -> Self {
         let nq = backend.as_ref().map_or(0, |b| b.num_queues() as usize);
         Self {
             name: format!("virtio{index}"),
@@ -123,13 +137,17 @@ impl VirtioMmio {
     }
 
     fn features(&self) -> u64 {
-        self.backend.as_ref().map_or(0, |b| b.device_features() | (1 << 32))
+        self.backend
+            .as_ref()
+            .map_or(0, |b| b.device_features() | (1 << 32))
     }
 
     fn reset(&mut self) {
         self.driver_features = 0;
         self.queue_sel = 0;
-        self.queues.iter_mut().for_each(|q| *q = QueueConfig::default());
+        self.queues
+            .iter_mut()
+            .for_each(|q| *q = QueueConfig::default());
         self.interrupt_status = 0;
         self.status = 0;
         if let Some(b) = self.backend.as_mut() {
@@ -200,7 +218,9 @@ impl Device for VirtioMmio {
                 1 => (self.features() >> 32) as u32,
                 _ => 0,
             },
-            0x034 => q.map_or(0, |_| self.backend.as_ref().map_or(0, |b| b.queue_max() as u32)),
+            0x034 => q.map_or(0, |_| {
+                self.backend.as_ref().map_or(0, |b| b.queue_max() as u32)
+            }),
             0x044 => q.map_or(0, |q| q.ready as u32),
             0x060 => self.interrupt_status,
             0x070 => self.status,
@@ -216,8 +236,13 @@ impl Device for VirtioMmio {
         Ok(v as u64)
     }
 
-    fn write(&mut self, ctx: &mut DevCtx, offset: u64, size: u8, val: u64)
-        -> Result<WriteEffect, BadAccess> {
+    fn write(
+        &mut self,
+        ctx: &mut DevCtx,
+        offset: u64,
+        size: u8,
+        val: u64,
+    ) -> Result<WriteEffect, BadAccess> {
         let before = self.interrupt_status;
         if offset >= CONFIG_BASE {
             if !crate::size_ok(size) {
@@ -260,7 +285,10 @@ impl Device for VirtioMmio {
             0x050 => {
                 self.stat_notifies += 1;
                 let index = v as u16;
-                if let (Some(q), Some(b)) = (self.queues.get(index as usize).copied(), self.backend.as_mut()) {
+                if let (Some(q), Some(b)) = (
+                    self.queues.get(index as usize).copied(),
+                    self.backend.as_mut(),
+                ) {
                     if q.ready && self.status & STATUS_NEEDS_RESET == 0 {
                         let r = b.notify(ctx, index, &q);
                         self.raise(r);
@@ -285,15 +313,42 @@ impl Device for VirtioMmio {
                     }
                 }
             }
-            0x080 => { if let Some(q) = self.queue() { set_lo(&mut q.desc, v) } }
-            0x084 => { if let Some(q) = self.queue() { set_hi(&mut q.desc, v) } }
-            0x090 => { if let Some(q) = self.queue() { set_lo(&mut q.driver, v) } }
-            0x094 => { if let Some(q) = self.queue() { set_hi(&mut q.driver, v) } }
-            0x0a0 => { if let Some(q) = self.queue() { set_lo(&mut q.device, v) } }
-            0x0a4 => { if let Some(q) = self.queue() { set_hi(&mut q.device, v) } }
+            0x080 => {
+                if let Some(q) = self.queue() {
+                    set_lo(&mut q.desc, v)
+                }
+            }
+            0x084 => {
+                if let Some(q) = self.queue() {
+                    set_hi(&mut q.desc, v)
+                }
+            }
+            0x090 => {
+                if let Some(q) = self.queue() {
+                    set_lo(&mut q.driver, v)
+                }
+            }
+            0x094 => {
+                if let Some(q) = self.queue() {
+                    set_hi(&mut q.driver, v)
+                }
+            }
+            0x0a0 => {
+                if let Some(q) = self.queue() {
+                    set_lo(&mut q.device, v)
+                }
+            }
+            0x0a4 => {
+                if let Some(q) = self.queue() {
+                    set_hi(&mut q.device, v)
+                }
+            }
             _ => {}
         }
-        Ok(WriteEffect { irq_changed: before != self.interrupt_status, stop: false })
+        Ok(WriteEffect {
+            irq_changed: before != self.interrupt_status,
+            stop: false,
+        })
     }
 
     fn event(&mut self, ctx: &mut DevCtx, token: u64) {
@@ -318,12 +373,29 @@ impl Device for VirtioMmio {
         }
         let n = self.name();
         vec![
-            Stat::new(format!("{n}.notifies"), self.stat_notifies, "queue notifications from the driver"),
-            Stat::new(format!("{n}.interrupts"), self.stat_interrupts, "interrupts raised"),
-            Stat::new(format!("{n}.needs_reset"), (self.status & STATUS_NEEDS_RESET != 0) as u64, "1 while the device is in the error state (DEVICE_NEEDS_RESET)"),
+            Stat::new(
+                format!("{n}.notifies"),
+                self.stat_notifies,
+                "queue notifications from the driver",
+            ),
+            Stat::new(
+                format!("{n}.interrupts"),
+                self.stat_interrupts,
+                "interrupts raised",
+            ),
+            Stat::new(
+                format!("{n}.needs_reset"),
+                (self.status & STATUS_NEEDS_RESET != 0) as u64,
+                "1 while the device is in the error state (DEVICE_NEEDS_RESET)",
+            ),
         ]
         .into_iter()
-        .chain(self.backend.as_ref().map(|b| b.stats(&n)).unwrap_or_default())
+        .chain(
+            self.backend
+                .as_ref()
+                .map(|b| b.stats(&n))
+                .unwrap_or_default(),
+        )
         .collect()
     }
 }
@@ -334,10 +406,12 @@ mod tests {
     use crate::{NoScheduler, WireIrq};
 
     fn rd(d: &mut VirtioMmio, off: u64) -> u32 {
-        d.read(&mut DevCtx::new(0, 0, &mut NoScheduler), off, 4).unwrap() as u32
+        d.read(&mut DevCtx::new(0, 0, &mut NoScheduler), off, 4)
+            .unwrap() as u32
     }
     fn wr(d: &mut VirtioMmio, off: u64, v: u32) {
-        d.write(&mut DevCtx::new(0, 0, &mut NoScheduler), off, 4, v as u64).unwrap();
+        d.write(&mut DevCtx::new(0, 0, &mut NoScheduler), off, 4, v as u64)
+            .unwrap();
     }
 
     #[test]
@@ -355,15 +429,34 @@ mod tests {
     /// fails on queue 1.
     struct Probe(Vec<QueueConfig>);
     impl VirtioBackend for Probe {
-        fn device_id(&self) -> u32 { 42 }
-        fn device_features(&self) -> u64 { 0b101 }
-        fn num_queues(&self) -> u16 { 2 }
-        fn queue_max(&self) -> u16 { 64 }
-        fn config_read(&mut self, offset: u64, _size: u8) -> u64 { 0x1000 + offset }
+        fn device_id(&self) -> u32 {
+            42
+        }
+        fn device_features(&self) -> u64 {
+            0b101
+        }
+        fn num_queues(&self) -> u16 {
+            2
+        }
+        fn queue_max(&self) -> u16 {
+            64
+        }
+        fn config_read(&mut self, offset: u64, _size: u8) -> u64 {
+            0x1000 + offset
+        }
         fn config_write(&mut self, _offset: u64, _size: u8, _val: u64) {}
-        fn notify(&mut self, _ctx: &mut DevCtx, index: u16, q: &QueueConfig) -> Result<u32, NeedsReset> {
+        fn notify(
+            &mut self,
+            _ctx: &mut DevCtx,
+            index: u16,
+            q: &QueueConfig,
+        ) -> Result<u32, NeedsReset> {
             self.0.push(*q);
-            if index == 0 { Ok(INT_USED_BUFFER) } else { Err(NeedsReset) }
+            if index == 0 {
+                Ok(INT_USED_BUFFER)
+            } else {
+                Err(NeedsReset)
+            }
         }
     }
 
@@ -396,7 +489,10 @@ mod tests {
         wr(&mut d, 0x44, 1);
         wr(&mut d, 0x50, 1);
         assert_eq!(rd(&mut d, 0x70) & STATUS_NEEDS_RESET, STATUS_NEEDS_RESET);
-        assert_eq!(d.read(&mut DevCtx::new(0, 0, &mut NoScheduler), 0x108, 2), Ok(0x1008));
+        assert_eq!(
+            d.read(&mut DevCtx::new(0, 0, &mut NoScheduler), 0x108, 2),
+            Ok(0x1008)
+        );
         wr(&mut d, 0x70, 0);
         assert_eq!(rd(&mut d, 0x70), 0);
         assert!(!irq.is_high());

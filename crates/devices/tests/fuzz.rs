@@ -12,27 +12,53 @@ impl Scheduler for Sched {
     }
 }
 
-const CLK: Clock = Clock { hz: 1_000_000_000, cycles_per_tick: 100 };
+const CLK: Clock = Clock {
+    hz: 1_000_000_000,
+    cycles_per_tick: 100,
+};
 
 /// A backend that fails every other kick, to exercise both outcomes.
 struct Flaky(u64);
 impl VirtioBackend for Flaky {
-    fn device_id(&self) -> u32 { 2 }
-    fn device_features(&self) -> u64 { 1 }
-    fn num_queues(&self) -> u16 { 2 }
-    fn queue_max(&self) -> u16 { 256 }
-    fn config_read(&mut self, offset: u64, _size: u8) -> u64 { offset.wrapping_mul(0x0101_0101_0101_0101) }
+    fn device_id(&self) -> u32 {
+        2
+    }
+    fn device_features(&self) -> u64 {
+        1
+    }
+    fn num_queues(&self) -> u16 {
+        2
+    }
+    fn queue_max(&self) -> u16 {
+        256
+    }
+    fn config_read(&mut self, offset: u64, _size: u8) -> u64 {
+        offset.wrapping_mul(0x0101_0101_0101_0101)
+    }
     fn config_write(&mut self, _offset: u64, _size: u8, _val: u64) {}
-    fn notify(&mut self, _ctx: &mut DevCtx, _index: u16, _q: &virtio_mmio::QueueConfig) -> Result<u32, virtio_mmio::NeedsReset> {
+    fn notify(
+        &mut self,
+        _ctx: &mut DevCtx,
+        _index: u16,
+        _q: &virtio_mmio::QueueConfig,
+    ) -> Result<u32, virtio_mmio::NeedsReset> {
         self.0 += 1;
-        if self.0 & 1 == 0 { Ok(virtio_mmio::INT_USED_BUFFER) } else { Err(virtio_mmio::NeedsReset) }
+        if self.0 & 1 == 0 {
+            Ok(virtio_mmio::INT_USED_BUFFER)
+        } else {
+            Err(virtio_mmio::NeedsReset)
+        }
     }
 }
 
 fn devices() -> (Vec<Box<dyn Device>>, Plic) {
     let mut plic = Plic::new(4);
     let uart = Uart16550::new(Box::new(plic.connect(10).unwrap()));
-    let rtc = GoldfishRtc::new(CLK, rtc::DEFAULT_EPOCH_SECS, Box::new(plic.connect(11).unwrap()));
+    let rtc = GoldfishRtc::new(
+        CLK,
+        rtc::DEFAULT_EPOCH_SECS,
+        Box::new(plic.connect(11).unwrap()),
+    );
     let v = VirtioMmio::new(0, Box::new(plic.connect(1).unwrap()), None);
     let devs: Vec<Box<dyn Device>> = vec![
         Box::new(Clint::new(4, CLK)),
@@ -42,7 +68,11 @@ fn devices() -> (Vec<Box<dyn Device>>, Plic) {
         Box::new(Syscon::new()),
         Box::new(v),
         Box::new(Rom::new("mrom", 0xf000, vec![0xaa; 64])),
-        Box::new(VirtioMmio::new(1, Box::new(plic.connect(2).unwrap()), Some(Box::new(Flaky(0))))),
+        Box::new(VirtioMmio::new(
+            1,
+            Box::new(plic.connect(2).unwrap()),
+            Some(Box::new(Flaky(0))),
+        )),
         // The CLINT with the IPI knob holding or delaying cross-hart msip writes.
         Box::new(clint_with(IpiPolicy::Delay(1000))),
         Box::new(clint_with(IpiPolicy::DropUntilTick)),
@@ -72,14 +102,28 @@ fn op() -> impl Strategy<Value = Op> {
     (
         0usize..10,
         any::<bool>(),
-        prop_oneof![0u64..0x200, 0u64..0x10_000, 0x1f_0000u64..0x21_0000, any::<u64>()],
+        prop_oneof![
+            0u64..0x200,
+            0u64..0x10_000,
+            0x1f_0000u64..0x21_0000,
+            any::<u64>()
+        ],
         prop_oneof![Just(1u8), Just(2), Just(4), Just(8), 0u8..=16],
         prop_oneof![any::<u64>(), 0u64..0x100, Just(0x5555), Just(0x7777)],
         0usize..6,
         any::<u64>(),
         prop::bool::weighted(0.05),
     )
-        .prop_map(|(dev, write, offset, size, val, hart, now, event)| Op { dev, write, offset, size, val, hart, now, event })
+        .prop_map(|(dev, write, offset, size, val, hart, now, event)| Op {
+            dev,
+            write,
+            offset,
+            size,
+            val,
+            hart,
+            now,
+            event,
+        })
 }
 
 proptest! {

@@ -17,11 +17,26 @@ const DR_ADDR: u64 = SSI_BASE + ssi::DR;
 
 #[derive(Debug, Clone)]
 enum Op {
-    Ssi { write: bool, offset: u64, size: u8, val: u64 },
-    Dma { write: bool, offset: u64, size: u8, val: u64 },
+    Ssi {
+        write: bool,
+        offset: u64,
+        size: u8,
+        val: u64,
+    },
+    Dma {
+        write: bool,
+        offset: u64,
+        size: u8,
+        val: u64,
+    },
     /// Start channel `ch` on LLI `lli` (index into the generated chain)
     /// with the CFG high word `cfg_hi`.
-    Start { ch: u64, lli: usize, cfg_hi: u64, linked: bool },
+    Start {
+        ch: u64,
+        lli: usize,
+        cfg_hi: u64,
+        linked: bool,
+    },
     /// Drive the extra handshake lines 2 and 3.
     Request { hs: u32, burst: bool, single: bool },
     /// Let time pass and serve device events.
@@ -49,8 +64,16 @@ fn addr() -> impl Strategy<Value = u64> {
 }
 
 fn ctl() -> impl Strategy<Value = u64> {
-    (any::<u64>(), 0u64..3, 0u64..3, 0u64..4, 0u64..4, prop::bool::weighted(0.9), prop::bool::weighted(0.4)).prop_map(
-        |(noise, sw, dw, sm, dm, valid, last)| {
+    (
+        any::<u64>(),
+        0u64..3,
+        0u64..3,
+        0u64..4,
+        0u64..4,
+        prop::bool::weighted(0.9),
+        prop::bool::weighted(0.4),
+    )
+        .prop_map(|(noise, sw, dw, sm, dm, valid, last)| {
             let mut c = noise & (1 << 4 | 1 << 6 | 1 << 58);
             c |= sw << 8 | dw << 11 | sm << 14 | dm << 18;
             if valid {
@@ -60,24 +83,45 @@ fn ctl() -> impl Strategy<Value = u64> {
                 c |= axi::CTL_LLI_LAST;
             }
             c
-        },
-    )
+        })
 }
 
 fn chain() -> impl Strategy<Value = Vec<Lli>> {
-    prop::collection::vec((0u64..1024, addr(), addr(), prop_oneof![4 => 0u32..80, 1 => any::<u32>()], ctl(), any::<u64>(), 0usize..10), 1..10)
-        .prop_map(|raw| {
-            let slots: Vec<u64> = raw.iter().map(|r| RAM + r.0 * 64).collect();
-            raw.iter()
-                .enumerate()
-                .map(|(i, r)| {
-                    // Mostly point at another generated LLI (loops included),
-                    // sometimes anywhere.
-                    let next = if r.6 < 8 { slots[r.6 % slots.len()] } else { r.5 };
-                    Lli { at: slots[i], sar: r.1, dar: r.2, bts: r.3, ctl: r.4, next }
-                })
-                .collect()
-        })
+    prop::collection::vec(
+        (
+            0u64..1024,
+            addr(),
+            addr(),
+            prop_oneof![4 => 0u32..80, 1 => any::<u32>()],
+            ctl(),
+            any::<u64>(),
+            0usize..10,
+        ),
+        1..10,
+    )
+    .prop_map(|raw| {
+        let slots: Vec<u64> = raw.iter().map(|r| RAM + r.0 * 64).collect();
+        raw.iter()
+            .enumerate()
+            .map(|(i, r)| {
+                // Mostly point at another generated LLI (loops included),
+                // sometimes anywhere.
+                let next = if r.6 < 8 {
+                    slots[r.6 % slots.len()]
+                } else {
+                    r.5
+                };
+                Lli {
+                    at: slots[i],
+                    sar: r.1,
+                    dar: r.2,
+                    bts: r.3,
+                    ctl: r.4,
+                    next,
+                }
+            })
+            .collect()
+    })
 }
 
 fn reg_offset(window: u64) -> impl Strategy<Value = u64> {
@@ -86,7 +130,13 @@ fn reg_offset(window: u64) -> impl Strategy<Value = u64> {
 
 fn op() -> impl Strategy<Value = Op> {
     let size = prop_oneof![Just(4u8), Just(4), Just(8), Just(1), Just(2), 0u8..=16];
-    let val = prop_oneof![any::<u64>(), 0u64..0x200, Just(0xffff_ffff), Just(0x101), Just(1)];
+    let val = prop_oneof![
+        any::<u64>(),
+        0u64..0x200,
+        Just(0xffff_ffff),
+        Just(0x101),
+        Just(1)
+    ];
     prop_oneof![
         4 => (any::<bool>(), reg_offset(ssi::SIZE), size.clone(), val.clone())
             .prop_map(|(write, offset, size, val)| Op::Ssi { write, offset, size, val }),
@@ -106,7 +156,15 @@ fn op() -> impl Strategy<Value = Op> {
 
 /// Sink frames, DMA registers, counters, SSI levels/status, RAM, events
 /// served, the DMA's channel trace.
-type Record = (Vec<SinkFrame>, Vec<u64>, Vec<u64>, Vec<u64>, Vec<u8>, u64, Vec<axi::DmaEvent>);
+type Record = (
+    Vec<SinkFrame>,
+    Vec<u64>,
+    Vec<u64>,
+    Vec<u64>,
+    Vec<u8>,
+    u64,
+    Vec<axi::DmaEvent>,
+);
 
 struct Rig {
     ram: VecMemory,
@@ -124,7 +182,11 @@ impl Rig {
     fn new(seed: &[u8]) -> Self {
         let wires = HandshakeWires::new(4);
         let (ssi_irq, dma_irq) = (WireIrq::new(), WireIrq::new());
-        let cfg = SsiConfig { fifo_depth: 7, ssi_clk_hz: 50_000_000, ..SsiConfig::default() };
+        let cfg = SsiConfig {
+            fifo_depth: 7,
+            ssi_clk_hz: 50_000_000,
+            ..SsiConfig::default()
+        };
         let mut ssi = DwSsi::new(
             "spi0",
             cfg,
@@ -136,18 +198,43 @@ impl Rig {
         let log = sink.log();
         ssi.attach(1, Box::new(sink));
         // Small limits so a case's total work stays bounded and quick.
-        let dcfg = AxiDmaConfig { block_size: 128, max_blocks: 16, ..AxiDmaConfig::default() };
-        let dma = AxiDma::new("dma0", dcfg, Box::new(dma_irq.clone()), Box::new(wires.clone()));
+        let dcfg = AxiDmaConfig {
+            block_size: 128,
+            max_blocks: 16,
+            ..AxiDmaConfig::default()
+        };
+        let dma = AxiDma::new(
+            "dma0",
+            dcfg,
+            Box::new(dma_irq.clone()),
+            Box::new(wires.clone()),
+        );
         let mut ram = VecMemory::new(RAM, RAM_SIZE as usize);
         for (i, b) in ram.data.iter_mut().enumerate() {
             *b = seed[i % seed.len().max(1)].wrapping_add(i as u8);
         }
-        Self { ram, ssi, dma, wires, dma_irq, ssi_irq, log, now: 0, events: 0 }
+        Self {
+            ram,
+            ssi,
+            dma,
+            wires,
+            dma_irq,
+            ssi_irq,
+            log,
+            now: 0,
+            events: 0,
+        }
     }
 
     fn serve(&mut self, limit: u64, budget: u64) {
         for _ in 0..budget {
-            let Some(t) = [self.ssi.next_event(), self.dma.next_event()].into_iter().flatten().min() else { break };
+            let Some(t) = [self.ssi.next_event(), self.dma.next_event()]
+                .into_iter()
+                .flatten()
+                .min()
+            else {
+                break;
+            };
             if t > limit {
                 break;
             }
@@ -165,7 +252,12 @@ impl Rig {
         self.serve(self.now, 10_000);
         let now = self.now;
         match *op {
-            Op::Ssi { write, offset, size, val } => {
+            Op::Ssi {
+                write,
+                offset,
+                size,
+                val,
+            } => {
                 if write {
                     let _ = self.ssi.write(offset, size, val, now);
                 } else if let Ok(v) = self.ssi.read(offset, size, now) {
@@ -176,18 +268,32 @@ impl Rig {
                 let rxflr = self.ssi.read(ssi::RXFLR, 4, now).unwrap();
                 assert!(txflr <= 7 && rxflr <= 7);
             }
-            Op::Dma { write, offset, size, val } => {
+            Op::Dma {
+                write,
+                offset,
+                size,
+                val,
+            } => {
                 if write {
                     let _ = self.dma.write(offset, size, val, now);
                 } else if let Ok(v) = self.dma.read(offset, size, now) {
                     assert!(size >= 8 || v >> (size as u32 * 8) == 0);
                 }
             }
-            Op::Start { ch, lli, cfg_hi, linked } => {
+            Op::Start {
+                ch,
+                lli,
+                cfg_hi,
+                linked,
+            } => {
                 let first = chain[lli % chain.len()].at;
                 let b = axi::CH_BASE + ch * axi::CH_STRIDE;
-                let _ = self.dma.write(axi::DMAC_CFG, 4, axi::CFG_DMAC_EN | axi::CFG_INT_EN, now);
-                let _ = self.dma.write(b + axi::CH_CFG, 4, if linked { 0xf } else { 0 }, now);
+                let _ = self
+                    .dma
+                    .write(axi::DMAC_CFG, 4, axi::CFG_DMAC_EN | axi::CFG_INT_EN, now);
+                let _ = self
+                    .dma
+                    .write(b + axi::CH_CFG, 4, if linked { 0xf } else { 0 }, now);
                 let _ = self.dma.write(b + axi::CH_CFG + 4, 4, cfg_hi, now);
                 let _ = self.dma.write(b + axi::CH_LLP, 8, first, now);
                 let l = &chain[lli % chain.len()];
@@ -195,11 +301,20 @@ impl Rig {
                 let _ = self.dma.write(b + axi::CH_DAR, 8, l.dar, now);
                 let _ = self.dma.write(b + axi::CH_BLOCK_TS, 4, l.bts as u64, now);
                 let _ = self.dma.write(b + axi::CH_CTL, 8, l.ctl, now);
-                let _ = self.dma.write(b + axi::CH_INTSTATUS_ENA, 4, 0xffff_ffff, now);
-                let _ = self.dma.write(b + axi::CH_INTSIGNAL_ENA, 4, 0xffff_ffff, now);
-                let _ = self.dma.write(axi::DMAC_CHEN, 4, 1 << ch | 1 << (8 + ch), now);
+                let _ = self
+                    .dma
+                    .write(b + axi::CH_INTSTATUS_ENA, 4, 0xffff_ffff, now);
+                let _ = self
+                    .dma
+                    .write(b + axi::CH_INTSIGNAL_ENA, 4, 0xffff_ffff, now);
+                let _ = self
+                    .dma
+                    .write(axi::DMAC_CHEN, 4, 1 << ch | 1 << (8 + ch), now);
             }
-            Op::Request { hs, burst, single } => self.wires.line(hs).set_request(DmaRequest { burst, single }, now),
+            Op::Request { hs, burst, single } => self
+                .wires
+                .line(hs)
+                .set_request(DmaRequest { burst, single }, now),
             Op::Wait(d) => {
                 self.now = self.now.saturating_add(d);
                 self.serve(self.now, 10_000);
@@ -208,12 +323,22 @@ impl Rig {
     }
 
     fn record(&mut self) -> Record {
-        let regs: Vec<u64> = (0..0x900 / 8).map(|i| self.dma.read(i * 8, 8, self.now).unwrap()).collect();
+        let regs: Vec<u64> = (0..0x900 / 8)
+            .map(|i| self.dma.read(i * 8, 8, self.now).unwrap())
+            .collect();
         (
             self.log.frames(),
             regs,
-            self.ssi.stats().iter().chain(self.dma.stats().iter()).map(|s| s.value).collect(),
-            [ssi::TXFLR, ssi::RXFLR, ssi::SR, ssi::RISR].iter().map(|&o| self.ssi.read(o, 4, self.now).unwrap()).collect(),
+            self.ssi
+                .stats()
+                .iter()
+                .chain(self.dma.stats().iter())
+                .map(|s| s.value)
+                .collect(),
+            [ssi::TXFLR, ssi::RXFLR, ssi::SR, ssi::RISR]
+                .iter()
+                .map(|&o| self.ssi.read(o, 4, self.now).unwrap())
+                .collect(),
             self.ram.data.clone(),
             self.events,
             self.dma.take_trace(),
@@ -238,7 +363,14 @@ fn run_case(seed: &[u8], chain: &[Lli], ops: &[Op]) -> Record {
     let mut rig = Rig::new(seed);
     write_chain(&mut rig, chain);
     // A usable SPI set-up first, so DMA to the data register has a wire.
-    for (off, v) in [(ssi::SSIENR, 0), (ssi::BAUDR, 2), (ssi::SER, 2), (ssi::DMATDLR, 3), (ssi::DMACR, 3), (ssi::SSIENR, 1)] {
+    for (off, v) in [
+        (ssi::SSIENR, 0),
+        (ssi::BAUDR, 2),
+        (ssi::SER, 2),
+        (ssi::DMATDLR, 3),
+        (ssi::DMACR, 3),
+        (ssi::SSIENR, 1),
+    ] {
         rig.ssi.write(off, 4, v, 0).unwrap();
     }
     for op in ops {
@@ -247,8 +379,16 @@ fn run_case(seed: &[u8], chain: &[Lli], ops: &[Op]) -> Record {
     // Everything the guest started must end: after a bounded number of
     // events nothing is scheduled any more.
     rig.serve(u64::MAX / 4, 400_000);
-    assert_eq!(rig.ssi.next_event(), None, "SSI still busy after the event budget");
-    assert_eq!(rig.dma.next_event(), None, "DMA still busy after the event budget");
+    assert_eq!(
+        rig.ssi.next_event(),
+        None,
+        "SSI still busy after the event budget"
+    );
+    assert_eq!(
+        rig.dma.next_event(),
+        None,
+        "DMA still busy after the event budget"
+    );
     rig.record()
 }
 

@@ -8,15 +8,30 @@ use proptest::prelude::*;
 
 #[derive(Debug, Clone)]
 enum Op {
-    Read { offset: u64, size: u8 },
-    Write { offset: u64, size: u8, val: u64 },
+    Read {
+        offset: u64,
+        size: u8,
+    },
+    Write {
+        offset: u64,
+        size: u8,
+        val: u64,
+    },
     /// Drive wire `line` to `level` (the GPIO samples it at once or later).
-    Wire { line: usize, level: bool, sample: bool },
-    Host { line: u32, level: bool },
+    Wire {
+        line: usize,
+        level: bool,
+        sample: bool,
+    },
+    Host {
+        line: u32,
+        level: bool,
+    },
 }
 
 fn op() -> impl Strategy<Value = Op> {
-    let offset = prop_oneof![4 => (0..SIZE / 4).prop_map(|w| w * 4), 1 => 0..SIZE + 8, 1 => any::<u64>()];
+    let offset =
+        prop_oneof![4 => (0..SIZE / 4).prop_map(|w| w * 4), 1 => 0..SIZE + 8, 1 => any::<u64>()];
     let size = prop_oneof![6 => Just(4u8), 1 => prop::sample::select(vec![0u8, 1, 2, 3, 8, 16])];
     prop_oneof![
         2 => (offset.clone(), size.clone()).prop_map(|(offset, size)| Op::Read { offset, size }),
@@ -41,7 +56,11 @@ fn run(n: u32, ops: &[Op]) -> (Vec<GpioChange>, Vec<Result<u64, ()>>, bool) {
             Op::Write { offset, size, val } => {
                 let _ = g.write(&mut ctx, offset, size, val);
             }
-            Op::Wire { line, level, sample } => {
+            Op::Wire {
+                line,
+                level,
+                sample,
+            } => {
                 if let Some(w) = ins.get(line) {
                     w.set_level(level);
                 }
@@ -52,7 +71,11 @@ fn run(n: u32, ops: &[Op]) -> (Vec<GpioChange>, Vec<Result<u64, ()>>, bool) {
             Op::Host { line, level } => g.set_input(line, level, now as u64),
         }
         let status = g.read(&mut ctx, INTSTATUS, 4).unwrap_or(0);
-        assert_eq!(irq.is_high(), status != 0, "interrupt line disagrees with INTSTATUS {status:#x} after {op:?}");
+        assert_eq!(
+            irq.is_high(),
+            status != 0,
+            "interrupt line disagrees with INTSTATUS {status:#x} after {op:?}"
+        );
         assert_eq!(g.irq_level(), irq.is_high());
     }
     (g.changes().to_vec(), reads, irq.is_high())

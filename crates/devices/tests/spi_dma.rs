@@ -47,8 +47,22 @@ impl Rig {
         let sink = SpiSink::new(0, 10_000_000).answering(miso);
         let log = sink.log();
         ssi.attach(0, Box::new(sink));
-        let dma = AxiDma::new("dma0", AxiDmaConfig::default(), Box::new(dma_irq.clone()), Box::new(wires));
-        Self { ram: VecMemory::new(RAM, 0x10000), ssi, dma, ssi_irq, dma_irq, log, dma_irq_edges: Vec::new(), time: 0 }
+        let dma = AxiDma::new(
+            "dma0",
+            AxiDmaConfig::default(),
+            Box::new(dma_irq.clone()),
+            Box::new(wires),
+        );
+        Self {
+            ram: VecMemory::new(RAM, 0x10000),
+            ssi,
+            dma,
+            ssi_irq,
+            dma_irq,
+            log,
+            dma_irq_edges: Vec::new(),
+            time: 0,
+        }
     }
 
     /// The machine's event loop: serve the earliest device event until `limit`.
@@ -61,7 +75,11 @@ impl Rig {
             if !go(self) {
                 break;
             }
-            let t = match [self.ssi.next_event(), self.dma.next_event()].into_iter().flatten().min() {
+            let t = match [self.ssi.next_event(), self.dma.next_event()]
+                .into_iter()
+                .flatten()
+                .min()
+            {
                 Some(t) if t <= limit => t,
                 _ => break,
             };
@@ -74,7 +92,9 @@ impl Rig {
     }
     fn note(&mut self, t: u64) {
         let level = self.dma_irq.is_high();
-        if self.dma_irq_edges.last().map_or(level, |e| e.1) != level || (level && self.dma_irq_edges.is_empty()) {
+        if self.dma_irq_edges.last().map_or(level, |e| e.1) != level
+            || (level && self.dma_irq_edges.is_empty())
+        {
             self.dma_irq_edges.push((t, level));
         }
     }
@@ -159,19 +179,31 @@ impl Rig {
         self.dw(ch(CH, axi::CH_LLP) + 4, 0, t1);
         let irqs = (axi::IRQ_DMA_TRF | axi::IRQ_ALL_ERR) as u64;
         self.dw(ch(CH, axi::CH_INTSIGNAL_ENA), irqs, t1);
-        self.dw(ch(CH, axi::CH_INTSTATUS_ENA), irqs | axi::IRQ_SUSPENDED as u64, t1);
+        self.dw(
+            ch(CH, axi::CH_INTSTATUS_ENA),
+            irqs | axi::IRQ_SUSPENDED as u64,
+            t1,
+        );
         let chen = self.dr(axi::DMAC_CHEN, t1);
         self.dw(axi::DMAC_CHEN, chen | 1 << CH | 1 << (8 + CH), t1);
         // Wait for the DMA interrupt, then the handler.
         let edges = self.dma_irq_edges.len();
         self.run_while(t1 + 1_000_000, |r| !r.dma_irq.is_high());
-        let raised = self.dma_irq_edges[edges..].iter().find(|e| e.1).expect("DMA interrupt").0;
+        let raised = self.dma_irq_edges[edges..]
+            .iter()
+            .find(|e| e.1)
+            .expect("DMA interrupt")
+            .0;
         let cfg = self.dr(axi::DMAC_CFG, raised);
         self.dw(axi::DMAC_CFG, cfg & !axi::CFG_INT_EN, raised);
         let st = self.dr(ch(CH, axi::CH_INTSTATUS), raised);
         assert_eq!(st as u32, axi::IRQ_DMA_TRF);
         self.dw(ch(CH, axi::CH_INTCLEAR), st, raised);
-        assert_eq!(self.dr(axi::DMAC_CHEN, raised) & 1 << CH, 0, "idle when DMA_TRF is seen");
+        assert_eq!(
+            self.dr(axi::DMAC_CHEN, raised) & 1 << CH,
+            0,
+            "idle when DMA_TRF is seen"
+        );
         self.dw(axi::DMAC_CFG, cfg, raised);
         raised
     }
@@ -206,12 +238,23 @@ fn eight_byte_dma_write_reaches_the_sink_with_exact_times() {
     // each (the second as soon as TXFLR is back at DMATDLR = 3).
     assert_eq!(irq_at, 10_152, "DMA_TRF when the last burst is in the FIFO");
     use axi::{DmaEvent, DmaEventKind::*};
-    let ev = |cycle, kind| DmaEvent { cycle, channel: CH as u8, kind };
+    let ev = |cycle, kind| DmaEvent {
+        cycle,
+        channel: CH as u8,
+        kind,
+    };
     let trace = rig.dma.take_trace();
     // The probe's channel disables (all idle) left no events.
-    assert_eq!(trace, vec![ev(10_100, Started), ev(10_152, BlockDone), ev(10_152, Done)]);
+    assert_eq!(
+        trace,
+        vec![ev(10_100, Started), ev(10_152, BlockDone), ev(10_152, Done)]
+    );
     let f = rig.log.frames();
-    assert_eq!((f.len(), f[0].start, f[0].bytes.len()), (1, 10_120, 0), "CS is down, no byte has arrived yet");
+    assert_eq!(
+        (f.len(), f[0].start, f[0].bytes.len()),
+        (1, 10_120, 0),
+        "CS is down, no byte has arrived yet"
+    );
     let done = rig.finish(irq_at);
     assert!((16_520..16_620).contains(&done), "wire idle at {done}");
     let frames = rig.log.frames();
@@ -225,7 +268,10 @@ fn eight_byte_dma_write_reaches_the_sink_with_exact_times() {
     assert_eq!(f.end, 16_520);
     // TR mode with no RX DMA: the 8th received byte overflowed the 7-deep
     // RX FIFO (masked: IMR only has TXOI, as spi-dw-dma sets it up).
-    assert_eq!(rig.sr(ssi::RISR, done) as u32 & ssi::INT_RXOI, ssi::INT_RXOI);
+    assert_eq!(
+        rig.sr(ssi::RISR, done) as u32 & ssi::INT_RXOI,
+        ssi::INT_RXOI
+    );
     assert!(!rig.ssi_irq.is_high());
     assert!(!rig.dma_irq.is_high());
     // LLI written back with LLI_VALID clear.
@@ -272,19 +318,32 @@ fn polled_pio_write_of_an_eight_byte_frame_splits_at_the_fifo() {
             rig.sr(ssi::DR, t);
         }
         rx_len -= avail.min(rx_len);
-        assert_eq!(rig.sr(ssi::RISR, t) as u32 & (ssi::INT_RXOI | ssi::INT_RXUI | ssi::INT_TXOI), 0);
+        assert_eq!(
+            rig.sr(ssi::RISR, t) as u32 & (ssi::INT_RXOI | ssi::INT_RXUI | ssi::INT_TXOI),
+            0
+        );
     }
     rig.sw(ssi::SER, 0, t);
     assert_eq!(rig.log.bytes(), DATA);
     let frames = rig.log.frames();
-    assert_eq!(frames.iter().map(|f| f.bytes.len()).collect::<Vec<_>>(), vec![7, 1], "native CS drops between refills");
+    assert_eq!(
+        frames.iter().map(|f| f.bytes.len()).collect::<Vec<_>>(),
+        vec![7, 1],
+        "native CS drops between refills"
+    );
     assert_eq!(frames[0].byte_times[0], t0 + 800);
     assert_eq!(rig.log.regroup(8)[0].1, DATA.to_vec());
     assert!(rig.dma_irq_edges.is_empty());
 }
 
 /// Sink frames, DMA interrupt edges, SSI and DMA counters, RAM.
-type Record = (Vec<SinkFrame>, Vec<(u64, bool)>, Vec<u64>, Vec<u64>, Vec<u8>);
+type Record = (
+    Vec<SinkFrame>,
+    Vec<(u64, bool)>,
+    Vec<u64>,
+    Vec<u64>,
+    Vec<u8>,
+);
 
 fn record(rig: &Rig) -> Record {
     (
@@ -327,7 +386,11 @@ impl Rig {
         self.dw(ch(n, axi::CH_LLP) + 4, 0, t);
         let irqs = (axi::IRQ_DMA_TRF | axi::IRQ_ALL_ERR) as u64;
         self.dw(ch(n, axi::CH_INTSIGNAL_ENA), irqs, t);
-        self.dw(ch(n, axi::CH_INTSTATUS_ENA), irqs | axi::IRQ_SUSPENDED as u64, t);
+        self.dw(
+            ch(n, axi::CH_INTSTATUS_ENA),
+            irqs | axi::IRQ_SUSPENDED as u64,
+            t,
+        );
         let chen = self.dr(axi::DMAC_CHEN, t);
         self.dw(axi::DMAC_CHEN, chen | 1 << n | 1 << (8 + n), t);
     }
@@ -361,29 +424,58 @@ fn full_duplex_dma_longer_than_the_fifo_underflows_rx() {
     rig.sw(ssi::BAUDR, 10, t0);
     rig.sw(ssi::IMR, 0, t0);
     rig.sw(ssi::DMACR, (ssi::DMACR_TDMAE | ssi::DMACR_RDMAE) as u64, t0);
-    rig.sw(ssi::IMR, (ssi::INT_TXOI | ssi::INT_RXUI | ssi::INT_RXOI) as u64, t0);
+    rig.sw(
+        ssi::IMR,
+        (ssi::INT_TXOI | ssi::INT_RXUI | ssi::INT_RXOI) as u64,
+        t0,
+    );
     rig.sw(ssi::SSIENR, 1, t0);
     let last = axi::CTL_LLI_VALID | axi::CTL_LLI_LAST;
     // RX: DR (8-bit items, no increment) to memory (32-bit), 8 items, MSIZE 4.
-    put_lli(&mut rig.ram, RAM + 0x2040, SSI_BASE + ssi::DR, RAM + 0x3000, 7, 2 << 11 | 1 << 4 | 1 << 14 | 1 << 18 | last);
+    put_lli(
+        &mut rig.ram,
+        RAM + 0x2040,
+        SSI_BASE + ssi::DR,
+        RAM + 0x3000,
+        7,
+        2 << 11 | 1 << 4 | 1 << 14 | 1 << 18 | last,
+    );
     // TX as in the write test.
-    put_lli(&mut rig.ram, RAM + 0x2000, RAM + 0x1000, SSI_BASE + ssi::DR, 1, 2 << 8 | 1 << 6 | 1 << 14 | 1 << 18 | last);
+    put_lli(
+        &mut rig.ram,
+        RAM + 0x2000,
+        RAM + 0x1000,
+        SSI_BASE + ssi::DR,
+        1,
+        2 << 8 | 1 << 6 | 1 << 14 | 1 << 18 | last,
+    );
     rig.start_channel(1, 2 | (RX_HS as u64) << 7, RAM + 0x2040, t0 + 100); // rx first
     rig.start_channel(0, 1 | (TX_HS as u64) << 12, RAM + 0x2000, t0 + 100);
     rig.run_while(t0 + 100_000, |r| !r.ssi_irq.is_high());
     assert!(rig.ssi_irq.is_high());
     // Read without serving further events: the state at the first burst.
     assert_eq!(rig.ssi.read(ssi::ISR, 4, 0).unwrap() as u32, ssi::INT_RXUI);
-    assert_eq!(rig.log.frames()[0].byte_times, [20_920, 21_720, 22_520], "burst when 3 answers are in");
+    assert_eq!(
+        rig.log.frames()[0].byte_times,
+        [20_920, 21_720, 22_520],
+        "burst when 3 answers are in"
+    );
     // 3 real reads, then a read of the empty FIFO (0).
     assert_eq!(rig.ram.get(RAM + 0x3000, 4), &[0x5a, 0x5a, 0x5a, 0]);
     // Left alone, the same happens on the second burst; the DMA itself
     // sees nothing wrong and completes both channels.
     rig.run(t0 + 100_000);
-    assert_eq!(rig.ram.get(RAM + 0x3000, 8), &[0x5a, 0x5a, 0x5a, 0, 0x5a, 0x5a, 0x5a, 0]);
+    assert_eq!(
+        rig.ram.get(RAM + 0x3000, 8),
+        &[0x5a, 0x5a, 0x5a, 0, 0x5a, 0x5a, 0x5a, 0]
+    );
     assert_eq!(rig.log.bytes(), DATA);
     let dma: Vec<u64> = rig.dma.stats().iter().map(|s| s.value).collect();
-    assert_eq!(dma[..4], [2, 2, 16, 0], "two transfers, 16 bytes, no DMA error");
+    assert_eq!(
+        dma[..4],
+        [2, 2, 16, 0],
+        "two transfers, 16 bytes, no DMA error"
+    );
     assert_eq!(rig.ssi.stats()[4].value, 2, "two RX underflows");
 }
 
@@ -412,11 +504,18 @@ fn interrupt_driven_pio_write_of_eight_bytes() {
     while rx_len > 0 {
         // Wait for the interrupt line; the handler runs 500 cycles later.
         rig.run_while(t + 1_000_000, |r| !r.ssi_irq.is_high());
-        assert!(rig.ssi_irq.is_high(), "interrupt expected with {rx_len} bytes to go");
+        assert!(
+            rig.ssi_irq.is_high(),
+            "interrupt expected with {rx_len} bytes to go"
+        );
         t = rig.time.max(t) + 500;
         irq_times.push(t);
         let isr = rig.sr(ssi::ISR, t) as u32;
-        assert_eq!(isr & (ssi::INT_TXOI | ssi::INT_RXUI | ssi::INT_RXOI), 0, "no FIFO error");
+        assert_eq!(
+            isr & (ssi::INT_TXOI | ssi::INT_RXUI | ssi::INT_RXOI),
+            0,
+            "no FIFO error"
+        );
         // dw_reader
         let n = rig.sr(ssi::RXFLR, t).min(rx_len);
         for _ in 0..n {

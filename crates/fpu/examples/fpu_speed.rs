@@ -20,8 +20,12 @@ fn operands() -> (Vec<u32>, Vec<u64>) {
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         z ^ (z >> 31)
     };
-    let s = (0..N).map(|_| (next() as u32 & 0x807f_ffff) | ((100 + (next() % 50) as u32) << 23)).collect();
-    let d = (0..N).map(|_| (next() & 0x800f_ffff_ffff_ffff) | ((1000 + next() % 50) << 52)).collect();
+    let s = (0..N)
+        .map(|_| (next() as u32 & 0x807f_ffff) | ((100 + (next() % 50) as u32) << 23))
+        .collect();
+    let d = (0..N)
+        .map(|_| (next() & 0x800f_ffff_ffff_ffff) | ((1000 + next() % 50) << 52))
+        .collect();
     (s, d)
 }
 
@@ -46,13 +50,19 @@ fn main() {
     time("hs-fpu add_s", |i| fpu::add_s(s[i], s[j(i)], 0).0 as u64);
     time("hs-fpu mul_s", |i| fpu::mul_s(s[i], s[j(i)], 0).0 as u64);
     time("hs-fpu div_s", |i| fpu::div_s(s[i], s[j(i)], 0).0 as u64);
-    time("hs-fpu sqrt_s", |i| fpu::sqrt_s(s[i] & 0x7fff_ffff, 0).0 as u64);
-    time("hs-fpu fmadd_s", |i| fpu::fmadd_s(s[i], s[j(i)], s[k(i)], 0).0 as u64);
+    time("hs-fpu sqrt_s", |i| {
+        fpu::sqrt_s(s[i] & 0x7fff_ffff, 0).0 as u64
+    });
+    time("hs-fpu fmadd_s", |i| {
+        fpu::fmadd_s(s[i], s[j(i)], s[k(i)], 0).0 as u64
+    });
     time("hs-fpu add_d", |i| fpu::add_d(d[i], d[j(i)], 0).0);
     time("hs-fpu mul_d", |i| fpu::mul_d(d[i], d[j(i)], 0).0);
     time("hs-fpu div_d", |i| fpu::div_d(d[i], d[j(i)], 0).0);
     time("hs-fpu sqrt_d", |i| fpu::sqrt_d(d[i] & !(1 << 63), 0).0);
-    time("hs-fpu fmadd_d", |i| fpu::fmadd_d(d[i], d[j(i)], d[k(i)], 0).0);
+    time("hs-fpu fmadd_d", |i| {
+        fpu::fmadd_d(d[i], d[j(i)], d[k(i)], 0).0
+    });
     time("hs-fpu cvt_l_d", |i| fpu::cvt_l_d(d[i], 1).0);
     time("hs-fpu cvt_d_l", |i| fpu::cvt_d_l(d[i], 0).0);
     time("hs-fpu lt_d", |i| fpu::lt_d(d[i], d[j(i)]).0 as u64);
@@ -78,13 +88,41 @@ mod softfloat {
         let rne = RoundingMode::TiesToEven;
         let j = |i: usize| (i * 7 + 3) % N;
         let k = |i: usize| (i * 13 + 5) % N;
-        time("softfloat add_s", |i| op(|| F32::from_bits(s[i]).add(F32::from_bits(s[j(i)]), rne)).0.to_bits() as u64);
-        time("softfloat div_s", |i| op(|| F32::from_bits(s[i]).div(F32::from_bits(s[j(i)]), rne)).0.to_bits() as u64);
-        time("softfloat add_d", |i| op(|| F64::from_bits(d[i]).add(F64::from_bits(d[j(i)]), rne)).0.to_bits());
-        time("softfloat div_d", |i| op(|| F64::from_bits(d[i]).div(F64::from_bits(d[j(i)]), rne)).0.to_bits());
-        time("softfloat sqrt_d", |i| op(|| F64::from_bits(d[i] & !(1 << 63)).sqrt(rne)).0.to_bits());
+        time("softfloat add_s", |i| {
+            op(|| F32::from_bits(s[i]).add(F32::from_bits(s[j(i)]), rne))
+                .0
+                .to_bits() as u64
+        });
+        time("softfloat div_s", |i| {
+            op(|| F32::from_bits(s[i]).div(F32::from_bits(s[j(i)]), rne))
+                .0
+                .to_bits() as u64
+        });
+        time("softfloat add_d", |i| {
+            op(|| F64::from_bits(d[i]).add(F64::from_bits(d[j(i)]), rne))
+                .0
+                .to_bits()
+        });
+        time("softfloat div_d", |i| {
+            op(|| F64::from_bits(d[i]).div(F64::from_bits(d[j(i)]), rne))
+                .0
+                .to_bits()
+        });
+        time("softfloat sqrt_d", |i| {
+            op(|| F64::from_bits(d[i] & !(1 << 63)).sqrt(rne))
+                .0
+                .to_bits()
+        });
         time("softfloat fmadd_d", |i| {
-            op(|| F64::from_bits(d[i]).fused_mul_add(F64::from_bits(d[j(i)]), F64::from_bits(d[k(i)]), rne)).0.to_bits()
+            op(|| {
+                F64::from_bits(d[i]).fused_mul_add(
+                    F64::from_bits(d[j(i)]),
+                    F64::from_bits(d[k(i)]),
+                    rne,
+                )
+            })
+            .0
+            .to_bits()
         });
     }
 }

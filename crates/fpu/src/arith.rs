@@ -85,13 +85,25 @@ pub(crate) fn add<F: Format>(a_bits: u64, b_bits: u64, rm: u8) -> (u64, Flags) {
         (Kind::Inf, _) => (inf::<F>(a.sign), 0),
         (_, Kind::Inf) => (inf::<F>(b.sign), 0),
         (Kind::Zero, Kind::Zero) => {
-            let sign = if a.sign == b.sign { a.sign } else { exact_zero_sign(rm) };
+            let sign = if a.sign == b.sign {
+                a.sign
+            } else {
+                exact_zero_sign(rm)
+            };
             (zero::<F>(sign), 0)
         }
         // x + 0 is x exactly, even when x is subnormal.
         (Kind::Zero, _) => (b_bits, 0),
         (_, Kind::Zero) => (a_bits, 0),
-        _ => add_terms::<F>(a.sign, a.sig as u128, a.scale, b.sign, b.sig as u128, b.scale, rm),
+        _ => add_terms::<F>(
+            a.sign,
+            a.sig as u128,
+            a.scale,
+            b.sign,
+            b.sig as u128,
+            b.scale,
+            rm,
+        ),
     }
 }
 
@@ -234,7 +246,11 @@ pub(crate) fn fma<F: Format>(a_bits: u64, b_bits: u64, c_bits: u64, rm: u8) -> (
     }
     if prod_zero {
         if c.kind == Kind::Zero {
-            let sign = if prod_sign == c.sign { c.sign } else { exact_zero_sign(rm) };
+            let sign = if prod_sign == c.sign {
+                c.sign
+            } else {
+                exact_zero_sign(rm)
+            };
             return (zero::<F>(sign), 0);
         }
         return (c_bits, 0);
@@ -244,5 +260,13 @@ pub(crate) fn fma<F: Format>(a_bits: u64, b_bits: u64, c_bits: u64, rm: u8) -> (
     if c.kind == Kind::Zero {
         return round_pack::<F>(prod_sign, prod_scale, prod, rm);
     }
-    add_terms::<F>(prod_sign, prod, prod_scale, c.sign, c.sig as u128, c.scale, rm)
+    add_terms::<F>(
+        prod_sign,
+        prod,
+        prod_scale,
+        c.sign,
+        c.sig as u128,
+        c.scale,
+        rm,
+    )
 }

@@ -27,7 +27,11 @@ impl IntKind {
     /// The value written to the 64-bit rd: W forms sign-extend from 32 bits,
     /// including fcvt.wu (RV64 writes 32-bit results sign-extended).
     fn write(self, negative: bool, mag: u128) -> u64 {
-        let value = if negative { (mag as u64).wrapping_neg() } else { mag as u64 };
+        let value = if negative {
+            (mag as u64).wrapping_neg()
+        } else {
+            mag as u64
+        };
         match self {
             IntKind::W | IntKind::Wu => value as u32 as i32 as i64 as u64,
             IntKind::L | IntKind::Lu => value,
@@ -58,7 +62,10 @@ pub(crate) fn float_to_int<F: Format>(bits: u64, rm: u8, kind: IntKind) -> (u64,
         (sig << u.scale as u32, Rest::Exact)
     } else {
         let (kept, rest) = split(sig, (-u.scale) as u32);
-        (kept + round_up(rm, u.sign, kept & 1 == 1, rest) as u128, rest)
+        (
+            kept + round_up(rm, u.sign, kept & 1 == 1, rest) as u128,
+            rest,
+        )
     };
     let (pos_limit, neg_limit) = kind.limits();
     if mag > if u.sign { neg_limit } else { pos_limit } {

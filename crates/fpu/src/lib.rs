@@ -141,7 +141,11 @@ pub fn cvt_lu_s(a: u32, rm: u8) -> (u64, Flags) {
 /// fcvt.s.w (uses the low 32 bits of `x`)
 pub fn cvt_s_w(x: u64, rm: u8) -> (u32, Flags) {
     let v = x as u32 as i32;
-    s(convert::int_to_float::<Single>(v < 0, v.unsigned_abs() as u64, rm))
+    s(convert::int_to_float::<Single>(
+        v < 0,
+        v.unsigned_abs() as u64,
+        rm,
+    ))
 }
 /// fcvt.s.wu (uses the low 32 bits of `x`)
 pub fn cvt_s_wu(x: u64, rm: u8) -> (u32, Flags) {

@@ -105,7 +105,10 @@ pub(crate) fn round_pack<F: Format>(sign: bool, scale: i32, sig: u128, rm: u8) -
         // Subnormal or zero: the biased exponent field is 0.
         sign_bit::<F>(sign) | kept
     };
-    if rest != Rest::Exact && exp < F::EMIN && is_tiny_after_rounding(sign, exp, scale, sig, rm, prec, F::EMIN) {
+    if rest != Rest::Exact
+        && exp < F::EMIN
+        && is_tiny_after_rounding(sign, exp, scale, sig, rm, prec, F::EMIN)
+    {
         flags |= UF;
     }
     (bits, flags)
@@ -114,7 +117,15 @@ pub(crate) fn round_pack<F: Format>(sign: bool, scale: i32, sig: u128, rm: u8) -
 /// Tiny means: rounded to full precision with an unbounded exponent, the
 /// magnitude is still below 2^EMIN. Only a value just below 2^EMIN can
 /// round up out of the tiny range.
-fn is_tiny_after_rounding(sign: bool, exp: i32, scale: i32, sig: u128, rm: u8, prec: i32, emin: i32) -> bool {
+fn is_tiny_after_rounding(
+    sign: bool,
+    exp: i32,
+    scale: i32,
+    sig: u128,
+    rm: u8,
+    prec: i32,
+    emin: i32,
+) -> bool {
     if exp < emin - 1 {
         return true;
     }

@@ -16,11 +16,18 @@ use hs_fpu as fpu;
 use softfloat_wrapper::{ExceptionFlags, Float, RoundingMode, F32, F64};
 
 fn cases() -> usize {
-    std::env::var("HS_FPU_ORACLE_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(20_000)
+    std::env::var("HS_FPU_ORACLE_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20_000)
 }
 
 fn stride() -> usize {
-    std::env::var("HS_FPU_ORACLE_STRIDE").ok().and_then(|v| v.parse().ok()).filter(|&s| s > 0).unwrap_or(65_521)
+    std::env::var("HS_FPU_ORACLE_STRIDE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&s| s > 0)
+        .unwrap_or(65_521)
 }
 
 fn mode(rm: u8) -> RoundingMode {
@@ -57,7 +64,14 @@ struct Tally {
 }
 
 impl Tally {
-    fn check<T: PartialEq + std::fmt::Debug>(&mut self, what: &str, inputs: &[u64], rm: u8, ours: (T, u8), oracle: (T, u8)) {
+    fn check<T: PartialEq + std::fmt::Debug>(
+        &mut self,
+        what: &str,
+        inputs: &[u64],
+        rm: u8,
+        ours: (T, u8),
+        oracle: (T, u8),
+    ) {
         self.checked += 1;
         if ours != oracle && self.failures.len() < 20 {
             let ins: Vec<String> = inputs.iter().map(|x| format!("{x:#x}")).collect();
@@ -73,7 +87,12 @@ impl Tally {
     }
     fn finish(self, what: &str) {
         assert!(self.checked > 0);
-        assert!(self.failures.is_empty(), "{what}: {} mismatches, first ones:\n{}", self.failures.len(), self.failures.join("\n"));
+        assert!(
+            self.failures.is_empty(),
+            "{what}: {} mismatches, first ones:\n{}",
+            self.failures.len(),
+            self.failures.join("\n")
+        );
         eprintln!("{what}: {} cases agree with SoftFloat", self.checked);
     }
 }
@@ -119,7 +138,13 @@ macro_rules! binary {
                 for [a, b, _] in operands($fmt, 2, 0x1000 + rm as u64) {
                     let ours = $ours(a as _, b as _, rm);
                     let oracle = sf(|| $wrap(a).$method($wrap(b), mode(rm)).to_bits());
-                    t.check(stringify!($ours), &[a, b], rm, (ours.0 as u64, ours.1), (oracle.0 as u64, oracle.1));
+                    t.check(
+                        stringify!($ours),
+                        &[a, b],
+                        rm,
+                        (ours.0 as u64, ours.1),
+                        (oracle.0 as u64, oracle.1),
+                    );
                 }
             }
             t.finish(stringify!($name));
@@ -145,7 +170,11 @@ fn cancelling(fmt: Fmt, seed: u64, prod: impl Fn(u64, u64) -> u64) -> Vec<[u64; 
             let b = fmt.partner(&mut rng, a);
             let p = prod(a, b) ^ fmt.sign();
             let delta = rng.below(4);
-            let c = if rng.next() & 1 == 0 { p.wrapping_add(delta) } else { p.wrapping_sub(delta) } & fmt.all_bits();
+            let c = if rng.next() & 1 == 0 {
+                p.wrapping_add(delta)
+            } else {
+                p.wrapping_sub(delta)
+            } & fmt.all_bits();
             [a, b, c]
         })
         .collect()
@@ -166,8 +195,18 @@ macro_rules! fused {
                     let ours = $ours(a as _, b as _, c as _, rm);
                     let na = if $neg_a { a ^ fmt.sign() } else { a };
                     let nc = if $neg_c { c ^ fmt.sign() } else { c };
-                    let oracle = sf(|| $wrap(na).fused_mul_add($wrap(b), $wrap(nc), mode(rm)).to_bits());
-                    t.check(stringify!($ours), &[a, b, c], rm, (ours.0 as u64, ours.1), (oracle.0 as u64, oracle.1));
+                    let oracle = sf(|| {
+                        $wrap(na)
+                            .fused_mul_add($wrap(b), $wrap(nc), mode(rm))
+                            .to_bits()
+                    });
+                    t.check(
+                        stringify!($ours),
+                        &[a, b, c],
+                        rm,
+                        (ours.0 as u64, ours.1),
+                        (oracle.0 as u64, oracle.1),
+                    );
                 }
             }
             t.finish(stringify!($name));
@@ -228,10 +267,34 @@ fn float_to_int() {
         }
         for a in ops {
             let m = mode(rm);
-            t.check("cvt_w_s", &[a], rm, fpu::cvt_w_s(a as u32, rm), sf(|| sext(s(a).to_i32(m, true) as u32)));
-            t.check("cvt_wu_s", &[a], rm, fpu::cvt_wu_s(a as u32, rm), sf(|| sext(s(a).to_u32(m, true))));
-            t.check("cvt_l_s", &[a], rm, fpu::cvt_l_s(a as u32, rm), sf(|| s(a).to_i64(m, true) as u64));
-            t.check("cvt_lu_s", &[a], rm, fpu::cvt_lu_s(a as u32, rm), sf(|| s(a).to_u64(m, true)));
+            t.check(
+                "cvt_w_s",
+                &[a],
+                rm,
+                fpu::cvt_w_s(a as u32, rm),
+                sf(|| sext(s(a).to_i32(m, true) as u32)),
+            );
+            t.check(
+                "cvt_wu_s",
+                &[a],
+                rm,
+                fpu::cvt_wu_s(a as u32, rm),
+                sf(|| sext(s(a).to_u32(m, true))),
+            );
+            t.check(
+                "cvt_l_s",
+                &[a],
+                rm,
+                fpu::cvt_l_s(a as u32, rm),
+                sf(|| s(a).to_i64(m, true) as u64),
+            );
+            t.check(
+                "cvt_lu_s",
+                &[a],
+                rm,
+                fpu::cvt_lu_s(a as u32, rm),
+                sf(|| s(a).to_u64(m, true)),
+            );
         }
         let mut ops = unary_operands(D, 0x5200 + rm as u64);
         let mut rng = Rng::new(0x5300 + rm as u64);
@@ -241,10 +304,34 @@ fn float_to_int() {
         }
         for a in ops {
             let m = mode(rm);
-            t.check("cvt_w_d", &[a], rm, fpu::cvt_w_d(a, rm), sf(|| sext(d(a).to_i32(m, true) as u32)));
-            t.check("cvt_wu_d", &[a], rm, fpu::cvt_wu_d(a, rm), sf(|| sext(d(a).to_u32(m, true))));
-            t.check("cvt_l_d", &[a], rm, fpu::cvt_l_d(a, rm), sf(|| d(a).to_i64(m, true) as u64));
-            t.check("cvt_lu_d", &[a], rm, fpu::cvt_lu_d(a, rm), sf(|| d(a).to_u64(m, true)));
+            t.check(
+                "cvt_w_d",
+                &[a],
+                rm,
+                fpu::cvt_w_d(a, rm),
+                sf(|| sext(d(a).to_i32(m, true) as u32)),
+            );
+            t.check(
+                "cvt_wu_d",
+                &[a],
+                rm,
+                fpu::cvt_wu_d(a, rm),
+                sf(|| sext(d(a).to_u32(m, true))),
+            );
+            t.check(
+                "cvt_l_d",
+                &[a],
+                rm,
+                fpu::cvt_l_d(a, rm),
+                sf(|| d(a).to_i64(m, true) as u64),
+            );
+            t.check(
+                "cvt_lu_d",
+                &[a],
+                rm,
+                fpu::cvt_lu_d(a, rm),
+                sf(|| d(a).to_u64(m, true)),
+            );
         }
     }
     t.finish("float_to_int");
@@ -255,9 +342,21 @@ fn integers(rng: &mut Rng) -> u64 {
         0 => rng.next(),
         1 => rng.next() >> rng.below(64),
         2 => (rng.next() >> rng.below(64)).wrapping_neg(),
-        3 => 1u64.wrapping_shl(rng.below(64) as u32).wrapping_add(rng.below(5)).wrapping_sub(2),
+        3 => 1u64
+            .wrapping_shl(rng.below(64) as u32)
+            .wrapping_add(rng.below(5))
+            .wrapping_sub(2),
         4 => (rng.next() as u32 as u64) | (rng.next() << 32), // garbage upper half for W forms
-        _ => [0, 1, u64::MAX, i64::MAX as u64, i64::MIN as u64, i32::MAX as u64, i32::MIN as i64 as u64, u32::MAX as u64][rng.below(8) as usize],
+        _ => [
+            0,
+            1,
+            u64::MAX,
+            i64::MAX as u64,
+            i64::MIN as u64,
+            i32::MAX as u64,
+            i32::MIN as i64 as u64,
+            u32::MAX as u64,
+        ][rng.below(8) as usize],
     }
 }
 
@@ -271,14 +370,62 @@ fn int_to_float() {
             let x = integers(&mut rng);
             let w = x as u32;
             let widen = |r: (u32, u8)| (r.0 as u64, r.1);
-            t.check("cvt_s_w", &[x], rm, widen(fpu::cvt_s_w(x, rm)), sf(|| F32::from_i32(w as i32, m).to_bits() as u64));
-            t.check("cvt_s_wu", &[x], rm, widen(fpu::cvt_s_wu(x, rm)), sf(|| F32::from_u32(w, m).to_bits() as u64));
-            t.check("cvt_s_l", &[x], rm, widen(fpu::cvt_s_l(x, rm)), sf(|| F32::from_i64(x as i64, m).to_bits() as u64));
-            t.check("cvt_s_lu", &[x], rm, widen(fpu::cvt_s_lu(x, rm)), sf(|| F32::from_u64(x, m).to_bits() as u64));
-            t.check("cvt_d_w", &[x], rm, fpu::cvt_d_w(x, rm), sf(|| F64::from_i32(w as i32, m).to_bits()));
-            t.check("cvt_d_wu", &[x], rm, fpu::cvt_d_wu(x, rm), sf(|| F64::from_u32(w, m).to_bits()));
-            t.check("cvt_d_l", &[x], rm, fpu::cvt_d_l(x, rm), sf(|| F64::from_i64(x as i64, m).to_bits()));
-            t.check("cvt_d_lu", &[x], rm, fpu::cvt_d_lu(x, rm), sf(|| F64::from_u64(x, m).to_bits()));
+            t.check(
+                "cvt_s_w",
+                &[x],
+                rm,
+                widen(fpu::cvt_s_w(x, rm)),
+                sf(|| F32::from_i32(w as i32, m).to_bits() as u64),
+            );
+            t.check(
+                "cvt_s_wu",
+                &[x],
+                rm,
+                widen(fpu::cvt_s_wu(x, rm)),
+                sf(|| F32::from_u32(w, m).to_bits() as u64),
+            );
+            t.check(
+                "cvt_s_l",
+                &[x],
+                rm,
+                widen(fpu::cvt_s_l(x, rm)),
+                sf(|| F32::from_i64(x as i64, m).to_bits() as u64),
+            );
+            t.check(
+                "cvt_s_lu",
+                &[x],
+                rm,
+                widen(fpu::cvt_s_lu(x, rm)),
+                sf(|| F32::from_u64(x, m).to_bits() as u64),
+            );
+            t.check(
+                "cvt_d_w",
+                &[x],
+                rm,
+                fpu::cvt_d_w(x, rm),
+                sf(|| F64::from_i32(w as i32, m).to_bits()),
+            );
+            t.check(
+                "cvt_d_wu",
+                &[x],
+                rm,
+                fpu::cvt_d_wu(x, rm),
+                sf(|| F64::from_u32(w, m).to_bits()),
+            );
+            t.check(
+                "cvt_d_l",
+                &[x],
+                rm,
+                fpu::cvt_d_l(x, rm),
+                sf(|| F64::from_i64(x as i64, m).to_bits()),
+            );
+            t.check(
+                "cvt_d_lu",
+                &[x],
+                rm,
+                fpu::cvt_d_lu(x, rm),
+                sf(|| F64::from_u64(x, m).to_bits()),
+            );
         }
     }
     t.finish("int_to_float");
@@ -299,10 +446,22 @@ fn float_to_float() {
         for a in ds {
             let ours = fpu::cvt_s_d(a, rm);
             let oracle = sf(|| d(a).to_f32(m).to_bits());
-            t.check("cvt_s_d", &[a], rm, (ours.0 as u64, ours.1), (oracle.0 as u64, oracle.1));
+            t.check(
+                "cvt_s_d",
+                &[a],
+                rm,
+                (ours.0 as u64, ours.1),
+                (oracle.0 as u64, oracle.1),
+            );
         }
         for a in unary_operands(S, 0x7200 + rm as u64) {
-            t.check("cvt_d_s", &[a], rm, fpu::cvt_d_s(a as u32, rm), sf(|| s(a).to_f64(m).to_bits()));
+            t.check(
+                "cvt_d_s",
+                &[a],
+                rm,
+                fpu::cvt_d_s(a as u32, rm),
+                sf(|| s(a).to_f64(m).to_bits()),
+            );
         }
     }
     t.finish("float_to_float");
@@ -313,9 +472,27 @@ fn compares() {
     let mut t = Tally::default();
     for [a, b, _] in operands(S, 2, 0x8000) {
         let (x, y) = (s(a), s(b));
-        t.check("eq_s", &[a, b], 0, fpu::eq_s(a as u32, b as u32), sf(|| x.eq(y)));
-        t.check("lt_s", &[a, b], 0, fpu::lt_s(a as u32, b as u32), sf(|| x.lt(y)));
-        t.check("le_s", &[a, b], 0, fpu::le_s(a as u32, b as u32), sf(|| x.le(y)));
+        t.check(
+            "eq_s",
+            &[a, b],
+            0,
+            fpu::eq_s(a as u32, b as u32),
+            sf(|| x.eq(y)),
+        );
+        t.check(
+            "lt_s",
+            &[a, b],
+            0,
+            fpu::lt_s(a as u32, b as u32),
+            sf(|| x.lt(y)),
+        );
+        t.check(
+            "le_s",
+            &[a, b],
+            0,
+            fpu::le_s(a as u32, b as u32),
+            sf(|| x.le(y)),
+        );
     }
     for [a, b, _] in operands(D, 2, 0x8100) {
         let (x, y) = (d(a), d(b));

@@ -168,13 +168,20 @@ fn convert_saturation_table() {
         ("lu", cvt_lu_s, [u64::MAX, u64::MAX, 0, u64::MAX, 0]),
     ];
     for (name, f, want) in single {
-        for (input, w) in [S_QNAN_PAYLOAD, S_INF, S_NINF, s_big, s_nbig].into_iter().zip(want) {
+        for (input, w) in [S_QNAN_PAYLOAD, S_INF, S_NINF, s_big, s_nbig]
+            .into_iter()
+            .zip(want)
+        {
             for rm in [RNE, RTZ, RDN, RUP, RMM] {
                 assert_eq!(f(input, rm), (w, NV), "fcvt.{name}.s({input:#x}) rm {rm}");
             }
         }
         assert_eq!(f(S_SNAN, RNE), (want[0], NV), "fcvt.{name}.s(sNaN)");
-        assert_eq!(f(S_NEG_QNAN, RNE), (want[0], NV), "fcvt.{name}.s(-NaN) saturates positive");
+        assert_eq!(
+            f(S_NEG_QNAN, RNE),
+            (want[0], NV),
+            "fcvt.{name}.s(-NaN) saturates positive"
+        );
     }
     type CvtD = fn(u64, u8) -> (u64, Flags);
     let d_big = 0x43f0_0000_0000_0000; // 2^64
@@ -186,7 +193,10 @@ fn convert_saturation_table() {
         ("lu", cvt_lu_d, [u64::MAX, u64::MAX, 0, u64::MAX, 0]),
     ];
     for (name, f, want) in double {
-        for (input, w) in [D_QNAN_PAYLOAD, D_INF, D_NINF, d_big, d_nbig].into_iter().zip(want) {
+        for (input, w) in [D_QNAN_PAYLOAD, D_INF, D_NINF, d_big, d_nbig]
+            .into_iter()
+            .zip(want)
+        {
             assert_eq!(f(input, RNE), (w, NV), "fcvt.{name}.d({input:#x})");
         }
     }
@@ -204,7 +214,10 @@ fn convert_saturation_table() {
     assert_eq!(cvt_wu_d(d(4294967295.0), RNE), (U32_MAX, ALL));
     assert_eq!(cvt_wu_d(d(4294967296.0), RNE), (U32_MAX, NV));
     assert_eq!(cvt_wu_d(d(3e9), RNE), (0xffff_ffff_b2d0_5e00, ALL)); // sign-extended from bit 31
-    assert_eq!(cvt_lu_d(d(18446744073709549568.0), RNE), (0xffff_ffff_ffff_f800, ALL));
+    assert_eq!(
+        cvt_lu_d(d(18446744073709549568.0), RNE),
+        (0xffff_ffff_ffff_f800, ALL)
+    );
     assert_eq!(cvt_l_d(d(-9223372036854775808.0), RNE), (I64_MIN, ALL));
     assert_eq!(cvt_l_d(d(9223372036854775808.0), RNE), (I64_MAX, NV));
     // negative inputs to unsigned conversions: NV only if the rounded value is nonzero
@@ -230,13 +243,28 @@ fn integer_sources() {
     assert_eq!(cvt_s_w(0x0000_0000_ffff_ffff, RNE), (0xbf80_0000, ALL)); // -1
     assert_eq!(cvt_s_wu(0xffff_ffff_ffff_ffff, RNE), (0x4f80_0000, NX)); // 4294967295 → 2^32
     assert_eq!(cvt_s_wu(0xffff_ffff_ffff_ffff, RTZ), (0x4f7f_ffff, NX));
-    assert_eq!(cvt_d_w(0xffff_ffff_8000_0000, RNE), ((-2147483648.0f64).to_bits(), ALL));
-    assert_eq!(cvt_d_wu(0xdead_beef_ffff_ffff, RNE), (4294967295.0f64.to_bits(), ALL));
-    assert_eq!(cvt_d_l(i64::MIN as u64, RNE), ((-9223372036854775808.0f64).to_bits(), ALL));
-    assert_eq!(cvt_d_lu(u64::MAX, RNE), (18446744073709551616.0f64.to_bits(), NX));
-    assert_eq!(cvt_d_lu(u64::MAX, RDN), (18446744073709549568.0f64.to_bits(), NX));
+    assert_eq!(
+        cvt_d_w(0xffff_ffff_8000_0000, RNE),
+        ((-2147483648.0f64).to_bits(), ALL)
+    );
+    assert_eq!(
+        cvt_d_wu(0xdead_beef_ffff_ffff, RNE),
+        (4294967295.0f64.to_bits(), ALL)
+    );
+    assert_eq!(
+        cvt_d_l(i64::MIN as u64, RNE),
+        ((-9223372036854775808.0f64).to_bits(), ALL)
+    );
+    assert_eq!(
+        cvt_d_lu(u64::MAX, RNE),
+        (18446744073709551616.0f64.to_bits(), NX)
+    );
+    assert_eq!(
+        cvt_d_lu(u64::MAX, RDN),
+        (18446744073709549568.0f64.to_bits(), NX)
+    );
     assert_eq!(cvt_s_l(0, RDN), (S_PZERO, ALL)); // integer zero is +0 in every mode
-    // 2^24 + 1 is a tie between 2^24 and 2^24 + 2 in single precision
+                                                 // 2^24 + 1 is a tie between 2^24 and 2^24 + 2 in single precision
     assert_eq!(cvt_s_w(0x0100_0001, RNE), (0x4b80_0000, NX));
     assert_eq!(cvt_s_w(0x0100_0001, RMM), (0x4b80_0001, NX));
     assert_eq!(cvt_s_w(0x0100_0001, RUP), (0x4b80_0001, NX));
@@ -259,8 +287,16 @@ fn every_rounding_mode_on_ties() {
         (RMM, one_plus_ulp, one_plus_2ulp),
     ];
     for (rm, even_tie, odd_tie) in cases {
-        assert_eq!(add_s(S_ONE, half_ulp, rm), (even_tie, NX), "1 + 2^-24, rm {rm}");
-        assert_eq!(add_s(one_plus_ulp, half_ulp, rm), (odd_tie, NX), "1+ulp + 2^-24, rm {rm}");
+        assert_eq!(
+            add_s(S_ONE, half_ulp, rm),
+            (even_tie, NX),
+            "1 + 2^-24, rm {rm}"
+        );
+        assert_eq!(
+            add_s(one_plus_ulp, half_ulp, rm),
+            (odd_tie, NX),
+            "1+ulp + 2^-24, rm {rm}"
+        );
         // mirrored: RDN and RUP swap roles for negative results
         let mirrored = match rm {
             RDN => RUP,
@@ -297,7 +333,11 @@ fn overflow_depends_on_rounding_direction() {
     ];
     for (rm, pos, negative) in table {
         assert_eq!(mul_s(S_MAX, S_TWO, rm), (pos, OF | NX), "max*2 rm {rm}");
-        assert_eq!(mul_s(neg(S_MAX), S_TWO, rm), (negative, OF | NX), "-max*2 rm {rm}");
+        assert_eq!(
+            mul_s(neg(S_MAX), S_TWO, rm),
+            (negative, OF | NX),
+            "-max*2 rm {rm}"
+        );
     }
     let d_neg = |x: u64| x | 0x8000_0000_0000_0000;
     let d_two = 0x4000_0000_0000_0000;
@@ -320,7 +360,10 @@ fn underflow_tininess_after_rounding() {
     // 2^-126 × (1 - 2^-25): rounds (RNE) to 2^-126 even with an unbounded
     // exponent, so it is not tiny: NX without UF.
     let just_below_min_normal = 0x380f_ffff_f000_0000;
-    assert_eq!(f64::from_bits(just_below_min_normal), f64::powi(2.0, -126) * (1.0 - f64::powi(2.0, -25)));
+    assert_eq!(
+        f64::from_bits(just_below_min_normal),
+        f64::powi(2.0, -126) * (1.0 - f64::powi(2.0, -25))
+    );
     assert_eq!(cvt_s_d(just_below_min_normal, RNE), (S_MIN_NORMAL, NX));
     assert_eq!(cvt_s_d(just_below_min_normal, RUP), (S_MIN_NORMAL, NX));
     assert_eq!(cvt_s_d(just_below_min_normal, RMM), (S_MIN_NORMAL, NX));
@@ -328,8 +371,14 @@ fn underflow_tininess_after_rounding() {
     assert_eq!(cvt_s_d(just_below_min_normal, RDN), (0x007f_ffff, UF | NX));
     // (1 - 2^-24) × 2^-126 is tiny after rounding (its 24-bit rounding is
     // itself), yet the subnormal result rounds up to 2^-126: UF and NX.
-    assert_eq!(mul_s(0x3f7f_ffff, S_MIN_NORMAL, RNE), (S_MIN_NORMAL, UF | NX));
-    assert_eq!(mul_d(0x3fef_ffff_ffff_ffff, D_MIN_NORMAL, RNE), (D_MIN_NORMAL, UF | NX));
+    assert_eq!(
+        mul_s(0x3f7f_ffff, S_MIN_NORMAL, RNE),
+        (S_MIN_NORMAL, UF | NX)
+    );
+    assert_eq!(
+        mul_d(0x3fef_ffff_ffff_ffff, D_MIN_NORMAL, RNE),
+        (D_MIN_NORMAL, UF | NX)
+    );
     // exact subnormal results raise nothing
     assert_eq!(mul_s(S_MIN_NORMAL, 0x3f00_0000, RNE), (0x0040_0000, ALL));
     assert_eq!(sub_s(0x0080_0001, S_MIN_NORMAL, RNE), (S_MIN_SUB, ALL));
@@ -386,11 +435,11 @@ fn fused_multiply_add_special_cases() {
     // single rounding: 1.5 × (1 + 2^-23) − 1.5 keeps the product's low bits
     let r = fmsub_s(0x3fc0_0000, 0x3f80_0001, 0x3fc0_0000, RNE);
     assert_eq!(r, (0x3440_0000, ALL)); // 1.5 × 2^-23
-    // x × y − x×y (rounded) gives the rounding error exactly
+                                       // x × y − x×y (rounded) gives the rounding error exactly
     let third = 0x3eaa_aaab;
     let three = 0x4040_0000;
     assert_eq!(fmsub_s(third, three, S_ONE, RNE), (0x3300_0000, ALL)); // 2^-25
-    // zero signs: (+0 × 1) + (-0) = +0; under RDN = -0; -(+0×1) - (+0) = -0
+                                                                       // zero signs: (+0 × 1) + (-0) = +0; under RDN = -0; -(+0×1) - (+0) = -0
     assert_eq!(fmadd_s(S_PZERO, S_ONE, S_NZERO, RNE), (S_PZERO, ALL));
     assert_eq!(fmadd_s(S_PZERO, S_ONE, S_NZERO, RDN), (S_NZERO, ALL));
     assert_eq!(fnmadd_s(S_PZERO, S_ONE, S_PZERO, RNE), (S_NZERO, ALL));

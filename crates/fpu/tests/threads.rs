@@ -15,7 +15,11 @@ fn workload(rm: u8) -> Vec<Answer> {
     let mut rng = Rng::new(0xfeed);
     let mut out = Vec::new();
     for _ in 0..20_000 {
-        let (a, b, c) = (S.operand(&mut rng) as u32, S.operand(&mut rng) as u32, S.operand(&mut rng) as u32);
+        let (a, b, c) = (
+            S.operand(&mut rng) as u32,
+            S.operand(&mut rng) as u32,
+            S.operand(&mut rng) as u32,
+        );
         let (x, y) = (D.operand(&mut rng), D.operand(&mut rng));
         let w = |r: (u32, u8)| (r.0 as u64, r.1);
         out.push(w(fpu::add_s(a, b, rm)));
@@ -34,8 +38,15 @@ fn workload(rm: u8) -> Vec<Answer> {
 fn two_threads_different_rounding_modes() {
     let expected_up = Arc::new(workload(fpu::RUP));
     let expected_down = Arc::new(workload(fpu::RDN));
-    let differing = expected_up.iter().zip(expected_down.iter()).filter(|(u, d)| u != d).count();
-    assert!(differing > 50_000, "workload must be sensitive to the rounding mode ({differing} differ)");
+    let differing = expected_up
+        .iter()
+        .zip(expected_down.iter())
+        .filter(|(u, d)| u != d)
+        .count();
+    assert!(
+        differing > 50_000,
+        "workload must be sensitive to the rounding mode ({differing} differ)"
+    );
 
     let barrier = Arc::new(Barrier::new(2));
     let spawn = |rm: u8, expected: Arc<Vec<Answer>>| {
@@ -45,13 +56,25 @@ fn two_threads_different_rounding_modes() {
             let mut mismatches = 0usize;
             for _round in 0..10 {
                 let got = workload(rm);
-                mismatches += got.iter().zip(expected.iter()).filter(|(g, e)| g != e).count();
+                mismatches += got
+                    .iter()
+                    .zip(expected.iter())
+                    .filter(|(g, e)| g != e)
+                    .count();
             }
             mismatches
         })
     };
     let up = spawn(fpu::RUP, expected_up.clone());
     let down = spawn(fpu::RDN, expected_down.clone());
-    assert_eq!(up.join().expect("RUP thread"), 0, "RUP thread saw foreign state");
-    assert_eq!(down.join().expect("RDN thread"), 0, "RDN thread saw foreign state");
+    assert_eq!(
+        up.join().expect("RUP thread"),
+        0,
+        "RUP thread saw foreign state"
+    );
+    assert_eq!(
+        down.join().expect("RDN thread"),
+        0,
+        "RDN thread saw foreign state"
+    );
 }

@@ -60,7 +60,15 @@ impl Archives {
     /// Fetches `url` into `dest`; Ok(false) when the server says 404/410.
     fn get(&self, url: &str, dest: &Path) -> Result<bool> {
         let out = Command::new("curl")
-            .args(["--silent", "--show-error", "--location", "--retry", "2", "--connect-timeout", "30"])
+            .args([
+                "--silent",
+                "--show-error",
+                "--location",
+                "--retry",
+                "2",
+                "--connect-timeout",
+                "30",
+            ])
             .args(["--write-out", "%{http_code}", "--output"])
             .arg(dest)
             .arg(url)
@@ -84,7 +92,11 @@ impl Archives {
                 let why = String::from_utf8_lossy(&out.stderr).trim().to_string();
                 Err(GuestError::Step {
                     step: format!("fetching {url}"),
-                    detail: if why.is_empty() { format!("HTTP status {code}") } else { format!("{why} (HTTP status {code})") },
+                    detail: if why.is_empty() {
+                        format!("HTTP status {code}")
+                    } else {
+                        format!("{why} (HTTP status {code})")
+                    },
                 })
             }
         }
@@ -98,8 +110,11 @@ impl Archives {
         if dest.is_file() {
             return Ok(dest);
         }
-        std::fs::create_dir_all(&self.downloads).map_err(io_err("create directory", &self.downloads))?;
-        let tmp = self.downloads.join(format!(".tmp-{}-{}", f.sha256, std::process::id()));
+        std::fs::create_dir_all(&self.downloads)
+            .map_err(io_err("create directory", &self.downloads))?;
+        let tmp = self
+            .downloads
+            .join(format!(".tmp-{}-{}", f.sha256, std::process::id()));
         let url = format!("{}/{}", self.base(&f.suite), f.path);
         if !self.get(&url, &tmp)? {
             return Err(GuestError::LockedFileGone {
@@ -129,13 +144,19 @@ impl Archives {
         if !self.keyring.is_file() {
             return Err(GuestError::Package {
                 package: "debian-archive-keyring".into(),
-                detail: format!("{} is missing; run scripts/setup-host.sh", self.keyring.display()),
+                detail: format!(
+                    "{} is missing; run scripts/setup-host.sh",
+                    self.keyring.display()
+                ),
             });
         }
         let url = format!("{}/dists/{suite}/InRelease", self.base(suite));
         let raw = work.join(format!("{suite}.InRelease"));
         if !self.get(&url, &raw)? {
-            return Err(GuestError::Step { step: format!("fetching {url}"), detail: "the mirror has no such suite (HTTP 404)".into() });
+            return Err(GuestError::Step {
+                step: format!("fetching {url}"),
+                detail: "the mirror has no such suite (HTTP 404)".into(),
+            });
         }
         let signed = work.join(format!("{suite}.Release"));
         let out = Command::new("gpgv")
@@ -154,26 +175,43 @@ impl Archives {
             })?;
         if !out.status.success() {
             return Err(GuestError::Step {
-                step: format!("checking the signature of {url} against {}", self.keyring.display()),
+                step: format!(
+                    "checking the signature of {url} against {}",
+                    self.keyring.display()
+                ),
                 detail: crate::process::error_summary(&String::from_utf8_lossy(&out.stderr), ""),
             });
         }
         let text = std::fs::read_to_string(&signed).map_err(io_err("read", &signed))?;
-        parse_release(suite, &text).map_err(|detail| GuestError::Step { step: format!("reading {url}"), detail })
+        parse_release(suite, &text).map_err(|detail| GuestError::Step {
+            step: format!("reading {url}"),
+            detail,
+        })
     }
 
     /// The decompressed index at `rel_path` (an `.xz` path listed in the
     /// release), fetched by hash where the suite offers that, else by name.
     /// One whose sha256 does not match the signed release is an error,
     /// unless `allow_unverified`, when it is returned marked unsigned.
-    pub fn index(&self, release: &Release, rel_path: &str, work: &Path, allow_unverified: bool) -> Result<Index> {
+    pub fn index(
+        &self,
+        release: &Release,
+        rel_path: &str,
+        work: &Path,
+        allow_unverified: bool,
+    ) -> Result<Index> {
         let suite = &release.suite;
         let dists = format!("{}/dists/{suite}", self.base(suite));
         let url = format!("{dists}/{rel_path}");
-        let (want_sha, want_size) = release.sha256.get(rel_path).cloned().ok_or_else(|| GuestError::Step {
-            step: format!("reading the {suite} release file"),
-            detail: format!("it lists no {rel_path}"),
-        })?;
+        let (want_sha, want_size) =
+            release
+                .sha256
+                .get(rel_path)
+                .cloned()
+                .ok_or_else(|| GuestError::Step {
+                    step: format!("reading the {suite} release file"),
+                    detail: format!("it lists no {rel_path}"),
+                })?;
         let dir = rel_path.rsplit_once('/').map_or("", |(d, _)| d);
         let by_hash = format!("{dists}/{dir}/by-hash/SHA256/{want_sha}");
         let file = work.join(format!("{suite}-{}", rel_path.replace('/', "_")));
@@ -187,32 +225,52 @@ impl Archives {
                 Ok(()) => {
                     let verified =
                         format!("{suite} {rel_path} matches the InRelease signed by Debian's archive key (Date: {})", release.date);
-                    return Ok(Index { text: decompress(&file, candidate)?, signed: true, verified });
+                    return Ok(Index {
+                        text: decompress(&file, candidate)?,
+                        signed: true,
+                        verified,
+                    });
                 }
                 Err(detail) => mismatch = detail,
             }
         }
         if !allow_unverified || !file.is_file() {
-            return Err(GuestError::UnverifiedIndex { url, detail: mismatch, suite: suite.clone() });
+            return Err(GuestError::UnverifiedIndex {
+                url,
+                detail: mismatch,
+                suite: suite.clone(),
+            });
         }
         let verified = format!(
             "NOT VERIFIED: {suite} {rel_path} as served did not match its signed InRelease (Date: {}): {mismatch}; locked with --allow-unverified on {}",
             release.date,
             today()
         );
-        Ok(Index { text: decompress(&file, &url)?, signed: false, verified })
+        Ok(Index {
+            text: decompress(&file, &url)?,
+            signed: false,
+            verified,
+        })
     }
 }
 
 fn decompress(file: &Path, url: &str) -> Result<String> {
-    let out = Command::new("xz").arg("-dc").arg(file).stdin(Stdio::null()).output().map_err(|e| GuestError::ToolMissing {
-        step: format!("decompressing {url}"),
-        program: "xz".into(),
-        package: "xz-utils".into(),
-        source: e,
-    })?;
+    let out = Command::new("xz")
+        .arg("-dc")
+        .arg(file)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| GuestError::ToolMissing {
+            step: format!("decompressing {url}"),
+            program: "xz".into(),
+            package: "xz-utils".into(),
+            source: e,
+        })?;
     if !out.status.success() {
-        return Err(GuestError::Step { step: format!("decompressing {url}"), detail: String::from_utf8_lossy(&out.stderr).trim().into() });
+        return Err(GuestError::Step {
+            step: format!("decompressing {url}"),
+            detail: String::from_utf8_lossy(&out.stderr).trim().into(),
+        });
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
@@ -238,19 +296,28 @@ pub fn parse_release(suite: &str, text: &str) -> std::result::Result<Release, St
     for line in list.lines() {
         let parts: Vec<&str> = line.split_whitespace().collect();
         if let [sum, size, path] = parts[..] {
-            let size = size.parse().map_err(|_| format!("bad size in SHA256 line {line:?}"))?;
+            let size = size
+                .parse()
+                .map_err(|_| format!("bad size in SHA256 line {line:?}"))?;
             sha256.insert(path.to_string(), (sum.to_string(), size));
         }
     }
     if sha256.is_empty() {
         return Err("the SHA256 list is empty".into());
     }
-    Ok(Release { suite: suite.to_string(), date, sha256 })
+    Ok(Release {
+        suite: suite.to_string(),
+        date,
+        sha256,
+    })
 }
 
 /// The date in UTC as YYYY-MM-DD (for the record of an unverified lock).
 fn today() -> String {
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
     let days = (secs / 86_400) as i64;
     // civil-from-days (proleptic Gregorian)
     let z = days + 719_468;
@@ -285,8 +352,12 @@ mod tests {
         std::fs::write(&p, b"abc").unwrap();
         let sum = sha256_hex(b"abc");
         assert!(check_file(&p, 3, &sum).is_ok());
-        assert!(check_file(&p, 4, &sum).unwrap_err().contains("3 bytes where 4"));
-        assert!(check_file(&p, 3, &"0".repeat(64)).unwrap_err().contains("sha256"));
+        assert!(check_file(&p, 4, &sum)
+            .unwrap_err()
+            .contains("3 bytes where 4"));
+        assert!(check_file(&p, 3, &"0".repeat(64))
+            .unwrap_err()
+            .contains("sha256"));
         std::fs::remove_file(&p).unwrap();
         assert_eq!(today().len(), 10);
     }

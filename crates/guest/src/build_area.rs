@@ -75,9 +75,17 @@ impl BuildArea {
     pub fn lock(kernels: &Path) -> Result<Self> {
         std::fs::create_dir_all(kernels).map_err(io_err("create directory", kernels))?;
         let lock_path = kernels.join("area.lock");
-        let lock = File::options().create(true).truncate(false).write(true).open(&lock_path).map_err(io_err("open", &lock_path))?;
+        let lock = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(io_err("open", &lock_path))?;
         lock.lock().map_err(io_err("lock", &lock_path))?;
-        Ok(BuildArea { root: kernels.join("area"), _lock: lock })
+        Ok(BuildArea {
+            root: kernels.join("area"),
+            _lock: lock,
+        })
     }
 
     /// The source tree (`area/src/<linux-source-X>`); valid after [`Self::prepare`].
@@ -96,7 +104,12 @@ impl BuildArea {
 
     fn read_state(&self) -> Option<State> {
         let s: State = serde_json::from_slice(&std::fs::read(self.state_path()).ok()?).ok()?;
-        (s.format == AREA_FORMAT && s.consistent && !s.building && self.tree().is_ok() && self.out().is_dir()).then_some(s)
+        (s.format == AREA_FORMAT
+            && s.consistent
+            && !s.building
+            && self.tree().is_ok()
+            && self.out().is_dir())
+        .then_some(s)
     }
 
     fn write_state(&self, s: &State) -> Result<()> {
@@ -108,7 +121,9 @@ impl BuildArea {
     }
 
     fn applied_copy(&self, index: usize, p: &AppliedPatch) -> PathBuf {
-        self.root.join("applied").join(format!("{index:04}-{}", p.sha256))
+        self.root
+            .join("applied")
+            .join(format!("{index:04}-{}", p.sha256))
     }
 
     /// Make the tree the source of `source_sha256` with exactly `series`
@@ -126,14 +141,36 @@ impl BuildArea {
             .iter()
             .map(|p| {
                 let bytes = std::fs::read(p).map_err(io_err("read", p))?;
-                Ok((AppliedPatch { name: file_name(p), sha256: hex(&Sha256::digest(&bytes)) }, p.clone(), bytes))
+                Ok((
+                    AppliedPatch {
+                        name: file_name(p),
+                        sha256: hex(&Sha256::digest(&bytes)),
+                    },
+                    p.clone(),
+                    bytes,
+                ))
             })
             .collect::<Result<Vec<_>>>()?;
         let old = self.read_state().filter(|s| s.source == source_sha256);
-        let mut state = State { format: AREA_FORMAT.into(), source: source_sha256.into(), applied: Vec::new(), consistent: false, building: false };
-        let mut done = Prepared { unpacked: old.is_none(), reversed: 0, applied: 0 };
+        let mut state = State {
+            format: AREA_FORMAT.into(),
+            source: source_sha256.into(),
+            applied: Vec::new(),
+            consistent: false,
+            building: false,
+        };
+        let mut done = Prepared {
+            unpacked: old.is_none(),
+            reversed: 0,
+            applied: 0,
+        };
         let keep = match &old {
-            Some(s) => s.applied.iter().zip(&wanted).take_while(|(a, (w, _, _))| a.sha256 == w.sha256).count(),
+            Some(s) => s
+                .applied
+                .iter()
+                .zip(&wanted)
+                .take_while(|(a, (w, _, _))| a.sha256 == w.sha256)
+                .count(),
             None => 0,
         };
         let mut keep = keep;
@@ -155,7 +192,10 @@ impl BuildArea {
                     let copy = self.applied_copy(i, &s.applied[i]);
                     if patch(&self.tree()?, &copy, true, &s.applied[i].name).is_err() {
                         // A lost or damaged copy: start from the source again.
-                        progress(&format!("kernel: cannot reverse {}; unpacking the source afresh", s.applied[i].name));
+                        progress(&format!(
+                            "kernel: cannot reverse {}; unpacking the source afresh",
+                            s.applied[i].name
+                        ));
                         ok = false;
                         break;
                     }
@@ -169,7 +209,9 @@ impl BuildArea {
         };
         if !reused {
             {
-                progress("kernel: unpacking the source into the build tree (no earlier build to reuse)");
+                progress(
+                    "kernel: unpacking the source into the build tree (no earlier build to reuse)",
+                );
                 if self.root.exists() {
                     std::fs::remove_dir_all(&self.root).map_err(io_err("remove", &self.root))?;
                 }
@@ -180,7 +222,11 @@ impl BuildArea {
                 self.write_state(&state)?;
                 unpack(&self.root.join("src"))?;
                 keep = 0;
-                done = Prepared { unpacked: true, reversed: 0, applied: 0 };
+                done = Prepared {
+                    unpacked: true,
+                    reversed: 0,
+                    applied: 0,
+                };
             }
         }
         let tree = self.tree()?;
@@ -201,7 +247,10 @@ impl BuildArea {
 impl BuildArea {
     /// Mark make as running (or done, whatever its outcome) in the state.
     pub fn set_building(&self, building: bool) -> Result<()> {
-        let Some(mut s) = serde_json::from_slice::<State>(&std::fs::read(self.state_path()).unwrap_or_default()).ok() else {
+        let Some(mut s) =
+            serde_json::from_slice::<State>(&std::fs::read(self.state_path()).unwrap_or_default())
+                .ok()
+        else {
             return Ok(());
         };
         s.building = building;
@@ -210,12 +259,23 @@ impl BuildArea {
 }
 
 fn file_name(p: &Path) -> String {
-    p.file_name().unwrap_or_default().to_string_lossy().into_owned()
+    p.file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned()
 }
 
 fn patch(tree: &Path, file: &Path, reverse: bool, name: &str) -> Result<()> {
     let mut c = Command::new("patch");
-    c.args(["-p1", "--batch", "--forward", "--no-backup-if-mismatch", "-i"]).arg(file).current_dir(tree);
+    c.args([
+        "-p1",
+        "--batch",
+        "--forward",
+        "--no-backup-if-mismatch",
+        "-i",
+    ])
+    .arg(file)
+    .current_dir(tree);
     if reverse {
         c.arg("-R");
     }
@@ -254,7 +314,11 @@ mod tests {
             std::fs::write(&f, text).unwrap();
             f
         };
-        let (a, b, c) = (p("a.patch", PATCH_A), p("b.patch", PATCH_B), p("c.patch", PATCH_C));
+        let (a, b, c) = (
+            p("a.patch", PATCH_A),
+            p("b.patch", PATCH_B),
+            p("c.patch", PATCH_C),
+        );
         let kernels = d.join("kernels");
         let unpacks = std::cell::Cell::new(0);
         let prepare = |series: &[PathBuf], source: &str| {
@@ -271,15 +335,29 @@ mod tests {
                 )
                 .unwrap();
             let t = area.tree().unwrap();
-            (r, std::fs::read_to_string(t.join("f.c")).unwrap(), std::fs::read_to_string(t.join("g.c")).unwrap())
+            (
+                r,
+                std::fs::read_to_string(t.join("f.c")).unwrap(),
+                std::fs::read_to_string(t.join("g.c")).unwrap(),
+            )
         };
         let (r, f, g) = prepare(&[a.clone(), b.clone()], "s1");
-        assert_eq!((r.unpacked, r.reversed, r.applied, f.as_str(), g.as_str()), (true, 0, 2, "uno\n", "dos\n"));
+        assert_eq!(
+            (r.unpacked, r.reversed, r.applied, f.as_str(), g.as_str()),
+            (true, 0, 2, "uno\n", "dos\n")
+        );
         // Same first patch, another second: only the second is reversed.
         let (r, f, g) = prepare(&[a.clone(), c.clone()], "s1");
-        assert_eq!((r.unpacked, r.reversed, r.applied, f.as_str(), g.as_str()), (false, 1, 1, "uno\n", "deux\n"));
+        assert_eq!(
+            (r.unpacked, r.reversed, r.applied, f.as_str(), g.as_str()),
+            (false, 1, 1, "uno\n", "deux\n")
+        );
         let (r, ..) = prepare(&[a.clone(), c.clone()], "s1");
-        assert_eq!((r.reversed, r.applied), (0, 0), "nothing to do for the same series");
+        assert_eq!(
+            (r.reversed, r.applied),
+            (0, 0),
+            "nothing to do for the same series"
+        );
         let (r, f, g) = prepare(&[], "s1");
         assert_eq!((r.reversed, f.as_str(), g.as_str()), (2, "one\n", "two\n"));
         assert_eq!(unpacks.get(), 1);
@@ -297,16 +375,35 @@ mod tests {
         std::fs::write(&a, PATCH_A).unwrap();
         let kernels = d.join("kernels");
         let area = BuildArea::lock(&kernels).unwrap();
-        assert!(area.prepare("s", &[a.clone()], &mut unpack_into, &mut |_| {}).unwrap().unpacked);
+        assert!(
+            area.prepare("s", &[a.clone()], &mut unpack_into, &mut |_| {})
+                .unwrap()
+                .unpacked
+        );
         area.set_building(true).unwrap();
-        assert!(area.prepare("s", &[a.clone()], &mut unpack_into, &mut |_| {}).unwrap().unpacked, "make was killed: not reused");
+        assert!(
+            area.prepare("s", &[a.clone()], &mut unpack_into, &mut |_| {})
+                .unwrap()
+                .unpacked,
+            "make was killed: not reused"
+        );
         area.set_building(false).unwrap();
-        assert!(!area.prepare("s", &[a.clone()], &mut unpack_into, &mut |_| {}).unwrap().unpacked);
+        assert!(
+            !area
+                .prepare("s", &[a.clone()], &mut unpack_into, &mut |_| {})
+                .unwrap()
+                .unpacked
+        );
         std::fs::remove_dir_all(kernels.join("area/applied")).unwrap();
         std::fs::create_dir_all(kernels.join("area/applied")).unwrap();
-        let r = area.prepare("s", &[], &mut unpack_into, &mut |_| {}).unwrap();
+        let r = area
+            .prepare("s", &[], &mut unpack_into, &mut |_| {})
+            .unwrap();
         assert!(r.unpacked, "the copy to reverse is gone: unpacked afresh");
-        assert_eq!(std::fs::read_to_string(area.tree().unwrap().join("f.c")).unwrap(), "one\n");
+        assert_eq!(
+            std::fs::read_to_string(area.tree().unwrap().join("f.c")).unwrap(),
+            "one\n"
+        );
         std::fs::remove_dir_all(&d).unwrap();
     }
 
@@ -314,12 +411,21 @@ mod tests {
     fn a_patch_that_does_not_apply_leaves_the_area_to_be_unpacked_again() {
         let d = tmp("broken");
         let bad = d.join("bad.patch");
-        std::fs::write(&bad, "--- a/f.c\n+++ b/f.c\n@@ -1 +1 @@\n-nothing like this\n+x\n").unwrap();
+        std::fs::write(
+            &bad,
+            "--- a/f.c\n+++ b/f.c\n@@ -1 +1 @@\n-nothing like this\n+x\n",
+        )
+        .unwrap();
         let kernels = d.join("kernels");
         let area = BuildArea::lock(&kernels).unwrap();
-        let err = area.prepare("s", &[bad.clone()], &mut unpack_into, &mut |_| {}).unwrap_err().to_string();
+        let err = area
+            .prepare("s", &[bad.clone()], &mut unpack_into, &mut |_| {})
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("applying kernel patch bad.patch"), "{err}");
-        let r = area.prepare("s", &[], &mut unpack_into, &mut |_| {}).unwrap();
+        let r = area
+            .prepare("s", &[], &mut unpack_into, &mut |_| {})
+            .unwrap();
         assert!(r.unpacked, "an area left half-changed is not reused");
         std::fs::remove_dir_all(&d).unwrap();
     }

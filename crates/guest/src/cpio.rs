@@ -32,16 +32,32 @@ pub struct Entry {
 
 impl Entry {
     pub fn dir(name: &str, perm: u32) -> Self {
-        Entry { name: name.to_string(), perm, kind: Kind::Dir }
+        Entry {
+            name: name.to_string(),
+            perm,
+            kind: Kind::Dir,
+        }
     }
     pub fn file(name: &str, perm: u32, data: Vec<u8>) -> Self {
-        Entry { name: name.to_string(), perm, kind: Kind::File(data) }
+        Entry {
+            name: name.to_string(),
+            perm,
+            kind: Kind::File(data),
+        }
     }
     pub fn symlink(name: &str, target: &str) -> Self {
-        Entry { name: name.to_string(), perm: 0o777, kind: Kind::Symlink(target.to_string()) }
+        Entry {
+            name: name.to_string(),
+            perm: 0o777,
+            kind: Kind::Symlink(target.to_string()),
+        }
     }
     pub fn chardev(name: &str, perm: u32, major: u32, minor: u32) -> Self {
-        Entry { name: name.to_string(), perm, kind: Kind::CharDev { major, minor } }
+        Entry {
+            name: name.to_string(),
+            perm,
+            kind: Kind::CharDev { major, minor },
+        }
     }
 
     fn mode(&self) -> u32 {
@@ -69,10 +85,20 @@ fn pad4(out: &mut Vec<u8>) {
     }
 }
 
-fn header(out: &mut Vec<u8>, ino: u32, mode: u32, nlink: u32, filesize: u32, rdev: (u32, u32), namesize: u32) {
+fn header(
+    out: &mut Vec<u8>,
+    ino: u32,
+    mode: u32,
+    nlink: u32,
+    filesize: u32,
+    rdev: (u32, u32),
+    namesize: u32,
+) {
     out.extend_from_slice(MAGIC);
     // ino mode uid gid nlink mtime filesize devmajor devminor rdevmajor rdevminor namesize check
-    for v in [ino, mode, 0, 0, nlink, 0, filesize, 0, 0, rdev.0, rdev.1, namesize, 0] {
+    for v in [
+        ino, mode, 0, 0, nlink, 0, filesize, 0, 0, rdev.0, rdev.1, namesize, 0,
+    ] {
         out.extend_from_slice(format!("{v:08X}").as_bytes());
     }
 }
@@ -84,11 +110,16 @@ pub fn write_archive(out: &mut Vec<u8>, entries: &[Entry]) -> Result<()> {
     for (ino, e) in (1u32..).zip(entries) {
         let name = e.name.trim_start_matches('/');
         if name.is_empty() || name.contains('\0') {
-            return Err(GuestError::Cpio { name: e.name.clone(), message: "the name is empty or holds a NUL byte".into() });
+            return Err(GuestError::Cpio {
+                name: e.name.clone(),
+                message: "the name is empty or holds a NUL byte".into(),
+            });
         }
         let data = e.data();
-        let size = u32::try_from(data.len())
-            .map_err(|_| GuestError::Cpio { name: e.name.clone(), message: "the file is larger than 4 GiB".into() })?;
+        let size = u32::try_from(data.len()).map_err(|_| GuestError::Cpio {
+            name: e.name.clone(),
+            message: "the file is larger than 4 GiB".into(),
+        })?;
         let nlink = if matches!(e.kind, Kind::Dir) { 2 } else { 1 };
         let rdev = match e.kind {
             Kind::CharDev { major, minor } => (major, minor),
@@ -133,27 +164,49 @@ pub fn read_archives(bytes: &[u8]) -> std::result::Result<Vec<ParsedEntry>, Stri
         if pos % 4 != 0 {
             return Err(format!("archive at offset {pos} is not 4-byte aligned"));
         }
-        let hdr = bytes.get(pos..pos + 110).ok_or_else(|| format!("truncated header at offset {pos}"))?;
+        let hdr = bytes
+            .get(pos..pos + 110)
+            .ok_or_else(|| format!("truncated header at offset {pos}"))?;
         if &hdr[..6] != MAGIC {
             return Err(format!("bad magic at offset {pos}"));
         }
         let field = |i: usize| -> std::result::Result<u32, String> {
-            let s = std::str::from_utf8(&hdr[6 + i * 8..6 + i * 8 + 8]).map_err(|_| format!("bad header at {pos}"))?;
+            let s = std::str::from_utf8(&hdr[6 + i * 8..6 + i * 8 + 8])
+                .map_err(|_| format!("bad header at {pos}"))?;
             u32::from_str_radix(s, 16).map_err(|_| format!("bad hex field `{s}` at offset {pos}"))
         };
-        let (mode, uid, gid, mtime, filesize) = (field(1)?, field(2)?, field(3)?, field(5)?, field(6)? as usize);
+        let (mode, uid, gid, mtime, filesize) = (
+            field(1)?,
+            field(2)?,
+            field(3)?,
+            field(5)?,
+            field(6)? as usize,
+        );
         let rdev = (field(9)?, field(10)?);
         let namesize = field(11)? as usize;
         let name_start = pos + 110;
-        let name_bytes = bytes.get(name_start..name_start + namesize).ok_or("truncated name")?;
+        let name_bytes = bytes
+            .get(name_start..name_start + namesize)
+            .ok_or("truncated name")?;
         let name = String::from_utf8_lossy(&name_bytes[..namesize.saturating_sub(1)]).into_owned();
         let data_start = (name_start + namesize + 3) & !3;
-        let data = bytes.get(data_start..data_start + filesize).ok_or("truncated data")?.to_vec();
+        let data = bytes
+            .get(data_start..data_start + filesize)
+            .ok_or("truncated data")?
+            .to_vec();
         pos = (data_start + filesize + 3) & !3;
         if name == TRAILER {
             continue;
         }
-        entries.push(ParsedEntry { name, mode, uid, gid, mtime, rdev, data });
+        entries.push(ParsedEntry {
+            name,
+            mode,
+            uid,
+            gid,
+            mtime,
+            rdev,
+            data,
+        });
     }
     Ok(entries)
 }
@@ -176,14 +229,19 @@ mod tests {
         assert_eq!(out.len() % 4, 0);
         let parsed = read_archives(&out).unwrap();
         let names: Vec<_> = parsed.iter().map(|e| e.name.as_str()).collect();
-        assert_eq!(names, ["bin", "bin/hello", "bin/sh", "dev/console", "empty"]);
+        assert_eq!(
+            names,
+            ["bin", "bin/hello", "bin/sh", "dev/console", "empty"]
+        );
         assert_eq!(parsed[0].mode, S_IFDIR | 0o755);
         assert_eq!(parsed[1].data, b"#!/bin/sh\necho hi\n");
         assert_eq!(parsed[1].mode, S_IFREG | 0o755);
         assert_eq!(parsed[2].mode, S_IFLNK | 0o777);
         assert_eq!(parsed[2].data, b"busybox");
         assert_eq!(parsed[3].rdev, (5, 1));
-        assert!(parsed.iter().all(|e| e.uid == 0 && e.gid == 0 && e.mtime == 0));
+        assert!(parsed
+            .iter()
+            .all(|e| e.uid == 0 && e.gid == 0 && e.mtime == 0));
     }
 
     #[test]
@@ -201,7 +259,10 @@ mod tests {
         write_archive(&mut joined, &[Entry::file("y", 0o644, b"abcde".to_vec())]).unwrap();
         assert_eq!(&joined[one.len() + 4..one.len() + 10], MAGIC);
         let parsed = read_archives(&joined).unwrap();
-        assert_eq!(parsed.iter().map(|e| e.name.as_str()).collect::<Vec<_>>(), ["x", "y"]);
+        assert_eq!(
+            parsed.iter().map(|e| e.name.as_str()).collect::<Vec<_>>(),
+            ["x", "y"]
+        );
         assert_eq!(parsed[1].data, b"abcde");
     }
 

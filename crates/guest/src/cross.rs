@@ -16,17 +16,28 @@ pub fn build_programs(guest_dir: &Path, out: &Path) -> Result<Vec<(String, PathB
     let mut sources = vec![guest_dir.join("hsmark/hsmark.c")];
     let workloads = guest_dir.join("workloads");
     if let Ok(rd) = std::fs::read_dir(&workloads) {
-        let mut c: Vec<PathBuf> =
-            rd.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "c")).collect();
+        let mut c: Vec<PathBuf> = rd
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "c"))
+            .collect();
         c.sort();
         sources.extend(c);
     }
     let include = guest_dir.join("hsmark");
     let mut built = Vec::new();
     for src in sources {
-        let name = src.file_stem().unwrap_or_default().to_string_lossy().into_owned();
+        let name = src
+            .file_stem()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
         let bin = out.join(&name);
-        let rel = src.strip_prefix(guest_dir).unwrap_or(&src).display().to_string();
+        let rel = src
+            .strip_prefix(guest_dir)
+            .unwrap_or(&src)
+            .display()
+            .to_string();
         run(
             &format!("compiling guest/{rel} ({CC})"),
             Command::new(CC)

@@ -32,13 +32,19 @@ pub fn field(text: &str, name: &str) -> Option<String> {
 /// The stanzas of an index whose `Package` field is `name`.
 pub fn stanzas_of<'a>(index: &'a str, name: &str) -> Vec<&'a str> {
     let wanted = format!("Package: {name}");
-    index.split("\n\n").filter(|s| s.lines().any(|l| l == wanted)).collect()
+    index
+        .split("\n\n")
+        .filter(|s| s.lines().any(|l| l == wanted))
+        .collect()
 }
 
 /// The stanza of `name` with the highest version, if any.
 pub fn newest<'a>(index: &'a str, name: &str) -> Option<&'a str> {
     stanzas_of(index, name).into_iter().max_by(|a, b| {
-        compare_versions(&field(a, "Version").unwrap_or_default(), &field(b, "Version").unwrap_or_default())
+        compare_versions(
+            &field(a, "Version").unwrap_or_default(),
+            &field(b, "Version").unwrap_or_default(),
+        )
     })
 }
 
@@ -56,7 +62,9 @@ pub fn compare_versions(a: &str, b: &str) -> Ordering {
     }
     let (ea, ua, ra) = split(a);
     let (eb, ub, rb) = split(b);
-    ea.cmp(&eb).then_with(|| compare_part(ua, ub)).then_with(|| compare_part(ra, rb))
+    ea.cmp(&eb)
+        .then_with(|| compare_part(ua, ub))
+        .then_with(|| compare_part(ra, rb))
 }
 
 fn order(c: Option<u8>) -> i32 {
@@ -85,7 +93,10 @@ fn compare_part(mut a: &str, mut b: &str) -> Ordering {
         // digit runs, compared as numbers
         let da = a.find(|c: char| !c.is_ascii_digit()).unwrap_or(a.len());
         let db = b.find(|c: char| !c.is_ascii_digit()).unwrap_or(b.len());
-        let (xa, xb) = (a[..da].trim_start_matches('0'), b[..db].trim_start_matches('0'));
+        let (xa, xb) = (
+            a[..da].trim_start_matches('0'),
+            b[..db].trim_start_matches('0'),
+        );
         let o = xa.len().cmp(&xb.len()).then_with(|| xa.cmp(xb));
         if o != Ordering::Equal {
             return o;
@@ -104,7 +115,10 @@ mod tests {
     fn stanza_fields_with_continuations() {
         let s = "Package: busybox\nVersion: 1:1.35.0-4\nChecksums-Sha256:\n abc 10 a.dsc\n def 20 b.tar.xz\nFormat: 3.0\n";
         assert_eq!(field(s, "Version").unwrap(), "1:1.35.0-4");
-        assert_eq!(field(s, "Checksums-Sha256").unwrap(), "abc 10 a.dsc\ndef 20 b.tar.xz");
+        assert_eq!(
+            field(s, "Checksums-Sha256").unwrap(),
+            "abc 10 a.dsc\ndef 20 b.tar.xz"
+        );
         assert!(field(s, "Depends").is_none());
     }
 
@@ -123,7 +137,10 @@ mod tests {
             assert_eq!(compare_versions(a, b), o, "{a} vs {b}");
         }
         let index = "Package: k\nVersion: 6.12.107-1\n\nPackage: k\nVersion: 6.12.113-1\n\nPackage: j\nVersion: 9\n";
-        assert_eq!(field(newest(index, "k").unwrap(), "Version").unwrap(), "6.12.113-1");
+        assert_eq!(
+            field(newest(index, "k").unwrap(), "Version").unwrap(),
+            "6.12.113-1"
+        );
         assert!(newest(index, "missing").is_none());
     }
 }

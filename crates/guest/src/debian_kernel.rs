@@ -25,7 +25,9 @@ pub fn canonical(name: &str) -> String {
 }
 
 fn module_stem(file: &str) -> Option<&str> {
-    [".ko.xz", ".ko.zst", ".ko.gz", ".ko"].iter().find_map(|s| file.strip_suffix(s))
+    [".ko.xz", ".ko.zst", ".ko.gz", ".ko"]
+        .iter()
+        .find_map(|s| file.strip_suffix(s))
 }
 
 pub fn extract(deb: &Path, package: &str, into: &Path, wanted: &[String]) -> Result<DebianKernel> {
@@ -34,11 +36,21 @@ pub fn extract(deb: &Path, package: &str, into: &Path, wanted: &[String]) -> Res
         Command::new("dpkg-deb").arg("-x").arg(deb).arg(into),
     )?;
     let boot = into.join("boot");
-    let image = find_prefixed(&boot, "vmlinux-").or_else(|| find_prefixed(&boot, "vmlinuz-")).ok_or_else(|| {
-        GuestError::Package { package: package.into(), detail: "has no boot/vmlinux-* kernel image".into() }
-    })?;
-    let fname = image.file_name().unwrap_or_default().to_string_lossy().into_owned();
-    let release = fname.split_once('-').map(|(_, r)| r.to_string()).unwrap_or_default();
+    let image = find_prefixed(&boot, "vmlinux-")
+        .or_else(|| find_prefixed(&boot, "vmlinuz-"))
+        .ok_or_else(|| GuestError::Package {
+            package: package.into(),
+            detail: "has no boot/vmlinux-* kernel image".into(),
+        })?;
+    let fname = image
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned();
+    let release = fname
+        .split_once('-')
+        .map(|(_, r)| r.to_string())
+        .unwrap_or_default();
     let config = boot.join(format!("config-{release}"));
     let moddir = ["usr/lib/modules", "lib/modules"]
         .iter()
@@ -72,9 +84,23 @@ pub fn extract(deb: &Path, package: &str, into: &Path, wanted: &[String]) -> Res
                 detail: format!("module `{w}` is neither shipped nor built in (kernel {release}); fix the image recipe"),
             });
         }
-        visit(&name, &files, &builtin_all, package, &mut seen, &mut order, 0)?;
+        visit(
+            &name,
+            &files,
+            &builtin_all,
+            package,
+            &mut seen,
+            &mut order,
+            0,
+        )?;
     }
-    Ok(DebianKernel { release, image, config, modules: order, builtin })
+    Ok(DebianKernel {
+        release,
+        image,
+        config,
+        modules: order,
+        builtin,
+    })
 }
 
 /// Depth-first: a module's dependencies are pushed before the module.
@@ -91,7 +117,10 @@ fn visit(
         return Ok(());
     }
     if depth > 32 {
-        return Err(GuestError::Package { package: package.into(), detail: format!("module `{name}` has a dependency cycle") });
+        return Err(GuestError::Package {
+            package: package.into(),
+            detail: format!("module `{name}` has a dependency cycle"),
+        });
     }
     seen.insert(name.to_string());
     let path = files.get(name).ok_or_else(|| GuestError::Package {
@@ -103,7 +132,15 @@ fn visit(
         package: package.into(),
         detail: format!("cannot read {}: {m}", path.display()),
     })? {
-        visit(&canonical(&dep), files, builtin, package, seen, order, depth + 1)?;
+        visit(
+            &canonical(&dep),
+            files,
+            builtin,
+            package,
+            seen,
+            order,
+            depth + 1,
+        )?;
     }
     order.push((name.to_string(), bytes));
     Ok(())
@@ -120,16 +157,28 @@ fn decompress(path: &Path, package: &str) -> Result<Vec<u8>> {
     } else {
         return std::fs::read(path).map_err(io_err("read", path));
     };
-    let out = Command::new(tool).arg("-dc").arg(path).output().map_err(|e| GuestError::ToolMissing {
-        step: format!("decompressing a module of package `{package}`"),
-        program: tool.into(),
-        package: if tool == "xz" { "xz-utils".into() } else { tool.into() },
-        source: e,
-    })?;
+    let out = Command::new(tool)
+        .arg("-dc")
+        .arg(path)
+        .output()
+        .map_err(|e| GuestError::ToolMissing {
+            step: format!("decompressing a module of package `{package}`"),
+            program: tool.into(),
+            package: if tool == "xz" {
+                "xz-utils".into()
+            } else {
+                tool.into()
+            },
+            source: e,
+        })?;
     if !out.status.success() {
         return Err(GuestError::Package {
             package: package.into(),
-            detail: format!("`{tool} -dc {}` failed: {}", path.display(), String::from_utf8_lossy(&out.stderr).trim()),
+            detail: format!(
+                "`{tool} -dc {}` failed: {}",
+                path.display(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            ),
         });
     }
     Ok(out.stdout)
@@ -139,18 +188,28 @@ fn decompress(path: &Path, package: &str) -> Result<Vec<u8>> {
 pub fn module_depends(ko: &[u8]) -> std::result::Result<Vec<String>, String> {
     use object::{Object, ObjectSection};
     let file = object::File::parse(ko).map_err(|e| e.to_string())?;
-    let section = file.section_by_name(".modinfo").ok_or("no .modinfo section")?;
+    let section = file
+        .section_by_name(".modinfo")
+        .ok_or("no .modinfo section")?;
     let data = section.data().map_err(|e| e.to_string())?;
     Ok(data
         .split(|b| *b == 0)
         .filter_map(|kv| std::str::from_utf8(kv).ok())
         .filter_map(|kv| kv.strip_prefix("depends="))
-        .flat_map(|v| v.split(',').filter(|d| !d.is_empty()).map(str::to_string).collect::<Vec<_>>())
+        .flat_map(|v| {
+            v.split(',')
+                .filter(|d| !d.is_empty())
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
         .collect())
 }
 
 fn index_modules(dir: &Path, files: &mut BTreeMap<String, PathBuf>) -> Result<()> {
-    for e in std::fs::read_dir(dir).map_err(io_err("list", dir))?.flatten() {
+    for e in std::fs::read_dir(dir)
+        .map_err(io_err("list", dir))?
+        .flatten()
+    {
         let p = e.path();
         if p.is_dir() {
             index_modules(&p, files)?;
@@ -166,7 +225,11 @@ fn find_prefixed(dir: &Path, prefix: &str) -> Option<PathBuf> {
         .ok()?
         .flatten()
         .map(|e| e.path())
-        .filter(|p| p.file_name().and_then(|f| f.to_str()).is_some_and(|f| f.starts_with(prefix)))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|f| f.to_str())
+                .is_some_and(|f| f.starts_with(prefix))
+        })
         .collect();
     v.sort();
     v.pop()
@@ -174,7 +237,9 @@ fn find_prefixed(dir: &Path, prefix: &str) -> Option<PathBuf> {
 
 /// Whether a kernel config enables KASLR (then the image boots with `nokaslr`).
 pub fn has_kaslr(config: &str) -> bool {
-    config.lines().any(|l| l.trim() == "CONFIG_RANDOMIZE_BASE=y")
+    config
+        .lines()
+        .any(|l| l.trim() == "CONFIG_RANDOMIZE_BASE=y")
 }
 
 #[cfg(test)]

@@ -7,7 +7,10 @@ use std::time::Duration;
 use crate::error::{io_err, GuestError, Result};
 use crate::lock::{self, role, LockedFile};
 use crate::manifest::{self, Manifest, PackageEntry};
-use crate::qemu::{canonical_module_addresses, capture_files, kallsyms_workload, parse_kallsyms, QemuBoot, CAPTURE_DISK_BYTES};
+use crate::qemu::{
+    canonical_module_addresses, capture_files, kallsyms_workload, parse_kallsyms, QemuBoot,
+    CAPTURE_DISK_BYTES,
+};
 use crate::recipe::{KernelRecipe, LoadedRecipe, RECIPE_FORMAT};
 use crate::rootfs::{base_archive, with_workload, BaseContents};
 use crate::staging::Staging;
@@ -16,7 +19,9 @@ use crate::{busybox, cross, debian_kernel, firmware, kernel, Builder};
 const KALLSYMS_TIMEOUT: Duration = Duration::from_secs(600);
 
 fn copy(from: &Path, to: &Path) -> Result<()> {
-    std::fs::copy(from, to).map(|_| ()).map_err(io_err("copy", from))
+    std::fs::copy(from, to)
+        .map(|_| ())
+        .map_err(io_err("copy", from))
 }
 
 fn entry(f: &LockedFile, what: &str) -> PackageEntry {
@@ -31,12 +36,20 @@ fn entry(f: &LockedFile, what: &str) -> PackageEntry {
     }
 }
 
-pub fn build_image(b: &Builder, r: &LoadedRecipe, dest: &Path, progress: &mut dyn FnMut(&str)) -> Result<()> {
+pub fn build_image(
+    b: &Builder,
+    r: &LoadedRecipe,
+    dest: &Path,
+    progress: &mut dyn FnMut(&str),
+) -> Result<()> {
     let recipe = &r.recipe;
     // Everything fetched is pinned by the lock; no package index is read.
     let lock = lock::read(&b.guest_dir, &r.name, &recipe.wants())?;
     for f in lock.unsigned() {
-        progress(&format!("note: {} {} is locked unverified ({})", f.package, f.version, f.verified));
+        progress(&format!(
+            "note: {} {} is locked unverified ({})",
+            f.package, f.version, f.verified
+        ));
     }
     let archives = b.archives();
     let images = dest.parent().unwrap_or(dest);
@@ -53,11 +66,21 @@ pub fn build_image(b: &Builder, r: &LoadedRecipe, dest: &Path, progress: &mut dy
     for f in firmware::FIRMWARE_FILES {
         copy(&fw.dir.join(f), &out.join(f))?;
     }
-    packages.push(entry(fw_src, "firmware source: OpenSBI upstream tarball, built PLATFORM=generic"));
+    packages.push(entry(
+        fw_src,
+        "firmware source: OpenSBI upstream tarball, built PLATFORM=generic",
+    ));
 
     // Userland
     let bb_files = lock.files_of(role::BUSYBOX_SOURCE);
-    let bb = busybox::ensure(&b.cache, &b.guest_dir, &archives, &r.name, &bb_files, progress)?;
+    let bb = busybox::ensure(
+        &b.cache,
+        &b.guest_dir,
+        &archives,
+        &r.name,
+        &bb_files,
+        progress,
+    )?;
     copy(&bb.binary, &out.join("busybox"))?;
     for f in &bb_files {
         packages.push(entry(f, "busybox source, built static and unstripped"));
@@ -70,7 +93,9 @@ pub fn build_image(b: &Builder, r: &LoadedRecipe, dest: &Path, progress: &mut dy
     let mut builtin = Vec::new();
     let mut build_seconds = None;
     let (release, config, symbols) = match &recipe.kernel {
-        KernelRecipe::DebianPackage { modules: wanted, .. } => {
+        KernelRecipe::DebianPackage {
+            modules: wanted, ..
+        } => {
             let k = lock.one(&b.guest_dir, role::KERNEL)?;
             progress(&format!("kernel: {} {} (fetching)", k.package, k.version));
             let deb = archives.fetch(k, &r.name)?;
@@ -88,7 +113,13 @@ pub fn build_image(b: &Builder, r: &LoadedRecipe, dest: &Path, progress: &mut dy
             builtin = dk.builtin;
             (dk.release, out.join("config"), "kallsyms")
         }
-        KernelRecipe::LinuxSource { package, base, config, patches, .. } => {
+        KernelRecipe::LinuxSource {
+            package,
+            base,
+            config,
+            patches,
+            ..
+        } => {
             let src = lock.one(&b.guest_dir, role::KERNEL_SOURCE)?;
             let deb = archives.fetch(src, &r.name)?;
             let spec = kernel::KernelSpec {
@@ -105,15 +136,23 @@ pub fn build_image(b: &Builder, r: &LoadedRecipe, dest: &Path, progress: &mut dy
             copy(&k.btf, &out.join("btf"))?;
             copy(&k.config, &out.join("config"))?;
             build_seconds = k.build_seconds.or_else(|| {
-                std::fs::read_to_string(k.image.with_file_name("build-seconds")).ok()?.trim().parse().ok()
+                std::fs::read_to_string(k.image.with_file_name("build-seconds"))
+                    .ok()?
+                    .trim()
+                    .parse()
+                    .ok()
             });
-            packages.push(entry(src, "kernel source (its usr/src tarball), patched and built"));
+            packages.push(entry(
+                src,
+                "kernel source (its usr/src tarball), patched and built",
+            ));
             (k.release, out.join("config"), "vmlinux")
         }
     };
     let config_text = std::fs::read_to_string(&config).map_err(io_err("read", &config))?;
     let mut append = recipe.append.clone();
-    if debian_kernel::has_kaslr(&config_text) && !append.split_whitespace().any(|w| w == "nokaslr") {
+    if debian_kernel::has_kaslr(&config_text) && !append.split_whitespace().any(|w| w == "nokaslr")
+    {
         append.push_str(" nokaslr");
     }
 
@@ -142,7 +181,11 @@ pub fn build_image(b: &Builder, r: &LoadedRecipe, dest: &Path, progress: &mut dy
         default_append: append,
         symbols: symbols.into(),
         packages,
-        unverified: lock.unsigned().iter().map(|f| format!("{} {}: {}", f.package, f.version, f.verified)).collect(),
+        unverified: lock
+            .unsigned()
+            .iter()
+            .map(|f| format!("{} {}: {}", f.package, f.version, f.verified))
+            .collect(),
         modules: modules.iter().map(|(n, _)| n.clone()).collect(),
         builtin_modules: builtin,
         kernel_build_seconds: build_seconds,
@@ -174,7 +217,8 @@ fn capture_kallsyms(
     let console_log = logs.join(format!("{}-kallsyms-console.log", r.name));
     let disk = work.join("capture-disk");
     let f = std::fs::File::create(&disk).map_err(io_err("create", &disk))?;
-    f.set_len(CAPTURE_DISK_BYTES).map_err(io_err("size", &disk))?;
+    f.set_len(CAPTURE_DISK_BYTES)
+        .map_err(io_err("size", &disk))?;
     drop(f);
     progress("kallsyms: booting the image under qemu-system-riscv64 to capture /proc/kallsyms and the BTF");
     // Quiet console: kernel messages must not interleave with the sizes line.
@@ -191,26 +235,39 @@ fn capture_kallsyms(
     };
     let result = boot.run()?;
     let fail = |what: &str, why: String| GuestError::Step {
-        step: format!("capturing {what} of image `{}` under qemu-system-riscv64", r.name),
-        detail: format!("{why}{}; console output is in {}", if result.exited { "" } else { " (timed out)" }, console_log.display()),
+        step: format!(
+            "capturing {what} of image `{}` under qemu-system-riscv64",
+            r.name
+        ),
+        detail: format!(
+            "{why}{}; console output is in {}",
+            if result.exited { "" } else { " (timed out)" },
+            console_log.display()
+        ),
     };
     let disk_data = std::fs::read(&disk).map_err(io_err("read", &disk))?;
-    let [kallsyms, modules, btf] = capture_files(&result.console, &disk_data).map_err(|why| fail("/proc/kallsyms", why))?;
-    let text = parse_kallsyms(&String::from_utf8_lossy(&kallsyms)).map_err(|why| fail("/proc/kallsyms", why))?;
+    let [kallsyms, modules, btf] =
+        capture_files(&result.console, &disk_data).map_err(|why| fail("/proc/kallsyms", why))?;
+    let text = parse_kallsyms(&String::from_utf8_lossy(&kallsyms))
+        .map_err(|why| fail("/proc/kallsyms", why))?;
     let modules = String::from_utf8_lossy(&modules).into_owned();
     progress(&format!("kallsyms: {} symbols", text.lines().count()));
     // Module symbols at fixed bases, so every capture gives the same files;
     // kallsyms-modules says where, for relocating to each run's bases.
-    let (text, modules) = canonical_module_addresses(&text, &modules).map_err(|why| GuestError::Step {
-        step: format!("reading /proc/modules of image `{}`", r.name),
-        detail: format!("{why}; console output is in {}", console_log.display()),
-    })?;
+    let (text, modules) =
+        canonical_module_addresses(&text, &modules).map_err(|why| GuestError::Step {
+            step: format!("reading /proc/modules of image `{}`", r.name),
+            detail: format!("{why}; console output is in {}", console_log.display()),
+        })?;
     std::fs::write(out.join("kallsyms"), text).map_err(io_err("write", out.join("kallsyms")))?;
     let path = out.join("kallsyms-modules");
     std::fs::write(&path, modules).map_err(io_err("write", &path))?;
     // The kernel's BTF.
     if btf.len() < 24 || btf[..2] != [0x9f, 0xeb] {
-        return Err(fail("/sys/kernel/btf/vmlinux", "the copied data does not start with the BTF magic 0xeB9F".into()));
+        return Err(fail(
+            "/sys/kernel/btf/vmlinux",
+            "the copied data does not start with the BTF magic 0xeB9F".into(),
+        ));
     }
     let btf_size = btf.len();
     progress(&format!("btf: {btf_size} bytes"));

@@ -94,19 +94,26 @@ impl Builder {
     /// (default: this source tree's `guest/`), `$HARTSCOPE_DEBIAN_MIRROR`,
     /// `$HARTSCOPE_DEBIAN_SECURITY_MIRROR`, `$HARTSCOPE_DEBIAN_KEYRING`.
     pub fn from_env() -> Self {
-        let cache = std::env::var_os("HARTSCOPE_CACHE").map(PathBuf::from).unwrap_or_else(|| {
-            let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
-            home.join(".cache/hartscope")
-        });
-        let guest_dir = std::env::var_os("HARTSCOPE_GUEST_DIR").map(PathBuf::from).unwrap_or_else(|| {
-            let built_in = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../guest");
-            if built_in.is_dir() {
-                built_in.canonicalize().unwrap_or(built_in)
-            } else {
-                PathBuf::from("guest")
-            }
-        });
-        let var = |name: &str, default: &str| std::env::var(name).unwrap_or_else(|_| default.to_string());
+        let cache = std::env::var_os("HARTSCOPE_CACHE")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| {
+                let home = std::env::var_os("HOME")
+                    .map(PathBuf::from)
+                    .unwrap_or_else(|| PathBuf::from("."));
+                home.join(".cache/hartscope")
+            });
+        let guest_dir = std::env::var_os("HARTSCOPE_GUEST_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| {
+                let built_in = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../guest");
+                if built_in.is_dir() {
+                    built_in.canonicalize().unwrap_or(built_in)
+                } else {
+                    PathBuf::from("guest")
+                }
+            });
+        let var =
+            |name: &str, default: &str| std::env::var(name).unwrap_or_else(|_| default.to_string());
         Builder {
             cache,
             guest_dir,
@@ -128,14 +135,23 @@ impl Builder {
     /// Resolves the recipe through the archive's signed indexes and writes
     /// `guest/images/NAME.lock`. An existing lock that still fits the recipe
     /// is kept unless `update`. Returns the lock and whether it was written.
-    pub fn lock(&self, name: &str, update: bool, allow_unverified: bool, progress: &mut dyn FnMut(&str)) -> Result<(Lock, bool), GuestError> {
+    pub fn lock(
+        &self,
+        name: &str,
+        update: bool,
+        allow_unverified: bool,
+        progress: &mut dyn FnMut(&str),
+    ) -> Result<(Lock, bool), GuestError> {
         let r = recipe::load(&self.guest_dir, name)?;
         if !update {
             if let Ok(existing) = lock::read(&self.guest_dir, name, &r.recipe.wants()) {
                 return Ok((existing, false));
             }
         }
-        let work = self.cache.join("lock-work").join(format!("{name}-{}", std::process::id()));
+        let work = self
+            .cache
+            .join("lock-work")
+            .join(format!("{name}-{}", std::process::id()));
         let result = resolve::resolve(&self.archives(), &r, &work, allow_unverified, progress);
         let _ = std::fs::remove_dir_all(&work);
         let new = result?;
@@ -144,7 +160,9 @@ impl Builder {
     }
 
     fn image_path(&self, r: &recipe::LoadedRecipe) -> PathBuf {
-        self.cache.join("images").join(format!("{}-{}", r.name, r.short_hash()))
+        self.cache
+            .join("images")
+            .join(format!("{}-{}", r.name, r.short_hash()))
     }
 
     /// The hash of the image's current recipe (the suffix of its directory name).
@@ -157,20 +175,33 @@ impl Builder {
         let r = recipe::load(&self.guest_dir, name)?;
         let dir = self.image_path(&r);
         if !dir.join("manifest.json").is_file() {
-            return Err(GuestError::NotBuilt { name: name.to_string() });
+            return Err(GuestError::NotBuilt {
+                name: name.to_string(),
+            });
         }
         manifest::image_dir(name, &dir)
     }
 
     /// Builds the image (a cache hit returns at once).
-    pub fn build(&self, name: &str, progress: &mut dyn FnMut(&str)) -> Result<ImageDir, GuestError> {
+    pub fn build(
+        &self,
+        name: &str,
+        progress: &mut dyn FnMut(&str),
+    ) -> Result<ImageDir, GuestError> {
         let r = recipe::load(&self.guest_dir, name)?;
         let dest = self.image_path(&r);
         if dest.join("manifest.json").is_file() {
-            progress(&format!("image `{name}`: up to date (recipe {})", r.short_hash()));
+            progress(&format!(
+                "image `{name}`: up to date (recipe {})",
+                r.short_hash()
+            ));
             return manifest::image_dir(name, &dest);
         }
-        progress(&format!("image `{name}`: building recipe {} ({})", r.short_hash(), r.recipe.description));
+        progress(&format!(
+            "image `{name}`: building recipe {} ({})",
+            r.short_hash(),
+            r.recipe.description
+        ));
         image::build_image(self, &r, &dest, progress)?;
         manifest::image_dir(name, &dest)
     }

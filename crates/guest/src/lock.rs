@@ -80,7 +80,10 @@ pub fn read(guest_dir: &Path, image: &str, wants: &[String]) -> Result<Lock> {
         });
     }
     let text = std::fs::read_to_string(&p).map_err(io_err("read", &p))?;
-    let lock: Lock = toml::from_str(&text).map_err(|e| GuestError::Lock { path: p.clone(), message: e.message().to_string() })?;
+    let lock: Lock = toml::from_str(&text).map_err(|e| GuestError::Lock {
+        path: p.clone(),
+        message: e.message().to_string(),
+    })?;
     if lock.format != LOCK_FORMAT {
         return Err(GuestError::Lock {
             path: p,
@@ -99,11 +102,16 @@ pub fn read(guest_dir: &Path, image: &str, wants: &[String]) -> Result<Lock> {
     }
     for f in &lock.files {
         let bad_hash = f.sha256.len() != 64 || !f.sha256.bytes().all(|b| b.is_ascii_hexdigit());
-        let bad_path = f.path.starts_with('/') || f.path.split('/').any(|c| c == ".." || c.is_empty());
+        let bad_path =
+            f.path.starts_with('/') || f.path.split('/').any(|c| c == ".." || c.is_empty());
         if bad_hash || bad_path {
             return Err(GuestError::Lock {
                 path: p,
-                message: format!("the entry for `{}` has a malformed {}", f.path, if bad_hash { "sha256" } else { "path" }),
+                message: format!(
+                    "the entry for `{}` has a malformed {}",
+                    f.path,
+                    if bad_hash { "sha256" } else { "path" }
+                ),
             });
         }
     }
@@ -112,7 +120,10 @@ pub fn read(guest_dir: &Path, image: &str, wants: &[String]) -> Result<Lock> {
 
 pub fn write(guest_dir: &Path, lock: &Lock) -> Result<PathBuf> {
     let p = path(guest_dir, &lock.image);
-    let body = toml::to_string(lock).map_err(|e| GuestError::Lock { path: p.clone(), message: e.to_string() })?;
+    let body = toml::to_string(lock).map_err(|e| GuestError::Lock {
+        path: p.clone(),
+        message: e.to_string(),
+    })?;
     let tmp = p.with_extension("lock.tmp");
     std::fs::write(&tmp, format!("{HEADER}{body}")).map_err(io_err("write", &tmp))?;
     std::fs::rename(&tmp, &p).map_err(io_err("rename", &tmp))?;
@@ -173,7 +184,9 @@ mod tests {
         write(&dir, &lock).unwrap();
         assert_eq!(read(&dir, "x", &lock.wants).unwrap(), lock);
 
-        let err = read(&dir, "x", &["kernel: other".to_string()]).unwrap_err().to_string();
+        let err = read(&dir, "x", &["kernel: other".to_string()])
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("x.lock") && err.contains("--update"), "{err}");
 
         let mut bad = sample();
@@ -183,7 +196,10 @@ mod tests {
         assert!(err.contains("malformed path"), "{err}");
 
         let err = read(&dir, "missing", &[]).unwrap_err().to_string();
-        assert!(err.contains("missing.lock") && err.contains("guest lock --image missing"), "{err}");
+        assert!(
+            err.contains("missing.lock") && err.contains("guest lock --image missing"),
+            "{err}"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -63,7 +63,11 @@ pub fn hash_files(dir: &Path) -> Result<BTreeMap<String, String>> {
             if p.is_dir() {
                 stack.push(p);
             } else {
-                let rel = p.strip_prefix(dir).unwrap_or(&p).to_string_lossy().into_owned();
+                let rel = p
+                    .strip_prefix(dir)
+                    .unwrap_or(&p)
+                    .to_string_lossy()
+                    .into_owned();
                 if rel != "manifest.json" {
                     let data = std::fs::read(&p).map_err(io_err("read", &p))?;
                     out.insert(rel, sha256_hex(&data));
@@ -86,7 +90,10 @@ pub fn write(dir: &Path, m: &Manifest) -> Result<()> {
 pub fn read(dir: &Path) -> Result<Manifest> {
     let path = dir.join("manifest.json");
     let text = std::fs::read_to_string(&path).map_err(io_err("read", &path))?;
-    serde_json::from_str(&text).map_err(|e| GuestError::Recipe { path, message: e.to_string() })
+    serde_json::from_str(&text).map_err(|e| GuestError::Recipe {
+        path,
+        message: e.to_string(),
+    })
 }
 
 pub fn image_dir(name: &str, dir: &Path) -> Result<ImageDir> {

@@ -59,7 +59,10 @@ impl QemuBoot<'_> {
         let step = format!("booting {} under {QEMU}", self.kernel.display());
         let status = run_with_timeout(&step, &mut self.command(), &self.console_log, self.timeout)?;
         let bytes = std::fs::read(&self.console_log).map_err(io_err("read", &self.console_log))?;
-        Ok(QemuResult { console: String::from_utf8_lossy(&bytes).replace('\r', ""), exited: status.is_some() })
+        Ok(QemuResult {
+            console: String::from_utf8_lossy(&bytes).replace('\r', ""),
+            exited: status.is_some(),
+        })
     }
 }
 
@@ -92,10 +95,18 @@ pub fn kallsyms_workload() -> String {
 }
 
 /// The text between two delimiter lines of a console log.
-pub fn between<'a>(console: &'a str, begin: &str, end: &str) -> std::result::Result<&'a str, String> {
-    let start = console.find(&format!("{begin}\n")).ok_or(format!("`{begin}` never appeared"))?;
+pub fn between<'a>(
+    console: &'a str,
+    begin: &str,
+    end: &str,
+) -> std::result::Result<&'a str, String> {
+    let start = console
+        .find(&format!("{begin}\n"))
+        .ok_or(format!("`{begin}` never appeared"))?;
     let body = &console[start + begin.len() + 1..];
-    let stop = body.find(&format!("{end}\n")).ok_or(format!("`{end}` never appeared"))?;
+    let stop = body
+        .find(&format!("{end}\n"))
+        .ok_or(format!("`{end}` never appeared"))?;
     Ok(&body[..stop])
 }
 
@@ -104,7 +115,10 @@ pub fn between<'a>(console: &'a str, begin: &str, end: &str) -> std::result::Res
 pub fn capture_files(console: &str, disk: &[u8]) -> std::result::Result<[Vec<u8>; 3], String> {
     let sizes: Vec<u64> = between(console, SIZES_BEGIN, SIZES_END)?
         .split_whitespace()
-        .map(|w| w.parse::<u64>().map_err(|_| format!("bad size `{w}` in the guest's report")))
+        .map(|w| {
+            w.parse::<u64>()
+                .map_err(|_| format!("bad size `{w}` in the guest's report"))
+        })
         .collect::<std::result::Result<_, _>>()?;
     if sizes.len() != 3 {
         return Err(format!("the guest reported {} sizes, not 3", sizes.len()));
@@ -112,10 +126,14 @@ pub fn capture_files(console: &str, disk: &[u8]) -> std::result::Result<[Vec<u8>
     let mut out: [Vec<u8>; 3] = Default::default();
     for (i, ((name, mib), size)) in CAPTURE_LAYOUT.iter().zip(&sizes).enumerate() {
         let start = mib << 20;
-        let limit = CAPTURE_LAYOUT.get(i + 1).map_or(CAPTURE_DISK_BYTES, |(_, next)| next << 20);
+        let limit = CAPTURE_LAYOUT
+            .get(i + 1)
+            .map_or(CAPTURE_DISK_BYTES, |(_, next)| next << 20);
         let end = start + size;
         if end > limit || end > disk.len() as u64 {
-            return Err(format!("{name} ({size} bytes) does not fit its place on the capture disk"));
+            return Err(format!(
+                "{name} ({size} bytes) does not fit its place on the capture disk"
+            ));
         }
         out[i] = disk[start as usize..end as usize].to_vec();
     }
@@ -129,9 +147,13 @@ pub fn parse_kallsyms(body: &str) -> std::result::Result<String, String> {
     for (i, line) in body.lines().enumerate() {
         let mut parts = line.split_whitespace();
         let (Some(addr), Some(ty), Some(_name)) = (parts.next(), parts.next(), parts.next()) else {
-            return Err(format!("line {} is not `address type name`: {line:?}", i + 1));
+            return Err(format!(
+                "line {} is not `address type name`: {line:?}",
+                i + 1
+            ));
         };
-        let a = u64::from_str_radix(addr, 16).map_err(|_| format!("line {} has a bad address: {line:?}", i + 1))?;
+        let a = u64::from_str_radix(addr, 16)
+            .map_err(|_| format!("line {} has a bad address: {line:?}", i + 1))?;
         if ty.len() != 1 {
             return Err(format!("line {} has a bad symbol type: {line:?}", i + 1));
         }
@@ -157,13 +179,21 @@ const CANONICAL_MODULE_STRIDE: u64 = 0x0100_0000;
 /// `CANONICAL_MODULE_BASE + N × 16 MiB`), with `/proc/modules` rewritten to
 /// match: two captures give the same files, and a run still relocates each
 /// module by (its base in the run − its base in the file), as before.
-pub fn canonical_module_addresses(kallsyms: &str, modules: &str) -> std::result::Result<(String, String), String> {
+pub fn canonical_module_addresses(
+    kallsyms: &str,
+    modules: &str,
+) -> std::result::Result<(String, String), String> {
     let mut moved = std::collections::BTreeMap::new();
     let mut new_modules = String::new();
     for (i, line) in modules.lines().enumerate() {
         let fields: Vec<&str> = line.split_whitespace().collect();
-        let base = fields.iter().rev().find_map(|f| f.strip_prefix("0x")).ok_or(format!("no base address in /proc/modules line {line:?}"))?;
-        let base = u64::from_str_radix(base, 16).map_err(|_| format!("bad base address in /proc/modules line {line:?}"))?;
+        let base = fields
+            .iter()
+            .rev()
+            .find_map(|f| f.strip_prefix("0x"))
+            .ok_or(format!("no base address in /proc/modules line {line:?}"))?;
+        let base = u64::from_str_radix(base, 16)
+            .map_err(|_| format!("bad base address in /proc/modules line {line:?}"))?;
         let canonical = CANONICAL_MODULE_BASE + i as u64 * CANONICAL_MODULE_STRIDE;
         moved.insert(fields[0].to_string(), canonical.wrapping_sub(base));
         new_modules.push_str(&line.replace(&format!("0x{base:x}"), &format!("0x{canonical:x}")));
@@ -174,13 +204,16 @@ pub fn canonical_module_addresses(kallsyms: &str, modules: &str) -> std::result:
         let module = line.rsplit_once('[').and_then(|(_, m)| m.strip_suffix(']'));
         match module.and_then(|m| moved.get(m)) {
             Some(delta) => {
-                let (addr, rest) = line.split_once(' ').ok_or(format!("bad kallsyms line {line:?}"))?;
+                let (addr, rest) = line
+                    .split_once(' ')
+                    .ok_or(format!("bad kallsyms line {line:?}"))?;
                 // Only code keeps its offset from the module's base: data and
                 // read-only data are separate allocations that land anywhere.
                 if !matches!(rest.split_whitespace().next(), Some("t" | "T")) {
                     continue;
                 }
-                let a = u64::from_str_radix(addr, 16).map_err(|_| format!("bad kallsyms line {line:?}"))?;
+                let a = u64::from_str_radix(addr, 16)
+                    .map_err(|_| format!("bad kallsyms line {line:?}"))?;
                 out.push_str(&format!("{:016x} {rest}\n", a.wrapping_add(*delta)));
             }
             None => {
@@ -207,9 +240,16 @@ mod tests {
         );
         assert_eq!(m, "gpio_dwapb 94208 0 - Live 0xffffffff60000000\nvirtio_blk 208896 0 - Live 0xffffffff61000000 (O)\n");
         // Another boot's addresses give the same files.
-        let other_k = kallsyms.replace("ffffffff01e8a010", "ffffffff01ea4010").replace("ffffffff0205e020", "ffffffff02185020");
-        let other_m = modules.replace("0xffffffff0205e000", "0xffffffff02185000").replace("0xffffffff01e8a000", "0xffffffff01ea4000");
-        assert_eq!(canonical_module_addresses(&other_k, &other_m).unwrap(), (k, m));
+        let other_k = kallsyms
+            .replace("ffffffff01e8a010", "ffffffff01ea4010")
+            .replace("ffffffff0205e020", "ffffffff02185020");
+        let other_m = modules
+            .replace("0xffffffff0205e000", "0xffffffff02185000")
+            .replace("0xffffffff01e8a000", "0xffffffff01ea4000");
+        assert_eq!(
+            canonical_module_addresses(&other_k, &other_m).unwrap(),
+            (k, m)
+        );
         assert!(canonical_module_addresses(kallsyms, "virtio_blk 1 0 - Live\n").is_err());
     }
 
@@ -217,9 +257,15 @@ mod tests {
     fn captured_files_come_from_the_disk_by_the_reported_sizes() {
         let mut kallsyms = String::new();
         for i in 0..1200u64 {
-            kallsyms.push_str(&format!("{:016x} T sym_{i}\n", 0xffffffff80000000u64 + i * 4));
+            kallsyms.push_str(&format!(
+                "{:016x} T sym_{i}\n",
+                0xffffffff80000000u64 + i * 4
+            ));
         }
-        kallsyms.push_str(&format!("{:016x} t helper\t[virtio_mmio]\n", 0xffffffff01000000u64));
+        kallsyms.push_str(&format!(
+            "{:016x} t helper\t[virtio_mmio]\n",
+            0xffffffff01000000u64
+        ));
         let modules = "virtio_mmio 20480 0 - Live 0xffffffff01000000\n";
         let btf = [0x9fu8, 0xeb, 1, 0];
         let mut disk = vec![0u8; CAPTURE_DISK_BYTES as usize];
@@ -228,14 +274,28 @@ mod tests {
         disk[40 << 20..(40 << 20) + 4].copy_from_slice(&btf);
         let console = format!("noise\n{SIZES_BEGIN}\n{} {} 4\n{SIZES_END}\nhartscope-agent: workload exited with status 0\n", kallsyms.len(), modules.len());
         let [k, m, b] = capture_files(&console, &disk).unwrap();
-        assert_eq!(parse_kallsyms(std::str::from_utf8(&k).unwrap()).unwrap().lines().count(), 1201);
+        assert_eq!(
+            parse_kallsyms(std::str::from_utf8(&k).unwrap())
+                .unwrap()
+                .lines()
+                .count(),
+            1201
+        );
         assert_eq!(m, modules.as_bytes());
         assert_eq!(b, btf);
 
-        let too_big = format!("{SIZES_BEGIN}\n{} 40000000 4\n{SIZES_END}\n", kallsyms.len());
-        assert!(capture_files(&too_big, &disk).unwrap_err().contains("modules"));
+        let too_big = format!(
+            "{SIZES_BEGIN}\n{} 40000000 4\n{SIZES_END}\n",
+            kallsyms.len()
+        );
+        assert!(capture_files(&too_big, &disk)
+            .unwrap_err()
+            .contains("modules"));
         assert!(capture_files("no sizes", &disk).is_err());
-        let zeros: String = kallsyms.lines().map(|l| format!("{}{}\n", "0".repeat(16), &l[16..])).collect();
+        let zeros: String = kallsyms
+            .lines()
+            .map(|l| format!("{}{}\n", "0".repeat(16), &l[16..]))
+            .collect();
         assert!(parse_kallsyms(&zeros).unwrap_err().contains("zero"));
         assert!(parse_kallsyms("").is_err());
     }

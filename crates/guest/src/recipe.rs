@@ -37,7 +37,11 @@ pub struct FirmwareRecipe {
 #[serde(tag = "source", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum KernelRecipe {
     /// A kernel from a Debian riscv64 binary package of `suite`, with selected modules.
-    DebianPackage { package: String, suite: String, modules: Vec<String> },
+    DebianPackage {
+        package: String,
+        suite: String,
+        modules: Vec<String>,
+    },
     /// A kernel cross-built from the source tarball Debian's `linux-source-*`
     /// package (of `suite`) carries.
     LinuxSource {
@@ -64,12 +68,19 @@ impl Recipe {
     /// What the recipe asks the archive for, one line each (kept in the lock).
     pub fn wants(&self) -> Vec<String> {
         let mut w = vec![
-            format!("firmware: upstream tarball of source package {} ({})", self.firmware.package, self.firmware.suite),
+            format!(
+                "firmware: upstream tarball of source package {} ({})",
+                self.firmware.package, self.firmware.suite
+            ),
             format!("busybox: source package busybox ({})", self.source_suite),
         ];
         w.push(match &self.kernel {
-            KernelRecipe::DebianPackage { package, suite, .. } => format!("kernel: {package} ({suite}, riscv64)"),
-            KernelRecipe::LinuxSource { package, suite, .. } => format!("kernel source: {package} ({suite})"),
+            KernelRecipe::DebianPackage { package, suite, .. } => {
+                format!("kernel: {package} ({suite}, riscv64)")
+            }
+            KernelRecipe::LinuxSource { package, suite, .. } => {
+                format!("kernel source: {package} ({suite})")
+            }
         });
         w
     }
@@ -86,7 +97,12 @@ pub fn known_images(guest_dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(guest_dir.join("images"))
         .map(|rd| {
             rd.filter_map(|e| e.ok())
-                .filter_map(|e| e.file_name().to_str().and_then(|n| n.strip_suffix(".toml")).map(str::to_string))
+                .filter_map(|e| {
+                    e.file_name()
+                        .to_str()
+                        .and_then(|n| n.strip_suffix(".toml"))
+                        .map(str::to_string)
+                })
                 .collect()
         })
         .unwrap_or_default();
@@ -95,26 +111,49 @@ pub fn known_images(guest_dir: &Path) -> Vec<String> {
 }
 
 pub fn load(guest_dir: &Path, name: &str) -> Result<LoadedRecipe> {
-    let valid = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    let valid = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
     let path = guest_dir.join("images").join(format!("{name}.toml"));
     if !valid || !path.is_file() {
         let known = known_images(guest_dir);
         let known = if known.is_empty() {
-            format!("none (no recipes under {})", guest_dir.join("images").display())
+            format!(
+                "none (no recipes under {})",
+                guest_dir.join("images").display()
+            )
         } else {
-            known.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+            known
+                .iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
         };
-        return Err(GuestError::UnknownImage { name: name.to_string(), known });
+        return Err(GuestError::UnknownImage {
+            name: name.to_string(),
+            known,
+        });
     }
     let text = std::fs::read_to_string(&path).map_err(io_err("read", &path))?;
-    let recipe: Recipe =
-        toml::from_str(&text).map_err(|e| GuestError::Recipe { path: path.clone(), message: e.message().to_string() })?;
+    let recipe: Recipe = toml::from_str(&text).map_err(|e| GuestError::Recipe {
+        path: path.clone(),
+        message: e.message().to_string(),
+    })?;
     let hash = hash_inputs(guest_dir, name, &recipe)?;
-    Ok(LoadedRecipe { name: name.to_string(), recipe, hash })
+    Ok(LoadedRecipe {
+        name: name.to_string(),
+        recipe,
+        hash,
+    })
 }
 
 /// Every file (relative path → contents) the image is made from.
-pub fn input_files(guest_dir: &Path, name: &str, recipe: &Recipe) -> Result<BTreeMap<String, Vec<u8>>> {
+pub fn input_files(
+    guest_dir: &Path,
+    name: &str,
+    recipe: &Recipe,
+) -> Result<BTreeMap<String, Vec<u8>>> {
     let mut files = BTreeMap::new();
     let rel = format!("images/{name}.toml");
     files.insert(rel.clone(), read(&guest_dir.join(&rel))?);
@@ -131,7 +170,10 @@ pub fn input_files(guest_dir: &Path, name: &str, recipe: &Recipe) -> Result<BTre
     collect_dir(guest_dir, "workloads", &mut files, &|p| {
         !p.contains('/') && (p.ends_with(".c") || p.ends_with(".h"))
     })?;
-    if let KernelRecipe::LinuxSource { config, patches, .. } = &recipe.kernel {
+    if let KernelRecipe::LinuxSource {
+        config, patches, ..
+    } = &recipe.kernel
+    {
         files.insert(config.clone(), read(&guest_dir.join(config))?);
         collect_dir(guest_dir, patches, &mut files, &|p| p.ends_with(".patch"))?;
     }
@@ -178,7 +220,11 @@ fn collect_dir(
                 stack.push(path);
                 continue;
             }
-            let inner = path.strip_prefix(&root).unwrap_or(&path).to_string_lossy().replace('\\', "/");
+            let inner = path
+                .strip_prefix(&root)
+                .unwrap_or(&path)
+                .to_string_lossy()
+                .replace('\\', "/");
             if keep(&inner) {
                 files.insert(format!("{dir}/{inner}").replace("//", "/"), read(&path)?);
             }

@@ -27,13 +27,18 @@ impl Resolver<'_> {
         let key = (suite.to_string(), path.to_string());
         if !self.indexes.contains_key(&key) {
             if !self.releases.contains_key(suite) {
-                progress(&format!("lock: reading the signed release file of {suite} from {}", self.archives.base(suite)));
+                progress(&format!(
+                    "lock: reading the signed release file of {suite} from {}",
+                    self.archives.base(suite)
+                ));
                 let r = self.archives.release(suite, self.work)?;
                 self.releases.insert(suite.to_string(), r);
             }
             let release = &self.releases[suite];
             progress(&format!("lock: reading {suite} {path}"));
-            let mut idx = self.archives.index(release, path, self.work, self.allow_unverified);
+            let mut idx = self
+                .archives
+                .index(release, path, self.work, self.allow_unverified);
             // Arch-all packages are listed in every architecture's index too
             // (`No-Support-for-Architecture-all: Packages`): the host's is a second source.
             let unverified = match &idx {
@@ -41,8 +46,13 @@ impl Resolver<'_> {
                 Ok(i) => !i.signed,
             };
             if path == ARCH_ALL && unverified && release.sha256.contains_key(ARCH_ALL_FALLBACK) {
-                progress(&format!("lock: {suite} {path} unusable; reading {ARCH_ALL_FALLBACK}"));
-                if let Ok(i) = self.archives.index(release, ARCH_ALL_FALLBACK, self.work, false) {
+                progress(&format!(
+                    "lock: {suite} {path} unusable; reading {ARCH_ALL_FALLBACK}"
+                ));
+                if let Ok(i) = self
+                    .archives
+                    .index(release, ARCH_ALL_FALLBACK, self.work, false)
+                {
                     idx = Ok(i);
                 }
             }
@@ -52,7 +62,14 @@ impl Resolver<'_> {
     }
 
     /// A binary package's .deb as the index lists it.
-    fn binary(&mut self, suite: &str, index_path: &str, package: &str, file_role: &str, progress: &mut dyn FnMut(&str)) -> Result<LockedFile> {
+    fn binary(
+        &mut self,
+        suite: &str,
+        index_path: &str,
+        package: &str,
+        file_role: &str,
+        progress: &mut dyn FnMut(&str),
+    ) -> Result<LockedFile> {
         let idx = self.index(suite, index_path, progress)?;
         let stanza = newest(&idx.text, package).ok_or_else(|| GuestError::Package {
             package: package.into(),
@@ -70,7 +87,10 @@ impl Resolver<'_> {
             version: get("Version")?,
             suite: suite.into(),
             path: get("Filename")?,
-            size: get("Size")?.parse().map_err(|_| GuestError::Package { package: package.into(), detail: "bad Size field".into() })?,
+            size: get("Size")?.parse().map_err(|_| GuestError::Package {
+                package: package.into(),
+                detail: "bad Size field".into(),
+            })?,
             sha256: get("SHA256")?,
             signed: idx.signed,
             verified: idx.verified.clone(),
@@ -78,13 +98,23 @@ impl Resolver<'_> {
     }
 
     /// A source package's files (those `keep` accepts) as the Sources index lists them.
-    fn source(&mut self, suite: &str, package: &str, file_role: &str, keep: &dyn Fn(&str) -> bool, progress: &mut dyn FnMut(&str)) -> Result<Vec<LockedFile>> {
+    fn source(
+        &mut self,
+        suite: &str,
+        package: &str,
+        file_role: &str,
+        keep: &dyn Fn(&str) -> bool,
+        progress: &mut dyn FnMut(&str),
+    ) -> Result<Vec<LockedFile>> {
         let idx = self.index(suite, "main/source/Sources.xz", progress)?;
         let stanza = newest(&idx.text, package).ok_or_else(|| GuestError::Package {
             package: package.into(),
             detail: format!("no source package in {suite}"),
         })?;
-        let missing = |name: &str| GuestError::Package { package: package.into(), detail: format!("the {suite} Sources index has no {name} field for it") };
+        let missing = |name: &str| GuestError::Package {
+            package: package.into(),
+            detail: format!("the {suite} Sources index has no {name} field for it"),
+        };
         let version = field(stanza, "Version").ok_or_else(|| missing("Version"))?;
         let dir = field(stanza, "Directory").ok_or_else(|| missing("Directory"))?;
         let sums = field(stanza, "Checksums-Sha256").ok_or_else(|| missing("Checksums-Sha256"))?;
@@ -108,41 +138,73 @@ impl Resolver<'_> {
             }
         }
         if files.is_empty() {
-            return Err(GuestError::Package { package: package.into(), detail: format!("no wanted file in its {suite} source package") });
+            return Err(GuestError::Package {
+                package: package.into(),
+                detail: format!("no wanted file in its {suite} source package"),
+            });
         }
         Ok(files)
     }
 }
 
 /// Resolves the recipe to a lock (not written).
-pub fn resolve(archives: &Archives, r: &LoadedRecipe, work: &Path, allow_unverified: bool, progress: &mut dyn FnMut(&str)) -> Result<Lock> {
+pub fn resolve(
+    archives: &Archives,
+    r: &LoadedRecipe,
+    work: &Path,
+    allow_unverified: bool,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Lock> {
     std::fs::create_dir_all(work).map_err(io_err("create directory", work))?;
-    let mut res = Resolver { archives, work, allow_unverified, releases: BTreeMap::new(), indexes: BTreeMap::new() };
+    let mut res = Resolver {
+        archives,
+        work,
+        allow_unverified,
+        releases: BTreeMap::new(),
+        indexes: BTreeMap::new(),
+    };
     let recipe = &r.recipe;
     let mut files = Vec::new();
     let mut notes = Vec::new();
 
     // OpenSBI: only the upstream tarball is built (see guest/README.md).
     let fw = &recipe.firmware;
-    let orig = res.source(&fw.suite, &fw.package, role::FIRMWARE_SOURCE, &|n| n.contains(".orig.tar."), progress)?;
+    let orig = res.source(
+        &fw.suite,
+        &fw.package,
+        role::FIRMWARE_SOURCE,
+        &|n| n.contains(".orig.tar."),
+        progress,
+    )?;
     notes.push(format!(
         "firmware: {} {} is built from its upstream tarball alone with bookworm's riscv64-linux-gnu-gcc; Debian's packaging (.dsc, .debian.tar.xz) is not applied",
         fw.package, orig[0].version
     ));
     files.extend(orig);
 
-    files.extend(res.source(&recipe.source_suite, "busybox", role::BUSYBOX_SOURCE, &|_| true, progress)?);
+    files.extend(res.source(
+        &recipe.source_suite,
+        "busybox",
+        role::BUSYBOX_SOURCE,
+        &|_| true,
+        progress,
+    )?);
 
     match &recipe.kernel {
         KernelRecipe::DebianPackage { package, suite, .. } => {
             let index = "main/binary-riscv64/Packages.xz";
             // A metapackage depends on the versioned package that holds the kernel.
             let stanza = newest(&res.index(suite, index, progress)?.text, package)
-                .ok_or_else(|| GuestError::Package { package: package.clone(), detail: format!("not in {suite} {index}") })?
+                .ok_or_else(|| GuestError::Package {
+                    package: package.clone(),
+                    detail: format!("not in {suite} {index}"),
+                })?
                 .to_string();
             let real = field(&stanza, "Depends")
                 .and_then(|d| {
-                    d.split(',').map(|p| p.split_whitespace().next().unwrap_or("").to_string()).find(|p| p.starts_with("linux-image-"))
+                    d.split(',')
+                        .map(|p| p.split_whitespace().next().unwrap_or("").to_string())
+                        .find(|p| p.starts_with("linux-image-"))
                 })
                 .filter(|p| p != package);
             let kernel = match real {
@@ -159,9 +221,18 @@ pub fn resolve(archives: &Archives, r: &LoadedRecipe, work: &Path, allow_unverif
             files.push(res.binary(suite, ARCH_ALL, package, role::KERNEL_SOURCE, progress)?);
         }
     }
-    let lock = Lock { format: LOCK_FORMAT.into(), image: r.name.clone(), wants: recipe.wants(), notes, files };
+    let lock = Lock {
+        format: LOCK_FORMAT.into(),
+        image: r.name.clone(),
+        wants: recipe.wants(),
+        notes,
+        files,
+    };
     for f in lock.unsigned() {
-        progress(&format!("lock: WARNING {} {} is locked unverified: {}", f.package, f.version, f.verified));
+        progress(&format!(
+            "lock: WARNING {} {} is locked unverified: {}",
+            f.package, f.version, f.verified
+        ));
     }
     Ok(lock)
 }

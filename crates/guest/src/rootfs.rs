@@ -34,8 +34,16 @@ pub fn base_archive(c: &BaseContents) -> Result<Vec<u8>> {
         Entry::chardev("dev/null", 0o666, 1, 3),
         Entry::dir("etc", 0o755),
         Entry::file("etc/group", 0o644, b"root:x:0:\n".to_vec()),
-        Entry::file("etc/hartscope-image", 0o644, c.identity.clone().into_bytes()),
-        Entry::file("etc/passwd", 0o644, b"root:x:0:0:root:/root:/bin/sh\n".to_vec()),
+        Entry::file(
+            "etc/hartscope-image",
+            0o644,
+            c.identity.clone().into_bytes(),
+        ),
+        Entry::file(
+            "etc/passwd",
+            0o644,
+            b"root:x:0:0:root:/root:/bin/sh\n".to_vec(),
+        ),
         Entry::file("init", 0o755, read(c.agent)?),
         Entry::dir("lib", 0o755),
         Entry::dir("lib/modules", 0o755),
@@ -56,10 +64,18 @@ pub fn base_archive(c: &BaseContents) -> Result<Vec<u8>> {
     if !c.modules.is_empty() {
         let mut list = String::new();
         for (name, ko) in c.modules {
-            entries.push(Entry::file(&format!("lib/modules/{name}.ko"), 0o644, ko.clone()));
+            entries.push(Entry::file(
+                &format!("lib/modules/{name}.ko"),
+                0o644,
+                ko.clone(),
+            ));
             list.push_str(&format!("{name}.ko\n"));
         }
-        entries.push(Entry::file("lib/modules/load.list", 0o644, list.into_bytes()));
+        entries.push(Entry::file(
+            "lib/modules/load.list",
+            0o644,
+            list.into_bytes(),
+        ));
     }
     entries.sort_by(|a, b| a.name.cmp(&b.name));
     let mut out = Vec::new();
@@ -71,7 +87,10 @@ pub fn base_archive(c: &BaseContents) -> Result<Vec<u8>> {
 /// under /workload: a script becomes /workload/run.sh; a directory is copied
 /// whole and must hold run.sh.
 pub fn with_workload(base: &[u8], workload: &Path) -> Result<Vec<u8>> {
-    let bad = |message: String| GuestError::Workload { path: workload.to_path_buf(), message };
+    let bad = |message: String| GuestError::Workload {
+        path: workload.to_path_buf(),
+        message,
+    };
     let meta = std::fs::metadata(workload).map_err(|e| bad(format!("it cannot be read ({e})")))?;
     let mut entries = vec![Entry::dir("workload", 0o755)];
     if meta.is_file() {
@@ -95,7 +114,11 @@ fn collect(root: &Path, dir: &Path, entries: &mut Vec<Entry>) -> Result<()> {
     for e in std::fs::read_dir(dir).map_err(io_err("list", dir))? {
         let e = e.map_err(io_err("list", dir))?;
         let path = e.path();
-        let rel = path.strip_prefix(root).unwrap_or(&path).to_string_lossy().into_owned();
+        let rel = path
+            .strip_prefix(root)
+            .unwrap_or(&path)
+            .to_string_lossy()
+            .into_owned();
         let name = format!("workload/{rel}");
         let meta = std::fs::symlink_metadata(&path).map_err(io_err("inspect", &path))?;
         if meta.file_type().is_symlink() {
@@ -106,7 +129,11 @@ fn collect(root: &Path, dir: &Path, entries: &mut Vec<Entry>) -> Result<()> {
             collect(root, &path, entries)?;
         } else if meta.is_file() {
             // Only the executable bit is kept: modes must not depend on the host's umask.
-            let perm = if meta.permissions().mode() & 0o111 != 0 || rel == "run.sh" { 0o755 } else { 0o644 };
+            let perm = if meta.permissions().mode() & 0o111 != 0 || rel == "run.sh" {
+                0o755
+            } else {
+                0o644
+            };
             entries.push(Entry::file(&name, perm, read(&path)?));
         } else {
             return Err(GuestError::Workload {

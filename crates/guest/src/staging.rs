@@ -20,7 +20,10 @@ impl Staging {
         let path = parent.join(format!(".tmp-{stem}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&path);
         std::fs::create_dir_all(&path).map_err(io_err("create directory", &path))?;
-        Ok(Staging { path, committed: false })
+        Ok(Staging {
+            path,
+            committed: false,
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -51,10 +54,17 @@ impl Drop for Staging {
 
 fn remove_stale(parent: &Path, stem: &str) {
     let prefix = format!(".tmp-{stem}-");
-    let Ok(rd) = std::fs::read_dir(parent) else { return };
+    let Ok(rd) = std::fs::read_dir(parent) else {
+        return;
+    };
     for entry in rd.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(pid) = name.strip_prefix(&prefix).and_then(|p| p.parse::<u32>().ok()) else { continue };
+        let Some(pid) = name
+            .strip_prefix(&prefix)
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
         if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
             let _ = std::fs::remove_dir_all(entry.path());
         }

@@ -77,7 +77,11 @@ fn recipe_hash_follows_the_files_the_image_is_made_of() {
     let debian = b.recipe_hash("debian").unwrap();
     let custom = b.recipe_hash("custom").unwrap();
     assert_ne!(debian, custom);
-    assert_eq!(debian, b.recipe_hash("debian").unwrap(), "hashing is repeatable");
+    assert_eq!(
+        debian,
+        b.recipe_hash("debian").unwrap(),
+        "hashing is repeatable"
+    );
 
     // A host-supplied workload script is not part of any image.
     write(&g.join("workloads/p87-shell/run.sh"), "echo changed\n");
@@ -91,28 +95,47 @@ fn recipe_hash_follows_the_files_the_image_is_made_of() {
     assert_ne!(b.recipe_hash("custom").unwrap(), custom);
 
     // A workload program, the kernel config and a new patch change the hash.
-    write(&g.join("workloads/extra.c"), "int main(void) { return 0; }\n");
+    write(
+        &g.join("workloads/extra.c"),
+        "int main(void) { return 0; }\n",
+    );
     let debian3 = b.recipe_hash("debian").unwrap();
     assert_ne!(debian3, debian2);
     let custom3 = b.recipe_hash("custom").unwrap();
     let cfg = std::fs::read_to_string(g.join("kernel/virt.config")).unwrap();
-    write(&g.join("kernel/virt.config"), &format!("{cfg}CONFIG_EXT2_FS=y\n"));
+    write(
+        &g.join("kernel/virt.config"),
+        &format!("{cfg}CONFIG_EXT2_FS=y\n"),
+    );
     let custom4 = b.recipe_hash("custom").unwrap();
     assert_ne!(custom4, custom3);
-    assert_eq!(b.recipe_hash("debian").unwrap(), debian3, "the kernel config is not an input of `debian`");
+    assert_eq!(
+        b.recipe_hash("debian").unwrap(),
+        debian3,
+        "the kernel config is not an input of `debian`"
+    );
     write(&g.join("kernel/patches/0001-x.patch"), "--- a/x\n+++ b/x\n");
     assert_ne!(b.recipe_hash("custom").unwrap(), custom4);
 
     // The recipe file itself.
     let toml = std::fs::read_to_string(g.join("images/debian.toml")).unwrap();
-    write(&g.join("images/debian.toml"), &toml.replace("console=ttyS0", "console=hvc0"));
+    write(
+        &g.join("images/debian.toml"),
+        &toml.replace("console=ttyS0", "console=hvc0"),
+    );
     let debian4 = b.recipe_hash("debian").unwrap();
     assert_ne!(debian4, debian3);
 
     // The lock: another locked version is another image.
     let lock = std::fs::read_to_string(g.join("images/debian.lock")).unwrap();
-    assert!(lock.contains("version = \"6.12.107-1\""), "the test expects the committed lock");
-    write(&g.join("images/debian.lock"), &lock.replace("version = \"6.12.107-1\"", "version = \"6.12.108-1\""));
+    assert!(
+        lock.contains("version = \"6.12.107-1\""),
+        "the test expects the committed lock"
+    );
+    write(
+        &g.join("images/debian.lock"),
+        &lock.replace("version = \"6.12.107-1\"", "version = \"6.12.108-1\""),
+    );
     assert_ne!(b.recipe_hash("debian").unwrap(), debian4);
 }
 
@@ -123,13 +146,30 @@ fn a_build_needs_a_lock_that_fits_the_recipe() {
     let b = builder(&g, &cache, "http://127.0.0.1:9/debian");
     // A recipe asking for another kernel package than the lock pins.
     let toml = std::fs::read_to_string(g.join("images/debian.toml")).unwrap();
-    write(&g.join("images/debian.toml"), &toml.replace("\"linux-image-riscv64\"", "\"linux-image-rt-riscv64\""));
+    write(
+        &g.join("images/debian.toml"),
+        &toml.replace("\"linux-image-riscv64\"", "\"linux-image-rt-riscv64\""),
+    );
     let msg = b.build("debian", &mut |_| {}).unwrap_err().to_string();
-    assert!(msg.contains("debian.lock") && msg.contains("linux-image-rt-riscv64") && msg.contains("--update"), "{msg}");
+    assert!(
+        msg.contains("debian.lock")
+            && msg.contains("linux-image-rt-riscv64")
+            && msg.contains("--update"),
+        "{msg}"
+    );
     std::fs::remove_file(g.join("images/debian.lock")).unwrap();
     let msg = b.build("debian", &mut |_| {}).unwrap_err().to_string();
-    assert!(msg.contains("does not exist") && msg.contains("hartscope guest lock --image debian"), "{msg}");
-    assert!(!cache.join("images").exists() || std::fs::read_dir(cache.join("images")).unwrap().next().is_none());
+    assert!(
+        msg.contains("does not exist") && msg.contains("hartscope guest lock --image debian"),
+        "{msg}"
+    );
+    assert!(
+        !cache.join("images").exists()
+            || std::fs::read_dir(cache.join("images"))
+                .unwrap()
+                .next()
+                .is_none()
+    );
 }
 
 #[test]
@@ -139,15 +179,27 @@ fn unknown_and_unbuilt_images_are_one_clear_sentence() {
     let err = b.find("nope").unwrap_err();
     assert!(matches!(err, GuestError::UnknownImage { .. }));
     let msg = err.to_string();
-    assert!(msg.contains("`nope`") && msg.contains("`custom`") && msg.contains("`debian`"), "{msg}");
-    assert!(b.build("../debian", &mut |_| {}).is_err(), "names cannot escape guest/images");
+    assert!(
+        msg.contains("`nope`") && msg.contains("`custom`") && msg.contains("`debian`"),
+        "{msg}"
+    );
+    assert!(
+        b.build("../debian", &mut |_| {}).is_err(),
+        "names cannot escape guest/images"
+    );
 
     let msg = b.find("custom").unwrap_err().to_string();
-    assert!(msg.contains("hartscope guest build --image custom"), "{msg}");
+    assert!(
+        msg.contains("hartscope guest build --image custom"),
+        "{msg}"
+    );
 
     write(&g.join("images/broken.toml"), "description = 3\n");
     let msg = b.find("broken").unwrap_err().to_string();
-    assert!(msg.contains("broken.toml") && msg.contains("invalid"), "{msg}");
+    assert!(
+        msg.contains("broken.toml") && msg.contains("invalid"),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -157,12 +209,19 @@ fn unreachable_mirror_fails_clearly_and_leaves_nothing_behind() {
     // Port 9 (discard) on loopback: nothing listens, the connection is refused at once.
     let b = builder(&g, &cache, "http://127.0.0.1:9/debian");
     let mut lines = Vec::new();
-    let err = b.build("debian", &mut |l| lines.push(l.to_string())).unwrap_err();
+    let err = b
+        .build("debian", &mut |l| lines.push(l.to_string()))
+        .unwrap_err();
     let msg = err.to_string();
-    assert!(msg.contains("fetching http://127.0.0.1:9/debian/pool/"), "{msg}");
+    assert!(
+        msg.contains("fetching http://127.0.0.1:9/debian/pool/"),
+        "{msg}"
+    );
     assert!(!msg.contains('\n'), "one line: {msg}");
     let images = cache.join("images");
-    let left: Vec<_> = std::fs::read_dir(&images).map(|rd| rd.flatten().map(|e| e.path()).collect()).unwrap_or_default();
+    let left: Vec<_> = std::fs::read_dir(&images)
+        .map(|rd| rd.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
     assert!(left.is_empty(), "left behind: {left:?}");
     assert!(matches!(b.find("debian"), Err(GuestError::NotBuilt { .. })));
 }
@@ -174,7 +233,14 @@ fn manifest_round_trips_and_find_uses_it() {
     let b = builder(&g, &cache, crate::DEFAULT_MIRROR);
     let hash = b.recipe_hash("debian").unwrap();
     let dir = cache.join("images").join(format!("debian-{}", &hash[..16]));
-    for f in ["fw_jump.bin", "fw_dynamic.bin", "Image", "initrd", "busybox", "kallsyms"] {
+    for f in [
+        "fw_jump.bin",
+        "fw_dynamic.bin",
+        "Image",
+        "initrd",
+        "busybox",
+        "kallsyms",
+    ] {
         write(&dir.join(f), f);
     }
     write(&dir.join("programs/hsmark"), "elf");
@@ -208,7 +274,9 @@ fn manifest_round_trips_and_find_uses_it() {
     assert_eq!(image.read_manifest().unwrap().kernel_release, "6.12.0-test");
     // A cache hit builds nothing and reports it.
     let mut lines = Vec::new();
-    let again = b.build("debian", &mut |l| lines.push(l.to_string())).unwrap();
+    let again = b
+        .build("debian", &mut |l| lines.push(l.to_string()))
+        .unwrap();
     assert_eq!(again.dir, dir);
     assert!(lines.iter().any(|l| l.contains("up to date")), "{lines:?}");
 }
@@ -216,7 +284,11 @@ fn manifest_round_trips_and_find_uses_it() {
 #[test]
 fn workload_archives_are_appended_and_reproducible() {
     let dir = scratch("workload");
-    let base_entries = vec![crate::cpio::Entry::file("init", 0o755, b"#!/bin/sh\n".to_vec())];
+    let base_entries = vec![crate::cpio::Entry::file(
+        "init",
+        0o755,
+        b"#!/bin/sh\n".to_vec(),
+    )];
     let mut base = Vec::new();
     crate::cpio::write_archive(&mut base, &base_entries).unwrap();
 
@@ -226,11 +298,22 @@ fn workload_archives_are_appended_and_reproducible() {
     let b = crate::rootfs::with_workload(&base, &script).unwrap();
     assert_eq!(a, b);
     assert!(a.starts_with(&base));
-    let names: Vec<_> = read_archives(&a).unwrap().into_iter().map(|e| (e.name, e.mode, e.data)).collect();
-    assert_eq!(names[1..], [
-        ("workload".to_string(), 0o040755, vec![]),
-        ("workload/run.sh".to_string(), 0o100755, b"echo hi\nexit 3\n".to_vec()),
-    ]);
+    let names: Vec<_> = read_archives(&a)
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.name, e.mode, e.data))
+        .collect();
+    assert_eq!(
+        names[1..],
+        [
+            ("workload".to_string(), 0o040755, vec![]),
+            (
+                "workload/run.sh".to_string(),
+                0o100755,
+                b"echo hi\nexit 3\n".to_vec()
+            ),
+        ]
+    );
 
     let wdir = dir.join("tree");
     write(&wdir.join("run.sh"), "cat data/x.txt\n");
@@ -238,14 +321,27 @@ fn workload_archives_are_appended_and_reproducible() {
     let t = crate::rootfs::with_workload(&base, &wdir).unwrap();
     let parsed = read_archives(&t).unwrap();
     let names: Vec<_> = parsed.iter().map(|e| e.name.as_str()).collect();
-    assert_eq!(names, ["init", "workload", "workload/data", "workload/data/x.txt", "workload/run.sh"]);
+    assert_eq!(
+        names,
+        [
+            "init",
+            "workload",
+            "workload/data",
+            "workload/data/x.txt",
+            "workload/run.sh"
+        ]
+    );
     assert_eq!(parsed[3].mode, 0o100644);
     assert_eq!(parsed[4].mode, 0o100755);
 
     let empty = dir.join("empty");
     std::fs::create_dir_all(&empty).unwrap();
-    let msg = crate::rootfs::with_workload(&base, &empty).unwrap_err().to_string();
+    let msg = crate::rootfs::with_workload(&base, &empty)
+        .unwrap_err()
+        .to_string();
     assert!(msg.contains("run.sh") && msg.contains("empty"), "{msg}");
-    let msg = crate::rootfs::with_workload(&base, &dir.join("missing")).unwrap_err().to_string();
+    let msg = crate::rootfs::with_workload(&base, &dir.join("missing"))
+        .unwrap_err()
+        .to_string();
     assert!(msg.contains("missing"), "{msg}");
 }

@@ -172,9 +172,12 @@ const FAMILIES: &[(&str, u16, usize, usize, &str)] = &[
 ];
 
 fn numbered(num: u16) -> Option<(usize, usize)> {
-    FAMILIES.iter().enumerate().find_map(|(f, &(_, first, _, count, _))| {
-        (num >= first && ((num - first) as usize) < count).then(|| (f, (num - first) as usize))
-    })
+    FAMILIES
+        .iter()
+        .enumerate()
+        .find_map(|(f, &(_, first, _, count, _))| {
+            (num >= first && ((num - first) as usize) < count).then(|| (f, (num - first) as usize))
+        })
 }
 
 fn numbered_table() -> &'static Vec<Vec<&'static str>> {

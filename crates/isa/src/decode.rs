@@ -74,10 +74,20 @@ pub fn decode32(w: u32) -> Insn {
     }
     let (rd, rs1, rs2, f3, f7) = (rd(w), rs1(w), rs2(w), (w >> 12) & 7, w >> 25);
     match w & 0x7f {
-        0x37 => Lui { rd, imm: (w & 0xffff_f000) as i32 },
-        0x17 => Auipc { rd, imm: (w & 0xffff_f000) as i32 },
+        0x37 => Lui {
+            rd,
+            imm: (w & 0xffff_f000) as i32,
+        },
+        0x17 => Auipc {
+            rd,
+            imm: (w & 0xffff_f000) as i32,
+        },
         0x6f => Jal { rd, imm: imm_j(w) },
-        0x67 if f3 == 0 => Jalr { rd, rs1, imm: imm_i(w) },
+        0x67 if f3 == 0 => Jalr {
+            rd,
+            rs1,
+            imm: imm_i(w),
+        },
         0x63 => {
             let imm = imm_b(w);
             match f3 {
@@ -121,7 +131,9 @@ pub fn decode32(w: u32) -> Insn {
                 2 => {
                     let uimm = (w >> 20) as u16;
                     if rd == 0 && rs1 == 0 && (MARKER_IMM_FIRST..=MARKER_IMM_LAST).contains(&uimm) {
-                        Marker { op: uimm - MARKER_IMM_FIRST }
+                        Marker {
+                            op: uimm - MARKER_IMM_FIRST,
+                        }
                     } else {
                         Slti { rd, rs1, imm }
                     }
@@ -130,19 +142,47 @@ pub fn decode32(w: u32) -> Insn {
                 4 => Xori { rd, rs1, imm },
                 6 => Ori { rd, rs1, imm },
                 7 => Andi { rd, rs1, imm },
-                1 if w >> 26 == 0 => Slli { rd, rs1, imm: shamt },
-                5 if w >> 26 == 0 => Srli { rd, rs1, imm: shamt },
-                5 if w >> 26 == 0x10 => Srai { rd, rs1, imm: shamt },
+                1 if w >> 26 == 0 => Slli {
+                    rd,
+                    rs1,
+                    imm: shamt,
+                },
+                5 if w >> 26 == 0 => Srli {
+                    rd,
+                    rs1,
+                    imm: shamt,
+                },
+                5 if w >> 26 == 0x10 => Srai {
+                    rd,
+                    rs1,
+                    imm: shamt,
+                },
                 _ => ill,
             }
         }
         0x1b => {
             let shamt = ((w >> 20) & 0x1f) as i32;
             match (f3, f7) {
-                (0, _) => Addiw { rd, rs1, imm: imm_i(w) },
-                (1, 0) => Slliw { rd, rs1, imm: shamt },
-                (5, 0) => Srliw { rd, rs1, imm: shamt },
-                (5, 0x20) => Sraiw { rd, rs1, imm: shamt },
+                (0, _) => Addiw {
+                    rd,
+                    rs1,
+                    imm: imm_i(w),
+                },
+                (1, 0) => Slliw {
+                    rd,
+                    rs1,
+                    imm: shamt,
+                },
+                (5, 0) => Srliw {
+                    rd,
+                    rs1,
+                    imm: shamt,
+                },
+                (5, 0x20) => Sraiw {
+                    rd,
+                    rs1,
+                    imm: shamt,
+                },
                 _ => ill,
             }
         }
@@ -181,20 +221,40 @@ pub fn decode32(w: u32) -> Insn {
             _ => ill,
         },
         0x0f => match f3 {
-            0 => Fence { pred: ((w >> 24) & 0xf) as u8, succ: ((w >> 20) & 0xf) as u8, fm: (w >> 28) as u8 },
+            0 => Fence {
+                pred: ((w >> 24) & 0xf) as u8,
+                succ: ((w >> 20) & 0xf) as u8,
+                fm: (w >> 28) as u8,
+            },
             1 => FenceI,
             _ => ill,
         },
         0x73 => decode_system(w, rd, rs1, rs2, f3, f7),
         0x2f => decode_amo(w, rd, rs1, rs2, f3),
         0x07 => match f3 {
-            2 => Flw { rd, rs1, imm: imm_i(w) },
-            3 => Fld { rd, rs1, imm: imm_i(w) },
+            2 => Flw {
+                rd,
+                rs1,
+                imm: imm_i(w),
+            },
+            3 => Fld {
+                rd,
+                rs1,
+                imm: imm_i(w),
+            },
             _ => ill,
         },
         0x27 => match f3 {
-            2 => Fsw { rs1, rs2, imm: imm_s(w) },
-            3 => Fsd { rs1, rs2, imm: imm_s(w) },
+            2 => Fsw {
+                rs1,
+                rs2,
+                imm: imm_s(w),
+            },
+            3 => Fsd {
+                rs1,
+                rs2,
+                imm: imm_s(w),
+            },
             _ => ill,
         },
         0x43 | 0x47 | 0x4b | 0x4f => {
@@ -208,7 +268,15 @@ pub fn decode32(w: u32) -> Insn {
             if fmt > 1 || f3 == 5 || f3 == 6 {
                 return ill;
             }
-            Fma { op, dbl: fmt == 1, rd, rs1, rs2, rs3: rs3(w), rm: f3 as u8 }
+            Fma {
+                op,
+                dbl: fmt == 1,
+                rd,
+                rs1,
+                rs2,
+                rs3: rs3(w),
+                rm: f3 as u8,
+            }
         }
         0x53 => decode_op_fp(w, rd, rs1, rs2, f3, f7),
         _ => ill,
@@ -247,8 +315,20 @@ fn decode_amo(w: u32, rd: u8, rs1: u8, rs2: u8, f3: u32) -> Insn {
         _ => return Illegal(w),
     };
     let op = match w >> 27 {
-        0b00010 if rs2 == 0 => return if dbl { LrD { rd, rs1, aqrl } } else { LrW { rd, rs1, aqrl } },
-        0b00011 => return if dbl { ScD { rd, rs1, rs2, aqrl } } else { ScW { rd, rs1, rs2, aqrl } },
+        0b00010 if rs2 == 0 => {
+            return if dbl {
+                LrD { rd, rs1, aqrl }
+            } else {
+                LrW { rd, rs1, aqrl }
+            }
+        }
+        0b00011 => {
+            return if dbl {
+                ScD { rd, rs1, rs2, aqrl }
+            } else {
+                ScW { rd, rs1, rs2, aqrl }
+            }
+        }
         0b00001 => AmoOp::Swap,
         0b00000 => AmoOp::Add,
         0b00100 => AmoOp::Xor,
@@ -261,9 +341,21 @@ fn decode_amo(w: u32, rd: u8, rs1: u8, rs2: u8, f3: u32) -> Insn {
         _ => return Illegal(w),
     };
     if dbl {
-        AmoD { op, rd, rs1, rs2, aqrl }
+        AmoD {
+            op,
+            rd,
+            rs1,
+            rs2,
+            aqrl,
+        }
     } else {
-        AmoW { op, rd, rs1, rs2, aqrl }
+        AmoW {
+            op,
+            rd,
+            rs1,
+            rs2,
+            aqrl,
+        }
     }
 }
 
@@ -324,7 +416,13 @@ fn decode_op_fp(w: u32, rd: u8, rs1: u8, rs2: u8, f3: u32, f7: u32) -> Insn {
     };
     match op {
         Some(op) if op.has_rm() && (rm == 5 || rm == 6) => Insn::Illegal(w),
-        Some(op) => Insn::Fp { op, rd, rs1, rs2: if op.sources() == 2 { rs2 } else { 0 }, rm },
+        Some(op) => Insn::Fp {
+            op,
+            rd,
+            rs1,
+            rs2: if op.sources() == 2 { rs2 } else { 0 },
+            rm,
+        },
         None => Insn::Illegal(w),
     }
 }
@@ -351,47 +449,111 @@ pub fn decode16(h: u16) -> Insn {
             let lw_off = (((w >> 7) & 0x38) | ((w >> 4) & 4) | ((w << 1) & 0x40)) as i32;
             match f3 {
                 0 => {
-                    let imm = ((w >> 7) & 0x30) | ((w >> 1) & 0x3c0) | ((w >> 4) & 4) | ((w >> 2) & 8);
+                    let imm =
+                        ((w >> 7) & 0x30) | ((w >> 1) & 0x3c0) | ((w >> 4) & 4) | ((w >> 2) & 8);
                     if imm == 0 {
                         ill
                     } else {
-                        Addi { rd: rdp, rs1: 2, imm: imm as i32 }
+                        Addi {
+                            rd: rdp,
+                            rs1: 2,
+                            imm: imm as i32,
+                        }
                     }
                 }
-                1 => Fld { rd: rdp, rs1: rs1p, imm: ld_off },
-                2 => Lw { rd: rdp, rs1: rs1p, imm: lw_off },
-                3 => Ld { rd: rdp, rs1: rs1p, imm: ld_off },
-                5 => Fsd { rs1: rs1p, rs2: rdp, imm: ld_off },
-                6 => Sw { rs1: rs1p, rs2: rdp, imm: lw_off },
-                7 => Sd { rs1: rs1p, rs2: rdp, imm: ld_off },
+                1 => Fld {
+                    rd: rdp,
+                    rs1: rs1p,
+                    imm: ld_off,
+                },
+                2 => Lw {
+                    rd: rdp,
+                    rs1: rs1p,
+                    imm: lw_off,
+                },
+                3 => Ld {
+                    rd: rdp,
+                    rs1: rs1p,
+                    imm: ld_off,
+                },
+                5 => Fsd {
+                    rs1: rs1p,
+                    rs2: rdp,
+                    imm: ld_off,
+                },
+                6 => Sw {
+                    rs1: rs1p,
+                    rs2: rdp,
+                    imm: lw_off,
+                },
+                7 => Sd {
+                    rs1: rs1p,
+                    rs2: rdp,
+                    imm: ld_off,
+                },
                 _ => ill,
             }
         }
         1 => match f3 {
-            0 => Addi { rd: rfull, rs1: rfull, imm: ci },
-            1 if rfull != 0 => Addiw { rd: rfull, rs1: rfull, imm: ci },
-            2 => Addi { rd: rfull, rs1: 0, imm: ci },
+            0 => Addi {
+                rd: rfull,
+                rs1: rfull,
+                imm: ci,
+            },
+            1 if rfull != 0 => Addiw {
+                rd: rfull,
+                rs1: rfull,
+                imm: ci,
+            },
+            2 => Addi {
+                rd: rfull,
+                rs1: 0,
+                imm: ci,
+            },
             3 if rfull == 2 => {
-                let v = ((w >> 3) & 0x200) | ((w >> 2) & 0x10) | ((w << 1) & 0x40) | ((w << 4) & 0x180) | ((w << 3) & 0x20);
+                let v = ((w >> 3) & 0x200)
+                    | ((w >> 2) & 0x10)
+                    | ((w << 1) & 0x40)
+                    | ((w << 4) & 0x180)
+                    | ((w << 3) & 0x20);
                 if v == 0 {
                     ill
                 } else {
-                    Addi { rd: 2, rs1: 2, imm: sext(v, 10) }
+                    Addi {
+                        rd: 2,
+                        rs1: 2,
+                        imm: sext(v, 10),
+                    }
                 }
             }
             3 => {
                 if ci == 0 {
                     ill
                 } else {
-                    Lui { rd: rfull, imm: ci << 12 }
+                    Lui {
+                        rd: rfull,
+                        imm: ci << 12,
+                    }
                 }
             }
             4 => {
                 let shamt = (((w >> 7) & 0x20) | ((w >> 2) & 0x1f)) as i32;
                 match (w >> 10) & 3 {
-                    0 => Srli { rd: rs1p, rs1: rs1p, imm: shamt },
-                    1 => Srai { rd: rs1p, rs1: rs1p, imm: shamt },
-                    2 => Andi { rd: rs1p, rs1: rs1p, imm: ci },
+                    0 => Srli {
+                        rd: rs1p,
+                        rs1: rs1p,
+                        imm: shamt,
+                    },
+                    1 => Srai {
+                        rd: rs1p,
+                        rs1: rs1p,
+                        imm: shamt,
+                    },
+                    2 => Andi {
+                        rd: rs1p,
+                        rs1: rs1p,
+                        imm: ci,
+                    },
                     _ => {
                         let (rd, rs1, rs2) = (rs1p, rs1p, rdp);
                         match ((w >> 12) & 1, (w >> 5) & 3) {
@@ -415,15 +577,30 @@ pub fn decode16(h: u16) -> Insn {
                     | ((w << 1) & 0x80)
                     | ((w >> 2) & 0xe)
                     | ((w << 3) & 0x20);
-                Jal { rd: 0, imm: sext(v, 12) }
+                Jal {
+                    rd: 0,
+                    imm: sext(v, 12),
+                }
             }
             6 | 7 => {
-                let v = ((w >> 4) & 0x100) | ((w >> 7) & 0x18) | ((w << 1) & 0xc0) | ((w >> 2) & 6) | ((w << 3) & 0x20);
+                let v = ((w >> 4) & 0x100)
+                    | ((w >> 7) & 0x18)
+                    | ((w << 1) & 0xc0)
+                    | ((w >> 2) & 6)
+                    | ((w << 3) & 0x20);
                 let imm = sext(v, 9);
                 if f3 == 6 {
-                    Beq { rs1: rs1p, rs2: 0, imm }
+                    Beq {
+                        rs1: rs1p,
+                        rs2: 0,
+                        imm,
+                    }
                 } else {
-                    Bne { rs1: rs1p, rs2: 0, imm }
+                    Bne {
+                        rs1: rs1p,
+                        rs2: 0,
+                        imm,
+                    }
                 }
             }
             _ => ill,
@@ -436,11 +613,27 @@ pub fn decode16(h: u16) -> Insn {
             match f3 {
                 0 => {
                     let shamt = (((w >> 7) & 0x20) | ((w >> 2) & 0x1f)) as i32;
-                    Slli { rd: rfull, rs1: rfull, imm: shamt }
+                    Slli {
+                        rd: rfull,
+                        rs1: rfull,
+                        imm: shamt,
+                    }
                 }
-                1 => Fld { rd: rfull, rs1: 2, imm: ldsp },
-                2 if rfull != 0 => Lw { rd: rfull, rs1: 2, imm: lwsp },
-                3 if rfull != 0 => Ld { rd: rfull, rs1: 2, imm: ldsp },
+                1 => Fld {
+                    rd: rfull,
+                    rs1: 2,
+                    imm: ldsp,
+                },
+                2 if rfull != 0 => Lw {
+                    rd: rfull,
+                    rs1: 2,
+                    imm: lwsp,
+                },
+                3 if rfull != 0 => Ld {
+                    rd: rfull,
+                    rs1: 2,
+                    imm: ldsp,
+                },
                 4 => match ((w >> 12) & 1, rfull, rs2full) {
                     (0, 0, 0) => ill,
                     (0, rs1, 0) => Jalr { rd: 0, rs1, imm: 0 },
@@ -449,9 +642,21 @@ pub fn decode16(h: u16) -> Insn {
                     (_, rs1, 0) => Jalr { rd: 1, rs1, imm: 0 },
                     (_, rd, rs2) => Add { rd, rs1: rd, rs2 },
                 },
-                5 => Fsd { rs1: 2, rs2: rs2full, imm: sdsp },
-                6 => Sw { rs1: 2, rs2: rs2full, imm: swsp },
-                7 => Sd { rs1: 2, rs2: rs2full, imm: sdsp },
+                5 => Fsd {
+                    rs1: 2,
+                    rs2: rs2full,
+                    imm: sdsp,
+                },
+                6 => Sw {
+                    rs1: 2,
+                    rs2: rs2full,
+                    imm: swsp,
+                },
+                7 => Sd {
+                    rs1: 2,
+                    rs2: rs2full,
+                    imm: sdsp,
+                },
                 _ => ill,
             }
         }

@@ -8,12 +8,14 @@ use crate::insn::{FpOp, Insn};
 use crate::MARKER_IMM_FIRST;
 
 const GPR: [&str; 32] = [
-    "zero", "ra", "sp", "gp", "tp", "t0", "t1", "t2", "s0", "s1", "a0", "a1", "a2", "a3", "a4", "a5", "a6", "a7",
-    "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "t3", "t4", "t5", "t6",
+    "zero", "ra", "sp", "gp", "tp", "t0", "t1", "t2", "s0", "s1", "a0", "a1", "a2", "a3", "a4",
+    "a5", "a6", "a7", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "t3", "t4",
+    "t5", "t6",
 ];
 const FPR: [&str; 32] = [
-    "ft0", "ft1", "ft2", "ft3", "ft4", "ft5", "ft6", "ft7", "fs0", "fs1", "fa0", "fa1", "fa2", "fa3", "fa4", "fa5",
-    "fa6", "fa7", "fs2", "fs3", "fs4", "fs5", "fs6", "fs7", "fs8", "fs9", "fs10", "fs11", "ft8", "ft9", "ft10", "ft11",
+    "ft0", "ft1", "ft2", "ft3", "ft4", "ft5", "ft6", "ft7", "fs0", "fs1", "fa0", "fa1", "fa2",
+    "fa3", "fa4", "fa5", "fa6", "fa7", "fs2", "fs3", "fs4", "fs5", "fs6", "fs7", "fs8", "fs9",
+    "fs10", "fs11", "ft8", "ft9", "ft10", "ft11",
 ];
 const RM: [&str; 8] = ["rne", "rtz", "rdn", "rup", "rmm", "0x5", "0x6", "dyn"];
 
@@ -172,7 +174,10 @@ impl fmt::Display for Disasm<'_> {
                     f.write_str("fence.tso")
                 } else if *pred == 0 || *succ == 0 {
                     // objdump has no syntax for an empty set (e.g. `pause`)
-                    let raw = ((*fm as u32) << 28) | ((*pred as u32) << 24) | ((*succ as u32) << 20) | 0x0f;
+                    let raw = ((*fm as u32) << 28)
+                        | ((*pred as u32) << 24)
+                        | ((*succ as u32) << 20)
+                        | 0x0f;
                     write!(f, ".word 0x{raw:08x}")
                 } else {
                     write!(f, "fence {},{}", fence_set(*pred), fence_set(*succ))
@@ -195,30 +200,95 @@ impl fmt::Display for Disasm<'_> {
             LrW { rd, rs1, aqrl } => write!(f, "lr.w{} {},({})", ordering(*aqrl), x(*rd), x(*rs1)),
             LrD { rd, rs1, aqrl } => write!(f, "lr.d{} {},({})", ordering(*aqrl), x(*rd), x(*rs1)),
             ScW { rd, rs1, rs2, aqrl } => {
-                write!(f, "sc.w{} {},{},({})", ordering(*aqrl), x(*rd), x(*rs2), x(*rs1))
+                write!(
+                    f,
+                    "sc.w{} {},{},({})",
+                    ordering(*aqrl),
+                    x(*rd),
+                    x(*rs2),
+                    x(*rs1)
+                )
             }
             ScD { rd, rs1, rs2, aqrl } => {
-                write!(f, "sc.d{} {},{},({})", ordering(*aqrl), x(*rd), x(*rs2), x(*rs1))
+                write!(
+                    f,
+                    "sc.d{} {},{},({})",
+                    ordering(*aqrl),
+                    x(*rd),
+                    x(*rs2),
+                    x(*rs1)
+                )
             }
-            AmoW { op, rd, rs1, rs2, aqrl } => {
-                write!(f, "{}.w{} {},{},({})", op.name(), ordering(*aqrl), x(*rd), x(*rs2), x(*rs1))
+            AmoW {
+                op,
+                rd,
+                rs1,
+                rs2,
+                aqrl,
+            } => {
+                write!(
+                    f,
+                    "{}.w{} {},{},({})",
+                    op.name(),
+                    ordering(*aqrl),
+                    x(*rd),
+                    x(*rs2),
+                    x(*rs1)
+                )
             }
-            AmoD { op, rd, rs1, rs2, aqrl } => {
-                write!(f, "{}.d{} {},{},({})", op.name(), ordering(*aqrl), x(*rd), x(*rs2), x(*rs1))
+            AmoD {
+                op,
+                rd,
+                rs1,
+                rs2,
+                aqrl,
+            } => {
+                write!(
+                    f,
+                    "{}.d{} {},{},({})",
+                    op.name(),
+                    ordering(*aqrl),
+                    x(*rd),
+                    x(*rs2),
+                    x(*rs1)
+                )
             }
             Flw { rd, rs1, imm } => write!(f, "flw {},{}({})", fr(*rd), imm, x(*rs1)),
             Fld { rd, rs1, imm } => write!(f, "fld {},{}({})", fr(*rd), imm, x(*rs1)),
             Fsw { rs1, rs2, imm } => write!(f, "fsw {},{}({})", fr(*rs2), imm, x(*rs1)),
             Fsd { rs1, rs2, imm } => write!(f, "fsd {},{}({})", fr(*rs2), imm, x(*rs1)),
-            Fma { op, dbl, rd, rs1, rs2, rs3, rm } => {
+            Fma {
+                op,
+                dbl,
+                rd,
+                rs1,
+                rs2,
+                rs3,
+                rm,
+            } => {
                 let suffix = if *dbl { "d" } else { "s" };
-                write!(f, "{}.{} {},{},{},{}", op.name(), suffix, fr(*rd), fr(*rs1), fr(*rs2), fr(*rs3))?;
+                write!(
+                    f,
+                    "{}.{} {},{},{},{}",
+                    op.name(),
+                    suffix,
+                    fr(*rd),
+                    fr(*rs1),
+                    fr(*rs2),
+                    fr(*rs3)
+                )?;
                 if *rm != 7 {
                     write!(f, ",{}", RM[*rm as usize & 7])?;
                 }
                 Ok(())
             }
-            Fp { op, rd, rs1, rs2, rm } => {
+            Fp {
+                op,
+                rd,
+                rs1,
+                rs2,
+                rm,
+            } => {
                 let d = if op.rd_is_int() { x(*rd) } else { fr(*rd) };
                 let s1 = if op.rs1_is_int() { x(*rs1) } else { fr(*rs1) };
                 write!(f, "{} {},{}", op.name(), d, s1)?;

@@ -268,7 +268,12 @@ fn disassembles_like_objdump() {
             bad.push(format!("{w:08x}: got `{got}`, objdump `{want}`"));
         }
     }
-    assert!(bad.is_empty(), "{} mismatches:\n{}", bad.len(), bad.join("\n"));
+    assert!(
+        bad.is_empty(),
+        "{} mismatches:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
 }
 
 #[test]
@@ -276,7 +281,11 @@ fn compressed_expands_to_base_encoding() {
     for &(c, w) in COMPRESSED {
         let (insn, len) = decode(c as u32);
         assert_eq!(len, 2);
-        assert_eq!(insn, decode32(w), "c={c:04x} expands differently from {w:08x}");
+        assert_eq!(
+            insn,
+            decode32(w),
+            "c={c:04x} expands differently from {w:08x}"
+        );
         assert!(!matches!(insn, Insn::Illegal(_)), "c={c:04x}");
     }
 }
@@ -284,18 +293,22 @@ fn compressed_expands_to_base_encoding() {
 #[test]
 fn reserved_compressed_are_illegal() {
     for c in [
-        0x0000u16, // all zero
-        0x0004,    // c.addi4spn nzuimm=0
-        0x8000,    // quadrant 0, funct3 100
-        0x2001,    // c.addiw rd=0
-        0x6101,    // c.addi16sp imm=0
-        0x6501,    // c.lui a0,0
-        0x4002,    // c.lwsp rd=0
-        0x6002,    // c.ldsp rd=0
-        0x8002,    // c.jr rs1=0
+        0x0000u16,       // all zero
+        0x0004,          // c.addi4spn nzuimm=0
+        0x8000,          // quadrant 0, funct3 100
+        0x2001,          // c.addiw rd=0
+        0x6101,          // c.addi16sp imm=0
+        0x6501,          // c.lui a0,0
+        0x4002,          // c.lwsp rd=0
+        0x6002,          // c.ldsp rd=0
+        0x8002,          // c.jr rs1=0
         0x9c41 | 0x0040, // c.subw-group funct2=10 (reserved)
     ] {
-        assert!(matches!(decode16(c), Insn::Illegal(_)), "{c:04x} should be illegal: {:?}", decode16(c));
+        assert!(
+            matches!(decode16(c), Insn::Illegal(_)),
+            "{c:04x} should be illegal: {:?}",
+            decode16(c)
+        );
     }
 }
 
@@ -305,7 +318,10 @@ fn marker_hint() {
     assert_eq!(decode32(0x48f0_2013), Insn::Marker { op: 15 });
     // other slti x0 forms stay ordinary (no-op) slti
     assert!(matches!(decode32(0x4900_2013), Insn::Slti { rd: 0, .. }));
-    assert!(matches!(decode32(0x4805_2013), Insn::Slti { rd: 0, rs1: 10, .. }));
+    assert!(matches!(
+        decode32(0x4805_2013),
+        Insn::Slti { rd: 0, rs1: 10, .. }
+    ));
     assert!(matches!(decode32(0x4800_2093), Insn::Slti { rd: 1, .. }));
 }
 

@@ -24,22 +24,48 @@ fn objdump(elf: &str) -> Vec<Line> {
     let out = Command::new(OBJDUMP)
         .args(["-d", "-M", "no-aliases", elf])
         .output()
-        .unwrap_or_else(|e| panic!("cannot run {OBJDUMP} (install binutils-riscv64-linux-gnu): {e}"));
+        .unwrap_or_else(|e| {
+            panic!("cannot run {OBJDUMP} (install binutils-riscv64-linux-gnu): {e}")
+        });
     assert!(out.status.success(), "{OBJDUMP} failed on {elf}");
     let mut lines = Vec::new();
     for l in String::from_utf8_lossy(&out.stdout).lines() {
         let mut parts = l.splitn(3, '\t');
-        let (Some(a), Some(h), Some(t)) = (parts.next(), parts.next(), parts.next()) else { continue };
-        let Some(a) = a.trim().strip_suffix(':') else { continue };
-        let (Ok(pc), h) = (u64::from_str_radix(a, 16), h.trim()) else { continue };
-        let Ok(bits) = u32::from_str_radix(h, 16) else { continue };
-        let len = if h.len() == 8 { 4 } else if h.len() == 4 { 2 } else { continue };
-        let mut text = t.replace(".4byte", ".word").split('#').next().unwrap().to_string();
+        let (Some(a), Some(h), Some(t)) = (parts.next(), parts.next(), parts.next()) else {
+            continue;
+        };
+        let Some(a) = a.trim().strip_suffix(':') else {
+            continue;
+        };
+        let (Ok(pc), h) = (u64::from_str_radix(a, 16), h.trim()) else {
+            continue;
+        };
+        let Ok(bits) = u32::from_str_radix(h, 16) else {
+            continue;
+        };
+        let len = if h.len() == 8 {
+            4
+        } else if h.len() == 4 {
+            2
+        } else {
+            continue;
+        };
+        let mut text = t
+            .replace(".4byte", ".word")
+            .split('#')
+            .next()
+            .unwrap()
+            .to_string();
         if let Some(i) = text.find(" <") {
             text.truncate(i);
         }
         let text = text.trim().replacen('\t', " ", 1);
-        lines.push(Line { pc, bits, len, text });
+        lines.push(Line {
+            pc,
+            bits,
+            len,
+            text,
+        });
     }
     lines
 }
@@ -51,25 +77,38 @@ fn same_modulo_csr_names(ours: &str, theirs: &str) -> bool {
     a.len() == b.len()
         && a.iter().zip(&b).all(|(x, y)| {
             x == y
-                || y.strip_prefix("0x").and_then(|h| u16::from_str_radix(h, 16).ok()).is_some_and(|n| csr_by_name(x) == Some(n))
+                || y.strip_prefix("0x")
+                    .and_then(|h| u16::from_str_radix(h, 16).ok())
+                    .is_some_and(|n| csr_by_name(x) == Some(n))
         })
 }
 
 #[test]
 fn opensbi_matches_objdump() {
-    assert!(Path::new(ELF).exists(), "{ELF} is missing (install Debian package `opensbi`)");
+    assert!(
+        Path::new(ELF).exists(),
+        "{ELF} is missing (install Debian package `opensbi`)"
+    );
     let lines = objdump(ELF);
     let mut checked = 0;
     let mut bad = Vec::new();
     for l in lines.iter().filter(|l| l.len == 4) {
         let ours = disasm(&decode32(l.bits), l.pc);
         if !same_modulo_csr_names(&ours, &l.text) {
-            bad.push(format!("{:x}: {:08x}: ours `{ours}` objdump `{}`", l.pc, l.bits, l.text));
+            bad.push(format!(
+                "{:x}: {:08x}: ours `{ours}` objdump `{}`",
+                l.pc, l.bits, l.text
+            ));
         }
         checked += 1;
     }
     assert!(checked > 1000, "only {checked} instructions found in {ELF}");
-    assert!(bad.is_empty(), "{} of {checked} differ:\n{}", bad.len(), bad[..bad.len().min(40)].join("\n"));
+    assert!(
+        bad.is_empty(),
+        "{} of {checked} differ:\n{}",
+        bad.len(),
+        bad[..bad.len().min(40)].join("\n")
+    );
 }
 
 #[test]
@@ -81,14 +120,28 @@ fn opensbi_compressed_round_trip_through_gas() {
         .map(|l| (l.bits as u16, decode16(l.bits as u16), l.pc))
         .filter(|(_, i, _)| !matches!(i, Insn::Illegal(_)))
         .collect();
-    assert!(comp.len() > 1000, "only {} compressed instructions", comp.len());
+    assert!(
+        comp.len() > 1000,
+        "only {} compressed instructions",
+        comp.len()
+    );
     // Re-assemble our expansion's text with compression off; branch targets as `.+off`.
     let mut src = String::from(".option norvc\n");
     for (_, insn, pc) in &comp {
         let text = match *insn {
             Insn::Jal { rd, imm } => format!("jal {},.{:+}", hs_isa::gpr_name(rd), imm),
-            Insn::Beq { rs1, rs2, imm } => format!("beq {},{},.{:+}", hs_isa::gpr_name(rs1), hs_isa::gpr_name(rs2), imm),
-            Insn::Bne { rs1, rs2, imm } => format!("bne {},{},.{:+}", hs_isa::gpr_name(rs1), hs_isa::gpr_name(rs2), imm),
+            Insn::Beq { rs1, rs2, imm } => format!(
+                "beq {},{},.{:+}",
+                hs_isa::gpr_name(rs1),
+                hs_isa::gpr_name(rs2),
+                imm
+            ),
+            Insn::Bne { rs1, rs2, imm } => format!(
+                "bne {},{},.{:+}",
+                hs_isa::gpr_name(rs1),
+                hs_isa::gpr_name(rs2),
+                imm
+            ),
             _ => disasm(insn, *pc),
         };
         src.push_str(&text);
@@ -105,14 +158,27 @@ fn opensbi_compressed_round_trip_through_gas() {
         .arg(&o)
         .status()
         .unwrap_or_else(|e| panic!("cannot run {GCC} (install gcc-riscv64-unknown-elf): {e}"));
-    assert!(st.success(), "gas rejected our disassembly, see {}", s.display());
-    let st = Command::new(OBJCOPY).args(["-O", "binary", "-j", ".text"]).arg(&o).arg(&b).status().unwrap();
+    assert!(
+        st.success(),
+        "gas rejected our disassembly, see {}",
+        s.display()
+    );
+    let st = Command::new(OBJCOPY)
+        .args(["-O", "binary", "-j", ".text"])
+        .arg(&o)
+        .arg(&b)
+        .status()
+        .unwrap();
     assert!(st.success());
     let bin = std::fs::read(&b).unwrap();
     assert_eq!(bin.len(), comp.len() * 4);
     for (i, (h, insn, _)) in comp.iter().enumerate() {
         let w = u32::from_le_bytes(bin[i * 4..i * 4 + 4].try_into().unwrap());
-        assert_eq!(decode32(w), *insn, "c {h:04x} -> ours {insn:?}, gas re-encodes as {w:08x}");
+        assert_eq!(
+            decode32(w),
+            *insn,
+            "c {h:04x} -> ours {insn:?}, gas re-encodes as {w:08x}"
+        );
         assert_eq!(decode(w).1, 4);
     }
     std::fs::remove_dir_all(&dir).ok();

@@ -22,7 +22,10 @@ fn series(dir: &Path) -> Result<Vec<(String, Vec<u8>)>> {
         let e = e.map_err(io_err("list", dir))?;
         let name = e.file_name().to_string_lossy().into_owned();
         if name.ends_with(".patch") {
-            out.push((name, std::fs::read(e.path()).map_err(io_err("read", &e.path()))?));
+            out.push((
+                name,
+                std::fs::read(e.path()).map_err(io_err("read", &e.path()))?,
+            ));
         }
     }
     out.sort();
@@ -31,12 +34,25 @@ fn series(dir: &Path) -> Result<Vec<(String, Vec<u8>)>> {
 
 /// Write (or find) the derived guest directory for `base` with a study's
 /// `patches` and/or `config` fragment; returns it and the derived image's name.
-pub fn derive_guest_dir(b: &Builder, base: &str, patches: Option<&Path>, config: Option<&Path>) -> Result<(PathBuf, String)> {
-    let img_err = |message: String| LabError::Image { image: base.to_string(), message };
+pub fn derive_guest_dir(
+    b: &Builder,
+    base: &str,
+    patches: Option<&Path>,
+    config: Option<&Path>,
+) -> Result<(PathBuf, String)> {
+    let img_err = |message: String| LabError::Image {
+        image: base.to_string(),
+        message,
+    };
     let recipe_path = b.guest_dir.join("images").join(format!("{base}.toml"));
     let text = std::fs::read_to_string(&recipe_path).map_err(io_err("read", &recipe_path))?;
-    let mut recipe: toml::Table = text.parse().map_err(|e: toml::de::Error| img_err(format!("{}: {}", recipe_path.display(), e.message())))?;
-    let kernel = recipe.get_mut("kernel").and_then(|k| k.as_table_mut()).ok_or_else(|| img_err("the recipe has no [kernel] table".into()))?;
+    let mut recipe: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+        img_err(format!("{}: {}", recipe_path.display(), e.message()))
+    })?;
+    let kernel = recipe
+        .get_mut("kernel")
+        .and_then(|k| k.as_table_mut())
+        .ok_or_else(|| img_err("the recipe has no [kernel] table".into()))?;
     if kernel.get("source").and_then(|s| s.as_str()) != Some("linux-source") {
         return Err(img_err("its kernel is not built from source, so a patch series or config fragment cannot apply".into()));
     }
@@ -50,16 +66,25 @@ pub fn derive_guest_dir(b: &Builder, base: &str, patches: Option<&Path>, config:
 
     let mut series_files: Option<Vec<(String, Vec<u8>)>> = None;
     if let Some(patches) = patches {
-        let own_dir = kernel.get("patches").and_then(|p| p.as_str()).map(|p| b.guest_dir.join(p));
+        let own_dir = kernel
+            .get("patches")
+            .and_then(|p| p.as_str())
+            .map(|p| b.guest_dir.join(p));
         let own = match &own_dir {
             Some(d) if d.is_dir() => series(d)?,
             _ => Vec::new(),
         };
         let study = series(patches)?;
         if study.is_empty() {
-            return Err(img_err(format!("{} holds no *.patch files", patches.display())));
+            return Err(img_err(format!(
+                "{} holds no *.patch files",
+                patches.display()
+            )));
         }
-        let mut all: Vec<(String, Vec<u8>)> = own.into_iter().map(|(n, d)| (format!("0-image-{n}"), d)).collect();
+        let mut all: Vec<(String, Vec<u8>)> = own
+            .into_iter()
+            .map(|(n, d)| (format!("0-image-{n}"), d))
+            .collect();
         all.extend(study.into_iter().map(|(n, d)| (format!("1-study-{n}"), d)));
         for (n, d) in &all {
             key.push_str(&format!("patch {n} {}\0", crate::sha256_hex(d)));
@@ -70,11 +95,17 @@ pub fn derive_guest_dir(b: &Builder, base: &str, patches: Option<&Path>, config:
 
     let mut fragment: Option<String> = None;
     if let Some(config) = config {
-        let own_rel = kernel.get("config").and_then(|c| c.as_str()).ok_or_else(|| img_err("the recipe's kernel has no config fragment".into()))?;
+        let own_rel = kernel
+            .get("config")
+            .and_then(|c| c.as_str())
+            .ok_or_else(|| img_err("the recipe's kernel has no config fragment".into()))?;
         let own_path = b.guest_dir.join(own_rel);
         let own = std::fs::read_to_string(&own_path).map_err(io_err("read", &own_path))?;
         let study = std::fs::read_to_string(config).map_err(io_err("read", config))?;
-        let text = format!("{own}\n# --- the study's fragment ({}) ---\n{study}", config.display());
+        let text = format!(
+            "{own}\n# --- the study's fragment ({}) ---\n{study}",
+            config.display()
+        );
         key.push_str(&format!("config {}\0", crate::sha256_hex(text.as_bytes())));
         kernel.insert("config".into(), toml::Value::String(CONFIG_FILE.into()));
         fragment = Some(text);
@@ -103,7 +134,8 @@ pub fn derive_guest_dir(b: &Builder, base: &str, patches: Option<&Path>, config:
             let src = b.guest_dir.join(d);
             if src.exists() {
                 let src = src.canonicalize().map_err(io_err("resolve", &src))?;
-                std::os::unix::fs::symlink(&src, tmp.join(d)).map_err(io_err("create link", &tmp.join(d)))?;
+                std::os::unix::fs::symlink(&src, tmp.join(d))
+                    .map_err(io_err("create link", &tmp.join(d)))?;
             }
         }
         if let Some(all) = &series_files {
@@ -118,9 +150,11 @@ pub fn derive_guest_dir(b: &Builder, base: &str, patches: Option<&Path>, config:
             std::fs::write(&p, l).map_err(io_err("write", &p))?;
         }
         if let Some(text) = &fragment {
-            std::fs::write(tmp.join(CONFIG_FILE), text).map_err(io_err("write", &tmp.join(CONFIG_FILE)))?;
+            std::fs::write(tmp.join(CONFIG_FILE), text)
+                .map_err(io_err("write", &tmp.join(CONFIG_FILE)))?;
         }
-        let body = toml::to_string(&recipe).map_err(|e| img_err(format!("cannot write the derived recipe ({e})")))?;
+        let body = toml::to_string(&recipe)
+            .map_err(|e| img_err(format!("cannot write the derived recipe ({e})")))?;
         let header = format!("# Derived by hartscope's lab: image `{base}` with a study's kernel changes appended.\n");
         let path = tmp.join("images").join(format!("{name}.toml"));
         std::fs::write(&path, header + &body).map_err(io_err("write", &path))?;
@@ -141,11 +175,19 @@ pub fn derive_guest_dir(b: &Builder, base: &str, patches: Option<&Path>, config:
 }
 
 /// Build (or find in the cache) `base` with a study's patch series and/or config fragment.
-pub fn build_derived(base: &str, patches: Option<&Path>, config: Option<&Path>, progress: &mut dyn FnMut(&str)) -> Result<ImageDir> {
+pub fn build_derived(
+    base: &str,
+    patches: Option<&Path>,
+    config: Option<&Path>,
+    progress: &mut dyn FnMut(&str),
+) -> Result<ImageDir> {
     let b = Builder::from_env();
     let (guest_dir, name) = derive_guest_dir(&b, base, patches, config)?;
     let derived = Builder { guest_dir, ..b };
-    derived.build(&name, progress).map_err(|e| LabError::Image { image: name.clone(), message: e.to_string() })
+    derived.build(&name, progress).map_err(|e| LabError::Image {
+        image: name.clone(),
+        message: e.to_string(),
+    })
 }
 
 #[cfg(test)]
@@ -157,7 +199,10 @@ mod tests {
         let real = Builder::from_env();
         let scratch = std::env::temp_dir().join(format!("hs-lab-derive-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&scratch);
-        let b = Builder { cache: scratch.join("cache"), ..real.clone() };
+        let b = Builder {
+            cache: scratch.join("cache"),
+            ..real.clone()
+        };
         let patches = scratch.join("patches");
         std::fs::create_dir_all(&patches).unwrap();
         std::fs::write(patches.join("0001-quiet.patch"), "--- a/x\n+++ b/x\n").unwrap();
@@ -165,18 +210,36 @@ mod tests {
 
         let (dir, name) = derive_guest_dir(&b, "custom", Some(&patches), None).unwrap();
         assert!(name.starts_with("custom-study-"), "{name}");
-        let files: Vec<String> = std::fs::read_dir(dir.join(SERIES_DIR)).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        let files: Vec<String> = std::fs::read_dir(dir.join(SERIES_DIR))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
         assert_eq!(files, vec!["1-study-0001-quiet.patch".to_string()]);
         // hs-guest accepts the derived recipe, and it is a different image from `custom`.
-        let derived = Builder { guest_dir: dir.clone(), ..b.clone() };
+        let derived = Builder {
+            guest_dir: dir.clone(),
+            ..b.clone()
+        };
         let h = derived.recipe_hash(&name).unwrap();
         assert_ne!(h, real.recipe_hash("custom").unwrap());
         // The same series derives the same directory; a changed one a new image.
-        assert_eq!(derive_guest_dir(&b, "custom", Some(&patches), None).unwrap().1, name);
+        assert_eq!(
+            derive_guest_dir(&b, "custom", Some(&patches), None)
+                .unwrap()
+                .1,
+            name
+        );
         std::fs::write(patches.join("0001-quiet.patch"), "--- a/y\n+++ b/y\n").unwrap();
-        assert_ne!(derive_guest_dir(&b, "custom", Some(&patches), None).unwrap().1, name);
+        assert_ne!(
+            derive_guest_dir(&b, "custom", Some(&patches), None)
+                .unwrap()
+                .1,
+            name
+        );
 
-        let err = derive_guest_dir(&b, "debian", Some(&patches), None).unwrap_err().to_string();
+        let err = derive_guest_dir(&b, "debian", Some(&patches), None)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("not built from source"), "{err}");
 
         // A config fragment lands after the image's own.
@@ -186,9 +249,18 @@ mod tests {
         assert_ne!(cname, name);
         let text = std::fs::read_to_string(cdir.join(CONFIG_FILE)).unwrap();
         let own = std::fs::read_to_string(real.guest_dir.join("kernel/virt.config")).unwrap();
-        assert!(text.starts_with(&own) && text.ends_with("CONFIG_PRINTK_TIME=y\n"), "{text}");
-        assert!(!cdir.join(SERIES_DIR).exists(), "no patch series given, the image's own stays");
-        let derived = Builder { guest_dir: cdir, ..b.clone() };
+        assert!(
+            text.starts_with(&own) && text.ends_with("CONFIG_PRINTK_TIME=y\n"),
+            "{text}"
+        );
+        assert!(
+            !cdir.join(SERIES_DIR).exists(),
+            "no patch series given, the image's own stays"
+        );
+        let derived = Builder {
+            guest_dir: cdir,
+            ..b.clone()
+        };
         derived.recipe_hash(&cname).unwrap();
         std::fs::remove_dir_all(&scratch).unwrap();
     }

@@ -24,7 +24,11 @@ pub struct Table {
 
 impl Table {
     pub fn new(headers: &[&str], right: &[bool]) -> Table {
-        Table { headers: headers.iter().map(|h| h.to_string()).collect(), right: right.to_vec(), rows: Vec::new() }
+        Table {
+            headers: headers.iter().map(|h| h.to_string()).collect(),
+            right: right.to_vec(),
+            rows: Vec::new(),
+        }
     }
     pub fn row(&mut self, cells: Vec<String>) {
         self.rows.push(cells);
@@ -62,7 +66,11 @@ pub fn markdown(blocks: &[Block]) -> String {
             Block::Chart(_) => {}
             Block::Pre(text) => {
                 let fence = if text.contains("```") { "~~~~" } else { "```" };
-                let _ = writeln!(out, "{fence}text\n{}\n{fence}\n", text.trim_end_matches('\n'));
+                let _ = writeln!(
+                    out,
+                    "{fence}text\n{}\n{fence}\n",
+                    text.trim_end_matches('\n')
+                );
             }
         }
     }
@@ -73,7 +81,9 @@ pub fn markdown(blocks: &[Block]) -> String {
 }
 
 fn one_line(s: &str) -> String {
-    s.chars().map(|c| if c.is_control() { ' ' } else { c }).collect()
+    s.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
 }
 
 fn md_cell(s: &str) -> String {
@@ -82,11 +92,31 @@ fn md_cell(s: &str) -> String {
 
 fn md_table(t: &Table) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "| {} |", t.headers.iter().map(|h| md_cell(h)).collect::<Vec<_>>().join(" | "));
-    let align: Vec<&str> = (0..t.headers.len()).map(|i| if t.right.get(i).copied().unwrap_or(false) { "--:" } else { ":--" }).collect();
+    let _ = writeln!(
+        out,
+        "| {} |",
+        t.headers
+            .iter()
+            .map(|h| md_cell(h))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    );
+    let align: Vec<&str> = (0..t.headers.len())
+        .map(|i| {
+            if t.right.get(i).copied().unwrap_or(false) {
+                "--:"
+            } else {
+                ":--"
+            }
+        })
+        .collect();
     let _ = writeln!(out, "|{}|", align.join("|"));
     for r in &t.rows {
-        let _ = writeln!(out, "| {} |", r.iter().map(|c| md_cell(c)).collect::<Vec<_>>().join(" | "));
+        let _ = writeln!(
+            out,
+            "| {} |",
+            r.iter().map(|c| md_cell(c)).collect::<Vec<_>>().join(" | ")
+        );
     }
     out
 }
@@ -136,7 +166,10 @@ pre{background:#f6f6f8;border:1px solid #e3e3e6;padding:.6em;overflow-x:auto}
 td.PASS{background:#e3f6e5!important;color:#14632a;font-weight:600}td.FAIL{background:#fde5e5!important;color:#9b1c1c;font-weight:600}
 td.NOT{background:#f1f1f1!important;color:#666;font-weight:600}svg{display:block;margin:.4em 0 1.2em}";
 
-const PALETTE: &[&str] = &["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"];
+const PALETTE: &[&str] = &[
+    "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
+    "#9c755f", "#bab0ac",
+];
 
 pub fn html(title: &str, blocks: &[Block]) -> String {
     let mut out = String::new();
@@ -168,7 +201,11 @@ pub fn html(title: &str, blocks: &[Block]) -> String {
 fn html_table(t: &Table) -> String {
     let mut out = String::from("<table>\n<tr>");
     for (i, h) in t.headers.iter().enumerate() {
-        let class = if t.right.get(i).copied().unwrap_or(false) { " class=\"r\"" } else { "" };
+        let class = if t.right.get(i).copied().unwrap_or(false) {
+            " class=\"r\""
+        } else {
+            ""
+        };
         let _ = write!(out, "<th{class}>{}</th>", inline_html(h));
     }
     out.push_str("</tr>\n");
@@ -215,7 +252,13 @@ pub fn svg_chart(c: &Chart) -> String {
     let max = c
         .categories
         .iter()
-        .map(|(_, vs)| if c.stacked { vs.iter().map(|v| v.max(0.0)).sum() } else { vs.iter().cloned().fold(0.0, f64::max) })
+        .map(|(_, vs)| {
+            if c.stacked {
+                vs.iter().map(|v| v.max(0.0)).sum()
+            } else {
+                vs.iter().cloned().fold(0.0, f64::max)
+            }
+        })
         .fold(0.0, f64::max);
     let scale = if max > 0.0 { plot_w / max } else { 0.0 };
     let mut out = String::new();
@@ -224,12 +267,26 @@ pub fn svg_chart(c: &Chart) -> String {
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH}\" height=\"{height:.0}\" viewBox=\"0 0 {WIDTH} {height:.0}\" font-family=\"system-ui,sans-serif\" font-size=\"12\" role=\"img\">"
     );
     let _ = writeln!(out, "<title>{}</title>", escape(&c.title));
-    let _ = writeln!(out, "<text x=\"0\" y=\"16\" font-size=\"14\" font-weight=\"600\">{}</text>", escape(&c.title));
+    let _ = writeln!(
+        out,
+        "<text x=\"0\" y=\"16\" font-size=\"14\" font-weight=\"600\">{}</text>",
+        escape(&c.title)
+    );
     let mut y = TOP;
     for (label, values) in &c.categories {
         let label_y = y + (per_cat as f64 * (BAR_H + 2.0)) / 2.0 + 4.0;
-        let shown: String = if label.chars().count() > 38 { label.chars().take(36).chain("…".chars()).collect() } else { label.clone() };
-        let _ = writeln!(out, "<text x=\"{:.1}\" y=\"{label_y:.1}\" text-anchor=\"end\"><title>{}</title>{}</text>", LABEL_W - 8.0, escape(label), escape(&shown));
+        let shown: String = if label.chars().count() > 38 {
+            label.chars().take(36).chain("…".chars()).collect()
+        } else {
+            label.clone()
+        };
+        let _ = writeln!(
+            out,
+            "<text x=\"{:.1}\" y=\"{label_y:.1}\" text-anchor=\"end\"><title>{}</title>{}</text>",
+            LABEL_W - 8.0,
+            escape(label),
+            escape(&shown)
+        );
         if c.stacked {
             let mut x = LABEL_W;
             for (i, v) in values.iter().enumerate() {
@@ -246,7 +303,13 @@ pub fn svg_chart(c: &Chart) -> String {
                 x += w;
             }
             let total: f64 = values.iter().map(|v| v.max(0.0)).sum();
-            let _ = writeln!(out, "<text x=\"{:.2}\" y=\"{:.1}\">{}</text>", x + 6.0, y + BAR_H - 3.0, fmt_value(total));
+            let _ = writeln!(
+                out,
+                "<text x=\"{:.2}\" y=\"{:.1}\">{}</text>",
+                x + 6.0,
+                y + BAR_H - 3.0,
+                fmt_value(total)
+            );
             y += BAR_H + 2.0;
         } else {
             for (i, v) in values.iter().enumerate() {
@@ -260,7 +323,13 @@ pub fn svg_chart(c: &Chart) -> String {
                     fmt_value(*v),
                     escape(&c.unit)
                 );
-                let _ = writeln!(out, "<text x=\"{:.2}\" y=\"{:.1}\">{}</text>", LABEL_W + w + 6.0, y + BAR_H - 3.0, fmt_value(*v));
+                let _ = writeln!(
+                    out,
+                    "<text x=\"{:.2}\" y=\"{:.1}\">{}</text>",
+                    LABEL_W + w + 6.0,
+                    y + BAR_H - 3.0,
+                    fmt_value(*v)
+                );
                 y += BAR_H + 2.0;
             }
         }
@@ -268,12 +337,29 @@ pub fn svg_chart(c: &Chart) -> String {
     }
     let mut x = LABEL_W;
     for (i, s) in c.series.iter().enumerate() {
-        let _ = writeln!(out, "<rect x=\"{x:.1}\" y=\"{:.1}\" width=\"12\" height=\"12\" fill=\"{}\"/>", y + 4.0, PALETTE[i % PALETTE.len()]);
-        let _ = writeln!(out, "<text x=\"{:.1}\" y=\"{:.1}\">{}</text>", x + 16.0, y + 14.0, escape(s));
+        let _ = writeln!(
+            out,
+            "<rect x=\"{x:.1}\" y=\"{:.1}\" width=\"12\" height=\"12\" fill=\"{}\"/>",
+            y + 4.0,
+            PALETTE[i % PALETTE.len()]
+        );
+        let _ = writeln!(
+            out,
+            "<text x=\"{:.1}\" y=\"{:.1}\">{}</text>",
+            x + 16.0,
+            y + 14.0,
+            escape(s)
+        );
         x += 24.0 + 7.0 * s.chars().count() as f64;
     }
     if !c.unit.is_empty() {
-        let _ = writeln!(out, "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\" fill=\"#666\">{}</text>", WIDTH - 4.0, y + 14.0, escape(&c.unit));
+        let _ = writeln!(
+            out,
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\" fill=\"#666\">{}</text>",
+            WIDTH - 4.0,
+            y + 14.0,
+            escape(&c.unit)
+        );
     }
     out.push_str("</svg>\n");
     out
@@ -301,7 +387,10 @@ mod tests {
         assert!(h.contains("<p>uses <code>console=hvc0</code> &amp; <strong>bold</strong></p>"));
         assert!(h.contains("<td class=\"PASS\">PASS</td>"));
         assert!(h.contains("<pre>line &lt;/pre&gt;</pre>"));
-        assert!(!h.contains(" src=") && !h.contains(" href="), "no external resource");
+        assert!(
+            !h.contains(" src=") && !h.contains(" href="),
+            "no external resource"
+        );
     }
 
     #[test]
@@ -317,8 +406,17 @@ mod tests {
         assert!(svg.contains("width=\"610.00\""), "A fills the plot: {svg}");
         assert!(svg.contains("width=\"305.00\""), "B is half as long");
         let s = svg_chart(&Chart { stacked: true, ..c });
-        assert!(s.contains("width=\"406.67\"") && s.contains("width=\"203.33\""), "{s}");
-        let empty = svg_chart(&Chart { title: "x".into(), unit: String::new(), series: vec![], categories: vec![], stacked: false });
+        assert!(
+            s.contains("width=\"406.67\"") && s.contains("width=\"203.33\""),
+            "{s}"
+        );
+        let empty = svg_chart(&Chart {
+            title: "x".into(),
+            unit: String::new(),
+            series: vec![],
+            categories: vec![],
+            stacked: false,
+        });
         assert!(empty.starts_with("<svg") && empty.ends_with("</svg>\n"));
     }
 }

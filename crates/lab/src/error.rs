@@ -7,7 +7,11 @@ use std::path::{Path, PathBuf};
 pub enum LabError {
     /// A scenario value is wrong; `key` is the dotted path in the file.
     #[error("{}: {key}: {message}", file.display())]
-    Scenario { file: PathBuf, key: String, message: String },
+    Scenario {
+        file: PathBuf,
+        key: String,
+        message: String,
+    },
     /// The scenario file as a whole cannot be used (unreadable, not TOML).
     #[error("{}: {message}", file.display())]
     ScenarioFile { file: PathBuf, message: String },
@@ -21,7 +25,11 @@ pub enum LabError {
     #[error("run {id} is not in the results database {}", path.display())]
     NoSuchRun { id: i64, path: PathBuf },
     #[error("cannot {action} {}: {source}", path.display())]
-    Io { action: &'static str, path: PathBuf, source: std::io::Error },
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
     /// A stored record cannot be read back or written.
     #[error("run record {what}: {message}")]
     Record { what: String, message: String },
@@ -29,6 +37,13 @@ pub enum LabError {
 
 pub type Result<T, E = LabError> = std::result::Result<T, E>;
 
-pub(crate) fn io_err<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> LabError + 'a {
-    move |source| LabError::Io { action, path: path.to_path_buf(), source }
+pub(crate) fn io_err<'a>(
+    action: &'static str,
+    path: &'a Path,
+) -> impl FnOnce(std::io::Error) -> LabError + 'a {
+    move |source| LabError::Io {
+        action,
+        path: path.to_path_buf(),
+        source,
+    }
 }

@@ -27,7 +27,11 @@ pub fn run(variant: &str, cycles: u64, phases: &[(&str, u64)], profile: bool) ->
                 label: label.to_string(),
                 start_cycle: start,
                 end_cycle: start + len,
-                harts: vec![HartCounts { hart: 0, cycles: *len, instret: len * 4 / 5 }],
+                harts: vec![HartCounts {
+                    hart: 0,
+                    cycles: *len,
+                    instret: len * 4 / 5,
+                }],
             };
             start += len;
             p
@@ -36,20 +40,54 @@ pub fn run(variant: &str, cycles: u64, phases: &[(&str, u64)], profile: bool) ->
     let instret = cycles * 4 / 5;
     let mut total = StatBlock::new("total");
     let _ = total.add_u64("system.cycles", cycles, Unit::Cycle, "Machine cycles");
-    let _ = total.add_u64("system.instret", instret, Unit::Count, "Instructions retired");
-    let _ = total.add_u64("system.cpu0.exceptions", if variant == "A" { 9_000 } else { 4_000 }, Unit::Count, "Traps");
+    let _ = total.add_u64(
+        "system.instret",
+        instret,
+        Unit::Count,
+        "Instructions retired",
+    );
+    let _ = total.add_u64(
+        "system.cpu0.exceptions",
+        if variant == "A" { 9_000 } else { 4_000 },
+        Unit::Count,
+        "Traps",
+    );
     let sbi = variant == "A";
     let prof = profile.then(|| {
         let mut rows = vec![
-            ProfileRow { symbol: "printf_core".into(), place: "busybox".into(), samples: 3_593 },
-            ProfileRow { symbol: "memset".into(), place: "kernel".into(), samples: 3_286 },
-            ProfileRow { symbol: "n_tty_write".into(), place: "kernel".into(), samples: if sbi { 1_613 } else { 847 } },
+            ProfileRow {
+                symbol: "printf_core".into(),
+                place: "busybox".into(),
+                samples: 3_593,
+            },
+            ProfileRow {
+                symbol: "memset".into(),
+                place: "kernel".into(),
+                samples: 3_286,
+            },
+            ProfileRow {
+                symbol: "n_tty_write".into(),
+                place: "kernel".into(),
+                samples: if sbi { 1_613 } else { 847 },
+            },
         ];
         if sbi {
-            rows.push(ProfileRow { symbol: "hvc_sbi_tty_put".into(), place: "kernel".into(), samples: 264 });
-            rows.push(ProfileRow { symbol: "sbi_console_putchar".into(), place: "kernel".into(), samples: 173 });
+            rows.push(ProfileRow {
+                symbol: "hvc_sbi_tty_put".into(),
+                place: "kernel".into(),
+                samples: 264,
+            });
+            rows.push(ProfileRow {
+                symbol: "sbi_console_putchar".into(),
+                place: "kernel".into(),
+                samples: 173,
+            });
         } else {
-            rows.push(ProfileRow { symbol: "serial8250_tx_chars".into(), place: "kernel".into(), samples: 120 });
+            rows.push(ProfileRow {
+                symbol: "serial8250_tx_chars".into(),
+                place: "kernel".into(),
+                samples: 120,
+            });
         }
         Profile {
             period: 1024,
@@ -62,9 +100,24 @@ pub fn run(variant: &str, cycles: u64, phases: &[(&str, u64)], profile: bool) ->
     });
     let events = if profile {
         vec![
-            Event { hart: 0, cycle: 10, kind: EventKind::Syscall { number: 64 } },
-            Event { hart: 0, cycle: 20, kind: EventKind::Syscall { number: 64 } },
-            Event { hart: 0, cycle: 30, kind: EventKind::Interrupt { cause: 9, plic_source: Some(10) } },
+            Event {
+                hart: 0,
+                cycle: 10,
+                kind: EventKind::Syscall { number: 64 },
+            },
+            Event {
+                hart: 0,
+                cycle: 20,
+                kind: EventKind::Syscall { number: 64 },
+            },
+            Event {
+                hart: 0,
+                cycle: 30,
+                kind: EventKind::Interrupt {
+                    cause: 9,
+                    plic_source: Some(10),
+                },
+            },
         ]
     } else {
         vec![]
@@ -74,7 +127,11 @@ pub fn run(variant: &str, cycles: u64, phases: &[(&str, u64)], profile: bool) ->
         study: "console-path".into(),
         variant: variant.into(),
         repeat: 0,
-        scenario: ScenarioSource { path: "studies/console-path.toml".into(), sha256: "5c3e".repeat(16), text: "[study]\nname = \"console-path\"\n".into() },
+        scenario: ScenarioSource {
+            path: "studies/console-path.toml".into(),
+            sha256: "5c3e".repeat(16),
+            text: "[study]\nname = \"console-path\"\n".into(),
+        },
         hartscope_version: "0.1.0".into(),
         image: ImageInfo {
             name: "custom".into(),
@@ -93,12 +150,24 @@ pub fn run(variant: &str, cycles: u64, phases: &[(&str, u64)], profile: bool) ->
             memory_bytes: 512 << 20,
             mhz: 1000,
             quantum: 10_000,
-            bootargs: if sbi { "console=hvc0".into() } else { "console=ttyS0".into() },
+            bootargs: if sbi {
+                "console=hvc0".into()
+            } else {
+                "console=ttyS0".into()
+            },
             timing: "atomic".into(),
             description: None,
         },
-        workload: WorkloadInfo { dir: "guest/workloads/p87-shell".into(), env: BTreeMap::new(), initrd_sha256: "11".repeat(32) },
-        console: ConsoleInfo { bytes: console.len() as u64, sha256: crate::sha256_hex(console.as_bytes()), text: console },
+        workload: WorkloadInfo {
+            dir: "guest/workloads/p87-shell".into(),
+            env: BTreeMap::new(),
+            initrd_sha256: "11".repeat(32),
+        },
+        console: ConsoleInfo {
+            bytes: console.len() as u64,
+            sha256: crate::sha256_hex(console.as_bytes()),
+            text: console,
+        },
         exit_status: Some(0),
         stop: "the guest powered off".into(),
         counters: Counters {
@@ -107,8 +176,15 @@ pub fn run(variant: &str, cycles: u64, phases: &[(&str, u64)], profile: bool) ->
             guest_seconds: cycles as f64 / 1e9,
             host_seconds: 1.5,
             mips: 60.0,
-            harts: vec![HartCounters { hart: 0, cycles, instret }],
-            devices: BTreeMap::from([("uart0.irqs".to_string(), if sbi { 0 } else { 229 }), ("uart0.tx_bytes".to_string(), 9_287)]),
+            harts: vec![HartCounters {
+                hart: 0,
+                cycles,
+                instret,
+            }],
+            devices: BTreeMap::from([
+                ("uart0.irqs".to_string(), if sbi { 0 } else { 229 }),
+                ("uart0.tx_bytes".to_string(), 9_287),
+            ]),
             unknown_markers: 0,
             bad_markers: 0,
         },
@@ -124,7 +200,10 @@ pub fn run(variant: &str, cycles: u64, phases: &[(&str, u64)], profile: bool) ->
         },
         profile: prof,
         guest_metrics: BTreeMap::new(),
-        artefacts: vec![Artefact { kind: "console".into(), path: format!("studies/results/console-path/{variant}/console.txt") }],
+        artefacts: vec![Artefact {
+            kind: "console".into(),
+            path: format!("studies/results/console-path/{variant}/console.txt"),
+        }],
         started_at: "2026-01-02T03:04:05Z".into(),
         finished_at: "2026-01-02T03:04:07Z".into(),
     }
@@ -135,13 +214,23 @@ pub fn console_path_pair(profile: bool) -> (RunRecord, RunRecord) {
     let a = run(
         "A",
         223_777_049,
-        &[("shell banner", 36_090_719), ("echo", 20_376), ("uname -a", 2_512_591), ("ls /bin /usr/share", 34_108_367)],
+        &[
+            ("shell banner", 36_090_719),
+            ("echo", 20_376),
+            ("uname -a", 2_512_591),
+            ("ls /bin /usr/share", 34_108_367),
+        ],
         profile,
     );
     let b = run(
         "B",
         222_825_777,
-        &[("shell banner", 36_231_026), ("echo", 1_598), ("uname -a", 2_544_990), ("ls /bin /usr/share", 31_752_029)],
+        &[
+            ("shell banner", 36_231_026),
+            ("echo", 1_598),
+            ("uname -a", 2_544_990),
+            ("ls /bin /usr/share", 31_752_029),
+        ],
         profile,
     );
     (a, b)

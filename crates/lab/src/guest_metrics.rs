@@ -48,29 +48,41 @@ pub fn time_unit_ns(unit: &str) -> Option<f64> {
 
 /// Parse the channel's bytes; an error names the line and what is wrong with it.
 pub fn parse(data: &[u8]) -> Result<BTreeMap<String, GuestValue>, String> {
-    let text = std::str::from_utf8(data).map_err(|_| format!("the guest's `{CHANNEL}` channel is not UTF-8 text"))?;
+    let text = std::str::from_utf8(data)
+        .map_err(|_| format!("the guest's `{CHANNEL}` channel is not UTF-8 text"))?;
     let mut out = BTreeMap::new();
     for (i, line) in text.lines().enumerate() {
         let line = line.trim();
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        let bad = |why: &str| format!("the guest's `{CHANNEL}` channel, line {}: {why} (`{line}`; lines are `NAME VALUE [UNIT]`)", i + 1);
+        let bad = |why: &str| {
+            format!("the guest's `{CHANNEL}` channel, line {}: {why} (`{line}`; lines are `NAME VALUE [UNIT]`)", i + 1)
+        };
         let mut words = line.split_whitespace();
         let (name, value, unit) = (words.next().unwrap_or(""), words.next(), words.next());
         if words.next().is_some() {
             return Err(bad("more than three words"));
         }
-        let name_ok = name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-' | '/'));
+        let name_ok = name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-' | '/'));
         if !name_ok || name.len() > 128 {
             return Err(bad("a name is up to 128 letters, digits and `_ . - /`"));
         }
-        let value: f64 = value.ok_or_else(|| bad("no value"))?.parse().map_err(|_| bad("the value is not a number"))?;
+        let value: f64 = value
+            .ok_or_else(|| bad("no value"))?
+            .parse()
+            .map_err(|_| bad("the value is not a number"))?;
         if !value.is_finite() {
             return Err(bad("the value is not finite"));
         }
         let unit = unit.unwrap_or("").to_string();
-        if !unit.chars().all(|c| c.is_alphanumeric() || matches!(c, '/' | '%' | '_')) || unit.len() > 16 {
+        if !unit
+            .chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, '/' | '%' | '_'))
+            || unit.len() > 16
+        {
             return Err(bad("a unit is one short word"));
         }
         out.insert(name.to_string(), GuestValue { value, unit });
@@ -85,10 +97,23 @@ mod tests {
     #[test]
     fn lines_become_named_values_with_units() {
         let m = parse(b"# ipiping\nrounds 200 count\nrtt_us.p50 41.250 us\n\nrtt_us.max 8012.5 us\nplain 3\nplain 4\n").unwrap();
-        assert_eq!(m["rounds"], GuestValue { value: 200.0, unit: "count".into() });
+        assert_eq!(
+            m["rounds"],
+            GuestValue {
+                value: 200.0,
+                unit: "count".into()
+            }
+        );
         assert_eq!(m["rtt_us.p50"].value, 41.25);
         assert_eq!(m["rtt_us.max"].ns_per_unit(), Some(1e3));
-        assert_eq!(m["plain"], GuestValue { value: 4.0, unit: String::new() }, "the later line wins");
+        assert_eq!(
+            m["plain"],
+            GuestValue {
+                value: 4.0,
+                unit: String::new()
+            },
+            "the later line wins"
+        );
         assert_eq!(m.len(), 4);
     }
 
@@ -96,11 +121,17 @@ mod tests {
     fn a_bad_line_is_named() {
         let e = parse(b"a 1\nb x us\n").unwrap_err();
         assert!(e.contains("line 2: the value is not a number"), "{e}");
-        assert!(parse(b"a b c d\n").unwrap_err().contains("more than three words"));
-        assert!(parse(b"na me\n").unwrap_err().contains("the value is not a number"));
+        assert!(parse(b"a b c d\n")
+            .unwrap_err()
+            .contains("more than three words"));
+        assert!(parse(b"na me\n")
+            .unwrap_err()
+            .contains("the value is not a number"));
         assert!(parse(b"x\n").unwrap_err().contains("no value"));
         assert!(parse(b"x inf\n").unwrap_err().contains("not finite"));
         assert!(parse(b"a$ 1\n").unwrap_err().contains("a name is"));
-        assert!(parse(&[0xff, b' ', b'1']).unwrap_err().contains("not UTF-8"));
+        assert!(parse(&[0xff, b' ', b'1'])
+            .unwrap_err()
+            .contains("not UTF-8"));
     }
 }

@@ -14,14 +14,29 @@ pub fn ladder(rows: &[HistoryRow]) -> String {
     if rows.is_empty() {
         return "no runs stored\n".into();
     }
-    let headers = ["run", "finished", "study", "variant", "exit", "headline metric", "value", "Δ previous"];
+    let headers = [
+        "run",
+        "finished",
+        "study",
+        "variant",
+        "exit",
+        "headline metric",
+        "value",
+        "Δ previous",
+    ];
     let mut table: Vec<Vec<String>> = Vec::new();
     for (i, r) in rows.iter().enumerate() {
         let fmt = |v: f64| {
-            let f = r.headline_metric.as_deref().and_then(|m| m.parse::<Metric>().ok()).map_or(Format::Count, |m| m.format());
+            let f = r
+                .headline_metric
+                .as_deref()
+                .and_then(|m| m.parse::<Metric>().ok())
+                .map_or(Format::Count, |m| m.format());
             format_value(v, f)
         };
-        let previous = rows[i + 1..].iter().find(|o| o.study == r.study && o.headline_metric == r.headline_metric);
+        let previous = rows[i + 1..]
+            .iter()
+            .find(|o| o.study == r.study && o.headline_metric == r.headline_metric);
         let d = match (previous, r.headline_value) {
             (Some(p), Some(v)) => match p.headline_value {
                 Some(pv) => format!("{} (vs run {})", delta(pv, v), p.id),
@@ -29,7 +44,11 @@ pub fn ladder(rows: &[HistoryRow]) -> String {
             },
             _ => "-".into(),
         };
-        let variant = if r.repeat > 0 { format!("{} (repeat {})", r.variant, r.repeat + 1) } else { r.variant.clone() };
+        let variant = if r.repeat > 0 {
+            format!("{} (repeat {})", r.variant, r.repeat + 1)
+        } else {
+            r.variant.clone()
+        };
         table.push(vec![
             r.id.to_string(),
             r.finished_at.clone(),
@@ -41,8 +60,16 @@ pub fn ladder(rows: &[HistoryRow]) -> String {
             d,
         ]);
     }
-    let widths: Vec<usize> =
-        (0..headers.len()).map(|c| table.iter().map(|r| r[c].chars().count()).chain([headers[c].chars().count()]).max().unwrap_or(0)).collect();
+    let widths: Vec<usize> = (0..headers.len())
+        .map(|c| {
+            table
+                .iter()
+                .map(|r| r[c].chars().count())
+                .chain([headers[c].chars().count()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
     let mut out = String::new();
     let line = |cells: Vec<&str>, out: &mut String| {
         let parts: Vec<String> = cells
@@ -61,7 +88,16 @@ pub fn ladder(rows: &[HistoryRow]) -> String {
         let _ = writeln!(out, "{}", parts.join("  ").trim_end());
     };
     line(headers.to_vec(), &mut out);
-    line(widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>().iter().map(String::as_str).collect(), &mut out);
+    line(
+        widths
+            .iter()
+            .map(|w| "-".repeat(*w))
+            .collect::<Vec<_>>()
+            .iter()
+            .map(String::as_str)
+            .collect(),
+        &mut out,
+    );
     for r in &table {
         line(r.iter().map(String::as_str).collect(), &mut out);
     }
@@ -74,7 +110,11 @@ pub fn compare(store: &Store, ids: &[i64]) -> Result<ReportInput> {
     let mut runs = Vec::new();
     for &id in ids {
         let s = store.get(id)?;
-        runs.push(ReportRun { id: s.id, batch: s.batch, record: s.record });
+        runs.push(ReportRun {
+            id: s.id,
+            batch: s.batch,
+            record: s.record,
+        });
     }
     let (headline, checks, tables, note) = match runs.first() {
         Some(r) => match report_view(&r.record.scenario.text) {
@@ -83,10 +123,22 @@ pub fn compare(store: &Store, ids: &[i64]) -> Result<ReportInput> {
         },
         None => (Vec::new(), Vec::new(), Vec::new(), String::new()),
     };
-    let studies: Vec<String> = runs.iter().map(|r| format!("run {} ({}/{})", r.id, r.record.study, r.record.variant)).collect();
+    let studies: Vec<String> = runs
+        .iter()
+        .map(|r| format!("run {} ({}/{})", r.id, r.record.study, r.record.variant))
+        .collect();
     Ok(ReportInput {
-        title: format!("Compare: {}", ids.iter().map(|i| format!("run {i}")).collect::<Vec<_>>().join(" vs ")),
-        description: format!("Stored runs side by side: {}. Deltas are against the first{note}.", studies.join(", ")),
+        title: format!(
+            "Compare: {}",
+            ids.iter()
+                .map(|i| format!("run {i}"))
+                .collect::<Vec<_>>()
+                .join(" vs ")
+        ),
+        description: format!(
+            "Stored runs side by side: {}. Deltas are against the first{note}.",
+            studies.join(", ")
+        ),
         runs,
         headline,
         checks,
@@ -115,12 +167,20 @@ mod tests {
 
     #[test]
     fn ladder_deltas_are_to_the_previous_run_of_the_same_study() {
-        let rows = vec![row(4, "s", "B", Some(90.0)), row(3, "t", "A", Some(5.0)), row(2, "s", "A", Some(100.0)), row(1, "s", "A", None)];
+        let rows = vec![
+            row(4, "s", "B", Some(90.0)),
+            row(3, "t", "A", Some(5.0)),
+            row(2, "s", "A", Some(100.0)),
+            row(1, "s", "A", None),
+        ];
         let text = ladder(&rows);
         let lines: Vec<&str> = text.lines().collect();
         assert!(lines[0].starts_with("run  finished"), "{text}");
         assert!(lines[2].ends_with("90  -10.00% (vs run 2)"), "{text}");
-        assert!(lines[3].ends_with("5  -"), "another study has no previous rung: {text}");
+        assert!(
+            lines[3].ends_with("5  -"),
+            "another study has no previous rung: {text}"
+        );
         assert!(lines[4].ends_with("100  -"), "{text}");
         assert_eq!(ladder(&[]), "no runs stored\n");
     }

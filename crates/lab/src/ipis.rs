@@ -37,16 +37,22 @@ impl IpiLatencies {
         for e in events {
             match &e.kind {
                 EventKind::IpiReceived { .. } => traps.entry(e.hart).or_default().push(e.cycle),
-                EventKind::Instant { label } if label.starts_with(RELEASE_MARK) && label.contains("timer tick") => {
+                EventKind::Instant { label }
+                    if label.starts_with(RELEASE_MARK) && label.contains("timer tick") =>
+                {
                     out.released_at_tick += 1
                 }
                 _ => {}
             }
         }
         traps.values_mut().for_each(|v| v.sort_unstable());
-        let first_from = |v: Option<&Vec<u64>>, c: u64| v.and_then(|v| v.get(v.partition_point(|&x| x < c)).copied());
+        let first_from = |v: Option<&Vec<u64>>, c: u64| {
+            v.and_then(|v| v.get(v.partition_point(|&x| x < c)).copied())
+        };
         for e in events {
-            let EventKind::IpiSent { to } = e.kind else { continue };
+            let EventKind::IpiSent { to } = e.kind else {
+                continue;
+            };
             if to == e.hart {
                 continue;
             }
@@ -93,8 +99,18 @@ mod tests {
 
     #[test]
     fn sends_pair_with_the_targets_next_trap() {
-        let delay = |c| e(1, c, EventKind::Instant { label: "IPI released: [ipi] delay over after 100000 cycles".into() });
-        let tick = EventKind::Instant { label: "IPI released at this hart's timer tick after 3999800 cycles".into() };
+        let delay = |c| {
+            e(
+                1,
+                c,
+                EventKind::Instant {
+                    label: "IPI released: [ipi] delay over after 100000 cycles".into(),
+                },
+            )
+        };
+        let tick = EventKind::Instant {
+            label: "IPI released at this hart's timer tick after 3999800 cycles".into(),
+        };
         let ev = vec![
             // a trap before the send is not its trap
             e(1, 95, EventKind::IpiReceived { from: None }),
@@ -124,6 +140,11 @@ mod tests {
         assert_eq!(l.percentile(50.0), Some(7_000));
         assert_eq!(l.percentile(99.0), Some(4_000_000));
         assert_eq!(IpiLatencies::default().percentile(50.0), None);
-        assert!(!excerpt_worthy(&ev[3]) && excerpt_worthy(&ev[1]) && excerpt_worthy(&ev[8]) && excerpt_worthy(&ev[11]));
+        assert!(
+            !excerpt_worthy(&ev[3])
+                && excerpt_worthy(&ev[1])
+                && excerpt_worthy(&ev[8])
+                && excerpt_worthy(&ev[11])
+        );
     }
 }

@@ -50,18 +50,49 @@ pub enum Metric {
     BootCycles,
     WorkloadCycles,
     ConsoleBytes,
-    Phase { label: String, what: Quantity },
-    Window { from: String, to: String, what: Quantity },
-    Samples { symbol: String },
-    PlaceSamples { place: String },
-    Stat { name: String },
-    Device { name: String },
-    Syscall { name: String, phase: Option<String>, agg: Agg },
-    Wake { device: String, syscall: String, phase: Option<String>, agg: Agg },
+    Phase {
+        label: String,
+        what: Quantity,
+    },
+    Window {
+        from: String,
+        to: String,
+        what: Quantity,
+    },
+    Samples {
+        symbol: String,
+    },
+    PlaceSamples {
+        place: String,
+    },
+    Stat {
+        name: String,
+    },
+    Device {
+        name: String,
+    },
+    Syscall {
+        name: String,
+        phase: Option<String>,
+        agg: Agg,
+    },
+    Wake {
+        device: String,
+        syscall: String,
+        phase: Option<String>,
+        agg: Agg,
+    },
     /// The first number after PREFIX in the run's console (a guest-side measurement).
-    ConsoleNumber { prefix: String },
-    Guest { name: String, cycles: bool },
-    IpiLatency { what: String },
+    ConsoleNumber {
+        prefix: String,
+    },
+    Guest {
+        name: String,
+        cycles: bool,
+    },
+    IpiLatency {
+        what: String,
+    },
 }
 
 /// What a `syscall[…]` or `wake[…]` metric makes of its calls.
@@ -160,21 +191,46 @@ impl std::str::FromStr for Metric {
             ".cpi" => Ok(Quantity::Cpi),
             _ => Err(format!("`{s}` must end in .cycles, .instret or .cpi")),
         };
-        let bare = |m: Metric| if rest.is_empty() { Ok(m) } else { Err(format!("`{s}` has `{rest}` after the brackets")) };
+        let bare = |m: Metric| {
+            if rest.is_empty() {
+                Ok(m)
+            } else {
+                Err(format!("`{s}` has `{rest}` after the brackets"))
+            }
+        };
         match kind {
-            "phase" => Ok(Metric::Phase { label: arg.to_string(), what: quantity()? }),
+            "phase" => Ok(Metric::Phase {
+                label: arg.to_string(),
+                what: quantity()?,
+            }),
             "window" => {
                 let (from, to) = arg
                     .split_once("..")
                     .filter(|(a, b)| !a.trim().is_empty() && !b.trim().is_empty())
-                    .ok_or_else(|| format!("`{s}`: a window is written window[FROM PHASE..TO PHASE]"))?;
-                Ok(Metric::Window { from: from.trim().to_string(), to: to.trim().to_string(), what: quantity()? })
+                    .ok_or_else(|| {
+                        format!("`{s}`: a window is written window[FROM PHASE..TO PHASE]")
+                    })?;
+                Ok(Metric::Window {
+                    from: from.trim().to_string(),
+                    to: to.trim().to_string(),
+                    what: quantity()?,
+                })
             }
-            "samples" => bare(Metric::Samples { symbol: arg.to_string() }),
-            "place_samples" => bare(Metric::PlaceSamples { place: arg.to_string() }),
-            "stat" => bare(Metric::Stat { name: arg.to_string() }),
-            "device" => bare(Metric::Device { name: arg.to_string() }),
-            "console_number" => bare(Metric::ConsoleNumber { prefix: arg.to_string() }),
+            "samples" => bare(Metric::Samples {
+                symbol: arg.to_string(),
+            }),
+            "place_samples" => bare(Metric::PlaceSamples {
+                place: arg.to_string(),
+            }),
+            "stat" => bare(Metric::Stat {
+                name: arg.to_string(),
+            }),
+            "device" => bare(Metric::Device {
+                name: arg.to_string(),
+            }),
+            "console_number" => bare(Metric::ConsoleNumber {
+                prefix: arg.to_string(),
+            }),
             "syscall" | "wake" => {
                 let (what, phase) = match arg.split_once('@') {
                     Some((w, p)) if !p.trim().is_empty() => (w.trim(), Some(p.trim().to_string())),
@@ -188,26 +244,62 @@ impl std::str::FromStr for Metric {
                     ".max" => Agg::Max,
                     ".remote" if kind == "wake" => Agg::Remote,
                     ".per_call" if kind == "syscall" && phase.is_some() => Agg::PerCall,
-                    ".per_call" if kind == "syscall" => return Err(format!("`{s}`: .per_call needs a phase (syscall[NAME@PHASE].per_call)")),
-                    _ if kind == "wake" => return Err(format!("`{s}` must end in .count, .mean, .median, .max or .remote")),
-                    _ => return Err(format!("`{s}` must end in .count, .mean, .median, .max or .per_call")),
+                    ".per_call" if kind == "syscall" => {
+                        return Err(format!(
+                            "`{s}`: .per_call needs a phase (syscall[NAME@PHASE].per_call)"
+                        ))
+                    }
+                    _ if kind == "wake" => {
+                        return Err(format!(
+                            "`{s}` must end in .count, .mean, .median, .max or .remote"
+                        ))
+                    }
+                    _ => {
+                        return Err(format!(
+                            "`{s}` must end in .count, .mean, .median, .max or .per_call"
+                        ))
+                    }
                 };
                 if kind == "syscall" {
-                    return Ok(Metric::Syscall { name: what.to_string(), phase, agg });
+                    return Ok(Metric::Syscall {
+                        name: what.to_string(),
+                        phase,
+                        agg,
+                    });
                 }
                 let (device, syscall) = what
                     .split_once(':')
                     .filter(|(d, c)| !d.trim().is_empty() && !c.trim().is_empty())
-                    .ok_or_else(|| format!("`{s}`: a wake-up path is written wake[DEVICE:SYSCALL@PHASE]"))?;
-                Ok(Metric::Wake { device: device.trim().to_string(), syscall: syscall.trim().to_string(), phase, agg })
+                    .ok_or_else(|| {
+                        format!("`{s}`: a wake-up path is written wake[DEVICE:SYSCALL@PHASE]")
+                    })?;
+                Ok(Metric::Wake {
+                    device: device.trim().to_string(),
+                    syscall: syscall.trim().to_string(),
+                    phase,
+                    agg,
+                })
             }
             "guest" => match rest {
-                "" => Ok(Metric::Guest { name: arg.to_string(), cycles: false }),
-                ".cycles" => Ok(Metric::Guest { name: arg.to_string(), cycles: true }),
-                _ => Err(format!("`{s}`: a guest metric is guest[NAME] or guest[NAME].cycles")),
+                "" => Ok(Metric::Guest {
+                    name: arg.to_string(),
+                    cycles: false,
+                }),
+                ".cycles" => Ok(Metric::Guest {
+                    name: arg.to_string(),
+                    cycles: true,
+                }),
+                _ => Err(format!(
+                    "`{s}`: a guest metric is guest[NAME] or guest[NAME].cycles"
+                )),
             },
-            "ipi_latency" if IPI_LATENCY.contains(&arg) => bare(Metric::IpiLatency { what: arg.to_string() }),
-            "ipi_latency" => Err(format!("`{s}`: ipi_latency[…] is one of {}", IPI_LATENCY.join(", "))),
+            "ipi_latency" if IPI_LATENCY.contains(&arg) => bare(Metric::IpiLatency {
+                what: arg.to_string(),
+            }),
+            "ipi_latency" => Err(format!(
+                "`{s}`: ipi_latency[…] is one of {}",
+                IPI_LATENCY.join(", ")
+            )),
             _ => Err(unknown()),
         }
     }
@@ -229,12 +321,27 @@ impl fmt::Display for Metric {
             Metric::PlaceSamples { place } => write!(f, "place_samples[{place}]"),
             Metric::Stat { name } => write!(f, "stat[{name}]"),
             Metric::Device { name } => write!(f, "device[{name}]"),
-            Metric::Syscall { name, phase, agg } => write!(f, "syscall[{name}{}].{}", at_phase(phase), agg.name()),
-            Metric::Wake { device, syscall, phase, agg } => {
-                write!(f, "wake[{device}:{syscall}{}].{}", at_phase(phase), agg.name())
+            Metric::Syscall { name, phase, agg } => {
+                write!(f, "syscall[{name}{}].{}", at_phase(phase), agg.name())
+            }
+            Metric::Wake {
+                device,
+                syscall,
+                phase,
+                agg,
+            } => {
+                write!(
+                    f,
+                    "wake[{device}:{syscall}{}].{}",
+                    at_phase(phase),
+                    agg.name()
+                )
             }
             Metric::ConsoleNumber { prefix } => write!(f, "console_number[{prefix}]"),
-            Metric::Guest { name, cycles: false } => write!(f, "guest[{name}]"),
+            Metric::Guest {
+                name,
+                cycles: false,
+            } => write!(f, "guest[{name}]"),
             Metric::Guest { name, cycles: true } => write!(f, "guest[{name}].cycles"),
             Metric::IpiLatency { what } => write!(f, "ipi_latency[{what}]"),
         }
@@ -254,13 +361,24 @@ pub enum Format {
 impl Metric {
     pub fn format(&self) -> Format {
         match self {
-            Metric::Cpi | Metric::Phase { what: Quantity::Cpi, .. } | Metric::Window { what: Quantity::Cpi, .. } => {
-                Format::Ratio
+            Metric::Cpi
+            | Metric::Phase {
+                what: Quantity::Cpi,
+                ..
             }
+            | Metric::Window {
+                what: Quantity::Cpi,
+                ..
+            } => Format::Ratio,
             Metric::GuestSeconds => Format::Seconds,
             Metric::Stat { .. } | Metric::Guest { cycles: false, .. } => Format::Auto,
-            Metric::Wake { agg: Agg::Remote, .. } | Metric::ConsoleNumber { .. } => Format::Ratio,
-            Metric::Syscall { agg: Agg::PerCall, .. } => Format::Ratio,
+            Metric::Wake {
+                agg: Agg::Remote, ..
+            }
+            | Metric::ConsoleNumber { .. } => Format::Ratio,
+            Metric::Syscall {
+                agg: Agg::PerCall, ..
+            } => Format::Ratio,
             _ => Format::Count,
         }
     }
@@ -283,8 +401,18 @@ impl Metric {
         let obs = &run.observations;
         let c = &run.counters;
         // Busy cycles: idle time in wfi is not the harts' work.
-        let idle: u64 = c.harts.iter().filter_map(|h| obs.total.get(&format!("system.cpu{}.idleCycles", h.hart))).map(|s| s.value.as_f64() as u64).sum();
-        let busy: u64 = c.harts.iter().map(|h| h.cycles).sum::<u64>().saturating_sub(idle);
+        let idle: u64 = c
+            .harts
+            .iter()
+            .filter_map(|h| obs.total.get(&format!("system.cpu{}.idleCycles", h.hart)))
+            .map(|s| s.value.as_f64() as u64)
+            .sum();
+        let busy: u64 = c
+            .harts
+            .iter()
+            .map(|h| h.cycles)
+            .sum::<u64>()
+            .saturating_sub(idle);
         match self {
             Metric::Cycles => Ok(c.cycles as f64),
             Metric::Instret => Ok(c.instret as f64),
@@ -302,7 +430,10 @@ impl Metric {
             Metric::Phase { label, what } => {
                 let phases: Vec<_> = obs.phases.iter().filter(|p| &p.label == label).collect();
                 if phases.is_empty() {
-                    return Err(Missing::Absent(format!("no phase `{label}` in run {}", run.variant)));
+                    return Err(Missing::Absent(format!(
+                        "no phase `{label}` in run {}",
+                        run.variant
+                    )));
                 }
                 let cycles: u64 = phases.iter().map(|p| p.cycles()).sum();
                 let instret: u64 = phases.iter().map(|p| p.instret()).sum();
@@ -311,11 +442,23 @@ impl Metric {
             }
             Metric::Window { from, to, what } => {
                 let a = obs.phases.iter().position(|p| &p.label == from);
-                let a = a.ok_or_else(|| Missing::Absent(format!("no phase `{from}` in run {}", run.variant)))?;
-                let b = obs.phases[a..].iter().position(|p| &p.label == to).map(|i| a + i);
-                let b = b.ok_or_else(|| Missing::Absent(format!("no phase `{to}` at or after `{from}` in run {}", run.variant)))?;
+                let a = a.ok_or_else(|| {
+                    Missing::Absent(format!("no phase `{from}` in run {}", run.variant))
+                })?;
+                let b = obs.phases[a..]
+                    .iter()
+                    .position(|p| &p.label == to)
+                    .map(|i| a + i);
+                let b = b.ok_or_else(|| {
+                    Missing::Absent(format!(
+                        "no phase `{to}` at or after `{from}` in run {}",
+                        run.variant
+                    ))
+                })?;
                 let span = &obs.phases[a..=b];
-                let cycles = span[span.len() - 1].end_cycle.saturating_sub(span[0].start_cycle);
+                let cycles = span[span.len() - 1]
+                    .end_cycle
+                    .saturating_sub(span[0].start_cycle);
                 let instret = span.iter().map(|p| p.instret()).sum();
                 let busy = span.iter().map(|p| p.hart_cycles()).sum();
                 quantity(*what, cycles, instret, busy)
@@ -325,56 +468,104 @@ impl Metric {
                 None => Err(Missing::NotCollected(NO_PROFILER.into())),
             },
             Metric::PlaceSamples { place } => match &run.profile {
-                Some(p) => Ok(p.rows.iter().filter(|r| &r.place == place).map(|r| r.samples).sum::<u64>() as f64),
+                Some(p) => Ok(p
+                    .rows
+                    .iter()
+                    .filter(|r| &r.place == place)
+                    .map(|r| r.samples)
+                    .sum::<u64>() as f64),
                 None => Err(Missing::NotCollected(NO_PROFILER.into())),
             },
             Metric::Stat { name } => match obs.total.get(name) {
                 Some(s) => Ok(s.value.as_f64()),
-                None if run.machine.description.is_none() => {
-                    Err(Missing::NotCollected(format!("the run recorded no stat `{name}`: {NO_TIMING_MODEL}")))
-                }
-                None => Err(Missing::Absent(format!("the run recorded no stat `{name}`"))),
+                None if run.machine.description.is_none() => Err(Missing::NotCollected(format!(
+                    "the run recorded no stat `{name}`: {NO_TIMING_MODEL}"
+                ))),
+                None => Err(Missing::Absent(format!(
+                    "the run recorded no stat `{name}`"
+                ))),
             },
             Metric::Device { name } => match c.devices.get(name) {
                 Some(v) => Ok(*v as f64),
-                None => Err(Missing::Absent(format!("the run has no device counter `{name}`"))),
+                None => Err(Missing::Absent(format!(
+                    "the run has no device counter `{name}`"
+                ))),
             },
             Metric::Syscall { name, phase, agg } => {
-                let d: Vec<u64> = crate::paths::calls(run, name, phase.as_deref())?.iter().map(|s| s.exit - s.enter).collect();
+                let d: Vec<u64> = crate::paths::calls(run, name, phase.as_deref())?
+                    .iter()
+                    .map(|s| s.exit - s.enter)
+                    .collect();
                 let none = format!("no `{name}` call{} in run {}", at_phase(phase), run.variant);
                 if *agg == Agg::PerCall {
                     let label = phase.as_deref().unwrap_or_default();
-                    let cycles: u64 = obs.phases.iter().filter(|p| p.label == label).map(|p| p.cycles()).sum();
-                    return if d.is_empty() { Err(Missing::Absent(none)) } else { Ok(cycles as f64 / d.len() as f64) };
+                    let cycles: u64 = obs
+                        .phases
+                        .iter()
+                        .filter(|p| p.label == label)
+                        .map(|p| p.cycles())
+                        .sum();
+                    return if d.is_empty() {
+                        Err(Missing::Absent(none))
+                    } else {
+                        Ok(cycles as f64 / d.len() as f64)
+                    };
                 }
                 aggregate(&d, *agg, 0, &none)
             }
             Metric::ConsoleNumber { prefix } => {
                 let text = &run.console.text;
-                let at = text.find(prefix.as_str()).ok_or_else(|| Missing::Absent(format!("the console of run {} has no `{prefix}`", run.variant)))?;
+                let at = text.find(prefix.as_str()).ok_or_else(|| {
+                    Missing::Absent(format!(
+                        "the console of run {} has no `{prefix}`",
+                        run.variant
+                    ))
+                })?;
                 let rest = text[at + prefix.len()..].trim_start();
-                let end = rest.find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | '-' | '+' | 'e' | 'E'))).unwrap_or(rest.len());
-                rest[..end]
-                    .parse::<f64>()
-                    .map_err(|_| Missing::Absent(format!("no number after `{prefix}` in the console of run {}", run.variant)))
+                let end = rest
+                    .find(|c: char| {
+                        !(c.is_ascii_digit() || matches!(c, '.' | '-' | '+' | 'e' | 'E'))
+                    })
+                    .unwrap_or(rest.len());
+                rest[..end].parse::<f64>().map_err(|_| {
+                    Missing::Absent(format!(
+                        "no number after `{prefix}` in the console of run {}",
+                        run.variant
+                    ))
+                })
             }
-            Metric::Wake { device, syscall, phase, agg } => {
+            Metric::Wake {
+                device,
+                syscall,
+                phase,
+                agg,
+            } => {
                 let p = crate::paths::wake_paths(run, device, syscall, phase.as_deref())?;
                 let d: Vec<u64> = p.iter().map(|w| w.irq_to_return()).collect();
                 let remote = p.iter().filter(|w| w.remote()).count();
-                let why = format!("no `{syscall}` call{} was interrupted by `{device}` in run {}", at_phase(phase), run.variant);
+                let why = format!(
+                    "no `{syscall}` call{} was interrupted by `{device}` in run {}",
+                    at_phase(phase),
+                    run.variant
+                );
                 aggregate(&d, *agg, remote, &why)
             }
             Metric::Guest { name, cycles } => {
                 let v = run.guest_metrics.get(name).ok_or_else(|| {
-                    Missing::Absent(format!("the guest sent no metric `{name}` (channel `{}`)", crate::guest_metrics::CHANNEL))
+                    Missing::Absent(format!(
+                        "the guest sent no metric `{name}` (channel `{}`)",
+                        crate::guest_metrics::CHANNEL
+                    ))
                 })?;
                 if !cycles {
                     return Ok(v.value);
                 }
                 match v.ns_per_unit() {
                     Some(ns) => Ok((v.value * ns * run.machine.mhz as f64 / 1e3).round()),
-                    None => Err(Missing::Absent(format!("guest metric `{name}` is in `{}`, not a time unit (ns, us, ms, s)", v.unit))),
+                    None => Err(Missing::Absent(format!(
+                        "guest metric `{name}` is in `{}`, not a time unit (ns, us, ms, s)",
+                        v.unit
+                    ))),
                 }
             }
             Metric::IpiLatency { what } => {
@@ -382,7 +573,11 @@ impl Metric {
                     return Err(Missing::NotCollected(NO_TIMELINE.into()));
                 }
                 let l = crate::ipis::IpiLatencies::from_events(&obs.events);
-                let p = |q: f64| l.percentile(q).map(|v| v as f64).ok_or_else(|| Missing::Absent("no cross-hart IPI was taken".into()));
+                let p = |q: f64| {
+                    l.percentile(q)
+                        .map(|v| v as f64)
+                        .ok_or_else(|| Missing::Absent("no cross-hart IPI was taken".into()))
+                };
                 match what.as_str() {
                     "count" => Ok(l.latencies.len() as f64),
                     "min" => p(0.0),
@@ -461,24 +656,64 @@ mod tests {
         }
         assert_eq!(
             "window[ a .. b ].cpi".parse::<Metric>().unwrap(),
-            Metric::Window { from: "a".into(), to: "b".into(), what: Quantity::Cpi }
+            Metric::Window {
+                from: "a".into(),
+                to: "b".into(),
+                what: Quantity::Cpi
+            }
         );
     }
 
     #[test]
     fn bad_metrics_say_why() {
-        assert!("cylces".parse::<Metric>().unwrap_err().contains("is not a metric"));
-        assert!("phase[x]".parse::<Metric>().unwrap_err().contains("must end in .cycles"));
-        assert!("phase[].cycles".parse::<Metric>().unwrap_err().contains("empty name"));
-        assert!("window[a].cycles".parse::<Metric>().unwrap_err().contains("FROM PHASE..TO PHASE"));
-        assert!("samples[x].cycles".parse::<Metric>().unwrap_err().contains("after the brackets"));
-        assert!("nope[x]".parse::<Metric>().unwrap_err().contains("is not a metric"));
-        assert!("syscall[write].remote".parse::<Metric>().unwrap_err().contains(".count, .mean, .median, .max or .per_call"));
-        assert!("wake[write].mean".parse::<Metric>().unwrap_err().contains("wake[DEVICE:SYSCALL@PHASE]"));
-        assert!("syscall[write@].mean".parse::<Metric>().unwrap_err().contains("empty phase"));
-        assert!("syscall[getppid].per_call".parse::<Metric>().unwrap_err().contains("needs a phase"));
-        assert!("guest[x].instret".parse::<Metric>().unwrap_err().contains("guest[NAME].cycles"));
-        assert!("ipi_latency[p42]".parse::<Metric>().unwrap_err().contains("one of min, p50"));
+        assert!("cylces"
+            .parse::<Metric>()
+            .unwrap_err()
+            .contains("is not a metric"));
+        assert!("phase[x]"
+            .parse::<Metric>()
+            .unwrap_err()
+            .contains("must end in .cycles"));
+        assert!("phase[].cycles"
+            .parse::<Metric>()
+            .unwrap_err()
+            .contains("empty name"));
+        assert!("window[a].cycles"
+            .parse::<Metric>()
+            .unwrap_err()
+            .contains("FROM PHASE..TO PHASE"));
+        assert!("samples[x].cycles"
+            .parse::<Metric>()
+            .unwrap_err()
+            .contains("after the brackets"));
+        assert!("nope[x]"
+            .parse::<Metric>()
+            .unwrap_err()
+            .contains("is not a metric"));
+        assert!("syscall[write].remote"
+            .parse::<Metric>()
+            .unwrap_err()
+            .contains(".count, .mean, .median, .max or .per_call"));
+        assert!("wake[write].mean"
+            .parse::<Metric>()
+            .unwrap_err()
+            .contains("wake[DEVICE:SYSCALL@PHASE]"));
+        assert!("syscall[write@].mean"
+            .parse::<Metric>()
+            .unwrap_err()
+            .contains("empty phase"));
+        assert!("syscall[getppid].per_call"
+            .parse::<Metric>()
+            .unwrap_err()
+            .contains("needs a phase"));
+        assert!("guest[x].instret"
+            .parse::<Metric>()
+            .unwrap_err()
+            .contains("guest[NAME].cycles"));
+        assert!("ipi_latency[p42]"
+            .parse::<Metric>()
+            .unwrap_err()
+            .contains("one of min, p50"));
     }
 
     #[test]
@@ -487,21 +722,53 @@ mod tests {
         use hs_observe::{Event, EventKind};
         let mut r = crate::testdata::run("A", 1_000_000, &[("x", 10)], true);
         r.machine.mhz = 500;
-        r.guest_metrics.insert("rtt_us.p50".into(), GuestValue { value: 41.25, unit: "us".into() });
-        r.guest_metrics.insert("rounds".into(), GuestValue { value: 200.0, unit: "count".into() });
+        r.guest_metrics.insert(
+            "rtt_us.p50".into(),
+            GuestValue {
+                value: 41.25,
+                unit: "us".into(),
+            },
+        );
+        r.guest_metrics.insert(
+            "rounds".into(),
+            GuestValue {
+                value: 200.0,
+                unit: "count".into(),
+            },
+        );
         let v = |m: &str| m.parse::<Metric>().unwrap().value(&r);
         assert_eq!(v("guest[rtt_us.p50]"), Ok(41.25));
-        assert_eq!(v("guest[rtt_us.p50].cycles"), Ok(20_625.0), "41.25 µs at 500 MHz");
-        assert!(matches!(v("guest[rounds].cycles"), Err(Missing::Absent(m)) if m.contains("not a time unit")));
+        assert_eq!(
+            v("guest[rtt_us.p50].cycles"),
+            Ok(20_625.0),
+            "41.25 µs at 500 MHz"
+        );
+        assert!(
+            matches!(v("guest[rounds].cycles"), Err(Missing::Absent(m)) if m.contains("not a time unit"))
+        );
         assert!(matches!(v("guest[nope]"), Err(Missing::Absent(_))));
         // The fixture's timeline has no IPI: absent, not zero.
         assert!(matches!(v("ipi_latency[p50]"), Err(Missing::Absent(_))));
-        r.observations.events.push(Event { hart: 0, cycle: 1_000, kind: EventKind::IpiSent { to: 1 } });
-        r.observations.events.push(Event { hart: 1, cycle: 5_000_000, kind: EventKind::IpiReceived { from: None } });
+        r.observations.events.push(Event {
+            hart: 0,
+            cycle: 1_000,
+            kind: EventKind::IpiSent { to: 1 },
+        });
+        r.observations.events.push(Event {
+            hart: 1,
+            cycle: 5_000_000,
+            kind: EventKind::IpiReceived { from: None },
+        });
         let v = |m: &str| m.parse::<Metric>().unwrap().value(&r);
         assert_eq!(v("ipi_latency[max]"), Ok(4_999_000.0));
         assert_eq!(v("ipi_latency[count]"), Ok(1.0));
         r.observations.events.clear();
-        assert!(matches!(r.observations.events.is_empty().then(|| "ipi_latency[p50]".parse::<Metric>().unwrap().value(&r)), Some(Err(Missing::NotCollected(_)))));
+        assert!(matches!(
+            r.observations
+                .events
+                .is_empty()
+                .then(|| "ipi_latency[p50]".parse::<Metric>().unwrap().value(&r)),
+            Some(Err(Missing::NotCollected(_)))
+        ));
     }
 }

@@ -58,7 +58,12 @@ pub fn syscall_spans(events: &[Event]) -> Vec<SyscallSpan> {
             EventKind::Syscall { number } => open[h] = Some((number, e.cycle)),
             EventKind::SyscallReturn => {
                 if let Some((number, enter)) = open[h].take() {
-                    out.push(SyscallSpan { hart: e.hart, number, enter, exit: e.cycle });
+                    out.push(SyscallSpan {
+                        hart: e.hart,
+                        number,
+                        enter,
+                        exit: e.cycle,
+                    });
                 }
             }
             _ => {}
@@ -69,11 +74,21 @@ pub fn syscall_spans(events: &[Event]) -> Vec<SyscallSpan> {
 
 /// `(start, end)` cycles of every phase labelled `label` (all phases: `None`).
 fn windows(run: &RunRecord, phase: Option<&str>) -> Result<Vec<(u64, u64)>, Missing> {
-    let Some(label) = phase else { return Ok(vec![(0, u64::MAX)]) };
-    let w: Vec<(u64, u64)> =
-        run.observations.phases.iter().filter(|p| p.label == label).map(|p| (p.start_cycle, p.end_cycle)).collect();
+    let Some(label) = phase else {
+        return Ok(vec![(0, u64::MAX)]);
+    };
+    let w: Vec<(u64, u64)> = run
+        .observations
+        .phases
+        .iter()
+        .filter(|p| p.label == label)
+        .map(|p| (p.start_cycle, p.end_cycle))
+        .collect();
     if w.is_empty() {
-        return Err(Missing::Absent(format!("no phase `{label}` in run {}", run.variant)));
+        return Err(Missing::Absent(format!(
+            "no phase `{label}` in run {}",
+            run.variant
+        )));
     }
     Ok(w)
 }
@@ -83,16 +98,32 @@ fn timeline(run: &RunRecord) -> Result<&[Event], Missing> {
         return Err(Missing::NotCollected(NO_TIMELINE.into()));
     }
     // A timeline cut short would undercount calls and pair them wrongly.
-    if let Some(d) = run.observations.total.get("system.eventsDropped").map(|s| s.value.as_f64()).filter(|&d| d > 0.0) {
-        return Err(Missing::Absent(format!("run {} dropped {d} timeline events (the event limit), so its calls cannot be counted", run.variant)));
+    if let Some(d) = run
+        .observations
+        .total
+        .get("system.eventsDropped")
+        .map(|s| s.value.as_f64())
+        .filter(|&d| d > 0.0)
+    {
+        return Err(Missing::Absent(format!(
+            "run {} dropped {d} timeline events (the event limit), so its calls cannot be counted",
+            run.variant
+        )));
     }
     Ok(&run.observations.events)
 }
 
 /// The system calls `syscall` that began inside a phase labelled `phase`.
-pub fn calls(run: &RunRecord, syscall: &str, phase: Option<&str>) -> Result<Vec<SyscallSpan>, Missing> {
-    let number = hs_observe::syscall_number(syscall)
-        .ok_or_else(|| Missing::Absent(format!("`{syscall}` is not a riscv64 Linux system call name")))?;
+pub fn calls(
+    run: &RunRecord,
+    syscall: &str,
+    phase: Option<&str>,
+) -> Result<Vec<SyscallSpan>, Missing> {
+    let number = hs_observe::syscall_number(syscall).ok_or_else(|| {
+        Missing::Absent(format!(
+            "`{syscall}` is not a riscv64 Linux system call name"
+        ))
+    })?;
     let w = windows(run, phase)?;
     Ok(syscall_spans(timeline(run)?)
         .into_iter()
@@ -106,12 +137,21 @@ pub fn plic_source(run: &RunRecord, device: &str) -> Result<u32, Missing> {
         .devices
         .get(&format!("{device}.plic_source"))
         .map(|&s| s as u32)
-        .ok_or_else(|| Missing::Absent(format!("the run's board has no device `{device}` with an interrupt line")))
+        .ok_or_else(|| {
+            Missing::Absent(format!(
+                "the run's board has no device `{device}` with an interrupt line"
+            ))
+        })
 }
 
 /// The wake-up path of every `syscall` in `phase` during which `device`
 /// interrupted (calls it did not interrupt are left out).
-pub fn wake_paths(run: &RunRecord, device: &str, syscall: &str, phase: Option<&str>) -> Result<Vec<WakePath>, Missing> {
+pub fn wake_paths(
+    run: &RunRecord,
+    device: &str,
+    syscall: &str,
+    phase: Option<&str>,
+) -> Result<Vec<WakePath>, Missing> {
     let src = plic_source(run, device)?;
     let spans = calls(run, syscall, phase)?;
     let events = timeline(run)?;
@@ -121,23 +161,35 @@ pub fn wake_paths(run: &RunRecord, device: &str, syscall: &str, phase: Option<&s
         let lo = events.partition_point(|e| e.cycle < span.enter);
         let hi = events.partition_point(|e| e.cycle <= span.exit);
         let during = &events[lo..hi];
-        let Some(irq) = during
-            .iter()
-            .rev()
-            .find(|e| matches!(e.kind, EventKind::Interrupt { plic_source: Some(s), .. } if s == src))
-        else {
+        let Some(irq) = during.iter().rev().find(
+            |e| matches!(e.kind, EventKind::Interrupt { plic_source: Some(s), .. } if s == src),
+        ) else {
             continue;
         };
-        let mut path = WakePath { span, irq_hart: irq.hart, irq: irq.cycle, ipi_sent: None, ipi_received: None };
+        let mut path = WakePath {
+            span,
+            irq_hart: irq.hart,
+            irq: irq.cycle,
+            ipi_sent: None,
+            ipi_received: None,
+        };
         if path.remote() {
             path.ipi_sent = during
                 .iter()
-                .find(|e| e.cycle >= irq.cycle && e.hart == irq.hart && matches!(e.kind, EventKind::IpiSent { to } if to == span.hart))
+                .find(|e| {
+                    e.cycle >= irq.cycle
+                        && e.hart == irq.hart
+                        && matches!(e.kind, EventKind::IpiSent { to } if to == span.hart)
+                })
                 .map(|e| e.cycle);
             if let Some(sent) = path.ipi_sent {
                 path.ipi_received = during
                     .iter()
-                    .find(|e| e.cycle >= sent && e.hart == span.hart && matches!(e.kind, EventKind::IpiReceived { .. }))
+                    .find(|e| {
+                        e.cycle >= sent
+                            && e.hart == span.hart
+                            && matches!(e.kind, EventKind::IpiReceived { .. })
+                    })
                     .map(|e| e.cycle);
             }
         }
@@ -167,8 +219,18 @@ mod tests {
         assert_eq!(
             s,
             vec![
-                SyscallSpan { hart: 0, number: 124, enter: 12, exit: 15 },
-                SyscallSpan { hart: 1, number: 64, enter: 10, exit: 40 }
+                SyscallSpan {
+                    hart: 0,
+                    number: 124,
+                    enter: 12,
+                    exit: 15
+                },
+                SyscallSpan {
+                    hart: 1,
+                    number: 64,
+                    enter: 10,
+                    exit: 40
+                }
             ]
         );
     }

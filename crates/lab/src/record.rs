@@ -51,7 +51,10 @@ pub struct ImageInfo {
 
 impl ImageInfo {
     fn field(&self, key: &str) -> &str {
-        self.manifest.get(key).and_then(|v| v.as_str()).unwrap_or("?")
+        self.manifest
+            .get(key)
+            .and_then(|v| v.as_str())
+            .unwrap_or("?")
     }
     pub fn recipe_hash(&self) -> &str {
         self.field("recipe_hash")
@@ -61,11 +64,17 @@ impl ImageInfo {
     }
     /// `(name, version, sha256, role)` of each package the image was made from.
     pub fn packages(&self) -> Vec<(String, String, String, String)> {
-        let s = |p: &serde_json::Value, k: &str| p.get(k).and_then(|v| v.as_str()).unwrap_or("").to_string();
+        let s = |p: &serde_json::Value, k: &str| {
+            p.get(k).and_then(|v| v.as_str()).unwrap_or("").to_string()
+        };
         self.manifest
             .get("packages")
             .and_then(|p| p.as_array())
-            .map(|a| a.iter().map(|p| (s(p, "name"), s(p, "version"), s(p, "sha256"), s(p, "role"))).collect())
+            .map(|a| {
+                a.iter()
+                    .map(|p| (s(p, "name"), s(p, "version"), s(p, "sha256"), s(p, "role")))
+                    .collect()
+            })
             .unwrap_or_default()
     }
 
@@ -74,7 +83,11 @@ impl ImageInfo {
         self.manifest
             .get("unverified")
             .and_then(|p| p.as_array())
-            .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect()
+            })
             .unwrap_or_default()
     }
 }
@@ -156,7 +169,11 @@ pub struct ProfileRow {
 
 impl Profile {
     pub fn samples_of(&self, symbol: &str) -> u64 {
-        self.rows.iter().filter(|r| r.symbol == symbol).map(|r| r.samples).sum()
+        self.rows
+            .iter()
+            .filter(|r| r.symbol == symbol)
+            .map(|r| r.samples)
+            .sum()
     }
 }
 
@@ -185,7 +202,12 @@ impl RunRecord {
             exit_status: self.exit_status,
             cycles: self.counters.cycles,
             instret: self.counters.instret,
-            phases: self.observations.phases.iter().map(|p| (p.label.clone(), p.cycles(), p.instret())).collect(),
+            phases: self
+                .observations
+                .phases
+                .iter()
+                .map(|p| (p.label.clone(), p.cycles(), p.instret()))
+                .collect(),
             samples: self.observations.samples.len() as u64,
         }
     }

@@ -116,7 +116,11 @@ impl ReportInput {
         self.runs
             .iter()
             .map(|r| {
-                let same = self.runs.iter().filter(|o| o.record.variant == r.record.variant).count();
+                let same = self
+                    .runs
+                    .iter()
+                    .filter(|o| o.record.variant == r.record.variant)
+                    .count();
                 if same > 1 {
                     format!("{} #{}", r.record.variant, r.id)
                 } else {
@@ -127,11 +131,17 @@ impl ReportInput {
     }
 
     fn run_of(&self, variant: &str) -> Result<&ReportRun, String> {
-        let found: Vec<&ReportRun> = self.runs.iter().filter(|r| r.record.variant == variant).collect();
+        let found: Vec<&ReportRun> = self
+            .runs
+            .iter()
+            .filter(|r| r.record.variant == variant)
+            .collect();
         match found.len() {
             1 => Ok(found[0]),
             0 => Err(format!("variant {variant} is not among the reported runs")),
-            _ => Err(format!("variant {variant} appears in more than one reported run")),
+            _ => Err(format!(
+                "variant {variant} appears in more than one reported run"
+            )),
         }
     }
 
@@ -144,7 +154,12 @@ impl ReportInput {
                 Some(s) => (Status::Fail, format!("exit status {s}")),
                 None => (Status::Fail, "no exit status reported".into()),
             };
-            out.push(CheckResult { name: "workload runs to its end".into(), variant: rec.variant.clone(), status, detail });
+            out.push(CheckResult {
+                name: "workload runs to its end".into(),
+                variant: rec.variant.clone(),
+                status,
+                detail,
+            });
         }
         for c in &self.checks {
             out.push(self.evaluate_check(c));
@@ -153,7 +168,12 @@ impl ReportInput {
     }
 
     fn evaluate_check(&self, c: &Check) -> CheckResult {
-        let result = |status, detail: String| CheckResult { name: c.name.clone(), variant: c.variant.clone(), status, detail };
+        let result = |status, detail: String| CheckResult {
+            name: c.name.clone(),
+            variant: c.variant.clone(),
+            status,
+            detail,
+        };
         let run = match self.run_of(&c.variant) {
             Ok(r) => r,
             Err(why) => return result(Status::NotRun, why),
@@ -163,10 +183,21 @@ impl ReportInput {
                 if run.record.console.text.contains(text.as_str()) {
                     result(Status::Pass, format!("console output contains {text:?}"))
                 } else {
-                    result(Status::Fail, format!("{text:?} is not in the {} bytes of console output", count(run.record.console.bytes)))
+                    result(
+                        Status::Fail,
+                        format!(
+                            "{text:?} is not in the {} bytes of console output",
+                            count(run.record.console.bytes)
+                        ),
+                    )
                 }
             }
-            CheckKind::Compare { metric, op, rhs, factor } => {
+            CheckKind::Compare {
+                metric,
+                op,
+                rhs,
+                factor,
+            } => {
                 let value = |r: &ReportRun| metric.value(&r.record);
                 let missing = |m: Missing| match m {
                     Missing::NotCollected(why) => result(Status::NotRun, why),
@@ -198,18 +229,43 @@ impl ReportInput {
                             None => run,
                         };
                         match m.value(&o.record) {
-                            Ok(v) => (v, format!("{} (`{m}`{})", format_value(v, m.format()), variant.as_ref().map(|v| format!(" in {v}")).unwrap_or_default())),
+                            Ok(v) => (
+                                v,
+                                format!(
+                                    "{} (`{m}`{})",
+                                    format_value(v, m.format()),
+                                    variant
+                                        .as_ref()
+                                        .map(|v| format!(" in {v}"))
+                                        .unwrap_or_default()
+                                ),
+                            ),
                             Err(m) => return missing(m),
                         }
                     }
                 };
                 let (b, b_text) = if *factor != 1.0 {
-                    (b * factor, format!("{factor} × {b_text} = {}", format_value(b * factor, f)))
+                    (
+                        b * factor,
+                        format!("{factor} × {b_text} = {}", format_value(b * factor, f)),
+                    )
                 } else {
                     (b, b_text)
                 };
-                let detail = format!("{metric}: {} in {} {} {b_text}", format_value(a, f), c.variant, op.symbol());
-                result(if op.holds(a, b) { Status::Pass } else { Status::Fail }, detail)
+                let detail = format!(
+                    "{metric}: {} in {} {} {b_text}",
+                    format_value(a, f),
+                    c.variant,
+                    op.symbol()
+                );
+                result(
+                    if op.holds(a, b) {
+                        Status::Pass
+                    } else {
+                        Status::Fail
+                    },
+                    detail,
+                )
             }
         }
     }
@@ -231,8 +287,12 @@ fn phase_keys(phases: &[Phase]) -> Vec<((String, usize), &Phase)> {
 fn shape_of(rec: &RunRecord) -> Vec<(String, u64)> {
     let mut states: Vec<(String, u64)> = Vec::new();
     for s in rec.observations.total.stats() {
-        let Some(rest) = s.name.strip_prefix("system.cpu") else { continue };
-        let Some((_, state)) = rest.split_once(".cycleShape.") else { continue };
+        let Some(rest) = s.name.strip_prefix("system.cpu") else {
+            continue;
+        };
+        let Some((_, state)) = rest.split_once(".cycleShape.") else {
+            continue;
+        };
         let v = s.value.as_f64().max(0.0).round() as u64;
         match states.iter_mut().find(|(n, _)| n == state) {
             Some((_, t)) => *t += v,
@@ -276,7 +336,19 @@ pub fn build(input: &ReportInput) -> Vec<Block> {
         return b;
     }
     let base = &labels[0];
-    let mut runs_t = Table::new(&["variant", "run", "image", "harts", "memory", "kernel command line", "guest time", "exit"], &[false, true, false, true, true, false, true, true]);
+    let mut runs_t = Table::new(
+        &[
+            "variant",
+            "run",
+            "image",
+            "harts",
+            "memory",
+            "kernel command line",
+            "guest time",
+            "exit",
+        ],
+        &[false, true, false, true, true, false, true, true],
+    );
     for (r, l) in runs.iter().zip(&labels) {
         let rec = &r.record;
         runs_t.row(vec![
@@ -311,9 +383,19 @@ pub fn build(input: &ReportInput) -> Vec<Block> {
     } else {
         input.headline.clone()
     };
-    let mut result = Table { headers, right, rows: Vec::new() };
+    let mut result = Table {
+        headers,
+        right,
+        rows: Vec::new(),
+    };
     let mut unavailable: Vec<(String, Vec<String>)> = Vec::new();
-    let mut relative = Chart { title: format!("headline metrics, % of {base}"), unit: format!("% of {base}"), series: labels.clone(), categories: Vec::new(), stacked: false };
+    let mut relative = Chart {
+        title: format!("headline metrics, % of {base}"),
+        unit: format!("% of {base}"),
+        series: labels.clone(),
+        categories: Vec::new(),
+        stacked: false,
+    };
     for m in &headline {
         let values: Vec<Result<f64, Missing>> = runs.iter().map(|r| m.value(&r.record)).collect();
         let mut row = vec![format!("`{m}`")];
@@ -341,14 +423,20 @@ pub fn build(input: &ReportInput) -> Vec<Block> {
         // Relative to the baseline, so metrics of any scale share one chart.
         if let (Some(Ok(base)), true) = (values.first(), values.iter().all(|v| v.is_ok())) {
             if *base > 0.0 {
-                let pct = values.iter().map(|v| (v.as_ref().unwrap_or(&0.0) / base * 1000.0).round() / 10.0).collect();
+                let pct = values
+                    .iter()
+                    .map(|v| (v.as_ref().unwrap_or(&0.0) / base * 1000.0).round() / 10.0)
+                    .collect();
                 relative.categories.push((m.to_string(), pct));
             }
         }
     }
     b.push(Block::Table(result));
     if !unavailable.is_empty() {
-        let parts: Vec<String> = unavailable.iter().map(|(why, ms)| format!("{}: {why}", ms.join(", "))).collect();
+        let parts: Vec<String> = unavailable
+            .iter()
+            .map(|(why, ms)| format!("{}: {why}", ms.join(", ")))
+            .collect();
         b.push(Block::Para(format!("Not available: {}.", parts.join("; "))));
     }
     if runs.len() > 1 && !relative.categories.is_empty() {
@@ -364,8 +452,18 @@ pub fn build(input: &ReportInput) -> Vec<Block> {
     b.push(Block::Heading(2, "Phases".into()));
     for (r, l) in runs.iter().zip(&labels) {
         let rec = &r.record;
-        b.push(Block::Heading(3, format!("{l}: {} phases, {} cycles", rec.observations.phases.len(), count(rec.counters.cycles))));
-        let mut t = Table::new(&["#", "phase", "cycles", "share", "instret", "CPI"], &[true, false, true, true, true, true]);
+        b.push(Block::Heading(
+            3,
+            format!(
+                "{l}: {} phases, {} cycles",
+                rec.observations.phases.len(),
+                count(rec.counters.cycles)
+            ),
+        ));
+        let mut t = Table::new(
+            &["#", "phase", "cycles", "share", "instret", "CPI"],
+            &[true, false, true, true, true, true],
+        );
         for p in &rec.observations.phases {
             t.row(vec![
                 p.index.to_string(),
@@ -380,7 +478,10 @@ pub fn build(input: &ReportInput) -> Vec<Block> {
     }
     if runs.len() > 1 {
         b.push(Block::Heading(3, "Phase by phase".into()));
-        let keyed: Vec<Vec<((String, usize), &Phase)>> = runs.iter().map(|r| phase_keys(&r.record.observations.phases)).collect();
+        let keyed: Vec<Vec<((String, usize), &Phase)>> = runs
+            .iter()
+            .map(|r| phase_keys(&r.record.observations.phases))
+            .collect();
         let mut order: Vec<(String, usize)> = Vec::new();
         for k in &keyed {
             for (key, _) in k {
@@ -399,11 +500,28 @@ pub fn build(input: &ReportInput) -> Vec<Block> {
                 right.push(true);
             }
         }
-        let mut t = Table { headers, right, rows: Vec::new() };
-        let mut chart = Chart { title: "cycles per phase (after boot)".into(), unit: "cycles".into(), series: labels.clone(), categories: Vec::new(), stacked: false };
+        let mut t = Table {
+            headers,
+            right,
+            rows: Vec::new(),
+        };
+        let mut chart = Chart {
+            title: "cycles per phase (after boot)".into(),
+            unit: "cycles".into(),
+            series: labels.clone(),
+            categories: Vec::new(),
+            stacked: false,
+        };
         for key in &order {
-            let cycles: Vec<Option<u64>> = keyed.iter().map(|k| k.iter().find(|(kk, _)| kk == key).map(|(_, p)| p.cycles())).collect();
-            let name = if key.1 > 1 { format!("{} ({})", key.0, key.1) } else { key.0.clone() };
+            let cycles: Vec<Option<u64>> = keyed
+                .iter()
+                .map(|k| k.iter().find(|(kk, _)| kk == key).map(|(_, p)| p.cycles()))
+                .collect();
+            let name = if key.1 > 1 {
+                format!("{} ({})", key.0, key.1)
+            } else {
+                key.0.clone()
+            };
             let mut row = vec![name.clone()];
             for (i, c) in cycles.iter().enumerate() {
                 row.push(c.map_or("-".into(), count));
@@ -416,14 +534,19 @@ pub fn build(input: &ReportInput) -> Vec<Block> {
             }
             t.row(row);
             if key.0 != BOOT_PHASE {
-                chart.categories.push((name, cycles.iter().map(|c| c.unwrap_or(0) as f64).collect()));
+                chart
+                    .categories
+                    .push((name, cycles.iter().map(|c| c.unwrap_or(0) as f64).collect()));
             }
         }
         let mut total = vec!["**total**".to_string()];
         for (i, r) in runs.iter().enumerate() {
             total.push(count(r.record.counters.cycles));
             if i > 0 {
-                total.push(delta(runs[0].record.counters.cycles as f64, r.record.counters.cycles as f64));
+                total.push(delta(
+                    runs[0].record.counters.cycles as f64,
+                    r.record.counters.cycles as f64,
+                ));
             }
         }
         t.row(total);
@@ -455,7 +578,11 @@ pub fn build(input: &ReportInput) -> Vec<Block> {
             headers.push(format!("{l} share"));
             right.extend([true, true]);
         }
-        let mut t = Table { headers, right, rows: Vec::new() };
+        let mut t = Table {
+            headers,
+            right,
+            rows: Vec::new(),
+        };
         for st in &states {
             let mut row = vec![st.clone()];
             for s in &shapes {
@@ -474,7 +601,19 @@ pub fn build(input: &ReportInput) -> Vec<Block> {
             categories: labels
                 .iter()
                 .zip(&shapes)
-                .map(|(l, s)| (l.clone(), states.iter().map(|st| s.iter().find(|(n, _)| n == st).map_or(0.0, |(_, v)| *v as f64)).collect()))
+                .map(|(l, s)| {
+                    (
+                        l.clone(),
+                        states
+                            .iter()
+                            .map(|st| {
+                                s.iter()
+                                    .find(|(n, _)| n == st)
+                                    .map_or(0.0, |(_, v)| *v as f64)
+                            })
+                            .collect(),
+                    )
+                })
                 .collect(),
             stacked: true,
         }));
@@ -492,17 +631,40 @@ pub fn build(input: &ReportInput) -> Vec<Block> {
             match &r.record.profile {
                 None => b.push(Block::Para(format!("{l}: no samples ({NO_PROFILER})."))),
                 Some(p) => {
-                    b.push(Block::Heading(3, format!("{l}: {} samples, one every {} cycles ({})", count(p.total_samples), count(p.period), p.window)));
-                    let mut t = Table::new(&["#", "symbol", "where", "samples", "share"], &[true, false, false, true, true]);
+                    b.push(Block::Heading(
+                        3,
+                        format!(
+                            "{l}: {} samples, one every {} cycles ({})",
+                            count(p.total_samples),
+                            count(p.period),
+                            p.window
+                        ),
+                    ));
+                    let mut t = Table::new(
+                        &["#", "symbol", "where", "samples", "share"],
+                        &[true, false, false, true, true],
+                    );
                     for (i, row) in p.rows.iter().take(TOP).enumerate() {
-                        t.row(vec![(i + 1).to_string(), row.symbol.clone(), row.place.clone(), count(row.samples), share(row.samples, p.total_samples)]);
+                        t.row(vec![
+                            (i + 1).to_string(),
+                            row.symbol.clone(),
+                            row.place.clone(),
+                            count(row.samples),
+                            share(row.samples, p.total_samples),
+                        ]);
                         if !symbols.contains(&row.symbol) {
                             symbols.push(row.symbol.clone());
                         }
                     }
                     if p.rows.len() > TOP {
                         let rest: u64 = p.rows[TOP..].iter().map(|r| r.samples).sum();
-                        t.row(vec![(TOP + 1).to_string(), "(remaining)".into(), "".into(), count(rest), share(rest, p.total_samples)]);
+                        t.row(vec![
+                            (TOP + 1).to_string(),
+                            "(remaining)".into(),
+                            "".into(),
+                            count(rest),
+                            share(rest, p.total_samples),
+                        ]);
                     }
                     b.push(Block::Table(t));
                     for n in &p.notes {
@@ -512,10 +674,13 @@ pub fn build(input: &ReportInput) -> Vec<Block> {
             }
         }
         // Symbols the study asks about appear even when they are not hot (or vanished).
-        for m in headline.iter().chain(input.checks.iter().filter_map(|c| match &c.kind {
-            CheckKind::Compare { metric, .. } => Some(metric),
-            _ => None,
-        })) {
+        for m in headline
+            .iter()
+            .chain(input.checks.iter().filter_map(|c| match &c.kind {
+                CheckKind::Compare { metric, .. } => Some(metric),
+                _ => None,
+            }))
+        {
             if let Metric::Samples { symbol } = m {
                 if !symbols.contains(symbol) {
                     symbols.push(symbol.clone());
@@ -534,9 +699,16 @@ pub fn build(input: &ReportInput) -> Vec<Block> {
                     right.push(true);
                 }
             }
-            let mut t = Table { headers, right, rows: Vec::new() };
+            let mut t = Table {
+                headers,
+                right,
+                rows: Vec::new(),
+            };
             for s in &symbols {
-                let v: Vec<Option<u64>> = runs.iter().map(|r| r.record.profile.as_ref().map(|p| p.samples_of(s))).collect();
+                let v: Vec<Option<u64>> = runs
+                    .iter()
+                    .map(|r| r.record.profile.as_ref().map(|p| p.samples_of(s)))
+                    .collect();
                 let mut row = vec![s.clone()];
                 for (i, x) in v.iter().enumerate() {
                     row.push(x.map_or("-".into(), count));
@@ -556,27 +728,46 @@ pub fn build(input: &ReportInput) -> Vec<Block> {
     // Syscalls and interrupts
     b.push(Block::Heading(2, "System calls and interrupts".into()));
     let sys: Vec<BTreeMap<u64, u64>> = runs.iter().map(|r| syscalls(&r.record)).collect();
-    let irq: Vec<BTreeMap<(u64, Option<u32>), u64>> = runs.iter().map(|r| interrupts(&r.record)).collect();
+    let irq: Vec<BTreeMap<(u64, Option<u32>), u64>> =
+        runs.iter().map(|r| interrupts(&r.record)).collect();
     if sys.iter().all(|m| m.is_empty()) && irq.iter().all(|m| m.is_empty()) {
-        b.push(Block::Para(format!("NOT RUN: {NO_TIMELINE}. Trap totals per hart are in the counters below.")));
+        b.push(Block::Para(format!(
+            "NOT RUN: {NO_TIMELINE}. Trap totals per hart are in the counters below."
+        )));
         not_run.push(("syscall and interrupt tables".into(), NO_TIMELINE.into()));
     } else {
         let numbers: BTreeSet<u64> = sys.iter().flat_map(|m| m.keys().copied()).collect();
-        b.push(Block::Table(compare_table("system call", &labels, numbers.iter().map(|n| {
-            let name = match hs_observe::syscall_name(*n) {
-                Some(s) => format!("{s} ({n})"),
-                None => n.to_string(),
-            };
-            (name, sys.iter().map(|m| m.get(n).copied().unwrap_or(0)).collect())
-        }))));
-        let keys: BTreeSet<(u64, Option<u32>)> = irq.iter().flat_map(|m| m.keys().copied()).collect();
-        b.push(Block::Table(compare_table("interrupt", &labels, keys.iter().map(|k| {
-            let mut name = hs_observe::cause_name(true, k.0).map_or(format!("cause {}", k.0), str::to_string);
-            if let Some(src) = k.1 {
-                name.push_str(&format!(", PLIC source {src}"));
-            }
-            (name, irq.iter().map(|m| m.get(k).copied().unwrap_or(0)).collect())
-        }))));
+        b.push(Block::Table(compare_table(
+            "system call",
+            &labels,
+            numbers.iter().map(|n| {
+                let name = match hs_observe::syscall_name(*n) {
+                    Some(s) => format!("{s} ({n})"),
+                    None => n.to_string(),
+                };
+                (
+                    name,
+                    sys.iter().map(|m| m.get(n).copied().unwrap_or(0)).collect(),
+                )
+            }),
+        )));
+        let keys: BTreeSet<(u64, Option<u32>)> =
+            irq.iter().flat_map(|m| m.keys().copied()).collect();
+        b.push(Block::Table(compare_table(
+            "interrupt",
+            &labels,
+            keys.iter().map(|k| {
+                let mut name = hs_observe::cause_name(true, k.0)
+                    .map_or(format!("cause {}", k.0), str::to_string);
+                if let Some(src) = k.1 {
+                    name.push_str(&format!(", PLIC source {src}"));
+                }
+                (
+                    name,
+                    irq.iter().map(|m| m.get(k).copied().unwrap_or(0)).collect(),
+                )
+            }),
+        )));
     }
 
     // Counters: every run-total counter that is not zero everywhere.
@@ -593,8 +784,14 @@ pub fn build(input: &ReportInput) -> Vec<Block> {
     let rows: Vec<(String, Vec<Option<f64>>)> = names
         .iter()
         .filter_map(|n| {
-            let vals: Vec<Option<f64>> = runs.iter().map(|r| r.record.observations.total.get(n).map(|s| s.value.as_f64())).collect();
-            if vals.iter().all(|v| v.map_or(true, |x| x == 0.0 || x.is_nan())) {
+            let vals: Vec<Option<f64>> = runs
+                .iter()
+                .map(|r| r.record.observations.total.get(n).map(|s| s.value.as_f64()))
+                .collect();
+            if vals
+                .iter()
+                .all(|v| v.map_or(true, |x| x == 0.0 || x.is_nan()))
+            {
                 return None;
             }
             // With several runs, the counters that moved are the interesting ones.
@@ -618,11 +815,21 @@ pub fn build(input: &ReportInput) -> Vec<Block> {
             right.push(true);
         }
     }
-    let mut t = Table { headers, right, rows: Vec::new() };
+    let mut t = Table {
+        headers,
+        right,
+        rows: Vec::new(),
+    };
     for (n, vals) in rows {
         let mut row = vec![n];
         for (i, v) in vals.iter().enumerate() {
-            row.push(v.map_or("-".into(), |x| if x.fract() == 0.0 { thousands(x as i64) } else { format!("{x:.4}") }));
+            row.push(v.map_or("-".into(), |x| {
+                if x.fract() == 0.0 {
+                    thousands(x as i64)
+                } else {
+                    format!("{x:.4}")
+                }
+            }));
             if i > 0 {
                 row.push(match (vals[0], v) {
                     (Some(a), Some(x)) => delta(a, *x),
@@ -637,12 +844,19 @@ pub fn build(input: &ReportInput) -> Vec<Block> {
     // Repeats
     if !input.repeats.is_empty() {
         b.push(Block::Heading(2, "Repeats".into()));
-        let mut t = Table::new(&["variant", "runs", "console bytes and counts"], &[false, true, false]);
+        let mut t = Table::new(
+            &["variant", "runs", "console bytes and counts"],
+            &[false, true, false],
+        );
         for r in &input.repeats {
             t.row(vec![
                 r.variant.clone(),
                 r.runs.to_string(),
-                if r.differences.is_empty() { "identical in every run".into() } else { format!("differ: {}", r.differences.join(", ")) },
+                if r.differences.is_empty() {
+                    "identical in every run".into()
+                } else {
+                    format!("differ: {}", r.differences.join(", "))
+                },
             ]);
         }
         b.push(Block::Table(t));
@@ -650,12 +864,25 @@ pub fn build(input: &ReportInput) -> Vec<Block> {
 
     // Honest status
     b.push(Block::Heading(2, "Honest status".into()));
-    let mut t = Table::new(&["check", "variant", "status", "detail"], &[false, false, false, false]);
+    let mut t = Table::new(
+        &["check", "variant", "status", "detail"],
+        &[false, false, false, false],
+    );
     for s in &statuses {
-        t.row(vec![s.name.clone(), s.variant.clone(), s.status.as_str().into(), s.detail.clone()]);
+        t.row(vec![
+            s.name.clone(),
+            s.variant.clone(),
+            s.status.as_str().into(),
+            s.detail.clone(),
+        ]);
     }
     if input.repeats.is_empty() {
-        t.row(vec!["console bytes and counts identical across repeats".into(), "all".into(), "NOT RUN".into(), "one run per variant (use --repeat N)".into()]);
+        t.row(vec![
+            "console bytes and counts identical across repeats".into(),
+            "all".into(),
+            "NOT RUN".into(),
+            "one run per variant (use --repeat N)".into(),
+        ]);
     } else {
         for r in &input.repeats {
             let ok = r.differences.is_empty();
@@ -663,12 +890,21 @@ pub fn build(input: &ReportInput) -> Vec<Block> {
                 "console bytes and counts identical across repeats".into(),
                 r.variant.clone(),
                 if ok { "PASS" } else { "FAIL" }.into(),
-                if ok { format!("{} runs", r.runs) } else { format!("{} differ", r.differences.join(", ")) },
+                if ok {
+                    format!("{} runs", r.runs)
+                } else {
+                    format!("{} differ", r.differences.join(", "))
+                },
             ]);
         }
     }
     for (what, why) in &not_run {
-        t.row(vec![what.clone(), "all".into(), "NOT RUN".into(), why.clone()]);
+        t.row(vec![
+            what.clone(),
+            "all".into(),
+            "NOT RUN".into(),
+            why.clone(),
+        ]);
     }
     b.push(Block::Table(t));
 
@@ -676,19 +912,49 @@ pub fn build(input: &ReportInput) -> Vec<Block> {
     b.push(Block::Heading(2, "Console".into()));
     let mut t = Table::new(&["variant", "bytes", "sha256"], &[false, true, false]);
     for (r, l) in runs.iter().zip(&labels) {
-        t.row(vec![l.clone(), count(r.record.console.bytes), format!("`{}`", r.record.console.sha256)]);
+        t.row(vec![
+            l.clone(),
+            count(r.record.console.bytes),
+            format!("`{}`", r.record.console.sha256),
+        ]);
     }
     b.push(Block::Table(t));
     for (r, l) in runs.iter().zip(&labels) {
         let lines: Vec<&str> = r.record.console.text.lines().collect();
         let from = lines.len().saturating_sub(6);
-        b.push(Block::Para(format!("{l}, last {} lines:", lines.len() - from)));
-        b.push(Block::Pre(lines[from..].iter().map(|l| l.trim_end_matches('\r')).collect::<Vec<_>>().join("\n")));
+        b.push(Block::Para(format!(
+            "{l}, last {} lines:",
+            lines.len() - from
+        )));
+        b.push(Block::Pre(
+            lines[from..]
+                .iter()
+                .map(|l| l.trim_end_matches('\r'))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        ));
     }
 
     // Provenance
     b.push(Block::Heading(2, "Provenance".into()));
-    let mut t = Table::new(&["variant", "run", "batch", "started", "finished", "hartscope", "scenario sha256", "image", "recipe", "kernel", "machine", "workload env", "initrd sha256"], &[false; 13]);
+    let mut t = Table::new(
+        &[
+            "variant",
+            "run",
+            "batch",
+            "started",
+            "finished",
+            "hartscope",
+            "scenario sha256",
+            "image",
+            "recipe",
+            "kernel",
+            "machine",
+            "workload env",
+            "initrd sha256",
+        ],
+        &[false; 13],
+    );
     for (r, l) in runs.iter().zip(&labels) {
         let rec = &r.record;
         let m = &rec.machine;
@@ -703,8 +969,24 @@ pub fn build(input: &ReportInput) -> Vec<Block> {
             rec.image.name.clone(),
             format!("`{}`", short(rec.image.recipe_hash())),
             rec.image.kernel_release().to_string(),
-            format!("{} harts, {} MiB, {} MHz, quantum {}; timing: {}", m.harts, m.memory_bytes >> 20, m.mhz, m.quantum, m.timing),
-            if rec.workload.env.is_empty() { "-".into() } else { rec.workload.env.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ") },
+            format!(
+                "{} harts, {} MiB, {} MHz, quantum {}; timing: {}",
+                m.harts,
+                m.memory_bytes >> 20,
+                m.mhz,
+                m.quantum,
+                m.timing
+            ),
+            if rec.workload.env.is_empty() {
+                "-".into()
+            } else {
+                rec.workload
+                    .env
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            },
             format!("`{}`", short(&rec.workload.initrd_sha256)),
         ]);
     }
@@ -715,14 +997,29 @@ pub fn build(input: &ReportInput) -> Vec<Block> {
         if !seen.insert((img.name.clone(), img.recipe_hash().to_string())) {
             continue;
         }
-        b.push(Block::Para(format!("Image `{}` (recipe `{}`), packages:", img.name, short(img.recipe_hash()))));
+        b.push(Block::Para(format!(
+            "Image `{}` (recipe `{}`), packages:",
+            img.name,
+            short(img.recipe_hash())
+        )));
         let mut t = Table::new(&["package", "version", "sha256", "role"], &[false; 4]);
         for (n, v, s, role) in img.packages() {
-            t.row(vec![n, v, if s.is_empty() { "-".into() } else { format!("`{}`", short(&s)) }, role]);
+            t.row(vec![
+                n,
+                v,
+                if s.is_empty() {
+                    "-".into()
+                } else {
+                    format!("`{}`", short(&s))
+                },
+                role,
+            ]);
         }
         b.push(Block::Table(t));
         for why in img.unverified() {
-            b.push(Block::Para(format!("**Not verified against a signed index:** {why}")));
+            b.push(Block::Para(format!(
+                "**Not verified against a signed index:** {why}"
+            )));
         }
     }
     let mut t = Table::new(&["variant", "artefact", "path"], &[false; 3]);
@@ -744,15 +1041,29 @@ fn pivot_tables(input: &ReportInput, labels: &[String]) -> Vec<Block> {
         b.push(Block::Heading(2, t.title.clone()));
         let mut headers = vec![t.row_header.clone()];
         headers.extend(labels.iter().map(|l| format!("{l} ({})", t.unit.name())));
-        let right = std::iter::once(false).chain(labels.iter().map(|_| true)).collect();
-        let mut table = Table { headers, right, rows: Vec::new() };
-        let mut chart = Chart { title: t.title.clone(), unit: t.unit.name().into(), series: labels.to_vec(), categories: Vec::new(), stacked: false };
+        let right = std::iter::once(false)
+            .chain(labels.iter().map(|_| true))
+            .collect();
+        let mut table = Table {
+            headers,
+            right,
+            rows: Vec::new(),
+        };
+        let mut chart = Chart {
+            title: t.title.clone(),
+            unit: t.unit.name().into(),
+            series: labels.to_vec(),
+            categories: Vec::new(),
+            stacked: false,
+        };
         let mut missing: Vec<String> = Vec::new();
         for (row, m) in &t.rows {
             let mut cells = vec![row.clone()];
             let mut values = Vec::new();
             for r in &input.runs {
-                let v = m.value(&r.record).map(|v| in_unit(v, t.unit, r.record.machine.mhz));
+                let v = m
+                    .value(&r.record)
+                    .map(|v| in_unit(v, t.unit, r.record.machine.mhz));
                 cells.push(match &v {
                     Ok(v) if t.unit == TableUnit::Cycles => format_value(*v, m.format()),
                     Ok(v) => format!("{v:.3}"),
@@ -768,7 +1079,10 @@ fn pivot_tables(input: &ReportInput, labels: &[String]) -> Vec<Block> {
             table.row(cells);
             chart.categories.push((row.clone(), values));
         }
-        b.push(Block::Para(format!("Each cell is `{}` with the row's name for `{{row}}`.", t.template)));
+        b.push(Block::Para(format!(
+            "Each cell is `{}` with the row's name for `{{row}}`.",
+            t.template
+        )));
         b.push(Block::Table(table));
         if !missing.is_empty() {
             b.push(Block::Para(format!("Absent: {}.", missing.join("; "))));
@@ -792,9 +1106,18 @@ fn in_unit(cycles: f64, unit: TableUnit, mhz: u64) -> f64 {
 /// and one path (the median remote one) laid out on the timeline.
 fn wake_paths(input: &ReportInput, labels: &[String], headline: &[Metric]) -> Vec<Block> {
     let mut keys: Vec<(String, String, Option<String>)> = Vec::new();
-    let table_metrics = input.tables.iter().flat_map(|t| t.rows.iter().map(|(_, m)| m));
+    let table_metrics = input
+        .tables
+        .iter()
+        .flat_map(|t| t.rows.iter().map(|(_, m)| m));
     for m in headline.iter().chain(table_metrics) {
-        if let Metric::Wake { device, syscall, phase, .. } = m {
+        if let Metric::Wake {
+            device,
+            syscall,
+            phase,
+            ..
+        } = m
+        {
             let k = (device.clone(), syscall.clone(), phase.clone());
             if !keys.contains(&k) {
                 keys.push(k);
@@ -814,28 +1137,74 @@ fn wake_paths(input: &ReportInput, labels: &[String], headline: &[Metric]) -> Ve
             .into(),
     ));
     let mut t = Table::new(
-        &["variant", "device:call@phase", "calls", "remote", "irq → return (cycles)", "(µs)", "irq → IPI sent", "IPI → taken", "taken → return"],
+        &[
+            "variant",
+            "device:call@phase",
+            "calls",
+            "remote",
+            "irq → return (cycles)",
+            "(µs)",
+            "irq → IPI sent",
+            "IPI → taken",
+            "taken → return",
+        ],
         &[false, false, true, true, true, true, true, true, true],
     );
     // Median remote path of each variant that has remote paths, slowest first in the report.
     let mut examples: Vec<(String, String, crate::paths::WakePath, u64)> = Vec::new();
     for (device, syscall, phase) in &keys {
         for (r, l) in input.runs.iter().zip(labels) {
-            let name = format!("{device}:{syscall}{}", phase.as_ref().map(|p| format!("@{p}")).unwrap_or_default());
-            let paths = match crate::paths::wake_paths(&r.record, device, syscall, phase.as_deref()) {
+            let name = format!(
+                "{device}:{syscall}{}",
+                phase.as_ref().map(|p| format!("@{p}")).unwrap_or_default()
+            );
+            let paths = match crate::paths::wake_paths(&r.record, device, syscall, phase.as_deref())
+            {
                 Ok(p) => p,
                 Err(e) => {
-                    t.row(vec![l.clone(), name, "-".into(), "-".into(), e.reason().into(), "".into(), "".into(), "".into(), "".into()]);
+                    t.row(vec![
+                        l.clone(),
+                        name,
+                        "-".into(),
+                        "-".into(),
+                        e.reason().into(),
+                        "".into(),
+                        "".into(),
+                        "".into(),
+                        "".into(),
+                    ]);
                     continue;
                 }
             };
-            let mean = |v: Vec<u64>| if v.is_empty() { None } else { Some(v.iter().sum::<u64>() as f64 / v.len() as f64) };
+            let mean = |v: Vec<u64>| {
+                if v.is_empty() {
+                    None
+                } else {
+                    Some(v.iter().sum::<u64>() as f64 / v.len() as f64)
+                }
+            };
             let cell = |v: Option<f64>| v.map_or("-".to_string(), |v| thousands(v.round() as i64));
-            let remote: Vec<&crate::paths::WakePath> = paths.iter().filter(|p| p.remote()).collect();
+            let remote: Vec<&crate::paths::WakePath> =
+                paths.iter().filter(|p| p.remote()).collect();
             let all = mean(paths.iter().map(|p| p.irq_to_return()).collect());
-            let sent = mean(remote.iter().filter_map(|p| Some(p.ipi_sent? - p.irq)).collect());
-            let taken = mean(remote.iter().filter_map(|p| Some(p.ipi_received? - p.ipi_sent?)).collect());
-            let back = mean(remote.iter().filter_map(|p| Some(p.span.exit - p.ipi_received?)).collect());
+            let sent = mean(
+                remote
+                    .iter()
+                    .filter_map(|p| Some(p.ipi_sent? - p.irq))
+                    .collect(),
+            );
+            let taken = mean(
+                remote
+                    .iter()
+                    .filter_map(|p| Some(p.ipi_received? - p.ipi_sent?))
+                    .collect(),
+            );
+            let back = mean(
+                remote
+                    .iter()
+                    .filter_map(|p| Some(p.span.exit - p.ipi_received?))
+                    .collect(),
+            );
             let mhz = r.record.machine.mhz.max(1) as f64;
             t.row(vec![
                 l.clone(),
@@ -851,7 +1220,12 @@ fn wake_paths(input: &ReportInput, labels: &[String], headline: &[Metric]) -> Ve
             if !remote.is_empty() && !examples.iter().any(|e| &e.0 == l) {
                 let mut sorted: Vec<&&crate::paths::WakePath> = remote.iter().collect();
                 sorted.sort_by_key(|p| p.irq_to_return());
-                examples.push((l.clone(), syscall.clone(), **sorted[sorted.len() / 2], r.record.machine.mhz));
+                examples.push((
+                    l.clone(),
+                    syscall.clone(),
+                    **sorted[sorted.len() / 2],
+                    r.record.machine.mhz,
+                ));
             }
         }
     }
@@ -862,9 +1236,17 @@ fn wake_paths(input: &ReportInput, labels: &[String], headline: &[Metric]) -> Ve
         examples.drain(1..examples.len() - 1);
     }
     for (label, syscall, p, mhz) in examples {
-        let run = input.runs.iter().zip(labels).find(|(_, l)| **l == label).map(|(r, _)| r);
+        let run = input
+            .runs
+            .iter()
+            .zip(labels)
+            .find(|(_, l)| **l == label)
+            .map(|(r, _)| r);
         if let Some(run) = run {
-            b.push(Block::Heading(3, format!("One remote `{syscall}` on the timeline ({label}: its median remote path)")));
+            b.push(Block::Heading(
+                3,
+                format!("One remote `{syscall}` on the timeline ({label}: its median remote path)"),
+            ));
             b.push(Block::Pre(timeline_excerpt(&run.record, &p, mhz)));
             b.push(Block::Para(
                 "Traps, IPIs and returns are at their exact cycle; a task switch (`now running`) is noticed at the end of the \
@@ -882,14 +1264,21 @@ fn timeline_excerpt(rec: &RunRecord, p: &crate::paths::WakePath, mhz: u64) -> St
     use hs_observe::EventKind as K;
     let harts = [p.span.hart, p.irq_hart];
     let mut out = format!("{:>10}  {:>10}  {:<6} event\n", "cycle", "µs", "hart");
-    let during: Vec<&hs_observe::Event> =
-        rec.observations.events.iter().filter(|e| e.cycle >= p.span.enter && e.cycle <= p.span.exit && harts.contains(&e.hart)).collect();
+    let during: Vec<&hs_observe::Event> = rec
+        .observations
+        .events
+        .iter()
+        .filter(|e| e.cycle >= p.span.enter && e.cycle <= p.span.exit && harts.contains(&e.hart))
+        .collect();
     // Idle stretches the machine recorded slice by slice, merged.
     let mut merged: Vec<hs_observe::Event> = Vec::new();
     for e in during {
         if let K::WfiIdle { end_cycle } = e.kind {
             if let Some(prev) = merged.iter_mut().rev().find(|m| m.hart == e.hart) {
-                if let K::WfiIdle { end_cycle: prev_end } = &mut prev.kind {
+                if let K::WfiIdle {
+                    end_cycle: prev_end,
+                } = &mut prev.kind
+                {
                     if *prev_end == e.cycle {
                         *prev_end = end_cycle;
                         continue;
@@ -901,10 +1290,14 @@ fn timeline_excerpt(rec: &RunRecord, p: &crate::paths::WakePath, mhz: u64) -> St
     }
     for e in &merged {
         let what = match &e.kind {
-            K::Syscall { number } => format!("ecall: {} ({number})", hs_observe::syscall_name(*number).unwrap_or("?")),
+            K::Syscall { number } => format!(
+                "ecall: {} ({number})",
+                hs_observe::syscall_name(*number).unwrap_or("?")
+            ),
             K::SyscallReturn => "return to user mode".into(),
             K::Interrupt { cause, plic_source } => {
-                let mut s = hs_observe::cause_name(true, *cause).map_or(format!("interrupt {cause}"), str::to_string);
+                let mut s = hs_observe::cause_name(true, *cause)
+                    .map_or(format!("interrupt {cause}"), str::to_string);
                 if let Some(src) = plic_source {
                     s.push_str(&format!(" (PLIC source {src})"));
                 }
@@ -912,15 +1305,24 @@ fn timeline_excerpt(rec: &RunRecord, p: &crate::paths::WakePath, mhz: u64) -> St
             }
             K::IpiSent { to } => format!("IPI sent to hart {to}"),
             K::IpiReceived { .. } => "IPI taken".into(),
-            K::WfiIdle { end_cycle } => format!("idle in wfi until +{}", end_cycle.saturating_sub(p.span.enter)),
+            K::WfiIdle { end_cycle } => format!(
+                "idle in wfi until +{}",
+                end_cycle.saturating_sub(p.span.enter)
+            ),
             K::TaskSwitch { pid, comm, .. } => format!("now running {comm} ({pid})"),
-            K::Exception { cause, .. } => hs_observe::cause_name(false, *cause).map_or(format!("exception {cause}"), str::to_string),
+            K::Exception { cause, .. } => hs_observe::cause_name(false, *cause)
+                .map_or(format!("exception {cause}"), str::to_string),
             K::ContextSwitch { .. } => "satp written".into(),
             K::PhaseMarker { label } => format!("phase `{label}`"),
             K::Instant { label } => label.clone(),
         };
         let dt = e.cycle - p.span.enter;
-        out.push_str(&format!("{:>10}  {:>10.2}  {:<6} {what}\n", format!("+{dt}"), dt as f64 / mhz.max(1) as f64, e.hart));
+        out.push_str(&format!(
+            "{:>10}  {:>10.2}  {:<6} {what}\n",
+            format!("+{dt}"),
+            dt as f64 / mhz.max(1) as f64,
+            e.hart
+        ));
     }
     out
 }
@@ -937,7 +1339,11 @@ fn share(part: u64, whole: u64) -> String {
     }
 }
 
-fn compare_table(what: &str, labels: &[String], rows: impl Iterator<Item = (String, Vec<u64>)>) -> Table {
+fn compare_table(
+    what: &str,
+    labels: &[String],
+    rows: impl Iterator<Item = (String, Vec<u64>)>,
+) -> Table {
     let mut headers = vec![what.to_string()];
     let mut right = vec![false];
     for (i, l) in labels.iter().enumerate() {
@@ -948,7 +1354,11 @@ fn compare_table(what: &str, labels: &[String], rows: impl Iterator<Item = (Stri
             right.push(true);
         }
     }
-    let mut t = Table { headers, right, rows: Vec::new() };
+    let mut t = Table {
+        headers,
+        right,
+        rows: Vec::new(),
+    };
     for (name, vals) in rows {
         let mut row = vec![name];
         for (i, v) in vals.iter().enumerate() {

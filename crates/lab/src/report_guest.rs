@@ -46,18 +46,34 @@ pub fn guest_metrics(runs: &[ReportRun], labels: &[String]) -> Vec<Block> {
         headers.push(format!("{l} cycles"));
         right.extend([true, true]);
     }
-    let mut t = Table { headers, right, rows: Vec::new() };
+    let mut t = Table {
+        headers,
+        right,
+        rows: Vec::new(),
+    };
     let mut chart_unit: Option<String> = None;
-    let mut chart = Chart { title: String::new(), unit: String::new(), series: labels.to_vec(), categories: Vec::new(), stacked: false };
+    let mut chart = Chart {
+        title: String::new(),
+        unit: String::new(),
+        series: labels.to_vec(),
+        categories: Vec::new(),
+        stacked: false,
+    };
     for n in &names {
-        let unit = runs.iter().find_map(|r| r.record.guest_metrics.get(n)).map(|v| v.unit.clone()).unwrap_or_default();
+        let unit = runs
+            .iter()
+            .find_map(|r| r.record.guest_metrics.get(n))
+            .map(|v| v.unit.clone())
+            .unwrap_or_default();
         let mut row = vec![format!("`{n}`"), unit.clone()];
         for r in runs {
             match r.record.guest_metrics.get(n) {
                 Some(v) => {
                     row.push(num(v.value));
                     row.push(match v.ns_per_unit() {
-                        Some(ns) => thousands((v.value * ns * r.record.machine.mhz as f64 / 1e3).round() as i64),
+                        Some(ns) => thousands(
+                            (v.value * ns * r.record.machine.mhz as f64 / 1e3).round() as i64,
+                        ),
                         None => "-".into(),
                     });
                 }
@@ -68,7 +84,16 @@ pub fn guest_metrics(runs: &[ReportRun], labels: &[String]) -> Vec<Block> {
         // One chart of the values in the first time unit met.
         if time_unit_ns(&unit).is_some() && chart_unit.as_deref().map_or(true, |u| u == unit) {
             chart_unit = Some(unit.clone());
-            let vals = runs.iter().map(|r| r.record.guest_metrics.get(n).filter(|v| v.unit == unit).map_or(0.0, |v| v.value)).collect();
+            let vals = runs
+                .iter()
+                .map(|r| {
+                    r.record
+                        .guest_metrics
+                        .get(n)
+                        .filter(|v| v.unit == unit)
+                        .map_or(0.0, |v| v.value)
+                })
+                .collect();
             chart.categories.push((n.clone(), vals));
         }
     }
@@ -85,7 +110,10 @@ fn describe(e: &Event) -> String {
     match &e.kind {
         EventKind::IpiSent { to } => format!("sends an IPI to hart {to} (msip write)"),
         EventKind::IpiReceived { .. } => "takes the machine software interrupt (the IPI)".into(),
-        EventKind::Interrupt { cause, .. } => format!("takes the {}", cause_name(true, *cause).unwrap_or("interrupt")),
+        EventKind::Interrupt { cause, .. } => format!(
+            "takes the {}",
+            cause_name(true, *cause).unwrap_or("interrupt")
+        ),
         EventKind::Instant { label } => label.clone(),
         _ => String::new(),
     }
@@ -95,8 +123,10 @@ fn describe(e: &Event) -> String {
 /// distribution, the knob's counters, and a timeline excerpt. Nothing when
 /// no run has a cross-hart IPI on its timeline.
 pub fn ipis(runs: &[ReportRun], labels: &[String]) -> Vec<Block> {
-    let lat: Vec<IpiLatencies> =
-        runs.iter().map(|r| IpiLatencies::from_events(&r.record.observations.events)).collect();
+    let lat: Vec<IpiLatencies> = runs
+        .iter()
+        .map(|r| IpiLatencies::from_events(&r.record.observations.events))
+        .collect();
     if lat.iter().all(|l| l.sent == 0) {
         return Vec::new();
     }
@@ -111,34 +141,83 @@ pub fn ipis(runs: &[ReportRun], labels: &[String]) -> Vec<Block> {
         headers.push(l.clone());
         right.push(true);
     }
-    let mut t = Table { headers, right, rows: Vec::new() };
+    let mut t = Table {
+        headers,
+        right,
+        rows: Vec::new(),
+    };
     let mut row = |name: &str, f: &dyn Fn(usize) -> String| {
         let mut r = vec![name.to_string()];
         r.extend((0..runs.len()).map(f));
         t.row(r);
     };
     row("cross-hart IPIs sent", &|i| thousands(lat[i].sent as i64));
-    row("taken by the target", &|i| thousands(lat[i].latencies.len() as i64));
-    row("not taken before the run ended", &|i| thousands(lat[i].untaken as i64));
-    for (name, p) in [("min", 0.0), ("median", 50.0), ("p90", 90.0), ("p99", 99.0), ("max", 100.0)] {
-        row(&format!("send → taken, {name}, cycles"), &|i| lat[i].percentile(p).map_or("-".into(), |v| thousands(v as i64)));
+    row("taken by the target", &|i| {
+        thousands(lat[i].latencies.len() as i64)
+    });
+    row("not taken before the run ended", &|i| {
+        thousands(lat[i].untaken as i64)
+    });
+    for (name, p) in [
+        ("min", 0.0),
+        ("median", 50.0),
+        ("p90", 90.0),
+        ("p99", 99.0),
+        ("max", 100.0),
+    ] {
+        row(&format!("send → taken, {name}, cycles"), &|i| {
+            lat[i]
+                .percentile(p)
+                .map_or("-".into(), |v| thousands(v as i64))
+        });
         row(&format!("send → taken, {name}, µs"), &|i| {
-            lat[i].percentile(p).map_or("-".into(), |v| format!("{:.3}", v as f64 / runs[i].record.machine.mhz as f64))
+            lat[i].percentile(p).map_or("-".into(), |v| {
+                format!("{:.3}", v as f64 / runs[i].record.machine.mhz as f64)
+            })
         });
     }
-    row("knob releases at the target's timer tick (timeline)", &|i| thousands(lat[i].released_at_tick as i64));
-    for c in ["clint.ipis_cross", "clint.ipis_delayed", "clint.ipis_held_for_tick", "clint.ipis_released_at_tick", "clint.ipis_passed_no_timer", "clint.ipi_held_max_cycles"] {
-        row(&format!("`{c}`"), &|i| runs[i].record.counters.devices.get(c).map_or("-".into(), |v| thousands(*v as i64)));
+    row(
+        "knob releases at the target's timer tick (timeline)",
+        &|i| thousands(lat[i].released_at_tick as i64),
+    );
+    for c in [
+        "clint.ipis_cross",
+        "clint.ipis_delayed",
+        "clint.ipis_held_for_tick",
+        "clint.ipis_released_at_tick",
+        "clint.ipis_passed_no_timer",
+        "clint.ipi_held_max_cycles",
+    ] {
+        row(&format!("`{c}`"), &|i| {
+            runs[i]
+                .record
+                .counters
+                .devices
+                .get(c)
+                .map_or("-".into(), |v| thousands(*v as i64))
+        });
     }
     b.push(Block::Table(t));
     b.push(Block::Chart(Chart {
         title: "send → taken, cycles".into(),
         unit: "cycles".into(),
         series: labels.to_vec(),
-        categories: [("median", 50.0), ("p90", 90.0), ("p99", 99.0), ("max", 100.0)]
-            .iter()
-            .map(|(n, p)| (n.to_string(), lat.iter().map(|l| l.percentile(*p).unwrap_or(0) as f64).collect()))
-            .collect(),
+        categories: [
+            ("median", 50.0),
+            ("p90", 90.0),
+            ("p99", 99.0),
+            ("max", 100.0),
+        ]
+        .iter()
+        .map(|(n, p)| {
+            (
+                n.to_string(),
+                lat.iter()
+                    .map(|l| l.percentile(*p).unwrap_or(0) as f64)
+                    .collect(),
+            )
+        })
+        .collect(),
         stacked: false,
     }));
 
@@ -148,7 +227,12 @@ pub fn ipis(runs: &[ReportRun], labels: &[String]) -> Vec<Block> {
     for (r, l) in runs.iter().zip(labels) {
         let obs = &r.record.observations;
         let cross = |e: &Event| matches!(e.kind, EventKind::IpiSent { to } if to != e.hart);
-        let sends_in = |a: u64, z: u64| obs.events.iter().filter(|e| cross(e) && e.cycle >= a && e.cycle < z).count();
+        let sends_in = |a: u64, z: u64| {
+            obs.events
+                .iter()
+                .filter(|e| cross(e) && e.cycle >= a && e.cycle < z)
+                .count()
+        };
         let rate = |p: &hs_observe::Phase| {
             let n = sends_in(p.start_cycle, p.end_cycle);
             if n < 4 {
@@ -157,8 +241,21 @@ pub fn ipis(runs: &[ReportRun], labels: &[String]) -> Vec<Block> {
                 (n as u128 * 1_000_000_000 / p.cycles().max(1) as u128) as u64
             }
         };
-        let Some(p) = obs.phases.iter().filter(|p| rate(p) > 0).max_by_key(|p| (rate(p), std::cmp::Reverse(p.start_cycle))) else { continue };
-        let Some(first) = obs.events.iter().position(|e| cross(e) && e.cycle >= p.start_cycle && e.cycle < p.end_cycle) else { continue };
+        let Some(p) = obs
+            .phases
+            .iter()
+            .filter(|p| rate(p) > 0)
+            .max_by_key(|p| (rate(p), std::cmp::Reverse(p.start_cycle)))
+        else {
+            continue;
+        };
+        let Some(first) = obs
+            .events
+            .iter()
+            .position(|e| cross(e) && e.cycle >= p.start_cycle && e.cycle < p.end_cycle)
+        else {
+            continue;
+        };
         // (cycle, hart, what, end of a wfi row)
         let mut rows: Vec<(u64, u16, String, Option<u64>)> = Vec::new();
         for e in obs.events[first..].iter().filter(|e| excerpt_worthy(e)) {
@@ -182,7 +279,10 @@ pub fn ipis(runs: &[ReportRun], labels: &[String]) -> Vec<Block> {
         }
         // A release comes before the trap it lets happen at the same cycle.
         rows.sort_by_key(|row| (row.0, row.1, !row.2.starts_with(crate::ipis::RELEASE_MARK)));
-        let mut t = Table::new(&["cycle", "µs into the phase", "hart", "event"], &[true, true, true, false]);
+        let mut t = Table::new(
+            &["cycle", "µs into the phase", "hart", "event"],
+            &[true, true, true, false],
+        );
         let mhz = r.record.machine.mhz as f64;
         for (cycle, hart, what, end) in rows {
             let what = match end {
@@ -193,9 +293,17 @@ pub fn ipis(runs: &[ReportRun], labels: &[String]) -> Vec<Block> {
                 ),
                 None => what,
             };
-            t.row(vec![thousands(cycle as i64), format!("{:.3}", cycle.saturating_sub(p.start_cycle) as f64 / mhz), hart.to_string(), what]);
+            t.row(vec![
+                thousands(cycle as i64),
+                format!("{:.3}", cycle.saturating_sub(p.start_cycle) as f64 / mhz),
+                hart.to_string(),
+                what,
+            ]);
         }
-        b.push(Block::Heading(3, format!("{l}: timeline from the first IPI of phase `{}`", p.label)));
+        b.push(Block::Heading(
+            3,
+            format!("{l}: timeline from the first IPI of phase `{}`", p.label),
+        ));
         b.push(Block::Table(t));
     }
     b
@@ -208,20 +316,57 @@ mod tests {
     use crate::report::{ReportInput, ReportRun};
 
     fn run(variant: &str, rtt_us: f64, ipi_at: u64) -> ReportRun {
-        let mut record = crate::testdata::run(variant, 50_000_000, &[("ipiping pipe", 40_000_000)], true);
-        record.guest_metrics.insert("rtt_us.p50".into(), GuestValue { value: rtt_us, unit: "us".into() });
-        record.guest_metrics.insert("rounds".into(), GuestValue { value: 200.0, unit: "count".into() });
+        let mut record =
+            crate::testdata::run(variant, 50_000_000, &[("ipiping pipe", 40_000_000)], true);
+        record.guest_metrics.insert(
+            "rtt_us.p50".into(),
+            GuestValue {
+                value: rtt_us,
+                unit: "us".into(),
+            },
+        );
+        record.guest_metrics.insert(
+            "rounds".into(),
+            GuestValue {
+                value: 200.0,
+                unit: "count".into(),
+            },
+        );
         let start = record.observations.phases[1].start_cycle;
         let ev = &mut record.observations.events;
         for i in 0..4 {
             let at = start + 1_000 + i * 10_000_000;
-            ev.push(Event { hart: 0, cycle: at, kind: EventKind::IpiSent { to: 1 } });
-            ev.push(Event { hart: 1, cycle: at + 1, kind: EventKind::WfiIdle { end_cycle: at + ipi_at / 2 } });
-            ev.push(Event { hart: 1, cycle: at + ipi_at / 2, kind: EventKind::WfiIdle { end_cycle: at + ipi_at } });
-            ev.push(Event { hart: 1, cycle: at + ipi_at, kind: EventKind::IpiReceived { from: None } });
+            ev.push(Event {
+                hart: 0,
+                cycle: at,
+                kind: EventKind::IpiSent { to: 1 },
+            });
+            ev.push(Event {
+                hart: 1,
+                cycle: at + 1,
+                kind: EventKind::WfiIdle {
+                    end_cycle: at + ipi_at / 2,
+                },
+            });
+            ev.push(Event {
+                hart: 1,
+                cycle: at + ipi_at / 2,
+                kind: EventKind::WfiIdle {
+                    end_cycle: at + ipi_at,
+                },
+            });
+            ev.push(Event {
+                hart: 1,
+                cycle: at + ipi_at,
+                kind: EventKind::IpiReceived { from: None },
+            });
         }
         ev.sort_by_key(|e| (e.cycle, e.hart));
-        ReportRun { id: 1, batch: "b".into(), record }
+        ReportRun {
+            id: 1,
+            batch: "b".into(),
+            record,
+        }
     }
 
     #[test]
@@ -229,7 +374,10 @@ mod tests {
         let input = ReportInput {
             title: "t".into(),
             description: String::new(),
-            runs: vec![run("deliver", 31.5, 2_000), run("drop", 6_012.25, 4_000_000)],
+            runs: vec![
+                run("deliver", 31.5, 2_000),
+                run("drop", 6_012.25, 4_000_000),
+            ],
             headline: vec![],
             checks: vec![],
             tables: vec![],
@@ -237,16 +385,43 @@ mod tests {
         };
         let md = crate::doc::markdown(&crate::report::build(&input));
         assert!(md.contains("## Guest-reported values"), "{md}");
-        assert!(md.contains("| `rtt_us.p50` | us | 31.500 | 31,500 | 6012.250 | 6,012,250 |"), "{md}");
-        assert!(md.contains("| `rounds` | count | 200 | - | 200 | - |"), "{md}");
+        assert!(
+            md.contains("| `rtt_us.p50` | us | 31.500 | 31,500 | 6012.250 | 6,012,250 |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| `rounds` | count | 200 | - | 200 | - |"),
+            "{md}"
+        );
         assert!(md.contains("## Cross-hart IPIs"), "{md}");
-        assert!(md.contains("| send → taken, median, cycles | 2,000 | 4,000,000 |"), "{md}");
-        assert!(md.contains("| send → taken, median, µs | 2.000 | 4000.000 |"), "{md}");
+        assert!(
+            md.contains("| send → taken, median, cycles | 2,000 | 4,000,000 |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| send → taken, median, µs | 2.000 | 4000.000 |"),
+            "{md}"
+        );
         assert!(md.contains("sends an IPI to hart 1"), "{md}");
-        assert!(md.contains("### drop: timeline from the first IPI of phase `ipiping pipe`"), "{md}");
-        assert!(md.contains("| 10,001,001 | 1.001 | 1 | sleeps in wfi until cycle 14,001,000 (3999.999 µs) |"), "two wfi spans are one row:\n{md}");
+        assert!(
+            md.contains("### drop: timeline from the first IPI of phase `ipiping pipe`"),
+            "{md}"
+        );
+        assert!(
+            md.contains(
+                "| 10,001,001 | 1.001 | 1 | sleeps in wfi until cycle 14,001,000 (3999.999 µs) |"
+            ),
+            "two wfi spans are one row:\n{md}"
+        );
         // Runs without either kind of data get neither section.
-        let plain = ReportInput { runs: vec![ReportRun { id: 1, batch: "b".into(), record: crate::testdata::run("A", 10, &[("x", 5)], true) }], ..input };
+        let plain = ReportInput {
+            runs: vec![ReportRun {
+                id: 1,
+                batch: "b".into(),
+                record: crate::testdata::run("A", 10, &[("x", 5)], true),
+            }],
+            ..input
+        };
         let md = crate::doc::markdown(&crate::report::build(&plain));
         assert!(!md.contains("Guest-reported") && !md.contains("Cross-hart IPIs"));
     }

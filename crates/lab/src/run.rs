@@ -7,10 +7,13 @@ use std::path::{Path, PathBuf};
 use hs_guest::{ImageDir, KernelSymbols};
 use hs_machine::hs_timing::{Atomic, InOrderFactory, MachineDesc, ModelDesc, TimingModel};
 use hs_machine::{
-    BootFile, BootImages, GuestSymbols, KernelSymbolSource, Machine, MachineConfig, ObserveOptions, SamplerConfig, StopReason,
-    SymbolSources,
+    BootFile, BootImages, GuestSymbols, KernelSymbolSource, Machine, MachineConfig, ObserveOptions,
+    SamplerConfig, StopReason, SymbolSources,
 };
-use hs_observe::export::{chrome_trace, flamegraph_svg, fold, folded_text, stats_txt, FlamegraphOptions, FoldOptions, HotFunctions};
+use hs_observe::export::{
+    chrome_trace, flamegraph_svg, fold, folded_text, stats_txt, FlamegraphOptions, FoldOptions,
+    HotFunctions,
+};
 use hs_observe::{Observations, Symbolizer, Unit};
 
 use crate::error::{io_err, LabError, Result};
@@ -38,11 +41,15 @@ pub struct Prepared {
 /// Build the variant's initramfs: the image's own plus the workload with
 /// the variant's environment exported at the top of `run.sh`.
 pub fn prepare(variant: &Variant, image: &ImageDir, scratch: &Path) -> Result<Prepared> {
-    let img_err = |message: String| LabError::Image { image: variant.image.clone(), message };
+    let img_err = |message: String| LabError::Image {
+        image: variant.image.clone(),
+        message,
+    };
     let manifest_path = image.dir.join("manifest.json");
-    let manifest_text = std::fs::read_to_string(&manifest_path).map_err(io_err("read", &manifest_path))?;
-    let manifest: serde_json::Value =
-        serde_json::from_str(&manifest_text).map_err(|e| img_err(format!("{} is not JSON ({e})", manifest_path.display())))?;
+    let manifest_text =
+        std::fs::read_to_string(&manifest_path).map_err(io_err("read", &manifest_path))?;
+    let manifest: serde_json::Value = serde_json::from_str(&manifest_text)
+        .map_err(|e| img_err(format!("{} is not JSON ({e})", manifest_path.display())))?;
     let staged = scratch.join(format!("workload-{}", variant.name));
     let _ = std::fs::remove_dir_all(&staged);
     stage_workload(&variant.workload, &staged, &variant.env)?;
@@ -111,9 +118,17 @@ pub struct Finished {
 /// `artefacts_dir` receives the console text, `stats.txt`, the profile
 /// (hot.md, folded stacks, flamegraph), the timeline (trace.json) and the
 /// guest's channels. Any stop other than a reported workload exit is an error.
-pub fn execute(p: &Prepared, scenario: &Scenario, repeat: u32, artefacts_dir: &Path) -> Result<Finished> {
+pub fn execute(
+    p: &Prepared,
+    scenario: &Scenario,
+    repeat: u32,
+    artefacts_dir: &Path,
+) -> Result<Finished> {
     let v = &p.variant;
-    let run_err = |message: String| LabError::Run { variant: v.name.clone(), message };
+    let run_err = |message: String| LabError::Run {
+        variant: v.name.clone(),
+        message,
+    };
     let (model, ipi) = match &v.machine_desc {
         Some(path) => {
             let d = MachineDesc::load(path).map_err(|e| run_err(e.to_string()))?;
@@ -126,10 +141,14 @@ pub fn execute(p: &Prepared, scenario: &Scenario, repeat: u32, artefacts_dir: &P
         None => Vec::new(),
     };
     match model {
-        ModelDesc::Atomic => execute_with(p, scenario, repeat, artefacts_dir, devices, ipi, |_| Atomic),
+        ModelDesc::Atomic => {
+            execute_with(p, scenario, repeat, artefacts_dir, devices, ipi, |_| Atomic)
+        }
         ModelDesc::InOrder(cfg) => {
             let harts = InOrderFactory::new(&cfg);
-            execute_with(p, scenario, repeat, artefacts_dir, devices, ipi, |_| harts.build())
+            execute_with(p, scenario, repeat, artefacts_dir, devices, ipi, |_| {
+                harts.build()
+            })
         }
     }
 }
@@ -140,12 +159,18 @@ fn symbol_sources(image: &ImageDir, kernel_physical: Option<(u64, u64)>) -> Symb
         KernelSymbols::Vmlinux(p) => KernelSymbolSource::Elf(p.clone()),
         KernelSymbols::Kallsyms(p) => {
             let captured = image.dir.join("kallsyms-modules");
-            KernelSymbolSource::Kallsyms { path: p.clone(), captured_modules: captured.is_file().then_some(captured) }
+            KernelSymbolSource::Kallsyms {
+                path: p.clone(),
+                captured_modules: captured.is_file().then_some(captured),
+            }
         }
     };
     let mut user_binaries = vec![image.busybox.clone()];
     if let Ok(dir) = std::fs::read_dir(image.dir.join("programs")) {
-        let mut progs: Vec<PathBuf> = dir.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_file()).collect();
+        let mut progs: Vec<PathBuf> = dir
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_file())
+            .collect();
         progs.sort();
         user_binaries.extend(progs);
     }
@@ -169,7 +194,10 @@ fn execute_with<M: TimingModel>(
     model: impl Fn(usize) -> M,
 ) -> Result<Finished> {
     let v = &p.variant;
-    let run_err = |message: String| LabError::Run { variant: v.name.clone(), message };
+    let run_err = |message: String| LabError::Run {
+        variant: v.name.clone(),
+        message,
+    };
     let started_at = crate::timestamp::now_rfc3339();
     let read = |what, path: &Path| BootFile::read(what, path).map_err(|e| run_err(e.to_string()));
     let cfg = MachineConfig {
@@ -180,7 +208,14 @@ fn execute_with<M: TimingModel>(
         images: BootImages {
             firmware: Some(read("firmware", &p.image.firmware)?),
             kernel: Some(read("kernel", &p.image.kernel)?),
-            initrd: Some(BootFile::from_bytes(format!("{} + workload {}", p.image.initrd.display(), v.workload.display()), p.initrd.clone())),
+            initrd: Some(BootFile::from_bytes(
+                format!(
+                    "{} + workload {}",
+                    p.image.initrd.display(),
+                    v.workload.display()
+                ),
+                p.initrd.clone(),
+            )),
         },
         bootargs: p.bootargs.clone(),
         devices,
@@ -190,13 +225,28 @@ fn execute_with<M: TimingModel>(
         capture_console: true,
         ..MachineConfig::default()
     };
-    let options = ObserveOptions { events: scenario.timeline, max_events: 0, itrace: None };
-    let mut machine = Machine::with_observing(cfg, &options, model).map_err(|e| run_err(e.to_string()))?;
-    let mut symbols = GuestSymbols::load(&symbol_sources(&p.image, machine.kernel_extent())).map_err(|e| run_err(format!("symbols: {e}")))?;
+    let options = ObserveOptions {
+        events: scenario.timeline,
+        max_events: 0,
+        itrace: None,
+    };
+    let mut machine =
+        Machine::with_observing(cfg, &options, model).map_err(|e| run_err(e.to_string()))?;
+    let mut symbols = GuestSymbols::load(&symbol_sources(&p.image, machine.kernel_extent()))
+        .map_err(|e| run_err(format!("symbols: {e}")))?;
     if scenario.sample_period > 0 {
-        machine.enable_sampling(SamplerConfig { period: scenario.sample_period, ..SamplerConfig::default() }, symbols.identifier());
+        machine.enable_sampling(
+            SamplerConfig {
+                period: scenario.sample_period,
+                ..SamplerConfig::default()
+            },
+            symbols.identifier(),
+        );
     }
-    if let Some(layout) = symbols.task_layout().filter(|_| scenario.sample_period > 0 || scenario.timeline) {
+    if let Some(layout) = symbols
+        .task_layout()
+        .filter(|_| scenario.sample_period > 0 || scenario.timeline)
+    {
         machine.enable_task_identity(layout);
     }
     let stop = machine.run();
@@ -216,13 +266,23 @@ fn execute_with<M: TimingModel>(
         (other, Some(_)) => return Err(run_err(format!("the machine stopped unexpectedly ({other}); nothing was stored"))),
     }
 
-    let guest_metrics = match machine.markers().channels.get(crate::guest_metrics::CHANNEL) {
+    let guest_metrics = match machine
+        .markers()
+        .channels
+        .get(crate::guest_metrics::CHANNEL)
+    {
         Some(c) => crate::guest_metrics::parse(&c.data).map_err(run_err)?,
         None => Default::default(),
     };
     let summary = machine.summary();
-    let modules = machine.markers().channels.get("modules").map(|c| c.data.clone());
-    symbols.apply_run_modules(modules.as_deref()).map_err(|e| run_err(format!("symbols: {e}")))?;
+    let modules = machine
+        .markers()
+        .channels
+        .get("modules")
+        .map(|c| c.data.clone());
+    symbols
+        .apply_run_modules(modules.as_deref())
+        .map_err(|e| run_err(format!("symbols: {e}")))?;
     symbols.add_space_marks(machine.space_marks());
     // Counters, per phase and in all: the timing model's (cycle shape, memory stalls) included.
     let mut observations = machine.take_observations(Some(&symbols));
@@ -232,7 +292,15 @@ fn execute_with<M: TimingModel>(
         guest_seconds: summary.guest_seconds,
         host_seconds: summary.host_seconds,
         mips: summary.mips,
-        harts: summary.harts.iter().map(|h| HartCounters { hart: h.hart, cycles: h.cycles, instret: h.instret }).collect(),
+        harts: summary
+            .harts
+            .iter()
+            .map(|h| HartCounters {
+                hart: h.hart,
+                cycles: h.cycles,
+                instret: h.instret,
+            })
+            .collect(),
         devices: summary.devices.clone(),
         unknown_markers: summary.unknown_markers,
         bad_markers: summary.bad_markers,
@@ -240,12 +308,27 @@ fn execute_with<M: TimingModel>(
     // Slow-path counters of the interpreter, and device counters, as stats too.
     for h in &summary.harts {
         let pre = format!("system.cpu{}", h.hart);
-        let _ = observations.total.add_u64(&format!("{pre}.pageWalks"), h.page_walks, Unit::Count, "Page-table walks");
-        let _ = observations.total.add_u64(&format!("{pre}.tlbFlushes"), h.tlb_flushes, Unit::Count, "TLB flushes");
+        let _ = observations.total.add_u64(
+            &format!("{pre}.pageWalks"),
+            h.page_walks,
+            Unit::Count,
+            "Page-table walks",
+        );
+        let _ = observations.total.add_u64(
+            &format!("{pre}.tlbFlushes"),
+            h.tlb_flushes,
+            Unit::Count,
+            "TLB flushes",
+        );
     }
     for (name, v) in &summary.devices {
         // A device counter whose name is not a valid stat name stays in the record's counters only.
-        let _ = observations.total.add_u64(&format!("system.dev.{name}"), *v, Unit::Count, "Device counter");
+        let _ = observations.total.add_u64(
+            &format!("system.dev.{name}"),
+            *v,
+            Unit::Count,
+            "Device counter",
+        );
     }
 
     std::fs::create_dir_all(artefacts_dir).map_err(io_err("create directory", artefacts_dir))?;
@@ -253,14 +336,26 @@ fn execute_with<M: TimingModel>(
     let mut write = |kind: &str, name: &str, data: &[u8]| -> Result<()> {
         let path = artefacts_dir.join(name);
         std::fs::write(&path, data).map_err(io_err("write", &path))?;
-        artefacts.push(Artefact { kind: kind.into(), path: path.display().to_string() });
+        artefacts.push(Artefact {
+            kind: kind.into(),
+            path: path.display().to_string(),
+        });
         Ok(())
     };
     write("console", "console.txt", &console)?;
-    write("stats", "stats.txt", stats_txt(&observations.phase_stats, &observations.total).as_bytes())?;
+    write(
+        "stats",
+        "stats.txt",
+        stats_txt(&observations.phase_stats, &observations.total).as_bytes(),
+    )?;
     let profile = profile(&observations, &symbols);
     if let Some(prof) = &profile {
-        let window: Vec<_> = observations.samples.iter().filter(|s| s.cycle >= prof.from_cycle).cloned().collect();
+        let window: Vec<_> = observations
+            .samples
+            .iter()
+            .filter(|s| s.cycle >= prof.from_cycle)
+            .cloned()
+            .collect();
         let sym = symbols.symbolizer();
         let title = format!("{} {} ({})", scenario.name, v.name, prof.window);
         let mut md = format!("# Hot functions — {title}\n\n");
@@ -269,27 +364,60 @@ fn execute_with<M: TimingModel>(
         md.push('\n');
         md.push_str(&hot.to_markdown_by_task_and_hart(30));
         write("profile", "hot.md", md.as_bytes())?;
-        let folded = fold(&window, sym, FoldOptions { include_comm: true, annotate_kernel: true });
-        write("folded stacks", "folded.txt", folded_text(&folded).as_bytes())?;
-        let opts = FlamegraphOptions { title: format!("{title} — {} samples", window.len()), ..FlamegraphOptions::default() };
-        write("flamegraph", "flamegraph.svg", flamegraph_svg(&folded, &opts).as_bytes())?;
+        let folded = fold(
+            &window,
+            sym,
+            FoldOptions {
+                include_comm: true,
+                annotate_kernel: true,
+            },
+        );
+        write(
+            "folded stacks",
+            "folded.txt",
+            folded_text(&folded).as_bytes(),
+        )?;
+        let opts = FlamegraphOptions {
+            title: format!("{title} — {} samples", window.len()),
+            ..FlamegraphOptions::default()
+        };
+        write(
+            "flamegraph",
+            "flamegraph.svg",
+            flamegraph_svg(&folded, &opts).as_bytes(),
+        )?;
     }
     if !observations.events.is_empty() {
-        let json = chrome_trace(&observations.events, &observations.phases, observations.guest_hz).map_err(|e| run_err(e.to_string()))?;
+        let json = chrome_trace(
+            &observations.events,
+            &observations.phases,
+            observations.guest_hz,
+        )
+        .map_err(|e| run_err(e.to_string()))?;
         write("timeline (Chrome trace)", "trace.json", json.as_bytes())?;
     }
     if !machine.markers().channels.is_empty() {
         let dir = artefacts_dir.join("channels");
         let _ = std::fs::remove_dir_all(&dir);
-        machine.write_channels(&dir).map_err(|e| run_err(e.to_string()))?;
-        artefacts.push(Artefact { kind: "channels".into(), path: dir.display().to_string() });
+        machine
+            .write_channels(&dir)
+            .map_err(|e| run_err(e.to_string()))?;
+        artefacts.push(Artefact {
+            kind: "channels".into(),
+            path: dir.display().to_string(),
+        });
     }
     // Raw samples are summarised in the profile (and the folded stacks):
     // hundreds of thousands of stacks would swamp the results database.
     let samples_taken = observations.samples.len();
     observations.samples.clear();
     if samples_taken > 0 {
-        let _ = observations.total.add_u64("system.samplesStored", 0, Unit::Count, "Raw samples kept in the run record (summarised in the profile)");
+        let _ = observations.total.add_u64(
+            "system.samplesStored",
+            0,
+            Unit::Count,
+            "Raw samples kept in the run record (summarised in the profile)",
+        );
     }
 
     let record = RunRecord {
@@ -302,17 +430,27 @@ fn execute_with<M: TimingModel>(
             text: scenario.text.clone(),
         },
         hartscope_version: crate::VERSION.to_string(),
-        image: ImageInfo { name: p.image.name.clone(), manifest: p.manifest.clone() },
+        image: ImageInfo {
+            name: p.image.name.clone(),
+            manifest: p.manifest.clone(),
+        },
         machine: MachineInfo {
             harts: v.harts,
             memory_bytes: v.memory_bytes,
             mhz: v.mhz,
             quantum: v.quantum,
             bootargs: p.bootargs.clone(),
-            timing: v.machine_desc_text.clone().unwrap_or_else(|| ATOMIC.to_string()),
+            timing: v
+                .machine_desc_text
+                .clone()
+                .unwrap_or_else(|| ATOMIC.to_string()),
             description: v.machine_desc.as_ref().map(|d| d.display().to_string()),
         },
-        workload: WorkloadInfo { dir: v.workload.display().to_string(), env: v.env.clone(), initrd_sha256: p.initrd_sha256.clone() },
+        workload: WorkloadInfo {
+            dir: v.workload.display().to_string(),
+            env: v.env.clone(),
+            initrd_sha256: p.initrd_sha256.clone(),
+        },
         console: ConsoleInfo {
             bytes: console.len() as u64,
             sha256: crate::sha256_hex(&console),
@@ -348,10 +486,18 @@ pub fn profile(obs: &Observations, symbols: &GuestSymbols) -> Option<Profile> {
         return None;
     }
     let (from_cycle, window) = match obs.phases.get(1) {
-        Some(p) => (p.start_cycle, format!("from phase `{}` to the end; boot left out", p.label)),
+        Some(p) => (
+            p.start_cycle,
+            format!("from phase `{}` to the end; boot left out", p.label),
+        ),
         None => (0, "the whole run".to_string()),
     };
-    let window_samples: Vec<_> = obs.samples.iter().filter(|s| s.cycle >= from_cycle).cloned().collect();
+    let window_samples: Vec<_> = obs
+        .samples
+        .iter()
+        .filter(|s| s.cycle >= from_cycle)
+        .cloned()
+        .collect();
     let mut p = profile_with(&window_samples, obs.sample_period, symbols.symbolizer());
     p.from_cycle = from_cycle;
     p.window = window;
@@ -359,17 +505,36 @@ pub fn profile(obs: &Observations, symbols: &GuestSymbols) -> Option<Profile> {
     Some(p)
 }
 
-pub fn profile_with<R: hs_observe::UserResolver>(samples: &[hs_observe::Sample], period: u64, sym: &Symbolizer<R>) -> Profile {
+pub fn profile_with<R: hs_observe::UserResolver>(
+    samples: &[hs_observe::Sample],
+    period: u64,
+    sym: &Symbolizer<R>,
+) -> Profile {
     let hot = HotFunctions::compute(samples, sym, period);
-    let unknown_user = hot.rows.iter().filter(|r| r.place == hs_observe::symbols::UNKNOWN).map(|r| r.samples).sum::<u64>();
+    let unknown_user = hot
+        .rows
+        .iter()
+        .filter(|r| r.place == hs_observe::symbols::UNKNOWN)
+        .map(|r| r.samples)
+        .sum::<u64>();
     let mut notes = Vec::new();
     if unknown_user > 0 {
-        notes.push(format!("{unknown_user} user-mode samples ran in no binary the image knows"));
+        notes.push(format!(
+            "{unknown_user} user-mode samples ran in no binary the image knows"
+        ));
     }
     Profile {
         period: hot.period,
         total_samples: hot.total_samples,
-        rows: hot.rows.into_iter().map(|r| ProfileRow { symbol: r.symbol, place: r.place, samples: r.samples }).collect(),
+        rows: hot
+            .rows
+            .into_iter()
+            .map(|r| ProfileRow {
+                symbol: r.symbol,
+                place: r.place,
+                samples: r.samples,
+            })
+            .collect(),
         notes,
         from_cycle: 0,
         window: "the whole run".into(),
@@ -401,9 +566,15 @@ mod tests {
         stage_workload(&src, &base.join("out"), &env).unwrap();
         let run = std::fs::read_to_string(base.join("out/run.sh")).unwrap();
         assert_eq!(run, "#!/bin/sh\n# exported by the study (hartscope lab)\nexport WORD='it'\\''s'\necho $WORD\n");
-        assert_eq!(std::fs::read_to_string(base.join("out/data/x.txt")).unwrap(), "x");
+        assert_eq!(
+            std::fs::read_to_string(base.join("out/data/x.txt")).unwrap(),
+            "x"
+        );
         // The original is untouched.
-        assert_eq!(std::fs::read_to_string(src.join("run.sh")).unwrap(), "#!/bin/sh\necho $WORD\n");
+        assert_eq!(
+            std::fs::read_to_string(src.join("run.sh")).unwrap(),
+            "#!/bin/sh\necho $WORD\n"
+        );
         std::fs::remove_dir_all(&base).unwrap();
     }
 
@@ -413,10 +584,32 @@ mod tests {
         let mut sym = Symbolizer::new();
         sym.set_kernel(SymbolTable::from_ranges(
             "vmlinux",
-            [(0xffff_ffff_8000_0000, 0xffff_ffff_8000_0100, "n_tty_write".to_string()), (0xffff_ffff_8000_0100, 0xffff_ffff_8000_0200, "hvc_push".to_string())],
+            [
+                (
+                    0xffff_ffff_8000_0000,
+                    0xffff_ffff_8000_0100,
+                    "n_tty_write".to_string(),
+                ),
+                (
+                    0xffff_ffff_8000_0100,
+                    0xffff_ffff_8000_0200,
+                    "hvc_push".to_string(),
+                ),
+            ],
         ));
-        sym.set_firmware(SymbolTable::from_ranges("fw_jump.elf", [(0x8000_0000, 0x8000_1000, "sbi_ecall_handler".to_string())]));
-        let s = |pc, privilege| Sample { hart: 0, cycle: 0, pc, privilege, satp: 0, stack: vec![], task: None };
+        sym.set_firmware(SymbolTable::from_ranges(
+            "fw_jump.elf",
+            [(0x8000_0000, 0x8000_1000, "sbi_ecall_handler".to_string())],
+        ));
+        let s = |pc, privilege| Sample {
+            hart: 0,
+            cycle: 0,
+            pc,
+            privilege,
+            satp: 0,
+            stack: vec![],
+            task: None,
+        };
         let samples = vec![
             s(0xffff_ffff_8000_0010, Privilege::Supervisor),
             s(0xffff_ffff_8000_0020, Privilege::Supervisor),
@@ -426,9 +619,20 @@ mod tests {
         ];
         let p = profile_with(&samples, 1024, &sym);
         assert_eq!((p.period, p.total_samples), (1024, 5));
-        assert_eq!(p.rows[0], ProfileRow { symbol: "n_tty_write".into(), place: "kernel".into(), samples: 2 });
+        assert_eq!(
+            p.rows[0],
+            ProfileRow {
+                symbol: "n_tty_write".into(),
+                place: "kernel".into(),
+                samples: 2
+            }
+        );
         assert_eq!(p.samples_of("sbi_ecall_handler"), 1);
         assert_eq!(p.samples_of("hvc_push"), 1);
-        assert_eq!(p.notes.len(), 1, "the user sample in no known binary is reported");
+        assert_eq!(
+            p.notes.len(),
+            1,
+            "the user sample in no known binary is reported"
+        );
     }
 }

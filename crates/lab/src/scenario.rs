@@ -81,7 +81,13 @@ fn parse_tables(raw: &[RawTable], err: &ErrFn) -> Result<Vec<PivotTable>> {
     for (i, t) in raw.iter().enumerate() {
         let key = |k: &str| format!("tables[{i}].{k}");
         if !t.metric.contains("{row}") {
-            return Err(err(&key("metric"), format!("`{}` must contain `{{row}}` where each row's name goes", t.metric)));
+            return Err(err(
+                &key("metric"),
+                format!(
+                    "`{}` must contain `{{row}}` where each row's name goes",
+                    t.metric
+                ),
+            ));
         }
         if t.rows.is_empty() {
             return Err(err(&key("rows"), "a table needs at least one row".into()));
@@ -90,17 +96,38 @@ fn parse_tables(raw: &[RawTable], err: &ErrFn) -> Result<Vec<PivotTable>> {
             None | Some("cycles") => TableUnit::Cycles,
             Some("us") => TableUnit::Micros,
             Some("ms") => TableUnit::Millis,
-            Some(u) => return Err(err(&key("unit"), format!("`{u}` is not a unit (cycles, us or ms)"))),
+            Some(u) => {
+                return Err(err(
+                    &key("unit"),
+                    format!("`{u}` is not a unit (cycles, us or ms)"),
+                ))
+            }
         };
         let mut rows = Vec::new();
         for r in &t.rows {
-            let m = t.metric.replace("{row}", r).parse::<Metric>().map_err(|m| err(&key("metric"), m))?;
+            let m = t
+                .metric
+                .replace("{row}", r)
+                .parse::<Metric>()
+                .map_err(|m| err(&key("metric"), m))?;
             if unit != TableUnit::Cycles && !m.is_cycles() {
-                return Err(err(&key("unit"), format!("`{m}` is not a number of cycles, so it cannot be shown in {}", unit.name())));
+                return Err(err(
+                    &key("unit"),
+                    format!(
+                        "`{m}` is not a number of cycles, so it cannot be shown in {}",
+                        unit.name()
+                    ),
+                ));
             }
             rows.push((r.clone(), m));
         }
-        out.push(PivotTable { title: t.title.clone(), row_header: t.row.clone(), template: t.metric.clone(), rows, unit });
+        out.push(PivotTable {
+            title: t.title.clone(),
+            row_header: t.row.clone(),
+            template: t.metric.clone(),
+            rows,
+            unit,
+        });
     }
     Ok(out)
 }
@@ -199,7 +226,9 @@ impl<'de> Deserialize<'de> for MemSize {
             }
             fn visit_i64<E: de::Error>(self, v: i64) -> std::result::Result<MemSize, E> {
                 Ok(MemSize(if v > 0 {
-                    (v as u64).checked_mul(1 << 20).ok_or_else(|| format!("{v} MiB is too large"))
+                    (v as u64)
+                        .checked_mul(1 << 20)
+                        .ok_or_else(|| format!("{v} MiB is too large"))
                 } else {
                     Err(format!("{v} is not a memory size"))
                 }))
@@ -225,7 +254,9 @@ pub fn parse_memory(s: &str) -> std::result::Result<u64, String> {
         _ => return Err(bad()),
     };
     let n: u64 = num.parse().map_err(|_| bad())?;
-    n.checked_shl(shift).filter(|b| b >> shift == n).ok_or_else(|| format!("memory size `{s}` is too large"))
+    n.checked_shl(shift)
+        .filter(|b| b >> shift == n)
+        .ok_or_else(|| format!("memory size `{s}` is too large"))
 }
 
 /// A TOML table whose entries keep the order they have in the file (the
@@ -240,7 +271,10 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Ordered<T> {
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("a table of named variants")
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Ordered<T>, A::Error> {
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> std::result::Result<Ordered<T>, A::Error> {
                 let mut out = Vec::new();
                 while let Some((k, v)) = map.next_entry::<String, T>()? {
                     out.push((k, v));
@@ -308,7 +342,12 @@ pub struct Check {
 #[derive(Clone, Debug, PartialEq)]
 pub enum CheckKind {
     /// `metric op factor × rhs`.
-    Compare { metric: Metric, op: Op, rhs: Rhs, factor: f64 },
+    Compare {
+        metric: Metric,
+        op: Op,
+        rhs: Rhs,
+        factor: f64,
+    },
     ConsoleContains(String),
 }
 
@@ -318,7 +357,10 @@ pub enum Rhs {
     /// The same metric in another variant.
     Variant(String),
     /// Another metric, in the check's own variant (`None`) or another.
-    Metric { variant: Option<String>, metric: Metric },
+    Metric {
+        variant: Option<String>,
+        metric: Metric,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -374,7 +416,9 @@ pub struct Context {
 
 impl Context {
     pub fn from_env() -> Context {
-        Context { guest_dir: hs_guest::Builder::from_env().guest_dir }
+        Context {
+            guest_dir: hs_guest::Builder::from_env().guest_dir,
+        }
     }
 }
 
@@ -385,7 +429,10 @@ impl Context {
 pub fn merge_cmdline(base: &str, extra: &str) -> String {
     let key = |a: &str| a.split('=').next().unwrap_or(a).to_string();
     let replaced: Vec<String> = extra.split_whitespace().map(key).collect();
-    let mut out: Vec<&str> = base.split_whitespace().filter(|a| !replaced.contains(&key(a))).collect();
+    let mut out: Vec<&str> = base
+        .split_whitespace()
+        .filter(|a| !replaced.contains(&key(a)))
+        .collect();
     out.extend(extra.split_whitespace());
     out.join(" ")
 }
@@ -402,16 +449,33 @@ impl Scenario {
     /// Parse and validate `text` as the scenario file `path` (relative paths
     /// in it are relative to `path`'s directory).
     pub fn parse(path: &Path, text: &str, ctx: &Context) -> Result<Scenario> {
-        let err = |key: &str, message: String| LabError::Scenario { file: path.to_path_buf(), key: key.to_string(), message };
-        let raw: RawScenario = match serde_path_to_error::deserialize(toml::Deserializer::new(text)) {
+        let err = |key: &str, message: String| LabError::Scenario {
+            file: path.to_path_buf(),
+            key: key.to_string(),
+            message,
+        };
+        let raw: RawScenario = match serde_path_to_error::deserialize(toml::Deserializer::new(text))
+        {
             Ok(r) => r,
             Err(e) => {
                 let key = e.path().to_string();
                 let inner = e.into_inner();
                 // toml spreads some messages over lines; the error is one sentence.
-                let message = inner.message().lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join("; ");
+                let message = inner
+                    .message()
+                    .lines()
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty())
+                    .collect::<Vec<_>>()
+                    .join("; ");
                 if key.is_empty() || key == "." {
-                    let line = inner.span().map(|s| text.as_bytes()[..s.start.min(text.len())].iter().filter(|&&b| b == b'\n').count() + 1);
+                    let line = inner.span().map(|s| {
+                        text.as_bytes()[..s.start.min(text.len())]
+                            .iter()
+                            .filter(|&&b| b == b'\n')
+                            .count()
+                            + 1
+                    });
                     return Err(LabError::ScenarioFile {
                         file: path.to_path_buf(),
                         message: match line {
@@ -427,12 +491,20 @@ impl Scenario {
 
         // [study]
         let name = raw.study.name.trim().to_string();
-        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')) || name.starts_with('.') {
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+            || name.starts_with('.')
+        {
             return Err(err("study.name", format!("`{name}` must be a non-empty name of letters, digits, `-`, `_` and `.` (it names the results directory)")));
         }
         let mut headline = Vec::new();
         for (i, h) in raw.study.headline.iter().enumerate() {
-            headline.push(h.parse::<Metric>().map_err(|m| err(&format!("study.headline[{i}]"), m))?);
+            headline.push(
+                h.parse::<Metric>()
+                    .map_err(|m| err(&format!("study.headline[{i}]"), m))?,
+            );
         }
 
         // [machine]
@@ -444,12 +516,18 @@ impl Scenario {
         let sample_period = match raw.study.sample_period {
             None => DEFAULT_SAMPLE_PERIOD,
             Some(n) if (0..=1 << 40).contains(&n) => n as u64,
-            Some(n) => return Err(err("study.sample_period", format!("{n} is impossible (cycles between samples, 0 for none)"))),
+            Some(n) => {
+                return Err(err(
+                    "study.sample_period",
+                    format!("{n} is impossible (cycles between samples, 0 for none)"),
+                ))
+            }
         };
         let harts = check_harts(m.harts, "machine.harts", &err)?.unwrap_or(DEFAULT_HARTS);
         let memory = check_memory(&m.memory, "machine.memory", &err)?.unwrap_or(DEFAULT_MEMORY);
         let mhz = check_mhz(m.mhz, "machine.mhz", &err)?.unwrap_or(DEFAULT_MHZ);
-        let quantum = check_quantum(m.quantum, "machine.quantum", &err)?.unwrap_or(crate::run::QUANTUM);
+        let quantum =
+            check_quantum(m.quantum, "machine.quantum", &err)?.unwrap_or(crate::run::QUANTUM);
 
         // [guest]
         let images = hs_guest::known_images(&ctx.guest_dir);
@@ -469,13 +547,19 @@ impl Scenario {
         if !workload.join("run.sh").is_file() {
             return Err(err(
                 "workload.dir",
-                format!("`{}` (relative to the scenario file) must be a directory holding run.sh", raw.workload.dir),
+                format!(
+                    "`{}` (relative to the scenario file) must be a directory holding run.sh",
+                    raw.workload.dir
+                ),
             ));
         }
         check_env(&raw.workload.env, "workload.env", &err)?;
         let max_cycles = match raw.workload.max_guest_seconds {
             Some(s) if !(s.is_finite() && s > 0.0 && s < 1e6) => {
-                return Err(err("workload.max_guest_seconds", format!("{s} must be a positive number of seconds below 1000000")))
+                return Err(err(
+                    "workload.max_guest_seconds",
+                    format!("{s} must be a positive number of seconds below 1000000"),
+                ))
             }
             Some(s) => Some(s),
             None => None,
@@ -483,13 +567,23 @@ impl Scenario {
 
         // [variants.*]
         if raw.variants.0.is_empty() {
-            return Err(err("variants", "a study needs at least one variant ([variants.A])".into()));
+            return Err(err(
+                "variants",
+                "a study needs at least one variant ([variants.A])".into(),
+            ));
         }
         let mut variants = Vec::new();
         for (vname, v) in &raw.variants.0 {
             let key = |k: &str| format!("variants.{vname}.{k}");
-            if vname.is_empty() || !vname.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_')) {
-                return Err(err(&format!("variants.{vname}"), "a variant name is letters, digits, `-` and `_`".into()));
+            if vname.is_empty()
+                || !vname
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'))
+            {
+                return Err(err(
+                    &format!("variants.{vname}"),
+                    "a variant name is letters, digits, `-` and `_`".into(),
+                ));
             }
             let image = match &v.image {
                 Some(i) => {
@@ -528,14 +622,22 @@ impl Scenario {
                 None => study_config.clone(),
             };
             if patches.is_some() && !is_source_kernel(&ctx.guest_dir, &image) {
-                let k = if v.patches.is_some() { key("patches") } else { "guest.patches".to_string() };
+                let k = if v.patches.is_some() {
+                    key("patches")
+                } else {
+                    "guest.patches".to_string()
+                };
                 return Err(err(
                     &k,
                     format!("image `{image}` boots a packaged kernel; patch series apply only to images built from kernel source (such as `custom`)"),
                 ));
             }
             if config.is_some() && !is_source_kernel(&ctx.guest_dir, &image) {
-                let k = if v.config.is_some() { key("config") } else { "guest.config".to_string() };
+                let k = if v.config.is_some() {
+                    key("config")
+                } else {
+                    "guest.config".to_string()
+                };
                 return Err(err(
                     &k,
                     format!("image `{image}` boots a packaged kernel; config fragments apply only to images built from kernel source (such as `custom`)"),
@@ -561,7 +663,13 @@ impl Scenario {
         }
         if let Some(b) = &raw.study.baseline {
             let at = variants.iter().position(|v| &v.name == b).ok_or_else(|| {
-                err("study.baseline", format!("`{b}` is not one of the variants ({})", list(&variants.iter().map(|v| v.name.clone()).collect::<Vec<_>>())))
+                err(
+                    "study.baseline",
+                    format!(
+                        "`{b}` is not one of the variants ({})",
+                        list(&variants.iter().map(|v| v.name.clone()).collect::<Vec<_>>())
+                    ),
+                )
             })?;
             let base = variants.remove(at);
             variants.insert(0, base);
@@ -591,11 +699,26 @@ impl Scenario {
     /// every variant, a subset of the variants, a longer guest-time limit.
     /// The stored scenario text stays the file's; the variants' recorded
     /// environment shows what ran.
-    pub fn override_run(&mut self, env: &[(String, String)], only: &[String], max_guest_seconds: Option<f64>) -> Result<()> {
-        let err = |key: &str, message: String| LabError::Scenario { file: self.path.clone(), key: key.into(), message };
+    pub fn override_run(
+        &mut self,
+        env: &[(String, String)],
+        only: &[String],
+        max_guest_seconds: Option<f64>,
+    ) -> Result<()> {
+        let err = |key: &str, message: String| LabError::Scenario {
+            file: self.path.clone(),
+            key: key.into(),
+            message,
+        };
         if let Some(unknown) = only.iter().find(|n| self.variant(n).is_none()) {
             let names: Vec<&str> = self.variants.iter().map(|v| v.name.as_str()).collect();
-            return Err(err("variants", format!("--only names `{unknown}`, which is not a variant ({})", names.join(", "))));
+            return Err(err(
+                "variants",
+                format!(
+                    "--only names `{unknown}`, which is not a variant ({})",
+                    names.join(", ")
+                ),
+            ));
         }
         if !only.is_empty() {
             self.variants.retain(|v| only.contains(&v.name));
@@ -624,47 +747,79 @@ impl Scenario {
 /// The `[[checks]]`, against the variant names.
 fn parse_checks(raw: &[RawCheck], names: &[String], err: &ErrFn) -> Result<Vec<Check>> {
     let mut checks = Vec::new();
-        for (i, c) in raw.iter().enumerate() {
-            let key = |k: &str| format!("checks[{i}].{k}");
-            if c.name.trim().is_empty() {
-                return Err(err(&key("name"), "a check needs a name saying what it expects".into()));
+    for (i, c) in raw.iter().enumerate() {
+        let key = |k: &str| format!("checks[{i}].{k}");
+        if c.name.trim().is_empty() {
+            return Err(err(
+                &key("name"),
+                "a check needs a name saying what it expects".into(),
+            ));
+        }
+        let known = |v: &str, k: &str| -> Result<()> {
+            if names.iter().any(|x| x == v) {
+                Ok(())
+            } else {
+                Err(err(
+                    &key(k),
+                    format!("`{v}` is not one of the variants ({})", list(names)),
+                ))
             }
-            let known = |v: &str, k: &str| -> Result<()> {
-                if names.iter().any(|x| x == v) {
-                    Ok(())
-                } else {
-                    Err(err(&key(k), format!("`{v}` is not one of the variants ({})", list(names))))
+        };
+        known(&c.variant, "variant")?;
+        let kind = match (&c.metric, &c.console_contains) {
+            (Some(_), Some(_)) | (None, None) => {
+                return Err(err(
+                    &format!("checks[{i}]"),
+                    "give either `metric` (with `op` and `value` or `than`) or `console_contains`"
+                        .into(),
+                ))
+            }
+            (None, Some(text)) => {
+                if c.op.is_some()
+                    || c.value.is_some()
+                    || c.than.is_some()
+                    || c.than_metric.is_some()
+                    || c.factor.is_some()
+                {
+                    return Err(err(
+                        &format!("checks[{i}]"),
+                        "`console_contains` takes no `op`, `value` or `than`".into(),
+                    ));
                 }
-            };
-            known(&c.variant, "variant")?;
-            let kind = match (&c.metric, &c.console_contains) {
-                (Some(_), Some(_)) | (None, None) => {
-                    return Err(err(&format!("checks[{i}]"), "give either `metric` (with `op` and `value` or `than`) or `console_contains`".into()))
+                if text.is_empty() {
+                    return Err(err(&key("console_contains"), "must not be empty".into()));
                 }
-                (None, Some(text)) => {
-                    if c.op.is_some() || c.value.is_some() || c.than.is_some() || c.than_metric.is_some() || c.factor.is_some() {
-                        return Err(err(&format!("checks[{i}]"), "`console_contains` takes no `op`, `value` or `than`".into()));
+                CheckKind::ConsoleContains(text.clone())
+            }
+            (Some(m), None) => {
+                let metric: Metric = m.parse().map_err(|e| err(&key("metric"), e))?;
+                let op_text = c.op.as_deref().ok_or_else(|| {
+                    err(&key("op"), "is missing (one of =, !=, <, <=, >, >=)".into())
+                })?;
+                let op = Op::parse(op_text.trim()).ok_or_else(|| {
+                    err(
+                        &key("op"),
+                        format!("`{op_text}` is not one of =, !=, <, <=, >, >="),
+                    )
+                })?;
+                let factor = match c.factor {
+                    None => 1.0,
+                    Some(f) if f.is_finite() && f > 0.0 => f,
+                    Some(f) => {
+                        return Err(err(
+                            &key("factor"),
+                            format!("{f} must be a positive number"),
+                        ))
                     }
-                    if text.is_empty() {
-                        return Err(err(&key("console_contains"), "must not be empty".into()));
-                    }
-                    CheckKind::ConsoleContains(text.clone())
-                }
-                (Some(m), None) => {
-                    let metric: Metric = m.parse().map_err(|e| err(&key("metric"), e))?;
-                    let op_text = c.op.as_deref().ok_or_else(|| err(&key("op"), "is missing (one of =, !=, <, <=, >, >=)".into()))?;
-                    let op = Op::parse(op_text.trim())
-                        .ok_or_else(|| err(&key("op"), format!("`{op_text}` is not one of =, !=, <, <=, >, >=")))?;
-                    let factor = match c.factor {
-                        None => 1.0,
-                        Some(f) if f.is_finite() && f > 0.0 => f,
-                        Some(f) => return Err(err(&key("factor"), format!("{f} must be a positive number"))),
-                    };
-                    let other = match &c.than_metric {
-                        Some(t) => Some(t.parse::<Metric>().map_err(|e| err(&key("than_metric"), e))?),
-                        None => None,
-                    };
-                    let rhs = match (c.value, &c.than, other) {
+                };
+                let other = match &c.than_metric {
+                    Some(t) => Some(
+                        t.parse::<Metric>()
+                            .map_err(|e| err(&key("than_metric"), e))?,
+                    ),
+                    None => None,
+                };
+                let rhs = match (c.value, &c.than, other) {
                         (Some(v), None, None) if v.is_finite() => Rhs::Value(v),
                         (Some(v), None, None) => return Err(err(&key("value"), format!("{v} is not a finite number"))),
                         (None, Some(t), None) => {
@@ -687,11 +842,20 @@ fn parse_checks(raw: &[RawCheck], names: &[String], err: &ErrFn) -> Result<Vec<C
                             ))
                         }
                     };
-                    CheckKind::Compare { metric, op, rhs, factor }
+                CheckKind::Compare {
+                    metric,
+                    op,
+                    rhs,
+                    factor,
                 }
-            };
-            checks.push(Check { name: c.name.trim().to_string(), variant: c.variant.clone(), kind });
-        }
+            }
+        };
+        checks.push(Check {
+            name: c.name.trim().to_string(),
+            variant: c.variant.clone(),
+            kind,
+        });
+    }
 
     Ok(checks)
 }
@@ -699,9 +863,15 @@ fn parse_checks(raw: &[RawCheck], names: &[String], err: &ErrFn) -> Result<Vec<C
 /// What a report of stored runs needs from their scenario text: the
 /// headline metrics and the checks (no file-system checks, so a scenario
 /// whose workload moved since still reports).
-pub fn report_view(text: &str) -> std::result::Result<(Vec<Metric>, Vec<Check>, Vec<PivotTable>), String> {
+pub fn report_view(
+    text: &str,
+) -> std::result::Result<(Vec<Metric>, Vec<Check>, Vec<PivotTable>), String> {
     let raw: RawScenario = toml::from_str(text).map_err(|e| e.message().to_string())?;
-    let err = |key: &str, message: String| LabError::Scenario { file: PathBuf::from("(stored scenario)"), key: key.to_string(), message };
+    let err = |key: &str, message: String| LabError::Scenario {
+        file: PathBuf::from("(stored scenario)"),
+        key: key.to_string(),
+        message,
+    };
     let mut headline = Vec::new();
     for h in &raw.study.headline {
         headline.push(h.parse::<Metric>()?);
@@ -720,16 +890,23 @@ type ErrFn<'a> = dyn Fn(&str, String) -> LabError + 'a;
 
 fn check_quantum(v: Option<i64>, key: &str, err: &ErrFn) -> Result<Option<u64>> {
     match v {
-        Some(n) if !(100..=1_000_000).contains(&n) => Err(err(key, format!("{n} cycles is out of range (100 to 1000000)"))),
+        Some(n) if !(100..=1_000_000).contains(&n) => Err(err(
+            key,
+            format!("{n} cycles is out of range (100 to 1000000)"),
+        )),
         other => Ok(other.map(|n| n as u64)),
     }
 }
 
 fn check_harts(v: Option<i64>, key: &str, err: &ErrFn) -> Result<Option<usize>> {
     match v {
-        Some(n) if !(1..=hs_machine::layout::MAX_HARTS as i64).contains(&n) => {
-            Err(err(key, format!("{n} harts is impossible (1 to {})", hs_machine::layout::MAX_HARTS)))
-        }
+        Some(n) if !(1..=hs_machine::layout::MAX_HARTS as i64).contains(&n) => Err(err(
+            key,
+            format!(
+                "{n} harts is impossible (1 to {})",
+                hs_machine::layout::MAX_HARTS
+            ),
+        )),
         other => Ok(other.map(|n| n as usize)),
     }
 }
@@ -739,19 +916,34 @@ fn check_memory(v: &Option<MemSize>, key: &str, err: &ErrFn) -> Result<Option<u6
     let bytes = m.clone().map_err(|e| err(key, e))?;
     let max = hs_machine::layout::MAX_RAM;
     if bytes == 0 || bytes % 4096 != 0 || bytes > max {
-        return Err(err(key, format!("{bytes} bytes is impossible (a multiple of 4 KiB, at most {} GiB)", max >> 30)));
+        return Err(err(
+            key,
+            format!(
+                "{bytes} bytes is impossible (a multiple of 4 KiB, at most {} GiB)",
+                max >> 30
+            ),
+        ));
     }
     if bytes < 64 << 20 {
-        return Err(err(key, format!("{} MiB is too little for Linux and the initramfs (at least 64 MiB)", bytes >> 20)));
+        return Err(err(
+            key,
+            format!(
+                "{} MiB is too little for Linux and the initramfs (at least 64 MiB)",
+                bytes >> 20
+            ),
+        ));
     }
     Ok(Some(bytes))
 }
 
 fn check_mhz(v: Option<i64>, key: &str, err: &ErrFn) -> Result<Option<u64>> {
     match v {
-        Some(n) if n <= 0 || n % 10 != 0 || n > 100_000 => {
-            Err(err(key, format!("{n} MHz is impossible (a positive multiple of 10, the timebase, up to 100000)")))
-        }
+        Some(n) if n <= 0 || n % 10 != 0 || n > 100_000 => Err(err(
+            key,
+            format!(
+                "{n} MHz is impossible (a positive multiple of 10, the timebase, up to 100000)"
+            ),
+        )),
         other => Ok(other.map(|n| n as u64)),
     }
 }
@@ -760,26 +952,42 @@ fn check_image(name: &str, key: &str, known: &[String], err: &ErrFn) -> Result<(
     if known.iter().any(|k| k == name) {
         return Ok(());
     }
-    let list = if known.is_empty() { "none found".to_string() } else { known.join(", ") };
-    Err(err(key, format!("`{name}` is not a guest image recipe (known: {list})")))
+    let list = if known.is_empty() {
+        "none found".to_string()
+    } else {
+        known.join(", ")
+    };
+    Err(err(
+        key,
+        format!("`{name}` is not a guest image recipe (known: {list})"),
+    ))
 }
 
 fn check_append(a: &str, key: &str, err: &ErrFn) -> Result<()> {
     if a.chars().any(|c| c.is_control() && c != '\t') {
-        return Err(err(key, "kernel arguments must not contain control characters or line breaks".into()));
+        return Err(err(
+            key,
+            "kernel arguments must not contain control characters or line breaks".into(),
+        ));
     }
     Ok(())
 }
 
 fn check_env(env: &BTreeMap<String, String>, key: &str, err: &ErrFn) -> Result<()> {
     for (k, v) in env {
-        let ident = k.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        let ident = k
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
             && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
         if !ident {
             return Err(err(&format!("{key}.{k}"), "an environment variable name is letters, digits and `_`, not starting with a digit".into()));
         }
         if v.contains('\0') {
-            return Err(err(&format!("{key}.{k}"), "the value must not contain NUL".into()));
+            return Err(err(
+                &format!("{key}.{k}"),
+                "the value must not contain NUL".into(),
+            ));
         }
     }
     Ok(())
@@ -789,21 +997,41 @@ fn check_env(env: &BTreeMap<String, String>, key: &str, err: &ErrFn) -> Result<(
 /// its path and its own description line.
 fn check_desc(base: &Path, d: &str, key: &str, err: &ErrFn) -> Result<(PathBuf, String)> {
     let path = base.join(d);
-    match hs_machine::hs_timing::MachineDesc::load(&path).and_then(|d| hs_machine::load_devices(&path).map(|_| d)) {
+    match hs_machine::hs_timing::MachineDesc::load(&path)
+        .and_then(|d| hs_machine::load_devices(&path).map(|_| d))
+    {
         Ok(desc) => Ok((path, desc.description)),
-        Err(e) => Err(err(key, format!("`{d}` (relative to the scenario file) is not a usable machine description: {e}"))),
+        Err(e) => Err(err(
+            key,
+            format!(
+                "`{d}` (relative to the scenario file) is not a usable machine description: {e}"
+            ),
+        )),
     }
 }
 
 fn check_config(base: &Path, c: &str, key: &str, err: &ErrFn) -> Result<PathBuf> {
     let path = base.join(c);
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| err(key, format!("`{c}` (relative to the scenario file) is not a readable file ({e})")))?;
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        err(
+            key,
+            format!("`{c}` (relative to the scenario file) is not a readable file ({e})"),
+        )
+    })?;
     for (n, line) in text.lines().enumerate() {
         let l = line.trim();
-        let ok = l.is_empty() || (l.starts_with("# CONFIG_") && l.ends_with(" is not set")) || l.starts_with('#') || (l.starts_with("CONFIG_") && l.contains('='));
+        let ok = l.is_empty()
+            || (l.starts_with("# CONFIG_") && l.ends_with(" is not set"))
+            || l.starts_with('#')
+            || (l.starts_with("CONFIG_") && l.contains('='));
         if !ok {
-            return Err(err(key, format!("`{c}` line {}: `{l}` is not CONFIG_NAME=value or `# CONFIG_NAME is not set`", n + 1)));
+            return Err(err(
+                key,
+                format!(
+                    "`{c}` line {}: `{l}` is not CONFIG_NAME=value or `# CONFIG_NAME is not set`",
+                    n + 1
+                ),
+            ));
         }
     }
     Ok(path)
@@ -812,8 +1040,17 @@ fn check_config(base: &Path, c: &str, key: &str, err: &ErrFn) -> Result<PathBuf>
 fn check_patches(base: &Path, p: &str, key: &str, err: &ErrFn) -> Result<PathBuf> {
     let dir = base.join(p);
     let count = std::fs::read_dir(&dir)
-        .map(|rd| rd.filter_map(|e| e.ok()).filter(|e| e.file_name().to_string_lossy().ends_with(".patch")).count())
-        .map_err(|e| err(key, format!("`{p}` (relative to the scenario file) is not a readable directory ({e})")))?;
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .filter(|e| e.file_name().to_string_lossy().ends_with(".patch"))
+                .count()
+        })
+        .map_err(|e| {
+            err(
+                key,
+                format!("`{p}` (relative to the scenario file) is not a readable directory ({e})"),
+            )
+        })?;
     if count == 0 {
         return Err(err(key, format!("`{p}` holds no *.patch files")));
     }
@@ -822,7 +1059,15 @@ fn check_patches(base: &Path, p: &str, key: &str, err: &ErrFn) -> Result<PathBuf
 
 /// True when the image's recipe builds its kernel from source (patchable).
 pub fn is_source_kernel(guest_dir: &Path, image: &str) -> bool {
-    let Ok(text) = std::fs::read_to_string(guest_dir.join("images").join(format!("{image}.toml"))) else { return false };
-    let Ok(v) = text.parse::<toml::Table>() else { return false };
-    v.get("kernel").and_then(|k| k.get("source")).and_then(|s| s.as_str()) == Some("linux-source")
+    let Ok(text) = std::fs::read_to_string(guest_dir.join("images").join(format!("{image}.toml")))
+    else {
+        return false;
+    };
+    let Ok(v) = text.parse::<toml::Table>() else {
+        return false;
+    };
+    v.get("kernel")
+        .and_then(|k| k.get("source"))
+        .and_then(|s| s.as_str())
+        == Some("linux-source")
 }

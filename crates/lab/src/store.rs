@@ -56,10 +56,15 @@ CREATE TABLE artefacts (
 
 /// `$XDG_DATA_HOME/hartscope/results.db`, by default `~/.local/share/hartscope/results.db`.
 pub fn default_path() -> PathBuf {
-    let data = std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()).map(PathBuf::from).unwrap_or_else(|| {
-        let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
-        home.join(".local/share")
-    });
+    let data = std::env::var_os("XDG_DATA_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            let home = std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from("."));
+            home.join(".local/share")
+        });
     data.join("hartscope").join("results.db")
 }
 
@@ -101,11 +106,17 @@ pub struct Store {
 }
 
 fn db_err(path: &Path) -> impl Fn(rusqlite::Error) -> LabError + '_ {
-    move |e| LabError::Store { path: path.to_path_buf(), message: e.to_string() }
+    move |e| LabError::Store {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    }
 }
 
 fn to_i64(path: &Path, what: &str, v: u64) -> Result<i64> {
-    i64::try_from(v).map_err(|_| LabError::Store { path: path.to_path_buf(), message: format!("{what} {v} does not fit a database integer") })
+    i64::try_from(v).map_err(|_| LabError::Store {
+        path: path.to_path_buf(),
+        message: format!("{what} {v} does not fit a database integer"),
+    })
 }
 
 impl Store {
@@ -116,16 +127,27 @@ impl Store {
         }
         let e = db_err(path);
         let mut conn = Connection::open(path).map_err(&e)?;
-        conn.busy_timeout(std::time::Duration::from_secs(30)).map_err(&e)?;
+        conn.busy_timeout(std::time::Duration::from_secs(30))
+            .map_err(&e)?;
         conn.pragma_update(None, "foreign_keys", "ON").map_err(&e)?;
-        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(&e)?;
+        let tx = conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(&e)?;
         let has_meta: bool = tx
-            .query_row("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'meta'", [], |r| r.get::<_, i64>(0))
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'meta'",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
             .map_err(&e)?
             > 0;
         if has_meta {
             let version: Option<String> = tx
-                .query_row("SELECT value FROM meta WHERE key = 'schema_version'", [], |r| r.get(0))
+                .query_row(
+                    "SELECT value FROM meta WHERE key = 'schema_version'",
+                    [],
+                    |r| r.get(0),
+                )
                 .optional()
                 .map_err(&e)?;
             let version: i64 = version.and_then(|v| v.parse().ok()).ok_or_else(|| LabError::Store {
@@ -139,15 +161,28 @@ impl Store {
                 });
             }
         } else {
-            let tables: i64 = tx.query_row("SELECT count(*) FROM sqlite_master WHERE type = 'table'", [], |r| r.get(0)).map_err(&e)?;
+            let tables: i64 = tx
+                .query_row(
+                    "SELECT count(*) FROM sqlite_master WHERE type = 'table'",
+                    [],
+                    |r| r.get(0),
+                )
+                .map_err(&e)?;
             if tables > 0 {
                 return Err(LabError::Store { path: path.to_path_buf(), message: "is an SQLite database of something else (it has tables but no hartscope schema)".into() });
             }
             tx.execute_batch(SCHEMA).map_err(&e)?;
-            tx.execute("INSERT INTO meta (key, value) VALUES ('schema_version', ?1)", [SCHEMA_VERSION.to_string()]).map_err(&e)?;
+            tx.execute(
+                "INSERT INTO meta (key, value) VALUES ('schema_version', ?1)",
+                [SCHEMA_VERSION.to_string()],
+            )
+            .map_err(&e)?;
         }
         tx.commit().map_err(&e)?;
-        Ok(Store { conn, path: path.to_path_buf() })
+        Ok(Store {
+            conn,
+            path: path.to_path_buf(),
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -161,12 +196,22 @@ impl Store {
 
     /// `insert`, with `before_commit` called inside the transaction (after
     /// every row is written): an error there rolls everything back.
-    fn insert_checked(&mut self, run: &NewRun, before_commit: impl FnOnce(&Transaction) -> Result<()>) -> Result<i64> {
+    fn insert_checked(
+        &mut self,
+        run: &NewRun,
+        before_commit: impl FnOnce(&Transaction) -> Result<()>,
+    ) -> Result<i64> {
         let path = self.path.clone();
         let e = db_err(&path);
         let r = run.record;
-        let json = serde_json::to_string(r).map_err(|err| LabError::Record { what: format!("{}/{}", r.study, r.variant), message: err.to_string() })?;
-        let tx = self.conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(&e)?;
+        let json = serde_json::to_string(r).map_err(|err| LabError::Record {
+            what: format!("{}/{}", r.study, r.variant),
+            message: err.to_string(),
+        })?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(&e)?;
         tx.execute(
             "INSERT INTO runs (batch, study, variant, repeat_index, started_at, finished_at, hartscope_version,
                 scenario_sha256, image, image_recipe, bootargs, harts, console_sha256, console, exit_status, stop,
@@ -213,7 +258,11 @@ impl Store {
             .map_err(&e)?;
         }
         for a in &r.artefacts {
-            tx.execute("INSERT INTO artefacts (run_id, kind, path) VALUES (?1, ?2, ?3)", params![id, a.kind, a.path]).map_err(&e)?;
+            tx.execute(
+                "INSERT INTO artefacts (run_id, kind, path) VALUES (?1, ?2, ?3)",
+                params![id, a.kind, a.path],
+            )
+            .map_err(&e)?;
         }
         before_commit(&tx)?;
         tx.commit().map_err(&e)?;
@@ -224,12 +273,19 @@ impl Store {
         let e = db_err(&self.path);
         let row: Option<(String, String)> = self
             .conn
-            .query_row("SELECT batch, record FROM runs WHERE id = ?1", [id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .query_row("SELECT batch, record FROM runs WHERE id = ?1", [id], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
             .optional()
             .map_err(&e)?;
-        let (batch, json) = row.ok_or_else(|| LabError::NoSuchRun { id, path: self.path.clone() })?;
-        let record = serde_json::from_str(&json)
-            .map_err(|err| LabError::Record { what: format!("{id} in {}", self.path.display()), message: err.to_string() })?;
+        let (batch, json) = row.ok_or_else(|| LabError::NoSuchRun {
+            id,
+            path: self.path.clone(),
+        })?;
+        let record = serde_json::from_str(&json).map_err(|err| LabError::Record {
+            what: format!("{id} in {}", self.path.display()),
+            message: err.to_string(),
+        })?;
         Ok(StoredRun { id, batch, record })
     }
 
@@ -239,15 +295,24 @@ impl Store {
             .query_row("SELECT console FROM runs WHERE id = ?1", [id], |r| r.get(0))
             .optional()
             .map_err(db_err(&self.path))?
-            .ok_or_else(|| LabError::NoSuchRun { id, path: self.path.clone() })
+            .ok_or_else(|| LabError::NoSuchRun {
+                id,
+                path: self.path.clone(),
+            })
     }
 
     /// The runs of one batch, in insertion order.
     pub fn batch(&self, batch: &str) -> Result<Vec<StoredRun>> {
         let ids: Vec<i64> = {
-            let mut st = self.conn.prepare("SELECT id FROM runs WHERE batch = ?1 ORDER BY id").map_err(db_err(&self.path))?;
-            let rows = st.query_map([batch], |r| r.get(0)).map_err(db_err(&self.path))?;
-            rows.collect::<std::result::Result<_, _>>().map_err(db_err(&self.path))?
+            let mut st = self
+                .conn
+                .prepare("SELECT id FROM runs WHERE batch = ?1 ORDER BY id")
+                .map_err(db_err(&self.path))?;
+            let rows = st
+                .query_map([batch], |r| r.get(0))
+                .map_err(db_err(&self.path))?;
+            rows.collect::<std::result::Result<_, _>>()
+                .map_err(db_err(&self.path))?
         };
         ids.into_iter().map(|id| self.get(id)).collect()
     }
@@ -281,7 +346,9 @@ impl Store {
     }
 
     pub fn count_runs(&self) -> Result<i64> {
-        self.conn.query_row("SELECT count(*) FROM runs", [], |r| r.get(0)).map_err(db_err(&self.path))
+        self.conn
+            .query_row("SELECT count(*) FROM runs", [], |r| r.get(0))
+            .map_err(db_err(&self.path))
     }
 }
 
@@ -301,12 +368,24 @@ mod tests {
         let path = scratch("roundtrip");
         let mut s = Store::open(&path).unwrap();
         let rec = testdata::run("A", 1_000_000, &[("echo", 600), ("ls", 300)], true);
-        let id = s.insert(&NewRun { batch: "b1", record: &rec, console: b"hello\n", headline: Some(("cycles".into(), 1e6)) }).unwrap();
+        let id = s
+            .insert(&NewRun {
+                batch: "b1",
+                record: &rec,
+                console: b"hello\n",
+                headline: Some(("cycles".into(), 1e6)),
+            })
+            .unwrap();
         let back = s.get(id).unwrap();
         assert_eq!(back.record, rec);
         assert_eq!(s.console(id).unwrap(), b"hello\n");
         assert_eq!(s.batch("b1").unwrap().len(), 1);
-        let phases: i64 = s.conn.query_row("SELECT count(*) FROM phases WHERE run_id = ?1", [id], |r| r.get(0)).unwrap();
+        let phases: i64 = s
+            .conn
+            .query_row("SELECT count(*) FROM phases WHERE run_id = ?1", [id], |r| {
+                r.get(0)
+            })
+            .unwrap();
         assert_eq!(phases as usize, rec.observations.phases.len());
         drop(s);
         // Reopening keeps the data and the schema.
@@ -321,20 +400,33 @@ mod tests {
         let path = scratch("rollback");
         let mut s = Store::open(&path).unwrap();
         let rec = testdata::run("A", 1_000_000, &[("echo", 600)], true);
-        let run = NewRun { batch: "b1", record: &rec, console: b"x", headline: None };
+        let run = NewRun {
+            batch: "b1",
+            record: &rec,
+            console: b"x",
+            headline: None,
+        };
         let err = s
             .insert_checked(&run, |tx| {
                 // Every row is in place inside the transaction...
-                let n: i64 = tx.query_row("SELECT count(*) FROM phases", [], |r| r.get(0)).unwrap();
+                let n: i64 = tx
+                    .query_row("SELECT count(*) FROM phases", [], |r| r.get(0))
+                    .unwrap();
                 assert!(n > 0);
-                Err(LabError::Run { variant: "A".into(), message: "injected failure".into() })
+                Err(LabError::Run {
+                    variant: "A".into(),
+                    message: "injected failure".into(),
+                })
             })
             .unwrap_err();
         assert!(err.to_string().contains("injected failure"));
         // ...and none of them after the failure.
         assert_eq!(s.count_runs().unwrap(), 0);
         for table in ["phases", "artefacts"] {
-            let n: i64 = s.conn.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0)).unwrap();
+            let n: i64 = s
+                .conn
+                .query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
+                .unwrap();
             assert_eq!(n, 0, "{table}");
         }
         s.insert(&run).unwrap();
@@ -347,7 +439,11 @@ mod tests {
         let path = scratch("versions");
         drop(Store::open(&path).unwrap());
         let c = Connection::open(&path).unwrap();
-        c.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'", []).unwrap();
+        c.execute(
+            "UPDATE meta SET value = '99' WHERE key = 'schema_version'",
+            [],
+        )
+        .unwrap();
         drop(c);
         let msg = Store::open(&path).err().unwrap().to_string();
         assert!(msg.contains("newer hartscope (schema 99"), "{msg}");
@@ -357,7 +453,10 @@ mod tests {
         c.execute("CREATE TABLE t (x)", []).unwrap();
         drop(c);
         let msg = Store::open(&other).err().unwrap().to_string();
-        assert!(msg.starts_with(&format!("results database {}: ", other.display())), "{msg}");
+        assert!(
+            msg.starts_with(&format!("results database {}: ", other.display())),
+            "{msg}"
+        );
         std::fs::remove_dir_all(path.parent().unwrap().parent().unwrap()).unwrap();
     }
 }

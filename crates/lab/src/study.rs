@@ -34,12 +34,20 @@ pub struct StudyOutcome {
 
 /// `studies/results/<study>/` next to the scenario's `studies/` directory.
 pub fn default_out(scenario: &Scenario) -> PathBuf {
-    let dir = scenario.path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let dir = scenario
+        .path
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
     dir.join("results").join(&scenario.name)
 }
 
 /// Progress lines go to `progress` (any thread may call it).
-pub fn run_study(scenario: &Scenario, opts: &StudyOptions, progress: &(dyn Fn(&str) + Sync)) -> Result<StudyOutcome> {
+pub fn run_study(
+    scenario: &Scenario,
+    opts: &StudyOptions,
+    progress: &(dyn Fn(&str) + Sync),
+) -> Result<StudyOutcome> {
     let mut store = Store::open(&opts.db)?;
     let jobs = opts.jobs.max(1);
     let repeat = opts.repeat.max(1);
@@ -47,7 +55,9 @@ pub fn run_study(scenario: &Scenario, opts: &StudyOptions, progress: &(dyn Fn(&s
 
     // Images, shared through the cache; built one at a time (a kernel build uses every core).
     type ImageKey = (String, Option<PathBuf>, Option<PathBuf>);
-    let key = |v: &crate::scenario::Variant| -> ImageKey { (v.image.clone(), v.patches.clone(), v.config.clone()) };
+    let key = |v: &crate::scenario::Variant| -> ImageKey {
+        (v.image.clone(), v.patches.clone(), v.config.clone())
+    };
     let mut images: BTreeMap<ImageKey, ImageDir> = BTreeMap::new();
     for v in &scenario.variants {
         if images.contains_key(&key(v)) {
@@ -55,9 +65,17 @@ pub fn run_study(scenario: &Scenario, opts: &StudyOptions, progress: &(dyn Fn(&s
         }
         let mut say = |line: &str| progress(&format!("image: {line}"));
         let img = if v.patches.is_none() && v.config.is_none() {
-            hs_guest::build(&v.image, &mut say).map_err(|e| LabError::Image { image: v.image.clone(), message: e.to_string() })?
+            hs_guest::build(&v.image, &mut say).map_err(|e| LabError::Image {
+                image: v.image.clone(),
+                message: e.to_string(),
+            })?
         } else {
-            crate::derive::build_derived(&v.image, v.patches.as_deref(), v.config.as_deref(), &mut say)?
+            crate::derive::build_derived(
+                &v.image,
+                v.patches.as_deref(),
+                v.config.as_deref(),
+                &mut say,
+            )?
         };
         images.insert(key(v), img);
     }
@@ -72,11 +90,18 @@ pub fn run_study(scenario: &Scenario, opts: &StudyOptions, progress: &(dyn Fn(&s
     let prepared = prepared?;
 
     let batch = format!("{}-{}", crate::timestamp::now_rfc3339(), std::process::id());
-    let queue: Mutex<VecDeque<(usize, u32)>> =
-        Mutex::new((0..repeat).flat_map(|r| (0..prepared.len()).map(move |v| (v, r))).collect());
+    let queue: Mutex<VecDeque<(usize, u32)>> = Mutex::new(
+        (0..repeat)
+            .flat_map(|r| (0..prepared.len()).map(move |v| (v, r)))
+            .collect(),
+    );
     let running: Mutex<BTreeMap<String, Instant>> = Mutex::new(BTreeMap::new());
     let (tx, rx) = mpsc::channel::<(usize, u32, Result<Finished>, Duration)>();
-    let headline = scenario.headline.first().cloned().unwrap_or(crate::metric::Metric::Cycles);
+    let headline = scenario
+        .headline
+        .first()
+        .cloned()
+        .unwrap_or(crate::metric::Metric::Cycles);
 
     let mut run_ids = Vec::new();
     let mut failures = Vec::new();
@@ -90,16 +115,30 @@ pub fn run_study(scenario: &Scenario, opts: &StudyOptions, progress: &(dyn Fn(&s
                 let next = queue.lock().map(|mut q| q.pop_front()).unwrap_or(None);
                 let Some((vi, r)) = next else { break };
                 let p = &prepared[vi];
-                let name = if r == 0 { p.variant.name.clone() } else { format!("{} (repeat {})", p.variant.name, r + 1) };
-                progress(&format!("{name}: booting `{}` on {} hart(s), kernel command line `{}`", p.variant.image, p.variant.harts, p.bootargs));
+                let name = if r == 0 {
+                    p.variant.name.clone()
+                } else {
+                    format!("{} (repeat {})", p.variant.name, r + 1)
+                };
+                progress(&format!(
+                    "{name}: booting `{}` on {} hart(s), kernel command line `{}`",
+                    p.variant.image, p.variant.harts, p.bootargs
+                ));
                 if let Ok(mut m) = running.lock() {
                     m.insert(name.clone(), Instant::now());
                 }
                 let t0 = Instant::now();
                 let dir = run::artefacts_dir(&opts.out, &p.variant.name, r);
                 // A panic in one run must not take the others (or their stored results) down.
-                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run::execute(p, scenario, r, &dir)))
-                    .unwrap_or_else(|_| Err(LabError::Run { variant: p.variant.name.clone(), message: "the emulator panicked; nothing was stored".into() }));
+                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    run::execute(p, scenario, r, &dir)
+                }))
+                .unwrap_or_else(|_| {
+                    Err(LabError::Run {
+                        variant: p.variant.name.clone(),
+                        message: "the emulator panicked; nothing was stored".into(),
+                    })
+                });
                 if let Ok(mut m) = running.lock() {
                     m.remove(&name);
                 }
@@ -117,7 +156,12 @@ pub fn run_study(scenario: &Scenario, opts: &StudyOptions, progress: &(dyn Fn(&s
                         Ok(f) => {
                             let rec = &f.record;
                             let value = headline.value(rec).ok().map(|v| (headline.to_string(), v));
-                            match store.insert(&NewRun { batch: &batch, record: rec, console: &f.console, headline: value }) {
+                            match store.insert(&NewRun {
+                                batch: &batch,
+                                record: rec,
+                                console: &f.console,
+                                headline: value,
+                            }) {
                                 Ok(id) => {
                                     progress(&format!(
                                         "{}{}: done, run {id}: exit status {}, {} phases, {} cycles ({:.6} s guest) in {:.1} s host",
@@ -144,7 +188,10 @@ pub fn run_study(scenario: &Scenario, opts: &StudyOptions, progress: &(dyn Fn(&s
                 Err(mpsc::RecvTimeoutError::Timeout) => {
                     if let Ok(m) = running.lock() {
                         for (name, since) in m.iter() {
-                            progress(&format!("{name}: running for {:.0} s host", since.elapsed().as_secs_f64()));
+                            progress(&format!(
+                                "{name}: running for {:.0} s host",
+                                since.elapsed().as_secs_f64()
+                            ));
                         }
                     }
                 }
@@ -155,7 +202,11 @@ pub fn run_study(scenario: &Scenario, opts: &StudyOptions, progress: &(dyn Fn(&s
     if !failures.is_empty() {
         return Err(LabError::Run {
             variant: "(study)".into(),
-            message: format!("{} of {total} runs failed, so no report was written: {}", failures.len(), failures.join("; ")),
+            message: format!(
+                "{} of {total} runs failed, so no report was written: {}",
+                failures.len(),
+                failures.join("; ")
+            ),
         });
     }
 
@@ -163,7 +214,11 @@ pub fn run_study(scenario: &Scenario, opts: &StudyOptions, progress: &(dyn Fn(&s
     let mut runs = Vec::new();
     for vi in 0..prepared.len() {
         let got = store.get(stored[&(vi, 0)])?;
-        runs.push(ReportRun { id: got.id, batch: got.batch, record: got.record });
+        runs.push(ReportRun {
+            id: got.id,
+            batch: got.batch,
+            record: got.record,
+        });
     }
     let mut repeats = Vec::new();
     if repeat > 1 {
@@ -177,7 +232,11 @@ pub fn run_study(scenario: &Scenario, opts: &StudyOptions, progress: &(dyn Fn(&s
                     }
                 }
             }
-            repeats.push(RepeatOutcome { variant: p.variant.name.clone(), runs: repeat, differences });
+            repeats.push(RepeatOutcome {
+                variant: p.variant.name.clone(),
+                runs: repeat,
+                differences,
+            });
         }
     }
     let input = ReportInput {
@@ -190,7 +249,13 @@ pub fn run_study(scenario: &Scenario, opts: &StudyOptions, progress: &(dyn Fn(&s
         repeats,
     };
     let (report_md, report_html) = write_report(&input, &opts.out)?;
-    Ok(StudyOutcome { batch, run_ids, report_md, report_html, checks: input.evaluate() })
+    Ok(StudyOutcome {
+        batch,
+        run_ids,
+        report_md,
+        report_html,
+        checks: input.evaluate(),
+    })
 }
 
 /// Write `report.md` and `report.html` into `out` (each replaced whole).
@@ -205,10 +270,19 @@ pub fn write_report(input: &ReportInput, out: &Path) -> Result<(PathBuf, PathBuf
 }
 
 fn write_atomically(path: &Path, data: &[u8]) -> Result<()> {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let tmp = path.with_file_name(format!(".{name}.tmp{}", std::process::id()));
-    std::fs::write(&tmp, data).and_then(|_| std::fs::rename(&tmp, path)).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        LabError::Io { action: "write", path: path.to_path_buf(), source: e }
-    })
+    std::fs::write(&tmp, data)
+        .and_then(|_| std::fs::rename(&tmp, path))
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            LabError::Io {
+                action: "write",
+                path: path.to_path_buf(),
+                source: e,
+            }
+        })
 }

@@ -15,14 +15,18 @@ use hs_machine::{BootFile, BootImages, Machine, MachineConfig, ObserveOptions, S
 use hs_observe::UserIdentifier;
 
 fn thread_cpu() -> Duration {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: one valid timespec for the calling thread's CPU clock.
     unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
 fn config(img: &hs_guest::ImageDir, cycles: u64) -> MachineConfig {
-    let read = |what, p: &std::path::Path| BootFile::read(what, p).unwrap_or_else(|e| panic!("{e}"));
+    let read =
+        |what, p: &std::path::Path| BootFile::read(what, p).unwrap_or_else(|e| panic!("{e}"));
     MachineConfig {
         images: BootImages {
             firmware: Some(read("firmware", &img.firmware)),
@@ -72,7 +76,13 @@ fn run(v: Variant, img: &hs_guest::ImageDir, cycles: u64) -> (f64, u64, usize) {
             if v == Variant::Sampling {
                 m.enable_sampling(sampling, ident);
             } else if v == Variant::SamplingNoStacks {
-                m.enable_sampling(SamplerConfig { max_depth: 0, ..sampling }, ident);
+                m.enable_sampling(
+                    SamplerConfig {
+                        max_depth: 0,
+                        ..sampling
+                    },
+                    ident,
+                );
             }
             let t0 = thread_cpu();
             m.run();
@@ -81,8 +91,12 @@ fn run(v: Variant, img: &hs_guest::ImageDir, cycles: u64) -> (f64, u64, usize) {
             samples = m.sampler().map_or(0, |s| s.samples.len());
         }
         _ => {
-            let opts = ObserveOptions { events: v == Variant::CountsTimeline, ..ObserveOptions::default() };
-            let mut m = Machine::with_observing(cfg, &opts, |_| Atomic).unwrap_or_else(|e| panic!("{e}"));
+            let opts = ObserveOptions {
+                events: v == Variant::CountsTimeline,
+                ..ObserveOptions::default()
+            };
+            let mut m =
+                Machine::with_observing(cfg, &opts, |_| Atomic).unwrap_or_else(|e| panic!("{e}"));
             if v == Variant::CountsSampling {
                 m.enable_sampling(sampling, ident);
             }
@@ -102,8 +116,14 @@ fn median(v: &mut [f64]) -> f64 {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
-    let cycles: u64 = args.first().and_then(|a| a.parse().ok()).unwrap_or(400_000_000);
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let cycles: u64 = args
+        .first()
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(400_000_000);
     let repeats: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(3).max(1);
     let img = match hs_guest::find("debian") {
         Ok(i) => i,
@@ -122,10 +142,17 @@ fn main() {
     ];
     // A third argument picks variants by index (e.g. `01` for the first two), to profile one.
     let pick = args.get(2).cloned().unwrap_or_else(|| "012345".into());
-    let variants: Vec<Variant> =
-        all.iter().enumerate().filter(|(i, _)| pick.contains(&i.to_string())).map(|(_, v)| *v).collect();
+    let variants: Vec<Variant> = all
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| pick.contains(&i.to_string()))
+        .map(|(_, v)| *v)
+        .collect();
     if variants.is_empty() {
-        eprintln!("observe_overhead: no variant selected by {pick:?} (indexes 0 to {})", all.len() - 1);
+        eprintln!(
+            "observe_overhead: no variant selected by {pick:?} (indexes 0 to {})",
+            all.len() - 1
+        );
         std::process::exit(1);
     }
     let mut times: Vec<Vec<f64>> = vec![Vec::new(); variants.len()];
@@ -134,17 +161,34 @@ fn main() {
     for r in 0..repeats {
         for (i, v) in variants.iter().enumerate() {
             let (s, instret, samples) = run(*v, &img, cycles);
-            println!("  rep {} {:<45} {:>8.3} s  {:>6.1} MIPS", r + 1, v.name(), s, instret as f64 / s / 1e6);
+            println!(
+                "  rep {} {:<45} {:>8.3} s  {:>6.1} MIPS",
+                r + 1,
+                v.name(),
+                s,
+                instret as f64 / s / 1e6
+            );
             times[i].push(s);
             info[i] = (instret, samples);
         }
     }
     let base = median(&mut times[0].clone());
-    println!("\n{:<45} {:>10} {:>10} {:>8} {:>14} {:>9}", "variant", "median s", "min s", "ratio", "instret", "samples");
+    println!(
+        "\n{:<45} {:>10} {:>10} {:>8} {:>14} {:>9}",
+        "variant", "median s", "min s", "ratio", "instret", "samples"
+    );
     for (i, v) in variants.iter().enumerate() {
         let mut t = times[i].clone();
         let med = median(&mut t);
         let min = t.iter().copied().fold(f64::INFINITY, f64::min);
-        println!("{:<45} {:>10.3} {:>10.3} {:>8.3} {:>14} {:>9}", v.name(), med, min, med / base, info[i].0, info[i].1);
+        println!(
+            "{:<45} {:>10.3} {:>10.3} {:>8.3} {:>14} {:>9}",
+            v.name(),
+            med,
+            min,
+            med / base,
+            info[i].0,
+            info[i].1
+        );
     }
 }

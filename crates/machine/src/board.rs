@@ -14,8 +14,8 @@ use std::collections::BTreeMap;
 use hs_bus::{Access, BusFault, GuestRam, IrqLine, Signal, SystemBus, WriteEffect};
 use hs_devices::dma::{DmaFault, DmaMemory};
 use hs_devices::{
-    Attach, Clint, Clock, Console, DevCtx, Device, DeviceMap, FdtCtx, FdtNode, Grant, IrqWant, Note, NoteSink, Placement,
-    Plic, Plug, Scheduler, Signals, StopRequest, Want, Window,
+    Attach, Clint, Clock, Console, DevCtx, Device, DeviceMap, FdtCtx, FdtNode, Grant, IrqWant,
+    Note, NoteSink, Placement, Plic, Plug, Scheduler, Signals, StopRequest, Want, Window,
 };
 
 use crate::error::MachineError;
@@ -78,7 +78,10 @@ pub struct BoardCounts {
 impl BoardCounts {
     /// `self - earlier`, per key.
     pub fn since(&self, earlier: &BoardCounts) -> BoardCounts {
-        fn sub<K: Ord + Clone>(a: &std::collections::BTreeMap<K, u64>, b: &std::collections::BTreeMap<K, u64>) -> std::collections::BTreeMap<K, u64> {
+        fn sub<K: Ord + Clone>(
+            a: &std::collections::BTreeMap<K, u64>,
+            b: &std::collections::BTreeMap<K, u64>,
+        ) -> std::collections::BTreeMap<K, u64> {
             a.iter()
                 .map(|(k, v)| (k.clone(), v.saturating_sub(b.get(k).copied().unwrap_or(0))))
                 .filter(|(_, v)| *v > 0)
@@ -159,27 +162,48 @@ pub struct Board {
 
 /// Size alignment of a window placed by the board: a power of two, at least a page.
 fn window_align(size: u64) -> u64 {
-    size.checked_next_power_of_two().unwrap_or(1 << 63).max(0x1000)
+    size.checked_next_power_of_two()
+        .unwrap_or(1 << 63)
+        .max(0x1000)
 }
 
 impl Board {
     /// A board with its interrupt fabric (PLIC and CLINT at QEMU `virt`'s
     /// addresses) for `harts` harts; phandles start at `first_phandle`
     /// (the CPUs have the ones below). The PLIC takes the first phandle.
-    pub fn new(harts: usize, clock: Clock, ram: &GuestRam, first_phandle: u32) -> Result<Self, MachineError> {
+    pub fn new(
+        harts: usize,
+        clock: Clock,
+        ram: &GuestRam,
+        first_phandle: u32,
+    ) -> Result<Self, MachineError> {
         let mut map = DeviceMap::new();
         map.insert("clint", CLINT_BASE, hs_devices::clint::SIZE, Target::Clint)?;
         map.insert("plic", PLIC_BASE, hs_devices::plic::SIZE, Target::Plic)?;
-        let grant = |name: &str, base, size, phandle| Grant { name: name.into(), base, size, irqs: Vec::new(), phandle };
+        let grant = |name: &str, base, size, phandle| Grant {
+            name: name.into(),
+            base,
+            size,
+            irqs: Vec::new(),
+            phandle,
+        };
         let b = Self {
             map,
             plic: Plic::new(harts),
             clint: Clint::new(harts, clock),
-            plic_grant: grant("plic", PLIC_BASE, hs_devices::plic::SIZE, Some(first_phandle)),
+            plic_grant: grant(
+                "plic",
+                PLIC_BASE,
+                hs_devices::plic::SIZE,
+                Some(first_phandle),
+            ),
             clint_grant: grant("clint", CLINT_BASE, hs_devices::clint::SIZE, None),
             devs: Vec::new(),
             grants: Vec::new(),
-            by_name: BTreeMap::from([("plic".to_string(), Target::Plic), ("clint".to_string(), Target::Clint)]),
+            by_name: BTreeMap::from([
+                ("plic".to_string(), Target::Plic),
+                ("clint".to_string(), Target::Clint),
+            ]),
             listeners: Vec::new(),
             masters: Vec::new(),
             references: Vec::new(),
@@ -225,7 +249,10 @@ impl Board {
     fn place(&self, name: &str, size: u64) -> Result<u64, MachineError> {
         let align = window_align(size);
         let mut at = PLATFORM_BASE.next_multiple_of(align);
-        while at.checked_add(size).is_some_and(|end| end <= PLATFORM_BASE + PLATFORM_SIZE) {
+        while at
+            .checked_add(size)
+            .is_some_and(|end| end <= PLATFORM_BASE + PLATFORM_SIZE)
+        {
             let end = at + size;
             match self.map.ranges().find(|&(_, b, e, _)| b < end && at < e) {
                 None => return Ok(at),
@@ -268,15 +295,25 @@ impl Board {
     ) -> Result<DevId, MachineError> {
         let name = want.name.clone();
         if name.is_empty() || self.by_name.contains_key(&name) {
-            return Err(MachineError::Wiring(format!("two devices are called `{name}` (names must be unique and not empty)")));
+            return Err(MachineError::Wiring(format!(
+                "two devices are called `{name}` (names must be unique and not empty)"
+            )));
         }
         let (base, size) = match want.window {
             None => (0, 0),
             Some(Window::At { base, size }) => (base, size),
             Some(Window::Anywhere { size }) if size > 0 => (self.place(&name, size)?, size),
-            Some(Window::Anywhere { size }) => return Err(hs_devices::MapError::BadRange { name, base: 0, size }.into()),
+            Some(Window::Anywhere { size }) => {
+                return Err(hs_devices::MapError::BadRange {
+                    name,
+                    base: 0,
+                    size,
+                }
+                .into())
+            }
         };
-        let id = u16::try_from(self.devs.len()).map_err(|_| MachineError::Wiring("too many devices".into()))?;
+        let id = u16::try_from(self.devs.len())
+            .map_err(|_| MachineError::Wiring("too many devices".into()))?;
         if let Some(end) = base.checked_add(size).filter(|_| size > 0) {
             self.check_ram(&name, base, end)?;
         }
@@ -302,15 +339,28 @@ impl Board {
         }
         let mut lines: Vec<Box<dyn IrqLine>> = Vec::new();
         for &src in &irqs {
-            let line = self.plic.connect(src).ok_or_else(|| MachineError::Wiring(format!("the PLIC has no source {src}")))?;
+            let line = self
+                .plic
+                .connect(src)
+                .ok_or_else(|| MachineError::Wiring(format!("the PLIC has no source {src}")))?;
             lines.push(Box::new(line));
         }
         let phandle = want.phandle.then(|| {
             self.next_phandle += 1;
             self.next_phandle - 1
         });
-        let grant = Grant { name: name.clone(), base, size, irqs, phandle };
-        let rates = self.devs.iter().filter_map(|d| Some((d.name(), d.clock_rate()?))).collect();
+        let grant = Grant {
+            name: name.clone(),
+            base,
+            size,
+            irqs,
+            phandle,
+        };
+        let rates = self
+            .devs
+            .iter()
+            .filter_map(|d| Some((d.name(), d.clock_rate()?)))
+            .collect();
         let mut dev = {
             let mut a = Attach::new(&grant, lines, &self.ram, self.clock, &mut self.signals);
             a.rates = rates;
@@ -322,7 +372,8 @@ impl Board {
         if self.console.is_none() && dev.console().is_some() {
             self.console = Some(id as usize);
         }
-        self.references.extend(want.refers_to.iter().map(|r| (name.clone(), r.clone())));
+        self.references
+            .extend(want.refers_to.iter().map(|r| (name.clone(), r.clone())));
         self.masters.push(want.master);
         self.devs.push(dev);
         self.grants.push(grant);
@@ -340,7 +391,10 @@ impl Board {
         self.devs.get(id.0 as usize)?.as_any().downcast_ref()
     }
     pub fn device_mut<T: 'static>(&mut self, id: DevId) -> Option<&mut T> {
-        self.devs.get_mut(id.0 as usize)?.as_any_mut().downcast_mut()
+        self.devs
+            .get_mut(id.0 as usize)?
+            .as_any_mut()
+            .downcast_mut()
     }
     /// The device called `name`.
     pub fn find(&self, name: &str) -> Option<DevId> {
@@ -374,7 +428,11 @@ impl Board {
         for _ in 0..8 {
             self.seen_generation = self.signals.generation();
             for &i in &self.listeners {
-                let mut sched = TargetScheduler { queue: &mut self.events, target: Target::Dev(i), scheduled: false };
+                let mut sched = TargetScheduler {
+                    queue: &mut self.events,
+                    target: Target::Dev(i),
+                    scheduled: false,
+                };
                 let mut ctx = DevCtx::new(hart, now, &mut sched);
                 self.devs[i as usize].inputs_changed(&mut ctx);
             }
@@ -395,8 +453,14 @@ impl Board {
         let phandles = self.fdt_ctx(Vec::new()).phandles;
         for (from, to) in &self.references {
             if !phandles.contains_key(to) {
-                let why = if self.by_name.contains_key(to) { "has no phandle" } else { "is not on the board" };
-                return Err(MachineError::Wiring(format!("device `{from}` refers to `{to}`, which {why}")));
+                let why = if self.by_name.contains_key(to) {
+                    "has no phandle"
+                } else {
+                    "is not on the board"
+                };
+                return Err(MachineError::Wiring(format!(
+                    "device `{from}` refers to `{to}`, which {why}"
+                )));
             }
         }
         Ok(())
@@ -406,7 +470,10 @@ impl Board {
     pub fn console_path(&mut self, ctx: &FdtCtx) -> Option<String> {
         let i = self.console?;
         let nodes = self.devs[i].fdt_nodes(&self.grants[i], ctx);
-        nodes.into_iter().find(|(p, _)| *p == Placement::Soc).map(|(_, n)| format!("/soc/{}", n.name))
+        nodes
+            .into_iter()
+            .find(|(p, _)| *p == Placement::Soc)
+            .map(|(_, n)| format!("/soc/{}", n.name))
     }
 
     /// The first stop (power-off, reset) the guest asked any device for.
@@ -454,7 +521,11 @@ impl Board {
     /// Every device in address order, then those without a window in add order.
     fn in_order(&self) -> Vec<Target> {
         let mut v: Vec<Target> = self.map.ranges().map(|(_, _, _, t)| t).collect();
-        v.extend((0..self.devs.len()).filter(|&i| self.grants[i].size == 0).map(|i| Target::Dev(i as u16)));
+        v.extend(
+            (0..self.devs.len())
+                .filter(|&i| self.grants[i].size == 0)
+                .map(|i| Target::Dev(i as u16)),
+        );
         v
     }
 
@@ -467,7 +538,11 @@ impl Board {
                     self.call_dev(i, 0, cycle, false, |d, ctx| d.event(ctx, token));
                 }
                 _ => {
-                    let mut sched = TargetScheduler { queue: &mut self.events, target, scheduled: false };
+                    let mut sched = TargetScheduler {
+                        queue: &mut self.events,
+                        target,
+                        scheduled: false,
+                    };
                     let mut ctx = DevCtx::new(0, cycle, &mut sched);
                     match target {
                         Target::Plic => self.plic.event(&mut ctx, token),
@@ -498,7 +573,11 @@ impl Board {
         let idx = i as usize;
         let target = Target::Dev(i);
         if !self.masters[idx] {
-            let mut sched = TargetScheduler { queue: &mut self.events, target, scheduled: false };
+            let mut sched = TargetScheduler {
+                queue: &mut self.events,
+                target,
+                scheduled: false,
+            };
             let mut ctx = DevCtx::new(hart, now, &mut sched);
             if notes {
                 ctx.notes = self.log.as_deref_mut().map(|l| l as &mut dyn NoteSink);
@@ -511,8 +590,19 @@ impl Board {
         let mut dev = std::mem::replace(&mut self.devs[idx], Box::new(Vacant));
         let mut deferred = Vec::new();
         let (r, scheduled) = {
-            let mut view = MasterView { ram: &self.ram, map: &self.map, devs: &mut self.devs, me: i, hart, deferred: &mut deferred };
-            let mut sched = TargetScheduler { queue: &mut self.events, target, scheduled: false };
+            let mut view = MasterView {
+                ram: &self.ram,
+                map: &self.map,
+                devs: &mut self.devs,
+                me: i,
+                hart,
+                deferred: &mut deferred,
+            };
+            let mut sched = TargetScheduler {
+                queue: &mut self.events,
+                target,
+                scheduled: false,
+            };
             let mut ctx = DevCtx::new(hart, now, &mut sched);
             if notes {
                 ctx.notes = self.log.as_deref_mut().map(|l| l as &mut dyn NoteSink);
@@ -537,26 +627,45 @@ impl Board {
                 phandles.insert(g.name.clone(), p);
             }
         }
-        FdtCtx { cpu_intc, interrupt_parent: self.plic_grant.phandle(), phandles }
+        FdtCtx {
+            cpu_intc,
+            interrupt_parent: self.plic_grant.phandle(),
+            phandles,
+        }
     }
 
     /// Device-tree nodes of every device, in address order.
     pub fn fdt_nodes(&self, ctx: &FdtCtx) -> Vec<Vec<(Placement, FdtNode)>> {
-        self.in_order().into_iter().map(|t| {
-            let (d, g) = self.target_ref(t);
-            d.fdt_nodes(g, ctx)
-        }).collect()
+        self.in_order()
+            .into_iter()
+            .map(|t| {
+                let (d, g) = self.target_ref(t);
+                d.fdt_nodes(g, ctx)
+            })
+            .collect()
     }
 
     /// Counters of every device, in address order, and the PLIC source each
     /// interrupt line was given (`NAME.plic_source`, `NAME.plic_source1`, …),
     /// so a reader of the timeline can tell which device an interrupt came from.
     pub fn device_stats(&self) -> Vec<hs_devices::Stat> {
-        let mut v: Vec<hs_devices::Stat> = self.in_order().into_iter().flat_map(|t| self.target_ref(t).0.stats()).collect();
+        let mut v: Vec<hs_devices::Stat> = self
+            .in_order()
+            .into_iter()
+            .flat_map(|t| self.target_ref(t).0.stats())
+            .collect();
         for g in &self.grants {
             for (i, &src) in g.irqs.iter().enumerate() {
-                let name = if i == 0 { format!("{}.plic_source", g.name) } else { format!("{}.plic_source{i}", g.name) };
-                v.push(hs_devices::Stat::new(name, src as u64, "PLIC source the board gave this interrupt line"));
+                let name = if i == 0 {
+                    format!("{}.plic_source", g.name)
+                } else {
+                    format!("{}.plic_source{i}", g.name)
+                };
+                v.push(hs_devices::Stat::new(
+                    name,
+                    src as u64,
+                    "PLIC source the board gave this interrupt line",
+                ));
             }
         }
         v
@@ -564,7 +673,10 @@ impl Board {
 
     /// `(name, base, end)` of every mapped window, in address order.
     pub fn windows(&self) -> Vec<(String, u64, u64)> {
-        self.map.ranges().map(|(n, b, e, _)| (n.to_string(), b, e)).collect()
+        self.map
+            .ranges()
+            .map(|(n, b, e, _)| (n.to_string(), b, e))
+            .collect()
     }
 }
 
@@ -581,7 +693,13 @@ impl Device for Vacant {
     fn read(&mut self, _: &mut DevCtx, _: u64, _: u8) -> Result<u64, hs_devices::BadAccess> {
         Err(hs_devices::BadAccess)
     }
-    fn write(&mut self, _: &mut DevCtx, _: u64, _: u8, _: u64) -> Result<WriteEffect, hs_devices::BadAccess> {
+    fn write(
+        &mut self,
+        _: &mut DevCtx,
+        _: u64,
+        _: u8,
+        _: u64,
+    ) -> Result<WriteEffect, hs_devices::BadAccess> {
         Err(hs_devices::BadAccess)
     }
     fn fdt_nodes(&self, _: &Grant, _: &FdtCtx) -> Vec<(Placement, FdtNode)> {
@@ -638,9 +756,14 @@ impl DmaMemory for MasterView<'_> {
             return Ok(());
         }
         let (j, off, size) = self.find(addr, buf.len())?;
-        let mut sched = Deferred { out: self.deferred, target: Target::Dev(j) };
+        let mut sched = Deferred {
+            out: self.deferred,
+            target: Target::Dev(j),
+        };
         let mut ctx = DevCtx::new(self.hart, now, &mut sched);
-        let v = self.devs[j as usize].read(&mut ctx, off, size).map_err(|_| DmaFault::Slave(addr))?;
+        let v = self.devs[j as usize]
+            .read(&mut ctx, off, size)
+            .map_err(|_| DmaFault::Slave(addr))?;
         buf.copy_from_slice(&v.to_le_bytes()[..buf.len()]);
         Ok(())
     }
@@ -652,9 +775,15 @@ impl DmaMemory for MasterView<'_> {
         let (j, off, size) = self.find(addr, data.len())?;
         let mut b = [0u8; 8];
         b[..data.len()].copy_from_slice(data);
-        let mut sched = Deferred { out: self.deferred, target: Target::Dev(j) };
+        let mut sched = Deferred {
+            out: self.deferred,
+            target: Target::Dev(j),
+        };
         let mut ctx = DevCtx::new(self.hart, now, &mut sched);
-        self.devs[j as usize].write(&mut ctx, off, size, u64::from_le_bytes(b)).map(|_| ()).map_err(|_| DmaFault::Slave(addr))
+        self.devs[j as usize]
+            .write(&mut ctx, off, size, u64::from_le_bytes(b))
+            .map(|_| ())
+            .map_err(|_| DmaFault::Slave(addr))
     }
 }
 
@@ -666,9 +795,16 @@ impl SystemBus for Board {
         };
         self.stat_mmio_reads += 1;
         let r = match target {
-            Target::Dev(i) => self.call_dev(i, acc.hart, acc.now, true, |d, ctx| d.read(ctx, off, size)).0,
+            Target::Dev(i) => {
+                self.call_dev(i, acc.hart, acc.now, true, |d, ctx| d.read(ctx, off, size))
+                    .0
+            }
             _ => {
-                let mut sched = TargetScheduler { queue: &mut self.events, target, scheduled: false };
+                let mut sched = TargetScheduler {
+                    queue: &mut self.events,
+                    target,
+                    scheduled: false,
+                };
                 let mut ctx = DevCtx::new(acc.hart, acc.now, &mut sched);
                 ctx.notes = self.log.as_deref_mut().map(|l| l as &mut dyn NoteSink);
                 match target {
@@ -688,16 +824,28 @@ impl SystemBus for Board {
         })
     }
 
-    fn mmio_write(&mut self, acc: Access, pa: u64, size: u8, val: u64) -> Result<WriteEffect, BusFault> {
+    fn mmio_write(
+        &mut self,
+        acc: Access,
+        pa: u64,
+        size: u8,
+        val: u64,
+    ) -> Result<WriteEffect, BusFault> {
         let Some((target, off)) = self.map.lookup(pa, size as u64) else {
             self.stat_unmapped += 1;
             return Err(BusFault::Unmapped(pa));
         };
         self.stat_mmio_writes += 1;
         let (r, scheduled) = match target {
-            Target::Dev(i) => self.call_dev(i, acc.hart, acc.now, true, |d, ctx| d.write(ctx, off, size, val)),
+            Target::Dev(i) => self.call_dev(i, acc.hart, acc.now, true, |d, ctx| {
+                d.write(ctx, off, size, val)
+            }),
             _ => {
-                let mut sched = TargetScheduler { queue: &mut self.events, target, scheduled: false };
+                let mut sched = TargetScheduler {
+                    queue: &mut self.events,
+                    target,
+                    scheduled: false,
+                };
                 let mut ctx = DevCtx::new(acc.hart, acc.now, &mut sched);
                 ctx.notes = self.log.as_deref_mut().map(|l| l as &mut dyn NoteSink);
                 let r = match target {
@@ -748,13 +896,21 @@ mod tests {
         fn read(&mut self, _: &mut DevCtx, _: u64, _: u8) -> Result<u64, BadAccess> {
             Ok(self.seen)
         }
-        fn write(&mut self, _: &mut DevCtx, _: u64, _: u8, v: u64) -> Result<WriteEffect, BadAccess> {
+        fn write(
+            &mut self,
+            _: &mut DevCtx,
+            _: u64,
+            _: u8,
+            v: u64,
+        ) -> Result<WriteEffect, BadAccess> {
             self.irq.set_level(v & 1 != 0);
             hs_bus::GpioLine::set_level(&self.out, v & 2 != 0);
             Ok(WriteEffect::default())
         }
         fn fdt_nodes(&self, g: &Grant, ctx: &FdtCtx) -> Vec<(Placement, FdtNode)> {
-            let mut n = FdtNode::new(g.node_name("probe")).reg(g.base, g.size).u32s("interrupts", g.irqs.clone());
+            let mut n = FdtNode::new(g.node_name("probe"))
+                .reg(g.base, g.size)
+                .u32s("interrupts", g.irqs.clone());
             if let Some(p) = ctx.phandle("clk") {
                 n = n.u32("clocks", p);
             }
@@ -769,25 +925,63 @@ mod tests {
     }
 
     fn probe(a: &mut Attach, input: &str) -> Box<dyn Device> {
-        Box::new(Probe { irq: a.irq(0), out: a.signal("probe.out"), input: a.signal(input), seen: 0 })
+        Box::new(Probe {
+            irq: a.irq(0),
+            out: a.signal("probe.out"),
+            input: a.signal(input),
+            seen: 0,
+        })
     }
 
     fn board() -> Board {
         let ram = GuestRam::new(DRAM_BASE, 1 << 20).unwrap();
-        Board::new(2, Clock { hz: 1_000_000_000, cycles_per_tick: 100 }, &ram, 5).unwrap()
+        Board::new(
+            2,
+            Clock {
+                hz: 1_000_000_000,
+                cycles_per_tick: 100,
+            },
+            &ram,
+            5,
+        )
+        .unwrap()
     }
 
     #[test]
     fn add_allocates_windows_lines_and_phandles() {
         let mut b = board();
-        let clk = b.add(Want::new("clk").phandle(), |a| probe(a, "x")).unwrap();
-        let p0 = b.add(Want::new("p0").mmio(0x10).irqs(1).phandle(), |a| probe(a, "x")).unwrap();
-        let p1 = b.add(Want::new("p1").mmio(0x2000).irqs(2), |a| probe(a, "x")).unwrap();
-        assert_eq!(b.grant(clk).unwrap(), &Grant { name: "clk".into(), base: 0, size: 0, irqs: vec![], phandle: Some(6) });
+        let clk = b
+            .add(Want::new("clk").phandle(), |a| probe(a, "x"))
+            .unwrap();
+        let p0 = b
+            .add(Want::new("p0").mmio(0x10).irqs(1).phandle(), |a| {
+                probe(a, "x")
+            })
+            .unwrap();
+        let p1 = b
+            .add(Want::new("p1").mmio(0x2000).irqs(2), |a| probe(a, "x"))
+            .unwrap();
+        assert_eq!(
+            b.grant(clk).unwrap(),
+            &Grant {
+                name: "clk".into(),
+                base: 0,
+                size: 0,
+                irqs: vec![],
+                phandle: Some(6)
+            }
+        );
         let g0 = b.grant(p0).unwrap().clone();
         let g1 = b.grant(p1).unwrap().clone();
-        assert_eq!((g0.base, g0.size, g0.irqs.clone(), g0.phandle), (PLATFORM_BASE, 0x10, vec![64], Some(7)));
-        assert_eq!((g1.base, g1.irqs.clone(), g1.phandle), (PLATFORM_BASE + 0x2000, vec![65, 66], None), "size-aligned after p0");
+        assert_eq!(
+            (g0.base, g0.size, g0.irqs.clone(), g0.phandle),
+            (PLATFORM_BASE, 0x10, vec![64], Some(7))
+        );
+        assert_eq!(
+            (g1.base, g1.irqs.clone(), g1.phandle),
+            (PLATFORM_BASE + 0x2000, vec![65, 66], None),
+            "size-aligned after p0"
+        );
         assert_eq!(b.fdt_ctx(vec![]).phandle("clk"), Some(6));
         assert_eq!(b.fdt_ctx(vec![]).interrupt_parent, 5);
         let names: Vec<String> = b.windows().into_iter().map(|w| w.0).collect();
@@ -802,59 +996,144 @@ mod tests {
     #[test]
     fn references_must_name_a_device_with_a_phandle() {
         let mut b = board();
-        b.add(Want::new("user").mmio(0x10).refers_to("clk"), |a| probe(a, "x")).unwrap();
-        assert_eq!(b.check_references().err().unwrap().to_string(), "board wiring: device `user` refers to `clk`, which is not on the board");
+        b.add(Want::new("user").mmio(0x10).refers_to("clk"), |a| {
+            probe(a, "x")
+        })
+        .unwrap();
+        assert_eq!(
+            b.check_references().err().unwrap().to_string(),
+            "board wiring: device `user` refers to `clk`, which is not on the board"
+        );
         b.add(Want::new("clk"), |a| probe(a, "x")).unwrap();
-        assert_eq!(b.check_references().err().unwrap().to_string(), "board wiring: device `user` refers to `clk`, which has no phandle");
+        assert_eq!(
+            b.check_references().err().unwrap().to_string(),
+            "board wiring: device `user` refers to `clk`, which has no phandle"
+        );
         let mut b = board();
-        b.add(Want::new("user").mmio(0x10).refers_to("clk"), |a| probe(a, "x")).unwrap();
-        b.add(Want::new("clk").phandle(), |a| probe(a, "x")).unwrap();
-        assert!(b.check_references().is_ok(), "a reference may name a device added later");
+        b.add(Want::new("user").mmio(0x10).refers_to("clk"), |a| {
+            probe(a, "x")
+        })
+        .unwrap();
+        b.add(Want::new("clk").phandle(), |a| probe(a, "x"))
+            .unwrap();
+        assert!(
+            b.check_references().is_ok(),
+            "a reference may name a device added later"
+        );
     }
 
     #[test]
     fn refusals_name_the_device_and_give_nothing_away() {
         let mut b = board();
-        b.add(Want::new("uart0").mmio_at(0x1000_0000, 0x100).irq_at(10), |a| probe(a, "x")).unwrap();
-        let e = b.add(Want::new("u2").mmio_at(0x1000_00f0, 0x100).irq_at(11), |a| probe(a, "x")).err().unwrap();
+        b.add(
+            Want::new("uart0").mmio_at(0x1000_0000, 0x100).irq_at(10),
+            |a| probe(a, "x"),
+        )
+        .unwrap();
+        let e = b
+            .add(
+                Want::new("u2").mmio_at(0x1000_00f0, 0x100).irq_at(11),
+                |a| probe(a, "x"),
+            )
+            .err()
+            .unwrap();
         assert_eq!(e.to_string(), "device map: device `u2` [0x100000f0..0x100001f0) overlaps device `uart0` [0x10000000..0x10000100)");
         // Source 11 was given back when the window was refused.
-        b.add(Want::new("rtc").mmio_at(0x10_1000, 0x1000).irq_at(11), |a| probe(a, "x")).unwrap();
-        let e = b.add(Want::new("u3").mmio(0x100).irq_at(10), |a| probe(a, "x")).err().unwrap();
-        assert_eq!(e.to_string(), "board wiring: device `u3`: PLIC source 10 is already given to `uart0`");
-        let e = b.add(Want::new("uart0").mmio(0x100), |a| probe(a, "x")).err().unwrap();
-        assert!(e.to_string().contains("two devices are called `uart0`"), "{e}");
-        let e = b.add(Want::new("big").mmio(PLATFORM_SIZE + 1), |a| probe(a, "x")).err().unwrap();
-        assert!(e.to_string().contains("no free 0x2000001-byte window"), "{e}");
-        let e = b.add(Want::new("ram").mmio_at(DRAM_BASE, 0x1000), |a| probe(a, "x")).err().unwrap();
+        b.add(
+            Want::new("rtc").mmio_at(0x10_1000, 0x1000).irq_at(11),
+            |a| probe(a, "x"),
+        )
+        .unwrap();
+        let e = b
+            .add(Want::new("u3").mmio(0x100).irq_at(10), |a| probe(a, "x"))
+            .err()
+            .unwrap();
+        assert_eq!(
+            e.to_string(),
+            "board wiring: device `u3`: PLIC source 10 is already given to `uart0`"
+        );
+        let e = b
+            .add(Want::new("uart0").mmio(0x100), |a| probe(a, "x"))
+            .err()
+            .unwrap();
+        assert!(
+            e.to_string().contains("two devices are called `uart0`"),
+            "{e}"
+        );
+        let e = b
+            .add(Want::new("big").mmio(PLATFORM_SIZE + 1), |a| probe(a, "x"))
+            .err()
+            .unwrap();
+        assert!(
+            e.to_string().contains("no free 0x2000001-byte window"),
+            "{e}"
+        );
+        let e = b
+            .add(Want::new("ram").mmio_at(DRAM_BASE, 0x1000), |a| {
+                probe(a, "x")
+            })
+            .err()
+            .unwrap();
         assert!(e.to_string().contains("overlaps device `dram`"), "{e}");
-        let e = b.add(Want::new("q").irq_at(97), |a| probe(a, "x")).err().unwrap();
-        assert_eq!(e.to_string(), "board wiring: device `q`: the PLIC has no source 97");
+        let e = b
+            .add(Want::new("q").irq_at(97), |a| probe(a, "x"))
+            .err()
+            .unwrap();
+        assert_eq!(
+            e.to_string(),
+            "board wiring: device `q`: the PLIC has no source 97"
+        );
         for i in 0..32 {
-            b.add(Want::new(format!("n{i}")).irqs(1), |a| probe(a, "x")).unwrap();
+            b.add(Want::new(format!("n{i}")).irqs(1), |a| probe(a, "x"))
+                .unwrap();
         }
-        let e = b.add(Want::new("n32").irqs(1), |a| probe(a, "x")).err().unwrap();
-        assert!(e.to_string().contains("every platform interrupt line (PLIC sources 64 to 95) is taken"), "{e}");
+        let e = b
+            .add(Want::new("n32").irqs(1), |a| probe(a, "x"))
+            .err()
+            .unwrap();
+        assert!(
+            e.to_string()
+                .contains("every platform interrupt line (PLIC sources 64 to 95) is taken"),
+            "{e}"
+        );
     }
 
     #[test]
     fn devices_signal_through_named_wires_and_the_plic() {
         let mut b = board();
-        let a = b.add(Want::new("a").mmio(0x10).irqs(1), |at| probe(at, "none")).unwrap();
-        let l = b.add(Want::new("l").mmio(0x10).irqs(1).listens(), |at| probe(at, "probe.out")).unwrap();
+        let a = b
+            .add(Want::new("a").mmio(0x10).irqs(1), |at| probe(at, "none"))
+            .unwrap();
+        let l = b
+            .add(Want::new("l").mmio(0x10).irqs(1).listens(), |at| {
+                probe(at, "probe.out")
+            })
+            .unwrap();
         let (ga, gl) = (b.grant(a).unwrap().base, b.grant(l).unwrap().base);
         let acc = Access { hart: 0, now: 7 };
         // Enable source 64 for hart 0 S-mode, priority 1.
         b.mmio_write(acc, PLIC_BASE + 4 * 64, 4, 1).unwrap();
         b.mmio_write(acc, PLIC_BASE + 0x2080 + 8, 4, 1).unwrap();
-        b.log = Some(Box::new(BoardLog { keep_events: true, max_events: 10, ..BoardLog::default() }));
+        b.log = Some(Box::new(BoardLog {
+            keep_events: true,
+            max_events: 10,
+            ..BoardLog::default()
+        }));
         // `a` drives its wire high: `l` (listening) sees the edge; `a`'s line reaches the PLIC.
         b.mmio_write(acc, ga, 4, 3).unwrap();
         assert_eq!(b.mmio_read(acc, gl, 4), Ok(1));
         assert_eq!(b.irq_bits(0, 7), 1 << 9);
         // The claim and an IPI are noted by the devices themselves.
-        assert_eq!(b.mmio_read(Access { hart: 0, now: 9 }, PLIC_BASE + 0x20_0000 + 0x1000 + 4, 4), Ok(64));
-        b.mmio_write(Access { hart: 1, now: 11 }, CLINT_BASE, 4, 1).unwrap();
+        assert_eq!(
+            b.mmio_read(
+                Access { hart: 0, now: 9 },
+                PLIC_BASE + 0x20_0000 + 0x1000 + 4,
+                4
+            ),
+            Ok(64)
+        );
+        b.mmio_write(Access { hart: 1, now: 11 }, CLINT_BASE, 4, 1)
+            .unwrap();
         let log = b.log.as_ref().unwrap();
         assert_eq!(log.claims, [(0, 9, 64)]);
         assert_eq!(log.ipis, [(1, 11, 0)]);

@@ -27,31 +27,62 @@ pub fn load_devices(path: &Path) -> Result<Vec<DeviceConfig>, DescError> {
 
 /// The devices of description text `text` (`path` names it in errors).
 pub fn parse_devices(path: &Path, text: &str) -> Result<Vec<DeviceConfig>, DescError> {
-    let key_err = |key: String, message: String| DescError::Key { file: path.to_path_buf(), key, message };
-    let doc: toml::Table = text.parse().map_err(|e: toml::de::Error| DescError::Syntax { file: path.to_path_buf(), message: e.message().to_string() })?;
-    let Some(devices) = doc.get("board") else { return Ok(Vec::new()) };
+    let key_err = |key: String, message: String| DescError::Key {
+        file: path.to_path_buf(),
+        key,
+        message,
+    };
+    let doc: toml::Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| DescError::Syntax {
+            file: path.to_path_buf(),
+            message: e.message().to_string(),
+        })?;
+    let Some(devices) = doc.get("board") else {
+        return Ok(Vec::new());
+    };
     let Some(devices) = devices.as_table() else {
-        return Err(key_err("board".into(), "must be a table of [board.NAME] tables".into()));
+        return Err(key_err(
+            "board".into(),
+            "must be a table of [board.NAME] tables".into(),
+        ));
     };
     let mut out = Vec::new();
     for (name, table) in devices {
         let key = |k: &str| format!("board.{name}.{k}");
-        let ok_name = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        let ok_name = !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
         if !ok_name {
-            return Err(key_err(format!("board.{name}"), "a device name is letters, digits, `_` and `-`".into()));
+            return Err(key_err(
+                format!("board.{name}"),
+                "a device name is letters, digits, `_` and `-`".into(),
+            ));
         }
         let Some(table) = table.as_table() else {
-            return Err(key_err(format!("board.{name}"), "must be a table with `kind` and the device's keys".into()));
+            return Err(key_err(
+                format!("board.{name}"),
+                "must be a table with `kind` and the device's keys".into(),
+            ));
         };
         let kind = match table.get("kind") {
             Some(toml::Value::String(k)) => k.clone(),
             Some(_) => return Err(key_err(key("kind"), "must be a string".into())),
-            None => return Err(key_err(key("kind"), "is missing (which kind of device is this?)".into())),
+            None => {
+                return Err(key_err(
+                    key("kind"),
+                    "is missing (which kind of device is this?)".into(),
+                ))
+            }
         };
         let mut cfg = DeviceConfig::new(name.clone(), kind);
         // A child table (`[board.spi0.cs0]`) becomes keys `cs0.KEY`.
-        let mut entries: Vec<(String, &toml::Value)> =
-            table.iter().filter(|(k, _)| k.as_str() != "kind").map(|(k, v)| (k.clone(), v)).collect();
+        let mut entries: Vec<(String, &toml::Value)> = table
+            .iter()
+            .filter(|(k, _)| k.as_str() != "kind")
+            .map(|(k, v)| (k.clone(), v))
+            .collect();
         while let Some((k, v)) = entries.pop() {
             let v = match v {
                 toml::Value::Integer(i) => ParamValue::Int(*i),
@@ -61,7 +92,11 @@ pub fn parse_devices(path: &Path, text: &str) -> Result<Vec<DeviceConfig>, DescE
                     entries.extend(t.iter().map(|(ck, cv)| (format!("{k}.{ck}"), cv)));
                     continue;
                 }
-                _ => return Err(key_err(key(&k), "must be an integer, a boolean, a string or (one level deep) a table of those".into())),
+                _ => return Err(key_err(
+                    key(&k),
+                    "must be an integer, a boolean, a string or (one level deep) a table of those"
+                        .into(),
+                )),
             };
             cfg.params.insert(k, v);
         }
@@ -103,12 +138,17 @@ mod tests {
     use super::*;
 
     fn err(text: &str) -> String {
-        parse_devices(Path::new("m.toml"), text).unwrap_err().to_string()
+        parse_devices(Path::new("m.toml"), text)
+            .unwrap_err()
+            .to_string()
     }
 
     #[test]
     fn a_description_without_devices_has_none() {
-        assert_eq!(parse_devices(Path::new("m.toml"), "model = \"atomic\"\n").unwrap(), Vec::new());
+        assert_eq!(
+            parse_devices(Path::new("m.toml"), "model = \"atomic\"\n").unwrap(),
+            Vec::new()
+        );
         let presets = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../machines");
         for p in ["atomic.toml", "inorder.toml"] {
             assert_eq!(load_devices(&presets.join(p)).unwrap(), Vec::new(), "{p}");
@@ -120,17 +160,35 @@ mod tests {
         let presets = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../machines");
         for p in ["atomic-spi.toml", "inorder-spi.toml"] {
             let d = load_devices(&presets.join(p)).unwrap();
-            let kinds: Vec<(&str, &str)> = d.iter().map(|c| (c.name.as_str(), c.kind.as_str())).collect();
+            let kinds: Vec<(&str, &str)> = d
+                .iter()
+                .map(|c| (c.name.as_str(), c.kind.as_str()))
+                .collect();
             assert_eq!(
                 kinds,
-                [("dma0", "dw-axi-dmac"), ("dma_clk", "fixed-clock"), ("gpio0", "dw-apb-gpio"), ("spi0", "dw-apb-ssi"), ("spi_clk", "fixed-clock")],
+                [
+                    ("dma0", "dw-axi-dmac"),
+                    ("dma_clk", "fixed-clock"),
+                    ("gpio0", "dw-apb-gpio"),
+                    ("spi0", "dw-apb-ssi"),
+                    ("spi_clk", "fixed-clock")
+                ],
                 "{p}"
             );
             let spi = &d[3];
-            assert_eq!(spi.params.get("cs0.kind"), Some(&ParamValue::Str("spidev-sink".into())), "{p}");
-            assert_eq!(spi.params.get("cs0.max-hz"), Some(&ParamValue::Int(10_000_000)), "{p}");
+            assert_eq!(
+                spi.params.get("cs0.kind"),
+                Some(&ParamValue::Str("spidev-sink".into())),
+                "{p}"
+            );
+            assert_eq!(
+                spi.params.get("cs0.max-hz"),
+                Some(&ParamValue::Int(10_000_000)),
+                "{p}"
+            );
         }
-        let spi = "[board.c]\nkind = \"fixed-clock\"\n[board.s]\nkind = \"dw-apb-ssi\"\nclock = \"c\"\n";
+        let spi =
+            "[board.c]\nkind = \"fixed-clock\"\n[board.s]\nkind = \"dw-apb-ssi\"\nclock = \"c\"\n";
         assert!(parse_devices(Path::new("m.toml"), spi).is_ok());
         assert_eq!(
             err(&spi.replace("clock = \"c\"", "clock = \"s\"")),
@@ -148,13 +206,22 @@ mod tests {
 
     #[test]
     fn errors_name_the_file_and_the_key() {
-        assert_eq!(err("board = 3"), "machine description m.toml: key `board`: must be a table of [board.NAME] tables");
+        assert_eq!(
+            err("board = 3"),
+            "machine description m.toml: key `board`: must be a table of [board.NAME] tables"
+        );
         assert_eq!(err("[board.x]\nn = 1"), "machine description m.toml: key `board.x.kind`: is missing (which kind of device is this?)");
-        assert!(err("[board.x]\nkind = \"flux\"").starts_with("machine description m.toml: key `board.x.kind`: `flux` is not a device kind"));
-        assert_eq!(err("[board.x]\nkind = 1"), "machine description m.toml: key `board.x.kind`: must be a string");
+        assert!(err("[board.x]\nkind = \"flux\"").starts_with(
+            "machine description m.toml: key `board.x.kind`: `flux` is not a device kind"
+        ));
+        assert_eq!(
+            err("[board.x]\nkind = 1"),
+            "machine description m.toml: key `board.x.kind`: must be a string"
+        );
         assert_eq!(err("[board.\"a b\"]\nkind = \"k\""), "machine description m.toml: key `board.a b`: a device name is letters, digits, `_` and `-`");
         assert!(err("[board.x]\nkind = \"k\"\nv = [1]").contains("key `board.x.v`: must be an integer, a boolean, a string or (one level deep) a table of those"));
-        assert!(err("[board.x]\nkind = \"k\"\n[board.x.c.d]\ne = 1").contains("key `board.x.c.d`: must be"));
+        assert!(err("[board.x]\nkind = \"k\"\n[board.x.c.d]\ne = 1")
+            .contains("key `board.x.c.d`: must be"));
         assert!(err("[board").starts_with("machine description m.toml: "));
     }
 }

@@ -29,7 +29,10 @@ pub struct DtbParams {
 /// The board hands out the ones from [`first_device_phandle`] on.
 pub fn phandles(harts: usize) -> (Vec<u32>, Vec<u32>) {
     let n = harts as u32;
-    ((0..n).map(|h| 1 + 2 * h).collect(), (0..n).map(|h| 2 + 2 * h).collect())
+    (
+        (0..n).map(|h| 1 + 2 * h).collect(),
+        (0..n).map(|h| 2 + 2 * h).collect(),
+    )
 }
 
 /// First phandle after the CPUs'.
@@ -86,11 +89,21 @@ fn pmu_node() -> FdtNode {
     use hs_timing::event;
     const HPM_COUNTERS: u32 = 0xffff_fff8;
     let mut map = vec![event::CPU_CYCLES as u32, event::CPU_CYCLES as u32, 1 << 0];
-    map.extend([event::INSTRUCTIONS as u32, event::INSTRUCTIONS as u32, 1 << 2]);
-    for e in event::SUPPORTED.iter().filter(|&&e| e != event::CPU_CYCLES && e != event::INSTRUCTIONS) {
+    map.extend([
+        event::INSTRUCTIONS as u32,
+        event::INSTRUCTIONS as u32,
+        1 << 2,
+    ]);
+    for e in event::SUPPORTED
+        .iter()
+        .filter(|&&e| e != event::CPU_CYCLES && e != event::INSTRUCTIONS)
+    {
         map.extend([*e as u32, *e as u32, HPM_COUNTERS]);
     }
-    let raw = event::SUPPORTED.iter().flat_map(|&e| [0, e as u32, u32::MAX, u32::MAX, HPM_COUNTERS]).collect();
+    let raw = event::SUPPORTED
+        .iter()
+        .flat_map(|&e| [0, e as u32, u32::MAX, u32::MAX, HPM_COUNTERS])
+        .collect();
     FdtNode::new("pmu")
         .str("compatible", "riscv,pmu")
         .prop("riscv,event-to-mhpmcounters", Prop::U32s(map))
@@ -99,7 +112,10 @@ fn pmu_node() -> FdtNode {
 }
 
 /// Build the DTB. `devices` are the nodes each device described itself with.
-pub fn build(p: &DtbParams, devices: &[Vec<(Placement, FdtNode)>]) -> Result<Vec<u8>, MachineError> {
+pub fn build(
+    p: &DtbParams,
+    devices: &[Vec<(Placement, FdtNode)>],
+) -> Result<Vec<u8>, MachineError> {
     let (cpu_ph, cpu_intc) = phandles(p.harts);
     let mut root = FdtNode::new("")
         .u32("#address-cells", 2)
@@ -114,7 +130,9 @@ pub fn build(p: &DtbParams, devices: &[Vec<(Placement, FdtNode)>]) -> Result<Vec
         chosen = chosen.str("bootargs", &p.bootargs);
     }
     if let Some((start, end)) = p.initrd {
-        chosen = chosen.prop("linux,initrd-start", Prop::U64(start)).prop("linux,initrd-end", Prop::U64(end));
+        chosen = chosen
+            .prop("linux,initrd-start", Prop::U64(start))
+            .prop("linux,initrd-end", Prop::U64(end));
     }
     root = root.child(chosen);
 
@@ -189,13 +207,24 @@ mod tests {
     #[test]
     fn pmu_node_maps_every_model_event() {
         let n = pmu_node();
-        let Some((_, Prop::U32s(map))) = n.props.iter().find(|(k, _)| k == "riscv,event-to-mhpmcounters") else {
+        let Some((_, Prop::U32s(map))) = n
+            .props
+            .iter()
+            .find(|(k, _)| k == "riscv,event-to-mhpmcounters")
+        else {
             panic!("no event map")
         };
         assert_eq!(map.len(), 3 * hs_timing::event::SUPPORTED.len());
         assert_eq!(&map[..6], &[1, 1, 1, 2, 2, 4]);
-        assert!(map.chunks(3).skip(2).all(|t| t[0] == t[1] && t[2] == 0xffff_fff8));
-        let Some((_, Prop::U32s(raw))) = n.props.iter().find(|(k, _)| k == "riscv,raw-event-to-mhpmcounters") else {
+        assert!(map
+            .chunks(3)
+            .skip(2)
+            .all(|t| t[0] == t[1] && t[2] == 0xffff_fff8));
+        let Some((_, Prop::U32s(raw))) = n
+            .props
+            .iter()
+            .find(|(k, _)| k == "riscv,raw-event-to-mhpmcounters")
+        else {
             panic!("no raw event map")
         };
         assert_eq!(raw.len(), 5 * hs_timing::event::SUPPORTED.len());

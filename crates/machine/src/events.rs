@@ -19,7 +19,11 @@ pub struct EventQueue<K: Copy + Eq + Hash> {
 
 impl<K: Copy + Eq + Hash> Default for EventQueue<K> {
     fn default() -> Self {
-        Self { order: BTreeMap::new(), pending: HashMap::new(), next_seq: 0 }
+        Self {
+            order: BTreeMap::new(),
+            pending: HashMap::new(),
+            next_seq: 0,
+        }
     }
 }
 

@@ -24,13 +24,15 @@ pub mod task;
 pub use board::{Board, DevId};
 pub use config::{ipi_policy, load_devices};
 pub use error::MachineError;
+pub use hs_devices;
+pub use hs_timing;
 pub use loader::{BootFile, BootImages};
-pub use machine::{ConsoleInput, InputEvent, Machine, MachineConfig, RunSummary, StopReason, VirtioDevice};
+pub use machine::{
+    ConsoleInput, InputEvent, Machine, MachineConfig, RunSummary, StopReason, VirtioDevice,
+};
 pub use markers::{MarkerLog, Phase};
 pub use observation::{ItraceSpec, ItraceWindow, ObserveOptions, ObserveSetupError, BOOT_PHASE};
 pub use observing::{HartTally, Observing};
 pub use sampler::{SamplerConfig, SpaceMark};
 pub use symbols::{GuestSymbols, KernelSymbolSource, SymbolSources};
 pub use task::TaskReader;
-pub use hs_devices;
-pub use hs_timing;

@@ -26,11 +26,21 @@ pub struct BootFile {
 impl BootFile {
     /// Read `path`; `what` ("firmware", "kernel", "initrd") names it in errors.
     pub fn read(what: &'static str, path: &Path) -> Result<Self, MachineError> {
-        let data = std::fs::read(path).map_err(|source| MachineError::Read { what, path: path.into(), source })?;
-        Ok(Self { name: path.display().to_string(), data })
+        let data = std::fs::read(path).map_err(|source| MachineError::Read {
+            what,
+            path: path.into(),
+            source,
+        })?;
+        Ok(Self {
+            name: path.display().to_string(),
+            data,
+        })
     }
     pub fn from_bytes(name: impl Into<String>, data: Vec<u8>) -> Self {
-        Self { name: name.into(), data }
+        Self {
+            name: name.into(),
+            data,
+        }
     }
 }
 
@@ -65,16 +75,27 @@ struct Parsed {
 impl Parsed {
     fn span(&self) -> (u64, u64) {
         let start = self.segments.iter().map(|s| s.addr).min().unwrap_or(0);
-        let end = self.segments.iter().map(|s| s.addr.saturating_add(s.mem_size)).max().unwrap_or(0);
+        let end = self
+            .segments
+            .iter()
+            .map(|s| s.addr.saturating_add(s.mem_size))
+            .max()
+            .unwrap_or(0);
         (start, end)
     }
     /// The segments moved so the lowest starts at `to` (`None`: the move overflows).
     fn shifted(&self, to: u64, bytes: Bytes) -> Option<Vec<Segment>> {
         let (start, _) = self.span();
-        self.segments.iter().map(|s| Some(bytes.segment(to.checked_add(s.addr - start)?, s))).collect()
+        self.segments
+            .iter()
+            .map(|s| Some(bytes.segment(to.checked_add(s.addr - start)?, s)))
+            .collect()
     }
     fn in_place(&self, bytes: Bytes) -> Vec<Segment> {
-        self.segments.iter().map(|s| bytes.segment(s.addr, s)).collect()
+        self.segments
+            .iter()
+            .map(|s| bytes.segment(s.addr, s))
+            .collect()
     }
 }
 
@@ -82,17 +103,26 @@ const RISCV_IMAGE_MAGIC2: &[u8; 4] = b"RSC\x05";
 
 fn parse(what: &'static str, f: &BootFile) -> Result<Parsed, MachineError> {
     if f.data.is_empty() {
-        return Err(MachineError::Empty { what, name: f.name.clone() });
-    }
-    let bad = |reason: String| MachineError::BadImage { what, name: f.name.clone(), reason };
-    if f.data.starts_with(b"\x7fELF") {
-        return parse_elf(&f.data).map_err(bad).map(|(segments, entry, htif)| Parsed {
+        return Err(MachineError::Empty {
+            what,
             name: f.name.clone(),
-            segments,
-            entry: Some(entry),
-            is_elf: true,
-            htif,
         });
+    }
+    let bad = |reason: String| MachineError::BadImage {
+        what,
+        name: f.name.clone(),
+        reason,
+    };
+    if f.data.starts_with(b"\x7fELF") {
+        return parse_elf(&f.data)
+            .map_err(bad)
+            .map(|(segments, entry, htif)| Parsed {
+                name: f.name.clone(),
+                segments,
+                entry: Some(entry),
+                is_elf: true,
+                htif,
+            });
     }
     // A Linux RISC-V `Image` header says how much memory the kernel occupies
     // once running (text + data + bss), which can exceed the file.
@@ -109,7 +139,11 @@ fn parse(what: &'static str, f: &BootFile) -> Result<Parsed, MachineError> {
     }
     Ok(Parsed {
         name: f.name.clone(),
-        segments: vec![Segment { addr: 0, data: f.data.clone(), mem_size }],
+        segments: vec![Segment {
+            addr: 0,
+            data: f.data.clone(),
+            mem_size,
+        }],
         entry: None,
         is_elf: false,
         htif: None,
@@ -119,7 +153,8 @@ fn parse(what: &'static str, f: &BootFile) -> Result<Parsed, MachineError> {
 type ElfParts = (Vec<Segment>, u64, Option<HtifSymbols>);
 
 fn parse_elf(data: &[u8]) -> Result<ElfParts, String> {
-    let file = ElfFile64::<Endianness>::parse(data).map_err(|e| format!("not a valid 64-bit ELF file ({e})"))?;
+    let file = ElfFile64::<Endianness>::parse(data)
+        .map_err(|e| format!("not a valid 64-bit ELF file ({e})"))?;
     let e = file.endian();
     let hdr = file.elf_header();
     if hdr.e_machine(e) != elf::EM_RISCV {
@@ -130,18 +165,31 @@ fn parse_elf(data: &[u8]) -> Result<ElfParts, String> {
         if ph.p_type(e) != elf::PT_LOAD || ph.p_memsz(e) == 0 {
             continue;
         }
-        let bytes = ph.data(e, data).map_err(|_| "a loadable segment lies beyond the end of the file".to_string())?;
+        let bytes = ph
+            .data(e, data)
+            .map_err(|_| "a loadable segment lies beyond the end of the file".to_string())?;
         let (filesz, memsz) = (ph.p_filesz(e), ph.p_memsz(e));
         if filesz > memsz {
             return Err("a segment's file size exceeds its memory size".into());
         }
-        segments.push(Segment { addr: ph.p_paddr(e), data: bytes.to_vec(), mem_size: memsz });
+        segments.push(Segment {
+            addr: ph.p_paddr(e),
+            data: bytes.to_vec(),
+            mem_size: memsz,
+        });
     }
     if segments.is_empty() {
         return Err("it has no loadable segments".into());
     }
-    let sym = |name: &str| file.symbols().find(|s| s.name() == Ok(name)).map(|s| s.address());
-    let htif = sym("tohost").map(|tohost| HtifSymbols { tohost, fromhost: sym("fromhost") });
+    let sym = |name: &str| {
+        file.symbols()
+            .find(|s| s.name() == Ok(name))
+            .map(|s| s.address())
+    };
+    let htif = sym("tohost").map(|tohost| HtifSymbols {
+        tohost,
+        fromhost: sym("fromhost"),
+    });
     Ok((segments, hdr.e_entry(e), htif))
 }
 
@@ -184,8 +232,16 @@ enum Bytes {
 
 impl Bytes {
     fn segment(self, addr: u64, s: &Segment) -> Segment {
-        let data = if self == Bytes::Copy { s.data.clone() } else { Vec::new() };
-        Segment { addr, data, mem_size: s.mem_size }
+        let data = if self == Bytes::Copy {
+            s.data.clone()
+        } else {
+            Vec::new()
+        };
+        Segment {
+            addr,
+            data,
+            mem_size: s.mem_size,
+        }
     }
 }
 
@@ -199,7 +255,12 @@ enum Problem {
 fn too_far(what: &'static str, p: &Parsed, to: u64, ram_end: u64) -> Problem {
     let (start, end) = p.span();
     Problem::Fatal(MachineError::OutsideRam {
-        what, name: p.name.clone(), start: to, end: to.saturating_add(end - start), ram_start: DRAM_BASE, ram_end,
+        what,
+        name: p.name.clone(),
+        start: to,
+        end: to.saturating_add(end - start),
+        ram_start: DRAM_BASE,
+        ram_end,
     })
 }
 
@@ -207,16 +268,31 @@ fn align_up(x: u64, a: u64) -> u64 {
     x.div_ceil(a) * a
 }
 
-fn place(fw: Option<&Parsed>, kernel: Option<&Parsed>, initrd: Option<&BootFile>, ram: u64, dtb_size: u64, bytes: Bytes)
-    -> Result<BootPlan, Problem> {
+fn place(
+    fw: Option<&Parsed>,
+    kernel: Option<&Parsed>,
+    initrd: Option<&BootFile>,
+    ram: u64,
+    dtb_size: u64,
+    bytes: Bytes,
+) -> Result<BootPlan, Problem> {
     let ram_end = DRAM_BASE + ram;
     let mut segments = Vec::new();
     let mut regions: Vec<Region> = Vec::new();
-    let mut add = |what: &'static str, name: &str, segs: Vec<Segment>, regions: &mut Vec<Region>| -> Result<(), Problem> {
+    let mut add = |what: &'static str,
+                   name: &str,
+                   segs: Vec<Segment>,
+                   regions: &mut Vec<Region>|
+     -> Result<(), Problem> {
         for s in &segs {
             let end = s.addr.checked_add(s.mem_size).unwrap_or(u64::MAX);
             let outside = MachineError::OutsideRam {
-                what, name: name.into(), start: s.addr, end, ram_start: DRAM_BASE, ram_end,
+                what,
+                name: name.into(),
+                start: s.addr,
+                end,
+                ram_start: DRAM_BASE,
+                ram_end,
             };
             if s.addr < DRAM_BASE || end == u64::MAX {
                 return Err(Problem::Fatal(outside));
@@ -224,7 +300,11 @@ fn place(fw: Option<&Parsed>, kernel: Option<&Parsed>, initrd: Option<&BootFile>
             if end > ram_end {
                 return Err(Problem::Fit(outside));
             }
-            regions.push(Region { name: format!("{what} {name}"), start: s.addr, end });
+            regions.push(Region {
+                name: format!("{what} {name}"),
+                start: s.addr,
+                end,
+            });
         }
         segments.extend(segs);
         Ok(())
@@ -232,25 +312,60 @@ fn place(fw: Option<&Parsed>, kernel: Option<&Parsed>, initrd: Option<&BootFile>
 
     let (entry, kernel_start, htif) = match fw {
         Some(fw) => {
-            let segs = if fw.is_elf { Some(fw.in_place(bytes)) } else { fw.shifted(DRAM_BASE, bytes) };
-            add("firmware", &fw.name, segs.ok_or_else(|| too_far("firmware", fw, DRAM_BASE, ram_end))?, &mut regions)?;
+            let segs = if fw.is_elf {
+                Some(fw.in_place(bytes))
+            } else {
+                fw.shifted(DRAM_BASE, bytes)
+            };
+            add(
+                "firmware",
+                &fw.name,
+                segs.ok_or_else(|| too_far("firmware", fw, DRAM_BASE, ram_end))?,
+                &mut regions,
+            )?;
             let fw_end = regions.iter().map(|r| r.end).max().unwrap_or(DRAM_BASE);
-            let entry = if fw.is_elf { fw.entry.unwrap_or(DRAM_BASE) } else { DRAM_BASE };
+            let entry = if fw.is_elf {
+                fw.entry.unwrap_or(DRAM_BASE)
+            } else {
+                DRAM_BASE
+            };
             let mut kstart = 0;
             if let Some(k) = kernel {
                 let (kmin, kmax) = k.span();
                 let in_ram = k.is_elf && kmin >= DRAM_BASE && kmax <= ram_end;
-                kstart = if in_ram { kmin } else { align_up(fw_end, KERNEL_ALIGN) };
-                let segs = if in_ram { Some(k.in_place(bytes)) } else { k.shifted(kstart, bytes) };
-                add("kernel", &k.name, segs.ok_or_else(|| too_far("kernel", k, kstart, ram_end))?, &mut regions)?;
+                kstart = if in_ram {
+                    kmin
+                } else {
+                    align_up(fw_end, KERNEL_ALIGN)
+                };
+                let segs = if in_ram {
+                    Some(k.in_place(bytes))
+                } else {
+                    k.shifted(kstart, bytes)
+                };
+                add(
+                    "kernel",
+                    &k.name,
+                    segs.ok_or_else(|| too_far("kernel", k, kstart, ram_end))?,
+                    &mut regions,
+                )?;
             }
             (entry, kstart, fw.htif)
         }
         None => {
             let k = kernel.ok_or(Problem::Fatal(MachineError::NothingToRun))?;
             // Bare metal: an ELF goes exactly where it was linked.
-            let segs = if k.is_elf { Some(k.in_place(bytes)) } else { k.shifted(DRAM_BASE, bytes) };
-            add("kernel", &k.name, segs.ok_or_else(|| too_far("kernel", k, DRAM_BASE, ram_end))?, &mut regions)?;
+            let segs = if k.is_elf {
+                Some(k.in_place(bytes))
+            } else {
+                k.shifted(DRAM_BASE, bytes)
+            };
+            add(
+                "kernel",
+                &k.name,
+                segs.ok_or_else(|| too_far("kernel", k, DRAM_BASE, ram_end))?,
+                &mut regions,
+            )?;
             let start = if k.is_elf { k.span().0 } else { DRAM_BASE };
             (k.entry.unwrap_or(DRAM_BASE), start, k.htif)
         }
@@ -264,54 +379,120 @@ fn place(fw: Option<&Parsed>, kernel: Option<&Parsed>, initrd: Option<&BootFile>
         let start = kernel_start + (ram / 2).min(INITRD_MAX_OFFSET);
         let len = rd.data.len() as u64;
         let end = start.saturating_add(len);
-        let data = if bytes == Bytes::Copy { rd.data.clone() } else { Vec::new() };
-        add("initrd", &rd.name, vec![Segment { addr: start, data, mem_size: len }], &mut regions)?;
+        let data = if bytes == Bytes::Copy {
+            rd.data.clone()
+        } else {
+            Vec::new()
+        };
+        add(
+            "initrd",
+            &rd.name,
+            vec![Segment {
+                addr: start,
+                data,
+                mem_size: len,
+            }],
+            &mut regions,
+        )?;
         initrd_range = Some((start, end));
     }
 
-    let top = if DRAM_BASE < FDT_LIMIT { ram_end.min(FDT_LIMIT) } else { ram_end };
-    let dtb_addr = top.checked_sub(dtb_size).map(|a| a / FDT_ALIGN * FDT_ALIGN).unwrap_or(0);
+    let top = if DRAM_BASE < FDT_LIMIT {
+        ram_end.min(FDT_LIMIT)
+    } else {
+        ram_end
+    };
+    let dtb_addr = top
+        .checked_sub(dtb_size)
+        .map(|a| a / FDT_ALIGN * FDT_ALIGN)
+        .unwrap_or(0);
     if dtb_addr < DRAM_BASE {
         return Err(Problem::Fit(MachineError::OutsideRam {
-            what: "device tree", name: "blob".into(), start: dtb_addr, end: dtb_addr + dtb_size,
-            ram_start: DRAM_BASE, ram_end,
+            what: "device tree",
+            name: "blob".into(),
+            start: dtb_addr,
+            end: dtb_addr + dtb_size,
+            ram_start: DRAM_BASE,
+            ram_end,
         }));
     }
-    regions.push(Region { name: "device tree".into(), start: dtb_addr, end: dtb_addr + dtb_size });
+    regions.push(Region {
+        name: "device tree".into(),
+        start: dtb_addr,
+        end: dtb_addr + dtb_size,
+    });
 
     regions.sort_by_key(|r| (r.start, r.end));
     for pair in regions.windows(2) {
         let (a, b) = (&pair[0], &pair[1]);
         if b.start < a.end {
             let err = MachineError::ImagesOverlap {
-                a: a.name.clone(), a_start: a.start, a_end: a.end,
-                b: b.name.clone(), b_start: b.start, b_end: b.end,
+                a: a.name.clone(),
+                a_start: a.start,
+                a_end: a.end,
+                b: b.name.clone(),
+                b_start: b.start,
+                b_end: b.end,
             };
             return Err(Problem::Fit(err));
         }
     }
-    Ok(BootPlan { segments, entry, kernel_start, initrd: initrd_range, dtb_addr, htif })
+    Ok(BootPlan {
+        segments,
+        entry,
+        kernel_start,
+        initrd: initrd_range,
+        dtb_addr,
+        htif,
+    })
 }
 
 /// Place `images` in `ram` bytes of DRAM, leaving `dtb_size` bytes for the
 /// device tree. When the images do not fit, the error says how much RAM
 /// would be enough.
 pub fn plan(images: &BootImages, ram: u64, dtb_size: u64) -> Result<BootPlan, MachineError> {
-    let fw = images.firmware.as_ref().map(|f| parse("firmware", f)).transpose()?;
-    let kernel = images.kernel.as_ref().map(|f| parse("kernel", f)).transpose()?;
+    let fw = images
+        .firmware
+        .as_ref()
+        .map(|f| parse("firmware", f))
+        .transpose()?;
+    let kernel = images
+        .kernel
+        .as_ref()
+        .map(|f| parse("kernel", f))
+        .transpose()?;
     if let Some(rd) = &images.initrd {
         if rd.data.is_empty() {
-            return Err(MachineError::Empty { what: "initrd", name: rd.name.clone() });
+            return Err(MachineError::Empty {
+                what: "initrd",
+                name: rd.name.clone(),
+            });
         }
     }
-    match place(fw.as_ref(), kernel.as_ref(), images.initrd.as_ref(), ram, dtb_size, Bytes::Copy) {
+    match place(
+        fw.as_ref(),
+        kernel.as_ref(),
+        images.initrd.as_ref(),
+        ram,
+        dtb_size,
+        Bytes::Copy,
+    ) {
         Ok(p) => Ok(p),
         Err(Problem::Fatal(e)) => Err(e),
         Err(Problem::Fit(e)) => {
             const MIB: u64 = 1 << 20;
             let mut try_ram = align_up(ram + 1, MIB);
             while try_ram <= MAX_RAM {
-                if place(fw.as_ref(), kernel.as_ref(), images.initrd.as_ref(), try_ram, dtb_size, Bytes::AddressesOnly).is_ok() {
+                if place(
+                    fw.as_ref(),
+                    kernel.as_ref(),
+                    images.initrd.as_ref(),
+                    try_ram,
+                    dtb_size,
+                    Bytes::AddressesOnly,
+                )
+                .is_ok()
+                {
                     let what = match (&images.firmware, &images.kernel, &images.initrd) {
                         (_, _, Some(_)) => "the firmware, kernel, initrd and device tree",
                         (_, Some(_), None) => "the firmware, kernel and device tree",
@@ -361,11 +542,18 @@ mod tests {
         let p = plan(&images, 512 * MIB, 0x2000).unwrap();
         assert_eq!(p.entry, 0x8000_0000);
         assert_eq!(p.kernel_start, 0x8020_0000);
-        assert_eq!(p.initrd, Some((0x8020_0000 + 128 * MIB, 0x8020_0000 + 128 * MIB + 3 * MIB)));
+        assert_eq!(
+            p.initrd,
+            Some((0x8020_0000 + 128 * MIB, 0x8020_0000 + 128 * MIB + 3 * MIB))
+        );
         // QEMU 7.2: align_down(min(ram_end, 3 GiB) - size, 2 MiB).
         assert_eq!(p.dtb_addr, 0x9fe0_0000);
         let p = plan(&images, 128 * MIB, 0x2000).unwrap();
-        assert_eq!(p.initrd.unwrap().0, 0x8020_0000 + 64 * MIB, "RAM/2 below 256 MiB");
+        assert_eq!(
+            p.initrd.unwrap().0,
+            0x8020_0000 + 64 * MIB,
+            "RAM/2 below 256 MiB"
+        );
         assert_eq!(p.dtb_addr, 0x87e0_0000);
         let p = plan(&images, 4096 * MIB, 0x2000).unwrap();
         assert_eq!(p.dtb_addr, 0xbfe0_0000, "DTB stays below 3 GiB");
@@ -380,7 +568,11 @@ mod tests {
         };
         let err = plan(&images, 64 * MIB, 0x2000).unwrap_err();
         match err {
-            MachineError::RamTooSmall { have_bytes: 0x400_0000, need_mib, .. } => {
+            MachineError::RamTooSmall {
+                have_bytes: 0x400_0000,
+                need_mib,
+                ..
+            } => {
                 assert!(plan(&images, need_mib * MIB, 0x2000).is_ok());
                 assert!(plan(&images, (need_mib - 1) * MIB, 0x2000).is_err());
             }
@@ -399,27 +591,71 @@ mod tests {
             initrd: Some(raw("initrd", 0x1000)),
         };
         // 12 MiB RAM: initrd at kernel + 6 MiB would land inside the kernel's 8 MiB.
-        assert!(matches!(plan(&images, 12 * MIB, 0x1000), Err(MachineError::RamTooSmall { .. })));
+        assert!(matches!(
+            plan(&images, 12 * MIB, 0x1000),
+            Err(MachineError::RamTooSmall { .. })
+        ));
         img[0x10..0x18].copy_from_slice(&16u64.to_le_bytes());
-        let images = BootImages { kernel: Some(BootFile::from_bytes("Image", img)), ..images };
+        let images = BootImages {
+            kernel: Some(BootFile::from_bytes("Image", img)),
+            ..images
+        };
         let err = plan(&images, 512 * MIB, 0x1000).unwrap_err();
-        assert!(err.to_string().starts_with("kernel file Image is not a usable RISC-V image"), "{err}");
+        assert!(
+            err.to_string()
+                .starts_with("kernel file Image is not a usable RISC-V image"),
+            "{err}"
+        );
     }
 
     #[test]
     fn empty_and_missing_files_are_named() {
-        let images = BootImages { firmware: Some(raw("fw.bin", 0)), kernel: None, initrd: None };
-        assert_eq!(plan(&images, 64 * MIB, 0x1000).unwrap_err().to_string(), "firmware file fw.bin is empty");
+        let images = BootImages {
+            firmware: Some(raw("fw.bin", 0)),
+            kernel: None,
+            initrd: None,
+        };
+        assert_eq!(
+            plan(&images, 64 * MIB, 0x1000).unwrap_err().to_string(),
+            "firmware file fw.bin is empty"
+        );
         let err = BootFile::read("kernel", Path::new("/nonexistent/Image")).unwrap_err();
-        assert!(err.to_string().starts_with("cannot read kernel file /nonexistent/Image:"), "{err}");
-        let images = BootImages { firmware: None, kernel: None, initrd: None };
-        assert!(matches!(plan(&images, 64 * MIB, 0x1000), Err(MachineError::NothingToRun)));
-        let images = BootImages { firmware: Some(raw("fw", 16)), kernel: None, initrd: Some(raw("rd", 16)) };
-        assert!(matches!(plan(&images, 64 * MIB, 0x1000), Err(MachineError::InitrdWithoutKernel)));
+        assert!(
+            err.to_string()
+                .starts_with("cannot read kernel file /nonexistent/Image:"),
+            "{err}"
+        );
+        let images = BootImages {
+            firmware: None,
+            kernel: None,
+            initrd: None,
+        };
+        assert!(matches!(
+            plan(&images, 64 * MIB, 0x1000),
+            Err(MachineError::NothingToRun)
+        ));
+        let images = BootImages {
+            firmware: Some(raw("fw", 16)),
+            kernel: None,
+            initrd: Some(raw("rd", 16)),
+        };
+        assert!(matches!(
+            plan(&images, 64 * MIB, 0x1000),
+            Err(MachineError::InitrdWithoutKernel)
+        ));
         let corrupt = BootFile::from_bytes("prog.elf", b"\x7fELF\x02\x01\x01garbage".to_vec());
-        let images = BootImages { firmware: None, kernel: Some(corrupt), initrd: None };
+        let images = BootImages {
+            firmware: None,
+            kernel: Some(corrupt),
+            initrd: None,
+        };
         let err = plan(&images, 64 * MIB, 0x1000).unwrap_err().to_string();
-        assert!(err.starts_with("kernel file prog.elf is not a usable RISC-V image: not a valid 64-bit ELF"), "{err}");
+        assert!(
+            err.starts_with(
+                "kernel file prog.elf is not a usable RISC-V image: not a valid 64-bit ELF"
+            ),
+            "{err}"
+        );
     }
 
     #[test]
@@ -438,14 +674,25 @@ mod tests {
         let started = std::time::Instant::now();
         let err = plan(&images, 512 * MIB, 0x2000).unwrap_err();
         assert!(matches!(err, MachineError::ImagesOverlap { .. }), "{err}");
-        assert!(err.to_string().contains("kernel Image") && err.to_string().contains("initrd initrd"), "{err}");
+        assert!(
+            err.to_string().contains("kernel Image") && err.to_string().contains("initrd initrd"),
+            "{err}"
+        );
         // Copying 40 MiB per trial took minutes; address-only trials take milliseconds.
-        assert!(started.elapsed() < std::time::Duration::from_secs(20), "took {:?}", started.elapsed());
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "took {:?}",
+            started.elapsed()
+        );
     }
 
     #[test]
     fn segments_spanning_the_address_space_are_refused() {
-        let seg = |addr| Segment { addr, data: vec![0x13; 16], mem_size: 0x1000 };
+        let seg = |addr| Segment {
+            addr,
+            data: vec![0x13; 16],
+            mem_size: 0x1000,
+        };
         let kernel = Parsed {
             name: "wide.elf".into(),
             segments: vec![seg(0x8000_0000), seg(u64::MAX - 0xfff)],
@@ -454,10 +701,20 @@ mod tests {
             htif: None,
         };
         let fw = parse("firmware", &raw("fw_jump.bin", 4096)).unwrap();
-        match place(Some(&fw), Some(&kernel), None, 512 * MIB, 0x1000, Bytes::Copy) {
+        match place(
+            Some(&fw),
+            Some(&kernel),
+            None,
+            512 * MIB,
+            0x1000,
+            Bytes::Copy,
+        ) {
             Err(Problem::Fatal(MachineError::OutsideRam { what: "kernel", .. })) => {}
             Err(Problem::Fatal(e) | Problem::Fit(e)) => panic!("unexpected {e}"),
-            Ok(p) => panic!("placed at {:#x?}", p.segments.iter().map(|s| s.addr).collect::<Vec<_>>()),
+            Ok(p) => panic!(
+                "placed at {:#x?}",
+                p.segments.iter().map(|s| s.addr).collect::<Vec<_>>()
+            ),
         }
     }
 

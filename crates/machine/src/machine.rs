@@ -16,7 +16,10 @@ use std::time::{Duration, Instant};
 
 use hs_bus::GuestRam;
 use hs_core::{Exit, Hart, HartConfig, MarkerCall};
-use hs_devices::{Clock, DeviceConfig, GoldfishRtc, IpiPolicy, Plug, Rom, Stat, StopRequest, Syscon, Uart16550, VirtioMmio, Want};
+use hs_devices::{
+    Clock, DeviceConfig, GoldfishRtc, IpiPolicy, Plug, Rom, Stat, StopRequest, Syscon, Uart16550,
+    VirtioMmio, Want,
+};
 use hs_timing::{Atomic, TimingModel};
 use serde::Serialize;
 
@@ -113,10 +116,16 @@ impl std::fmt::Display for StopReason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             StopReason::PowerOff => write!(f, "the guest powered off"),
-            StopReason::Reboot => write!(f, "the guest requested a reboot (not supported: stopped instead)"),
+            StopReason::Reboot => write!(
+                f,
+                "the guest requested a reboot (not supported: stopped instead)"
+            ),
             StopReason::Fail(c) => write!(f, "the guest powered off reporting failure code {c}"),
             StopReason::HtifExit(c) => write!(f, "the program exited with code {c} through HTIF"),
-            StopReason::AllIdle => write!(f, "every hart is waiting for an interrupt and none can arrive"),
+            StopReason::AllIdle => write!(
+                f,
+                "every hart is waiting for an interrupt and none can arrive"
+            ),
             StopReason::CycleLimit => write!(f, "the cycle limit was reached"),
             StopReason::UserQuit => write!(f, "the console user quit"),
             StopReason::HartStop => write!(f, "a hart stopped"),
@@ -235,7 +244,10 @@ impl<T: TimingModel> GuestView for HartView<'_, T> {
 
 impl<T: TimingModel> Machine<T> {
     /// Build the board, load the images and reset the harts; `timing(h)` gives hart h its model.
-    pub fn with_timing(mut cfg: MachineConfig, timing: impl Fn(usize) -> T) -> Result<Self, MachineError> {
+    pub fn with_timing(
+        mut cfg: MachineConfig,
+        timing: impl Fn(usize) -> T,
+    ) -> Result<Self, MachineError> {
         if cfg.harts == 0 || cfg.harts > MAX_HARTS {
             return Err(MachineError::BadSmp(cfg.harts));
         }
@@ -248,7 +260,10 @@ impl<T: TimingModel> Machine<T> {
         if cfg.ram_bytes == 0 || cfg.ram_bytes % 4096 != 0 || cfg.ram_bytes > MAX_RAM {
             return Err(MachineError::BadRamSize(cfg.ram_bytes));
         }
-        let clock = Clock { hz: cfg.hz, cycles_per_tick: cfg.hz / TIMEBASE_HZ };
+        let clock = Clock {
+            hz: cfg.hz,
+            cycles_per_tick: cfg.hz / TIMEBASE_HZ,
+        };
         let ram = GuestRam::new(DRAM_BASE, cfg.ram_bytes)?;
         let (mut board, rom) = build_board(&mut cfg, clock, &ram)?;
         board.check_references()?;
@@ -268,7 +283,10 @@ impl<T: TimingModel> Machine<T> {
             stdout_path,
             rng_seed: cfg.rng_seed,
             isa: hs_core::ISA_STRING.to_string(),
-            isa_extensions: hs_core::ISA_EXTENSIONS.iter().map(|s| s.to_string()).collect(),
+            isa_extensions: hs_core::ISA_EXTENSIONS
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
             mmu_type: "riscv,sv48".into(),
         };
         let size_guess = dtb::build(&params, &nodes)?.len() as u64;
@@ -276,16 +294,25 @@ impl<T: TimingModel> Machine<T> {
         params.initrd = plan.initrd;
         let dtb = dtb::build(&params, &nodes)?;
         if dtb.len() as u64 != size_guess {
-            return Err(MachineError::Fdt(format!("blob size changed from {size_guess} to {}", dtb.len())));
+            return Err(MachineError::Fdt(format!(
+                "blob size changed from {size_guess} to {}",
+                dtb.len()
+            )));
         }
 
         for seg in &plan.segments {
             if !ram.write_bytes(seg.addr, &seg.data) {
-                return Err(MachineError::Fdt(format!("segment at {:#x} escaped RAM after planning", seg.addr)));
+                return Err(MachineError::Fdt(format!(
+                    "segment at {:#x} escaped RAM after planning",
+                    seg.addr
+                )));
             }
         }
         if !ram.write_bytes(plan.dtb_addr, &dtb) {
-            return Err(MachineError::Fdt(format!("blob at {:#x} escaped RAM after planning", plan.dtb_addr)));
+            return Err(MachineError::Fdt(format!(
+                "blob at {:#x} escaped RAM after planning",
+                plan.dtb_addr
+            )));
         }
         let mut rom_bytes = vec![0u8; (FW_DYNAMIC_INFO_ADDR - MROM_BASE) as usize];
         rom_bytes.extend(loader::fw_dynamic_info(plan.kernel_start, 0));
@@ -295,7 +322,10 @@ impl<T: TimingModel> Machine<T> {
 
         let mut harts = Vec::with_capacity(cfg.harts);
         for h in 0..cfg.harts {
-            let hc = HartConfig { hart_id: h as u64, cycles_per_tick: clock.cycles_per_tick };
+            let hc = HartConfig {
+                hart_id: h as u64,
+                cycles_per_tick: clock.cycles_per_tick,
+            };
             let mut hart = Hart::new(hc, ram.clone(), timing(h));
             hart.reset(plan.entry);
             hart.set_x(10, h as u64); // a0: hart id
@@ -398,7 +428,11 @@ impl<T: TimingModel> Machine<T> {
     fn next_deadline(&self) -> Option<u64> {
         let mut next = self.board.events.next_cycle().filter(|&d| d < TIME_HORIZON);
         for (h, hart) in self.harts.iter().enumerate() {
-            let timers = [self.board.clint.timer_deadline(h), hart.next_timer_cycle(), self.board.clint.ipi_deadline(h)];
+            let timers = [
+                self.board.clint.timer_deadline(h),
+                hart.next_timer_cycle(),
+                self.board.clint.ipi_deadline(h),
+            ];
             for d in timers.into_iter().flatten() {
                 if d > self.now && d < TIME_HORIZON {
                     next = Some(next.map_or(d, |n| n.min(d)));
@@ -412,13 +446,17 @@ impl<T: TimingModel> Machine<T> {
     /// interrupt bits and whether its own (Sstc) timer has fired.
     fn wake_signature(&self, h: usize) -> (u64, bool) {
         let c = self.harts[h].cycle();
-        (self.board.irq_bits(h, c), self.harts[h].next_timer_cycle().is_some_and(|d| d <= c))
+        (
+            self.board.irq_bits(h, c),
+            self.harts[h].next_timer_cycle().is_some_and(|d| d <= c),
+        )
     }
 
     fn run_slice(&mut self) {
         self.board.sync_inputs(0, self.now);
         self.board.plic.update();
-        let all_idle = (0..self.harts.len()).all(|h| self.idle[h] && self.wake_signature(h) == self.idle_sig[h]);
+        let all_idle = (0..self.harts.len())
+            .all(|h| self.idle[h] && self.wake_signature(h) == self.idle_sig[h]);
         let deadline = self.next_deadline();
         if all_idle {
             // Interactive only: while the guest idles, wait for the user at
@@ -437,7 +475,11 @@ impl<T: TimingModel> Machine<T> {
         }
         let fed = self.feed_uart();
 
-        let quantum_end = if all_idle && !fed { None } else { Some(self.now.saturating_add(self.quantum)) };
+        let quantum_end = if all_idle && !fed {
+            None
+        } else {
+            Some(self.now.saturating_add(self.quantum))
+        };
         let mut end = match (quantum_end, deadline) {
             (Some(q), Some(d)) => q.min(d),
             (Some(q), None) => q,
@@ -470,7 +512,10 @@ impl<T: TimingModel> Machine<T> {
             // the guest's idle loop and back into wfi, every slice.
             if self.idle[h]
                 && self.wake_signature(h) == self.idle_sig[h]
-                && self.board.irq_change_after(h, self.harts[h].cycle()).is_none_or(|t| t >= end)
+                && self
+                    .board
+                    .irq_change_after(h, self.harts[h].cycle())
+                    .is_none_or(|t| t >= end)
             {
                 let from = self.harts[h].cycle();
                 self.harts[h].advance_to(end);
@@ -499,9 +544,16 @@ impl<T: TimingModel> Machine<T> {
                 deliver = true;
                 let observed = self.obs.is_some();
                 // An IPI another hart sent later in this slice: run up to it.
-                let rises = self.board.irq_change_after(h, self.harts[h].cycle()).filter(|&t| t < end);
+                let rises = self
+                    .board
+                    .irq_change_after(h, self.harts[h].cycle())
+                    .filter(|&t| t < end);
                 let limit = rises.unwrap_or(end);
-                let until = if observed { self.run_until(h, limit) } else { limit };
+                let until = if observed {
+                    self.run_until(h, limit)
+                } else {
+                    limit
+                };
                 if observed {
                     self.obs_before_run(h);
                 }
@@ -510,7 +562,9 @@ impl<T: TimingModel> Machine<T> {
                 let t0 = (!observed).then(Instant::now);
                 let exit = self.harts[h].run(&mut self.board, until);
                 // The IPI knob holds an IPI only for a hart with a timer armed.
-                self.board.clint.note_own_timer(h, self.harts[h].next_timer_cycle());
+                self.board
+                    .clint
+                    .note_own_timer(h, self.harts[h].next_timer_cycle());
                 if let Some(t0) = t0 {
                     self.hart_host_time[h] += t0.elapsed();
                 }
@@ -586,7 +640,8 @@ impl<T: TimingModel> Machine<T> {
         let cycles = self.harts.iter().map(|x| x.cycle()).collect();
         let instret = self.harts.iter().map(|x| x.instret()).collect();
         let phases = self.markers.phases.len();
-        self.markers.handle(m.op, m.args, h, &HartView(&self.harts[h]), cycles, instret);
+        self.markers
+            .handle(m.op, m.args, h, &HartView(&self.harts[h]), cycles, instret);
         if self.obs.is_some() && self.markers.phases.len() > phases {
             if let Some(p) = self.markers.phases.last() {
                 let (cycle, label) = (p.cycle, p.label.clone());
@@ -597,7 +652,9 @@ impl<T: TimingModel> Machine<T> {
 
     /// Move queued console input into the UART as far as it has room; true if any moved.
     fn feed_uart(&mut self) -> bool {
-        let Some(console) = self.board.console() else { return false };
+        let Some(console) = self.board.console() else {
+            return false;
+        };
         let room = console.rx_room();
         if room == 0 || self.input_queue.is_empty() {
             return false;
@@ -613,7 +670,9 @@ impl<T: TimingModel> Machine<T> {
     }
 
     fn poll_input(&mut self, wait: Option<Duration>) {
-        let Some(input) = self.input.as_mut() else { return };
+        let Some(input) = self.input.as_mut() else {
+            return;
+        };
         match input.poll(wait) {
             InputEvent::Nothing => {}
             InputEvent::Bytes(b) => self.input_queue.extend(b),
@@ -634,7 +693,8 @@ impl<T: TimingModel> Machine<T> {
         if self.capture {
             // The guest decides how much it prints; keep a bounded amount.
             let room = MAX_CAPTURE.saturating_sub(self.console.len());
-            self.console.extend_from_slice(&bytes[..bytes.len().min(room)]);
+            self.console
+                .extend_from_slice(&bytes[..bytes.len().min(room)]);
             self.console_dropped += bytes.len().saturating_sub(room) as u64;
         }
     }
@@ -651,7 +711,9 @@ impl<T: TimingModel> Machine<T> {
     /// `tohost`; we execute it, clear `tohost` and acknowledge in `fromhost`.
     fn poll_htif(&mut self) {
         let Some(sym) = self.htif else { return };
-        let Some(cmd) = self.ram.read(sym.tohost, 8) else { return };
+        let Some(cmd) = self.ram.read(sym.tohost, 8) else {
+            return;
+        };
         if cmd == 0 {
             return;
         }
@@ -704,24 +766,50 @@ impl<T: TimingModel> Machine<T> {
         let mut v = Vec::new();
         let b = &self.board;
         v.push(Stat::new("bus.mmio_reads", b.stat_mmio_reads, "MMIO reads"));
-        v.push(Stat::new("bus.mmio_writes", b.stat_mmio_writes, "MMIO writes"));
-        v.push(Stat::new("bus.unmapped", b.stat_unmapped, "accesses to unmapped addresses"));
-        v.push(Stat::new("bus.bad_access", b.stat_bad_access, "accesses a device refused"));
-        v.push(Stat::new("console.capture_dropped", self.console_dropped, "console bytes beyond the capture limit"));
+        v.push(Stat::new(
+            "bus.mmio_writes",
+            b.stat_mmio_writes,
+            "MMIO writes",
+        ));
+        v.push(Stat::new(
+            "bus.unmapped",
+            b.stat_unmapped,
+            "accesses to unmapped addresses",
+        ));
+        v.push(Stat::new(
+            "bus.bad_access",
+            b.stat_bad_access,
+            "accesses a device refused",
+        ));
+        v.push(Stat::new(
+            "console.capture_dropped",
+            self.console_dropped,
+            "console bytes beyond the capture limit",
+        ));
         v.extend(b.device_stats());
         v
     }
 
     pub fn summary(&self) -> RunSummary {
         let secs = self.host_time.as_secs_f64();
-        let rate = |n: u64| if secs > 0.0 { n as f64 / secs / 1e6 } else { 0.0 };
+        let rate = |n: u64| {
+            if secs > 0.0 {
+                n as f64 / secs / 1e6
+            } else {
+                0.0
+            }
+        };
         let harts: Vec<HartSummary> = self
             .harts
             .iter()
             .enumerate()
             .map(|(i, h)| {
                 let hs = self.hart_host_time[i].as_secs_f64();
-                let mips = if hs > 0.0 { h.instret() as f64 / hs / 1e6 } else { 0.0 };
+                let mips = if hs > 0.0 {
+                    h.instret() as f64 / hs / 1e6
+                } else {
+                    0.0
+                };
                 let st = h.stats();
                 HartSummary {
                     hart: i,
@@ -739,7 +827,12 @@ impl<T: TimingModel> Machine<T> {
             })
             .collect();
         let instret = harts.iter().map(|h| h.instret).sum();
-        let cycles = harts.iter().map(|h| h.cycles).max().unwrap_or(0).max(self.now);
+        let cycles = harts
+            .iter()
+            .map(|h| h.cycles)
+            .max()
+            .unwrap_or(0)
+            .max(self.now);
         RunSummary {
             stop: self.stop.map(|s| s.to_string()),
             cycles,
@@ -752,7 +845,11 @@ impl<T: TimingModel> Machine<T> {
             phases: self.markers.phases.clone(),
             unknown_markers: self.markers.unknown,
             bad_markers: self.markers.bad,
-            devices: self.device_stats().into_iter().map(|s| (s.name, s.value)).collect(),
+            devices: self
+                .device_stats()
+                .into_iter()
+                .map(|s| (s.name, s.value))
+                .collect(),
         }
     }
 
@@ -765,28 +862,60 @@ impl<T: TimingModel> Machine<T> {
 /// The QEMU `virt` devices at their fixed addresses and PLIC sources, then
 /// the configured devices, then the plugged ones. Returns the board and the
 /// boot ROM's id (its contents are written once the images are placed).
-fn build_board(cfg: &mut MachineConfig, clock: Clock, ram: &GuestRam) -> Result<(Board, DevId), MachineError> {
+fn build_board(
+    cfg: &mut MachineConfig,
+    clock: Clock,
+    ram: &GuestRam,
+) -> Result<(Board, DevId), MachineError> {
     let mut board = Board::new(cfg.harts, clock, ram, dtb::first_device_phandle(cfg.harts))?;
-    let rom = board.add(Want::new("mrom").mmio_at(MROM_BASE, MROM_SIZE), |_| Box::new(Rom::new("mrom", MROM_SIZE, Vec::new())))?;
-    board.add(Want::new("syscon").mmio_at(SYSCON_BASE, hs_devices::syscon::SIZE).phandle(), |_| Box::new(Syscon::new()))?;
+    let rom = board.add(Want::new("mrom").mmio_at(MROM_BASE, MROM_SIZE), |_| {
+        Box::new(Rom::new("mrom", MROM_SIZE, Vec::new()))
+    })?;
+    board.add(
+        Want::new("syscon")
+            .mmio_at(SYSCON_BASE, hs_devices::syscon::SIZE)
+            .phandle(),
+        |_| Box::new(Syscon::new()),
+    )?;
     let epoch = cfg.rtc_epoch_secs;
-    board.add(Want::new("rtc").mmio_at(RTC_BASE, hs_devices::rtc::SIZE).irq_at(RTC_IRQ), |a| {
-        Box::new(GoldfishRtc::new(a.clock, epoch, a.irq(0)))
-    })?;
-    board.add(Want::new("uart0").mmio_at(UART0_BASE, hs_devices::uart::SIZE).irq_at(UART0_IRQ), |a| {
-        Box::new(Uart16550::new(a.irq(0)))
-    })?;
-    let mut backends: Vec<Option<Box<dyn hs_devices::VirtioBackend>>> = (0..VIRTIO_COUNT).map(|_| None).collect();
+    board.add(
+        Want::new("rtc")
+            .mmio_at(RTC_BASE, hs_devices::rtc::SIZE)
+            .irq_at(RTC_IRQ),
+        |a| Box::new(GoldfishRtc::new(a.clock, epoch, a.irq(0))),
+    )?;
+    board.add(
+        Want::new("uart0")
+            .mmio_at(UART0_BASE, hs_devices::uart::SIZE)
+            .irq_at(UART0_IRQ),
+        |a| Box::new(Uart16550::new(a.irq(0))),
+    )?;
+    let mut backends: Vec<Option<Box<dyn hs_devices::VirtioBackend>>> =
+        (0..VIRTIO_COUNT).map(|_| None).collect();
     for d in std::mem::take(&mut cfg.virtio_devices) {
         match backends.get_mut(d.slot) {
             Some(b @ None) => *b = Some((d.make)(ram)),
-            Some(Some(_)) => return Err(MachineError::Wiring(format!("virtio slot {} is given two devices", d.slot))),
-            None => return Err(MachineError::Wiring(format!("virtio slot {} does not exist (slots are 0 to {})", d.slot, VIRTIO_COUNT - 1))),
+            Some(Some(_)) => {
+                return Err(MachineError::Wiring(format!(
+                    "virtio slot {} is given two devices",
+                    d.slot
+                )))
+            }
+            None => {
+                return Err(MachineError::Wiring(format!(
+                    "virtio slot {} does not exist (slots are 0 to {})",
+                    d.slot,
+                    VIRTIO_COUNT - 1
+                )))
+            }
         }
     }
     for (i, backend) in backends.into_iter().enumerate() {
         let want = Want::new(format!("virtio{i}"))
-            .mmio_at(VIRTIO_BASE + VIRTIO_STRIDE * i as u64, hs_devices::virtio_mmio::SIZE)
+            .mmio_at(
+                VIRTIO_BASE + VIRTIO_STRIDE * i as u64,
+                hs_devices::virtio_mmio::SIZE,
+            )
             .irq_at(VIRTIO_IRQ_BASE + i as u32);
         board.add(want, |a| Box::new(VirtioMmio::new(i, a.irq(0), backend)))?;
     }
@@ -795,7 +924,10 @@ fn build_board(cfg: &mut MachineConfig, clock: Clock, ram: &GuestRam) -> Result<
         let plug = hs_devices::resources::plug(&d)
             .map_err(|e| MachineError::Wiring(format!("device `{}`: {e}", d.name)))?;
         if plug.want.name != d.name {
-            return Err(MachineError::Wiring(format!("device `{}`: its kind named it `{}`", d.name, plug.want.name)));
+            return Err(MachineError::Wiring(format!(
+                "device `{}`: its kind named it `{}`",
+                d.name, plug.want.name
+            )));
         }
         plugs.push(plug);
     }

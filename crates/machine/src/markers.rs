@@ -60,7 +60,15 @@ pub trait GuestView {
 
 impl MarkerLog {
     /// Handle one marker call from `hart`. `cycles`/`instret` are every hart's counters.
-    pub fn handle(&mut self, op: u16, args: [u64; 4], hart: usize, view: &dyn GuestView, cycles: Vec<u64>, instret: Vec<u64>) {
+    pub fn handle(
+        &mut self,
+        op: u16,
+        args: [u64; 4],
+        hart: usize,
+        view: &dyn GuestView,
+        cycles: Vec<u64>,
+        instret: Vec<u64>,
+    ) {
         let read = |va: u64, len: u64, max: u64| -> Option<Vec<u8>> {
             if len > max {
                 return None;
@@ -88,10 +96,17 @@ impl MarkerLog {
                 let name = read(args[2], args[3], MAX_CHANNEL_NAME);
                 let data = read(args[0], args[1], MAX_CHUNK);
                 match (name, data) {
-                    (Some(_), Some(data)) if self.channel_bytes + data.len() > MAX_CHANNEL_BYTES => self.bad += 1,
+                    (Some(_), Some(data))
+                        if self.channel_bytes + data.len() > MAX_CHANNEL_BYTES =>
+                    {
+                        self.bad += 1
+                    }
                     (Some(name), Some(data)) if !name.is_empty() => {
                         self.channel_bytes += data.len();
-                        let ch = self.channels.entry(String::from_utf8_lossy(&name).into_owned()).or_default();
+                        let ch = self
+                            .channels
+                            .entry(String::from_utf8_lossy(&name).into_owned())
+                            .or_default();
                         if data.is_empty() {
                             ch.closed = true;
                         } else {
@@ -119,7 +134,10 @@ impl MarkerLog {
                 return Err(MachineError::BadChannelName(name.clone()));
             }
             let path = dir.join(rel);
-            let io = |source| MachineError::WriteOutput { path: path.clone(), source };
+            let io = |source| MachineError::WriteOutput {
+                path: path.clone(),
+                source,
+            };
             if let Some(parent) = path.parent() {
                 std::fs::create_dir_all(parent).map_err(io)?;
             }
@@ -157,11 +175,28 @@ mod tests {
         log.handle(OP_PHASE, [0x1000, 300, 0, 0], 0, &m, vec![0], vec![0]);
         log.handle(OP_PHASE, [0x9000, 4, 0, 0], 0, &m, vec![0], vec![0]);
         assert_eq!(log.bad, 2);
-        log.handle(OP_SEND, [0x1000 + 16, 5, 0x1000 + 9, 7], 0, &m, vec![], vec![]);
-        log.handle(OP_SEND, [0x1000 + 16, 5, 0x1000 + 9, 7], 0, &m, vec![], vec![]);
+        log.handle(
+            OP_SEND,
+            [0x1000 + 16, 5, 0x1000 + 9, 7],
+            0,
+            &m,
+            vec![],
+            vec![],
+        );
+        log.handle(
+            OP_SEND,
+            [0x1000 + 16, 5, 0x1000 + 9, 7],
+            0,
+            &m,
+            vec![],
+            vec![],
+        );
         log.handle(OP_SEND, [0, 0, 0x1000 + 9, 7], 0, &m, vec![], vec![]);
         let ch = &log.channels["maps/42"];
-        assert_eq!((ch.data.as_slice(), ch.closed), (&b"line\nline\n"[..], true));
+        assert_eq!(
+            (ch.data.as_slice(), ch.closed),
+            (&b"line\nline\n"[..], true)
+        );
         log.handle(OP_EXIT, [(-3i64) as u64, 0, 0, 0], 0, &m, vec![], vec![]);
         assert_eq!(log.exit_status, Some(-3));
         log.handle(5, [0; 4], 0, &m, vec![], vec![]);
@@ -172,6 +207,9 @@ mod tests {
         assert_eq!(std::fs::read(&files[0]).unwrap(), b"line\nline\n");
         std::fs::remove_dir_all(&dir).unwrap();
         log.channels.insert("../evil".into(), Channel::default());
-        assert!(matches!(log.write_channels(&dir), Err(MachineError::BadChannelName(_))));
+        assert!(matches!(
+            log.write_channels(&dir),
+            Err(MachineError::BadChannelName(_))
+        ));
     }
 }

@@ -9,14 +9,16 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use hs_observe::{
-    cause_name, syscall_name, syscall_number, Event, EventKind, HartCounts, ItraceLine, LineAccess, Observations, PhaseRecorder,
-    StatBlock, SymbolOffset, TaskLayout, Unit, UserIdentifier,
+    cause_name, syscall_name, syscall_number, Event, EventKind, HartCounts, ItraceLine, LineAccess,
+    Observations, PhaseRecorder, StatBlock, SymbolOffset, TaskLayout, Unit, UserIdentifier,
 };
 use hs_timing::{ModelStats, TimingModel, CYCLE_STATES};
 
 use crate::board::{BoardCounts, BoardLog};
 use crate::machine::{Machine, MachineConfig};
-use crate::observing::{privilege, HartRecorder, HartTally, Observing, StepKind, TraceStep, TraceTrigger, CAUSE_BUCKETS};
+use crate::observing::{
+    privilege, HartRecorder, HartTally, Observing, StepKind, TraceStep, TraceTrigger, CAUSE_BUCKETS,
+};
 use crate::sampler::{Sampler, SamplerConfig, SpaceMark};
 use crate::symbols::GuestSymbols;
 use crate::task::TaskReader;
@@ -37,7 +39,10 @@ pub enum ObserveSetupError {
     #[error("{0}")]
     Symbols(#[from] hs_observe::ObserveError),
     #[error("cannot write {path}: {source}")]
-    Write { path: std::path::PathBuf, source: std::io::Error },
+    Write {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
     #[error("{0}")]
     Machine(#[from] MachineError),
 }
@@ -69,7 +74,10 @@ impl ItraceSpec {
     /// the rest of the spec, and from `phase=` only a trailing `,limit=N`
     /// is split off.
     pub fn parse(spec: &str) -> Result<ItraceSpec, ObserveSetupError> {
-        let bad = |reason: String| ObserveSetupError::ItraceSpec { spec: spec.to_string(), reason };
+        let bad = |reason: String| ObserveSetupError::ItraceSpec {
+            spec: spec.to_string(),
+            reason,
+        };
         let num = |key: &str, v: &str| -> Result<u64, ObserveSetupError> {
             v.parse::<u64>()
                 .ok()
@@ -84,7 +92,14 @@ impl ItraceSpec {
             if label.is_empty() {
                 return Err(bad("the phase label is empty".into()));
             }
-            return Ok(ItraceSpec { window: ItraceWindow::Phase { label: label.to_string() }, count: 1, limit, within: None });
+            return Ok(ItraceSpec {
+                window: ItraceWindow::Phase {
+                    label: label.to_string(),
+                },
+                count: 1,
+                limit,
+                within: None,
+            });
         }
         let (spec_head, within) = match spec.split_once(",in=") {
             Some((h, w)) if !w.is_empty() => (h, Some(w.to_string())),
@@ -94,18 +109,30 @@ impl ItraceSpec {
         let mut parts = spec_head.split(',');
         let first = parts.next().unwrap_or("");
         let Some(call) = first.strip_prefix("syscall=") else {
-            return Err(bad("expected syscall=NAME[,count=N][,limit=LINES] or phase=LABEL[,limit=LINES]".into()));
+            return Err(bad(
+                "expected syscall=NAME[,count=N][,limit=LINES] or phase=LABEL[,limit=LINES]".into(),
+            ));
         };
         let number = match call.parse::<u64>() {
             Ok(n) => n,
-            Err(_) => syscall_number(call).ok_or_else(|| bad(format!("`{call}` is not a riscv64 Linux system call")))?,
+            Err(_) => syscall_number(call)
+                .ok_or_else(|| bad(format!("`{call}` is not a riscv64 Linux system call")))?,
         };
-        let mut out = ItraceSpec { window: ItraceWindow::Syscall { number }, count: 1, limit: DEFAULT_ITRACE_LIMIT, within };
+        let mut out = ItraceSpec {
+            window: ItraceWindow::Syscall { number },
+            count: 1,
+            limit: DEFAULT_ITRACE_LIMIT,
+            within,
+        };
         for p in parts {
             match p.split_once('=') {
                 Some(("count", v)) => out.count = num("count", v)?.min(u32::MAX as u64) as u32,
                 Some(("limit", v)) => out.limit = num("limit", v)?,
-                _ => return Err(bad(format!("unknown part `{p}` (expected count=N, limit=LINES or in=PHASE)"))),
+                _ => {
+                    return Err(bad(format!(
+                        "unknown part `{p}` (expected count=N, limit=LINES or in=PHASE)"
+                    )))
+                }
             }
         }
         Ok(out)
@@ -116,8 +143,14 @@ impl ItraceSpec {
         match &self.window {
             ItraceWindow::Syscall { number } => {
                 let name = syscall_name(*number).map_or(number.to_string(), str::to_string);
-                let within = self.within.as_ref().map_or(String::new(), |w| format!(",in={w}"));
-                format!("syscall={name},count={},limit={}{within}", self.count, self.limit)
+                let within = self
+                    .within
+                    .as_ref()
+                    .map_or(String::new(), |w| format!(",in={w}"));
+                format!(
+                    "syscall={name},count={},limit={}{within}",
+                    self.count, self.limit
+                )
             }
             ItraceWindow::Phase { label } => format!("phase={label},limit={}", self.limit),
         }
@@ -206,10 +239,16 @@ impl<M: TimingModel> Machine<Observing<M>> {
     ) -> Result<Self, MachineError> {
         let mut m = Machine::with_timing(cfg, |h| Observing::new(inner(h), h as u16))?;
         let harts = m.harts.len();
-        let max_events = if opts.max_events == 0 { DEFAULT_MAX_EVENTS } else { opts.max_events };
+        let max_events = if opts.max_events == 0 {
+            DEFAULT_MAX_EVENTS
+        } else {
+            opts.max_events
+        };
         let ram = m.ram().clone();
         let trigger = opts.itrace.as_ref().map(|s| match &s.window {
-            ItraceWindow::Syscall { number } => (TraceTrigger::Syscall { number: *number }, s.count),
+            ItraceWindow::Syscall { number } => {
+                (TraceTrigger::Syscall { number: *number }, s.count)
+            }
             ItraceWindow::Phase { .. } => (TraceTrigger::Phase, 0),
         });
         for hart in m.harts.iter_mut() {
@@ -217,19 +256,28 @@ impl<M: TimingModel> Machine<Observing<M>> {
                 hart.timing.rec.record_events(max_events);
             }
             if let (Some((t, windows)), Some(spec)) = (&trigger, &opts.itrace) {
-                hart.timing.rec.arm_itrace(t.clone(), *windows, spec.limit, ram.clone());
+                hart.timing
+                    .rec
+                    .arm_itrace(t.clone(), *windows, spec.limit, ram.clone());
                 if let Some(it) = hart.timing.rec.itrace.as_deref_mut() {
                     it.allowed = spec.within.is_none();
                 }
             }
         }
-        let mut obs = m.obs.take().unwrap_or_else(|| Box::new(MachineObs::new(harts)));
+        let mut obs = m
+            .obs
+            .take()
+            .unwrap_or_else(|| Box::new(MachineObs::new(harts)));
         obs.events = opts.events;
         obs.max_events = max_events;
         obs.itrace = opts.itrace.clone();
         m.obs = Some(obs);
         m.rec_of = Some(recorder::<M>);
-        m.board.log = Some(Box::new(BoardLog { keep_events: opts.events, max_events, ..BoardLog::default() }));
+        m.board.log = Some(Box::new(BoardLog {
+            keep_events: opts.events,
+            max_events,
+            ..BoardLog::default()
+        }));
         Ok(m)
     }
 }
@@ -239,7 +287,9 @@ impl<T: TimingModel> Machine<T> {
     /// binaries (may be empty). Works with any timing model.
     pub fn enable_sampling(&mut self, cfg: SamplerConfig, ident: Arc<UserIdentifier>) {
         let harts = self.harts.len();
-        let obs = self.obs.get_or_insert_with(|| Box::new(MachineObs::new(harts)));
+        let obs = self
+            .obs
+            .get_or_insert_with(|| Box::new(MachineObs::new(harts)));
         obs.sampler = Some(Sampler::new(cfg, harts, ident));
     }
 
@@ -248,14 +298,19 @@ impl<T: TimingModel> Machine<T> {
     /// at the offsets `layout` gives. Works with any timing model.
     pub fn enable_task_identity(&mut self, layout: TaskLayout) {
         let harts = self.harts.len();
-        let obs = self.obs.get_or_insert_with(|| Box::new(MachineObs::new(harts)));
+        let obs = self
+            .obs
+            .get_or_insert_with(|| Box::new(MachineObs::new(harts)));
         obs.tasks = Some(TaskReader::new(layout, harts));
     }
 
     /// Physical `[start, end)` of the loaded kernel image, if any.
     pub fn kernel_extent(&self) -> Option<(u64, u64)> {
         let plan = self.plan();
-        let seg = plan.segments.iter().find(|s| plan.kernel_start != 0 && s.addr == plan.kernel_start)?;
+        let seg = plan
+            .segments
+            .iter()
+            .find(|s| plan.kernel_start != 0 && s.addr == plan.kernel_start)?;
         Some((seg.addr, seg.addr + seg.mem_size.max(seg.data.len() as u64)))
     }
 
@@ -291,15 +346,25 @@ impl<T: TimingModel> Machine<T> {
             f(&mut self.harts[h].timing).settle(cycle);
             self.enforce_itrace_limits();
         }
-        let Some(obs) = self.obs.as_deref_mut() else { return };
+        let Some(obs) = self.obs.as_deref_mut() else {
+            return;
+        };
         let hart = &self.harts[h];
         if let Some(s) = obs.sampler.as_mut() {
             s.after_run(h, hart, obs.tasks.as_mut());
         }
         if obs.events {
             if let Some(task) = obs.tasks.as_mut().and_then(|t| t.switched(h, hart)) {
-                let kind = EventKind::TaskSwitch { pid: task.pid, tid: task.tid, comm: task.comm };
-                obs.push(Event { hart: h as u16, cycle: hart.cycle(), kind });
+                let kind = EventKind::TaskSwitch {
+                    pid: task.pid,
+                    tid: task.tid,
+                    comm: task.comm,
+                };
+                obs.push(Event {
+                    hart: h as u16,
+                    cycle: hart.cycle(),
+                    kind,
+                });
             }
         }
     }
@@ -308,9 +373,15 @@ impl<T: TimingModel> Machine<T> {
     /// lines were reached in all.
     fn enforce_itrace_limits(&mut self) {
         let Some(f) = self.rec_of else { return };
-        let Some((syscall, count, limit)) = self.obs.as_ref().and_then(|o| o.itrace.as_ref()).map(|s| {
-            (matches!(s.window, ItraceWindow::Syscall { .. }), s.count as u64, s.limit)
-        }) else {
+        let Some((syscall, count, limit)) =
+            self.obs.as_ref().and_then(|o| o.itrace.as_ref()).map(|s| {
+                (
+                    matches!(s.window, ItraceWindow::Syscall { .. }),
+                    s.count as u64,
+                    s.limit,
+                )
+            })
+        else {
             return;
         };
         let (mut windows, mut lines) = (0u64, 0u64);
@@ -337,9 +408,13 @@ impl<T: TimingModel> Machine<T> {
     /// The IPI knob stopped hiding hart `h`'s software interrupt at `cycle`:
     /// a mark on the timeline, so the trace shows why the IPI came late.
     pub(crate) fn obs_ipi_release(&mut self, h: usize, cycle: u64, r: hs_devices::IpiRelease) {
-        let Some(obs) = self.obs.as_deref_mut() else { return };
+        let Some(obs) = self.obs.as_deref_mut() else {
+            return;
+        };
         let label = match r {
-            hs_devices::IpiRelease::Delayed { held_cycles } => format!("IPI released: [ipi] delay over after {held_cycles} cycles"),
+            hs_devices::IpiRelease::Delayed { held_cycles } => {
+                format!("IPI released: [ipi] delay over after {held_cycles} cycles")
+            }
             hs_devices::IpiRelease::AtTick { held_cycles } => {
                 format!("IPI released at this hart's timer tick after {held_cycles} cycles ([ipi] drop-until-tick)")
             }
@@ -347,12 +422,18 @@ impl<T: TimingModel> Machine<T> {
                 format!("IPI released after {held_cycles} cycles: this hart's timer was switched off ([ipi] drop-until-tick)")
             }
         };
-        obs.push(Event { hart: h as u16, cycle, kind: EventKind::Instant { label } });
+        obs.push(Event {
+            hart: h as u16,
+            cycle,
+            kind: EventKind::Instant { label },
+        });
     }
 
     /// Hart `h` idled in `wfi` from `from` to `to`.
     pub(crate) fn obs_idle(&mut self, h: usize, from: u64, to: u64) {
-        let Some(obs) = self.obs.as_deref_mut() else { return };
+        let Some(obs) = self.obs.as_deref_mut() else {
+            return;
+        };
         if let Some(s) = obs.sampler.as_mut() {
             s.skip_idle(h, to);
         }
@@ -362,7 +443,11 @@ impl<T: TimingModel> Machine<T> {
         obs.idle[h] += to - from;
         // Merge with the previous span when the hart never left idle.
         if let Some(i) = obs.last_idle[h] {
-            if let Some(Event { kind: EventKind::WfiIdle { end_cycle }, .. }) = obs.machine_events.get_mut(i) {
+            if let Some(Event {
+                kind: EventKind::WfiIdle { end_cycle },
+                ..
+            }) = obs.machine_events.get_mut(i)
+            {
                 if *end_cycle == from {
                     *end_cycle = to;
                     return;
@@ -372,26 +457,52 @@ impl<T: TimingModel> Machine<T> {
         if obs.events {
             obs.last_idle[h] = Some(obs.machine_events.len());
         }
-        obs.push(Event { hart: h as u16, cycle: from, kind: EventKind::WfiIdle { end_cycle: to } });
+        obs.push(Event {
+            hart: h as u16,
+            cycle: from,
+            kind: EventKind::WfiIdle { end_cycle: to },
+        });
     }
 
     /// A phase marker was accepted: snapshot the counters, mark the
     /// timeline, open or close a phase trace window.
     pub(crate) fn obs_phase(&mut self, h: usize, cycle: u64, label: &str) {
-        let Some(mut obs) = self.obs.take() else { return };
+        let Some(mut obs) = self.obs.take() else {
+            return;
+        };
         let f = self.rec_of;
         let tallies: Vec<HartTally> = match f {
-            Some(f) => self.harts.iter_mut().map(|x| f(&mut x.timing).tally.clone()).collect(),
+            Some(f) => self
+                .harts
+                .iter_mut()
+                .map(|x| f(&mut x.timing).tally.clone())
+                .collect(),
             None => Vec::new(),
         };
-        let board = self.board.log.as_ref().map(|l| l.counts.clone()).unwrap_or_default();
+        let board = self
+            .board
+            .log
+            .as_ref()
+            .map(|l| l.counts.clone())
+            .unwrap_or_default();
         if let Some(s) = obs.sampler.as_mut() {
             let cycles: Vec<u64> = self.harts.iter().map(|x| x.cycle()).collect();
             s.phase(label, &cycles);
         }
         let model = self.harts.iter().map(|x| x.timing.model_stats()).collect();
-        obs.snapshots.push(Snapshot { tallies, board, idle: obs.idle.clone(), model });
-        obs.push(Event { hart: h as u16, cycle, kind: EventKind::PhaseMarker { label: label.to_string() } });
+        obs.snapshots.push(Snapshot {
+            tallies,
+            board,
+            idle: obs.idle.clone(),
+            model,
+        });
+        obs.push(Event {
+            hart: h as u16,
+            cycle,
+            kind: EventKind::PhaseMarker {
+                label: label.to_string(),
+            },
+        });
         if let (Some(f), Some(want)) = (f, obs.itrace.as_ref().and_then(|s| s.within.as_ref())) {
             let allowed = label == want;
             for hart in self.harts.iter_mut() {
@@ -400,7 +511,9 @@ impl<T: TimingModel> Machine<T> {
                 }
             }
         }
-        if let (Some(f), Some(ItraceWindow::Phase { label: want })) = (f, obs.itrace.as_ref().map(|s| &s.window)) {
+        if let (Some(f), Some(ItraceWindow::Phase { label: want })) =
+            (f, obs.itrace.as_ref().map(|s| &s.window))
+        {
             let open = label == want && !obs.phase_window_open;
             let close = obs.phase_window_open;
             // Harts that have not reached the marker's time yet open (or
@@ -436,13 +549,21 @@ impl<T: TimingModel> Machine<T> {
     /// cycles match `Hart::cycle()` exactly).
     pub fn cycle_mismatches(&mut self) -> u64 {
         let Some(f) = self.rec_of else { return 0 };
-        self.harts.iter_mut().map(|h| f(&mut h.timing).cycle_mismatches).sum()
+        self.harts
+            .iter_mut()
+            .map(|h| f(&mut h.timing).cycle_mismatches)
+            .sum()
     }
 
     /// Per-hart counts since reset (empty unless the harts are [`Observing`]).
     pub fn tallies(&mut self) -> Vec<HartTally> {
-        let Some(f) = self.rec_of else { return Vec::new() };
-        self.harts.iter_mut().map(|h| f(&mut h.timing).tally.clone()).collect()
+        let Some(f) = self.rec_of else {
+            return Vec::new();
+        };
+        self.harts
+            .iter_mut()
+            .map(|h| f(&mut h.timing).tally.clone())
+            .collect()
     }
 
     /// Everything the run observed. Takes the samples, events and trace out
@@ -450,8 +571,18 @@ impl<T: TimingModel> Machine<T> {
     /// firmware, user binaries); without it they stay unnamed.
     pub fn take_observations(&mut self, symbols: Option<&GuestSymbols>) -> Observations {
         let n = self.harts.len();
-        let end_cycle = self.harts.iter().map(|h| h.cycle()).max().unwrap_or(0).max(self.now());
-        let idle_now: Vec<u64> = self.obs.as_ref().map(|o| o.idle.clone()).unwrap_or_else(|| vec![0; n]);
+        let end_cycle = self
+            .harts
+            .iter()
+            .map(|h| h.cycle())
+            .max()
+            .unwrap_or(0)
+            .max(self.now());
+        let idle_now: Vec<u64> = self
+            .obs
+            .as_ref()
+            .map(|o| o.idle.clone())
+            .unwrap_or_else(|| vec![0; n]);
         let busy = |cycles: &[u64], idle: &[u64], instret: &[u64]| -> Vec<HartCounts> {
             (0..cycles.len())
                 .map(|h| HartCounts {
@@ -463,12 +594,19 @@ impl<T: TimingModel> Machine<T> {
         };
 
         // Phases (busy cycles per hart: idle time is not the hart's work).
-        let snaps: Vec<Snapshot> = self.obs.as_ref().map(|o| o.snapshots.clone()).unwrap_or_default();
+        let snaps: Vec<Snapshot> = self
+            .obs
+            .as_ref()
+            .map(|o| o.snapshots.clone())
+            .unwrap_or_default();
         let mut rec = PhaseRecorder::new();
         rec.mark(0, BOOT_PHASE, &busy(&vec![0; n], &vec![0; n], &vec![0; n]));
         let markers = self.markers().phases.clone();
         for (i, p) in markers.iter().enumerate() {
-            let idle = snaps.get(i).map(|s| s.idle.clone()).unwrap_or_else(|| vec![0; n]);
+            let idle = snaps
+                .get(i)
+                .map(|s| s.idle.clone())
+                .unwrap_or_else(|| vec![0; n]);
             rec.mark(p.cycle, &p.label, &busy(&p.cycles, &idle, &p.instret));
         }
         let cycles_now: Vec<u64> = self.harts.iter().map(|h| h.cycle()).collect();
@@ -477,16 +615,27 @@ impl<T: TimingModel> Machine<T> {
 
         // Counters: cumulative now, and at each phase boundary.
         let tallies = self.tallies();
-        let board_now = self.board.log.as_ref().map(|l| l.counts.clone()).unwrap_or_default();
+        let board_now = self
+            .board
+            .log
+            .as_ref()
+            .map(|l| l.counts.clone())
+            .unwrap_or_default();
         let observed = self.rec_of.is_some();
-        let model_now: Vec<Option<ModelStats>> = self.harts.iter().map(|h| h.timing.model_stats()).collect();
+        let model_now: Vec<Option<ModelStats>> =
+            self.harts.iter().map(|h| h.timing.model_stats()).collect();
         let start = Snapshot {
             tallies: vec![HartTally::default(); tallies.len()],
             board: BoardCounts::default(),
             idle: vec![0; n],
             model: vec![None; n],
         };
-        let end = Snapshot { tallies: tallies.clone(), board: board_now.clone(), idle: idle_now.clone(), model: model_now };
+        let end = Snapshot {
+            tallies: tallies.clone(),
+            board: board_now.clone(),
+            idle: idle_now.clone(),
+            model: model_now,
+        };
         let mut bounds = vec![start];
         bounds.extend(snaps.iter().cloned());
         bounds.push(end.clone());
@@ -496,15 +645,46 @@ impl<T: TimingModel> Machine<T> {
 
         let summary = self.summary();
         let mut total = StatBlock::new("total");
-        let _ = total.add_u64("system.cycles", summary.cycles, Unit::Cycle, "Machine cycles from reset to the end of the run");
-        let _ = total.add_u64("system.instret", summary.instret, Unit::Count, "Instructions retired by all harts");
+        let _ = total.add_u64(
+            "system.cycles",
+            summary.cycles,
+            Unit::Cycle,
+            "Machine cycles from reset to the end of the run",
+        );
+        let _ = total.add_u64(
+            "system.instret",
+            summary.instret,
+            Unit::Count,
+            "Instructions retired by all harts",
+        );
         for h in 0..n {
             let p = format!("system.cpu{h}");
             let (c, i) = (cycles_now[h], instret_now[h]);
-            let _ = total.add_u64(&format!("{p}.cycles"), c, Unit::Cycle, "Cycles of the hart, idle included");
-            let _ = total.add_u64(&format!("{p}.idleCycles"), idle_now[h], Unit::Cycle, "Cycles idle in wfi");
-            let _ = total.add_u64(&format!("{p}.instret"), i, Unit::Count, "Instructions retired");
-            let _ = total.add_ratio(&format!("{p}.cpi"), c - idle_now[h].min(c), i, Unit::CyclePerCount, "Busy cycles per instruction");
+            let _ = total.add_u64(
+                &format!("{p}.cycles"),
+                c,
+                Unit::Cycle,
+                "Cycles of the hart, idle included",
+            );
+            let _ = total.add_u64(
+                &format!("{p}.idleCycles"),
+                idle_now[h],
+                Unit::Cycle,
+                "Cycles idle in wfi",
+            );
+            let _ = total.add_u64(
+                &format!("{p}.instret"),
+                i,
+                Unit::Count,
+                "Instructions retired",
+            );
+            let _ = total.add_ratio(
+                &format!("{p}.cpi"),
+                c - idle_now[h].min(c),
+                i,
+                Unit::CyclePerCount,
+                "Busy cycles per instruction",
+            );
         }
         add_model_stats(&mut total, &end, &bounds[0]);
         if observed {
@@ -517,9 +697,25 @@ impl<T: TimingModel> Machine<T> {
                 let mut b = StatBlock::for_phase(ph);
                 for hc in &ph.harts {
                     let p = format!("system.cpu{}", hc.hart);
-                    let _ = b.add_u64(&format!("{p}.cycles"), hc.cycles, Unit::Cycle, "Busy cycles of the hart in the phase");
-                    let _ = b.add_u64(&format!("{p}.instret"), hc.instret, Unit::Count, "Instructions retired in the phase");
-                    let _ = b.add_ratio(&format!("{p}.cpi"), hc.cycles, hc.instret, Unit::CyclePerCount, "Busy cycles per instruction");
+                    let _ = b.add_u64(
+                        &format!("{p}.cycles"),
+                        hc.cycles,
+                        Unit::Cycle,
+                        "Busy cycles of the hart in the phase",
+                    );
+                    let _ = b.add_u64(
+                        &format!("{p}.instret"),
+                        hc.instret,
+                        Unit::Count,
+                        "Instructions retired in the phase",
+                    );
+                    let _ = b.add_ratio(
+                        &format!("{p}.cpi"),
+                        hc.cycles,
+                        hc.instret,
+                        Unit::CyclePerCount,
+                        "Busy cycles per instruction",
+                    );
                 }
                 if let (true, Some(a), Some(z)) = (per_phase, bounds.get(i), bounds.get(i + 1)) {
                     add_model_stats(&mut b, z, a);
@@ -527,7 +723,12 @@ impl<T: TimingModel> Machine<T> {
                 if observed && per_phase {
                     if let (Some(a), Some(z)) = (bounds.get(i), bounds.get(i + 1)) {
                         add_counts(&mut b, z, a);
-                        let calls: u64 = z.tallies.iter().zip(&a.tallies).map(|(z, a)| z.since(a).syscall_total()).sum();
+                        let calls: u64 = z
+                            .tallies
+                            .iter()
+                            .zip(&a.tallies)
+                            .map(|(z, a)| z.since(a).syscall_total())
+                            .sum();
                         let _ = b.add_ratio(
                             "system.cyclesPerSyscall",
                             ph.cycles(),
@@ -554,7 +755,11 @@ impl<T: TimingModel> Machine<T> {
         if let Some(log) = self.board.log.as_deref_mut() {
             attach_plic_sources(&mut events, &log.claims);
             for &(from, cycle, to) in &log.ipis {
-                events.push(Event { hart: from, cycle, kind: EventKind::IpiSent { to } });
+                events.push(Event {
+                    hart: from,
+                    cycle,
+                    kind: EventKind::IpiSent { to },
+                });
             }
             log.claims.clear();
             log.ipis.clear();
@@ -566,15 +771,35 @@ impl<T: TimingModel> Machine<T> {
         }
         events.sort_by_key(|e| (e.cycle, e.hart));
         if dropped > 0 {
-            let _ = total.add_u64("system.eventsDropped", dropped, Unit::Count, "Timeline events beyond the limit (not kept)");
+            let _ = total.add_u64(
+                "system.eventsDropped",
+                dropped,
+                Unit::Count,
+                "Timeline events beyond the limit (not kept)",
+            );
         }
 
         // Samples.
         let (samples, period) = match self.obs.as_deref_mut().and_then(|o| o.sampler.as_mut()) {
             Some(s) => {
-                let _ = total.add_u64("system.samples", s.samples.len() as u64, Unit::Count, "Samples kept");
-                let _ = total.add_u64("system.samplesDropped", s.dropped, Unit::Count, "Samples beyond the limit (not kept)");
-                let _ = total.add_u64("system.samplesIdleSkipped", s.idle_skipped, Unit::Count, "Sample deadlines in wfi idle time (not sampled)");
+                let _ = total.add_u64(
+                    "system.samples",
+                    s.samples.len() as u64,
+                    Unit::Count,
+                    "Samples kept",
+                );
+                let _ = total.add_u64(
+                    "system.samplesDropped",
+                    s.dropped,
+                    Unit::Count,
+                    "Samples beyond the limit (not kept)",
+                );
+                let _ = total.add_u64(
+                    "system.samplesIdleSkipped",
+                    s.idle_skipped,
+                    Unit::Count,
+                    "Sample deadlines in wfi idle time (not sampled)",
+                );
                 let _ = total.add_u64(
                     "system.samplesMerged",
                     s.overshot,
@@ -593,13 +818,26 @@ impl<T: TimingModel> Machine<T> {
             for (h, hart) in self.harts.iter_mut().enumerate() {
                 if let Some(it) = f(&mut hart.timing).itrace.as_deref_mut() {
                     truncated |= it.truncated;
-                    steps.extend(std::mem::take(&mut it.steps).into_iter().map(|s| (h as u16, s)));
+                    steps.extend(
+                        std::mem::take(&mut it.steps)
+                            .into_iter()
+                            .map(|s| (h as u16, s)),
+                    );
                 }
             }
         }
-        let itrace = itrace_lines(&mut steps, self.obs.as_ref().and_then(|o| o.itrace.as_ref()), symbols);
+        let itrace = itrace_lines(
+            &mut steps,
+            self.obs.as_ref().and_then(|o| o.itrace.as_ref()),
+            symbols,
+        );
         if truncated {
-            let _ = total.add_u64("system.itraceTruncated", 1, Unit::Count, "The instruction trace reached its line limit");
+            let _ = total.add_u64(
+                "system.itraceTruncated",
+                1,
+                Unit::Count,
+                "The instruction trace reached its line limit",
+            );
         }
 
         Observations {
@@ -619,7 +857,8 @@ impl<T: TimingModel> Machine<T> {
 /// made after it (and before that hart's next external interrupt).
 fn attach_plic_sources(events: &mut [Event], claims: &[(u16, u64, u32)]) {
     events.sort_by_key(|e| (e.cycle, e.hart));
-    let mut by_hart: std::collections::BTreeMap<u16, Vec<(u64, u32)>> = std::collections::BTreeMap::new();
+    let mut by_hart: std::collections::BTreeMap<u16, Vec<(u64, u32)>> =
+        std::collections::BTreeMap::new();
     for &(h, c, s) in claims {
         by_hart.entry(h).or_default().push((c, s));
     }
@@ -631,8 +870,13 @@ fn attach_plic_sources(events: &mut [Event], claims: &[(u16, u64, u32)]) {
     for (k, &i) in irq_idx.iter().enumerate() {
         let hart = events[i].hart;
         let start = events[i].cycle;
-        let limit = irq_idx[k + 1..].iter().find(|&&j| events[j].hart == hart).map(|&j| events[j].cycle);
-        let Some(list) = by_hart.get(&hart) else { continue };
+        let limit = irq_idx[k + 1..]
+            .iter()
+            .find(|&&j| events[j].hart == hart)
+            .map(|&j| events[j].cycle);
+        let Some(list) = by_hart.get(&hart) else {
+            continue;
+        };
         let pos = next.entry(hart).or_insert(0);
         while *pos < list.len() && list[*pos].0 < start {
             *pos += 1;
@@ -699,11 +943,19 @@ fn add_model_stats(b: &mut StatBlock, z: &Snapshot, a: &Snapshot) {
         let before = a.model.get(h).and_then(|m| m.as_ref());
         let pre = format!("system.cpu{h}");
         for st in &now.stats {
-            let value = st.value.saturating_sub(before.and_then(|m| m.get(st.name)).unwrap_or(0));
-            let unit = if st.unit == "cycles" { Unit::Cycle } else { Unit::Count };
+            let value = st
+                .value
+                .saturating_sub(before.and_then(|m| m.get(st.name)).unwrap_or(0));
+            let unit = if st.unit == "cycles" {
+                Unit::Cycle
+            } else {
+                Unit::Count
+            };
             let name = match st.name {
                 "cycles.mem_stall" => format!("{pre}.memStallCycles"),
-                n if CYCLE_STATES.contains(&n) => format!("{pre}.cycleShape.{}", &n["cycles.".len()..]),
+                n if CYCLE_STATES.contains(&n) => {
+                    format!("{pre}.cycleShape.{}", &n["cycles.".len()..])
+                }
                 n => format!("{pre}.model.{n}"),
             };
             let _ = b.add_u64(&name, value, unit, st.desc);
@@ -720,21 +972,47 @@ fn add_counts(b: &mut StatBlock, z: &Snapshot, a: &Snapshot) {
     for h in 0..harts {
         let d = z.tallies[h].since(a.tallies.get(h).unwrap_or(&HartTally::default()));
         let p = format!("system.cpu{h}");
-        let idle = z.idle.get(h).copied().unwrap_or(0).saturating_sub(a.idle.get(h).copied().unwrap_or(0));
-        let _ = b.add_u64(&format!("{p}.idleCycles"), idle, Unit::Cycle, "Cycles idle in wfi");
-        for (kind, arr, interrupt) in [("exceptions", &d.exceptions, false), ("interrupts", &d.interrupts, true)] {
+        let idle = z
+            .idle
+            .get(h)
+            .copied()
+            .unwrap_or(0)
+            .saturating_sub(a.idle.get(h).copied().unwrap_or(0));
+        let _ = b.add_u64(
+            &format!("{p}.idleCycles"),
+            idle,
+            Unit::Cycle,
+            "Cycles idle in wfi",
+        );
+        for (kind, arr, interrupt) in [
+            ("exceptions", &d.exceptions, false),
+            ("interrupts", &d.interrupts, true),
+        ] {
             let total: u64 = arr.iter().sum();
-            let what = if interrupt { "Interrupts taken" } else { "Exceptions taken (ecalls included)" };
+            let what = if interrupt {
+                "Interrupts taken"
+            } else {
+                "Exceptions taken (ecalls included)"
+            };
             let _ = b.add_u64(&format!("{p}.{kind}"), total, Unit::Count, what);
             for (c, &v) in arr.iter().enumerate().filter(|(_, v)| **v > 0) {
                 let desc = match cause_name(interrupt, c as u64) {
                     Some(n) => format!("{what}: {n}"),
                     None => format!("{what}: cause {c}"),
                 };
-                let _ = b.add_u64(&format!("{p}.{kind}.{}", cause_key(interrupt, c)), v, Unit::Count, &desc);
+                let _ = b.add_u64(
+                    &format!("{p}.{kind}.{}", cause_key(interrupt, c)),
+                    v,
+                    Unit::Count,
+                    &desc,
+                );
             }
         }
-        for (&(hart, src), &v) in board.claims.iter().filter(|((hart, _), _)| *hart as usize == h) {
+        for (&(hart, src), &v) in board
+            .claims
+            .iter()
+            .filter(|((hart, _), _)| *hart as usize == h)
+        {
             let _ = b.add_u64(
                 &format!("system.cpu{hart}.interrupts.plic.source{src}"),
                 v,
@@ -744,11 +1022,31 @@ fn add_counts(b: &mut StatBlock, z: &Snapshot, a: &Snapshot) {
         }
         let sent = board.ipis_sent.get(&(h as u16)).copied().unwrap_or(0);
         let raised = board.ipis_raised.get(&(h as u16)).copied().unwrap_or(0);
-        let _ = b.add_u64(&format!("{p}.ipis.sent"), sent, Unit::Count, "IPIs the hart sent (CLINT msip writes)");
-        let _ = b.add_u64(&format!("{p}.ipis.received"), raised, Unit::Count, "IPIs raised on the hart");
-        let _ = b.add_u64(&format!("{p}.syscalls"), d.syscall_total(), Unit::Count, "System calls (ecall from U)");
+        let _ = b.add_u64(
+            &format!("{p}.ipis.sent"),
+            sent,
+            Unit::Count,
+            "IPIs the hart sent (CLINT msip writes)",
+        );
+        let _ = b.add_u64(
+            &format!("{p}.ipis.received"),
+            raised,
+            Unit::Count,
+            "IPIs raised on the hart",
+        );
+        let _ = b.add_u64(
+            &format!("{p}.syscalls"),
+            d.syscall_total(),
+            Unit::Count,
+            "System calls (ecall from U)",
+        );
         for (&n, &v) in &d.syscalls {
-            let _ = b.add_u64(&format!("{p}.syscalls.{}", syscall_key(n)), v, Unit::Count, &format!("System call {n}"));
+            let _ = b.add_u64(
+                &format!("{p}.syscalls.{}", syscall_key(n)),
+                v,
+                Unit::Count,
+                &format!("System call {n}"),
+            );
         }
         for (&n, &v) in &d.syscall_cycles {
             let _ = b.add_u64(
@@ -758,8 +1056,18 @@ fn add_counts(b: &mut StatBlock, z: &Snapshot, a: &Snapshot) {
                 &format!("Cycles from the ecall to the return to U of system call {n}"),
             );
         }
-        let _ = b.add_u64(&format!("{p}.contextSwitches"), d.satp_writes, Unit::Count, "satp writes (address-space switches)");
-        let _ = b.add_u64(&format!("{p}.wfi"), d.wfi, Unit::Count, "wfi instructions executed");
+        let _ = b.add_u64(
+            &format!("{p}.contextSwitches"),
+            d.satp_writes,
+            Unit::Count,
+            "satp writes (address-space switches)",
+        );
+        let _ = b.add_u64(
+            &format!("{p}.wfi"),
+            d.wfi,
+            Unit::Count,
+            "wfi instructions executed",
+        );
         ctx += d.satp_writes;
         for i in 0..CAUSE_BUCKETS {
             all.exceptions[i] += d.exceptions[i];
@@ -772,23 +1080,58 @@ fn add_counts(b: &mut StatBlock, z: &Snapshot, a: &Snapshot) {
             *all.syscall_cycles.entry(n).or_default() += v;
         }
     }
-    let _ = b.add_u64("system.exceptions", all.exceptions.iter().sum(), Unit::Count, "Exceptions taken by all harts");
-    let _ = b.add_u64("system.interrupts", all.interrupts.iter().sum(), Unit::Count, "Interrupts taken by all harts");
+    let _ = b.add_u64(
+        "system.exceptions",
+        all.exceptions.iter().sum(),
+        Unit::Count,
+        "Exceptions taken by all harts",
+    );
+    let _ = b.add_u64(
+        "system.interrupts",
+        all.interrupts.iter().sum(),
+        Unit::Count,
+        "Interrupts taken by all harts",
+    );
     let mut by_source: std::collections::BTreeMap<u32, u64> = std::collections::BTreeMap::new();
     for (&(_, src), &v) in &board.claims {
         *by_source.entry(src).or_default() += v;
     }
     for (src, v) in by_source {
-        let _ = b.add_u64(&format!("system.interrupts.plic.source{src}"), v, Unit::Count, &format!("Claims of PLIC source {src}, all harts"));
+        let _ = b.add_u64(
+            &format!("system.interrupts.plic.source{src}"),
+            v,
+            Unit::Count,
+            &format!("Claims of PLIC source {src}, all harts"),
+        );
     }
-    let _ = b.add_u64("system.ipis", board.ipis_sent.values().sum(), Unit::Count, "IPIs sent by all harts");
-    let _ = b.add_u64("system.syscalls", all.syscall_total(), Unit::Count, "System calls by all harts");
+    let _ = b.add_u64(
+        "system.ipis",
+        board.ipis_sent.values().sum(),
+        Unit::Count,
+        "IPIs sent by all harts",
+    );
+    let _ = b.add_u64(
+        "system.syscalls",
+        all.syscall_total(),
+        Unit::Count,
+        "System calls by all harts",
+    );
     for (&n, &v) in &all.syscalls {
-        let _ = b.add_u64(&format!("system.syscalls.{}", syscall_key(n)), v, Unit::Count, &format!("System call {n}, all harts"));
+        let _ = b.add_u64(
+            &format!("system.syscalls.{}", syscall_key(n)),
+            v,
+            Unit::Count,
+            &format!("System call {n}, all harts"),
+        );
     }
     for (&n, &v) in &all.syscall_cycles {
         let key = syscall_key(n);
-        let _ = b.add_u64(&format!("system.syscallCycles.{key}"), v, Unit::Cycle, &format!("Cycles in system call {n} (ecall to return), all harts"));
+        let _ = b.add_u64(
+            &format!("system.syscallCycles.{key}"),
+            v,
+            Unit::Cycle,
+            &format!("Cycles in system call {n} (ecall to return), all harts"),
+        );
         let calls = all.syscalls.get(&n).copied().unwrap_or(0);
         let _ = b.add_ratio(
             &format!("system.syscallMeanCycles.{key}"),
@@ -798,13 +1141,22 @@ fn add_counts(b: &mut StatBlock, z: &Snapshot, a: &Snapshot) {
             &format!("Mean cycles from the ecall to the return to U of system call {n}"),
         );
     }
-    let _ = b.add_u64("system.contextSwitches", ctx, Unit::Count, "satp writes by all harts");
+    let _ = b.add_u64(
+        "system.contextSwitches",
+        ctx,
+        Unit::Count,
+        "satp writes by all harts",
+    );
 }
 
 /// Turn recorded steps into trace lines: syscall windows beyond `count`
 /// (harts may open some in the same slice) are dropped, then every line is
 /// named and disassembled.
-fn itrace_lines(steps: &mut Vec<(u16, TraceStep)>, spec: Option<&ItraceSpec>, symbols: Option<&GuestSymbols>) -> Vec<ItraceLine> {
+fn itrace_lines(
+    steps: &mut Vec<(u16, TraceStep)>,
+    spec: Option<&ItraceSpec>,
+    symbols: Option<&GuestSymbols>,
+) -> Vec<ItraceLine> {
     let Some(spec) = spec else { return Vec::new() };
     // Windows in the order they started, across harts.
     let mut starts: Vec<(u64, u16, u32)> = Vec::new();
@@ -815,7 +1167,11 @@ fn itrace_lines(steps: &mut Vec<(u16, TraceStep)>, spec: Option<&ItraceSpec>, sy
     }
     starts.sort();
     let keep: Vec<(u16, u32)> = match spec.window {
-        ItraceWindow::Syscall { .. } => starts.iter().take(spec.count as usize).map(|&(_, h, w)| (h, w)).collect(),
+        ItraceWindow::Syscall { .. } => starts
+            .iter()
+            .take(spec.count as usize)
+            .map(|&(_, h, w)| (h, w))
+            .collect(),
         ItraceWindow::Phase { .. } => starts.iter().map(|&(_, h, w)| (h, w)).collect(),
     };
     steps.retain(|(h, s)| keep.contains(&(*h, s.window)));
@@ -853,7 +1209,9 @@ fn itrace_lines(steps: &mut Vec<(u16, TraceStep)>, spec: Option<&ItraceSpec>, sy
                 },
                 StepKind::FetchFault => "<instruction fetch fault>".to_string(),
             };
-            let symbol = symbols.and_then(|g| g.name_step(*h, s)).map(|(name, offset)| SymbolOffset { name, offset });
+            let symbol = symbols
+                .and_then(|g| g.name_step(*h, s))
+                .map(|(name, offset)| SymbolOffset { name, offset });
             ItraceLine {
                 hart: *h,
                 cycle: s.cycle,
@@ -878,19 +1236,49 @@ mod tests {
         let s = ItraceSpec::parse("syscall=getppid,count=1").unwrap();
         assert_eq!(
             s,
-            ItraceSpec { window: ItraceWindow::Syscall { number: 173 }, count: 1, limit: DEFAULT_ITRACE_LIMIT, within: None }
+            ItraceSpec {
+                window: ItraceWindow::Syscall { number: 173 },
+                count: 1,
+                limit: DEFAULT_ITRACE_LIMIT,
+                within: None
+            }
         );
         let s = ItraceSpec::parse("syscall=getppid,count=2,in=nullsys getppid loop").unwrap();
-        assert_eq!((s.count, s.within.as_deref()), (2, Some("nullsys getppid loop")));
-        assert_eq!(s.describe(), "syscall=getppid,count=2,limit=200000,in=nullsys getppid loop");
+        assert_eq!(
+            (s.count, s.within.as_deref()),
+            (2, Some("nullsys getppid loop"))
+        );
+        assert_eq!(
+            s.describe(),
+            "syscall=getppid,count=2,limit=200000,in=nullsys getppid loop"
+        );
         assert!(ItraceSpec::parse("syscall=getppid,in=").is_err());
         let s = ItraceSpec::parse("syscall=64,count=3,limit=500").unwrap();
-        assert_eq!((s.window, s.count, s.limit), (ItraceWindow::Syscall { number: 64 }, 3, 500));
-        assert_eq!(ItraceSpec::parse("syscall=write").unwrap().describe(), "syscall=write,count=1,limit=200000");
+        assert_eq!(
+            (s.window, s.count, s.limit),
+            (ItraceWindow::Syscall { number: 64 }, 3, 500)
+        );
+        assert_eq!(
+            ItraceSpec::parse("syscall=write").unwrap().describe(),
+            "syscall=write,count=1,limit=200000"
+        );
         let s = ItraceSpec::parse("phase=ls /bin, /usr,limit=10").unwrap();
-        assert_eq!((s.window, s.limit), (ItraceWindow::Phase { label: "ls /bin, /usr".into() }, 10));
-        let e = ItraceSpec::parse("syscall=frobnicate").unwrap_err().to_string();
-        assert_eq!(e, "--itrace \"syscall=frobnicate\": `frobnicate` is not a riscv64 Linux system call");
+        assert_eq!(
+            (s.window, s.limit),
+            (
+                ItraceWindow::Phase {
+                    label: "ls /bin, /usr".into()
+                },
+                10
+            )
+        );
+        let e = ItraceSpec::parse("syscall=frobnicate")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "--itrace \"syscall=frobnicate\": `frobnicate` is not a riscv64 Linux system call"
+        );
         assert!(ItraceSpec::parse("syscall=read,count=0").is_err());
         assert!(ItraceSpec::parse("syscall=read,color=red").is_err());
         assert!(ItraceSpec::parse("phase=").is_err());
@@ -899,7 +1287,14 @@ mod tests {
 
     #[test]
     fn plic_sources_come_from_the_following_claim_of_the_same_hart() {
-        let irq = |hart, cycle| Event { hart, cycle, kind: EventKind::Interrupt { cause: 9, plic_source: None } };
+        let irq = |hart, cycle| Event {
+            hart,
+            cycle,
+            kind: EventKind::Interrupt {
+                cause: 9,
+                plic_source: None,
+            },
+        };
         let mut events = vec![irq(0, 100), irq(1, 105), irq(0, 200), irq(0, 300)];
         // hart 0 claims 10 after its first irq, hart 1 claims 1; hart 0's second
         // irq claims nothing before its third, which claims 11.
@@ -919,7 +1314,11 @@ mod tests {
     fn cause_keys_are_stat_names() {
         for interrupt in [false, true] {
             for c in 0..CAUSE_BUCKETS {
-                hs_observe::stats::check_stat_name(&format!("system.cpu0.x.{}", cause_key(interrupt, c))).unwrap();
+                hs_observe::stats::check_stat_name(&format!(
+                    "system.cpu0.x.{}",
+                    cause_key(interrupt, c)
+                ))
+                .unwrap();
             }
         }
         assert_eq!(cause_key(false, 13), "loadPageFault");

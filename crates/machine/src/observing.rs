@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 
 use hs_bus::GuestRam;
 use hs_observe::{Event, EventKind, LineAccess, LineTouch, Privilege, StallCause};
-use hs_timing::{InsnClass, MemKind, TimingModel, TrapInfo};
+use hs_timing::{InsnClass, JumpHint, MemKind, TimingModel, TrapInfo};
 
 /// `satp`'s CSR number.
 pub const CSR_SATP: u16 = 0x180;
@@ -151,7 +151,9 @@ impl TraceStep {
     /// the fetch hook); `None` when nothing did.
     pub fn stall(&self, base: &[u64; 9]) -> StallCause {
         let over = |i: usize| self.stall[i].saturating_sub(base[i]);
-        let best = (0..9).max_by_key(|&i| (over(i), std::cmp::Reverse(i))).unwrap_or(0);
+        let best = (0..9)
+            .max_by_key(|&i| (over(i), std::cmp::Reverse(i)))
+            .unwrap_or(0);
         if over(best) == 0 {
             StallCause::None
         } else {
@@ -162,7 +164,14 @@ impl TraceStep {
     /// The lines touched; an access is a hit when it cost no more than
     /// `cheapest[kind]` (the cheapest access of its kind in the trace).
     pub fn touches(&self, cheapest: &dyn Fn(LineAccess) -> u64) -> Vec<LineTouch> {
-        self.lines.iter().map(|&(line, access, cost)| LineTouch { line, access, hit: cost <= cheapest(access) }).collect()
+        self.lines
+            .iter()
+            .map(|&(line, access, cost)| LineTouch {
+                line,
+                access,
+                hit: cost <= cheapest(access),
+            })
+            .collect()
     }
 }
 
@@ -234,7 +243,16 @@ impl Itrace {
     /// Open a step; `bits` is the trap cause for interrupt and fault steps
     /// (an instruction's bits are read from RAM at `pa`).
     #[allow(clippy::too_many_arguments)]
-    fn start_step(&mut self, kind: StepKind, cycle: u64, pc: u64, pa: u64, len: u8, prv: u8, bits: u32) {
+    fn start_step(
+        &mut self,
+        kind: StepKind,
+        cycle: u64,
+        pc: u64,
+        pa: u64,
+        len: u8,
+        prv: u8,
+        bits: u32,
+    ) {
         let bits = match kind {
             StepKind::Insn => self.ram.read(pa, len.clamp(2, 4)).unwrap_or(0) as u32,
             _ => bits,
@@ -348,7 +366,13 @@ impl HartRecorder {
         self.max_events = max;
     }
 
-    pub(crate) fn arm_itrace(&mut self, trigger: TraceTrigger, windows: u32, budget: u64, ram: GuestRam) {
+    pub(crate) fn arm_itrace(
+        &mut self,
+        trigger: TraceTrigger,
+        windows: u32,
+        budget: u64,
+        ram: GuestRam,
+    ) {
         self.itrace = Some(Box::new(Itrace::new(trigger, windows, budget, ram)));
         self.tracing = true;
     }
@@ -385,7 +409,11 @@ impl HartRecorder {
     pub(crate) fn push_event(&mut self, cycle: u64, kind: EventKind) {
         if let Some(ev) = self.events.as_mut() {
             if ev.len() < self.max_events {
-                ev.push(Event { hart: self.hart, cycle, kind });
+                ev.push(Event {
+                    hart: self.hart,
+                    cycle,
+                    kind,
+                });
             } else {
                 self.events_dropped += 1;
             }
@@ -404,7 +432,9 @@ impl HartRecorder {
     #[inline(never)]
     fn fetch_traced(&mut self, pc: u64, pa: u64, len: u8, c: u64) {
         let (start, prv) = (self.start, self.prv);
-        let Some(it) = self.itrace.as_deref_mut() else { return };
+        let Some(it) = self.itrace.as_deref_mut() else {
+            return;
+        };
         it.pending = None;
         if it.cur.is_some() {
             it.finish_step(start);
@@ -422,8 +452,15 @@ impl HartRecorder {
             it.start_step(StepKind::Insn, start, pc, pa, len, prv, 0);
             it.touch(pa, LineAccess::Fetch, c);
             it.stall(ST_FETCH, c);
-        } else if prv == 0 && it.allowed && it.windows_left > 0 && it.trigger != TraceTrigger::Phase {
-            let mut p = Pending { start, pc, pa, len, stall: [0; 9] };
+        } else if prv == 0 && it.allowed && it.windows_left > 0 && it.trigger != TraceTrigger::Phase
+        {
+            let mut p = Pending {
+                start,
+                pc,
+                pa,
+                len,
+                stall: [0; 9],
+            };
             p.stall[ST_FETCH] = c;
             it.pending = Some(p);
         }
@@ -490,7 +527,11 @@ impl HartRecorder {
                         it.finish_step(at);
                     }
                     if it.active {
-                        let kind = if t.interrupt { StepKind::Interrupt } else { StepKind::FetchFault };
+                        let kind = if t.interrupt {
+                            StepKind::Interrupt
+                        } else {
+                            StepKind::FetchFault
+                        };
                         it.start_step(kind, at, t.epc, 0, 0, prv, t.cause as u32);
                     }
                 }
@@ -500,7 +541,13 @@ impl HartRecorder {
         let b = bucket(t.cause);
         if t.interrupt {
             self.tally.interrupts[b] += 1;
-            self.push_event(at, EventKind::Interrupt { cause: t.cause, plic_source: None });
+            self.push_event(
+                at,
+                EventKind::Interrupt {
+                    cause: t.cause,
+                    plic_source: None,
+                },
+            );
             if t.cause == 3 {
                 self.push_event(at, EventKind::IpiReceived { from: None });
             }
@@ -514,14 +561,23 @@ impl HartRecorder {
                     self.maybe_open_syscall_window(t.a7);
                 }
             } else {
-                self.push_event(at, EventKind::Exception { cause: t.cause, tval: t.tval, target: privilege(t.to) });
+                self.push_event(
+                    at,
+                    EventKind::Exception {
+                        cause: t.cause,
+                        tval: t.tval,
+                        target: privilege(t.to),
+                    },
+                );
             }
         }
         self.prv = t.to;
     }
 
     fn maybe_open_syscall_window(&mut self, number: u64) {
-        let Some(it) = self.itrace.as_deref_mut() else { return };
+        let Some(it) = self.itrace.as_deref_mut() else {
+            return;
+        };
         if it.active || it.windows_left == 0 || it.trigger != (TraceTrigger::Syscall { number }) {
             return;
         }
@@ -572,7 +628,10 @@ pub struct Observing<M> {
 
 impl<M> Observing<M> {
     pub fn new(inner: M, hart: u16) -> Observing<M> {
-        Observing { inner, rec: HartRecorder::new(hart) }
+        Observing {
+            inner,
+            rec: HartRecorder::new(hart),
+        }
     }
 }
 
@@ -612,6 +671,12 @@ impl<M: TimingModel> TimingModel for Observing<M> {
     #[inline(always)]
     fn branch(&mut self, pc: u64, taken: bool, target: u64) -> u64 {
         let c = self.inner.branch(pc, taken, target);
+        self.rec.add(c, ST_BRANCH);
+        c
+    }
+    #[inline(always)]
+    fn jump(&mut self, pc: u64, target: u64, hint: JumpHint, link: u64) -> u64 {
+        let c = self.inner.jump(pc, target, hint, link);
         self.rec.add(c, ST_BRANCH);
         c
     }
@@ -687,7 +752,15 @@ mod tests {
     const RAM: u64 = 0x8000_0000;
 
     fn ecall(epc: u64) -> TrapInfo {
-        TrapInfo { cause: 8, interrupt: false, epc, tval: 0, from: 0, to: 1, a7: 173 }
+        TrapInfo {
+            cause: 8,
+            interrupt: false,
+            epc,
+            tval: 0,
+            from: 0,
+            to: 1,
+            a7: 173,
+        }
     }
 
     /// ecall (U) → two S instructions, one a load that misses → sret → U.
@@ -707,7 +780,15 @@ mod tests {
 
     #[test]
     fn cursor_follows_one_plus_hook_costs_and_counts_what_happened() {
-        let mut m = Observing::new(Costs { fetch: 0, load: 7, trap: 3, xret: 2 }, 0);
+        let mut m = Observing::new(
+            Costs {
+                fetch: 0,
+                load: 7,
+                trap: 3,
+                xret: 2,
+            },
+            0,
+        );
         m.rec.record_events(100);
         m.rec.sync(100, 0);
         syscall(&mut m);
@@ -721,33 +802,101 @@ mod tests {
 
         let t = &m.rec.tally;
         assert_eq!((t.exceptions[8], t.syscalls[&173], t.xrets), (1, 1, 1));
-        assert_eq!(t.syscall_cycles[&173], 4 + 8 + 3, "ecall start to the end of sret");
+        assert_eq!(
+            t.syscall_cycles[&173],
+            4 + 8 + 3,
+            "ecall start to the end of sret"
+        );
         let kinds: Vec<&EventKind> = m.rec.events().iter().map(|e| &e.kind).collect();
-        assert_eq!(kinds, vec![&EventKind::Syscall { number: 173 }, &EventKind::SyscallReturn]);
-        assert_eq!((m.rec.events()[0].cycle, m.rec.events()[1].cycle), (100, 112));
+        assert_eq!(
+            kinds,
+            vec![
+                &EventKind::Syscall { number: 173 },
+                &EventKind::SyscallReturn
+            ]
+        );
+        assert_eq!(
+            (m.rec.events()[0].cycle, m.rec.events()[1].cycle),
+            (100, 112)
+        );
     }
 
     #[test]
     fn interrupts_satp_writes_and_fetch_faults() {
-        let mut m = Observing::new(Costs { trap: 5, ..Costs::default() }, 2);
+        let mut m = Observing::new(
+            Costs {
+                trap: 5,
+                ..Costs::default()
+            },
+            2,
+        );
         m.rec.record_events(100);
         m.rec.sync(0, 1);
         m.fetch(0xffff_0000, RAM, 4);
         // An interrupt between instructions: 1 + the trap's 5.
         m.trap(9, true);
-        m.trap_info(&TrapInfo { cause: 9, interrupt: true, epc: 0xffff_0004, tval: 0, from: 1, to: 1, a7: 0 });
+        m.trap_info(&TrapInfo {
+            cause: 9,
+            interrupt: true,
+            epc: 0xffff_0004,
+            tval: 0,
+            from: 1,
+            to: 1,
+            a7: 0,
+        });
         m.fetch(0xffff_1000, RAM + 0x1000, 2);
         m.csr_write(CSR_SATP, 0x8000_0000_0000_1234);
         // A fetch page fault: no fetch hook, 1 + 5.
         m.trap(12, false);
-        m.trap_info(&TrapInfo { cause: 12, interrupt: false, epc: 0x4000, tval: 0x4000, from: 0, to: 1, a7: 0 });
+        m.trap_info(&TrapInfo {
+            cause: 12,
+            interrupt: false,
+            epc: 0x4000,
+            tval: 0x4000,
+            from: 0,
+            to: 1,
+            a7: 0,
+        });
         assert_eq!(m.rec.cursor, 1 + 6 + 1 + 6);
-        assert_eq!((m.rec.tally.interrupts[9], m.rec.tally.exceptions[12], m.rec.tally.satp_writes), (1, 1, 1));
+        assert_eq!(
+            (
+                m.rec.tally.interrupts[9],
+                m.rec.tally.exceptions[12],
+                m.rec.tally.satp_writes
+            ),
+            (1, 1, 1)
+        );
         let ev = m.rec.events();
-        assert_eq!(ev[0], Event { hart: 2, cycle: 1, kind: EventKind::Interrupt { cause: 9, plic_source: None } });
-        assert_eq!(ev[1], Event { hart: 2, cycle: 7, kind: EventKind::ContextSwitch { satp: 0x8000_0000_0000_1234 } });
+        assert_eq!(
+            ev[0],
+            Event {
+                hart: 2,
+                cycle: 1,
+                kind: EventKind::Interrupt {
+                    cause: 9,
+                    plic_source: None
+                }
+            }
+        );
+        assert_eq!(
+            ev[1],
+            Event {
+                hart: 2,
+                cycle: 7,
+                kind: EventKind::ContextSwitch {
+                    satp: 0x8000_0000_0000_1234
+                }
+            }
+        );
         assert_eq!(ev[2].cycle, 8);
-        assert!(matches!(ev[2].kind, EventKind::Exception { cause: 12, target: Privilege::Supervisor, .. }));
+        assert!(matches!(
+            ev[2].kind,
+            EventKind::Exception {
+                cause: 12,
+                target: Privilege::Supervisor,
+                ..
+            }
+        ));
         // The event limit drops and counts.
         let mut small = Observing::new(Atomic, 0);
         small.rec.record_events(1);
@@ -761,13 +910,25 @@ mod tests {
         let ram = GuestRam::new(RAM, 0x10000).unwrap();
         ram.write(RAM + 0x1000, 4, 0x0000_0073); // ecall
         ram.write(RAM + 0x2004, 4, 0x1020_0073); // sret
-        let mut m = Observing::new(Costs { fetch: 0, load: 7, trap: 3, xret: 2 }, 0);
-        m.rec.arm_itrace(TraceTrigger::Syscall { number: 173 }, 1, 100, ram);
+        let mut m = Observing::new(
+            Costs {
+                fetch: 0,
+                load: 7,
+                trap: 3,
+                xret: 2,
+            },
+            0,
+        );
+        m.rec
+            .arm_itrace(TraceTrigger::Syscall { number: 173 }, 1, 100, ram);
         m.rec.sync(100, 0);
         // A different call opens nothing.
         m.fetch(0x0ff0, RAM + 0x0ff0, 4);
         m.trap(8, false);
-        m.trap_info(&TrapInfo { a7: 64, ..ecall(0x0ff0) });
+        m.trap_info(&TrapInfo {
+            a7: 64,
+            ..ecall(0x0ff0)
+        });
         m.xret(0x0ff4, 1, 0);
         syscall(&mut m);
         // The step after the sret closed the window; a second getppid opens no other.
@@ -775,7 +936,11 @@ mod tests {
         m.rec.settle(m.rec.cursor);
         let it = m.rec.itrace.as_deref().unwrap();
         assert_eq!((it.windows_opened, it.active), (1, false));
-        let steps: Vec<(u64, u64, StallCause, u32)> = it.steps.iter().map(|s| (s.pc, s.cycles, s.stall(&[0; 9]), s.bits)).collect();
+        let steps: Vec<(u64, u64, StallCause, u32)> = it
+            .steps
+            .iter()
+            .map(|s| (s.pc, s.cycles, s.stall(&[0; 9]), s.bits))
+            .collect();
         assert_eq!(
             steps,
             vec![
@@ -785,20 +950,37 @@ mod tests {
             ]
         );
         let s = &it.steps[1];
-        assert_eq!(s.lines, vec![(RAM + 0x2000, LineAccess::Fetch, 0), (RAM + 0x3000, LineAccess::Load, 7)]);
+        assert_eq!(
+            s.lines,
+            vec![
+                (RAM + 0x2000, LineAccess::Fetch, 0),
+                (RAM + 0x3000, LineAccess::Load, 7)
+            ]
+        );
         let cheapest = |a: LineAccess| if a == LineAccess::Load { 1 } else { 0 };
         assert_eq!(
             s.touches(&cheapest),
             vec![
-                LineTouch { line: RAM + 0x2000, access: LineAccess::Fetch, hit: true },
-                LineTouch { line: RAM + 0x3000, access: LineAccess::Load, hit: false },
+                LineTouch {
+                    line: RAM + 0x2000,
+                    access: LineAccess::Fetch,
+                    hit: true
+                },
+                LineTouch {
+                    line: RAM + 0x3000,
+                    access: LineAccess::Load,
+                    hit: false
+                },
             ]
         );
         // A cost every instruction pays is not a stall.
         let mut base = [0; 9];
         base[ST_MEM] = 7;
         assert_eq!(s.stall(&base), StallCause::None);
-        assert!(it.steps[0].code.is_some() && it.steps[1].code.is_none(), "user steps keep their code bytes");
+        assert!(
+            it.steps[0].code.is_some() && it.steps[1].code.is_none(),
+            "user steps keep their code bytes"
+        );
         // Back to back, starting where the ecall started.
         assert_eq!(it.steps[0].cycle + 4, it.steps[1].cycle);
     }
@@ -818,7 +1000,10 @@ mod tests {
         let it = m.rec.itrace.as_deref().unwrap();
         assert_eq!(it.steps.len(), 3);
         assert!(it.truncated && !it.active);
-        assert_eq!(it.steps.iter().map(|s| s.pc).collect::<Vec<_>>(), vec![0x14, 0x18, 0x1c]);
+        assert_eq!(
+            it.steps.iter().map(|s| s.pc).collect::<Vec<_>>(),
+            vec![0x14, 0x18, 0x1c]
+        );
     }
 
     #[test]

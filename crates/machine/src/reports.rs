@@ -8,8 +8,8 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use hs_observe::export::{
-    annotate, chrome_trace, flamegraph_svg, fold, folded_text, itrace_text, perf_script, FlamegraphOptions,
-    FoldOptions, HotFunctions,
+    annotate, chrome_trace, flamegraph_svg, fold, folded_text, itrace_text, perf_script,
+    FlamegraphOptions, FoldOptions, HotFunctions,
 };
 use hs_observe::{ItraceLine, Observations};
 
@@ -22,7 +22,10 @@ const HOT_ROWS: usize = 25;
 const ANNOTATED_FUNCTIONS: usize = 20;
 
 fn write_err(path: &Path) -> impl FnOnce(std::io::Error) -> ObserveSetupError + '_ {
-    move |source| ObserveSetupError::Write { path: path.to_path_buf(), source }
+    move |source| ObserveSetupError::Write {
+        path: path.to_path_buf(),
+        source,
+    }
 }
 
 fn write_file(path: &Path, data: &[u8]) -> Result<PathBuf, ObserveSetupError> {
@@ -31,7 +34,12 @@ fn write_file(path: &Path, data: &[u8]) -> Result<PathBuf, ObserveSetupError> {
 }
 
 /// `hot.md`, `perf.script`, `folded.txt` and `flamegraph.svg` in `dir`.
-pub fn write_profile(dir: &Path, obs: &Observations, symbols: &GuestSymbols, title: &str) -> Result<Vec<PathBuf>, ObserveSetupError> {
+pub fn write_profile(
+    dir: &Path,
+    obs: &Observations,
+    symbols: &GuestSymbols,
+    title: &str,
+) -> Result<Vec<PathBuf>, ObserveSetupError> {
     std::fs::create_dir_all(dir).map_err(write_err(dir))?;
     let sym = symbols.symbolizer();
     let mut written = Vec::new();
@@ -41,12 +49,23 @@ pub fn write_profile(dir: &Path, obs: &Observations, symbols: &GuestSymbols, tit
     md.push_str(&hot.to_markdown_by_place(title, HOT_ROWS));
     md.push('\n');
     md.push_str(&hot.to_markdown_by_task_and_hart(HOT_ROWS));
-    let skipped = obs.total.get("system.samplesIdleSkipped").map(|s| s.value.as_f64() as u64).unwrap_or(0);
-    let dropped = obs.total.get("system.samplesDropped").map(|s| s.value.as_f64() as u64).unwrap_or(0);
+    let skipped = obs
+        .total
+        .get("system.samplesIdleSkipped")
+        .map(|s| s.value.as_f64() as u64)
+        .unwrap_or(0);
+    let dropped = obs
+        .total
+        .get("system.samplesDropped")
+        .map(|s| s.value.as_f64() as u64)
+        .unwrap_or(0);
     md.push_str("\n## Notes\n\n");
     let _ = writeln!(md, "- Sampled every {} cycles of each hart; {skipped} sample deadlines fell into `wfi` idle time and were not sampled (the clock is stopped there).", obs.sample_period);
     if dropped > 0 {
-        let _ = writeln!(md, "- {dropped} samples beyond the sample limit were not kept.");
+        let _ = writeln!(
+            md,
+            "- {dropped} samples beyond the sample limit were not kept."
+        );
     }
     md.push_str("- Firmware: OpenSBI's ELF files in Debian keep only their exported symbols, so most M-mode samples are `[unknown]` inside `fw_jump.elf`.\n");
     md.push_str("- User programs are recognised by their code bytes at the sampled PC; BusyBox has no frame pointers, so user stacks are mostly one or two frames deep.\n");
@@ -66,10 +85,26 @@ pub fn write_profile(dir: &Path, obs: &Observations, symbols: &GuestSymbols, tit
     out.flush().map_err(write_err(&path))?;
     written.push(path);
 
-    let folded = fold(&obs.samples, sym, FoldOptions { include_comm: true, annotate_kernel: true });
-    written.push(write_file(&dir.join("folded.txt"), folded_text(&folded).as_bytes())?);
-    let opts = FlamegraphOptions { title: format!("{title} — {} samples", obs.samples.len()), ..FlamegraphOptions::default() };
-    written.push(write_file(&dir.join("flamegraph.svg"), flamegraph_svg(&folded, &opts).as_bytes())?);
+    let folded = fold(
+        &obs.samples,
+        sym,
+        FoldOptions {
+            include_comm: true,
+            annotate_kernel: true,
+        },
+    );
+    written.push(write_file(
+        &dir.join("folded.txt"),
+        folded_text(&folded).as_bytes(),
+    )?);
+    let opts = FlamegraphOptions {
+        title: format!("{title} — {} samples", obs.samples.len()),
+        ..FlamegraphOptions::default()
+    };
+    written.push(write_file(
+        &dir.join("flamegraph.svg"),
+        flamegraph_svg(&folded, &opts).as_bytes(),
+    )?);
     Ok(written)
 }
 
@@ -99,7 +134,13 @@ pub fn trace_windows(lines: &[ItraceLine]) -> Vec<TraceWindow> {
             }
             _ => {
                 open.insert(l.hart, out.len());
-                out.push(TraceWindow { hart: l.hart, first_cycle: l.cycle, end_cycle: l.cycle + l.cycles, lines: 1, cycles: l.cycles });
+                out.push(TraceWindow {
+                    hart: l.hart,
+                    first_cycle: l.cycle,
+                    end_cycle: l.cycle + l.cycles,
+                    lines: 1,
+                    cycles: l.cycles,
+                });
             }
         }
     }
@@ -126,17 +167,33 @@ pub fn itrace_report(obs: &Observations, spec: &ItraceSpec) -> String {
     out.push_str("#   hit = no dearer than the cheapest access of that kind in this trace\n");
     out.push_str(&itrace_text(lines));
     if obs.total.get("system.itraceTruncated").is_some() {
-        let _ = writeln!(out, "# truncated: the trace reached its limit of {} lines", spec.limit);
+        let _ = writeln!(
+            out,
+            "# truncated: the trace reached its limit of {} lines",
+            spec.limit
+        );
     }
     out.push_str("\n## Windows\n\n| # | hart | first cycle | end cycle | instructions | sum of cycles |\n|--:|--:|--:|--:|--:|--:|\n");
     for (i, w) in trace_windows(lines).iter().enumerate() {
-        let _ = writeln!(out, "| {} | {} | {} | {} | {} | {} |", i + 1, w.hart, w.first_cycle, w.end_cycle, w.lines, w.cycles);
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} |",
+            i + 1,
+            w.hart,
+            w.first_cycle,
+            w.end_cycle,
+            w.lines,
+            w.cycles
+        );
     }
 
     // Cycles per function, costliest first.
     let mut per: BTreeMap<String, (u64, u64)> = BTreeMap::new();
     for l in lines {
-        let name = l.symbol.as_ref().map_or("[unknown]".to_string(), |s| s.name.clone());
+        let name = l
+            .symbol
+            .as_ref()
+            .map_or("[unknown]".to_string(), |s| s.name.clone());
         let e = per.entry(name).or_default();
         e.0 += l.cycles;
         e.1 += 1;
@@ -146,12 +203,20 @@ pub fn itrace_report(obs: &Observations, spec: &ItraceSpec) -> String {
     rows.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     out.push_str("\n## Cycles by function\n\n| function | cycles | share | instructions |\n|:--|--:|--:|--:|\n");
     for (n, c, i) in &rows {
-        let share = if total == 0 { 0.0 } else { *c as f64 * 100.0 / total as f64 };
+        let share = if total == 0 {
+            0.0
+        } else {
+            *c as f64 * 100.0 / total as f64
+        };
         let _ = writeln!(out, "| {n} | {c} | {share:.1}% | {i} |");
     }
     let _ = writeln!(out, "| total | {total} | 100.0% | {} |", lines.len());
     out.push_str("\n## Annotated functions\n");
-    for (n, _, _) in rows.iter().filter(|r| r.0 != "[unknown]").take(ANNOTATED_FUNCTIONS) {
+    for (n, _, _) in rows
+        .iter()
+        .filter(|r| r.0 != "[unknown]")
+        .take(ANNOTATED_FUNCTIONS)
+    {
         if let Some(a) = annotate(lines, n) {
             let _ = writeln!(out, "\n{a}");
         }
@@ -166,12 +231,20 @@ pub fn chrome_trace_json(obs: &Observations) -> Result<String, ObserveSetupError
 
 /// Write `data` to `path` through a temporary file and a rename.
 pub fn write_atomically(path: &Path, data: &[u8]) -> Result<(), ObserveSetupError> {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "out".into());
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "out".into());
     let tmp = path.with_file_name(format!(".{name}.tmp{}", std::process::id()));
-    std::fs::write(&tmp, data).and_then(|_| std::fs::rename(&tmp, path)).map_err(|source| {
-        let _ = std::fs::remove_file(&tmp);
-        ObserveSetupError::Write { path: path.to_path_buf(), source }
-    })
+    std::fs::write(&tmp, data)
+        .and_then(|_| std::fs::rename(&tmp, path))
+        .map_err(|source| {
+            let _ = std::fs::remove_file(&tmp);
+            ObserveSetupError::Write {
+                path: path.to_path_buf(),
+                source,
+            }
+        })
 }
 
 #[cfg(test)]
@@ -195,13 +268,37 @@ mod tests {
 
     #[test]
     fn windows_split_where_time_jumps() {
-        let lines = vec![line(0, 10, 1), line(0, 11, 3), line(1, 12, 2), line(0, 14, 1), line(0, 100, 2)];
+        let lines = vec![
+            line(0, 10, 1),
+            line(0, 11, 3),
+            line(1, 12, 2),
+            line(0, 14, 1),
+            line(0, 100, 2),
+        ];
         assert_eq!(
             trace_windows(&lines),
             vec![
-                TraceWindow { hart: 0, first_cycle: 10, end_cycle: 15, lines: 3, cycles: 5 },
-                TraceWindow { hart: 1, first_cycle: 12, end_cycle: 14, lines: 1, cycles: 2 },
-                TraceWindow { hart: 0, first_cycle: 100, end_cycle: 102, lines: 1, cycles: 2 },
+                TraceWindow {
+                    hart: 0,
+                    first_cycle: 10,
+                    end_cycle: 15,
+                    lines: 3,
+                    cycles: 5
+                },
+                TraceWindow {
+                    hart: 1,
+                    first_cycle: 12,
+                    end_cycle: 14,
+                    lines: 1,
+                    cycles: 2
+                },
+                TraceWindow {
+                    hart: 0,
+                    first_cycle: 100,
+                    end_cycle: 102,
+                    lines: 1,
+                    cycles: 2
+                },
             ]
         );
     }

@@ -42,7 +42,12 @@ pub struct SamplerConfig {
 
 impl Default for SamplerConfig {
     fn default() -> Self {
-        SamplerConfig { period: 1024, max_depth: 32, max_samples: 8_000_000, from_phase: None }
+        SamplerConfig {
+            period: 1024,
+            max_depth: 32,
+            max_samples: 8_000_000,
+            from_phase: None,
+        }
     }
 }
 
@@ -80,7 +85,11 @@ pub struct Sampler {
 impl Sampler {
     pub fn new(cfg: SamplerConfig, harts: usize, ident: Arc<UserIdentifier>) -> Sampler {
         let period = cfg.period.max(1);
-        let first = if cfg.from_phase.is_some() { u64::MAX } else { period };
+        let first = if cfg.from_phase.is_some() {
+            u64::MAX
+        } else {
+            period
+        };
         Sampler {
             cfg: SamplerConfig { period, ..cfg },
             next: vec![first; harts],
@@ -105,9 +114,16 @@ impl Sampler {
 
     /// After hart `h` ran: take a sample if it reached its deadline, with
     /// the hart's task when `tasks` can read it.
-    pub fn after_run<T: TimingModel>(&mut self, h: usize, hart: &Hart<T>, tasks: Option<&mut TaskReader>) {
+    pub fn after_run<T: TimingModel>(
+        &mut self,
+        h: usize,
+        hart: &Hart<T>,
+        tasks: Option<&mut TaskReader>,
+    ) {
         let now = hart.cycle();
-        let Some(next) = self.next.get(h).copied() else { return };
+        let Some(next) = self.next.get(h).copied() else {
+            return;
+        };
         if now < next || next == u64::MAX {
             return;
         }
@@ -164,7 +180,15 @@ impl Sampler {
                 Privilege::User
             }
         };
-        Sample { hart: h as u16, cycle: hart.cycle(), pc, privilege, satp, stack: stack.as_slice().to_vec(), task: None }
+        Sample {
+            hart: h as u16,
+            cycle: hart.cycle(),
+            pc,
+            privilege,
+            satp,
+            stack: stack.as_slice().to_vec(),
+            task: None,
+        }
     }
 
     /// The binary running in this address space, re-checked at `pc`.
@@ -187,7 +211,11 @@ impl Sampler {
         let found = self.ident.identify(base, &code);
         if cached != Some(found) {
             self.spaces.insert(root, found);
-            self.marks.push(SpaceMark { satp, cycle: hart.cycle(), binary: found });
+            self.marks.push(SpaceMark {
+                satp,
+                cycle: hart.cycle(),
+                binary: found,
+            });
         }
         found
     }
@@ -204,7 +232,10 @@ struct Frames {
 
 impl Default for Frames {
     fn default() -> Self {
-        Frames { addrs: [0; MAX_DEPTH], n: 0 }
+        Frames {
+            addrs: [0; MAX_DEPTH],
+            n: 0,
+        }
     }
 }
 
@@ -233,7 +264,12 @@ struct StackReader<'h, T: TimingModel> {
 
 impl<'h, T: TimingModel> StackReader<'h, T> {
     fn new(hart: &'h Hart<T>) -> Self {
-        StackReader { hart, base: 0, len: 0, buf: [0; WINDOW] }
+        StackReader {
+            hart,
+            base: 0,
+            len: 0,
+            buf: [0; WINDOW],
+        }
     }
 
     /// The two words at `addr` (previous fp, return address).
@@ -265,12 +301,21 @@ fn kernel_stack<T: TimingModel>(hart: &Hart<T>, paging: bool, max: usize, out: &
     let mut first = true;
     let mut crossed = false;
     while out.len() < max && fp != 0 && fp & 7 == 0 && kernel(fp) {
-        let Some(frame) = fp.checked_sub(16) else { break };
-        let Some((saved_fp, saved_ra)) = reader.pair(frame) else { break };
+        let Some(frame) = fp.checked_sub(16) else {
+            break;
+        };
+        let Some((saved_fp, saved_ra)) = reader.pair(frame) else {
+            break;
+        };
         // A leaf saves only fp: `fp - 8` then holds the caller's frame
         // pointer (a stack address) and the return address is still in ra.
-        let leaf = first && saved_ra >= sp && saved_ra - sp < KERNEL_STACK_SPAN && saved_ra & 7 == 0;
-        let (ra, next) = if leaf { (ra_reg, saved_ra) } else { (saved_ra, saved_fp) };
+        let leaf =
+            first && saved_ra >= sp && saved_ra - sp < KERNEL_STACK_SPAN && saved_ra & 7 == 0;
+        let (ra, next) = if leaf {
+            (ra_reg, saved_ra)
+        } else {
+            (saved_ra, saved_fp)
+        };
         first = false;
         if ra == 0 || !kernel(ra) {
             break;
@@ -290,7 +335,12 @@ fn kernel_stack<T: TimingModel>(hart: &Hart<T>, paging: bool, max: usize, out: &
 
 /// The U-mode call chain: the return address in `ra` when it is not stale,
 /// then frame-pointer links, each checked to follow a call in `bin`.
-fn user_stack<T: TimingModel>(hart: &Hart<T>, bin: &hs_observe::UserBinary, max: usize, out: &mut Frames) {
+fn user_stack<T: TimingModel>(
+    hart: &Hart<T>,
+    bin: &hs_observe::UserBinary,
+    max: usize,
+    out: &mut Frames,
+) {
     let pc = hart.pc();
     let sp = hart.x(2);
     let ra = hart.x(1);
@@ -306,7 +356,9 @@ fn user_stack<T: TimingModel>(hart: &Hart<T>, bin: &hs_observe::UserBinary, max:
     let mut reader = StackReader::new(hart);
     let mut first = true;
     while out.len() < max && fp & 7 == 0 && fp > sp && fp - sp <= USER_STACK_SPAN {
-        let Some((saved_fp, saved_ra)) = reader.pair(fp - 16) else { break };
+        let Some((saved_fp, saved_ra)) = reader.pair(fp - 16) else {
+            break;
+        };
         if !bin.follows_call(saved_ra) {
             break;
         }
@@ -335,7 +387,14 @@ mod tests {
     /// A hart in M-mode (addresses are physical) over a small RAM.
     fn hart() -> (Hart<Atomic>, GuestRam) {
         let ram = GuestRam::new(RAM, 0x10000).unwrap();
-        let h = Hart::new(HartConfig { hart_id: 0, cycles_per_tick: 100 }, ram.clone(), Atomic);
+        let h = Hart::new(
+            HartConfig {
+                hart_id: 0,
+                cycles_per_tick: 100,
+            },
+            ram.clone(),
+            Atomic,
+        );
         (h, ram)
     }
 
@@ -392,7 +451,13 @@ mod tests {
         code.extend(0x9782u16.to_le_bytes());
         code.extend(0x0001u16.to_le_bytes());
         code.extend([0x13, 0, 0, 0, 0x13, 0, 0, 0]);
-        let table = SymbolTable::from_ranges("prog", [(0x10000, 0x10008, "a".to_string()), (0x10008, 0x10010, "b".to_string())]);
+        let table = SymbolTable::from_ranges(
+            "prog",
+            [
+                (0x10000, 0x10008, "a".to_string()),
+                (0x10008, 0x10010, "b".to_string()),
+            ],
+        );
         let bin = UserBinary::from_parts(table, vec![(0x10000, code)]);
         let (sp, fp, fp2) = (RAM + 0x9000, RAM + 0x9020, RAM + 0x9040);
         frame(&ram, fp, fp2, 0x10004);
@@ -424,7 +489,14 @@ mod tests {
     #[test]
     fn deadlines_are_sampled_merged_or_skipped_as_idle() {
         let (mut h, _) = hart();
-        let mut s = Sampler::new(SamplerConfig { period: 100, ..SamplerConfig::default() }, 1, Arc::new(UserIdentifier::default()));
+        let mut s = Sampler::new(
+            SamplerConfig {
+                period: 100,
+                ..SamplerConfig::default()
+            },
+            1,
+            Arc::new(UserIdentifier::default()),
+        );
         assert_eq!(s.deadline(0), 100);
         h.advance_to(99);
         s.after_run(0, &h, None);
@@ -432,7 +504,10 @@ mod tests {
         h.advance_to(250);
         s.after_run(0, &h, None);
         assert_eq!((s.samples.len(), s.overshot, s.deadline(0)), (1, 1, 300));
-        assert_eq!((s.samples[0].cycle, s.samples[0].privilege), (250, Privilege::Machine));
+        assert_eq!(
+            (s.samples[0].cycle, s.samples[0].privilege),
+            (250, Privilege::Machine)
+        );
         s.skip_idle(0, 650);
         assert_eq!((s.idle_skipped, s.deadline(0)), (4, 700));
         s.skip_idle(0, 690);
@@ -440,7 +515,11 @@ mod tests {
 
         // Waiting for a phase: nothing until the marker.
         let mut w = Sampler::new(
-            SamplerConfig { period: 100, from_phase: Some("go".into()), ..SamplerConfig::default() },
+            SamplerConfig {
+                period: 100,
+                from_phase: Some("go".into()),
+                ..SamplerConfig::default()
+            },
             1,
             Arc::new(UserIdentifier::default()),
         );
@@ -453,7 +532,15 @@ mod tests {
         assert_eq!(w.deadline(0), 350);
 
         // The sample limit counts what it drops.
-        let mut l = Sampler::new(SamplerConfig { period: 10, max_samples: 1, ..SamplerConfig::default() }, 1, Arc::new(UserIdentifier::default()));
+        let mut l = Sampler::new(
+            SamplerConfig {
+                period: 10,
+                max_samples: 1,
+                ..SamplerConfig::default()
+            },
+            1,
+            Arc::new(UserIdentifier::default()),
+        );
         l.after_run(0, &h, None);
         h.advance_to(300);
         l.after_run(0, &h, None);

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use hs_observe::symbols::ImageId;
 use hs_observe::{
-    parse_proc_modules, AddressSpace, Mapping, ModuleLoad, ObserveError, SatpResolver, SymbolTable, Symbolizer, TaskLayout,
-    UserBinary, UserIdentifier,
+    parse_proc_modules, AddressSpace, Mapping, ModuleLoad, ObserveError, SatpResolver, SymbolTable,
+    Symbolizer, TaskLayout, UserBinary, UserIdentifier,
 };
 
 use crate::observing::{privilege, TraceStep};
@@ -21,7 +21,10 @@ pub enum KernelSymbolSource {
     Elf(PathBuf),
     /// A `/proc/kallsyms` capture; `captured_modules` is `/proc/modules` of
     /// the capture boot (module symbols move to this run's addresses).
-    Kallsyms { path: PathBuf, captured_modules: Option<PathBuf> },
+    Kallsyms {
+        path: PathBuf,
+        captured_modules: Option<PathBuf>,
+    },
 }
 
 /// The files that name a guest's code.
@@ -62,11 +65,18 @@ impl GuestSymbols {
             binaries.push(UserBinary::from_elf_file(p)?);
         }
         let mut resolver = SatpResolver::new();
-        let image_ids = binaries.iter().map(|b| resolver.add_image(b.name(), b.table().clone())).collect();
+        let image_ids = binaries
+            .iter()
+            .map(|b| resolver.add_image(b.name(), b.table().clone()))
+            .collect();
         let mut symbolizer = Symbolizer::with_user(resolver);
         if let Some(fw) = &src.firmware_elf {
             let t = SymbolTable::from_elf_file(fw)?;
-            let t = if t.is_position_independent() { t.shifted(src.firmware_base) } else { t };
+            let t = if t.is_position_independent() {
+                t.shifted(src.firmware_base)
+            } else {
+                t
+            };
             if t.len() < 100 {
                 notes.push(format!(
                     "{} exports only {} symbols: most M-mode (firmware) samples show as [unknown] in it",
@@ -80,10 +90,16 @@ impl GuestSymbols {
         let mut captured_modules = Vec::new();
         let kernel = match &src.kernel {
             Some(KernelSymbolSource::Elf(p)) => Some(SymbolTable::from_elf_file(p)?),
-            Some(KernelSymbolSource::Kallsyms { path, captured_modules: mods }) => {
+            Some(KernelSymbolSource::Kallsyms {
+                path,
+                captured_modules: mods,
+            }) => {
                 let t = SymbolTable::from_kallsyms_file(path)?;
                 if let Some(m) = mods {
-                    let text = std::fs::read_to_string(m).map_err(|source| ObserveError::Io { path: m.clone(), source })?;
+                    let text = std::fs::read_to_string(m).map_err(|source| ObserveError::Io {
+                        path: m.clone(),
+                        source,
+                    })?;
                     captured_modules = parse_proc_modules(&m.display().to_string(), &text)?;
                 }
                 kernel_as_captured = Some(t.clone());
@@ -133,7 +149,9 @@ impl GuestSymbols {
     /// Move kernel-module symbols to where this run loaded the modules
     /// (`/proc/modules` as the guest sent it on the `modules` channel).
     pub fn apply_run_modules(&mut self, run_modules: Option<&[u8]>) -> Result<(), ObserveError> {
-        let Some(table) = &self.kernel_as_captured else { return Ok(()) };
+        let Some(table) = &self.kernel_as_captured else {
+            return Ok(());
+        };
         if !table.symbols().iter().any(|s| s.module.is_some()) {
             return Ok(());
         }
@@ -144,7 +162,10 @@ impl GuestSymbols {
         let now = parse_proc_modules("modules channel", &String::from_utf8_lossy(text))?;
         let (moved, unplaced) = table.with_module_bases(&self.captured_modules, &now);
         if !unplaced.is_empty() {
-            self.notes.push(format!("no load address for module(s) {}: their symbols are left out", unplaced.join(", ")));
+            self.notes.push(format!(
+                "no load address for module(s) {}: their symbols are left out",
+                unplaced.join(", ")
+            ));
         }
         self.symbolizer.set_kernel(moved);
         Ok(())
@@ -153,14 +174,27 @@ impl GuestSymbols {
     /// Tell the resolver which binary ran in which address space and when.
     pub fn add_space_marks(&mut self, marks: &[SpaceMark]) {
         for m in marks {
-            let (name, mappings) = match m.binary.and_then(|i| Some((self.ident.binaries().get(i)?, *self.image_ids.get(i)?))) {
+            let (name, mappings) = match m
+                .binary
+                .and_then(|i| Some((self.ident.binaries().get(i)?, *self.image_ids.get(i)?)))
+            {
                 Some((b, id)) => {
                     let (start, end) = b.code_span();
-                    (b.name().to_string(), vec![Mapping { start, end, image: id, bias: 0 }])
+                    (
+                        b.name().to_string(),
+                        vec![Mapping {
+                            start,
+                            end,
+                            image: id,
+                            bias: 0,
+                        }],
+                    )
                 }
                 None => ("[unknown]".to_string(), Vec::new()),
             };
-            self.symbolizer.user_mut().add_space(m.satp, m.cycle, &name, 0, mappings);
+            self.symbolizer
+                .user_mut()
+                .add_space(m.satp, m.cycle, &name, 0, mappings);
         }
     }
 
@@ -172,7 +206,11 @@ impl GuestSymbols {
             let (name, off) = self.ident.binaries()[i].table().lookup(s.pc)?;
             return Some((name.to_string(), off));
         }
-        let at = AddressSpace { hart, cycle: s.cycle, satp: 0 };
+        let at = AddressSpace {
+            hart,
+            cycle: s.cycle,
+            satp: 0,
+        };
         let f = self.symbolizer.resolve(privilege(s.prv), at, s.pc, false);
         f.symbol.map(|n| (n.to_string(), f.offset))
     }

@@ -16,7 +16,7 @@
 //! unless a sample is taken or a timeline asks for task switches.
 
 use hs_core::{Hart, Priv};
-use hs_observe::{TaskLayout, Task};
+use hs_observe::{Task, TaskLayout};
 use hs_timing::TimingModel;
 
 /// `sscratch`'s CSR number.
@@ -35,7 +35,11 @@ pub struct TaskReader {
 
 impl TaskReader {
     pub fn new(layout: TaskLayout, harts: usize) -> TaskReader {
-        TaskReader { layout, last: vec![None; harts], reported: vec![None; harts] }
+        TaskReader {
+            layout,
+            last: vec![None; harts],
+            reported: vec![None; harts],
+        }
     }
 
     pub fn layout(&self) -> TaskLayout {
@@ -51,7 +55,8 @@ impl TaskReader {
                 if hart.csr(crate::observing::CSR_SATP).unwrap_or(0) >> 60 == 0 {
                     return None;
                 }
-                self.read(h, hart, hart.x(4)).or_else(|| self.read(h, hart, hart.csr(CSR_SSCRATCH).unwrap_or(0)))
+                self.read(h, hart, hart.x(4))
+                    .or_else(|| self.read(h, hart, hart.csr(CSR_SSCRATCH).unwrap_or(0)))
             }
             Priv::User => self.read(h, hart, hart.csr(CSR_SSCRATCH).unwrap_or(0)),
         };
@@ -85,7 +90,8 @@ impl TaskReader {
         let l = &self.layout;
         let word = |off: u32| -> Option<u32> {
             let mut b = [0u8; 4];
-            hart.read_kernel_virt(ptr.checked_add(off as u64)?, &mut b).ok()?;
+            hart.read_kernel_virt(ptr.checked_add(off as u64)?, &mut b)
+                .ok()?;
             Some(u32::from_le_bytes(b))
         };
         let (tid, pid) = (word(l.pid)?, word(l.tgid)?);
@@ -96,7 +102,11 @@ impl TaskReader {
         // Idle: the kernel names it `swapper` until the scheduler starts,
         // then `swapper/CPU` by its own CPU number; name it by the hart, as
         // the sample's CPU column is.
-        let comm = if tid == 0 { format!("swapper/{h}") } else { comm };
+        let comm = if tid == 0 {
+            format!("swapper/{h}")
+        } else {
+            comm
+        };
         let t = Task { pid, tid, comm };
         if let Some(slot) = self.last.get_mut(h) {
             *slot = Some((ptr, t.clone()));
@@ -110,7 +120,8 @@ impl TaskReader {
 fn read_comm<T: TimingModel>(hart: &Hart<T>, ptr: u64, l: &TaskLayout) -> Option<String> {
     let mut buf = [0u8; TaskLayout::MAX_COMM as usize];
     let buf = &mut buf[..l.comm_len as usize];
-    hart.read_kernel_virt(ptr.checked_add(l.comm as u64)?, buf).ok()?;
+    hart.read_kernel_virt(ptr.checked_add(l.comm as u64)?, buf)
+        .ok()?;
     let end = buf.iter().position(|&b| b == 0)?;
     let name = &buf[..end];
     if name.is_empty() || !name.iter().all(|&b| (0x20..0x7f).contains(&b)) {
@@ -129,14 +140,26 @@ mod tests {
     const RAM: u64 = 0x8000_0000;
     /// Kernel virtual base: a 1 GiB page at this address maps RAM.
     const KVA: u64 = 0xffff_ffc0_0000_0000;
-    const LAYOUT: TaskLayout = TaskLayout { pid: 0x10, tgid: 0x14, comm: 0x20, comm_len: 16, size: 0x100 };
+    const LAYOUT: TaskLayout = TaskLayout {
+        pid: 0x10,
+        tgid: 0x14,
+        comm: 0x20,
+        comm_len: 16,
+        size: 0x100,
+    };
 
     struct NoDevices;
     impl SystemBus for NoDevices {
         fn mmio_read(&mut self, _: Access, pa: u64, _: u8) -> Result<u64, BusFault> {
             Err(BusFault::Unmapped(pa))
         }
-        fn mmio_write(&mut self, _: Access, pa: u64, _: u8, _: u64) -> Result<WriteEffect, BusFault> {
+        fn mmio_write(
+            &mut self,
+            _: Access,
+            pa: u64,
+            _: u8,
+            _: u64,
+        ) -> Result<WriteEffect, BusFault> {
             Err(BusFault::Unmapped(pa))
         }
     }
@@ -162,10 +185,23 @@ mod tests {
     fn machine(mode: u64, tp: u64, sscratch: u64) -> (Hart<Atomic>, GuestRam) {
         let ram = GuestRam::new(RAM, 0x10000).unwrap();
         let root = RAM + 0x1000;
-        ram.write(root + 8 * ((KVA >> 30) & 0x1ff), 8, (RAM >> 12) << 10 | 0xc7);
+        ram.write(
+            root + 8 * ((KVA >> 30) & 0x1ff),
+            8,
+            (RAM >> 12) << 10 | 0xc7,
+        );
         let user = if mode == 0 { 0x10 } else { 0 };
         ram.write(root + 8 * 2, 8, (RAM >> 12) << 10 | 0xcf | user);
-        let prog = [csrw(0x3b0, 5), csrw(0x3a0, 6), csrw(0x180, 7), csrw(0x140, 28), csrw(0x300, 10), csrw(0x341, 11), csrw(0x305, 12), 0x3020_0073];
+        let prog = [
+            csrw(0x3b0, 5),
+            csrw(0x3a0, 6),
+            csrw(0x180, 7),
+            csrw(0x140, 28),
+            csrw(0x300, 10),
+            csrw(0x341, 11),
+            csrw(0x305, 12),
+            0x3020_0073,
+        ];
         for (i, w) in prog.iter().enumerate() {
             ram.write(RAM + 4 * i as u64, 4, *w as u64);
         }
@@ -173,9 +209,25 @@ mod tests {
         ram.write(RAM + 0x100, 4, if mode == 0 { 0x6f } else { 0x1050_0073 });
         ram.write(RAM + 0x104, 4, 0x73); // ecall
         ram.write(RAM + 0x200, 4, 0x6f); // j .
-        let mut h = Hart::new(HartConfig { hart_id: 0, cycles_per_tick: 100 }, ram.clone(), Atomic);
+        let mut h = Hart::new(
+            HartConfig {
+                hart_id: 0,
+                cycles_per_tick: 100,
+            },
+            ram.clone(),
+            Atomic,
+        );
         h.reset(RAM);
-        for (r, v) in [(5, u64::MAX >> 10), (6, 0x1f), (7, 8 << 60 | root >> 12), (28, sscratch), (10, mode << 11), (11, RAM + 0x100), (12, RAM + 0x200), (4, tp)] {
+        for (r, v) in [
+            (5, u64::MAX >> 10),
+            (6, 0x1f),
+            (7, 8 << 60 | root >> 12),
+            (28, sscratch),
+            (10, mode << 11),
+            (11, RAM + 0x100),
+            (12, RAM + 0x200),
+            (4, tp),
+        ] {
             h.set_x(r, v);
         }
         (h, ram)
@@ -191,13 +243,21 @@ mod tests {
         assert_eq!(r.current(0, &h), None);
         h.run(&mut NoDevices, 100);
         assert_eq!(h.priv_mode(), Priv::Supervisor);
-        let want = Task { pid: 12, tid: 17, comm: "kworker/0:1".into() };
+        let want = Task {
+            pid: 12,
+            tid: 17,
+            comm: "kworker/0:1".into(),
+        };
         assert_eq!(r.current(0, &h), Some(want.clone()));
         assert_eq!(r.switched(0, &h), Some(want.clone()));
         assert_eq!(r.switched(0, &h), None, "reported once");
         // The ecall reaches M-mode (the firmware): the task stays charged.
         h.run(&mut NoDevices, 100);
-        assert_eq!((h.priv_mode(), h.csr(0x342)), (Priv::Machine, Some(9)), "ecall from S");
+        assert_eq!(
+            (h.priv_mode(), h.csr(0x342)),
+            (Priv::Machine, Some(9)),
+            "ecall from S"
+        );
         assert_eq!(r.current(0, &h), Some(want));
         assert_eq!(r.switched(0, &h), None, "M-mode reports no switch");
     }
@@ -210,7 +270,14 @@ mod tests {
         h.run(&mut NoDevices, 100);
         assert_eq!(h.priv_mode(), Priv::User);
         let mut r = TaskReader::new(LAYOUT, 1);
-        assert_eq!(r.current(0, &h), Some(Task { pid: 300, tid: 301, comm: "sh".into() }));
+        assert_eq!(
+            r.current(0, &h),
+            Some(Task {
+                pid: 300,
+                tid: 301,
+                comm: "sh".into()
+            })
+        );
 
         // S-mode before the entry swaps tp and sscratch: tp is still the user's.
         let (mut h, ram) = machine(1, 0x3f_fff0_0000, KVA + 0x5000);
@@ -234,7 +301,10 @@ mod tests {
         let mut r = TaskReader::new(LAYOUT, 1);
         let idle = r.current(0, &h).unwrap();
         assert!(idle.is_idle());
-        assert_eq!(idle.comm, "swapper/0", "named by the hart, whatever the kernel calls it yet");
+        assert_eq!(
+            idle.comm, "swapper/0",
+            "named by the hart, whatever the kernel calls it yet"
+        );
         // A thread id of 0 with a process id that is not: not a task.
         task(&ram, 0x4000, 0, 9, b"odd");
         let mut fresh = TaskReader::new(LAYOUT, 1);

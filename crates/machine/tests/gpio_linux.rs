@@ -6,7 +6,9 @@
 //! the other: they share a wire by name. Needs the `debian` image.
 
 use hs_bus::{GpioLine, Signal};
-use hs_machine::hs_devices::{BadAccess, DevCtx, Device, FdtCtx, FdtNode, Grant, Placement, Plug, Stat, Want, WriteEffect};
+use hs_machine::hs_devices::{
+    BadAccess, DevCtx, Device, FdtCtx, FdtNode, Grant, Placement, Plug, Stat, Want, WriteEffect,
+};
 use hs_machine::{BootFile, BootImages, Machine, MachineConfig, StopReason};
 
 /// Each write to offset 0 makes one pulse on its wire: high 1000 cycles later, low 1000 after that.
@@ -60,7 +62,8 @@ fn a_pulse_on_a_gpio_input_reaches_the_linux_driver_as_an_interrupt() {
                exit 0\n";
     std::fs::write(&script, run).unwrap();
     let initrd = hs_guest::workload_initrd(&image, &script).unwrap();
-    let desc = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../machines/atomic-gpio.toml");
+    let desc =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../machines/atomic-gpio.toml");
     let cfg = MachineConfig {
         harts: 2,
         ram_bytes: 512 << 20,
@@ -72,25 +75,59 @@ fn a_pulse_on_a_gpio_input_reaches_the_linux_driver_as_an_interrupt() {
         },
         max_cycles: Some(30_000_000_000),
         devices: hs_machine::load_devices(&desc).unwrap(),
-        plugs: vec![Plug::new(Want::new("pulser").mmio(0x1000), |a| Box::new(Pulser { wire: a.signal("gpio0.in5") }))],
+        plugs: vec![Plug::new(Want::new("pulser").mmio(0x1000), |a| {
+            Box::new(Pulser {
+                wire: a.signal("gpio0.in5"),
+            })
+        })],
         ..MachineConfig::default()
     };
     let mut m = Machine::new(cfg).unwrap();
-    assert_eq!(m.board().grant(m.board().find("pulser").unwrap()).unwrap().base, 0x400_1000);
+    assert_eq!(
+        m.board()
+            .grant(m.board().find("pulser").unwrap())
+            .unwrap()
+            .base,
+        0x400_1000
+    );
     let stop = m.run();
     let console = String::from_utf8_lossy(m.console_output()).into_owned();
     std::fs::remove_dir_all(&dir).unwrap();
     assert_eq!(stop, StopReason::PowerOff, "console:\n{console}");
     assert_eq!(m.markers().exit_status, Some(0), "{console}");
-    assert!(console.lines().any(|l| l.trim_end() == "pulses:0x00000005"), "the pulser made 5 pulses:\n{console}");
-    let irq = console.lines().find(|l| l.starts_with("irq:")).unwrap_or_else(|| panic!("no gpio-dwapb interrupt:\n{console}"));
+    assert!(
+        console.lines().any(|l| l.trim_end() == "pulses:0x00000005"),
+        "the pulser made 5 pulses:\n{console}"
+    );
+    let irq = console
+        .lines()
+        .find(|l| l.starts_with("irq:"))
+        .unwrap_or_else(|| panic!("no gpio-dwapb interrupt:\n{console}"));
     let words: Vec<&str> = irq.split_whitespace().collect();
-    assert!(words.windows(3).any(|w| w == ["gpio-dwapb", "5", "Edge"]), "{irq}");
+    assert!(
+        words.windows(3).any(|w| w == ["gpio-dwapb", "5", "Edge"]),
+        "{irq}"
+    );
     // `irq: NN:` then one count per CPU.
-    let (_, counts) = irq["irq:".len()..].split_once(':').unwrap_or_else(|| panic!("{irq}"));
-    let total: u64 = counts.split_whitespace().take(2).map(|w| w.parse::<u64>().unwrap_or_else(|_| panic!("{irq}"))).sum();
+    let (_, counts) = irq["irq:".len()..]
+        .split_once(':')
+        .unwrap_or_else(|| panic!("{irq}"));
+    let total: u64 = counts
+        .split_whitespace()
+        .take(2)
+        .map(|w| w.parse::<u64>().unwrap_or_else(|_| panic!("{irq}")))
+        .sum();
     assert_eq!(total, 5, "Linux took one interrupt per rising edge: {irq}");
-    let stat = |name: &str| m.device_stats().iter().find(|s| s.name == name).map_or(0, |s| s.value);
+    let stat = |name: &str| {
+        m.device_stats()
+            .iter()
+            .find(|s| s.name == name)
+            .map_or(0, |s| s.value)
+    };
     assert_eq!(stat("gpio0.edges"), 5);
-    assert_eq!(stat("plic.source64.claims"), 5, "each edge was claimed once at the PLIC");
+    assert_eq!(
+        stat("plic.source64.claims"),
+        5,
+        "each edge was claimed once at the PLIC"
+    );
 }

@@ -42,12 +42,32 @@ fn debian_image_runs_a_workload_and_reports_its_status() {
     assert!(console.contains("OpenSBI v"), "{console}");
     assert!(console.contains("Run /init as init process"), "{console}");
     assert!(console.contains("workload-says-hi"), "{console}");
-    assert!(console.contains("SiFive PLIC  10"), "UART interrupt through the PLIC:\n{console}");
+    assert!(
+        console.contains("SiFive PLIC  10"),
+        "UART interrupt through the PLIC:\n{console}"
+    );
     assert_eq!(m.markers().exit_status, Some(7));
-    let labels: Vec<&str> = m.markers().phases.iter().map(|p| p.label.as_str()).collect();
+    let labels: Vec<&str> = m
+        .markers()
+        .phases
+        .iter()
+        .map(|p| p.label.as_str())
+        .collect();
     assert!(labels.contains(&"measured"), "{labels:?}");
-    let claims = |name: &str| m.device_stats().iter().find(|s| s.name == name).map_or(0, |s| s.value);
-    assert!(claims("plic.hart1.s.claims") > 0, "UART interrupts reached hart 1 after smp_affinity:\n{console}");
+    let claims = |name: &str| {
+        m.device_stats()
+            .iter()
+            .find(|s| s.name == name)
+            .map_or(0, |s| s.value)
+    };
+    assert!(
+        claims("plic.hart1.s.claims") > 0,
+        "UART interrupts reached hart 1 after smp_affinity:\n{console}"
+    );
     let s = m.summary();
-    assert!(s.harts.iter().all(|h| h.instret > 1_000_000), "both harts ran Linux: {:?}", s.harts);
+    assert!(
+        s.harts.iter().all(|h| h.instret > 1_000_000),
+        "both harts ran Linux: {:?}",
+        s.harts
+    );
 }

@@ -26,7 +26,16 @@ fn machine_file() -> std::path::PathBuf {
 /// the way the machine adds them (devices that refer to others last).
 fn board() -> (Board, GuestRam) {
     let ram = GuestRam::new(DRAM_BASE, RAM_SIZE).unwrap();
-    let mut b = Board::new(1, Clock { hz: 1_000_000_000, cycles_per_tick: 100 }, &ram, 5).unwrap();
+    let mut b = Board::new(
+        1,
+        Clock {
+            hz: 1_000_000_000,
+            cycles_per_tick: 100,
+        },
+        &ram,
+        5,
+    )
+    .unwrap();
     let mut plugs: Vec<_> = hs_machine::load_devices(&machine_file())
         .unwrap()
         .iter()
@@ -73,7 +82,9 @@ impl Drv {
     }
     fn w(&mut self, addr: u64, v: u64, now: u64) {
         run_to(&mut self.b, now);
-        self.b.mmio_write(Access { hart: 0, now }, addr, 4, v).unwrap();
+        self.b
+            .mmio_write(Access { hart: 0, now }, addr, 4, v)
+            .unwrap();
     }
     fn r(&mut self, addr: u64, now: u64) -> u64 {
         run_to(&mut self.b, now);
@@ -83,7 +94,11 @@ impl Drv {
         self.dma + axi::CH_BASE + reg
     }
     fn dma_irq(&self) -> bool {
-        self.b.device::<AxiDmaDevice>(self.b.find("dma0").unwrap()).unwrap().dma().irq_level()
+        self.b
+            .device::<AxiDmaDevice>(self.b.find("dma0").unwrap())
+            .unwrap()
+            .dma()
+            .irq_level()
     }
 }
 
@@ -92,23 +107,55 @@ fn device_tree_refers_to_the_clocks_and_the_dma_controller_by_phandle() {
     let (b, _) = board();
     let ctx = b.fdt_ctx(vec![]);
     let nodes: Vec<_> = b.fdt_nodes(&ctx).into_iter().flatten().collect();
-    let find = |prefix: &str| nodes.iter().find(|(_, n)| n.name.starts_with(prefix)).map(|(_, n)| n.clone()).unwrap();
+    let find = |prefix: &str| {
+        nodes
+            .iter()
+            .find(|(_, n)| n.name.starts_with(prefix))
+            .map(|(_, n)| n.clone())
+            .unwrap()
+    };
     let (spi, dma) = (find("spi@"), find("dma-controller@"));
     let ph = |n: &str| ctx.phandle(n).unwrap();
-    assert_eq!(spi.get("compatible"), Some(&Prop::Str("snps,dw-apb-ssi".into())));
+    assert_eq!(
+        spi.get("compatible"),
+        Some(&Prop::Str("snps,dw-apb-ssi".into()))
+    );
     assert_eq!(spi.get("clocks"), Some(&Prop::U32(ph("spi_clk"))));
-    assert_eq!(spi.get("dmas"), Some(&Prop::U32s(vec![ph("dma0"), 0, ph("dma0"), 1])));
+    assert_eq!(
+        spi.get("dmas"),
+        Some(&Prop::U32s(vec![ph("dma0"), 0, ph("dma0"), 1]))
+    );
     assert!(spi.get("dma-names").is_some() && spi.get("interrupts").is_some());
-    assert_eq!(spi.children[0].get("compatible"), Some(&Prop::Str("rohm,dh2228fv".into())));
-    assert_eq!(spi.children[0].get("spi-max-frequency"), Some(&Prop::U32(10_000_000)));
-    assert_eq!(dma.get("clocks"), Some(&Prop::U32s(vec![ph("dma_clk"), ph("dma_clk")])));
+    assert_eq!(
+        spi.children[0].get("compatible"),
+        Some(&Prop::Str("rohm,dh2228fv".into()))
+    );
+    assert_eq!(
+        spi.children[0].get("spi-max-frequency"),
+        Some(&Prop::U32(10_000_000))
+    );
+    assert_eq!(
+        dma.get("clocks"),
+        Some(&Prop::U32s(vec![ph("dma_clk"), ph("dma_clk")]))
+    );
     assert_eq!(dma.get("phandle"), Some(&Prop::U32(ph("dma0"))));
     // The clocks are the configured fixed-clock devices, written once each.
-    let clocks: Vec<&str> = nodes.iter().filter(|(_, n)| n.get("compatible") == Some(&Prop::Str("fixed-clock".into()))).map(|(_, n)| n.name.as_str()).collect();
+    let clocks: Vec<&str> = nodes
+        .iter()
+        .filter(|(_, n)| n.get("compatible") == Some(&Prop::Str("fixed-clock".into())))
+        .map(|(_, n)| n.name.as_str())
+        .collect();
     assert_eq!(clocks, ["clock-dma_clk", "clock-spi_clk"]);
     // Windows and lines from the platform range, nothing hard-coded.
     let g = |n: &str| b.grant(b.find(n).unwrap()).unwrap().clone();
-    assert_eq!((g("gpio0").irqs.clone(), g("dma0").irqs.clone(), g("spi0").irqs.clone()), (vec![64], vec![65], vec![66]));
+    assert_eq!(
+        (
+            g("gpio0").irqs.clone(),
+            g("dma0").irqs.clone(),
+            g("spi0").irqs.clone()
+        ),
+        (vec![64], vec![65], vec![66])
+    );
     assert!(g("dma0").base >= hs_machine::layout::PLATFORM_BASE && g("spi0").size == ssi::SIZE);
 }
 
@@ -169,7 +216,10 @@ fn eight_byte_dma_write_reaches_the_sink_through_the_board() {
         run_to(&mut d.b, t);
         assert!(t < t1 + 10_000, "no DMA completion");
     }
-    assert_eq!(t, 10_152, "DMA_TRF when the last burst is in the FIFO (as the model alone)");
+    assert_eq!(
+        t, 10_152,
+        "DMA_TRF when the last burst is in the FIFO (as the model alone)"
+    );
     assert_eq!(d.r(d.ch(axi::CH_INTSTATUS), t) as u32, axi::IRQ_DMA_TRF);
     d.w(d.ch(axi::CH_INTCLEAR), axi::IRQ_DMA_TRF as u64, t);
     assert!(!d.dma_irq());
@@ -183,13 +233,30 @@ fn eight_byte_dma_write_reaches_the_sink_through_the_board() {
     let f = log.frames();
     assert_eq!(f.len(), 1);
     assert_eq!(f[0].bytes, b"ABCDEFGH");
-    assert_eq!(f[0].byte_times, (1..=8).map(|k| 10_120 + 800 * k).collect::<Vec<_>>());
-    let stats: std::collections::BTreeMap<String, u64> = d.b.device_stats().into_iter().map(|s| (s.name, s.value)).collect();
+    assert_eq!(
+        f[0].byte_times,
+        (1..=8).map(|k| 10_120 + 800 * k).collect::<Vec<_>>()
+    );
+    let stats: std::collections::BTreeMap<String, u64> =
+        d.b.device_stats()
+            .into_iter()
+            .map(|s| (s.name, s.value))
+            .collect();
     assert_eq!(stats["spi0.cs0.bytes"], 8);
     assert_eq!(stats["spi0.cs0.last8"], u64::from_be_bytes(*b"ABCDEFGH"));
     assert_eq!(stats["spi0.cs0.fnv1a"], hs_devices::spi::fnv1a(b"ABCDEFGH"));
-    assert_eq!((stats["dma0.transfers"], stats["dma0.bytes"], stats["dma0.errors"]), (1, 8, 0));
-    assert_eq!((stats["dma0.trace_done"], stats["dma0.last_done_cycle"]), (1, 10_152));
+    assert_eq!(
+        (
+            stats["dma0.transfers"],
+            stats["dma0.bytes"],
+            stats["dma0.errors"]
+        ),
+        (1, 8, 0)
+    );
+    assert_eq!(
+        (stats["dma0.trace_done"], stats["dma0.last_done_cycle"]),
+        (1, 10_152)
+    );
     // The acknowledgements went back on the board wire of handshake 1.
     assert_eq!(d.b.signal("dma0.hs1").acks(), 2);
 }
@@ -239,7 +306,11 @@ fn fuzz(seed: u64, ops: usize) -> Vec<(String, u64)> {
                 lli[0..8].copy_from_slice(&ptr(&mut rng).to_le_bytes());
                 lli[8..16].copy_from_slice(&ptr(&mut rng).to_le_bytes());
                 lli[16..24].copy_from_slice(&rng.below(64).to_le_bytes());
-                let next = if rng.below(2) == 0 { region + rng.below(64) * 64 } else { rng.next() };
+                let next = if rng.below(2) == 0 {
+                    region + rng.below(64) * 64
+                } else {
+                    rng.next()
+                };
                 lli[24..32].copy_from_slice(&next.to_le_bytes());
                 let mut ctl = rng.next() | axi::CTL_LLI_VALID;
                 if rng.below(3) == 0 {
@@ -253,7 +324,12 @@ fn fuzz(seed: u64, ops: usize) -> Vec<(String, u64)> {
                 let c = targets[2] + axi::CH_BASE + rng.below(8) * axi::CH_STRIDE;
                 let acc = Access { hart: 0, now };
                 let _ = b.mmio_write(acc, c + axi::CH_LLP, 8, region + rng.below(64) * 64);
-                let _ = b.mmio_write(acc, c + axi::CH_CFG, 8, rng.next() & !(0xf << 39) | (rng.below(2) << 44));
+                let _ = b.mmio_write(
+                    acc,
+                    c + axi::CH_CFG,
+                    8,
+                    rng.next() & !(0xf << 39) | (rng.below(2) << 44),
+                );
                 let _ = b.mmio_write(acc, targets[2] + axi::DMAC_CFG, 4, 3);
                 let _ = b.mmio_write(acc, targets[2] + axi::DMAC_CHEN, 4, 0xffff);
             }
@@ -270,26 +346,43 @@ fn fuzz(seed: u64, ops: usize) -> Vec<(String, u64)> {
                 if rng.below(2) == 0 {
                     let _ = b.mmio_read(acc, t + off, size);
                 } else {
-                    let v = if rng.below(4) == 0 { rng.below(8) } else { rng.next() };
+                    let v = if rng.below(4) == 0 {
+                        rng.below(8)
+                    } else {
+                        rng.next()
+                    };
                     let _ = b.mmio_write(acc, t + off, size, v);
                 }
             }
         }
     }
     run_to(&mut b, now + 100_000_000);
-    b.device_stats().into_iter().map(|s| (s.name, s.value)).collect()
+    b.device_stats()
+        .into_iter()
+        .map(|s| (s.name, s.value))
+        .collect()
 }
 
 #[test]
 fn random_traffic_at_the_board_devices_ends_and_repeats() {
     for seed in [1u64, 0x5eed, 0xdead_beef] {
         let a = fuzz(seed, 4000);
-        assert_eq!(a, fuzz(seed, 4000), "seed {seed:#x}: the same traffic gives the same counters");
+        assert_eq!(
+            a,
+            fuzz(seed, 4000),
+            "seed {seed:#x}: the same traffic gives the same counters"
+        );
         eprintln!("seed {seed:#x}: {a:?}");
         let get = |n: &str| a.iter().find(|(k, _)| k == n).map(|(_, v)| *v).unwrap();
         // The traffic reached every device through the board.
         assert!(get("dma0.lli_fetches") > 0, "seed {seed:#x}: {a:?}");
-        assert!(get("spi0.ignored_writes") + get("spi0.frames") > 0, "seed {seed:#x}: {a:?}");
-        assert!(get("gpio0.ignored_writes") + get("gpio0.output_changes") > 0, "seed {seed:#x}: {a:?}");
+        assert!(
+            get("spi0.ignored_writes") + get("spi0.frames") > 0,
+            "seed {seed:#x}: {a:?}"
+        );
+        assert!(
+            get("gpio0.ignored_writes") + get("gpio0.output_changes") > 0,
+            "seed {seed:#x}: {a:?}"
+        );
     }
 }

@@ -37,7 +37,9 @@ impl Drop for Files {
 }
 
 fn image_bytes() -> Vec<u8> {
-    (0..64 * 512u64).map(|i| (i * 13 + (i >> 9)) as u8).collect()
+    (0..64 * 512u64)
+        .map(|i| (i * 13 + (i >> 9)) as u8)
+        .collect()
 }
 
 /// A board with the disk of a machine description written to `f.dir`.
@@ -53,9 +55,19 @@ fn board(f: &Files) -> (Board, GuestRam, PathBuf) {
     )
     .unwrap();
     let ram = GuestRam::new(DRAM_BASE, RAM_SIZE).unwrap();
-    let mut b = Board::new(1, Clock { hz: 1_000_000_000, cycles_per_tick: 100 }, &ram, 5).unwrap();
+    let mut b = Board::new(
+        1,
+        Clock {
+            hz: 1_000_000_000,
+            cycles_per_tick: 100,
+        },
+        &ram,
+        5,
+    )
+    .unwrap();
     for d in hs_machine::load_devices(&desc).unwrap() {
-        b.plug(hs_devices::resources::plug(&d).ok().unwrap()).unwrap();
+        b.plug(hs_devices::resources::plug(&d).ok().unwrap())
+            .unwrap();
     }
     (b, ram, img)
 }
@@ -111,11 +123,19 @@ fn setup(b: &mut Board, base: u64, now: u64, size: u32, rings: [u64; 3]) {
 }
 
 fn stats(b: &Board) -> Vec<(String, u64)> {
-    b.device_stats().into_iter().filter(|s| s.name.starts_with("vda.")).map(|s| (s.name, s.value)).collect()
+    b.device_stats()
+        .into_iter()
+        .filter(|s| s.name.starts_with("vda."))
+        .map(|s| (s.name, s.value))
+        .collect()
 }
 
 fn stat(b: &Board, name: &str) -> u64 {
-    stats(b).into_iter().find(|(k, _)| k == name).map(|(_, v)| v).unwrap()
+    stats(b)
+        .into_iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v)
+        .unwrap()
 }
 
 #[test]
@@ -124,10 +144,16 @@ fn a_configured_disk_gets_a_window_a_line_and_its_own_node_and_serves_a_read() {
     let (mut b, ram, _) = board(&f);
     let id = b.find("vda").unwrap();
     let g = b.grant(id).unwrap().clone();
-    assert_eq!((g.base, g.size, g.irqs.clone()), (PLATFORM_BASE, 0x1000, vec![64]));
+    assert_eq!(
+        (g.base, g.size, g.irqs.clone()),
+        (PLATFORM_BASE, 0x1000, vec![64])
+    );
     let ctx = b.fdt_ctx(vec![]);
     let nodes: Vec<_> = b.fdt_nodes(&ctx).into_iter().flatten().collect();
-    let (_, n) = nodes.iter().find(|(_, n)| n.name == format!("virtio_mmio@{:x}", PLATFORM_BASE)).expect("the disk's node");
+    let (_, n) = nodes
+        .iter()
+        .find(|(_, n)| n.name == format!("virtio_mmio@{:x}", PLATFORM_BASE))
+        .expect("the disk's node");
     assert_eq!(n.get("compatible"), Some(&Prop::Str("virtio,mmio".into())));
     assert_eq!(n.get("interrupts"), Some(&Prop::U32s(vec![64])));
     let acc = Access { hart: 0, now: 100 };
@@ -138,12 +164,21 @@ fn a_configured_disk_gets_a_window_a_line_and_its_own_node_and_serves_a_read() {
     desc(&ram, 0, REGION, 16, DESC_F_NEXT, 1);
     desc(&ram, 1, REGION + 0x100, 512, DESC_F_NEXT | DESC_F_WRITE, 2);
     desc(&ram, 2, REGION + 0x40, 1, DESC_F_WRITE, 0);
-    assert!(ram.write(AVAIL + 4, 2, 0) && ram.write(AVAIL + 2, 2, 1) && ram.write(REGION + 0x40, 1, 0xff));
+    assert!(
+        ram.write(AVAIL + 4, 2, 0)
+            && ram.write(AVAIL + 2, 2, 1)
+            && ram.write(REGION + 0x40, 1, 0xff)
+    );
     // Enable source 64 for hart 0 S-mode, priority 1.
-    b.mmio_write(acc, hs_machine::layout::PLIC_BASE + 4 * 64, 4, 1).unwrap();
-    b.mmio_write(acc, hs_machine::layout::PLIC_BASE + 0x2080 + 8, 4, 1).unwrap();
+    b.mmio_write(acc, hs_machine::layout::PLIC_BASE + 4 * 64, 4, 1)
+        .unwrap();
+    b.mmio_write(acc, hs_machine::layout::PLIC_BASE + 0x2080 + 8, 4, 1)
+        .unwrap();
     let eff = b.mmio_write(acc, g.base + 0x50, 4, 0).unwrap();
-    assert!(eff.irq_changed, "a scheduled completion ends the hart's slice");
+    assert!(
+        eff.irq_changed,
+        "a scheduled completion ends the hart's slice"
+    );
     let due = b.events.next_cycle().unwrap();
     // 1 µs + 512 B at 500 MiB/s (976 ns) at 1 GHz.
     assert_eq!(due, 100 + 1000 + 976);
@@ -154,8 +189,19 @@ fn a_configured_disk_gets_a_window_a_line_and_its_own_node_and_serves_a_read() {
     let mut got = vec![0u8; 512];
     assert!(ram.read_bytes(REGION + 0x100, &mut got));
     assert_eq!(got, image_bytes()[1024..1536]);
-    assert_eq!(b.irq_bits(0, due) & (1 << 9), 1 << 9, "the PLIC raised SEIP");
-    assert_eq!((stat(&b, "vda.reads"), stat(&b, "vda.bytes_read"), stat(&b, "vda.busy_cycles")), (1, 512, 1976));
+    assert_eq!(
+        b.irq_bits(0, due) & (1 << 9),
+        1 << 9,
+        "the PLIC raised SEIP"
+    );
+    assert_eq!(
+        (
+            stat(&b, "vda.reads"),
+            stat(&b, "vda.bytes_read"),
+            stat(&b, "vda.busy_cycles")
+        ),
+        (1, 512, 1976)
+    );
 }
 
 #[derive(Debug)]
@@ -202,17 +248,33 @@ fn fuzz(f: &Files, seed: u64, ops: usize) -> Vec<(String, u64)> {
                     2 => 16,
                     _ => 512 * rng.below(4) as u32,
                 };
-                let flags = if rng.below(4) == 0 { rng.next() as u16 } else { rng.below(4) as u16 };
-                let next = if rng.below(4) == 0 { rng.next() as u16 } else { rng.below(16) as u16 };
+                let flags = if rng.below(4) == 0 {
+                    rng.next() as u16
+                } else {
+                    rng.below(4) as u16
+                };
+                let next = if rng.below(4) == 0 {
+                    rng.next() as u16
+                } else {
+                    rng.below(16) as u16
+                };
                 if i < 16 {
                     desc(&ram, i, a, len, flags, next);
                 }
             }
             // An available-ring entry, and the index moved (mostly by one).
             2 | 3 => {
-                let head = if rng.below(4) == 0 { rng.next() as u16 } else { rng.below(16) as u16 };
+                let head = if rng.below(4) == 0 {
+                    rng.next() as u16
+                } else {
+                    rng.below(16) as u16
+                };
                 assert!(ram.write(AVAIL + 4 + 2 * (avail_idx % 16) as u64, 2, head as u64));
-                avail_idx = avail_idx.wrapping_add(if rng.below(8) == 0 { rng.next() as u16 } else { 1 });
+                avail_idx = avail_idx.wrapping_add(if rng.below(8) == 0 {
+                    rng.next() as u16
+                } else {
+                    1
+                });
                 assert!(ram.write(AVAIL + 2, 2, avail_idx as u64));
                 if rng.below(8) == 0 {
                     assert!(ram.write(AVAIL, 2, rng.below(2)));
@@ -220,26 +282,48 @@ fn fuzz(f: &Files, seed: u64, ops: usize) -> Vec<(String, u64)> {
             }
             // A request header somewhere in the region.
             4 => {
-                let t = [T_IN, T_OUT, 4, 8, T_DISCARD, T_WRITE_ZEROES, rng.next() as u32][rng.below(7) as usize];
-                let sector = if rng.below(4) == 0 { rng.next() } else { rng.below(70) };
+                let t = [
+                    T_IN,
+                    T_OUT,
+                    4,
+                    8,
+                    T_DISCARD,
+                    T_WRITE_ZEROES,
+                    rng.next() as u32,
+                ][rng.below(7) as usize];
+                let sector = if rng.below(4) == 0 {
+                    rng.next()
+                } else {
+                    rng.below(70)
+                };
                 header(&ram, REGION + rng.below(0x100) * 16, t, sector);
             }
             // A well-formed request at descriptors 0..3 (a discard /
             // write-zeroes carries one random range).
             5 | 6 => {
-                let t = [T_IN, T_OUT, T_IN, T_OUT, T_DISCARD, T_WRITE_ZEROES][rng.below(6) as usize];
+                let t =
+                    [T_IN, T_OUT, T_IN, T_OUT, T_DISCARD, T_WRITE_ZEROES][rng.below(6) as usize];
                 header(&ram, REGION, t, rng.below(66));
                 let mut n = 512 * (1 + rng.below(4)) as u32;
                 if t == T_DISCARD || t == T_WRITE_ZEROES {
                     let mut r = [0u8; 16];
                     r[0..8].copy_from_slice(&rng.below(70).to_le_bytes());
                     r[8..12].copy_from_slice(&(rng.below(12) as u32).to_le_bytes());
-                    r[12..16].copy_from_slice(&(rng.below(3) as u32 * (t - T_DISCARD) / 2).to_le_bytes());
+                    r[12..16].copy_from_slice(
+                        &(rng.below(3) as u32 * (t - T_DISCARD) / 2).to_le_bytes(),
+                    );
                     assert!(ram.write_bytes(REGION + 0x1000, &r));
                     n = 16;
                 }
                 desc(&ram, 0, REGION, 16, DESC_F_NEXT, 1);
-                desc(&ram, 1, REGION + 0x1000, n, DESC_F_NEXT | if t == T_IN { DESC_F_WRITE } else { 0 }, 2);
+                desc(
+                    &ram,
+                    1,
+                    REGION + 0x1000,
+                    n,
+                    DESC_F_NEXT | if t == T_IN { DESC_F_WRITE } else { 0 },
+                    2,
+                );
                 desc(&ram, 2, REGION + 0x40, 1, DESC_F_WRITE, 0);
                 assert!(ram.write(AVAIL + 4 + 2 * (avail_idx % 16) as u64, 2, 0));
                 avail_idx = avail_idx.wrapping_add(1);
@@ -253,8 +337,13 @@ fn fuzz(f: &Files, seed: u64, ops: usize) -> Vec<(String, u64)> {
             }
             // A new queue set-up: a random size and random ring addresses, or the good ones.
             9 => {
-                let size = [0, 1, 2, 8, 12, 16, 256, 1000, rng.next() as u32][rng.below(9) as usize];
-                let rings = if rng.below(2) == 0 { [DESC, AVAIL, USED] } else { [addr(&mut rng), addr(&mut rng), addr(&mut rng)] };
+                let size =
+                    [0, 1, 2, 8, 12, 16, 256, 1000, rng.next() as u32][rng.below(9) as usize];
+                let rings = if rng.below(2) == 0 {
+                    [DESC, AVAIL, USED]
+                } else {
+                    [addr(&mut rng), addr(&mut rng), addr(&mut rng)]
+                };
                 setup(&mut b, base, now, size, rings);
                 avail_idx = 0;
                 assert!(ram.write(AVAIL + 2, 2, 0));
@@ -270,7 +359,16 @@ fn fuzz(f: &Files, seed: u64, ops: usize) -> Vec<(String, u64)> {
                 if rng.below(2) == 0 {
                     let _ = b.mmio_read(acc, base + off, size);
                 } else {
-                    let _ = b.mmio_write(acc, base + off, size, if rng.below(2) == 0 { rng.below(16) } else { rng.next() });
+                    let _ = b.mmio_write(
+                        acc,
+                        base + off,
+                        size,
+                        if rng.below(2) == 0 {
+                            rng.below(16)
+                        } else {
+                            rng.next()
+                        },
+                    );
                 }
             }
         }
@@ -288,14 +386,31 @@ fn random_queues_and_chains_end_and_repeat_and_leave_the_image_alone() {
     let img_path = f.dir.join("disk.img");
     for seed in [1u64, 0x5eed, 0xdead_beef, 42] {
         let a = fuzz(&f, seed, 5000);
-        assert_eq!(a, fuzz(&f, seed, 5000), "seed {seed:#x}: the same traffic gives the same counters");
+        assert_eq!(
+            a,
+            fuzz(&f, seed, 5000),
+            "seed {seed:#x}: the same traffic gives the same counters"
+        );
         eprintln!("seed {seed:#x}: {a:?}");
         let get = |n: &str| a.iter().find(|(k, _)| k == n).map(|(_, v)| *v).unwrap();
-        assert!(get("vda.reads") > 0 && get("vda.writes") > 0, "seed {seed:#x}: requests were served: {a:?}");
-        assert!(get("vda.discards") > 0 && get("vda.write_zeroes") > 0 && get("vda.bytes_zeroed") > 0, "seed {seed:#x}: {a:?}");
-        assert!(get("vda.bad_queues") > 0, "seed {seed:#x}: malformed queues were found: {a:?}");
+        assert!(
+            get("vda.reads") > 0 && get("vda.writes") > 0,
+            "seed {seed:#x}: requests were served: {a:?}"
+        );
+        assert!(
+            get("vda.discards") > 0 && get("vda.write_zeroes") > 0 && get("vda.bytes_zeroed") > 0,
+            "seed {seed:#x}: {a:?}"
+        );
+        assert!(
+            get("vda.bad_queues") > 0,
+            "seed {seed:#x}: malformed queues were found: {a:?}"
+        );
         assert!(get("vda.overlay_blocks") > 0, "seed {seed:#x}: {a:?}");
-        assert_eq!(std::fs::read(&img_path).unwrap(), image_bytes(), "seed {seed:#x}: the image file is unchanged");
+        assert_eq!(
+            std::fs::read(&img_path).unwrap(),
+            image_bytes(),
+            "seed {seed:#x}: the image file is unchanged"
+        );
     }
 }
 
@@ -306,11 +421,27 @@ fn a_bad_image_is_an_error_when_the_description_is_loaded() {
     std::fs::write(&odd, [0u8; 700]).unwrap();
     let desc = f.dir.join("m.toml");
     let check = |file: &Path, want: &str| {
-        std::fs::write(&desc, format!("[board.disk]\nkind = \"virtio-blk\"\nfile = \"{}\"\n", file.display())).unwrap();
+        std::fs::write(
+            &desc,
+            format!(
+                "[board.disk]\nkind = \"virtio-blk\"\nfile = \"{}\"\n",
+                file.display()
+            ),
+        )
+        .unwrap();
         let e = hs_machine::load_devices(&desc).unwrap_err().to_string();
-        assert!(e.starts_with(&format!("machine description {}: key `board.disk.file`: ", desc.display())), "{e}");
+        assert!(
+            e.starts_with(&format!(
+                "machine description {}: key `board.disk.file`: ",
+                desc.display()
+            )),
+            "{e}"
+        );
         assert!(e.contains(want), "{e}");
     };
-    check(&odd, "is 700 bytes, not a positive whole number of 512-byte sectors");
+    check(
+        &odd,
+        "is 700 bytes, not a positive whole number of 512-byte sectors",
+    );
     check(&f.dir.join("missing.img"), "cannot open the disk image");
 }

@@ -17,16 +17,32 @@ pub enum ObserveError {
     Elf { name: String, reason: String },
     /// A kallsyms line does not have the `ADDRESS TYPE NAME [module]` shape.
     #[error("{name} line {line}: expected `ADDRESS TYPE NAME [module]`, found {text:?}")]
-    KallsymsLine { name: String, line: usize, text: String },
+    KallsymsLine {
+        name: String,
+        line: usize,
+        text: String,
+    },
     /// Every kallsyms address is zero: the file was read without privilege.
-    #[error("{name} has only zero addresses (it was read with kptr_restrict in force; read it as root)")]
+    #[error(
+        "{name} has only zero addresses (it was read with kptr_restrict in force; read it as root)"
+    )]
     KallsymsZeroed { name: String },
     /// A `/proc/<pid>/maps` line is malformed.
-    #[error("{name} line {line}: expected `START-END PERMS OFFSET DEV INODE [PATH]`, found {text:?}")]
-    MapsLine { name: String, line: usize, text: String },
+    #[error(
+        "{name} line {line}: expected `START-END PERMS OFFSET DEV INODE [PATH]`, found {text:?}"
+    )]
+    MapsLine {
+        name: String,
+        line: usize,
+        text: String,
+    },
     /// A `/proc/modules` line is malformed.
     #[error("{name} line {line}: expected `NAME SIZE REFS DEPS STATE 0xADDRESS`, found {text:?}")]
-    ModulesLine { name: String, line: usize, text: String },
+    ModulesLine {
+        name: String,
+        line: usize,
+        text: String,
+    },
     /// A stat name is not a dotted identifier.
     #[error("stat name {name:?} is invalid: {reason}")]
     StatName { name: String, reason: &'static str },

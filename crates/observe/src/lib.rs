@@ -25,7 +25,7 @@ pub use record::Observations;
 pub use sample::{Privilege, Sample, Task};
 pub use stats::{Stat, StatBlock, StatValue, Unit};
 pub use symbols::{
-    parse_proc_maps, Btf, TaskLayout, parse_proc_modules, satp_root, AddressSpace, Frame, ImageId, Mapping, ModuleLoad, NoUserSpace,
-    Process, ResolvedSample, SatpResolver, Space, SymbolTable, Symbolizer, UserBinary, UserIdentifier, UserImage,
-    UserResolver,
+    parse_proc_maps, parse_proc_modules, satp_root, AddressSpace, Btf, Frame, ImageId, Mapping,
+    ModuleLoad, NoUserSpace, Process, ResolvedSample, SatpResolver, Space, SymbolTable, Symbolizer,
+    TaskLayout, UserBinary, UserIdentifier, UserImage, UserResolver,
 };

@@ -91,7 +91,9 @@ impl PhaseRecorder {
     }
 
     fn close(&mut self, cycle: u64, totals: &[HartCounts]) {
-        let Some((label, start, at_start)) = self.open.take() else { return };
+        let Some((label, start, at_start)) = self.open.take() else {
+            return;
+        };
         let harts = totals
             .iter()
             .map(|now| {
@@ -123,7 +125,11 @@ mod tests {
 
     #[test]
     fn recorder_makes_phases_from_markers_and_counter_snapshots() {
-        let c = |hart, cycles, instret| HartCounts { hart, cycles, instret };
+        let c = |hart, cycles, instret| HartCounts {
+            hart,
+            cycles,
+            instret,
+        };
         let mut r = PhaseRecorder::new();
         r.mark(100, "boot", &[c(0, 90, 40), c(1, 10, 5)]);
         assert!(r.phases().is_empty());
@@ -133,9 +139,21 @@ mod tests {
         assert_eq!(
             phases,
             vec![
-                Phase { index: 1, label: "boot".into(), start_cycle: 100, end_cycle: 500, harts: vec![c(0, 390, 160), c(1, 20, 4)] },
+                Phase {
+                    index: 1,
+                    label: "boot".into(),
+                    start_cycle: 100,
+                    end_cycle: 500,
+                    harts: vec![c(0, 390, 160), c(1, 20, 4)]
+                },
                 // A hart absent from the start snapshot counts from zero.
-                Phase { index: 2, label: "echo".into(), start_cycle: 500, end_cycle: 600, harts: vec![c(0, 90, 30), c(1, 0, 0), c(2, 7, 3)] },
+                Phase {
+                    index: 2,
+                    label: "echo".into(),
+                    start_cycle: 500,
+                    end_cycle: 600,
+                    harts: vec![c(0, 90, 30), c(1, 0, 0), c(2, 7, 3)]
+                },
             ]
         );
         assert_eq!(PhaseRecorder::new().finish(10, &[]), vec![]);
@@ -149,8 +167,16 @@ mod tests {
             start_cycle: 100,
             end_cycle: 350,
             harts: vec![
-                HartCounts { hart: 0, cycles: 250, instret: 100 },
-                HartCounts { hart: 1, cycles: 50, instret: 0 },
+                HartCounts {
+                    hart: 0,
+                    cycles: 250,
+                    instret: 100,
+                },
+                HartCounts {
+                    hart: 1,
+                    cycles: 50,
+                    instret: 0,
+                },
             ],
         };
         assert_eq!(p.cycles(), 250);

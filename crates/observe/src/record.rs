@@ -62,29 +62,56 @@ mod tests {
             label: "echo".into(),
             start_cycle: 10,
             end_cycle: 30,
-            harts: vec![HartCounts { hart: 0, cycles: 20, instret: 8 }],
+            harts: vec![HartCounts {
+                hart: 0,
+                cycles: 20,
+                instret: 8,
+            }],
         };
         let mut total = StatBlock::new("total");
-        total.add_u64("system.cpu0.cycles", 20, Unit::Cycle, "Cycles").unwrap();
-        total.add_f64("system.cpu0.cpi", 2.5, Unit::CyclePerCount, "CPI").unwrap();
+        total
+            .add_u64("system.cpu0.cycles", 20, Unit::Cycle, "Cycles")
+            .unwrap();
+        total
+            .add_f64("system.cpu0.cpi", 2.5, Unit::CyclePerCount, "CPI")
+            .unwrap();
         Observations {
             guest_hz: 10_000_000,
             sample_period: 1024,
             phase_stats: vec![StatBlock::for_phase(&phase)],
             total,
             phases: vec![phase],
-            samples: vec![Sample { hart: 0, cycle: 12, pc: 0x10, privilege: Privilege::User, satp: 8, stack: vec![0x20], task: None }],
-            events: vec![Event { hart: 0, cycle: 11, kind: EventKind::IpiReceived { from: None } }],
+            samples: vec![Sample {
+                hart: 0,
+                cycle: 12,
+                pc: 0x10,
+                privilege: Privilege::User,
+                satp: 8,
+                stack: vec![0x20],
+                task: None,
+            }],
+            events: vec![Event {
+                hart: 0,
+                cycle: 11,
+                kind: EventKind::IpiReceived { from: None },
+            }],
             itrace: vec![ItraceLine {
                 hart: 0,
                 cycle: 13,
                 pc: 0x10,
                 privilege: Privilege::User,
-                symbol: Some(SymbolOffset { name: "main".into(), offset: 0 }),
+                symbol: Some(SymbolOffset {
+                    name: "main".into(),
+                    offset: 0,
+                }),
                 disasm: "addi a0,a0,1".into(),
                 cycles: 4,
                 stall: StallCause::Other("custom".into()),
-                lines: vec![LineTouch { line: 0x80000000, access: LineAccess::Fetch, hit: false }],
+                lines: vec![LineTouch {
+                    line: 0x80000000,
+                    access: LineAccess::Fetch,
+                    hit: false,
+                }],
             }],
         }
     }
@@ -100,9 +127,18 @@ mod tests {
     #[test]
     fn validation_names_the_bad_field() {
         assert!(record().validate().is_ok());
-        let r = Observations { guest_hz: 0, ..record() };
-        assert_eq!(r.validate().unwrap_err().to_string(), "guest frequency (guest_hz) must be greater than zero");
-        let r = Observations { sample_period: 0, ..record() };
+        let r = Observations {
+            guest_hz: 0,
+            ..record()
+        };
+        assert_eq!(
+            r.validate().unwrap_err().to_string(),
+            "guest frequency (guest_hz) must be greater than zero"
+        );
+        let r = Observations {
+            sample_period: 0,
+            ..record()
+        };
         assert!(matches!(r.validate(), Err(ObserveError::ZeroSamplePeriod)));
     }
 }

@@ -125,16 +125,28 @@ impl Stat {
         check_stat_name(name)?;
         let desc = one_line(desc);
         if desc.trim().is_empty() {
-            return Err(ObserveError::StatDescription { name: name.to_string() });
+            return Err(ObserveError::StatDescription {
+                name: name.to_string(),
+            });
         }
-        Ok(Stat { name: name.to_string(), value, unit, desc })
+        Ok(Stat {
+            name: name.to_string(),
+            value,
+            unit,
+            desc,
+        })
     }
 }
 
 /// gem5 stat names: dot-separated identifiers (letters, digits, `_`, `:`,
 /// `-`), no empty component. Anything else would break `stats.txt` parsing.
 pub fn check_stat_name(name: &str) -> Result<()> {
-    let bad = |reason| Err(ObserveError::StatName { name: name.to_string(), reason });
+    let bad = |reason| {
+        Err(ObserveError::StatName {
+            name: name.to_string(),
+            reason,
+        })
+    };
     if name.is_empty() {
         return bad("it is empty");
     }
@@ -152,7 +164,9 @@ pub fn check_stat_name(name: &str) -> Result<()> {
 
 /// Guest-supplied text (phase labels) must not break line-oriented formats.
 pub(crate) fn one_line(s: &str) -> String {
-    s.chars().map(|c| if c.is_control() { ' ' } else { c }).collect()
+    s.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
 }
 
 /// An ordered set of stats with unique names, for one phase or a whole run.
@@ -165,7 +179,10 @@ pub struct StatBlock {
 
 impl StatBlock {
     pub fn new(label: &str) -> StatBlock {
-        StatBlock { label: one_line(label), stats: Vec::new() }
+        StatBlock {
+            label: one_line(label),
+            stats: Vec::new(),
+        }
     }
 
     /// A block for one phase, opened with the phase's own bounds so a
@@ -174,14 +191,39 @@ impl StatBlock {
         let mut b = StatBlock::new(&format!("phase {}: {}", phase.index, phase.label));
         let label = one_line(&phase.label);
         let rows: [(&str, u64, Unit, String); 4] = [
-            ("phase.index", phase.index as u64, Unit::Count, format!("Index of phase \"{label}\"")),
-            ("phase.startCycle", phase.start_cycle, Unit::Cycle, "Cycle at which the phase starts".into()),
-            ("phase.endCycle", phase.end_cycle, Unit::Cycle, "Cycle at which the phase ends".into()),
-            ("phase.cycles", phase.cycles(), Unit::Cycle, "Length of the phase".into()),
+            (
+                "phase.index",
+                phase.index as u64,
+                Unit::Count,
+                format!("Index of phase \"{label}\""),
+            ),
+            (
+                "phase.startCycle",
+                phase.start_cycle,
+                Unit::Cycle,
+                "Cycle at which the phase starts".into(),
+            ),
+            (
+                "phase.endCycle",
+                phase.end_cycle,
+                Unit::Cycle,
+                "Cycle at which the phase ends".into(),
+            ),
+            (
+                "phase.cycles",
+                phase.cycles(),
+                Unit::Cycle,
+                "Length of the phase".into(),
+            ),
         ];
         for (name, v, unit, desc) in rows {
             // Fixed names and non-empty descriptions: these cannot fail.
-            b.stats.push(Stat { name: name.into(), value: StatValue::U64(v), unit, desc });
+            b.stats.push(Stat {
+                name: name.into(),
+                value: StatValue::U64(v),
+                unit,
+                desc,
+            });
         }
         b
     }
@@ -189,7 +231,10 @@ impl StatBlock {
     /// Append a stat; its name must be new to this block.
     pub fn push(&mut self, stat: Stat) -> Result<&mut Self> {
         if self.get(&stat.name).is_some() {
-            return Err(ObserveError::DuplicateStat { name: stat.name, block: self.label.clone() });
+            return Err(ObserveError::DuplicateStat {
+                name: stat.name,
+                block: self.label.clone(),
+            });
         }
         self.stats.push(stat);
         Ok(self)
@@ -206,8 +251,19 @@ impl StatBlock {
     }
 
     /// Append `num / den` (NaN when `den` is zero, as gem5 prints it).
-    pub fn add_ratio(&mut self, name: &str, num: u64, den: u64, unit: Unit, desc: &str) -> Result<&mut Self> {
-        let v = if den == 0 { f64::NAN } else { num as f64 / den as f64 };
+    pub fn add_ratio(
+        &mut self,
+        name: &str,
+        num: u64,
+        den: u64,
+        unit: Unit,
+        desc: &str,
+    ) -> Result<&mut Self> {
+        let v = if den == 0 {
+            f64::NAN
+        } else {
+            num as f64 / den as f64
+        };
         self.add_f64(name, v, unit, desc)
     }
 
@@ -220,8 +276,13 @@ impl StatBlock {
     }
 
     /// Stats whose name starts with `prefix`, with the prefix removed.
-    pub fn with_prefix<'a>(&'a self, prefix: &'a str) -> impl Iterator<Item = (&'a str, &'a Stat)> + 'a {
-        self.stats.iter().filter_map(move |s| s.name.strip_prefix(prefix).map(|rest| (rest, s)))
+    pub fn with_prefix<'a>(
+        &'a self,
+        prefix: &'a str,
+    ) -> impl Iterator<Item = (&'a str, &'a Stat)> + 'a {
+        self.stats
+            .iter()
+            .filter_map(move |s| s.name.strip_prefix(prefix).map(|rest| (rest, s)))
     }
 
     pub fn len(&self) -> usize {
@@ -253,9 +314,15 @@ mod tests {
             b.add_u64("system.cpu0.cycles", 1, Unit::Cycle, "  "),
             Err(ObserveError::StatDescription { .. })
         ));
-        b.add_u64("system.cpu0.cycles", 1, Unit::Cycle, "Cycles").unwrap();
-        let err = b.add_u64("system.cpu0.cycles", 2, Unit::Cycle, "Cycles").unwrap_err();
-        assert_eq!(err.to_string(), "stat system.cpu0.cycles appears twice in stat block \"total\"");
+        b.add_u64("system.cpu0.cycles", 1, Unit::Cycle, "Cycles")
+            .unwrap();
+        let err = b
+            .add_u64("system.cpu0.cycles", 2, Unit::Cycle, "Cycles")
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "stat system.cpu0.cycles appears twice in stat block \"total\""
+        );
         assert_eq!(b.len(), 1);
     }
 
@@ -263,7 +330,8 @@ mod tests {
     fn values_round_trip_through_json_including_nan() {
         let mut b = StatBlock::new("total");
         b.add_u64("a", u64::MAX, Unit::Count, "big").unwrap();
-        b.add_ratio("b", 1, 0, Unit::CyclePerCount, "empty ratio").unwrap();
+        b.add_ratio("b", 1, 0, Unit::CyclePerCount, "empty ratio")
+            .unwrap();
         b.add_f64("c", 2.5, Unit::Ratio, "real").unwrap();
         let json = serde_json::to_string(&b).unwrap();
         assert!(json.contains("\"value\":\"nan\""), "{json}");

@@ -4,12 +4,12 @@ mod common;
 
 use common::*;
 use hs_observe::export::{
-    annotate, chrome_trace, flamegraph_svg, fold, folded_text, itrace_text, perf_script, phase_table, CycleShape,
-    FlamegraphOptions, FoldOptions, HotFunctions,
+    annotate, chrome_trace, flamegraph_svg, fold, folded_text, itrace_text, perf_script,
+    phase_table, CycleShape, FlamegraphOptions, FoldOptions, HotFunctions,
 };
 use hs_observe::{
-    Event, EventKind, HartCounts, ItraceLine, LineAccess, LineTouch, Phase, Privilege, StallCause, StatBlock,
-    SymbolOffset, Unit,
+    Event, EventKind, HartCounts, ItraceLine, LineAccess, LineTouch, Phase, Privilege, StallCause,
+    StatBlock, SymbolOffset, Unit,
 };
 use serde_json::{json, Value};
 
@@ -55,8 +55,14 @@ fn perf_script_lines_parse_like_stackcollapse_perf() {
         let header = lines.next().unwrap();
         let fields: Vec<&str> = header.split_whitespace().collect();
         assert_eq!(fields.len(), 6, "{header}");
-        assert!(fields[1].split('/').all(|n| n.parse::<u32>().is_ok()), "{header}");
-        assert!(fields[2].starts_with('[') && fields[2].ends_with(']'), "{header}");
+        assert!(
+            fields[1].split('/').all(|n| n.parse::<u32>().is_ok()),
+            "{header}"
+        );
+        assert!(
+            fields[2].starts_with('[') && fields[2].ends_with(']'),
+            "{header}"
+        );
         assert!(fields[3].ends_with(':') && fields[3].trim_end_matches(':').parse::<f64>().is_ok());
         assert_eq!(fields[4], "1024");
         assert_eq!(fields[5], "cycles:");
@@ -87,7 +93,14 @@ main;printf_core 1
 sbi_trap_handler;sbi_console_putc 1
 "
     );
-    let folded = fold(&samples(), &symbolizer(), FoldOptions { include_comm: true, annotate_kernel: true });
+    let folded = fold(
+        &samples(),
+        &symbolizer(),
+        FoldOptions {
+            include_comm: true,
+            annotate_kernel: true,
+        },
+    );
     assert_eq!(
         folded_text(&folded),
         "\
@@ -128,10 +141,20 @@ fn hot_functions_split_by_place() {
     let hot = HotFunctions::compute(&samples(), &symbolizer(), PERIOD);
     assert_eq!(
         hot.places(),
-        vec![("kernel".to_string(), 2), ("[unknown]".to_string(), 1), ("busybox".to_string(), 1), ("firmware".to_string(), 1)]
+        vec![
+            ("kernel".to_string(), 2),
+            ("[unknown]".to_string(), 1),
+            ("busybox".to_string(), 1),
+            ("firmware".to_string(), 1)
+        ]
     );
     let md = hot.to_markdown_by_place("P87 shell", 1);
-    assert!(md.starts_with("**P87 shell** — 5 samples, one every 1,024 cycles\n\n| where | samples | share |\n"), "{md}");
+    assert!(
+        md.starts_with(
+            "**P87 shell** — 5 samples, one every 1,024 cycles\n\n| where | samples | share |\n"
+        ),
+        "{md}"
+    );
     assert!(md.contains("| kernel | 2 | 40.0% |\n"), "{md}");
     assert!(md.contains("\n### kernel — 2 samples\n\n| # | symbol | samples | share | share of place |\n|--:|:--|--:|--:|--:|\n| 1 | n_tty_write | 2 | 40.0% | 100.0% |\n"), "{md}");
     assert!(md.contains("### firmware — 1 samples\n\n| # | symbol | samples | share | share of place |\n|--:|:--|--:|--:|--:|\n| 1 | sbi_console_putc | 1 | 20.0% | 100.0% |\n"), "{md}");
@@ -140,7 +163,11 @@ fn hot_functions_split_by_place() {
 #[test]
 fn flamegraph_exact_for_two_stacks() {
     let folded = vec![("a;b".to_string(), 3), ("a;c<x>".to_string(), 1)];
-    let opts = FlamegraphOptions { title: "t".into(), width: 120, ..FlamegraphOptions::default() };
+    let opts = FlamegraphOptions {
+        title: "t".into(),
+        width: 120,
+        ..FlamegraphOptions::default()
+    };
     let svg = flamegraph_svg(&folded, &opts);
     let expected = r#"<?xml version="1.0" standalone="no"?>
 <svg version="1.1" width="120" height="96" viewBox="0 0 120 96" xmlns="http://www.w3.org/2000/svg">
@@ -156,13 +183,24 @@ fn flamegraph_exact_for_two_stacks() {
     // Colours are a hash of the name: check they are stable and warm, then
     // compare the rest exactly.
     let mut normalised = svg.clone();
-    for (name, tag) in [("all", "COLOUR_ALL"), ("a", "COLOUR_A"), ("b", "COLOUR_B"), ("c&lt;x&gt;", "COLOUR_C")] {
+    for (name, tag) in [
+        ("all", "COLOUR_ALL"),
+        ("a", "COLOUR_A"),
+        ("b", "COLOUR_B"),
+        ("c&lt;x&gt;", "COLOUR_C"),
+    ] {
         let title = format!("<title>{name} (");
         let at = normalised.find(&title).unwrap();
         let fill_at = at + normalised[at..].find("fill=\"rgb(").unwrap() + "fill=\"rgb(".len();
         let end = fill_at + normalised[fill_at..].find(')').unwrap();
-        let rgb: Vec<u32> = normalised[fill_at..end].split(',').map(|v| v.parse().unwrap()).collect();
-        assert!(rgb[0] >= 205 && rgb[1] <= 230 && rgb[2] <= 55, "{name}: {rgb:?}");
+        let rgb: Vec<u32> = normalised[fill_at..end]
+            .split(',')
+            .map(|v| v.parse().unwrap())
+            .collect();
+        assert!(
+            rgb[0] >= 205 && rgb[1] <= 230 && rgb[2] <= 55,
+            "{name}: {rgb:?}"
+        );
         normalised.replace_range(fill_at..end, tag);
     }
     assert_eq!(normalised, expected);
@@ -190,14 +228,47 @@ fn trace_events() -> Vec<Event> {
         e(0, 150, EventKind::IpiSent { to: 1 }),
         e(1, 50, EventKind::WfiIdle { end_cycle: 200 }),
         e(1, 200, EventKind::IpiReceived { from: Some(0) }),
-        e(1, 210, EventKind::Interrupt { cause: 9, plic_source: Some(10) }),
+        e(
+            1,
+            210,
+            EventKind::Interrupt {
+                cause: 9,
+                plic_source: Some(10),
+            },
+        ),
         e(0, 300, EventKind::SyscallReturn),
         e(0, 400, EventKind::Syscall { number: 63 }),
-        e(0, 500, EventKind::ContextSwitch { satp: 0x8000_0000_0000_0042 }),
-        e(0, 600, EventKind::PhaseMarker { label: "echo".into() }),
-        e(0, 700, EventKind::Exception { cause: 13, tval: 0x1000, target: Privilege::Supervisor }),
+        e(
+            0,
+            500,
+            EventKind::ContextSwitch {
+                satp: 0x8000_0000_0000_0042,
+            },
+        ),
+        e(
+            0,
+            600,
+            EventKind::PhaseMarker {
+                label: "echo".into(),
+            },
+        ),
+        e(
+            0,
+            700,
+            EventKind::Exception {
+                cause: 13,
+                tval: 0x1000,
+                target: Privilege::Supervisor,
+            },
+        ),
         e(1, 800, EventKind::Syscall { number: 173 }),
-        e(0, 900, EventKind::Instant { label: "note".into() }),
+        e(
+            0,
+            900,
+            EventKind::Instant {
+                label: "note".into(),
+            },
+        ),
     ]
 }
 
@@ -207,7 +278,11 @@ fn trace_phases() -> Vec<Phase> {
         label: "echo".into(),
         start_cycle: 600,
         end_cycle: 1000,
-        harts: vec![HartCounts { hart: 0, cycles: 400, instret: 200 }],
+        harts: vec![HartCounts {
+            hart: 0,
+            cycles: 400,
+            instret: 200,
+        }],
     }]
 }
 
@@ -250,7 +325,11 @@ fn chrome_trace_exact_events() {
       ]
     });
     assert_eq!(v, expected, "{text}");
-    assert_eq!(chrome_trace(&trace_events(), &trace_phases(), GUEST_HZ).unwrap(), text, "deterministic");
+    assert_eq!(
+        chrome_trace(&trace_events(), &trace_phases(), GUEST_HZ).unwrap(),
+        text,
+        "deterministic"
+    );
 }
 
 #[test]
@@ -270,7 +349,10 @@ fn chrome_trace_follows_the_trace_event_format() {
         let track = (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap());
         match ph {
             "M" => {
-                assert!(e["args"]["name"].is_string() || e["args"]["sort_index"].is_number(), "{e}");
+                assert!(
+                    e["args"]["name"].is_string() || e["args"]["sort_index"].is_number(),
+                    "{e}"
+                );
                 if e["name"] == "thread_name" {
                     named_tracks.insert(track);
                 }
@@ -296,7 +378,10 @@ fn chrome_trace_follows_the_trace_event_format() {
     assert_eq!(flow_starts, flow_ends, "every flow has both ends");
     assert!(used_tracks.is_subset(&named_tracks), "every track is named");
     // 50 MHz: one cycle is 0.02 us.
-    let ipi = events.iter().find(|e| e["name"] == "IPI to hart 1").unwrap();
+    let ipi = events
+        .iter()
+        .find(|e| e["name"] == "IPI to hart 1")
+        .unwrap();
     assert_eq!(ipi["ts"].as_f64(), Some(3.0));
     assert_eq!(ipi["dur"].as_f64(), Some(0.02));
     assert!(chrome_trace(&trace_events(), &[], 0).is_err());
@@ -317,7 +402,12 @@ fn unmatched_ipis_have_no_flow_and_from_is_respected() {
         .unwrap()
         .iter()
         .filter(|e| e["ph"] == "s" || e["ph"] == "f")
-        .map(|e| (format!("{}@{}", e["ph"].as_str().unwrap(), e["tid"]), e["id"].as_u64().unwrap()))
+        .map(|e| {
+            (
+                format!("{}@{}", e["ph"].as_str().unwrap(), e["tid"]),
+                e["id"].as_u64().unwrap(),
+            )
+        })
         .collect();
     assert_eq!(flows, vec![("s@2".to_string(), 1), ("f@3".to_string(), 1)]);
 }
@@ -328,7 +418,10 @@ fn itrace_lines() -> Vec<ItraceLine> {
         cycle,
         pc,
         privilege: Privilege::Supervisor,
-        symbol: Some(SymbolOffset { name: "handle_exception".into(), offset: off }),
+        symbol: Some(SymbolOffset {
+            name: "handle_exception".into(),
+            offset: off,
+        }),
         disasm: disasm.into(),
         cycles,
         stall,
@@ -342,7 +435,11 @@ fn itrace_lines() -> Vec<ItraceLine> {
             "csrrw tp,sscratch,tp",
             5,
             StallCause::Serialize,
-            vec![LineTouch { line: 0x80001000, access: LineAccess::Fetch, hit: false }],
+            vec![LineTouch {
+                line: 0x80001000,
+                access: LineAccess::Fetch,
+                hit: false,
+            }],
         ),
         line(
             1005,
@@ -352,11 +449,27 @@ fn itrace_lines() -> Vec<ItraceLine> {
             3,
             StallCause::Mem,
             vec![
-                LineTouch { line: 0x80001000, access: LineAccess::Fetch, hit: true },
-                LineTouch { line: 0x80ff2040, access: LineAccess::Store, hit: false },
+                LineTouch {
+                    line: 0x80001000,
+                    access: LineAccess::Fetch,
+                    hit: true,
+                },
+                LineTouch {
+                    line: 0x80ff2040,
+                    access: LineAccess::Store,
+                    hit: false,
+                },
             ],
         ),
-        line(1008, 0xffffffff80001000, 0, "csrrw tp,sscratch,tp", 1, StallCause::None, vec![]),
+        line(
+            1008,
+            0xffffffff80001000,
+            0,
+            "csrrw tp,sscratch,tp",
+            1,
+            StallCause::None,
+            vec![],
+        ),
         ItraceLine {
             hart: 0,
             cycle: 1009,
@@ -391,7 +504,10 @@ fn annotate_exact() {
         "   66.67 |        6 |      2 | serialize | ffffffff80001000 <+0x0>: csrrw tp,sscratch,tp\n",
         "   33.33 |        3 |      1 | mem       | ffffffff80001004 <+0x4>: sd ra,8(sp)\n",
     );
-    assert_eq!(annotate(&itrace_lines(), "handle_exception").as_deref(), Some(expected));
+    assert_eq!(
+        annotate(&itrace_lines(), "handle_exception").as_deref(),
+        Some(expected)
+    );
     assert_eq!(annotate(&itrace_lines(), "nothing_here"), None);
 }
 
@@ -403,14 +519,22 @@ fn phase_table_exact() {
             label: "kernel banner to /init".into(),
             start_cycle: 0,
             end_cycle: 117_614_359,
-            harts: vec![HartCounts { hart: 0, cycles: 117_614_359, instret: 45_000_000 }],
+            harts: vec![HartCounts {
+                hart: 0,
+                cycles: 117_614_359,
+                instret: 45_000_000,
+            }],
         },
         Phase {
             index: 2,
             label: "a|b".into(),
             start_cycle: 117_614_359,
             end_cycle: 117_615_957,
-            harts: vec![HartCounts { hart: 0, cycles: 1_598, instret: 0 }],
+            harts: vec![HartCounts {
+                hart: 0,
+                cycles: 1_598,
+                instret: 0,
+            }],
         },
     ];
     assert_eq!(
@@ -427,11 +551,36 @@ fn phase_table_exact() {
 #[test]
 fn cycle_shape_exact() {
     let mut b = StatBlock::new("total");
-    b.add_u64("system.cpu0.cycles", 1000, Unit::Cycle, "Cycles").unwrap();
-    b.add_u64("system.cpu0.cycleShape.fetch", 38, Unit::Cycle, "Cycles fetching").unwrap();
-    b.add_u64("system.cpu0.cycleShape.execute", 389, Unit::Cycle, "Cycles executing").unwrap();
-    b.add_u64("system.cpu0.cycleShape.mul/div", 36, Unit::Cycle, "Cycles in mul/div").unwrap_err();
-    b.add_u64("system.cpu0.cycleShape.mulDiv", 36, Unit::Cycle, "Cycles in mul/div").unwrap();
+    b.add_u64("system.cpu0.cycles", 1000, Unit::Cycle, "Cycles")
+        .unwrap();
+    b.add_u64(
+        "system.cpu0.cycleShape.fetch",
+        38,
+        Unit::Cycle,
+        "Cycles fetching",
+    )
+    .unwrap();
+    b.add_u64(
+        "system.cpu0.cycleShape.execute",
+        389,
+        Unit::Cycle,
+        "Cycles executing",
+    )
+    .unwrap();
+    b.add_u64(
+        "system.cpu0.cycleShape.mul/div",
+        36,
+        Unit::Cycle,
+        "Cycles in mul/div",
+    )
+    .unwrap_err();
+    b.add_u64(
+        "system.cpu0.cycleShape.mulDiv",
+        36,
+        Unit::Cycle,
+        "Cycles in mul/div",
+    )
+    .unwrap();
     let shape = CycleShape::from_stats("P87 workload", &b, "system.cpu0.cycleShape.", 1000);
     assert_eq!(
         shape.to_markdown(),
@@ -449,7 +598,13 @@ fn cycle_shape_exact() {
 
 /// Samples whose task the guest kernel named: every view uses it.
 fn task_samples() -> Vec<hs_observe::Sample> {
-    let task = |pid, tid, comm: &str| Some(hs_observe::Task { pid, tid, comm: comm.into() });
+    let task = |pid, tid, comm: &str| {
+        Some(hs_observe::Task {
+            pid,
+            tid,
+            comm: comm.into(),
+        })
+    };
     let mut s = samples();
     s[0].task = task(300, 301, "sh");
     s[1].task = task(300, 301, "sh");
@@ -473,14 +628,39 @@ fn kernel_named_tasks_head_perf_script_roots_folded_and_split_hot() {
             "my prog   302/302   [000]     0.000005:       1024 cycles: ",
         ]
     );
-    let folded = fold(&task_samples(), &symbolizer(), FoldOptions { include_comm: true, annotate_kernel: true });
-    let roots: Vec<&str> = folded.iter().map(|(s, _)| s.split(';').next().unwrap()).collect();
-    assert_eq!(roots, vec!["kworker/1:0", "my_prog", "sh", "sh", "swapper/1"]);
+    let folded = fold(
+        &task_samples(),
+        &symbolizer(),
+        FoldOptions {
+            include_comm: true,
+            annotate_kernel: true,
+        },
+    );
+    let roots: Vec<&str> = folded
+        .iter()
+        .map(|(s, _)| s.split(';').next().unwrap())
+        .collect();
+    assert_eq!(
+        roots,
+        vec!["kworker/1:0", "my_prog", "sh", "sh", "swapper/1"]
+    );
 
     let hot = HotFunctions::compute(&task_samples(), &symbolizer(), PERIOD);
     assert_eq!(hot.samples_of_comm("sh"), 2);
-    let tasks: Vec<(&str, u32, u64)> = hot.tasks.iter().map(|t| (t.comm.as_str(), t.pid, t.samples)).collect();
-    assert_eq!(tasks, vec![("sh", 300, 2), ("kworker/1:0", 25, 1), ("my prog", 302, 1), ("swapper/1", 0, 1)]);
+    let tasks: Vec<(&str, u32, u64)> = hot
+        .tasks
+        .iter()
+        .map(|t| (t.comm.as_str(), t.pid, t.samples))
+        .collect();
+    assert_eq!(
+        tasks,
+        vec![
+            ("sh", 300, 2),
+            ("kworker/1:0", 25, 1),
+            ("my prog", 302, 1),
+            ("swapper/1", 0, 1)
+        ]
+    );
     let md = hot.to_markdown_by_task_and_hart(3);
     assert_eq!(
         md,
@@ -506,7 +686,15 @@ fn kernel_named_tasks_head_perf_script_roots_folded_and_split_hot() {
 
 #[test]
 fn chrome_trace_draws_a_task_track_per_hart() {
-    let e = |hart, cycle, pid, tid, comm: &str| Event { hart, cycle, kind: EventKind::TaskSwitch { pid, tid, comm: comm.into() } };
+    let e = |hart, cycle, pid, tid, comm: &str| Event {
+        hart,
+        cycle,
+        kind: EventKind::TaskSwitch {
+            pid,
+            tid,
+            comm: comm.into(),
+        },
+    };
     let events = vec![
         e(0, 100, 300, 301, "sh"),
         e(1, 150, 0, 0, "swapper/1"),
@@ -514,21 +702,46 @@ fn chrome_trace_draws_a_task_track_per_hart() {
         // Reported again (a reader that lost track): the slice goes on.
         e(0, 450, 0, 0, "swapper/0"),
         e(0, 600, 25, 25, "kworker/0:1"),
-        Event { hart: 1, cycle: 900, kind: EventKind::Instant { label: "end".into() } },
+        Event {
+            hart: 1,
+            cycle: 900,
+            kind: EventKind::Instant {
+                label: "end".into(),
+            },
+        },
     ];
     let v: Value = serde_json::from_str(&chrome_trace(&events, &[], GUEST_HZ).unwrap()).unwrap();
     let all = v["traceEvents"].as_array().unwrap();
     let names: Vec<(u64, String)> = all
         .iter()
         .filter(|x| x["name"] == "thread_name")
-        .map(|x| (x["tid"].as_u64().unwrap(), x["args"]["name"].as_str().unwrap().to_string()))
+        .map(|x| {
+            (
+                x["tid"].as_u64().unwrap(),
+                x["args"]["name"].as_str().unwrap().to_string(),
+            )
+        })
         .collect();
-    assert_eq!(names, vec![(1, "hart 0".into()), (100_000, "hart 0 tasks".into()), (2, "hart 1".into()), (100_001, "hart 1 tasks".into())]);
+    assert_eq!(
+        names,
+        vec![
+            (1, "hart 0".into()),
+            (100_000, "hart 0 tasks".into()),
+            (2, "hart 1".into()),
+            (100_001, "hart 1 tasks".into())
+        ]
+    );
     let slices: Vec<(u64, &str, f64, f64, u64)> = all
         .iter()
         .filter(|x| x["cat"] == "task")
         .map(|x| {
-            (x["tid"].as_u64().unwrap(), x["name"].as_str().unwrap(), x["ts"].as_f64().unwrap(), x["dur"].as_f64().unwrap(), x["args"]["pid"].as_u64().unwrap())
+            (
+                x["tid"].as_u64().unwrap(),
+                x["name"].as_str().unwrap(),
+                x["ts"].as_f64().unwrap(),
+                x["dur"].as_f64().unwrap(),
+                x["args"]["pid"].as_u64().unwrap(),
+            )
         })
         .collect();
     assert_eq!(

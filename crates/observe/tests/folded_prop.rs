@@ -2,12 +2,16 @@
 
 mod common;
 
-use hs_observe::export::{fold, flamegraph_svg, FlamegraphOptions, FoldOptions, HotFunctions};
+use hs_observe::export::{flamegraph_svg, fold, FlamegraphOptions, FoldOptions, HotFunctions};
 use hs_observe::{Privilege, Sample};
 use proptest::prelude::*;
 
 fn any_privilege() -> impl Strategy<Value = Privilege> {
-    prop_oneof![Just(Privilege::User), Just(Privilege::Supervisor), Just(Privilege::Machine)]
+    prop_oneof![
+        Just(Privilege::User),
+        Just(Privilege::Supervisor),
+        Just(Privilege::Machine)
+    ]
 }
 
 /// Addresses from every region the fixture knows, plus arbitrary ones.
@@ -29,7 +33,15 @@ fn any_sample() -> impl Strategy<Value = Sample> {
         prop_oneof![Just(common::SATP_SH), any::<u64>()],
         proptest::collection::vec(any_addr(), 0..6),
     )
-        .prop_map(|(hart, cycle, pc, privilege, satp, stack)| Sample { hart, cycle, pc, privilege, satp, stack, task: None })
+        .prop_map(|(hart, cycle, pc, privilege, satp, stack)| Sample {
+            hart,
+            cycle,
+            pc,
+            privilege,
+            satp,
+            stack,
+            task: None,
+        })
 }
 
 proptest! {

@@ -30,7 +30,8 @@ fn build_program() -> PathBuf {
 }
 
 fn compile_program() -> PathBuf {
-    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("hs-observe-elf-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("hs-observe-elf-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let src = dir.join("prog.c");
     let exe = dir.join("prog");
@@ -41,7 +42,10 @@ fn compile_program() -> PathBuf {
         .arg(&src)
         .status()
         .unwrap_or_else(|e| panic!("cannot run {CROSS_GCC} (install gcc-riscv64-linux-gnu and libc6-dev-riscv64-cross): {e}"));
-    assert!(status.success(), "{CROSS_GCC} failed to build the test program");
+    assert!(
+        status.success(),
+        "{CROSS_GCC} failed to build the test program"
+    );
     exe
 }
 
@@ -56,7 +60,10 @@ fn nm_symbol(exe: &Path, name: &str) -> (u64, u64) {
     for line in text.lines() {
         let f: Vec<&str> = line.split_whitespace().collect();
         if f.len() == 4 && f[3] == name && (f[2] == "T" || f[2] == "t") {
-            return (u64::from_str_radix(f[0], 16).unwrap(), u64::from_str_radix(f[1], 16).unwrap());
+            return (
+                u64::from_str_radix(f[0], 16).unwrap(),
+                u64::from_str_radix(f[1], 16).unwrap(),
+            );
         }
     }
     panic!("{CROSS_NM} does not list {name}");
@@ -64,7 +71,10 @@ fn nm_symbol(exe: &Path, name: &str) -> (u64, u64) {
 
 /// Address of an unsized symbol as nm reports it.
 fn nm_address(exe: &Path, name: &str) -> u64 {
-    let out = Command::new(CROSS_NM).arg(exe).output().unwrap_or_else(|e| panic!("cannot run {CROSS_NM}: {e}"));
+    let out = Command::new(CROSS_NM)
+        .arg(exe)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {CROSS_NM}: {e}"));
     let text = String::from_utf8_lossy(&out.stdout);
     text.lines()
         .map(|l| l.split_whitespace().collect::<Vec<_>>())
@@ -82,7 +92,11 @@ fn untyped_assembly_labels_are_kept_and_end_at_the_next_symbol() {
     // Three instructions of at least 2 bytes each (compressed or not).
     assert_eq!(table.lookup(addr + 4), Some(("hs_asm_label", 4)));
     let sym = table.by_name("hs_asm_label").unwrap();
-    let next = table.symbols().iter().find(|s| s.start > addr).expect("main follows the label");
+    let next = table
+        .symbols()
+        .iter()
+        .find(|s| s.start > addr)
+        .expect("main follows the label");
     assert_eq!(sym.end, next.start);
 }
 
@@ -91,7 +105,11 @@ fn static_riscv64_program_symbols_match_nm() {
     let exe = build_program();
     let table = SymbolTable::from_elf_file(&exe).unwrap();
     assert_eq!(table.name(), "prog");
-    assert!(table.len() > 100, "a static glibc program has many functions, got {}", table.len());
+    assert!(
+        table.len() > 100,
+        "a static glibc program has many functions, got {}",
+        table.len()
+    );
     for name in ["main", "hs_probe_function"] {
         let (addr, size) = nm_symbol(&exe, name);
         assert!(size > 0);
@@ -116,7 +134,18 @@ fn user_sample_in_static_program_resolves_through_the_symbolizer() {
     assert_eq!(table.bias_for_mapping(0x10000, 0), 0);
     let mut user = SatpResolver::new();
     let id = user.add_image("prog", table);
-    user.add_space(0x8000_0000_0000_0777, 0, "prog", 7, vec![Mapping { start: 0, end: 1 << 38, image: id, bias: 0 }]);
+    user.add_space(
+        0x8000_0000_0000_0777,
+        0,
+        "prog",
+        7,
+        vec![Mapping {
+            start: 0,
+            end: 1 << 38,
+            image: id,
+            bias: 0,
+        }],
+    );
     let symbolizer = Symbolizer::with_user(user);
     let sample = Sample {
         hart: 0,
@@ -131,26 +160,47 @@ fn user_sample_in_static_program_resolves_through_the_symbolizer() {
     assert_eq!(r.frames[0].symbol, Some("hs_probe_function"));
     assert_eq!(r.frames[1].symbol, Some("main"));
     let text = perf_script(&[sample], &symbolizer, 1_000_000_000, 1024).unwrap();
-    assert!(text.contains(&format!("{:x} hs_probe_function+0x2 (prog)", probe_addr + 2)), "{text}");
-    assert!(text.contains(&format!("{:x} main+0x8 (prog)", main_addr + 8)), "{text}");
+    assert!(
+        text.contains(&format!(
+            "{:x} hs_probe_function+0x2 (prog)",
+            probe_addr + 2
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("{:x} main+0x8 (prog)", main_addr + 8)),
+        "{text}"
+    );
 }
 
 #[test]
 fn non_elf_input_is_a_clear_error() {
-    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("hs-observe-bad-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("hs-observe-bad-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let bad = dir.join("not-elf.bin");
     std::fs::write(&bad, b"this is not an ELF file").unwrap();
     let err = SymbolTable::from_elf_file(&bad).unwrap_err().to_string();
-    assert!(err.starts_with(&format!("{} is not a readable ELF file", bad.display())), "{err}");
-    let err = SymbolTable::from_elf_file(&dir.join("missing")).unwrap_err().to_string();
-    assert!(err.starts_with("cannot read ") && err.contains("missing"), "{err}");
+    assert!(
+        err.starts_with(&format!("{} is not a readable ELF file", bad.display())),
+        "{err}"
+    );
+    let err = SymbolTable::from_elf_file(&dir.join("missing"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("cannot read ") && err.contains("missing"),
+        "{err}"
+    );
 }
 
 #[test]
 fn opensbi_fw_jump_resolves_a_known_function() {
     let path = Path::new(FW_JUMP);
-    assert!(path.exists(), "{FW_JUMP} is missing: install Debian's `opensbi` (bash scripts/setup-host.sh does)");
+    assert!(
+        path.exists(),
+        "{FW_JUMP} is missing: install Debian's `opensbi` (bash scripts/setup-host.sh does)"
+    );
     let table = SymbolTable::from_elf_file(path).unwrap();
     // Debian's build is stripped down to .dynsym; these functions are
     // exported by every OpenSBI release since 0.9.
@@ -160,14 +210,24 @@ fn opensbi_fw_jump_resolves_a_known_function() {
     let mut symbolizer = Symbolizer::new();
     symbolizer.set_firmware(table.clone());
     for sym in found {
-        let at = hs_observe::AddressSpace { hart: 0, cycle: 0, satp: 0 };
+        let at = hs_observe::AddressSpace {
+            hart: 0,
+            cycle: 0,
+            satp: 0,
+        };
         let f = symbolizer.resolve(Privilege::Machine, at, sym.start + 2, false);
-        assert_eq!((f.symbol, f.offset, f.dso, f.where_name()), (Some(sym.name.as_str()), 2, "fw_jump.elf", "firmware"));
+        assert_eq!(
+            (f.symbol, f.offset, f.dso, f.where_name()),
+            (Some(sym.name.as_str()), 2, "fw_jump.elf", "firmware")
+        );
     }
     // Debian's stripped build exports this assembly label without a size:
     // it must not swallow the unexported code after it.
     if let Some(label) = table.by_name("__sbi_expected_trap_hext") {
-        assert_eq!(table.lookup(label.start).map(|(n, _)| n), Some("__sbi_expected_trap_hext"));
+        assert_eq!(
+            table.lookup(label.start).map(|(n, _)| n),
+            Some("__sbi_expected_trap_hext")
+        );
         assert_eq!(table.lookup(label.start + 0x100), None);
     }
 }

@@ -17,7 +17,10 @@ use hs_machine::{BootFile, BootImages, Machine, MachineConfig};
 use hs_timing::{Atomic, InOrderFactory, MachineDesc, ModelDesc, TimingModel};
 
 fn cpu_seconds() -> f64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: one valid timespec.
     unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
     ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
@@ -40,7 +43,11 @@ struct Figures {
 
 fn boot<T: TimingModel>(b: &Boot, max_cycles: Option<u64>, model: impl Fn(usize) -> T) -> Figures {
     let cfg = MachineConfig {
-        images: BootImages { firmware: Some(b.firmware.clone()), kernel: Some(b.kernel.clone()), initrd: Some(b.initrd.clone()) },
+        images: BootImages {
+            firmware: Some(b.firmware.clone()),
+            kernel: Some(b.kernel.clone()),
+            initrd: Some(b.initrd.clone()),
+        },
         bootargs: b.append.clone(),
         max_cycles,
         ..MachineConfig::default()
@@ -50,13 +57,24 @@ fn boot<T: TimingModel>(b: &Boot, max_cycles: Option<u64>, model: impl Fn(usize)
     m.run();
     let (cpu, wall) = (cpu_seconds() - c0, t0.elapsed().as_secs_f64());
     let h = &m.harts()[0];
-    Figures { instret: h.instret(), cycles: h.cycle(), cpu, wall, stats: h.timing.model_stats() }
+    Figures {
+        instret: h.instret(),
+        cycles: h.cycle(),
+        cpu,
+        wall,
+        stats: h.timing.model_stats(),
+    }
 }
 
 fn main() {
     let image = std::env::var("HS_BENCH_IMAGE").unwrap_or_else(|_| "debian".into());
-    let rounds: usize = std::env::var("HS_BENCH_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(2);
-    let max_cycles: Option<u64> = std::env::var("HS_BENCH_MAX_CYCLES").ok().and_then(|v| v.parse().ok());
+    let rounds: usize = std::env::var("HS_BENCH_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2);
+    let max_cycles: Option<u64> = std::env::var("HS_BENCH_MAX_CYCLES")
+        .ok()
+        .and_then(|v| v.parse().ok());
     let img = match hs_guest::find(&image) {
         Ok(i) => i,
         Err(e) => {
@@ -78,7 +96,10 @@ fn main() {
         append: img.default_append.clone(),
     };
     let desc = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../machines/inorder.toml");
-    let ModelDesc::InOrder(cfg) = MachineDesc::load(&desc).expect("machines/inorder.toml").model else {
+    let ModelDesc::InOrder(cfg) = MachineDesc::load(&desc)
+        .expect("machines/inorder.toml")
+        .model
+    else {
         panic!("machines/inorder.toml is not an inorder description")
     };
 
@@ -105,13 +126,39 @@ fn main() {
     }
     let [Some(a), Some(i)] = best else { return };
     if let Some(s) = &i.stats {
-        let shape: Vec<String> = s.cycle_shape().iter().map(|(n, v)| format!("{} {:.1}%", &n[7..], 100.0 * *v as f64 / i.cycles as f64)).collect();
+        let shape: Vec<String> = s
+            .cycle_shape()
+            .iter()
+            .map(|(n, v)| format!("{} {:.1}%", &n[7..], 100.0 * *v as f64 / i.cycles as f64))
+            .collect();
         println!("slowdown: in-order cycle shape: {}", shape.join(", "));
-        let names = ["icache.misses", "dcache.read_accesses", "dcache.read_misses", "dcache.write_accesses", "dcache.write_misses", "l2.read_misses", "itlb.accesses", "itlb.misses", "dtlb.accesses", "dtlb.misses", "bpred.cond_branches", "bpred.cond_mispredicts", "bpred.jumps", "bpred.jump_mispredicts", "cycles.mem_stall"];
-        let per: Vec<String> = names.iter().map(|n| format!("{n} {:.4}", s.get(n).unwrap_or(0) as f64 / i.instret as f64)).collect();
+        let names = [
+            "icache.misses",
+            "dcache.read_accesses",
+            "dcache.read_misses",
+            "dcache.write_accesses",
+            "dcache.write_misses",
+            "l2.read_misses",
+            "itlb.accesses",
+            "itlb.misses",
+            "dtlb.accesses",
+            "dtlb.misses",
+            "bpred.cond_branches",
+            "bpred.cond_mispredicts",
+            "bpred.jumps",
+            "bpred.jump_mispredicts",
+            "cycles.mem_stall",
+        ];
+        let per: Vec<String> = names
+            .iter()
+            .map(|n| format!("{n} {:.4}", s.get(n).unwrap_or(0) as f64 / i.instret as f64))
+            .collect();
         println!("slowdown: in-order per instruction: {}", per.join(", "));
     }
-    let (ma, mi) = (a.instret as f64 / a.cpu / 1e6, i.instret as f64 / i.cpu / 1e6);
+    let (ma, mi) = (
+        a.instret as f64 / a.cpu / 1e6,
+        i.instret as f64 / i.cpu / 1e6,
+    );
     println!(
         "slowdown: {image} boot, best of {rounds}: atomic {ma:.1} MIPS, inorder {mi:.1} MIPS (CPI {:.2}): in-order is {:.2}x atomic",
         i.cycles as f64 / i.instret as f64,

@@ -1,21 +1,49 @@
 //! Branch prediction: a bimodal or gshare direction predictor for
 //! conditional branches, a BTB for jump targets and a return-address stack.
 //!
-//! The hooks do not say whether a jump is a call or a return. A jump whose
-//! target is the top of the return-address stack is taken as a return; a
-//! jump becomes a known call site (it pushes its return address from then
-//! on) once some jump has returned to the address just after it. So the
-//! first return from each call site mispredicts, as a cold predictor would.
+//! Calls and returns are told apart the way RISC-V hardware does it: by the
+//! register operands of `jal`/`jalr` (the unprivileged spec's return-address
+//! stack hints, [`JumpHint::of`]), with x1 and x5 as link registers. A
+//! return takes its predicted target from the stack; when the stack is empty
+//! (overflowed, or a context switch popped past what it holds) the BTB
+//! predicts it like any other indirect jump.
 
 use crate::desc::{BpredConfig, PredictorKind};
+
+/// What a jump's register operands say about the return-address stack.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JumpHint {
+    /// Neither push nor pop (`j`, `jr a5`, tail calls).
+    Plain,
+    /// Push the return address (`call`, `jal ra`, `jalr ra, a5`).
+    Call,
+    /// Pop the predicted target (`ret`, `jr t0`).
+    Return,
+    /// Pop, then push (`jalr x1, x5` / `jalr x5, x1`: a coroutine swap).
+    ReturnCall,
+}
+
+impl JumpHint {
+    /// The hint of a jump writing `rd` and, for `jalr`, reading `rs1`
+    /// (Table 2.1 of the RISC-V unprivileged specification).
+    #[inline(always)]
+    pub fn of(rd: u8, rs1: Option<u8>) -> JumpHint {
+        let link = |r: u8| r == 1 || r == 5;
+        match (link(rd), rs1.map(link).unwrap_or(false)) {
+            (false, false) => JumpHint::Plain,
+            (false, true) => JumpHint::Return,
+            (true, false) => JumpHint::Call,
+            (true, true) if Some(rd) == rs1 => JumpHint::Call,
+            (true, true) => JumpHint::ReturnCall,
+        }
+    }
+}
 
 #[derive(Clone, Copy, Default)]
 struct BtbEntry {
     /// pc | 1 (0 = empty).
     tag: u64,
     target: u64,
-    /// A known call site: its length (2 or 4; 0 = not a call).
-    call_len: u8,
 }
 
 /// Prediction counts.
@@ -23,9 +51,18 @@ struct BtbEntry {
 pub struct BpredCounts {
     pub cond_branches: u64,
     pub cond_mispredicts: u64,
+    /// Every jump: calls, returns, direct and indirect.
     pub jumps: u64,
     pub jump_mispredicts: u64,
+    /// Jumps hinted as calls (they push).
+    pub calls: u64,
+    /// Jumps hinted as returns (they pop).
     pub returns: u64,
+    /// Returns whose target was not the one predicted (from the stack, or
+    /// from the BTB when the stack was empty).
+    pub return_mispredicts: u64,
+    /// Returns that found the stack empty.
+    pub ras_underflows: u64,
 }
 
 pub struct Predictor {
@@ -85,39 +122,54 @@ impl Predictor {
         ((pc >> 1) & self.btb_mask) as usize
     }
 
-    /// A jump at `pc` went to `target`; true if predicted correctly.
-    pub fn jump(&mut self, pc: u64, target: u64) -> bool {
+    fn pop(&mut self) -> Option<u64> {
+        if self.ras_len == 0 {
+            return None;
+        }
+        let t = self.ras[self.ras_top];
+        self.ras_len -= 1;
+        self.ras_top = (self.ras_top + self.ras.len() - 1) % self.ras.len();
+        Some(t)
+    }
+
+    fn push(&mut self, link: u64) {
+        self.ras_top = (self.ras_top + 1) % self.ras.len();
+        self.ras[self.ras_top] = link;
+        self.ras_len = (self.ras_len + 1).min(self.ras.len());
+    }
+
+    /// A jump at `pc` went to `target`; `link` is the address after it (what
+    /// a call pushes). True if its target was predicted correctly.
+    pub fn jump(&mut self, pc: u64, target: u64, hint: JumpHint, link: u64) -> bool {
         self.counts.jumps += 1;
-        if self.ras_len > 0 && self.ras[self.ras_top] == target {
-            self.ras_len -= 1;
-            self.ras_top = (self.ras_top + self.ras.len() - 1) % self.ras.len();
+        let is_return = matches!(hint, JumpHint::Return | JumpHint::ReturnCall);
+        let from_stack = if is_return {
             self.counts.returns += 1;
-            return true;
-        }
-        // a return the stack did not know: learn the call site before it
-        // (a jump 4 or 2 bytes before the return address)
-        for back in [4u64, 2] {
-            let call_pc = target.wrapping_sub(back);
-            let s = self.btb_slot(call_pc);
-            let e = &mut self.btb[s];
-            if e.tag == call_pc | 1 {
-                e.call_len = back as u8;
-                break;
-            }
-        }
+            let t = self.pop();
+            self.counts.ras_underflows += t.is_none() as u64;
+            t
+        } else {
+            None
+        };
         let s = self.btb_slot(pc);
-        let e = self.btb[s];
-        let known = e.tag == pc | 1;
-        let hit = known && e.target == target;
-        let call_len = if known { e.call_len } else { 0 };
-        self.btb[s] = BtbEntry { tag: pc | 1, target, call_len };
-        if call_len != 0 {
-            self.ras_top = (self.ras_top + 1) % self.ras.len();
-            self.ras[self.ras_top] = pc.wrapping_add(call_len as u64);
-            self.ras_len = (self.ras_len + 1).min(self.ras.len());
+        let hit = match from_stack {
+            Some(t) => t == target,
+            None => self.btb[s].tag == pc | 1 && self.btb[s].target == target,
+        };
+        // returns that the stack predicted do not need a BTB entry
+        if from_stack.is_none() {
+            self.btb[s] = BtbEntry {
+                tag: pc | 1,
+                target,
+            };
+        }
+        if matches!(hint, JumpHint::Call | JumpHint::ReturnCall) {
+            self.counts.calls += 1;
+            self.push(link);
         }
         if !hit {
             self.counts.jump_mispredicts += 1;
+            self.counts.return_mispredicts += is_return as u64;
         }
         hit
     }
@@ -157,35 +209,110 @@ mod tests {
     }
 
     #[test]
-    fn returns_predicted_once_the_call_site_is_known() {
+    fn hints_follow_the_specification_table() {
+        use JumpHint::*;
+        assert_eq!(JumpHint::of(0, None), Plain); // j
+        assert_eq!(JumpHint::of(1, None), Call); // jal ra
+        assert_eq!(JumpHint::of(5, None), Call); // jal t0 (millicode call)
+        assert_eq!(JumpHint::of(0, Some(1)), Return); // ret
+        assert_eq!(JumpHint::of(0, Some(5)), Return); // jr t0
+        assert_eq!(JumpHint::of(0, Some(15)), Plain); // jr a5
+        assert_eq!(JumpHint::of(1, Some(15)), Call); // jalr a5
+        assert_eq!(JumpHint::of(1, Some(1)), Call); // jalr ra, ra: push only
+        assert_eq!(JumpHint::of(1, Some(5)), ReturnCall);
+        assert_eq!(JumpHint::of(5, Some(1)), ReturnCall);
+        assert_eq!(JumpHint::of(10, Some(11)), Plain);
+    }
+
+    #[test]
+    fn returns_are_predicted_from_the_first_call() {
         let mut p = Predictor::new(&cfg(PredictorKind::Bimodal, 0));
         // call at 0x100 (4 bytes) to 0x800; ret at 0x810 back to 0x104
-        let round = |p: &mut Predictor| (p.jump(0x100, 0x800), p.jump(0x810, 0x104));
-        assert_eq!(round(&mut p), (false, false)); // cold BTB; the return teaches the call site
-        assert_eq!(round(&mut p), (true, true)); // the call now pushes
-        assert_eq!(p.counts.returns, 1);
-        // a second caller (compressed jal at 0x204) of the same function
-        let r2 = |p: &mut Predictor| (p.jump(0x204, 0x800), p.jump(0x810, 0x206));
-        assert_eq!(r2(&mut p), (false, false));
-        assert_eq!(r2(&mut p), (true, true));
+        let round = |p: &mut Predictor| {
+            (
+                p.jump(0x100, 0x800, JumpHint::Call, 0x104),
+                p.jump(0x810, 0x104, JumpHint::Return, 0x814),
+            )
+        };
+        assert_eq!(round(&mut p), (false, true)); // cold BTB for the call; the stack knows the return
         assert_eq!(round(&mut p), (true, true));
-        // a plain jump is not a call: it never pushes
-        assert_eq!((p.jump(0x300, 0x400), p.jump(0x300, 0x400)), (false, true));
+        // a second caller (compressed jal at 0x204) of the same function
+        assert!(
+            !p.jump(0x204, 0x800, JumpHint::Call, 0x206),
+            "a new call site is cold in the BTB"
+        );
+        assert!(p.jump(0x810, 0x206, JumpHint::Return, 0x814));
+        assert_eq!(
+            (
+                p.counts.returns,
+                p.counts.return_mispredicts,
+                p.counts.calls
+            ),
+            (3, 0, 3)
+        );
+        // a plain jump never pushes; a return to somewhere else mispredicts
+        assert_eq!(
+            (
+                p.jump(0x300, 0x400, JumpHint::Plain, 0x304),
+                p.jump(0x300, 0x400, JumpHint::Plain, 0x304)
+            ),
+            (false, true)
+        );
+        assert_eq!(p.ras_len, 0);
+        p.jump(0x100, 0x800, JumpHint::Call, 0x104);
+        assert!(
+            !p.jump(0x810, 0x900, JumpHint::Return, 0x814),
+            "longjmp-like return"
+        );
+        assert_eq!(p.counts.return_mispredicts, 1);
+    }
+
+    #[test]
+    fn an_empty_stack_falls_back_to_the_btb() {
+        let mut p = Predictor::new(&cfg(PredictorKind::Bimodal, 0));
+        // a return with nothing pushed (e.g. after a context switch)
+        assert!(!p.jump(0x810, 0x104, JumpHint::Return, 0x814));
+        assert!(
+            p.jump(0x810, 0x104, JumpHint::Return, 0x814),
+            "the BTB learned it"
+        );
+        assert_eq!(p.counts.ras_underflows, 2);
+    }
+
+    #[test]
+    fn a_coroutine_swap_pops_then_pushes() {
+        let mut p = Predictor::new(&cfg(PredictorKind::Bimodal, 0));
+        p.jump(0x100, 0x800, JumpHint::Call, 0x104);
+        // jalr x5, x1 at 0x820: returns to 0x104 and pushes 0x824
+        assert!(p.jump(0x820, 0x104, JumpHint::ReturnCall, 0x824));
+        assert!(p.jump(0x200, 0x824, JumpHint::Return, 0x204));
         assert_eq!(p.ras_len, 0);
     }
 
     #[test]
     fn a_deep_call_chain_overflows_the_stack() {
         let mut p = Predictor::new(&cfg(PredictorKind::Bimodal, 0));
-        // chain of 6 calls (depth 4 stack), then 6 returns; run twice to learn
+        // chain of 6 calls (depth 4 stack), then 6 returns
         let run = |p: &mut Predictor| {
             for d in 0..6u64 {
-                p.jump(0x100 + 4 * d, 0x1000 + 0x100 * d);
+                p.jump(
+                    0x100 + 4 * d,
+                    0x1000 + 0x100 * d,
+                    JumpHint::Call,
+                    0x104 + 4 * d,
+                );
             }
-            (0..6u64).rev().filter(|&d| p.jump(0x1000 + 0x100 * d + 0x20, 0x100 + 4 * d + 4)).count()
+            (0..6u64)
+                .rev()
+                .filter(|&d| p.jump(0x1020 + 0x102 * d, 0x100 + 4 * d + 4, JumpHint::Return, 0))
+                .count()
         };
-        run(&mut p);
-        run(&mut p);
-        assert_eq!(run(&mut p), 4, "only the 4 innermost returns are on the stack");
+        assert_eq!(
+            run(&mut p),
+            4,
+            "only the 4 innermost returns are on the stack"
+        );
+        // the 2 outer returns found the stack empty and taught the BTB
+        assert_eq!(run(&mut p), 6);
     }
 }

@@ -97,7 +97,10 @@ impl Cache {
         let i = base + self.mru[set_index] as usize;
         if self.tags[i] == line {
             self.dirty[i] |= write;
-            return Outcome { hit: true, writeback: None };
+            return Outcome {
+                hit: true,
+                writeback: None,
+            };
         }
         self.access_search(line, set_index, write)
     }
@@ -114,7 +117,10 @@ impl Cache {
             }
             self.dirty[i] |= write;
             self.mru[set_index] = w as u8;
-            return Outcome { hit: true, writeback: None };
+            return Outcome {
+                hit: true,
+                writeback: None,
+            };
         }
         if write {
             self.counts.write_misses += 1;
@@ -144,7 +150,8 @@ impl Cache {
                 }
             },
         };
-        let writeback = (self.tags[victim] != INVALID && self.dirty[victim]).then(|| self.tags[victim] << self.line_shift);
+        let writeback = (self.tags[victim] != INVALID && self.dirty[victim])
+            .then(|| self.tags[victim] << self.line_shift);
         if writeback.is_some() {
             self.counts.writebacks += 1;
         }
@@ -152,7 +159,10 @@ impl Cache {
         self.stamps[victim] = self.clock;
         self.dirty[victim] = write;
         self.mru[set_index] = (victim - base) as u8;
-        Outcome { hit: false, writeback }
+        Outcome {
+            hit: false,
+            writeback,
+        }
     }
 
     /// Drop every line (dirty ones are written back without cost).
@@ -174,7 +184,13 @@ mod tests {
     use super::*;
 
     fn cfg(size: u64, ways: u64, line: u64, replacement: Replacement) -> CacheConfig {
-        CacheConfig { size, ways, line, latency: 1, replacement }
+        CacheConfig {
+            size,
+            ways,
+            line,
+            latency: 1,
+            replacement,
+        }
     }
 
     #[test]
@@ -204,9 +220,27 @@ mod tests {
     #[test]
     fn dirty_lines_are_written_back_on_eviction() {
         let mut c = Cache::new(&cfg(64, 1, 64, Replacement::Lru));
-        assert_eq!(c.access(0x1000, true), Outcome { hit: false, writeback: None });
-        assert_eq!(c.access(0x2000, false), Outcome { hit: false, writeback: Some(0x1000) });
-        assert_eq!(c.access(0x3000, false), Outcome { hit: false, writeback: None });
+        assert_eq!(
+            c.access(0x1000, true),
+            Outcome {
+                hit: false,
+                writeback: None
+            }
+        );
+        assert_eq!(
+            c.access(0x2000, false),
+            Outcome {
+                hit: false,
+                writeback: Some(0x1000)
+            }
+        );
+        assert_eq!(
+            c.access(0x3000, false),
+            Outcome {
+                hit: false,
+                writeback: None
+            }
+        );
         assert_eq!(c.counts.writebacks, 1);
         assert_eq!((c.counts.write_accesses, c.counts.write_misses), (1, 1));
     }
@@ -215,7 +249,9 @@ mod tests {
     fn random_replacement_is_the_same_every_time() {
         let run = || {
             let mut c = Cache::new(&cfg(1024, 4, 64, Replacement::Random));
-            (0..1000u64).filter(|i| c.access((i * 7919) % 8192 * 64, false).hit).count()
+            (0..1000u64)
+                .filter(|i| c.access((i * 7919) % 8192 * 64, false).hit)
+                .count()
         };
         assert_eq!(run(), run());
     }
@@ -233,6 +269,9 @@ mod tests {
                 c.access(i * 64, false);
             });
         }
-        assert_eq!(c.counts.read_misses, 64, "a sweep that fits misses only the first time");
+        assert_eq!(
+            c.counts.read_misses, 64,
+            "a sweep that fits misses only the first time"
+        );
     }
 }

@@ -34,13 +34,20 @@ use serde::Deserialize;
 pub enum DescError {
     /// The file cannot be read.
     #[error("cannot read machine description {}: {source}", file.display())]
-    Read { file: PathBuf, source: std::io::Error },
+    Read {
+        file: PathBuf,
+        source: std::io::Error,
+    },
     /// The file is not valid TOML or not shaped like a description.
     #[error("machine description {}: {message}", file.display())]
     Syntax { file: PathBuf, message: String },
     /// One key is unknown, missing or has an impossible value.
     #[error("machine description {}: key `{key}`: {message}", file.display())]
-    Key { file: PathBuf, key: String, message: String },
+    Key {
+        file: PathBuf,
+        key: String,
+        message: String,
+    },
 }
 
 /// Which model a description selects.
@@ -279,17 +286,27 @@ fn parse_size(s: &Size) -> Result<u64, String> {
         Size::Bytes(b) => return Ok(*b),
         Size::Text(t) => t.trim(),
     };
-    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
     let (num, unit) = text.split_at(split);
     let shift = match unit.trim() {
         "" | "B" => 0,
         "K" | "KB" | "KiB" => 10,
         "M" | "MB" | "MiB" => 20,
         "G" | "GB" | "GiB" => 30,
-        _ => return Err(format!("`{text}` is not a size (e.g. 32768, \"32KiB\", \"1MiB\")")),
+        _ => {
+            return Err(format!(
+                "`{text}` is not a size (e.g. 32768, \"32KiB\", \"1MiB\")"
+            ))
+        }
     };
-    let n: u64 = num.parse().map_err(|_| format!("`{text}` is not a size (e.g. 32768, \"32KiB\", \"1MiB\")"))?;
-    n.checked_shl(shift).filter(|v| v >> shift == n).ok_or_else(|| format!("`{text}` is too large"))
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("`{text}` is not a size (e.g. 32768, \"32KiB\", \"1MiB\")"))?;
+    n.checked_shl(shift)
+        .filter(|v| v >> shift == n)
+        .ok_or_else(|| format!("`{text}` is too large"))
 }
 
 /// Longest chain of `extends`: deeper is taken for a cycle.
@@ -300,7 +317,10 @@ const MAX_EXTENDS: usize = 8;
 /// this file's tables merged over it key by key, so a variant of a machine
 /// states only what differs. A file without `extends` is returned as it is.
 pub fn read_resolved(path: &Path) -> Result<String, DescError> {
-    let text = std::fs::read_to_string(path).map_err(|source| DescError::Read { file: path.to_path_buf(), source })?;
+    let text = std::fs::read_to_string(path).map_err(|source| DescError::Read {
+        file: path.to_path_buf(),
+        source,
+    })?;
     match text.parse::<toml::Table>() {
         Ok(t) if t.contains_key("extends") => {
             let merged = resolve(path, t, 0)?;
@@ -312,16 +332,34 @@ pub fn read_resolved(path: &Path) -> Result<String, DescError> {
 }
 
 fn resolve(path: &Path, mut table: toml::Table, depth: usize) -> Result<toml::Table, DescError> {
-    let key_err = |message: String| DescError::Key { file: path.to_path_buf(), key: "extends".into(), message };
-    let Some(base) = table.remove("extends") else { return Ok(table) };
-    let base = base.as_str().ok_or_else(|| key_err("must be the name of another description file".into()))?;
+    let key_err = |message: String| DescError::Key {
+        file: path.to_path_buf(),
+        key: "extends".into(),
+        message,
+    };
+    let Some(base) = table.remove("extends") else {
+        return Ok(table);
+    };
+    let base = base
+        .as_str()
+        .ok_or_else(|| key_err("must be the name of another description file".into()))?;
     if depth >= MAX_EXTENDS {
-        return Err(key_err(format!("more than {MAX_EXTENDS} files extend one another (a cycle?)")));
+        return Err(key_err(format!(
+            "more than {MAX_EXTENDS} files extend one another (a cycle?)"
+        )));
     }
     let base_path = path.parent().unwrap_or(Path::new(".")).join(base);
-    let base_text = std::fs::read_to_string(&base_path).map_err(|source| DescError::Read { file: base_path.clone(), source })?;
+    let base_text = std::fs::read_to_string(&base_path).map_err(|source| DescError::Read {
+        file: base_path.clone(),
+        source,
+    })?;
     let base_table: toml::Table =
-        base_text.parse().map_err(|e: toml::de::Error| DescError::Syntax { file: base_path.clone(), message: e.message().to_string() })?;
+        base_text
+            .parse()
+            .map_err(|e: toml::de::Error| DescError::Syntax {
+                file: base_path.clone(),
+                message: e.message().to_string(),
+            })?;
     let mut merged = resolve(&base_path, base_table, depth + 1)?;
     merge(&mut merged, table);
     Ok(merged)
@@ -347,7 +385,11 @@ impl MachineDesc {
     /// Validate description text; `path` names it in errors.
     pub fn parse(path: &Path, text: &str) -> Result<Self, DescError> {
         let file = path.to_path_buf();
-        let key_err = |key: &str, message: String| DescError::Key { file: file.clone(), key: key.to_string(), message };
+        let key_err = |key: &str, message: String| DescError::Key {
+            file: file.clone(),
+            key: key.to_string(),
+            message,
+        };
         let raw: RawDesc = match serde_path_to_error::deserialize(toml::Deserializer::new(text)) {
             Ok(r) => r,
             Err(e) => {
@@ -355,9 +397,13 @@ impl MachineDesc {
                 let inner = e.into_inner();
                 let message = inner.message().to_string();
                 if key.is_empty() || key == "." {
-                    let line = inner
-                        .span()
-                        .map(|s| text.as_bytes()[..s.start.min(text.len())].iter().filter(|&&b| b == b'\n').count() + 1);
+                    let line = inner.span().map(|s| {
+                        text.as_bytes()[..s.start.min(text.len())]
+                            .iter()
+                            .filter(|&&b| b == b'\n')
+                            .count()
+                            + 1
+                    });
                     let message = match line {
                         Some(l) => format!("line {l}: {message}"),
                         None => message,
@@ -387,30 +433,49 @@ impl MachineDesc {
                     ("devices", raw.devices.is_some()),
                 ];
                 if let Some((k, _)) = given.iter().find(|(_, g)| *g) {
-                    return Err(key_err(k, "has no effect with model = \"atomic\" (remove it)".into()));
+                    return Err(key_err(
+                        k,
+                        "has no effect with model = \"atomic\" (remove it)".into(),
+                    ));
                 }
                 ModelDesc::Atomic
             }
             "inorder" => ModelDesc::InOrder(inorder(raw, &key_err)?),
             other => {
                 let other = other.to_string();
-                return Err(key_err("model", format!("`{other}` is not a model (\"atomic\" or \"inorder\")")));
+                return Err(key_err(
+                    "model",
+                    format!("`{other}` is not a model (\"atomic\" or \"inorder\")"),
+                ));
             }
         };
-        Ok(MachineDesc { file, description, model, ipi })
+        Ok(MachineDesc {
+            file,
+            description,
+            model,
+            ipi,
+        })
     }
 }
 
 fn ipi(raw: &RawIpi, key_err: &dyn Fn(&str, String) -> DescError) -> Result<IpiDesc, DescError> {
     match (raw.mode.as_str(), raw.delay) {
-        ("delay", None) => Err(key_err("ipi.delay", "is missing (mode = \"delay\" needs a number of cycles)".into())),
-        ("delay", Some(n)) if n > MAX_IPI_DELAY => {
-            Err(key_err("ipi.delay", format!("{n} is out of range (0 to {MAX_IPI_DELAY} cycles)")))
-        }
+        ("delay", None) => Err(key_err(
+            "ipi.delay",
+            "is missing (mode = \"delay\" needs a number of cycles)".into(),
+        )),
+        ("delay", Some(n)) if n > MAX_IPI_DELAY => Err(key_err(
+            "ipi.delay",
+            format!("{n} is out of range (0 to {MAX_IPI_DELAY} cycles)"),
+        )),
         ("delay", Some(n)) => Ok(IpiDesc::Delay(n)),
-        ("deliver" | "drop-until-tick", Some(_)) => {
-            Err(key_err("ipi.delay", format!("has no effect with mode = \"{}\" (remove it, or use mode = \"delay\")", raw.mode)))
-        }
+        ("deliver" | "drop-until-tick", Some(_)) => Err(key_err(
+            "ipi.delay",
+            format!(
+                "has no effect with mode = \"{}\" (remove it, or use mode = \"delay\")",
+                raw.mode
+            ),
+        )),
         ("deliver", None) => Ok(IpiDesc::Deliver),
         ("drop-until-tick", None) => Ok(IpiDesc::DropUntilTick),
         (other, _) => Err(key_err(
@@ -420,7 +485,10 @@ fn ipi(raw: &RawIpi, key_err: &dyn Fn(&str, String) -> DescError) -> Result<IpiD
     }
 }
 
-fn inorder(raw: RawDesc, key_err: &dyn Fn(&str, String) -> DescError) -> Result<InOrderConfig, DescError> {
+fn inorder(
+    raw: RawDesc,
+    key_err: &dyn Fn(&str, String) -> DescError,
+) -> Result<InOrderConfig, DescError> {
     let missing = |k: &str| key_err(k, "is missing (the inorder model needs it)".into());
     let core = raw.core.ok_or_else(|| missing("core"))?;
     let latency = raw.latency.ok_or_else(|| missing("latency"))?;
@@ -435,7 +503,10 @@ fn inorder(raw: RawDesc, key_err: &dyn Fn(&str, String) -> DescError) -> Result<
 
     let cycles = |k: &str, v: u64, min: u64| {
         if v < min || v > MAX_CYCLES {
-            Err(key_err(k, format!("{v} is out of range ({min} to {MAX_CYCLES} cycles)")))
+            Err(key_err(
+                k,
+                format!("{v} is out of range ({min} to {MAX_CYCLES} cycles)"),
+            ))
         } else {
             Ok(())
         }
@@ -473,11 +544,20 @@ fn inorder(raw: RawDesc, key_err: &dyn Fn(&str, String) -> DescError) -> Result<
     cycles("latency.trap_entry", l.trap_entry, 0)?;
     cycles("memory.latency", memory.latency, 0)?;
     if l2.line < l1i.line || l2.line < l1d.line {
-        return Err(key_err("l2.line", format!("{} is smaller than an L1 line (the L2 holds whole L1 lines)", l2.line)));
+        return Err(key_err(
+            "l2.line",
+            format!(
+                "{} is smaller than an L1 line (the L2 holds whole L1 lines)",
+                l2.line
+            ),
+        ));
     }
     let tlb = |k: &str, n: u64| {
         if n == 0 || n > 4096 {
-            Err(key_err(k, format!("{n} is out of range (1 to 4096 entries)")))
+            Err(key_err(
+                k,
+                format!("{n} is out of range (1 to 4096 entries)"),
+            ))
         } else {
             Ok(n as usize)
         }
@@ -494,18 +574,27 @@ fn inorder(raw: RawDesc, key_err: &dyn Fn(&str, String) -> DescError) -> Result<
     let entries = pow2("bpred.entries", bpred.entries, 1 << 20)?;
     let btb_entries = pow2("bpred.btb_entries", bpred.btb_entries, 1 << 20)?;
     if bpred.ras_depth == 0 || bpred.ras_depth > 1024 {
-        return Err(key_err("bpred.ras_depth", format!("{} is out of range (1 to 1024)", bpred.ras_depth)));
+        return Err(key_err(
+            "bpred.ras_depth",
+            format!("{} is out of range (1 to 1024)", bpred.ras_depth),
+        ));
     }
     let index_bits = entries.trailing_zeros();
     match bpred.kind {
         PredictorKind::Gshare if bpred.history_bits == 0 || bpred.history_bits > index_bits => {
             return Err(key_err(
                 "bpred.history_bits",
-                format!("{} is out of range for gshare (1 to log2(entries) = {index_bits})", bpred.history_bits),
+                format!(
+                    "{} is out of range for gshare (1 to log2(entries) = {index_bits})",
+                    bpred.history_bits
+                ),
             ));
         }
         PredictorKind::Bimodal if bpred.history_bits != 0 => {
-            return Err(key_err("bpred.history_bits", "has no effect with kind = \"bimodal\" (remove it)".into()));
+            return Err(key_err(
+                "bpred.history_bits",
+                "has no effect with kind = \"bimodal\" (remove it)".into(),
+            ));
         }
         _ => {}
     }
@@ -536,23 +625,42 @@ fn inorder(raw: RawDesc, key_err: &dyn Fn(&str, String) -> DescError) -> Result<
     })
 }
 
-fn cache(name: &str, raw: RawCache, key_err: &dyn Fn(&str, String) -> DescError) -> Result<CacheConfig, DescError> {
+fn cache(
+    name: &str,
+    raw: RawCache,
+    key_err: &dyn Fn(&str, String) -> DescError,
+) -> Result<CacheConfig, DescError> {
     let k = |field: &str| format!("{name}.{field}");
     let size = parse_size(&raw.size).map_err(|m| key_err(&k("size"), m))?;
     if size == 0 || !size.is_power_of_two() {
-        return Err(key_err(&k("size"), format!("{size} bytes is not a power of two")));
+        return Err(key_err(
+            &k("size"),
+            format!("{size} bytes is not a power of two"),
+        ));
     }
     if size > 1 << 30 {
-        return Err(key_err(&k("size"), format!("{size} bytes is larger than 1 GiB")));
+        return Err(key_err(
+            &k("size"),
+            format!("{size} bytes is larger than 1 GiB"),
+        ));
     }
     if raw.line < 8 || raw.line > 4096 || !raw.line.is_power_of_two() {
-        return Err(key_err(&k("line"), format!("{} is not a power of two from 8 to 4096 bytes", raw.line)));
+        return Err(key_err(
+            &k("line"),
+            format!("{} is not a power of two from 8 to 4096 bytes", raw.line),
+        ));
     }
     if raw.ways == 0 {
-        return Err(key_err(&k("ways"), "0 ways: a cache needs at least one".into()));
+        return Err(key_err(
+            &k("ways"),
+            "0 ways: a cache needs at least one".into(),
+        ));
     }
     if raw.ways > 64 {
-        return Err(key_err(&k("ways"), format!("{} ways is more than 64", raw.ways)));
+        return Err(key_err(
+            &k("ways"),
+            format!("{} ways is more than 64", raw.ways),
+        ));
     }
     if size % (raw.ways * raw.line) != 0 || !(size / (raw.ways * raw.line)).is_power_of_two() {
         return Err(key_err(
@@ -561,9 +669,18 @@ fn cache(name: &str, raw: RawCache, key_err: &dyn Fn(&str, String) -> DescError)
         ));
     }
     if raw.latency > MAX_CYCLES {
-        return Err(key_err(&k("latency"), format!("{} is out of range (0 to {MAX_CYCLES} cycles)", raw.latency)));
+        return Err(key_err(
+            &k("latency"),
+            format!("{} is out of range (0 to {MAX_CYCLES} cycles)", raw.latency),
+        ));
     }
-    Ok(CacheConfig { size, ways: raw.ways, line: raw.line, latency: raw.latency, replacement: raw.replacement })
+    Ok(CacheConfig {
+        size,
+        ways: raw.ways,
+        line: raw.line,
+        latency: raw.latency,
+        replacement: raw.replacement,
+    })
 }
 
 #[cfg(test)]
@@ -571,12 +688,16 @@ mod tests {
     use super::*;
 
     fn preset(name: &str) -> String {
-        let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../machines").join(name);
+        let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../machines")
+            .join(name);
         std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
     }
 
     fn err(text: &str) -> String {
-        MachineDesc::parse(Path::new("m.toml"), text).unwrap_err().to_string()
+        MachineDesc::parse(Path::new("m.toml"), text)
+            .unwrap_err()
+            .to_string()
     }
 
     #[test]
@@ -584,7 +705,11 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("hs-desc-extends-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("base.toml"), preset("inorder.toml")).unwrap();
-        std::fs::write(dir.join("fast.toml"), "extends = \"base.toml\"\ndescription = \"fast CSRs\"\n[latency]\ncsr_serialize = 1\n").unwrap();
+        std::fs::write(
+            dir.join("fast.toml"),
+            "extends = \"base.toml\"\ndescription = \"fast CSRs\"\n[latency]\ncsr_serialize = 1\n",
+        )
+        .unwrap();
         let base = MachineDesc::load(&dir.join("base.toml")).unwrap();
         let fast = MachineDesc::load(&dir.join("fast.toml")).unwrap();
         assert_eq!(fast.description, "fast CSRs");
@@ -599,10 +724,14 @@ mod tests {
         }
         std::fs::write(dir.join("a.toml"), "extends = \"b.toml\"\n").unwrap();
         std::fs::write(dir.join("b.toml"), "extends = \"a.toml\"\n").unwrap();
-        let e = MachineDesc::load(&dir.join("a.toml")).unwrap_err().to_string();
+        let e = MachineDesc::load(&dir.join("a.toml"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("key `extends`") && e.contains("cycle"), "{e}");
         std::fs::write(dir.join("c.toml"), "extends = \"missing.toml\"\n").unwrap();
-        let e = MachineDesc::load(&dir.join("c.toml")).unwrap_err().to_string();
+        let e = MachineDesc::load(&dir.join("c.toml"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("missing.toml"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
@@ -612,26 +741,49 @@ mod tests {
         let a = MachineDesc::parse(Path::new("atomic.toml"), &preset("atomic.toml")).unwrap();
         assert_eq!(a.model, ModelDesc::Atomic);
         let d = MachineDesc::parse(Path::new("inorder.toml"), &preset("inorder.toml")).unwrap();
-        let ModelDesc::InOrder(c) = d.model else { panic!("inorder preset is not inorder") };
-        assert_eq!((c.l1d.size, c.l1d.sets(), c.l2.size), (16 << 10, 64, 256 << 10));
+        let ModelDesc::InOrder(c) = d.model else {
+            panic!("inorder preset is not inorder")
+        };
+        assert_eq!(
+            (c.l1d.size, c.l1d.sets(), c.l2.size),
+            (16 << 10, 64, 256 << 10)
+        );
         assert_eq!(c.bpred.kind, PredictorKind::Gshare);
     }
 
     #[test]
     fn errors_name_the_file_and_the_key() {
         let good = preset("inorder.toml");
-        let e = err(&good.replace("ways = 4\nline = 64\nlatency = 1", "ways = 4\nline = 64\nlatency = 1\nsizee = 3"));
-        assert!(e.starts_with("machine description m.toml: key `l1d.sizee`: unknown field"), "{e}");
-        let e = err(&good.replace("size = \"16KiB\"\nways = 4\nline = 64\nlatency = 1", "size = 12288\nways = 4\nline = 64\nlatency = 1"));
-        assert_eq!(e, "machine description m.toml: key `l1d.size`: 12288 bytes is not a power of two");
+        let e = err(&good.replace(
+            "ways = 4\nline = 64\nlatency = 1",
+            "ways = 4\nline = 64\nlatency = 1\nsizee = 3",
+        ));
+        assert!(
+            e.starts_with("machine description m.toml: key `l1d.sizee`: unknown field"),
+            "{e}"
+        );
+        let e = err(&good.replace(
+            "size = \"16KiB\"\nways = 4\nline = 64\nlatency = 1",
+            "size = 12288\nways = 4\nline = 64\nlatency = 1",
+        ));
+        assert_eq!(
+            e,
+            "machine description m.toml: key `l1d.size`: 12288 bytes is not a power of two"
+        );
         let e = err(&good.replacen("ways = 4", "ways = 0", 1));
-        assert_eq!(e, "machine description m.toml: key `l1i.ways`: 0 ways: a cache needs at least one");
+        assert_eq!(
+            e,
+            "machine description m.toml: key `l1i.ways`: 0 ways: a cache needs at least one"
+        );
         let e = err(&good.replace("entries = 512", "entries = 500"));
         assert_eq!(e, "machine description m.toml: key `bpred.entries`: 500 is not a power of two up to 1048576");
         let e = err(&good.replace("alu = 1", "alu = 0"));
         assert!(e.contains("key `latency.alu`: 0 is out of range"), "{e}");
         let e = err(&good.replace("[memory]\nlatency = 60\n", ""));
-        assert_eq!(e, "machine description m.toml: key `memory`: is missing (the inorder model needs it)");
+        assert_eq!(
+            e,
+            "machine description m.toml: key `memory`: is missing (the inorder model needs it)"
+        );
         let e = err("model = \"atomic\"\n[l2]\nsize = 1\nways = 1\nline = 8\nlatency = 1\nreplacement = \"lru\"\n");
         assert_eq!(e, "machine description m.toml: key `l2`: has no effect with model = \"atomic\" (remove it)");
         let e = err("model = \"ooo\"");
@@ -639,20 +791,37 @@ mod tests {
         let e = err(&good.replace("replacement = \"lru\"", "replacement = \"plru\""));
         assert!(e.contains("key `l1i.replacement`"), "{e}");
         let e = err(&good.replace("size = \"256KiB\"", "size = \"256 parsecs\""));
-        assert!(e.contains("key `l2.size`: `256 parsecs` is not a size"), "{e}");
+        assert!(
+            e.contains("key `l2.size`: `256 parsecs` is not a size"),
+            "{e}"
+        );
         let e = err("model = ");
         assert!(e.starts_with("machine description m.toml: line 1"), "{e}");
-        let e = MachineDesc::load(Path::new("/nonexistent/x.toml")).unwrap_err().to_string();
-        assert!(e.starts_with("cannot read machine description /nonexistent/x.toml"), "{e}");
+        let e = MachineDesc::load(Path::new("/nonexistent/x.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("cannot read machine description /nonexistent/x.toml"),
+            "{e}"
+        );
     }
 
     #[test]
     fn the_ipi_knob_is_read_and_checked() {
         let d = |t: &str| MachineDesc::parse(Path::new("m.toml"), t).map(|d| d.ipi);
         assert_eq!(d("model = \"atomic\"\n").unwrap(), IpiDesc::Deliver);
-        assert_eq!(d("model = \"atomic\"\n[ipi]\nmode = \"deliver\"\n").unwrap(), IpiDesc::Deliver);
-        assert_eq!(d("model = \"atomic\"\n[ipi]\nmode = \"delay\"\ndelay = 3000\n").unwrap(), IpiDesc::Delay(3000));
-        assert_eq!(d("model = \"atomic\"\n[ipi]\nmode = \"drop-until-tick\"\n").unwrap(), IpiDesc::DropUntilTick);
+        assert_eq!(
+            d("model = \"atomic\"\n[ipi]\nmode = \"deliver\"\n").unwrap(),
+            IpiDesc::Deliver
+        );
+        assert_eq!(
+            d("model = \"atomic\"\n[ipi]\nmode = \"delay\"\ndelay = 3000\n").unwrap(),
+            IpiDesc::Delay(3000)
+        );
+        assert_eq!(
+            d("model = \"atomic\"\n[ipi]\nmode = \"drop-until-tick\"\n").unwrap(),
+            IpiDesc::DropUntilTick
+        );
         let inorder = preset("inorder.toml") + "\n[ipi]\nmode = \"drop-until-tick\"\n";
         assert_eq!(d(&inorder).unwrap(), IpiDesc::DropUntilTick);
         let e = err("model = \"atomic\"\n[ipi]\nmode = \"lose\"\n");
@@ -660,15 +829,30 @@ mod tests {
         let e = err("model = \"atomic\"\n[ipi]\nmode = \"delay\"\n");
         assert_eq!(e, "machine description m.toml: key `ipi.delay`: is missing (mode = \"delay\" needs a number of cycles)");
         let e = err("model = \"atomic\"\n[ipi]\nmode = \"delay\"\ndelay = -5\n");
-        assert!(e.starts_with("machine description m.toml: key `ipi.delay`:"), "{e}");
+        assert!(
+            e.starts_with("machine description m.toml: key `ipi.delay`:"),
+            "{e}"
+        );
         let e = err("model = \"atomic\"\n[ipi]\nmode = \"delay\"\ndelay = \"soon\"\n");
-        assert!(e.starts_with("machine description m.toml: key `ipi.delay`:"), "{e}");
+        assert!(
+            e.starts_with("machine description m.toml: key `ipi.delay`:"),
+            "{e}"
+        );
         let e = err("model = \"atomic\"\n[ipi]\nmode = \"delay\"\ndelay = 99999999999\n");
-        assert!(e.contains("key `ipi.delay`: 99999999999 is out of range"), "{e}");
+        assert!(
+            e.contains("key `ipi.delay`: 99999999999 is out of range"),
+            "{e}"
+        );
         let e = err("model = \"atomic\"\n[ipi]\nmode = \"drop-until-tick\"\ndelay = 5\n");
-        assert!(e.contains("key `ipi.delay`: has no effect with mode = \"drop-until-tick\""), "{e}");
+        assert!(
+            e.contains("key `ipi.delay`: has no effect with mode = \"drop-until-tick\""),
+            "{e}"
+        );
         let e = err("model = \"atomic\"\n[ipi]\nmode = \"deliver\"\nwhen = 1\n");
-        assert!(e.starts_with("machine description m.toml: key `ipi.when`: unknown field"), "{e}");
+        assert!(
+            e.starts_with("machine description m.toml: key `ipi.when`: unknown field"),
+            "{e}"
+        );
         let e = err("model = \"atomic\"\n[ipi]\n");
         assert!(e.starts_with("machine description m.toml: key `ipi"), "{e}");
     }

@@ -30,7 +30,7 @@ use crate::cache::Cache;
 use crate::desc::InOrderConfig;
 use crate::stats::{event, ModelStats, Stat};
 use crate::tlb::Tlb;
-use crate::{InsnClass, MemKind, TimingModel, TrapInfo};
+use crate::{InsnClass, JumpHint, MemKind, TimingModel, TrapInfo};
 
 const FETCH: usize = 0;
 const EXECUTE: usize = 1;
@@ -62,7 +62,10 @@ pub struct InOrderFactory {
 
 impl InOrderFactory {
     pub fn new(cfg: &InOrderConfig) -> Self {
-        InOrderFactory { cfg: cfg.clone(), l2: Rc::new(RefCell::new(Cache::new(&cfg.l2))) }
+        InOrderFactory {
+            cfg: cfg.clone(),
+            l2: Rc::new(RefCell::new(Cache::new(&cfg.l2))),
+        }
     }
     /// A hart's model.
     pub fn build(&self) -> InOrder {
@@ -292,7 +295,10 @@ impl InOrder {
     }
     /// (D-TLB accesses, of which writes), including the fast path.
     fn dtlb_accesses(&self) -> (u64, u64) {
-        (self.dtlb.accesses + self.same_line[2] + self.same_line[3], self.c.dtlb_write_accesses + self.same_line[3])
+        (
+            self.dtlb.accesses + self.same_line[2] + self.same_line[3],
+            self.c.dtlb_write_accesses + self.same_line[3],
+        )
     }
 
     /// An L1 miss (or write-back) reaching the L2: cycles of the fill.
@@ -390,7 +396,11 @@ impl InOrder {
         r.wrote = n >= 2 && r.ptes[n - 1] == r.ptes[n - 2];
         let reads = n as u32 - r.wrote as u32;
         let levels = self.levels.max(3);
-        let shift = if reads >= 1 && reads <= levels { 12 + 9 * (levels - reads) } else { 12 };
+        let shift = if reads >= 1 && reads <= levels {
+            12 + 9 * (levels - reads)
+        } else {
+            12
+        };
         (shift, r)
     }
 
@@ -477,51 +487,274 @@ impl InOrder {
         let l1d = self.l1d_counts();
         let b = self.bp.counts;
         let c = &self.c;
-        let s = |name, value, unit, desc| Stat { name, value, unit, desc };
+        let s = |name, value, unit, desc| Stat {
+            name,
+            value,
+            unit,
+            desc,
+        };
         ModelStats {
             stats: vec![
-                s("cycles.busy", self.busy_cycles(), "cycles", "cycles the timing model accounted for (sum of the six states)"),
-                s("cycles.fetch", st[FETCH], "cycles", "fetch: L1I latency and misses, branch penalties"),
-                s("cycles.execute", st[EXECUTE], "cycles", "execute: one per instruction plus class latency, CSR and trap costs"),
-                s("cycles.mem", st[MEM], "cycles", "mem: L1D latency and misses of loads and stores, MMIO"),
-                s("cycles.walker", st[WALKER], "cycles", "walker: page walks after TLB misses"),
-                s("cycles.writeback", st[WRITEBACK], "cycles", "writeback: register write per instruction"),
-                s("cycles.muldiv", st[MULDIV], "cycles", "mul/div: integer multiply and divide beyond the first cycle"),
-                s("cycles.mem_stall", self.mem_stall, "cycles", "cycles waiting for L2 or memory after an L1 miss (inside fetch, mem, walker)"),
-                s("insts.fetched", fetches, "count", "instructions fetched (retired plus faulting)"),
-                s("icache.accesses", fetches, "count", "L1 I-cache accesses (one per instruction)"),
-                s("icache.misses", l1i.read_misses, "count", "L1 I-cache misses"),
-                s("dcache.read_accesses", l1d.read_accesses, "count", "L1 D-cache reads (loads and walker reads)"),
-                s("dcache.read_misses", l1d.read_misses, "count", "L1 D-cache read misses"),
-                s("dcache.write_accesses", l1d.write_accesses, "count", "L1 D-cache writes (stores and walker A/D updates)"),
-                s("dcache.write_misses", l1d.write_misses, "count", "L1 D-cache write misses (write-allocate)"),
-                s("dcache.writebacks", l1d.writebacks, "count", "dirty L1 D-cache lines written back to the L2"),
-                s("l2.read_accesses", c.l2_read_accesses, "count", "L2 reads by this hart (L1 fills)"),
-                s("l2.read_misses", c.l2_read_misses, "count", "L2 read misses by this hart"),
-                s("l2.write_accesses", c.l2_write_accesses, "count", "L2 writes by this hart (L1 write-backs)"),
-                s("l2.write_misses", c.l2_write_misses, "count", "L2 write misses by this hart"),
-                s("l2.writebacks", c.memory_writebacks, "count", "dirty L2 lines this hart's accesses evicted to memory"),
-                s("itlb.accesses", self.itlb.accesses, "count", "I-TLB lookups (one per new fetch line while translating)"),
+                s(
+                    "cycles.busy",
+                    self.busy_cycles(),
+                    "cycles",
+                    "cycles the timing model accounted for (sum of the six states)",
+                ),
+                s(
+                    "cycles.fetch",
+                    st[FETCH],
+                    "cycles",
+                    "fetch: L1I latency and misses, branch penalties",
+                ),
+                s(
+                    "cycles.execute",
+                    st[EXECUTE],
+                    "cycles",
+                    "execute: one per instruction plus class latency, CSR and trap costs",
+                ),
+                s(
+                    "cycles.mem",
+                    st[MEM],
+                    "cycles",
+                    "mem: L1D latency and misses of loads and stores, MMIO",
+                ),
+                s(
+                    "cycles.walker",
+                    st[WALKER],
+                    "cycles",
+                    "walker: page walks after TLB misses",
+                ),
+                s(
+                    "cycles.writeback",
+                    st[WRITEBACK],
+                    "cycles",
+                    "writeback: register write per instruction",
+                ),
+                s(
+                    "cycles.muldiv",
+                    st[MULDIV],
+                    "cycles",
+                    "mul/div: integer multiply and divide beyond the first cycle",
+                ),
+                s(
+                    "cycles.mem_stall",
+                    self.mem_stall,
+                    "cycles",
+                    "cycles waiting for L2 or memory after an L1 miss (inside fetch, mem, walker)",
+                ),
+                s(
+                    "insts.fetched",
+                    fetches,
+                    "count",
+                    "instructions fetched (retired plus faulting)",
+                ),
+                s(
+                    "icache.accesses",
+                    fetches,
+                    "count",
+                    "L1 I-cache accesses (one per instruction)",
+                ),
+                s(
+                    "icache.misses",
+                    l1i.read_misses,
+                    "count",
+                    "L1 I-cache misses",
+                ),
+                s(
+                    "dcache.read_accesses",
+                    l1d.read_accesses,
+                    "count",
+                    "L1 D-cache reads (loads and walker reads)",
+                ),
+                s(
+                    "dcache.read_misses",
+                    l1d.read_misses,
+                    "count",
+                    "L1 D-cache read misses",
+                ),
+                s(
+                    "dcache.write_accesses",
+                    l1d.write_accesses,
+                    "count",
+                    "L1 D-cache writes (stores and walker A/D updates)",
+                ),
+                s(
+                    "dcache.write_misses",
+                    l1d.write_misses,
+                    "count",
+                    "L1 D-cache write misses (write-allocate)",
+                ),
+                s(
+                    "dcache.writebacks",
+                    l1d.writebacks,
+                    "count",
+                    "dirty L1 D-cache lines written back to the L2",
+                ),
+                s(
+                    "l2.read_accesses",
+                    c.l2_read_accesses,
+                    "count",
+                    "L2 reads by this hart (L1 fills)",
+                ),
+                s(
+                    "l2.read_misses",
+                    c.l2_read_misses,
+                    "count",
+                    "L2 read misses by this hart",
+                ),
+                s(
+                    "l2.write_accesses",
+                    c.l2_write_accesses,
+                    "count",
+                    "L2 writes by this hart (L1 write-backs)",
+                ),
+                s(
+                    "l2.write_misses",
+                    c.l2_write_misses,
+                    "count",
+                    "L2 write misses by this hart",
+                ),
+                s(
+                    "l2.writebacks",
+                    c.memory_writebacks,
+                    "count",
+                    "dirty L2 lines this hart's accesses evicted to memory",
+                ),
+                s(
+                    "itlb.accesses",
+                    self.itlb.accesses,
+                    "count",
+                    "I-TLB lookups (one per new fetch line while translating)",
+                ),
                 s("itlb.misses", self.itlb.misses, "count", "I-TLB misses"),
-                s("dtlb.accesses", self.dtlb_accesses().0, "count", "D-TLB lookups while translating"),
+                s(
+                    "dtlb.accesses",
+                    self.dtlb_accesses().0,
+                    "count",
+                    "D-TLB lookups while translating",
+                ),
                 s("dtlb.misses", self.dtlb.misses, "count", "D-TLB misses"),
-                s("walker.walks", c.walks, "count", "page walks after a TLB miss"),
-                s("walker.accesses", c.walk_accesses, "count", "PTE reads and A/D writes of those walks"),
-                s("walker.unrecorded", c.walks_unrecorded, "count", "walks priced without knowing the PTE addresses"),
-                s("bpred.cond_branches", b.cond_branches, "count", "conditional branches"),
-                s("bpred.cond_mispredicts", b.cond_mispredicts, "count", "conditional branches mispredicted"),
-                s("bpred.jumps", b.jumps, "count", "jumps (direct, indirect, calls, returns)"),
-                s("bpred.jump_mispredicts", b.jump_mispredicts, "count", "jumps whose target the BTB or RAS did not predict"),
-                s("bpred.ras_returns", b.returns, "count", "returns predicted by the return-address stack"),
-                s("bpred.mispredict_cycles", (b.cond_mispredicts + b.jump_mispredicts) * self.mispredict, "cycles", "cycles lost to mispredictions (in fetch)"),
-                s("mmio.accesses", c.mmio_accesses, "count", "device (MMIO) accesses"),
-                s("traps.taken", c.traps, "count", "traps taken (exceptions and interrupts)"),
-                s("traps.interrupts", c.interrupts, "count", "interrupts taken"),
-                s("traps.ipis", c.ipis, "count", "software interrupts (IPIs) taken"),
-                s("csr.serialising_writes", c.csr_writes_serialising, "count", "CSR writes (each drains the pipeline)"),
-                s("fence_i", c.fence_i, "count", "fence.i executed (flushes the L1 I-cache)"),
-                s("sfence_vma", c.sfence_vma, "count", "sfence.vma executed (flushes the TLBs)"),
-                s("satp_writes", c.satp_writes, "count", "satp writes (flush the TLBs)"),
+                s(
+                    "walker.walks",
+                    c.walks,
+                    "count",
+                    "page walks after a TLB miss",
+                ),
+                s(
+                    "walker.accesses",
+                    c.walk_accesses,
+                    "count",
+                    "PTE reads and A/D writes of those walks",
+                ),
+                s(
+                    "walker.unrecorded",
+                    c.walks_unrecorded,
+                    "count",
+                    "walks priced without knowing the PTE addresses",
+                ),
+                s(
+                    "bpred.cond_branches",
+                    b.cond_branches,
+                    "count",
+                    "conditional branches",
+                ),
+                s(
+                    "bpred.cond_mispredicts",
+                    b.cond_mispredicts,
+                    "count",
+                    "conditional branches mispredicted",
+                ),
+                s(
+                    "bpred.jumps",
+                    b.jumps,
+                    "count",
+                    "jumps (direct, indirect, calls, returns)",
+                ),
+                s(
+                    "bpred.jump_mispredicts",
+                    b.jump_mispredicts,
+                    "count",
+                    "jumps whose target the BTB or RAS did not predict",
+                ),
+                s(
+                    "bpred.calls",
+                    b.calls,
+                    "count",
+                    "jumps hinted as calls (rd = x1 or x5): they push the return-address stack",
+                ),
+                s(
+                    "bpred.returns",
+                    b.returns,
+                    "count",
+                    "jumps hinted as returns (rs1 = x1 or x5, rd not): they pop it",
+                ),
+                s(
+                    "bpred.return_mispredicts",
+                    b.return_mispredicts,
+                    "count",
+                    "returns whose target was not predicted",
+                ),
+                s(
+                    "bpred.ras_underflows",
+                    b.ras_underflows,
+                    "count",
+                    "returns that found the return-address stack empty (the BTB predicted them)",
+                ),
+                s(
+                    "bpred.mispredict_cycles",
+                    (b.cond_mispredicts + b.jump_mispredicts) * self.mispredict,
+                    "cycles",
+                    "cycles lost to mispredictions (in fetch)",
+                ),
+                s(
+                    "mmio.accesses",
+                    c.mmio_accesses,
+                    "count",
+                    "device (MMIO) accesses",
+                ),
+                s(
+                    "traps.taken",
+                    c.traps,
+                    "count",
+                    "traps taken (exceptions and interrupts)",
+                ),
+                s(
+                    "traps.interrupts",
+                    c.interrupts,
+                    "count",
+                    "interrupts taken",
+                ),
+                s(
+                    "traps.ipis",
+                    c.ipis,
+                    "count",
+                    "software interrupts (IPIs) taken",
+                ),
+                s(
+                    "csr.serialising_writes",
+                    c.csr_writes_serialising,
+                    "count",
+                    "CSR writes (each drains the pipeline)",
+                ),
+                s(
+                    "fence_i",
+                    c.fence_i,
+                    "count",
+                    "fence.i executed (flushes the L1 I-cache)",
+                ),
+                s(
+                    "sfence_vma",
+                    c.sfence_vma,
+                    "count",
+                    "sfence.vma executed (flushes the TLBs)",
+                ),
+                s(
+                    "satp_writes",
+                    c.satp_writes,
+                    "count",
+                    "satp writes (flush the TLBs)",
+                ),
                 s("wfi", c.wfi, "count", "WFI executed"),
             ],
         }
@@ -581,7 +814,11 @@ impl TimingModel for InOrder {
             return self.l1d_lat;
         }
         let tlb_hit = self.translating && self.dtlb.last_hit(pa);
-        if self.pending_n == 0 && !mmio && (tlb_hit || !self.translating) && self.l1d.mru_hit(pa >> self.dshift, write) {
+        if self.pending_n == 0
+            && !mmio
+            && (tlb_hit || !self.translating)
+            && self.l1d.mru_hit(pa >> self.dshift, write)
+        {
             self.c.dtlb_write_accesses += (write && tlb_hit) as u64;
             self.last_dline = pa >> self.dshift;
             self.last_dline_dirty = write;
@@ -594,6 +831,12 @@ impl TimingModel for InOrder {
     #[inline(always)]
     fn branch(&mut self, pc: u64, taken: bool, target: u64) -> u64 {
         self.branch_inner(pc, taken, target)
+    }
+
+    #[inline(always)]
+    fn jump(&mut self, pc: u64, target: u64, hint: JumpHint, link: u64) -> u64 {
+        let ok = self.bp.jump(pc, target, hint, link);
+        self.charge_redirect(true, ok)
     }
 
     fn trap(&mut self, cause: u64, interrupt: bool) -> u64 {
@@ -662,8 +905,17 @@ impl InOrder {
         let ok = if self.last_class == InsnClass::Branch {
             self.bp.branch(pc, taken)
         } else {
-            self.bp.jump(pc, target)
+            // a caller that reports a jump as a branch gives no hint
+            self.bp
+                .jump(pc, target, JumpHint::Plain, pc.wrapping_add(4))
         };
+        self.charge_redirect(taken, ok)
+    }
+
+    /// Fetch cycles of a resolved branch or jump: the taken bubble, or the
+    /// mispredict penalty.
+    #[inline(always)]
+    fn charge_redirect(&mut self, taken: bool, ok: bool) -> u64 {
         let bubble = if taken { self.taken_penalty } else { 0 };
         let cycles = if ok { bubble } else { self.mispredict };
         self.state[FETCH] += cycles;
@@ -750,7 +1002,9 @@ impl InOrder {
             s if s == cache(LL, WRITE, ACCESS) => c.l2_write_accesses,
             s if s == cache(LL, WRITE, MISS) => c.l2_write_misses,
             s if s == cache(DTLB, READ, ACCESS) => self.dtlb_accesses().0 - self.dtlb_accesses().1,
-            s if s == cache(DTLB, READ, MISS) => self.dtlb.misses.saturating_sub(c.dtlb_write_misses),
+            s if s == cache(DTLB, READ, MISS) => {
+                self.dtlb.misses.saturating_sub(c.dtlb_write_misses)
+            }
             s if s == cache(DTLB, WRITE, ACCESS) => self.dtlb_accesses().1,
             s if s == cache(DTLB, WRITE, MISS) => c.dtlb_write_misses,
             s if s == cache(ITLB, READ, ACCESS) => self.itlb.accesses,
@@ -760,7 +1014,6 @@ impl InOrder {
             _ => 0,
         }
     }
-
 }
 
 #[cfg(test)]
@@ -769,7 +1022,8 @@ mod tests {
     use crate::desc::{MachineDesc, ModelDesc};
 
     fn cfg() -> InOrderConfig {
-        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../machines/inorder.toml");
+        let p =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../machines/inorder.toml");
         match MachineDesc::load(&p).unwrap().model {
             ModelDesc::InOrder(c) => c,
             ModelDesc::Atomic => panic!("inorder preset is atomic"),
@@ -801,8 +1055,14 @@ mod tests {
         assert_eq!(s.get("dcache.write_misses"), Some(c.l1d.ways));
         assert_eq!(s.get("l2.read_misses"), Some(1 + c.l1d.ways));
         assert_eq!(s.get("mmio.accesses"), Some(1));
-        assert_eq!(s.get("cycles.mem_stall"), Some(2 * l2 + mem + c.l1d.ways * (l2 + mem)));
-        assert_eq!(m.hpm_counter(3, event::cache(event::L1D, event::READ, event::MISS)), 2);
+        assert_eq!(
+            s.get("cycles.mem_stall"),
+            Some(2 * l2 + mem + c.l1d.ways * (l2 + mem))
+        );
+        assert_eq!(
+            m.hpm_counter(3, event::cache(event::L1D, event::READ, event::MISS)),
+            2
+        );
         assert_eq!(m.hpm_counter(3, event::CACHE_MISSES), 1 + c.l1d.ways);
         assert_eq!(m.hpm_counter(3, 0), 0);
     }
@@ -827,7 +1087,10 @@ mod tests {
         assert_eq!(m.fetch(RAM, RAM, 4), c.l1i.latency + c.l2.latency);
         m.insn(RAM, InsnClass::Alu);
         let s = m.model_stats().unwrap();
-        assert_eq!((s.get("icache.misses"), s.get("insts.fetched")), (Some(3), Some(6)));
+        assert_eq!(
+            (s.get("icache.misses"), s.get("insts.fetched")),
+            (Some(3), Some(6))
+        );
     }
 
     /// Enter S-mode with Sv39 on.
@@ -851,7 +1114,7 @@ mod tests {
         let walk = 3 * (l1 + l2 + mem) + l1;
         assert_eq!(m.mem(page, 8, MemKind::Load, false), walk + l1 + l2 + mem);
         assert_eq!(m.mem(page + 0xff8, 8, MemKind::Load, false), l1 + l2 + mem); // TLB hit
-        // the hart's TLB still holds the page, ours was flushed: replay the walk (PTEs now in L1)
+                                                                                 // the hart's TLB still holds the page, ours was flushed: replay the walk (PTEs now in L1)
         m.insn(0, InsnClass::SfenceVma);
         assert_eq!(m.mem(page + 8, 8, MemKind::Load, false), 3 * l1 + l1);
         // a 4 KiB page: the next page is not covered
@@ -860,7 +1123,10 @@ mod tests {
         assert_eq!(s.get("walker.walks"), Some(3));
         assert_eq!(s.get("walker.unrecorded"), Some(1));
         assert_eq!(s.get("dtlb.misses"), Some(3));
-        assert_eq!(s.get("cycles.walker"), Some(walk + 3 * l1 + 3 * (l1 + l2 + mem)));
+        assert_eq!(
+            s.get("cycles.walker"),
+            Some(walk + 3 * l1 + 3 * (l1 + l2 + mem))
+        );
     }
 
     #[test]
@@ -874,10 +1140,22 @@ mod tests {
         let l1 = c.l1d.latency;
         let far = page + 0x1f_f000;
         let cost = m.mem(far, 8, MemKind::Load, false);
-        assert_eq!(cost, l1 + c.l2.latency + c.memory_latency, "TLB hit, cache miss");
+        assert_eq!(
+            cost,
+            l1 + c.l2.latency + c.memory_latency,
+            "TLB hit, cache miss"
+        );
         // no translation in M-mode
         m.trap(8, false);
-        m.trap_info(&TrapInfo { cause: 8, interrupt: false, epc: 0, tval: 0, from: 1, to: 3, a7: 0 });
+        m.trap_info(&TrapInfo {
+            cause: 8,
+            interrupt: false,
+            epc: 0,
+            tval: 0,
+            from: 1,
+            to: 3,
+            a7: 0,
+        });
         let before = m.model_stats().unwrap().get("dtlb.accesses");
         m.mem(RAM + 0x4000_0000, 8, MemKind::Load, false);
         assert_eq!(m.model_stats().unwrap().get("dtlb.accesses"), before);
@@ -888,29 +1166,55 @@ mod tests {
         let (mut m, c) = model();
         let (pen, taken) = (c.bpred.mispredict_penalty, c.bpred.taken_penalty);
         let run = |m: &mut InOrder, n: u64, dir: &dyn Fn(u64) -> bool| {
-            (0..n).map(|i| {
-                m.insn(0x1000, InsnClass::Branch);
-                m.branch(0x1000, dir(i), 0x900)
-            }).sum::<u64>()
+            (0..n)
+                .map(|i| {
+                    m.insn(0x1000, InsnClass::Branch);
+                    m.branch(0x1000, dir(i), 0x900)
+                })
+                .sum::<u64>()
         };
         // an always-taken branch: learned once the history is all ones
         let warm = run(&mut m, 100, &|_| true);
-        let misses = m.model_stats().unwrap().get("bpred.cond_mispredicts").unwrap();
-        assert!(misses >= 1 && misses <= c.bpred.history_bits as u64 + 1, "{misses}");
+        let misses = m
+            .model_stats()
+            .unwrap()
+            .get("bpred.cond_mispredicts")
+            .unwrap();
+        assert!(
+            misses >= 1 && misses <= c.bpred.history_bits as u64 + 1,
+            "{misses}"
+        );
         assert_eq!(warm, misses * pen + (100 - misses) * taken);
         assert_eq!(run(&mut m, 100, &|_| true), 100 * taken);
         // a pattern-free branch (xorshift bits) misses about half the time
         let mut x = 88172645463325252u64;
-        let bits: Vec<bool> = (0..4000).map(|_| { x ^= x << 13; x ^= x >> 7; x ^= x << 17; x & 1 == 1 }).collect();
-        let before = m.model_stats().unwrap().get("bpred.cond_mispredicts").unwrap();
+        let bits: Vec<bool> = (0..4000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x & 1 == 1
+            })
+            .collect();
+        let before = m
+            .model_stats()
+            .unwrap()
+            .get("bpred.cond_mispredicts")
+            .unwrap();
         let cost = run(&mut m, 4000, &|i| bits[i as usize]);
         let s = m.model_stats().unwrap();
         let missed = s.get("bpred.cond_mispredicts").unwrap() - before;
         let taken_count = bits.iter().filter(|&&b| b).count() as u64;
         assert!(missed > 1500 && missed < 2500, "{missed}");
         // each miss costs the penalty; each correctly predicted taken one the bubble
-        assert!(cost >= missed * pen && cost <= missed * pen + taken_count * taken, "{cost}");
-        assert_eq!(s.get("bpred.mispredict_cycles"), Some((misses + missed) * pen));
+        assert!(
+            cost >= missed * pen && cost <= missed * pen + taken_count * taken,
+            "{cost}"
+        );
+        assert_eq!(
+            s.get("bpred.mispredict_cycles"),
+            Some((misses + missed) * pen)
+        );
         assert_eq!(m.hpm_counter(5, event::BRANCH_MISSES), misses + missed);
     }
 
@@ -922,21 +1226,45 @@ mod tests {
         for i in 0..1000u64 {
             let pc = RAM + 4 * (i % 300);
             charged += 1 + m.fetch(pc, pc, 4);
-            let class = [InsnClass::Alu, InsnClass::Load, InsnClass::Mul, InsnClass::Csr, InsnClass::Div][i as usize % 5];
+            let class = [
+                InsnClass::Alu,
+                InsnClass::Load,
+                InsnClass::Mul,
+                InsnClass::Csr,
+                InsnClass::Div,
+            ][i as usize % 5];
             charged += m.insn(pc, class);
             match class {
-                InsnClass::Load => charged += m.mem(RAM + 0x10_0000 + 64 * (i * 7 % 900), 8, MemKind::Load, false),
+                InsnClass::Load => {
+                    charged += m.mem(
+                        RAM + 0x10_0000 + 64 * (i * 7 % 900),
+                        8,
+                        MemKind::Load,
+                        false,
+                    )
+                }
                 InsnClass::Csr => charged += m.csr(0x140, i % 2 == 0),
                 _ => {}
             }
         }
         charged += 1 + m.trap(7, true); // an interrupt: the hart's cycle plus the model's
-        m.trap_info(&TrapInfo { cause: 7, interrupt: true, epc: 0, tval: 0, from: 3, to: 3, a7: 0 });
+        m.trap_info(&TrapInfo {
+            cause: 7,
+            interrupt: true,
+            epc: 0,
+            tval: 0,
+            from: 3,
+            to: 3,
+            a7: 0,
+        });
         let s = m.model_stats().unwrap();
         let states: u64 = s.cycle_shape().iter().map(|(_, v)| v).sum();
         assert_eq!(states, charged);
         assert_eq!(s.get("cycles.busy"), Some(charged));
-        assert_eq!(s.get("cycles.muldiv"), Some(200 * (c.latency.mul - 1) + 200 * (c.latency.div - 1)));
+        assert_eq!(
+            s.get("cycles.muldiv"),
+            Some(200 * (c.latency.mul - 1) + 200 * (c.latency.div - 1))
+        );
         assert_eq!(s.get("cycles.writeback"), Some(1000 * c.writeback));
         assert!(s.get("cycles.mem_stall").unwrap() > 0);
     }
@@ -947,6 +1275,9 @@ mod tests {
         let f = InOrderFactory::new(&c);
         let (mut a, mut b) = (f.build(), f.build());
         a.mem(RAM, 8, MemKind::Load, false);
-        assert_eq!(b.mem(RAM, 8, MemKind::Load, false), c.l1d.latency + c.l2.latency);
+        assert_eq!(
+            b.mem(RAM, 8, MemKind::Load, false),
+            c.l1d.latency + c.l2.latency
+        );
     }
 }

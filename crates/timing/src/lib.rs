@@ -15,6 +15,7 @@ pub mod inorder;
 pub mod stats;
 pub mod tlb;
 
+pub use bpred::JumpHint;
 pub use desc::{DescError, InOrderConfig, IpiDesc, MachineDesc, ModelDesc};
 pub use inorder::{InOrder, InOrderFactory};
 pub use stats::{event, ModelStats, Stat, CYCLE_STATES};
@@ -102,10 +103,17 @@ pub trait TimingModel {
     fn mem(&mut self, _pa: u64, _size: u8, _kind: MemKind, _mmio: bool) -> u64 {
         0
     }
-    /// A conditional branch or jump resolved; `taken` and its `target`.
+    /// A conditional branch resolved; `taken` and its `target`.
     #[inline(always)]
     fn branch(&mut self, _pc: u64, _taken: bool, _target: u64) -> u64 {
         0
+    }
+    /// A `jal`/`jalr` to `target`; `hint` is what its registers say about
+    /// the return-address stack and `link` the address after it. Models
+    /// without a return-address stack may treat it as a taken branch.
+    #[inline(always)]
+    fn jump(&mut self, pc: u64, target: u64, _hint: JumpHint, _link: u64) -> u64 {
+        self.branch(pc, true, target)
     }
     /// A trap was taken (exception or interrupt).
     #[inline(always)]

@@ -28,8 +28,14 @@ pub struct ModelStats {
 }
 
 /// The cycle-shape states, in report order (names of their stats).
-pub const CYCLE_STATES: [&str; 6] =
-    ["cycles.fetch", "cycles.execute", "cycles.mem", "cycles.walker", "cycles.writeback", "cycles.muldiv"];
+pub const CYCLE_STATES: [&str; 6] = [
+    "cycles.fetch",
+    "cycles.execute",
+    "cycles.mem",
+    "cycles.walker",
+    "cycles.writeback",
+    "cycles.muldiv",
+];
 
 impl ModelStats {
     pub fn get(&self, name: &str) -> Option<u64> {

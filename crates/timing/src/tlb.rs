@@ -32,7 +32,14 @@ pub struct Tlb {
 
 impl Tlb {
     pub fn new(n: usize) -> Self {
-        Tlb { entries: vec![Entry::default(); n.max(1)], clock: 0, last: 0, index: [0; INDEX], accesses: 0, misses: 0 }
+        Tlb {
+            entries: vec![Entry::default(); n.max(1)],
+            clock: 0,
+            last: 0,
+            index: [0; INDEX],
+            accesses: 0,
+            misses: 0,
+        }
     }
 
     #[inline(always)]
@@ -90,7 +97,11 @@ impl Tlb {
                 v = i;
             }
         }
-        self.entries[v] = Entry { base: (pa & !mask) | 1, mask, stamp: self.clock };
+        self.entries[v] = Entry {
+            base: (pa & !mask) | 1,
+            mask,
+            stamp: self.clock,
+        };
         self.last = v;
         self.index[(pa >> 12) as usize % INDEX] = v as u16;
     }

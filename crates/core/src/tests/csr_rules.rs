@@ -12,14 +12,23 @@ fn csrrc(rd: u32, csr: u16, rs1: u32) -> u32 {
 fn csrrs_and_csrrc_on_mip_leave_the_plic_seip_out_of_the_software_bit() {
     // OpenSBI's IPI relay: csrs mip, SSIP (then csrc) while the PLIC's
     // S-context line is high; the line must not stick once it drops
-    let (mut h, _) = hart_with(&[addi(5, 0, MIP_SSIP as i32), csrrs(10, MIP, 5), csrrc(11, MIP, 5), WFI]);
+    let (mut h, _) = hart_with(&[
+        addi(5, 0, MIP_SSIP as i32),
+        csrrs(10, MIP, 5),
+        csrrc(11, MIP, 5),
+        WFI,
+    ]);
     h.set_platform_irqs(MIP_SEIP);
     assert_eq!(run_until(&mut h, &mut Dev::default(), 100), Exit::Idle);
     // the values read still OR in the line
     assert_eq!(h.x(10) & (MIP_SEIP | MIP_SSIP), MIP_SEIP);
     assert_eq!(h.x(11) & (MIP_SEIP | MIP_SSIP), MIP_SEIP | MIP_SSIP);
     h.set_platform_irqs(0);
-    assert_eq!(h.csr(MIP).unwrap() & (MIP_SEIP | MIP_SSIP), 0, "SEIP latched from the PLIC line");
+    assert_eq!(
+        h.csr(MIP).unwrap() & (MIP_SEIP | MIP_SSIP),
+        0,
+        "SEIP latched from the PLIC line"
+    );
     // and no external interrupt is left to take (the guest's endless claims)
     h.csr_write(MIE, MIP_SEIP);
     h.set_priv(Priv::User);
@@ -127,7 +136,11 @@ fn mip_stip_under_sstc_follows_stimecmp_and_leaves_m_stip_alone() {
     assert_eq!(h.csr(MIP), Some(MIP_STIP));
     set(&mut h, MIP, MIP_SSIP);
     write(&mut h, STIMECMP, u64::MAX);
-    assert_eq!(h.csr(MIP), Some(MIP_SSIP), "STIP follows a later stimecmp at once");
+    assert_eq!(
+        h.csr(MIP),
+        Some(MIP_SSIP),
+        "STIP follows a later stimecmp at once"
+    );
     set(&mut h, MIP, MIP_STIP);
     assert_eq!(h.csr(MIP), Some(MIP_SSIP));
     // the timer's STIP never became M's: without STCE it reads M's (0)
@@ -147,9 +160,17 @@ fn sip_is_mip_through_mideleg_with_only_ssip_writable() {
     assert_eq!(set(&mut h, SIP, MIP_SSIP), MIP_STIP | MIP_SEIP);
     assert_eq!(h.csr(SIP), Some(MIP_SSIP | MIP_STIP | MIP_SEIP));
     assert_eq!(clear(&mut h, SIP, u64::MAX), MIP_SSIP | MIP_STIP | MIP_SEIP);
-    assert_eq!(h.csr(SIP), Some(MIP_STIP | MIP_SEIP), "sip.STIP and sip.SEIP are read-only");
+    assert_eq!(
+        h.csr(SIP),
+        Some(MIP_STIP | MIP_SEIP),
+        "sip.STIP and sip.SEIP are read-only"
+    );
     h.set_platform_irqs(0);
-    assert_eq!(h.csr(MIP), Some(MIP_STIP), "sip wrote into M's SEIP or STIP");
+    assert_eq!(
+        h.csr(MIP),
+        Some(MIP_STIP),
+        "sip wrote into M's SEIP or STIP"
+    );
     // not delegated: invisible and not writable
     h.set_priv(Priv::Machine);
     h.csr_write(MIDELEG, MIP_STIP);
@@ -162,17 +183,33 @@ fn sip_is_mip_through_mideleg_with_only_ssip_writable() {
 #[test]
 fn sstatus_read_modify_write_touches_only_its_view_of_mstatus() {
     let (mut h, _) = hart_with(&[]);
-    let m_only = MSTATUS_MIE | MSTATUS_MPIE | MSTATUS_MPP | MSTATUS_MPRV | MSTATUS_TVM | MSTATUS_TW | MSTATUS_TSR;
+    let m_only = MSTATUS_MIE
+        | MSTATUS_MPIE
+        | MSTATUS_MPP
+        | MSTATUS_MPRV
+        | MSTATUS_TVM
+        | MSTATUS_TW
+        | MSTATUS_TSR;
     h.csr_write(MSTATUS, m_only | MSTATUS_FS);
     let before = h.csr(MSTATUS).unwrap();
     // SD and UXL read in sstatus but are not state sstatus writes
     clear(&mut h, SSTATUS, MSTATUS_SD | MSTATUS_UXL);
     assert_eq!(h.csr(MSTATUS), Some(before));
-    assert_eq!(clear(&mut h, SSTATUS, u64::MAX) & (MSTATUS_SD | MSTATUS_UXL), MSTATUS_SD | (2 << 32));
-    assert_eq!(h.csr(MSTATUS), Some(m_only | MSTATUS_XL64), "CSRRC of sstatus cleared M-only bits");
+    assert_eq!(
+        clear(&mut h, SSTATUS, u64::MAX) & (MSTATUS_SD | MSTATUS_UXL),
+        MSTATUS_SD | (2 << 32)
+    );
+    assert_eq!(
+        h.csr(MSTATUS),
+        Some(m_only | MSTATUS_XL64),
+        "CSRRC of sstatus cleared M-only bits"
+    );
     set(&mut h, SSTATUS, u64::MAX);
     let s_bits = MSTATUS_SIE | MSTATUS_SPIE | MSTATUS_SPP | MSTATUS_FS | MSTATUS_SUM | MSTATUS_MXR;
-    assert_eq!(h.csr(MSTATUS), Some(m_only | s_bits | MSTATUS_XL64 | MSTATUS_SD));
+    assert_eq!(
+        h.csr(MSTATUS),
+        Some(m_only | s_bits | MSTATUS_XL64 | MSTATUS_SD)
+    );
     assert_eq!(h.csr(SSTATUS), Some(s_bits | (2 << 32) | MSTATUS_SD));
 }
 
@@ -183,7 +220,11 @@ fn mstatus_sd_and_xl_are_derived_not_stored() {
     clear(&mut h, MSTATUS, MSTATUS_SD | (0xf << 32));
     assert_eq!(h.csr(MSTATUS), Some(MSTATUS_SD | MSTATUS_FS | MSTATUS_XL64));
     write(&mut h, MSTATUS, 1 << MSTATUS_FS_SHIFT);
-    assert_eq!(h.csr(MSTATUS), Some((1 << MSTATUS_FS_SHIFT) | MSTATUS_XL64), "SD follows FS");
+    assert_eq!(
+        h.csr(MSTATUS),
+        Some((1 << MSTATUS_FS_SHIFT) | MSTATUS_XL64),
+        "SD follows FS"
+    );
 }
 
 #[test]
@@ -198,11 +239,18 @@ fn fcsr_is_frm_and_fflags_and_each_write_dirties_fs() {
     write(&mut h, FRM, 0b101);
     assert_eq!(fs(&h), 3);
     set(&mut h, FFLAGS, 0xff);
-    assert_eq!((h.csr(FFLAGS), h.csr(FRM), h.csr(FCSR)), (Some(0x1f), Some(0b101), Some(0xbf)));
+    assert_eq!(
+        (h.csr(FFLAGS), h.csr(FRM), h.csr(FCSR)),
+        (Some(0x1f), Some(0b101), Some(0xbf))
+    );
     clear(&mut h, FCSR, 0x1f);
     assert_eq!((h.csr(FFLAGS), h.csr(FRM)), (Some(0), Some(0b101)));
     set(&mut h, FCSR, u64::MAX);
-    assert_eq!(h.csr(FCSR), Some(0xff), "fcsr bits above 7 are read-only zero");
+    assert_eq!(
+        h.csr(FCSR),
+        Some(0xff),
+        "fcsr bits above 7 are read-only zero"
+    );
     clear(&mut h, FRM, 0b010);
     assert_eq!(h.csr(FCSR), Some(0xbf));
 }
@@ -268,7 +316,11 @@ fn rs1_x0_and_uimm_0_never_write_but_a_zero_register_does() {
     ] {
         let (h, r) = one(Priv::Machine, insn, fs_initial);
         assert!(r.is_ok(), "{insn:#010x}: {r:?}");
-        assert_eq!(h.csr(MSTATUS).unwrap() & MSTATUS_FS == MSTATUS_FS, dirty, "{insn:#010x}");
+        assert_eq!(
+            h.csr(MSTATUS).unwrap() & MSTATUS_FS == MSTATUS_FS,
+            dirty,
+            "{insn:#010x}"
+        );
     }
 }
 
@@ -336,7 +388,11 @@ fn stimecmp_below_m_needs_stce_and_tm() {
             h.csr_write(STIMECMP, 0x100);
             h.set_x(5, 0x21);
         });
-        let want = if ok { Ok(0x100) } else { Err(CAUSE_ILLEGAL_INSN) };
+        let want = if ok {
+            Ok(0x100)
+        } else {
+            Err(CAUSE_ILLEGAL_INSN)
+        };
         assert_eq!(r, want, "{prv:?} menvcfg={menvcfg:#x} mcounteren={m:#x}");
         assert_eq!(h.csr(STIMECMP), Some(if ok { 0x121 } else { 0x100 }));
     }

@@ -284,7 +284,11 @@ impl Chan {
             2 | 4 => (true, false),
             _ => (true, true),
         };
-        if side == Side::Src { per.0 } else { per.1 }
+        if side == Side::Src {
+            per.0
+        } else {
+            per.1
+        }
     }
     fn hw_handshake(&self, side: Side) -> bool {
         let bit = if side == Side::Src { 35 } else { 36 };
@@ -304,15 +308,27 @@ impl Chan {
     fn msize(&self, side: Side) -> u64 {
         let pos = if side == Side::Src { 14 } else { 18 };
         let enc = ((self.ctl >> pos) & 0xf).min(9);
-        if enc == 0 { 1 } else { 1 << (enc + 1) }
+        if enc == 0 {
+            1
+        } else {
+            1 << (enc + 1)
+        }
     }
     fn increments(&self, side: Side) -> bool {
-        let bit = if side == Side::Src { CTL_SINC_NOINC } else { CTL_DINC_NOINC };
+        let bit = if side == Side::Src {
+            CTL_SINC_NOINC
+        } else {
+            CTL_DINC_NOINC
+        };
         self.ctl & bit == 0
     }
     /// The side that paces the transfer, its item size and burst length.
     fn unit(&self) -> (Side, u64, u64) {
-        let side = if self.is_per(Side::Dst) { Side::Dst } else { Side::Src };
+        let side = if self.is_per(Side::Dst) {
+            Side::Dst
+        } else {
+            Side::Src
+        };
         (side, 1 << self.width(side), self.msize(side))
     }
 }
@@ -337,7 +353,12 @@ pub struct AxiDma {
 }
 
 impl AxiDma {
-    pub fn new(name: impl Into<String>, cfg: AxiDmaConfig, irq: Box<dyn IrqLine>, hs: Box<dyn DmaHandshake>) -> Self {
+    pub fn new(
+        name: impl Into<String>,
+        cfg: AxiDmaConfig,
+        irq: Box<dyn IrqLine>,
+        hs: Box<dyn DmaHandshake>,
+    ) -> Self {
         let cfg = AxiDmaConfig {
             channels: cfg.channels.clamp(1, MAX_CHANNELS),
             masters: cfg.masters.clamp(1, 2),
@@ -387,7 +408,11 @@ impl AxiDma {
             self.trace.pop_front();
             self.trace_dropped += 1;
         }
-        self.trace.push_back(DmaEvent { cycle, channel: channel as u8, kind });
+        self.trace.push_back(DmaEvent {
+            cycle,
+            channel: channel as u8,
+            kind,
+        });
     }
 
     /// Take the channel events recorded since the last call (at most
@@ -424,7 +449,11 @@ impl AxiDma {
         }
         self.now = self.now.max(now);
         let v = self.read64(offset & !7);
-        Ok(if size == 8 { v } else { (v >> ((offset & 4) * 8)) & 0xffff_ffff })
+        Ok(if size == 8 {
+            v
+        } else {
+            (v >> ((offset & 4) * 8)) & 0xffff_ffff
+        })
     }
 
     /// Register write of 4 or 8 bytes (aligned) at `offset`, at cycle `now`.
@@ -481,7 +510,9 @@ impl AxiDma {
                 _ => 0,
             };
         }
-        let Some((i, reg)) = self.chan_reg(off) else { return 0 };
+        let Some((i, reg)) = self.chan_reg(off) else {
+            return 0;
+        };
         let c = &self.chans[i];
         match reg {
             CH_SAR => c.sar,
@@ -524,16 +555,25 @@ impl AxiDma {
                 }
                 DMAC_CHEN => self.write_chen(val & mask, now),
                 DMAC_COMMON_INTCLEAR => self.common_stat &= !(val & mask),
-                DMAC_COMMON_INTSTATUS_ENA => self.common_stat_ena = merge(self.common_stat_ena) & 0x1_ffff,
-                DMAC_COMMON_INTSIGNAL_ENA => self.common_sig_ena = merge(self.common_sig_ena) & 0x1_ffff,
+                DMAC_COMMON_INTSTATUS_ENA => {
+                    self.common_stat_ena = merge(self.common_stat_ena) & 0x1_ffff
+                }
+                DMAC_COMMON_INTSIGNAL_ENA => {
+                    self.common_sig_ena = merge(self.common_sig_ena) & 0x1_ffff
+                }
                 DMAC_RESET if val & mask & 1 != 0 => self.reset(),
                 _ => {}
             }
             return;
         }
-        let Some((i, reg)) = self.chan_reg(off) else { return };
+        let Some((i, reg)) = self.chan_reg(off) else {
+            return;
+        };
         let c = &mut self.chans[i];
-        let setup = matches!(reg, CH_SAR | CH_DAR | CH_BLOCK_TS | CH_CTL | CH_CFG | CH_LLP);
+        let setup = matches!(
+            reg,
+            CH_SAR | CH_DAR | CH_BLOCK_TS | CH_CTL | CH_CFG | CH_LLP
+        );
         if setup && c.enabled() {
             Self::raise(c, IRQ_WRONCHEN_ERR);
             return;
@@ -546,7 +586,11 @@ impl AxiDma {
             CH_CFG => c.cfg = merge(c.cfg),
             CH_LLP => c.llp = merge(c.llp) & !0x3e,
             CH_SWHSSRC | CH_SWHSDST => {
-                let (reg_v, k) = if reg == CH_SWHSSRC { (&mut c.swhs_src, 0) } else { (&mut c.swhs_dst, 1) };
+                let (reg_v, k) = if reg == CH_SWHSSRC {
+                    (&mut c.swhs_src, 0)
+                } else {
+                    (&mut c.swhs_dst, 1)
+                };
                 let v = val & mask;
                 // Bits 0 (REQ), 2 (SGLREQ), 4 (LST), each with its write enable above it.
                 let mut changed = false;
@@ -669,8 +713,18 @@ impl AxiDma {
         if c.hw_handshake(side) {
             self.hs.request(c.per_number(side))
         } else {
-            let (v, k) = if side == Side::Src { (c.swhs_src, 0) } else { (c.swhs_dst, 1) };
-            (DmaRequest { burst: v & 1 != 0, single: v & 4 != 0 }, c.swhs_since[k])
+            let (v, k) = if side == Side::Src {
+                (c.swhs_src, 0)
+            } else {
+                (c.swhs_dst, 1)
+            };
+            (
+                DmaRequest {
+                    burst: v & 1 != 0,
+                    single: v & 4 != 0,
+                },
+                c.swhs_since[k],
+            )
         }
     }
 
@@ -689,7 +743,11 @@ impl AxiDma {
         for side in [Side::Src, Side::Dst] {
             if c.is_per(side) {
                 let (req, since) = self.side_request(c, side);
-                let ok = if burst && side == c.unit().0 { req.burst } else { req.any() };
+                let ok = if burst && side == c.unit().0 {
+                    req.burst
+                } else {
+                    req.any()
+                };
                 if !ok {
                     return None;
                 }
@@ -703,7 +761,9 @@ impl AxiDma {
     /// Depends on the handshake requests: ask again after a peripheral on
     /// the handshake changed (see `HandshakeWires::generation`).
     pub fn next_event(&self) -> Option<u64> {
-        (0..self.chans.len()).filter_map(|i| self.chan_ready(i)).min()
+        (0..self.chans.len())
+            .filter_map(|i| self.chan_ready(i))
+            .min()
     }
 
     /// Run every channel step due by cycle `now`, moving data through `mem`
@@ -711,7 +771,10 @@ impl AxiDma {
     pub fn advance(&mut self, now: u64, mem: &mut dyn DmaMemory) {
         for _ in 0..MAX_STEPS {
             let next = (0..self.chans.len())
-                .filter_map(|i| self.chan_ready(i).map(|t| (t, std::cmp::Reverse(self.chans[i].priority()), i)))
+                .filter_map(|i| {
+                    self.chan_ready(i)
+                        .map(|t| (t, std::cmp::Reverse(self.chans[i].priority()), i))
+                })
                 .filter(|&(t, _, _)| t <= now)
                 .min();
             let Some((t, _, i)) = next else { break };
@@ -779,7 +842,11 @@ impl AxiDma {
         let item_cycles = self.cfg.item_cycles;
         let c = &self.chans[i];
         let (pace, unit, msize) = c.unit();
-        let items = if c.remaining / unit >= msize { msize } else { 1 };
+        let items = if c.remaining / unit >= msize {
+            msize
+        } else {
+            1
+        };
         let n = (items * unit).min(c.remaining);
         let (sw, dw) = (1u64 << c.width(Side::Src), 1u64 << c.width(Side::Dst));
         let mut buf = vec![0u8; n as usize];
@@ -863,8 +930,10 @@ impl AxiDma {
                 DmaFault::Decode(_) => IRQ_LLI_WR_DEC_ERR,
                 DmaFault::Slave(_) => IRQ_LLI_WR_SLV_ERR,
             };
-            mem.dma_write(c.lli_addr + LLI_CTL_HI, &ctl_hi.to_le_bytes(), t).map_err(wb_err)?;
-            mem.dma_write(c.lli_addr + LLI_STATUS_LO, &status.to_le_bytes(), t).map_err(wb_err)?;
+            mem.dma_write(c.lli_addr + LLI_CTL_HI, &ctl_hi.to_le_bytes(), t)
+                .map_err(wb_err)?;
+            mem.dma_write(c.lli_addr + LLI_STATUS_LO, &status.to_le_bytes(), t)
+                .map_err(wb_err)?;
         }
         if c.linked && !c.last {
             c.phase = Phase::FetchLli;
@@ -903,7 +972,10 @@ impl AxiDma {
         let clock = FdtNode::new(format!("{}-clk", self.name))
             .str("compatible", "fixed-clock")
             .u32("#clock-cells", 0)
-            .u32("clock-frequency", self.cfg.clk_hz.min(u32::MAX as u64) as u32)
+            .u32(
+                "clock-frequency",
+                self.cfg.clk_hz.min(u32::MAX as u64) as u32,
+            )
             .u32("phandle", r.clock);
         let node = FdtNode::new(format!("dma-controller@{base:x}"))
             .str("compatible", "snps,axi-dma-1.01a")
@@ -927,12 +999,32 @@ impl AxiDma {
         let n = &self.name;
         let sum = |f: fn(&Chan) -> u64| self.chans.iter().map(f).sum::<u64>();
         vec![
-            Stat::new(format!("{n}.transfers"), sum(|c| c.stat_transfers), "DMA transfers completed (DMA_TRF)"),
-            Stat::new(format!("{n}.blocks"), sum(|c| c.stat_blocks), "blocks completed"),
+            Stat::new(
+                format!("{n}.transfers"),
+                sum(|c| c.stat_transfers),
+                "DMA transfers completed (DMA_TRF)",
+            ),
+            Stat::new(
+                format!("{n}.blocks"),
+                sum(|c| c.stat_blocks),
+                "blocks completed",
+            ),
             Stat::new(format!("{n}.bytes"), sum(|c| c.stat_bytes), "bytes moved"),
-            Stat::new(format!("{n}.errors"), sum(|c| c.stat_errors), "transfers ended by an error status"),
-            Stat::new(format!("{n}.lli_fetches"), self.stat_lli_fetches, "linked-list items read"),
-            Stat::new(format!("{n}.irqs"), self.stat_irqs, "rising edges of the interrupt output"),
+            Stat::new(
+                format!("{n}.errors"),
+                sum(|c| c.stat_errors),
+                "transfers ended by an error status",
+            ),
+            Stat::new(
+                format!("{n}.lli_fetches"),
+                self.stat_lli_fetches,
+                "linked-list items read",
+            ),
+            Stat::new(
+                format!("{n}.irqs"),
+                self.stat_irqs,
+                "rising edges of the interrupt output",
+            ),
         ]
     }
 }
@@ -949,7 +1041,12 @@ mod tests {
     fn dma() -> (AxiDma, WireIrq, HandshakeWires) {
         let irq = WireIrq::new();
         let wires = HandshakeWires::new(4);
-        let d = AxiDma::new("dma0", AxiDmaConfig::default(), Box::new(irq.clone()), Box::new(wires.clone()));
+        let d = AxiDma::new(
+            "dma0",
+            AxiDmaConfig::default(),
+            Box::new(irq.clone()),
+            Box::new(wires.clone()),
+        );
         (d, irq, wires)
     }
     fn ch(n: u64, reg: u64) -> u64 {
@@ -1018,7 +1115,11 @@ mod tests {
         assert_eq!(r32(&mut d, DMAC_CHEN), 0);
         assert!(!irq.is_high());
         assert!(d.read(DMAC_CFG, 2, 0).is_err() && d.read(DMAC_CFG + 4, 8, 0).is_err());
-        assert_eq!(d.read(ch(9, CH_SAR), 8, 0), Ok(0), "beyond the channels reads as zero");
+        assert_eq!(
+            d.read(ch(9, CH_SAR), 8, 0),
+            Ok(0),
+            "beyond the channels reads as zero"
+        );
         assert!(d.read(SIZE, 4, 0).is_err());
     }
 
@@ -1033,19 +1134,38 @@ mod tests {
             let last = if k == 2 { CTL_LLI_LAST } else { 0 };
             let next = if k == 2 { 0 } else { RAM + 0x40 * (k + 1) };
             let ctl = MEMCPY_CTL | CTL_LLI_VALID | last | if k == 0 { CTL_IOC_BLKTFR } else { 0 };
-            lli(&mut m, RAM + 0x40 * k, RAM + 0x1000 + 32 * k, RAM + 0x2000 + 32 * k, 7, ctl, next);
+            lli(
+                &mut m,
+                RAM + 0x40 * k,
+                RAM + 0x1000 + 32 * k,
+                RAM + 0x2000 + 32 * k,
+                7,
+                ctl,
+                next,
+            );
         }
         w32(&mut d, DMAC_CFG, CFG_INT_EN, 0);
         start(&mut d, 2, 0, RAM, 1000);
-        w32(&mut d, ch(2, CH_INTSTATUS_ENA), (IRQ_DMA_TRF | IRQ_BLOCK_TRF | IRQ_ALL_ERR) as u64, 1000);
+        w32(
+            &mut d,
+            ch(2, CH_INTSTATUS_ENA),
+            (IRQ_DMA_TRF | IRQ_BLOCK_TRF | IRQ_ALL_ERR) as u64,
+            1000,
+        );
         assert_eq!(r32(&mut d, DMAC_CHEN), 1 << 2);
         let times = run(&mut d, &mut m, u64::MAX);
         // Per block: LLI fetch 20 cycles, two 4-item chunks of 16 cycles;
         // a block's end and the next fetch fall in the same advance.
-        assert_eq!(times, vec![1000, 1020, 1036, 1052, 1072, 1088, 1104, 1124, 1140, 1156]);
+        assert_eq!(
+            times,
+            vec![1000, 1020, 1036, 1052, 1072, 1088, 1104, 1124, 1140, 1156]
+        );
         assert_eq!(m.get(RAM + 0x2000, 96), &src[..]);
         assert_eq!(r32(&mut d, DMAC_CHEN), 0, "idle before DMA_TRF is seen");
-        assert_eq!(r32(&mut d, ch(2, CH_INTSTATUS)) as u32, IRQ_DMA_TRF | IRQ_BLOCK_TRF);
+        assert_eq!(
+            r32(&mut d, ch(2, CH_INTSTATUS)) as u32,
+            IRQ_DMA_TRF | IRQ_BLOCK_TRF
+        );
         assert!(irq.is_high());
         assert_eq!(r32(&mut d, DMAC_INTSTATUS), 1 << 2);
         // Write-back: LLI_VALID cleared, block size in status_lo.
@@ -1116,14 +1236,40 @@ mod tests {
         d.advance(0, &mut m); // fetch
         assert_eq!(d.next_event(), None, "no request yet");
         let line = wires.line(3);
-        line.set_request(DmaRequest { burst: false, single: true }, 50);
-        assert_eq!(d.next_event(), None, "6 left >= MSIZE 4: needs a burst request");
-        line.set_request(DmaRequest { burst: true, single: true }, 60);
+        line.set_request(
+            DmaRequest {
+                burst: false,
+                single: true,
+            },
+            50,
+        );
+        assert_eq!(
+            d.next_event(),
+            None,
+            "6 left >= MSIZE 4: needs a burst request"
+        );
+        line.set_request(
+            DmaRequest {
+                burst: true,
+                single: true,
+            },
+            60,
+        );
         assert_eq!(d.next_event(), Some(60));
         d.advance(60, &mut m);
         assert_eq!(m.get(RAM + 0x200, 1), &[4], "4 items to the same address");
-        line.set_request(DmaRequest { burst: false, single: true }, 70);
-        assert_eq!(d.next_event(), Some(76), "2 left: single requests, after the burst's 16 cycles");
+        line.set_request(
+            DmaRequest {
+                burst: false,
+                single: true,
+            },
+            70,
+        );
+        assert_eq!(
+            d.next_event(),
+            Some(76),
+            "2 left: single requests, after the burst's 16 cycles"
+        );
         run(&mut d, &mut m, u64::MAX);
         assert_eq!(m.get(RAM + 0x200, 1), &[6]);
         assert_eq!(wires.acks(3), (3, 1));
@@ -1179,23 +1325,58 @@ mod tests {
         // All-zero LLI (no LLI_VALID).
         expect_error(|_| RAM, IRQ_INVALID_ERR);
         // Loop: the LLI points at itself and is not LAST.
-        expect_error(|m| { lli(m, RAM, RAM + 0x800, RAM + 0x900, 0, ok, RAM); RAM }, IRQ_INVALID_ERR);
+        expect_error(
+            |m| {
+                lli(m, RAM, RAM + 0x800, RAM + 0x900, 0, ok, RAM);
+                RAM
+            },
+            IRQ_INVALID_ERR,
+        );
         // Two-LLI cycle.
-        expect_error(|m| {
-            lli(m, RAM, RAM + 0x800, RAM + 0x900, 0, ok, RAM + 0x40);
-            lli(m, RAM + 0x40, RAM + 0x800, RAM + 0x900, 0, ok, RAM);
-            RAM
-        }, IRQ_INVALID_ERR);
+        expect_error(
+            |m| {
+                lli(m, RAM, RAM + 0x800, RAM + 0x900, 0, ok, RAM + 0x40);
+                lli(m, RAM + 0x40, RAM + 0x800, RAM + 0x900, 0, ok, RAM);
+                RAM
+            },
+            IRQ_INVALID_ERR,
+        );
         // Source and destination outside RAM.
-        expect_error(|m| { lli(m, RAM, 0x10, RAM + 0x900, 0, ok | CTL_LLI_LAST, 0); RAM }, IRQ_SRC_DEC_ERR);
-        expect_error(|m| { lli(m, RAM, RAM, RAM + 0xffe, 0, ok | CTL_LLI_LAST, 0); RAM }, IRQ_DST_DEC_ERR);
+        expect_error(
+            |m| {
+                lli(m, RAM, 0x10, RAM + 0x900, 0, ok | CTL_LLI_LAST, 0);
+                RAM
+            },
+            IRQ_SRC_DEC_ERR,
+        );
+        expect_error(
+            |m| {
+                lli(m, RAM, RAM, RAM + 0xffe, 0, ok | CTL_LLI_LAST, 0);
+                RAM
+            },
+            IRQ_DST_DEC_ERR,
+        );
         // Block larger than snps,block-size.
-        expect_error(|m| { lli(m, RAM, RAM, RAM, 4096, ok | CTL_LLI_LAST, 0); RAM }, IRQ_INVALID_ERR);
+        expect_error(
+            |m| {
+                lli(m, RAM, RAM, RAM, 4096, ok | CTL_LLI_LAST, 0);
+                RAM
+            },
+            IRQ_INVALID_ERR,
+        );
         // Destination peripheral width that does not divide the block: 1
         // byte item source, 4-byte peripheral items.
         let (mut d, _, _) = dma();
         let mut m = VecMemory::new(RAM, 0x1000);
-        lli(&mut m, RAM, RAM, RAM + 0x100, 2, CTL_LLI_VALID | CTL_LLI_LAST | 2 << 11, 0);
+        lli(
+            &mut m,
+            RAM,
+            RAM,
+            RAM + 0x100,
+            2,
+            CTL_LLI_VALID | CTL_LLI_LAST | 2 << 11,
+            0,
+        );
         start(&mut d, 0, 1, RAM, 0);
         run(&mut d, &mut m, u64::MAX);
         assert_eq!(r32(&mut d, ch(0, CH_INTSTATUS)) as u32, IRQ_INVALID_ERR);
@@ -1204,24 +1385,47 @@ mod tests {
         w32(&mut d, ch(0, CH_INTSTATUS_ENA), 0xffff_ffff, 0);
         w32(&mut d, ch(0, CH_CFG), 0b0111, 0);
         w32(&mut d, DMAC_CHEN, 0x101, 0);
-        assert_eq!(r32(&mut d, ch(0, CH_INTSTATUS)) as u32, IRQ_MULTIBLKTYPE_ERR);
+        assert_eq!(
+            r32(&mut d, ch(0, CH_INTSTATUS)) as u32,
+            IRQ_MULTIBLKTYPE_ERR
+        );
         assert_eq!(r32(&mut d, DMAC_CHEN), 0);
     }
 
     #[test]
     fn too_long_chain_is_cut_at_max_blocks() {
         let irq = WireIrq::new();
-        let cfg = AxiDmaConfig { max_blocks: 5, ..AxiDmaConfig::default() };
-        let mut d = AxiDma::new("dma0", cfg, Box::new(irq.clone()), Box::new(HandshakeWires::new(1)));
+        let cfg = AxiDmaConfig {
+            max_blocks: 5,
+            ..AxiDmaConfig::default()
+        };
+        let mut d = AxiDma::new(
+            "dma0",
+            cfg,
+            Box::new(irq.clone()),
+            Box::new(HandshakeWires::new(1)),
+        );
         let mut m = VecMemory::new(RAM, 0x1000);
         for k in 0..10u64 {
-            lli(&mut m, RAM + 0x40 * k, RAM + 0x800, RAM + 0x900, 0, MEMCPY_CTL | CTL_LLI_VALID, RAM + 0x40 * (k + 1));
+            lli(
+                &mut m,
+                RAM + 0x40 * k,
+                RAM + 0x800,
+                RAM + 0x900,
+                0,
+                MEMCPY_CTL | CTL_LLI_VALID,
+                RAM + 0x40 * (k + 1),
+            );
         }
         w32(&mut d, DMAC_CFG, CFG_INT_EN, 0);
         start(&mut d, 0, 0, RAM, 0);
         run(&mut d, &mut m, u64::MAX);
         assert_eq!(r32(&mut d, ch(0, CH_INTSTATUS)) as u32, IRQ_INVALID_ERR);
-        assert_eq!(d.stats()[1].value, 5, "five blocks ran before the sixth LLI was refused");
+        assert_eq!(
+            d.stats()[1].value,
+            5,
+            "five blocks ran before the sixth LLI was refused"
+        );
         let trace = d.take_trace();
         assert_eq!(trace.len(), 1 + 5 + 1);
         assert_eq!(trace[0].kind, DmaEventKind::Started);
@@ -1233,21 +1437,38 @@ mod tests {
     #[test]
     fn device_tree_node_satisfies_the_probe() {
         let (d, _, _) = dma();
-        let nodes = d.fdt_nodes(0x1005_0000, &AxiDmaFdt { phandle: 7, interrupt_parent: 3, irq: 13, clock: 8 });
+        let nodes = d.fdt_nodes(
+            0x1005_0000,
+            &AxiDmaFdt {
+                phandle: 7,
+                interrupt_parent: 3,
+                irq: 13,
+                clock: 8,
+            },
+        );
         let n = &nodes[1].1;
         use crate::fdt::Prop;
         assert_eq!(n.name, "dma-controller@10050000");
-        assert_eq!(n.get("compatible"), Some(&Prop::Str("snps,axi-dma-1.01a".into())));
+        assert_eq!(
+            n.get("compatible"),
+            Some(&Prop::Str("snps,axi-dma-1.01a".into()))
+        );
         assert_eq!(n.get("#dma-cells"), Some(&Prop::U32(1)));
         assert_eq!(n.get("dma-channels"), Some(&Prop::U32(8)));
         assert_eq!(n.get("snps,dma-masters"), Some(&Prop::U32(1)));
         assert_eq!(n.get("snps,data-width"), Some(&Prop::U32(3)));
         assert_eq!(n.get("snps,block-size"), Some(&Prop::U32s(vec![4096; 8])));
         assert_eq!(n.get("snps,priority"), Some(&Prop::U32s((0..8).collect())));
-        assert_eq!(n.get("clock-names"), Some(&Prop::Strs(vec!["core-clk".into(), "cfgr-clk".into()])));
+        assert_eq!(
+            n.get("clock-names"),
+            Some(&Prop::Strs(vec!["core-clk".into(), "cfgr-clk".into()]))
+        );
         assert_eq!(n.get("clocks"), Some(&Prop::U32s(vec![8, 8])));
         assert_eq!(n.get("phandle"), Some(&Prop::U32(7)));
         assert_eq!(n.get("interrupts"), Some(&Prop::U32(13)));
-        assert_eq!(nodes[0].1.get("compatible"), Some(&Prop::Str("fixed-clock".into())));
+        assert_eq!(
+            nodes[0].1.get("compatible"),
+            Some(&Prop::Str("fixed-clock".into()))
+        );
     }
 }

@@ -33,7 +33,10 @@ use crate::resources::{Attach, DeviceConfig, Kind, ParamError, Params, Plug, Wan
 use crate::spi::board::HANDSHAKES;
 use crate::{BadAccess, DevCtx, Device, Grant, Stat, WriteEffect};
 
-pub const KIND: Kind = Kind { name: "dw-axi-dmac", plug };
+pub const KIND: Kind = Kind {
+    name: "dw-axi-dmac",
+    plug,
+};
 
 /// Events of the trace kept on the board device (the model's own trace is
 /// drained into it after every call).
@@ -51,13 +54,15 @@ pub fn parse(cfg: &DeviceConfig) -> Result<DmaBoardConfig, ParamError> {
     let mut p = Params::new(cfg);
     let clock = p.string("clock")?.ok_or_else(|| ParamError {
         key: "clock".into(),
-        message: "is missing (name a `fixed-clock` device: the controller's core-clk and cfgr-clk)".into(),
+        message: "is missing (name a `fixed-clock` device: the controller's core-clk and cfgr-clk)"
+            .into(),
     })?;
     let d = AxiDmaConfig::default();
     let model = AxiDmaConfig {
         channels: p.int("channels", d.channels as i64, 1, axi::MAX_CHANNELS as i64)? as u32,
         block_size: p.int("block-size", d.block_size as i64, 1, 0x20_0000)? as u32,
-        lli_fetch_cycles: p.int("lli-fetch-cycles", d.lli_fetch_cycles as i64, 1, 1_000_000)? as u64,
+        lli_fetch_cycles: p.int("lli-fetch-cycles", d.lli_fetch_cycles as i64, 1, 1_000_000)?
+            as u64,
         item_cycles: p.int("item-cycles", d.item_cycles as i64, 1, 1_000_000)? as u64,
         ..d
     };
@@ -68,8 +73,16 @@ pub fn parse(cfg: &DeviceConfig) -> Result<DmaBoardConfig, ParamError> {
 fn plug(cfg: &DeviceConfig) -> Result<Plug, ParamError> {
     let c = parse(cfg)?;
     let name = cfg.name.clone();
-    let want = Want::new(name.clone()).mmio(axi::SIZE).irqs(1).phandle().listens().bus_master().refers_to(c.clock.clone());
-    Ok(Plug::new(want, move |a: &mut Attach| Box::new(AxiDmaDevice::attach(&name, c, a))))
+    let want = Want::new(name.clone())
+        .mmio(axi::SIZE)
+        .irqs(1)
+        .phandle()
+        .listens()
+        .bus_master()
+        .refers_to(c.clock.clone());
+    Ok(Plug::new(want, move |a: &mut Attach| {
+        Box::new(AxiDmaDevice::attach(&name, c, a))
+    }))
 }
 
 /// The controller on the board.
@@ -87,12 +100,25 @@ impl AxiDmaDevice {
         let ifaces = (0..HANDSHAKES as u32)
             .map(|hs| {
                 let (b, s) = handshake_wire_names(name, hs);
-                SignalRequestLine { burst: a.signal(&b), single: a.signal(&s) }
+                SignalRequestLine {
+                    burst: a.signal(&b),
+                    single: a.signal(&s),
+                }
             })
             .collect();
-        let model = AxiDmaConfig { clk_hz: a.clock_rate(&cfg.clock).unwrap_or(cfg.model.clk_hz), ..cfg.model };
+        let model = AxiDmaConfig {
+            clk_hz: a.clock_rate(&cfg.clock).unwrap_or(cfg.model.clk_hz),
+            ..cfg.model
+        };
         let dma = AxiDma::new(name, model, a.irq(0), Box::new(SignalHandshake { ifaces }));
-        Self { dma, clock: cfg.clock, trace: Vec::new(), trace_done: 0, trace_stopped: 0, last_done: 0 }
+        Self {
+            dma,
+            clock: cfg.clock,
+            trace: Vec::new(),
+            trace_done: 0,
+            trace_stopped: 0,
+            last_done: 0,
+        }
     }
 
     pub fn dma(&self) -> &AxiDma {
@@ -144,11 +170,20 @@ impl Device for AxiDmaDevice {
         self.reschedule(ctx, ctx.now);
         r
     }
-    fn write(&mut self, ctx: &mut DevCtx, offset: u64, size: u8, val: u64) -> Result<WriteEffect, BadAccess> {
+    fn write(
+        &mut self,
+        ctx: &mut DevCtx,
+        offset: u64,
+        size: u8,
+        val: u64,
+    ) -> Result<WriteEffect, BadAccess> {
         self.advance(ctx);
         let r = self.dma.write(offset, size, val, ctx.now);
         self.reschedule(ctx, ctx.now);
-        r.map(|_| WriteEffect { irq_changed: true, stop: false })
+        r.map(|_| WriteEffect {
+            irq_changed: true,
+            stop: false,
+        })
     }
     fn event(&mut self, ctx: &mut DevCtx, _token: u64) {
         self.advance(ctx);
@@ -170,14 +205,30 @@ impl Device for AxiDmaDevice {
         };
         // The model also writes a clock node of its own; on the board the
         // clock is the configured `fixed-clock` device.
-        self.dma.fdt_nodes(g.base, &r).into_iter().filter(|(p, _)| *p == Placement::Soc).collect()
+        self.dma
+            .fdt_nodes(g.base, &r)
+            .into_iter()
+            .filter(|(p, _)| *p == Placement::Soc)
+            .collect()
     }
     fn stats(&self) -> Vec<Stat> {
         let mut v = self.dma.stats();
         let n = self.dma.name();
-        v.push(Stat::new(format!("{n}.trace_done"), self.trace_done, "channel transfers completed, from the event trace"));
-        v.push(Stat::new(format!("{n}.trace_stopped"), self.trace_stopped, "channel transfers ended early (disable, abort, error)"));
-        v.push(Stat::new(format!("{n}.last_done_cycle"), self.last_done, "cycle of the latest completed transfer"));
+        v.push(Stat::new(
+            format!("{n}.trace_done"),
+            self.trace_done,
+            "channel transfers completed, from the event trace",
+        ));
+        v.push(Stat::new(
+            format!("{n}.trace_stopped"),
+            self.trace_stopped,
+            "channel transfers ended early (disable, abort, error)",
+        ));
+        v.push(Stat::new(
+            format!("{n}.last_done_cycle"),
+            self.last_done,
+            "cycle of the latest completed transfer",
+        ));
         v
     }
 }
@@ -189,9 +240,14 @@ mod tests {
 
     #[test]
     fn configuration_is_validated_naming_the_key() {
-        let ok = DeviceConfig::new("dma0", "dw-axi-dmac").with("clock", ParamValue::Str("c".into())).with("channels", ParamValue::Int(2));
+        let ok = DeviceConfig::new("dma0", "dw-axi-dmac")
+            .with("clock", ParamValue::Str("c".into()))
+            .with("channels", ParamValue::Int(2));
         let c = parse(&ok).unwrap();
-        assert_eq!((c.clock.as_str(), c.model.channels, c.model.block_size), ("c", 2, 4096));
+        assert_eq!(
+            (c.clock.as_str(), c.model.channels, c.model.block_size),
+            ("c", 2, 4096)
+        );
         let p = crate::resources::plug(&ok).ok().unwrap();
         assert!(p.want.master && p.want.listens && p.want.phandle && p.want.irqs.len() == 1);
         assert_eq!(p.want.refers_to, vec!["c".to_string()]);
@@ -200,7 +256,13 @@ mod tests {
             e(DeviceConfig::new("d", "dw-axi-dmac")),
             "key `clock`: is missing (name a `fixed-clock` device: the controller's core-clk and cfgr-clk)"
         );
-        assert_eq!(e(ok.clone().with("channels", ParamValue::Int(9))), "key `channels`: 9 is out of range (1 to 8)");
-        assert_eq!(e(ok.with("burst", ParamValue::Int(9))), "key `burst`: is not a key of a `dw-axi-dmac` device");
+        assert_eq!(
+            e(ok.clone().with("channels", ParamValue::Int(9))),
+            "key `channels`: 9 is out of range (1 to 8)"
+        );
+        assert_eq!(
+            e(ok.with("burst", ParamValue::Int(9))),
+            "key `burst`: is not a key of a `dw-axi-dmac` device"
+        );
     }
 }

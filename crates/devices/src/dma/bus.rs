@@ -23,11 +23,19 @@ pub trait DmaMemory {
 
 impl DmaMemory for GuestRam {
     fn dma_read(&mut self, addr: u64, buf: &mut [u8], _now: u64) -> Result<(), DmaFault> {
-        if self.read_bytes(addr, buf) { Ok(()) } else { Err(DmaFault::Decode(addr)) }
+        if self.read_bytes(addr, buf) {
+            Ok(())
+        } else {
+            Err(DmaFault::Decode(addr))
+        }
     }
     fn dma_write(&mut self, addr: u64, data: &[u8], _now: u64) -> Result<(), DmaFault> {
         // write_bytes notes stores to code pages, so harts drop stale decodes.
-        if self.write_bytes(addr, data) { Ok(()) } else { Err(DmaFault::Decode(addr)) }
+        if self.write_bytes(addr, data) {
+            Ok(())
+        } else {
+            Err(DmaFault::Decode(addr))
+        }
     }
 }
 
@@ -40,7 +48,10 @@ pub struct VecMemory {
 
 impl VecMemory {
     pub fn new(base: u64, size: usize) -> Self {
-        Self { base, data: vec![0; size] }
+        Self {
+            base,
+            data: vec![0; size],
+        }
     }
     fn range(&self, addr: u64, len: usize) -> Option<std::ops::Range<usize>> {
         let off = addr.checked_sub(self.base)?;
@@ -49,12 +60,16 @@ impl VecMemory {
     }
     /// Copy `bytes` in at `addr` (panics outside: for test set-up only).
     pub fn put(&mut self, addr: u64, bytes: &[u8]) {
-        let r = self.range(addr, bytes.len()).expect("VecMemory::put outside memory");
+        let r = self
+            .range(addr, bytes.len())
+            .expect("VecMemory::put outside memory");
         self.data[r].copy_from_slice(bytes);
     }
     /// The bytes at `addr..addr+len` (panics outside: for test checks only).
     pub fn get(&self, addr: u64, len: usize) -> &[u8] {
-        let r = self.range(addr, len).expect("VecMemory::get outside memory");
+        let r = self
+            .range(addr, len)
+            .expect("VecMemory::get outside memory");
         &self.data[r]
     }
 }
@@ -90,7 +105,10 @@ pub struct MasterBus<'a, M: DmaMemory + ?Sized> {
 
 impl<'a, M: DmaMemory + ?Sized> MasterBus<'a, M> {
     pub fn new(mem: &'a mut M) -> Self {
-        Self { mem, windows: Vec::new() }
+        Self {
+            mem,
+            windows: Vec::new(),
+        }
     }
     pub fn window(mut self, base: u64, size: u64, dev: &'a mut dyn DmaTarget) -> Self {
         self.windows.push((base, size, dev));
@@ -98,10 +116,13 @@ impl<'a, M: DmaMemory + ?Sized> MasterBus<'a, M> {
     }
     /// The window holding `addr`: (index, offset).
     fn find(&self, addr: u64) -> Option<(usize, u64)> {
-        self.windows.iter().enumerate().find_map(|(i, (base, size, _))| {
-            let off = addr.checked_sub(*base)?;
-            (off < *size).then_some((i, off))
-        })
+        self.windows
+            .iter()
+            .enumerate()
+            .find_map(|(i, (base, size, _))| {
+                let off = addr.checked_sub(*base)?;
+                (off < *size).then_some((i, off))
+            })
     }
     fn check(&self, i: usize, off: u64, len: usize, addr: u64) -> Result<u8, DmaFault> {
         let size = self.windows[i].1;
@@ -114,18 +135,28 @@ impl<'a, M: DmaMemory + ?Sized> MasterBus<'a, M> {
 
 impl<M: DmaMemory + ?Sized> DmaMemory for MasterBus<'_, M> {
     fn dma_read(&mut self, addr: u64, buf: &mut [u8], now: u64) -> Result<(), DmaFault> {
-        let Some((i, off)) = self.find(addr) else { return self.mem.dma_read(addr, buf, now) };
+        let Some((i, off)) = self.find(addr) else {
+            return self.mem.dma_read(addr, buf, now);
+        };
         let size = self.check(i, off, buf.len(), addr)?;
-        let v = self.windows[i].2.target_read(off, size, now).ok_or(DmaFault::Slave(addr))?;
+        let v = self.windows[i]
+            .2
+            .target_read(off, size, now)
+            .ok_or(DmaFault::Slave(addr))?;
         buf.copy_from_slice(&v.to_le_bytes()[..buf.len()]);
         Ok(())
     }
     fn dma_write(&mut self, addr: u64, data: &[u8], now: u64) -> Result<(), DmaFault> {
-        let Some((i, off)) = self.find(addr) else { return self.mem.dma_write(addr, data, now) };
+        let Some((i, off)) = self.find(addr) else {
+            return self.mem.dma_write(addr, data, now);
+        };
         let size = self.check(i, off, data.len(), addr)?;
         let mut b = [0u8; 8];
         b[..data.len()].copy_from_slice(data);
-        if self.windows[i].2.target_write(off, size, u64::from_le_bytes(b), now) {
+        if self.windows[i]
+            .2
+            .target_write(off, size, u64::from_le_bytes(b), now)
+        {
             Ok(())
         } else {
             Err(DmaFault::Slave(addr))
@@ -153,13 +184,25 @@ mod tests {
         let mut m = VecMemory::new(0x8000_0000, 64);
         let mut b = [0u8; 8];
         assert_eq!(m.dma_read(0x8000_0038, &mut b, 0), Ok(()));
-        assert_eq!(m.dma_read(0x8000_0039, &mut b, 0), Err(DmaFault::Decode(0x8000_0039)));
-        assert_eq!(m.dma_read(0x7fff_ffff, &mut b[..1], 0), Err(DmaFault::Decode(0x7fff_ffff)));
-        assert_eq!(m.dma_write(u64::MAX - 2, &b, 0), Err(DmaFault::Decode(u64::MAX - 2)));
+        assert_eq!(
+            m.dma_read(0x8000_0039, &mut b, 0),
+            Err(DmaFault::Decode(0x8000_0039))
+        );
+        assert_eq!(
+            m.dma_read(0x7fff_ffff, &mut b[..1], 0),
+            Err(DmaFault::Decode(0x7fff_ffff))
+        );
+        assert_eq!(
+            m.dma_write(u64::MAX - 2, &b, 0),
+            Err(DmaFault::Decode(u64::MAX - 2))
+        );
         let ram = GuestRam::new(0x8000_0000, 4096).unwrap();
         let mut r = ram.clone();
         assert_eq!(r.dma_write(0x8000_0ffc, &[1, 2, 3, 4], 0), Ok(()));
-        assert_eq!(r.dma_write(0x8000_0ffd, &[1, 2, 3, 4], 0), Err(DmaFault::Decode(0x8000_0ffd)));
+        assert_eq!(
+            r.dma_write(0x8000_0ffd, &[1, 2, 3, 4], 0),
+            Err(DmaFault::Decode(0x8000_0ffd))
+        );
         assert_eq!(ram.read(0x8000_0ffc, 4), Some(0x0403_0201));
     }
 
@@ -170,14 +213,26 @@ mod tests {
         {
             let mut bus = MasterBus::new(&mut m).window(0x1004_0000, 0x100, &mut reg);
             assert_eq!(bus.dma_write(0x1004_0060, &[0xab], 77), Ok(()));
-            assert_eq!(bus.dma_write(0x1004_0064, &[1, 2], 78), Err(DmaFault::Slave(0x1004_0064)));
-            assert_eq!(bus.dma_write(0x1004_0060, &[1, 2, 3], 79), Err(DmaFault::Slave(0x1004_0060)));
-            assert_eq!(bus.dma_write(0x1004_00fe, &[1, 2, 3, 4], 79), Err(DmaFault::Slave(0x1004_00fe)));
+            assert_eq!(
+                bus.dma_write(0x1004_0064, &[1, 2], 78),
+                Err(DmaFault::Slave(0x1004_0064))
+            );
+            assert_eq!(
+                bus.dma_write(0x1004_0060, &[1, 2, 3], 79),
+                Err(DmaFault::Slave(0x1004_0060))
+            );
+            assert_eq!(
+                bus.dma_write(0x1004_00fe, &[1, 2, 3, 4], 79),
+                Err(DmaFault::Slave(0x1004_00fe))
+            );
             let mut b = [0u8; 2];
             assert_eq!(bus.dma_read(0x1004_0060, &mut b, 80), Ok(()));
             assert_eq!(b, [0x88, 0x77]);
             assert_eq!(bus.dma_write(0x8000_0000, &[9; 4], 81), Ok(()));
-            assert_eq!(bus.dma_write(0x9000_0000, &[9; 4], 81), Err(DmaFault::Decode(0x9000_0000)));
+            assert_eq!(
+                bus.dma_write(0x9000_0000, &[9; 4], 81),
+                Err(DmaFault::Decode(0x9000_0000))
+            );
         }
         assert_eq!(reg.0, vec![(0x60, 1, 0xab, 77), (0x64, 2, 0x0201, 78)]);
         assert_eq!(m.get(0x8000_0000, 4), &[9; 4]);

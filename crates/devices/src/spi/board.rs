@@ -37,7 +37,10 @@ use crate::lines::{handshake_wire_names, SignalRequestLine};
 use crate::resources::{Attach, DeviceConfig, Kind, ParamError, Params, Plug, Want};
 use crate::{BadAccess, DevCtx, Device, Grant, Stat, WriteEffect};
 
-pub const KIND: Kind = Kind { name: "dw-apb-ssi", plug };
+pub const KIND: Kind = Kind {
+    name: "dw-apb-ssi",
+    plug,
+};
 
 /// Handshake interfaces a DMA controller has (the AXI DMA's 4-bit `SRC_PER`/`DST_PER`).
 pub const HANDSHAKES: i64 = 16;
@@ -56,14 +59,22 @@ pub struct SsiBoardConfig {
 }
 
 fn err(key: &str, message: impl Into<String>) -> ParamError {
-    ParamError { key: key.into(), message: message.into() }
+    ParamError {
+        key: key.into(),
+        message: message.into(),
+    }
 }
 
 /// Validate a `[board.NAME] kind = "dw-apb-ssi"` table.
 pub fn parse(cfg: &DeviceConfig) -> Result<SsiBoardConfig, ParamError> {
     let mut p = Params::new(cfg);
     let keys = p.keys();
-    let clock = p.string("clock")?.ok_or_else(|| err("clock", "is missing (name a `fixed-clock` device: the controller's ssi_clk)"))?;
+    let clock = p.string("clock")?.ok_or_else(|| {
+        err(
+            "clock",
+            "is missing (name a `fixed-clock` device: the controller's ssi_clk)",
+        )
+    })?;
     let dma_name = p.string("dma")?;
     let rx = p.int("dma-rx", 0, 0, HANDSHAKES - 1)? as u32;
     let tx = p.int("dma-tx", 1, 0, HANDSHAKES - 1)? as u32;
@@ -81,26 +92,54 @@ pub fn parse(cfg: &DeviceConfig) -> Result<SsiBoardConfig, ParamError> {
     let fifo_depth = p.int("fifo-depth", dw_ssi::FIFO_DEPTH as i64, 2, 256)? as u32;
     let num_cs = p.int("num-cs", 4, 1, 16)? as u32;
     let mut sinks = Vec::new();
-    let mut children: Vec<&str> = keys.iter().filter_map(|k| k.split_once('.').map(|(c, _)| c)).collect();
+    let mut children: Vec<&str> = keys
+        .iter()
+        .filter_map(|k| k.split_once('.').map(|(c, _)| c))
+        .collect();
     children.dedup();
     for child in children {
-        let cs = child.strip_prefix("cs").and_then(|n| n.parse::<u32>().ok()).filter(|n| child == format!("cs{n}"));
+        let cs = child
+            .strip_prefix("cs")
+            .and_then(|n| n.parse::<u32>().ok())
+            .filter(|n| child == format!("cs{n}"));
         let Some(cs) = cs else {
-            return Err(err(child, "is not a child table of a `dw-apb-ssi` device (chip selects are `cs0`, `cs1`, …)"));
+            return Err(err(
+                child,
+                "is not a child table of a `dw-apb-ssi` device (chip selects are `cs0`, `cs1`, …)",
+            ));
         };
         if cs >= num_cs {
-            return Err(err(child, format!("chip select {cs} does not exist (`num-cs` is {num_cs})")));
+            return Err(err(
+                child,
+                format!("chip select {cs} does not exist (`num-cs` is {num_cs})"),
+            ));
         }
-        let kind_key = keys.iter().find(|k| **k == format!("{child}.kind")).copied();
-        let hz_key = keys.iter().find(|k| **k == format!("{child}.max-hz")).copied();
+        let kind_key = keys
+            .iter()
+            .find(|k| **k == format!("{child}.kind"))
+            .copied();
+        let hz_key = keys
+            .iter()
+            .find(|k| **k == format!("{child}.max-hz"))
+            .copied();
         let kind = match kind_key {
             Some(k) => p.string(k)?,
             None => None,
         };
         match kind.as_deref() {
             Some("spidev-sink") => {}
-            Some(other) => return Err(err(&format!("{child}.kind"), format!("`{other}` is not an SPI peripheral kind (known: \"spidev-sink\")"))),
-            None => return Err(err(&format!("{child}.kind"), "is missing (which peripheral is on this chip select?)")),
+            Some(other) => {
+                return Err(err(
+                    &format!("{child}.kind"),
+                    format!("`{other}` is not an SPI peripheral kind (known: \"spidev-sink\")"),
+                ))
+            }
+            None => {
+                return Err(err(
+                    &format!("{child}.kind"),
+                    "is missing (which peripheral is on this chip select?)",
+                ))
+            }
         }
         let hz = match hz_key {
             Some(k) => p.int(k, 10_000_000, 1, u32::MAX as i64)? as u32,
@@ -109,20 +148,32 @@ pub fn parse(cfg: &DeviceConfig) -> Result<SsiBoardConfig, ParamError> {
         sinks.push((cs, hz));
     }
     p.finish()?;
-    Ok(SsiBoardConfig { clock, dma, interrupt, fifo_depth, num_cs, sinks })
+    Ok(SsiBoardConfig {
+        clock,
+        dma,
+        interrupt,
+        fifo_depth,
+        num_cs,
+        sinks,
+    })
 }
 
 fn plug(cfg: &DeviceConfig) -> Result<Plug, ParamError> {
     let c = parse(cfg)?;
     let name = cfg.name.clone();
-    let mut want = Want::new(name.clone()).mmio(dw_ssi::SIZE).phandle().refers_to(c.clock.clone());
+    let mut want = Want::new(name.clone())
+        .mmio(dw_ssi::SIZE)
+        .phandle()
+        .refers_to(c.clock.clone());
     if c.interrupt {
         want = want.irqs(1);
     }
     if let Some((d, _, _)) = &c.dma {
         want = want.refers_to(d.clone());
     }
-    Ok(Plug::new(want, move |a: &mut Attach| Box::new(SsiDevice::attach(&name, c, a))))
+    Ok(Plug::new(want, move |a: &mut Attach| {
+        Box::new(SsiDevice::attach(&name, c, a))
+    }))
 }
 
 /// The controller on the board.
@@ -138,11 +189,20 @@ impl SsiDevice {
     /// clock is missing; the board then refuses the machine anyway).
     pub fn attach(name: &str, cfg: SsiBoardConfig, a: &mut Attach) -> Self {
         let ssi_clk_hz = a.clock_rate(&cfg.clock).unwrap_or(100_000_000);
-        let sc = SsiConfig { core_hz: a.clock.hz, ssi_clk_hz, fifo_depth: cfg.fifo_depth, num_cs: cfg.num_cs, id: 0 };
+        let sc = SsiConfig {
+            core_hz: a.clock.hz,
+            ssi_clk_hz,
+            fifo_depth: cfg.fifo_depth,
+            num_cs: cfg.num_cs,
+            id: 0,
+        };
         let irq = cfg.interrupt.then(|| a.irq(0));
         let line = |a: &mut Attach, dma: &str, hs: u32| -> Box<dyn crate::lines::DmaRequestLine> {
             let (b, s) = handshake_wire_names(dma, hs);
-            Box::new(SignalRequestLine { burst: a.signal(&b), single: a.signal(&s) })
+            Box::new(SignalRequestLine {
+                burst: a.signal(&b),
+                single: a.signal(&s),
+            })
         };
         let (tx, rx) = match &cfg.dma {
             Some((d, rx, tx)) => (Some(line(a, d, *tx)), Some(line(a, d, *rx))),
@@ -163,7 +223,10 @@ impl SsiDevice {
     }
     /// The record of the sink on chip select `cs`.
     pub fn sink(&self, cs: u32) -> Option<SinkLog> {
-        self.sinks.iter().find(|(c, _)| *c == cs).map(|(_, l)| l.clone())
+        self.sinks
+            .iter()
+            .find(|(c, _)| *c == cs)
+            .map(|(_, l)| l.clone())
     }
 
     fn reschedule(&self, ctx: &mut DevCtx) {
@@ -185,10 +248,19 @@ impl Device for SsiDevice {
         self.reschedule(ctx);
         r
     }
-    fn write(&mut self, ctx: &mut DevCtx, offset: u64, size: u8, val: u64) -> Result<WriteEffect, BadAccess> {
+    fn write(
+        &mut self,
+        ctx: &mut DevCtx,
+        offset: u64,
+        size: u8,
+        val: u64,
+    ) -> Result<WriteEffect, BadAccess> {
         self.ssi.write(offset, size, val, ctx.now)?;
         self.reschedule(ctx);
-        Ok(WriteEffect { irq_changed: true, stop: false })
+        Ok(WriteEffect {
+            irq_changed: true,
+            stop: false,
+        })
     }
     fn event(&mut self, ctx: &mut DevCtx, _token: u64) {
         self.ssi.advance(ctx.now);
@@ -221,12 +293,32 @@ impl Device for SsiDevice {
         for (cs, log) in &self.sinks {
             let s = log.summary();
             let k = |f: &str| format!("{n}.cs{cs}.{f}");
-            v.push(Stat::new(k("frames"), s.frames, "chip-select frames the sink received bytes in"));
+            v.push(Stat::new(
+                k("frames"),
+                s.frames,
+                "chip-select frames the sink received bytes in",
+            ));
             v.push(Stat::new(k("bytes"), s.bytes, "bytes the sink received"));
-            v.push(Stat::new(k("last8"), s.last8, "the last 8 bytes the sink received, big-endian"));
-            v.push(Stat::new(k("fnv1a"), s.fnv1a, "FNV-1a 64 of every byte the sink received, in order"));
-            v.push(Stat::new(k("first_cycle"), s.first_cycle, "arrival cycle of the sink's first byte"));
-            v.push(Stat::new(k("last_cycle"), s.last_cycle, "arrival cycle of the sink's last byte"));
+            v.push(Stat::new(
+                k("last8"),
+                s.last8,
+                "the last 8 bytes the sink received, big-endian",
+            ));
+            v.push(Stat::new(
+                k("fnv1a"),
+                s.fnv1a,
+                "FNV-1a 64 of every byte the sink received, in order",
+            ));
+            v.push(Stat::new(
+                k("first_cycle"),
+                s.first_cycle,
+                "arrival cycle of the sink's first byte",
+            ));
+            v.push(Stat::new(
+                k("last_cycle"),
+                s.last_cycle,
+                "arrival cycle of the sink's last byte",
+            ));
         }
         v
     }
@@ -252,27 +344,59 @@ mod tests {
     fn configuration_with_a_sink_child_table() {
         let c = parse(&cfg()).unwrap();
         assert_eq!(c.dma, Some(("dma0".into(), 0, 1)));
-        assert_eq!((c.interrupt, c.fifo_depth, c.num_cs, c.sinks.clone()), (true, 7, 4, vec![(0, 25_000_000)]));
+        assert_eq!(
+            (c.interrupt, c.fifo_depth, c.num_cs, c.sinks.clone()),
+            (true, 7, 4, vec![(0, 25_000_000)])
+        );
         let p = crate::resources::plug(&cfg()).ok().unwrap();
-        assert_eq!(p.want.refers_to, vec!["spi_clk".to_string(), "dma0".to_string()]);
-        assert_eq!((p.want.irqs.len(), p.want.phandle, p.want.master), (1, true, false));
-        let p = crate::resources::plug(&cfg().with("interrupt", ParamValue::Bool(false))).ok().unwrap();
+        assert_eq!(
+            p.want.refers_to,
+            vec!["spi_clk".to_string(), "dma0".to_string()]
+        );
+        assert_eq!(
+            (p.want.irqs.len(), p.want.phandle, p.want.master),
+            (1, true, false)
+        );
+        let p = crate::resources::plug(&cfg().with("interrupt", ParamValue::Bool(false)))
+            .ok()
+            .unwrap();
         assert!(p.want.irqs.is_empty());
     }
 
     #[test]
     fn errors_name_the_key() {
         let no_clock = DeviceConfig::new("spi0", "dw-apb-ssi");
-        assert_eq!(msg(no_clock), "key `clock`: is missing (name a `fixed-clock` device: the controller's ssi_clk)");
+        assert_eq!(
+            msg(no_clock),
+            "key `clock`: is missing (name a `fixed-clock` device: the controller's ssi_clk)"
+        );
         assert_eq!(msg(cfg().with("dma-tx", ParamValue::Int(0))), "key `dma-tx`: 0 is also `dma-rx` (the two requests need their own handshake interfaces on `dma0`)");
         let mut c = cfg();
         c.params.remove("dma");
-        assert_eq!(msg(c.with("dma-rx", ParamValue::Int(2))), "key `dma-rx`: needs `dma` (the DMA controller the handshake interfaces belong to)");
-        assert_eq!(msg(cfg().with("cs4.kind", ParamValue::Str("spidev-sink".into()))), "key `cs4`: chip select 4 does not exist (`num-cs` is 4)");
-        assert_eq!(msg(cfg().with("cs1.kind", ParamValue::Str("flash".into()))), "key `cs1.kind`: `flash` is not an SPI peripheral kind (known: \"spidev-sink\")");
-        assert_eq!(msg(cfg().with("cs1.max-hz", ParamValue::Int(5))), "key `cs1.kind`: is missing (which peripheral is on this chip select?)");
-        assert_eq!(msg(cfg().with("cs0.mode", ParamValue::Int(3))), "key `cs0.mode`: is not a key of a `dw-apb-ssi` device");
+        assert_eq!(
+            msg(c.with("dma-rx", ParamValue::Int(2))),
+            "key `dma-rx`: needs `dma` (the DMA controller the handshake interfaces belong to)"
+        );
+        assert_eq!(
+            msg(cfg().with("cs4.kind", ParamValue::Str("spidev-sink".into()))),
+            "key `cs4`: chip select 4 does not exist (`num-cs` is 4)"
+        );
+        assert_eq!(
+            msg(cfg().with("cs1.kind", ParamValue::Str("flash".into()))),
+            "key `cs1.kind`: `flash` is not an SPI peripheral kind (known: \"spidev-sink\")"
+        );
+        assert_eq!(
+            msg(cfg().with("cs1.max-hz", ParamValue::Int(5))),
+            "key `cs1.kind`: is missing (which peripheral is on this chip select?)"
+        );
+        assert_eq!(
+            msg(cfg().with("cs0.mode", ParamValue::Int(3))),
+            "key `cs0.mode`: is not a key of a `dw-apb-ssi` device"
+        );
         assert_eq!(msg(cfg().with("port.x", ParamValue::Int(3))), "key `port`: is not a child table of a `dw-apb-ssi` device (chip selects are `cs0`, `cs1`, …)");
-        assert_eq!(msg(cfg().with("fifo-depth", ParamValue::Int(1))), "key `fifo-depth`: 1 is out of range (2 to 256)");
+        assert_eq!(
+            msg(cfg().with("fifo-depth", ParamValue::Int(1))),
+            "key `fifo-depth`: 1 is out of range (2 to 256)"
+        );
     }
 }

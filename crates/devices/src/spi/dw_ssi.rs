@@ -123,7 +123,13 @@ pub struct SsiConfig {
 
 impl Default for SsiConfig {
     fn default() -> Self {
-        Self { core_hz: 1_000_000_000, ssi_clk_hz: 100_000_000, fifo_depth: FIFO_DEPTH, num_cs: 4, id: 0 }
+        Self {
+            core_hz: 1_000_000_000,
+            ssi_clk_hz: 100_000_000,
+            fifo_depth: FIFO_DEPTH,
+            num_cs: 4,
+            id: 0,
+        }
     }
 }
 
@@ -355,7 +361,8 @@ impl DwSsi {
     /// Simulated cycles one frame of `bits` takes at the programmed divider.
     pub fn frame_cycles(&self, bits: u8) -> u64 {
         let num = bits as u128 * self.baudr as u128 * self.cfg.core_hz as u128;
-        num.div_ceil(self.cfg.ssi_clk_hz as u128).clamp(1, u64::MAX as u128) as u64
+        num.div_ceil(self.cfg.ssi_clk_hz as u128)
+            .clamp(1, u64::MAX as u128) as u64
     }
 
     fn raw_status(&self) -> u32 {
@@ -567,7 +574,13 @@ impl DwSsi {
         }
         let bits = self.bits();
         let end = t.saturating_add(self.frame_cycles(bits));
-        self.shift = Some(Shift { word, bits, end, cs: self.active_cs, receive });
+        self.shift = Some(Shift {
+            word,
+            bits,
+            end,
+            cs: self.active_cs,
+            receive,
+        });
     }
 
     fn finish_frame(&mut self, s: Shift) {
@@ -613,12 +626,18 @@ impl DwSsi {
         }
         let depth = self.depth();
         let tx = if self.enabled && self.dmacr & DMACR_TDMAE != 0 {
-            DmaRequest { burst: self.tx.len() <= self.dmatdlr as usize, single: self.tx.len() < depth }
+            DmaRequest {
+                burst: self.tx.len() <= self.dmatdlr as usize,
+                single: self.tx.len() < depth,
+            }
         } else {
             DmaRequest::NONE
         };
         let rx = if self.enabled && self.dmacr & DMACR_RDMAE != 0 {
-            DmaRequest { burst: self.rx.len() > self.dmardlr as usize, single: !self.rx.is_empty() }
+            DmaRequest {
+                burst: self.rx.len() > self.dmardlr as usize,
+                single: !self.rx.is_empty(),
+            }
         } else {
             DmaRequest::NONE
         };
@@ -642,13 +661,18 @@ impl DwSsi {
         let clock = FdtNode::new(format!("{}-clk", self.name))
             .str("compatible", "fixed-clock")
             .u32("#clock-cells", 0)
-            .u32("clock-frequency", self.cfg.ssi_clk_hz.min(u32::MAX as u64) as u32)
+            .u32(
+                "clock-frequency",
+                self.cfg.ssi_clk_hz.min(u32::MAX as u64) as u32,
+            )
             .u32("phandle", r.clock);
         let mut node = FdtNode::new(format!("spi@{base:x}"))
             .str("compatible", "snps,dw-apb-ssi")
             .reg(base, SIZE);
         if let Some(irq) = r.irq {
-            node = node.u32("interrupt-parent", r.interrupt_parent).u32("interrupts", irq);
+            node = node
+                .u32("interrupt-parent", r.interrupt_parent)
+                .u32("interrupts", irq);
         }
         node = node
             .u32("clocks", r.clock)
@@ -658,7 +682,10 @@ impl DwSsi {
             .u32("#size-cells", 0);
         if let Some(d) = r.dma {
             node = node
-                .u32s("dmas", vec![d.controller, d.rx_handshake, d.controller, d.tx_handshake])
+                .u32s(
+                    "dmas",
+                    vec![d.controller, d.rx_handshake, d.controller, d.tx_handshake],
+                )
                 .strs("dma-names", &["rx", "tx"]);
         }
         for (cs, p) in self.peripherals.iter().enumerate() {
@@ -672,13 +699,41 @@ impl DwSsi {
     pub fn stats(&self) -> Vec<Stat> {
         let n = &self.name;
         vec![
-            Stat::new(format!("{n}.frames"), self.stat_frames, "data frames shifted on the wire"),
-            Stat::new(format!("{n}.transfers"), self.stat_transfers, "chip-select assertions"),
-            Stat::new(format!("{n}.tx_overflows"), self.stat_txo, "writes to a full TX FIFO (TXOI)"),
-            Stat::new(format!("{n}.rx_overflows"), self.stat_rxo, "frames lost to a full RX FIFO (RXOI)"),
-            Stat::new(format!("{n}.rx_underflows"), self.stat_rxu, "reads of an empty RX FIFO (RXUI)"),
-            Stat::new(format!("{n}.irqs"), self.stat_irqs, "rising edges of the interrupt output"),
-            Stat::new(format!("{n}.ignored_writes"), self.stat_ignored_writes, "register writes the chip ignores"),
+            Stat::new(
+                format!("{n}.frames"),
+                self.stat_frames,
+                "data frames shifted on the wire",
+            ),
+            Stat::new(
+                format!("{n}.transfers"),
+                self.stat_transfers,
+                "chip-select assertions",
+            ),
+            Stat::new(
+                format!("{n}.tx_overflows"),
+                self.stat_txo,
+                "writes to a full TX FIFO (TXOI)",
+            ),
+            Stat::new(
+                format!("{n}.rx_overflows"),
+                self.stat_rxo,
+                "frames lost to a full RX FIFO (RXOI)",
+            ),
+            Stat::new(
+                format!("{n}.rx_underflows"),
+                self.stat_rxu,
+                "reads of an empty RX FIFO (RXUI)",
+            ),
+            Stat::new(
+                format!("{n}.irqs"),
+                self.stat_irqs,
+                "rising edges of the interrupt output",
+            ),
+            Stat::new(
+                format!("{n}.ignored_writes"),
+                self.stat_ignored_writes,
+                "register writes the chip ignores",
+            ),
         ]
     }
 }
@@ -754,14 +809,21 @@ mod tests {
         let cr0 = r(s, CTRLR0, 0);
         w(s, CTRLR0, tmp, 0);
         w(s, SSIENR, 1, 0);
-        (if fifo == 1 { 0 } else { fifo as u32 }, num_cs, cr0 & 0xf == 0)
+        (
+            if fifo == 1 { 0 } else { fifo as u32 },
+            num_cs,
+            cr0 & 0xf == 0,
+        )
     }
 
     #[test]
     fn probe_discovers_depth_chip_selects_and_16_bit_frames() {
         let (mut s, irq, _, _) = ssi();
         let (fifo, num_cs, dfs32) = probe(&mut s);
-        assert_eq!(fifo, FIFO_DEPTH, "8-byte writes must exceed the FIFO (dw_spi_can_dma: len > fifo_len)");
+        assert_eq!(
+            fifo, FIFO_DEPTH,
+            "8-byte writes must exceed the FIFO (dw_spi_can_dma: len > fifo_len)"
+        );
         assert_eq!(num_cs, 4);
         assert!(!dfs32, "DFS lives in CTRLR0[3:0]: bits_per_word 4..16");
         assert_eq!(r(&mut s, CTRLR0, 0), 0x7, "CTRLR0 restored");
@@ -781,14 +843,29 @@ mod tests {
         w(&mut s, CTRLR0, 0x0f, 0);
         w(&mut s, BAUDR, 8, 0);
         w(&mut s, CTRLR1, 5, 0);
-        assert_eq!((r(&mut s, CTRLR0, 0), r(&mut s, BAUDR, 0), r(&mut s, CTRLR1, 0)), (7, 0, 0));
+        assert_eq!(
+            (
+                r(&mut s, CTRLR0, 0),
+                r(&mut s, BAUDR, 0),
+                r(&mut s, CTRLR1, 0)
+            ),
+            (7, 0, 0)
+        );
         w(&mut s, SSIENR, 0, 0);
         w(&mut s, BAUDR, 0x1_0007, 0);
         assert_eq!(r(&mut s, BAUDR, 0), 6, "SCKDV is even and 16 bits");
         w(&mut s, CTRLR0, 0x0f, 0);
         assert_eq!(r(&mut s, CTRLR0, 0), 0xf);
-        assert!(s.read(SR, 8, 0).is_err() && s.read(SR + 1, 2, 0).is_err() && s.write(SR + 2, 2, 0, 0).is_err());
-        assert_eq!(s.read(VERSION + 3, 1, 0), Ok(0x33), "narrow reads see the register's bytes");
+        assert!(
+            s.read(SR, 8, 0).is_err()
+                && s.read(SR + 1, 2, 0).is_err()
+                && s.write(SR + 2, 2, 0, 0).is_err()
+        );
+        assert_eq!(
+            s.read(VERSION + 3, 1, 0),
+            Ok(0x33),
+            "narrow reads see the register's bytes"
+        );
         assert!(s.read(SIZE, 4, 0).is_err());
     }
 
@@ -818,7 +895,10 @@ mod tests {
         for _ in 0..4 {
             assert_eq!(r(&mut s, DR, 5300), 0, "the sink answers zeros");
         }
-        assert_eq!(r(&mut s, RISR, 5300) as u32 & (INT_RXOI | INT_RXUI | INT_TXOI), 0);
+        assert_eq!(
+            r(&mut s, RISR, 5300) as u32 & (INT_RXOI | INT_RXUI | INT_TXOI),
+            0
+        );
         assert_eq!(r(&mut s, SR, 5300) as u32, SR_TFNF | SR_TFE);
         w(&mut s, SER, 0, 5400);
         let f = log.frames();
@@ -869,7 +949,11 @@ mod tests {
             w(&mut s, DR, i, 10);
         }
         assert_eq!(r(&mut s, TXFLR, 10), 7);
-        assert_eq!(r(&mut s, RISR, 10) as u32 & INT_TXOI, INT_TXOI, "8th write overflowed");
+        assert_eq!(
+            r(&mut s, RISR, 10) as u32 & INT_TXOI,
+            INT_TXOI,
+            "8th write overflowed"
+        );
         assert!(!irq.is_high(), "masked");
         w(&mut s, IMR, INT_TXOI as u64, 10);
         assert!(irq.is_high());
@@ -890,7 +974,11 @@ mod tests {
         w(&mut s, SER, 1, 30); // SCKDV is 0: SCLK off, still nothing moves
         assert_eq!(s.next_event(), None);
         w(&mut s, SSIENR, 0, 40);
-        assert_eq!((r(&mut s, TXFLR, 40), r(&mut s, RISR, 40)), (0, 0), "disable empties FIFOs and latches");
+        assert_eq!(
+            (r(&mut s, TXFLR, 40), r(&mut s, RISR, 40)),
+            (0, 0),
+            "disable empties FIFOs and latches"
+        );
         w(&mut s, BAUDR, 2, 40); // 50 MHz: 160 cycles per byte
         w(&mut s, SSIENR, 1, 40);
         assert!(irq.is_high(), "empty FIFO is below the TX threshold");
@@ -902,7 +990,11 @@ mod tests {
         assert!(irq.is_high(), "TXFLR 3 once the second frame starts");
         assert_eq!(r(&mut s, ISR, 210) as u32, INT_TXEI);
         s.advance(370);
-        assert_eq!(r(&mut s, ISR, 370) as u32, INT_TXEI | INT_RXFI, "two frames received, RXFTLR 1");
+        assert_eq!(
+            r(&mut s, ISR, 370) as u32,
+            INT_TXEI | INT_RXFI,
+            "two frames received, RXFTLR 1"
+        );
     }
 
     #[test]
@@ -913,12 +1005,30 @@ mod tests {
         w(&mut s, DMARDLR, 1, 0);
         assert_eq!(wires.request(1).0, DmaRequest::NONE, "TDMAE off");
         w(&mut s, DMACR, (DMACR_TDMAE | DMACR_RDMAE) as u64, 100);
-        assert_eq!(wires.request(1), (DmaRequest { burst: true, single: true }, 100));
+        assert_eq!(
+            wires.request(1),
+            (
+                DmaRequest {
+                    burst: true,
+                    single: true
+                },
+                100
+            )
+        );
         assert_eq!(wires.request(0).0, DmaRequest::NONE);
         for i in 0..4 {
             w(&mut s, DR, i, 200); // SER is 0: stays in the FIFO
         }
-        assert_eq!(wires.request(1), (DmaRequest { burst: false, single: true }, 200));
+        assert_eq!(
+            wires.request(1),
+            (
+                DmaRequest {
+                    burst: false,
+                    single: true
+                },
+                200
+            )
+        );
         for i in 0..3 {
             w(&mut s, DR, i, 300);
         }
@@ -927,15 +1037,44 @@ mod tests {
         w(&mut s, BAUDR, 10, 400);
         w(&mut s, SER, 1, 400);
         w(&mut s, SSIENR, 1, 400);
-        assert_eq!(wires.request(1).0, DmaRequest { burst: true, single: true }, "disable emptied it");
+        assert_eq!(
+            wires.request(1).0,
+            DmaRequest {
+                burst: true,
+                single: true
+            },
+            "disable emptied it"
+        );
         w(&mut s, DR, 0x55, 500);
         w(&mut s, DR, 0x66, 500);
         s.advance(1300);
-        assert_eq!(wires.request(0), (DmaRequest { burst: false, single: true }, 1300));
+        assert_eq!(
+            wires.request(0),
+            (
+                DmaRequest {
+                    burst: false,
+                    single: true
+                },
+                1300
+            )
+        );
         s.advance(2100);
-        assert_eq!(wires.request(0), (DmaRequest { burst: true, single: true }, 2100), "RXFLR 2 > DMARDLR 1");
+        assert_eq!(
+            wires.request(0),
+            (
+                DmaRequest {
+                    burst: true,
+                    single: true
+                },
+                2100
+            ),
+            "RXFLR 2 > DMARDLR 1"
+        );
         w(&mut s, DMACR, 0, 2200);
-        assert_eq!((wires.request(0).0, wires.request(1).0), (DmaRequest::NONE, DmaRequest::NONE));
+        assert_eq!(
+            (wires.request(0).0, wires.request(1).0),
+            (DmaRequest::NONE, DmaRequest::NONE)
+        );
     }
 
     #[test]
@@ -962,7 +1101,11 @@ mod tests {
         w(&mut s, DR, 0x03, 700);
         w(&mut s, DR, 0x10, 700);
         s.advance(700 + 4 * 160);
-        assert_eq!(r(&mut s, RXFLR, 1340), 2, "only the read phase lands in the RX FIFO");
+        assert_eq!(
+            r(&mut s, RXFLR, 1340),
+            2,
+            "only the read phase lands in the RX FIFO"
+        );
         assert_eq!(log.frames()[1].bytes, vec![0x03, 0x10, 0, 0]);
         // Loopback: TX comes back, the peripheral sees nothing.
         w(&mut s, SSIENR, 0, 1400);
@@ -985,17 +1128,28 @@ mod tests {
     #[test]
     fn device_tree_node_with_and_without_interrupt_and_dma() {
         let (s, _, _, _) = ssi();
-        let polled = SsiFdt { interrupt_parent: 3, irq: None, clock: 9, dma: None };
+        let polled = SsiFdt {
+            interrupt_parent: 3,
+            irq: None,
+            clock: 9,
+            dma: None,
+        };
         let nodes = s.fdt_nodes(0x1004_0000, &polled);
         assert_eq!(nodes.len(), 2);
         let (pc, clk) = &nodes[0];
         assert_eq!(*pc, Placement::Root);
-        assert_eq!(clk.get("clock-frequency"), Some(&crate::fdt::Prop::U32(100_000_000)));
+        assert_eq!(
+            clk.get("clock-frequency"),
+            Some(&crate::fdt::Prop::U32(100_000_000))
+        );
         assert_eq!(clk.get("phandle"), Some(&crate::fdt::Prop::U32(9)));
         let (p, n) = &nodes[1];
         assert_eq!(*p, Placement::Soc);
         assert_eq!(n.name, "spi@10040000");
-        assert_eq!(n.get("compatible"), Some(&crate::fdt::Prop::Str("snps,dw-apb-ssi".into())));
+        assert_eq!(
+            n.get("compatible"),
+            Some(&crate::fdt::Prop::Str("snps,dw-apb-ssi".into()))
+        );
         assert!(n.get("interrupts").is_none() && n.get("dmas").is_none());
         assert_eq!(n.get("clocks"), Some(&crate::fdt::Prop::U32(9)));
         assert_eq!(n.get("num-cs"), Some(&crate::fdt::Prop::U32(4)));
@@ -1003,13 +1157,23 @@ mod tests {
         assert_eq!(n.children[0].name, "spidev@0");
         let full = SsiFdt {
             irq: Some(12),
-            dma: Some(SsiDmaFdt { controller: 7, tx_handshake: 1, rx_handshake: 0 }),
+            dma: Some(SsiDmaFdt {
+                controller: 7,
+                tx_handshake: 1,
+                rx_handshake: 0,
+            }),
             ..polled
         };
         let n = &s.fdt_nodes(0x1004_0000, &full)[1].1;
         assert_eq!(n.get("interrupts"), Some(&crate::fdt::Prop::U32(12)));
         assert_eq!(n.get("interrupt-parent"), Some(&crate::fdt::Prop::U32(3)));
-        assert_eq!(n.get("dmas"), Some(&crate::fdt::Prop::U32s(vec![7, 0, 7, 1])));
-        assert_eq!(n.get("dma-names"), Some(&crate::fdt::Prop::Strs(vec!["rx".into(), "tx".into()])));
+        assert_eq!(
+            n.get("dmas"),
+            Some(&crate::fdt::Prop::U32s(vec![7, 0, 7, 1]))
+        );
+        assert_eq!(
+            n.get("dma-names"),
+            Some(&crate::fdt::Prop::Strs(vec!["rx".into(), "tx".into()]))
+        );
     }
 }

@@ -44,10 +44,18 @@ impl IntervalStats {
         self.max - self.min
     }
     fn of(times: &[u64]) -> Option<Self> {
-        let gaps: Vec<u64> = times.windows(2).map(|w| w[1].saturating_sub(w[0])).collect();
+        let gaps: Vec<u64> = times
+            .windows(2)
+            .map(|w| w[1].saturating_sub(w[0]))
+            .collect();
         let (&min, &max) = (gaps.iter().min()?, gaps.iter().max()?);
         let mean = (gaps.iter().map(|&g| g as u128).sum::<u128>() / gaps.len() as u128) as u64;
-        Some(Self { count: gaps.len(), min, max, mean })
+        Some(Self {
+            count: gaps.len(),
+            min,
+            max,
+            mean,
+        })
     }
 }
 
@@ -68,7 +76,9 @@ pub struct SinkSummary {
 
 /// FNV-1a, 64-bit, of `bytes` (the fingerprint in [`SinkSummary::fnv1a`]).
 pub fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// Shared handle on what a sink received (the host keeps one, the sink
@@ -84,7 +94,10 @@ impl SinkLog {
     /// Counts and fingerprints of everything received so far.
     pub fn summary(&self) -> SinkSummary {
         let log = self.0.borrow();
-        let mut s = SinkSummary { fnv1a: fnv1a(&[]), ..SinkSummary::default() };
+        let mut s = SinkSummary {
+            fnv1a: fnv1a(&[]),
+            ..SinkSummary::default()
+        };
         for f in log.iter().filter(|f| !f.bytes.is_empty()) {
             s.frames += 1;
             for (&b, &t) in f.bytes.iter().zip(&f.byte_times) {
@@ -101,7 +114,11 @@ impl SinkLog {
     }
     /// Every byte received, in order.
     pub fn bytes(&self) -> Vec<u8> {
-        self.0.borrow().iter().flat_map(|f| f.bytes.iter().copied()).collect()
+        self.0
+            .borrow()
+            .iter()
+            .flat_map(|f| f.bytes.iter().copied())
+            .collect()
     }
     /// The byte stream cut into `n`-byte application frames, each with the
     /// arrival cycle of its last byte (for a device that latches every `n`
@@ -111,13 +128,23 @@ impl SinkLog {
             return Vec::new();
         }
         let log = self.0.borrow();
-        let all: Vec<(u8, u64)> =
-            log.iter().flat_map(|f| f.bytes.iter().copied().zip(f.byte_times.iter().copied())).collect();
-        all.chunks_exact(n).map(|c| (c[n - 1].1, c.iter().map(|&(b, _)| b).collect())).collect()
+        let all: Vec<(u8, u64)> = log
+            .iter()
+            .flat_map(|f| f.bytes.iter().copied().zip(f.byte_times.iter().copied()))
+            .collect();
+        all.chunks_exact(n)
+            .map(|c| (c[n - 1].1, c.iter().map(|&(b, _)| b).collect()))
+            .collect()
     }
     /// Gaps between the arrival cycles of consecutive chip-select frames.
     pub fn frame_intervals(&self) -> Option<IntervalStats> {
-        let ends: Vec<u64> = self.0.borrow().iter().filter(|f| !f.bytes.is_empty()).map(|f| f.end).collect();
+        let ends: Vec<u64> = self
+            .0
+            .borrow()
+            .iter()
+            .filter(|f| !f.bytes.is_empty())
+            .map(|f| f.end)
+            .collect();
         IntervalStats::of(&ends)
     }
     /// Gaps between the arrival cycles of consecutive `n`-byte frames.
@@ -140,7 +167,13 @@ impl SpiSink {
     /// A sink on chip select `cs` that claims `max_hz` as its maximum clock
     /// (`spi-max-frequency`, which caps what spidev will ask for).
     pub fn new(cs: u32, max_hz: u32) -> Self {
-        Self { cs, max_hz, miso: 0, selected: false, log: SinkLog::default() }
+        Self {
+            cs,
+            max_hz,
+            miso: 0,
+            selected: false,
+            log: SinkLog::default(),
+        }
     }
     /// Shift back `miso` on every frame (default 0).
     pub fn answering(mut self, miso: u16) -> Self {
@@ -156,7 +189,13 @@ impl SpiSink {
 impl SpiPeripheral for SpiSink {
     fn select(&mut self, now: u64) {
         self.selected = true;
-        let frame = SinkFrame { cs: self.cs, start: now, end: now, bytes: Vec::new(), byte_times: Vec::new() };
+        let frame = SinkFrame {
+            cs: self.cs,
+            start: now,
+            end: now,
+            bytes: Vec::new(),
+            byte_times: Vec::new(),
+        };
         self.log.0.borrow_mut().push(frame);
     }
 
@@ -213,24 +252,41 @@ mod tests {
         assert_eq!((f[1].start, f[1].end), (2000, 2400));
         assert_eq!(f[2].byte_times, vec![3110, 3210, 3310, 3410]);
         let st = log.frame_intervals().unwrap();
-        assert_eq!((st.count, st.min, st.max, st.mean, st.jitter()), (2, 1000, 1010, 1005, 10));
+        assert_eq!(
+            (st.count, st.min, st.max, st.mean, st.jitter()),
+            (2, 1000, 1010, 1005, 10)
+        );
         let g = log.regroup(8);
-        assert_eq!(g.len(), 1, "12 bytes give one 8-byte frame and a dropped tail");
+        assert_eq!(
+            g.len(),
+            1,
+            "12 bytes give one 8-byte frame and a dropped tail"
+        );
         assert_eq!(g[0], (2400, vec![0, 1, 2, 3, 0x10, 0x11, 0x12, 0x13]));
         assert!(log.regrouped_intervals(8).is_none());
         assert_eq!(log.bytes().len(), 12);
         let sum = log.summary();
-        assert_eq!((sum.frames, sum.bytes, sum.first_cycle, sum.last_cycle), (3, 12, 1100, 3410));
+        assert_eq!(
+            (sum.frames, sum.bytes, sum.first_cycle, sum.last_cycle),
+            (3, 12, 1100, 3410)
+        );
         assert_eq!(sum.last8, 0x1011_1213_2021_2223);
         assert_eq!(sum.fnv1a, fnv1a(&log.bytes()));
-        assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c, "the published FNV-1a 64 test vector");
+        assert_eq!(
+            fnv1a(b"a"),
+            0xaf63_dc4c_8601_ec8c,
+            "the published FNV-1a 64 test vector"
+        );
         // 16-bit words arrive most significant byte first.
         s.select(5000);
         s.exchange(0xbeef, 16, 5100);
         assert_eq!(log.frames()[3].bytes, vec![0xbe, 0xef]);
         let n = s.fdt_node(2).unwrap();
         assert_eq!(n.name, "spidev@2");
-        assert_eq!(n.get("compatible"), Some(&crate::fdt::Prop::Str(SPIDEV_COMPATIBLE.into())));
+        assert_eq!(
+            n.get("compatible"),
+            Some(&crate::fdt::Prop::Str(SPIDEV_COMPATIBLE.into()))
+        );
         assert_eq!(n.get("reg"), Some(&crate::fdt::Prop::U32(2)));
     }
 }

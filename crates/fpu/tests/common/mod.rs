@@ -29,8 +29,14 @@ pub struct Fmt {
     pub frac_bits: u32,
 }
 
-pub const S: Fmt = Fmt { exp_bits: 8, frac_bits: 23 };
-pub const D: Fmt = Fmt { exp_bits: 11, frac_bits: 52 };
+pub const S: Fmt = Fmt {
+    exp_bits: 8,
+    frac_bits: 23,
+};
+pub const D: Fmt = Fmt {
+    exp_bits: 11,
+    frac_bits: 52,
+};
 
 impl Fmt {
     pub fn sign(self) -> u64 {
@@ -69,29 +75,29 @@ impl Fmt {
         let mut v = Vec::new();
         for sign in [false, true] {
             for (e, f) in [
-                (0, 0),                          // zero
-                (0, 1),                          // min subnormal
+                (0, 0), // zero
+                (0, 1), // min subnormal
                 (0, 2),
-                (0, fm),                         // max subnormal
-                (0, 1 << (self.frac_bits - 1)),  // half of min normal
-                (1, 0),                          // min normal
+                (0, fm),                        // max subnormal
+                (0, 1 << (self.frac_bits - 1)), // half of min normal
+                (1, 0),                         // min normal
                 (1, 1),
                 (1, fm),
                 (2, 0),
-                (em - 1, fm),                    // max finite
+                (em - 1, fm), // max finite
                 (em - 1, 0),
                 (em - 2, fm),
-                (self.bias(), 0),                // 1.0
+                (self.bias(), 0), // 1.0
                 (self.bias(), 1),
                 (self.bias(), fm),
                 (self.bias() - 1, fm),
-                (self.bias() + 1, 0),            // 2.0
+                (self.bias() + 1, 0),                     // 2.0
                 (self.bias(), 1 << (self.frac_bits - 1)), // 1.5
-                (em, 0),                         // infinity
-                (em, 1 << (self.frac_bits - 1)), // canonical quiet NaN
-                (em, fm),                        // quiet NaN, full payload
-                (em, 1),                         // signaling NaN
-                (em, fm >> 1),                   // signaling NaN, full payload
+                (em, 0),                                  // infinity
+                (em, 1 << (self.frac_bits - 1)),          // canonical quiet NaN
+                (em, fm),                                 // quiet NaN, full payload
+                (em, 1),                                  // signaling NaN
+                (em, fm >> 1),                            // signaling NaN, full payload
             ] {
                 v.push(self.pack(sign, e, f));
             }
@@ -104,11 +110,11 @@ impl Fmt {
         match rng.below(8) {
             0 => 0,
             1 => fm,
-            2 => fm >> rng.below(self.frac_bits as u64),             // low ones
-            3 => (fm << rng.below(self.frac_bits as u64)) & fm,      // high ones
-            4 => 1 << rng.below(self.frac_bits as u64),              // one bit
-            5 => rng.next() & rng.next() & fm,                       // sparse
-            6 => (rng.next() | rng.next()) & fm,                     // dense
+            2 => fm >> rng.below(self.frac_bits as u64), // low ones
+            3 => (fm << rng.below(self.frac_bits as u64)) & fm, // high ones
+            4 => 1 << rng.below(self.frac_bits as u64),  // one bit
+            5 => rng.next() & rng.next() & fm,           // sparse
+            6 => (rng.next() | rng.next()) & fm,         // dense
             _ => rng.next() & fm,
         }
     }
@@ -148,13 +154,21 @@ impl Fmt {
             // a few ulps away, same or flipped sign
             0 => {
                 let d = rng.below(5);
-                let m = if rng.next() & 1 == 1 { a.wrapping_add(d) } else { a.wrapping_sub(d) };
+                let m = if rng.next() & 1 == 1 {
+                    a.wrapping_add(d)
+                } else {
+                    a.wrapping_sub(d)
+                };
                 (m & !self.sign() & self.all_bits()) | if sign { self.sign() } else { 0 }
             }
             // exponent differing by about the precision
             1 => {
                 let shift = rng.below(p + 4);
-                let ne = if rng.next() & 1 == 1 { e.saturating_sub(shift) } else { (e + shift).min(self.exp_max() - 1) };
+                let ne = if rng.next() & 1 == 1 {
+                    e.saturating_sub(shift)
+                } else {
+                    (e + shift).min(self.exp_max() - 1)
+                };
                 self.pack(sign, ne, self.significand(rng))
             }
             // same exponent

@@ -24,10 +24,19 @@ pub const CSR_MHARTID: u32 = 0xf14;
 pub const CSR_MIP: u32 = 0x344;
 
 enum Fixup {
-    Branch { at: usize, label: String },
-    Jal { at: usize, label: String },
+    Branch {
+        at: usize,
+        label: String,
+    },
+    Jal {
+        at: usize,
+        label: String,
+    },
     /// auipc+addi pair loading a label's address.
-    La { at: usize, label: String },
+    La {
+        at: usize,
+        label: String,
+    },
 }
 
 /// Assembles at a fixed base address; labels are resolved by `finish`.
@@ -54,12 +63,20 @@ fn b_imm(off: i64) -> u32 {
 }
 fn j_imm(off: i64) -> u32 {
     let o = off as u32;
-    ((o >> 20) & 1) << 31 | ((o >> 1) & 0x3ff) << 21 | ((o >> 11) & 1) << 20 | ((o >> 12) & 0xff) << 12
+    ((o >> 20) & 1) << 31
+        | ((o >> 1) & 0x3ff) << 21
+        | ((o >> 11) & 1) << 20
+        | ((o >> 12) & 0xff) << 12
 }
 
 impl Asm {
     pub fn new(base: u64) -> Self {
-        Self { base, bytes: Vec::new(), labels: HashMap::new(), fixups: Vec::new() }
+        Self {
+            base,
+            bytes: Vec::new(),
+            labels: HashMap::new(),
+            fixups: Vec::new(),
+        }
     }
     pub fn pc(&self) -> u64 {
         self.base + self.bytes.len() as u64
@@ -142,7 +159,10 @@ impl Asm {
         self.word(s(0x23, 0, rs1, rs2, off))
     }
     fn branch(&mut self, f3: u32, rs1: u32, rs2: u32, label: &str) -> &mut Self {
-        self.fixups.push(Fixup::Branch { at: self.bytes.len(), label: label.into() });
+        self.fixups.push(Fixup::Branch {
+            at: self.bytes.len(),
+            label: label.into(),
+        });
         self.word(r(0x63, 0, f3, rs1, rs2, 0))
     }
     pub fn beq(&mut self, rs1: u32, rs2: u32, l: &str) -> &mut Self {
@@ -155,11 +175,17 @@ impl Asm {
         self.branch(6, rs1, rs2, l)
     }
     pub fn j(&mut self, l: &str) -> &mut Self {
-        self.fixups.push(Fixup::Jal { at: self.bytes.len(), label: l.into() });
+        self.fixups.push(Fixup::Jal {
+            at: self.bytes.len(),
+            label: l.into(),
+        });
         self.word(0x6f)
     }
     pub fn la(&mut self, rd: u32, l: &str) -> &mut Self {
-        self.fixups.push(Fixup::La { at: self.bytes.len(), label: l.into() });
+        self.fixups.push(Fixup::La {
+            at: self.bytes.len(),
+            label: l.into(),
+        });
         self.word(0x17 | rd << 7);
         self.word(i(0x13, rd, 0, rd, 0))
     }
@@ -187,20 +213,24 @@ impl Asm {
             match f {
                 Fixup::Branch { at, label } => {
                     let off = self.labels[&label] as i64 - (self.base + at as u64) as i64;
-                    let w = u32::from_le_bytes(self.bytes[at..at + 4].try_into().unwrap()) | b_imm(off);
+                    let w =
+                        u32::from_le_bytes(self.bytes[at..at + 4].try_into().unwrap()) | b_imm(off);
                     self.bytes[at..at + 4].copy_from_slice(&w.to_le_bytes());
                 }
                 Fixup::Jal { at, label } => {
                     let off = self.labels[&label] as i64 - (self.base + at as u64) as i64;
-                    let w = u32::from_le_bytes(self.bytes[at..at + 4].try_into().unwrap()) | j_imm(off);
+                    let w =
+                        u32::from_le_bytes(self.bytes[at..at + 4].try_into().unwrap()) | j_imm(off);
                     self.bytes[at..at + 4].copy_from_slice(&w.to_le_bytes());
                 }
                 Fixup::La { at, label } => {
                     let off = self.labels[&label] as i64 - (self.base + at as u64) as i64;
                     let lo = ((off << 52) >> 52) as i32;
                     let hi = ((off - lo as i64) >> 12) as u32;
-                    let w1 = u32::from_le_bytes(self.bytes[at..at + 4].try_into().unwrap()) | (hi & 0xfffff) << 12;
-                    let w2 = u32::from_le_bytes(self.bytes[at + 4..at + 8].try_into().unwrap()) | ((lo as u32) & 0xfff) << 20;
+                    let w1 = u32::from_le_bytes(self.bytes[at..at + 4].try_into().unwrap())
+                        | (hi & 0xfffff) << 12;
+                    let w2 = u32::from_le_bytes(self.bytes[at + 4..at + 8].try_into().unwrap())
+                        | ((lo as u32) & 0xfff) << 20;
                     self.bytes[at..at + 4].copy_from_slice(&w1.to_le_bytes());
                     self.bytes[at + 4..at + 8].copy_from_slice(&w2.to_le_bytes());
                 }
@@ -256,7 +286,16 @@ pub fn elf(base: u64, image: &[u8], symbols: &[(&str, u64)]) -> Vec<u8> {
         out.push(0);
     }
     let shoff = out.len();
-    let sh = |name: u32, ty: u32, flags: u64, addr: u64, off: usize, size: usize, link: u32, info: u32, align: u64, entsize: u64| {
+    let sh = |name: u32,
+              ty: u32,
+              flags: u64,
+              addr: u64,
+              off: usize,
+              size: usize,
+              link: u32,
+              info: u32,
+              align: u64,
+              entsize: u64| {
         let mut v = Vec::new();
         v.extend_from_slice(&name.to_le_bytes());
         v.extend_from_slice(&ty.to_le_bytes());

@@ -91,7 +91,19 @@ fn meta(name: &str, pid: u32, tid: u32, key: &'static str, value: serde_json::Va
 }
 
 fn slice(name: String, cat: &'static str, ts: f64, dur: f64, pid: u32, tid: u32) -> TraceEvent {
-    TraceEvent { name, cat: Some(cat), ph: "X", ts, dur: Some(dur), pid, tid, s: None, id: None, bp: None, args: BTreeMap::new() }
+    TraceEvent {
+        name,
+        cat: Some(cat),
+        ph: "X",
+        ts,
+        dur: Some(dur),
+        pid,
+        tid,
+        s: None,
+        id: None,
+        bp: None,
+        args: BTreeMap::new(),
+    }
 }
 
 fn instant(name: String, cat: &'static str, ts: f64, tid: u32) -> TraceEvent {
@@ -127,10 +139,26 @@ fn trap_label(kind: &str, interrupt: bool, cause: u64) -> String {
 /// One slice per task a hart ran, from its switch to the hart's next one
 /// (or the end of the trace); a switch to the task already running (which
 /// the recorder does not emit) extends the slice.
-fn task_slices(events: &[Event], order: &[usize], last_cycle: u64, clock: &Clock, out: &mut Vec<TraceEvent>) {
+fn task_slices(
+    events: &[Event],
+    order: &[usize],
+    last_cycle: u64,
+    clock: &Clock,
+    out: &mut Vec<TraceEvent>,
+) {
     let mut running: BTreeMap<u16, (u64, u32, u32, &str)> = BTreeMap::new();
-    let emit = |out: &mut Vec<TraceEvent>, hart: u16, (start, pid, tid, comm): (u64, u32, u32, &str), end: u64| {
-        let mut e = slice(comm.to_string(), "task", clock.us(start), clock.dur(start, end), HARTS_PID, tasks_tid(hart));
+    let emit = |out: &mut Vec<TraceEvent>,
+                hart: u16,
+                (start, pid, tid, comm): (u64, u32, u32, &str),
+                end: u64| {
+        let mut e = slice(
+            comm.to_string(),
+            "task",
+            clock.us(start),
+            clock.dur(start, end),
+            HARTS_PID,
+            tasks_tid(hart),
+        );
         e.args.insert("pid", pid.into());
         e.args.insert("tid", tid.into());
         out.push(e);
@@ -176,23 +204,74 @@ pub fn chrome_trace(events: &[Event], phases: &[Phase], guest_hz: u64) -> Result
     harts.extend(phases.iter().flat_map(|p| p.harts.iter().map(|h| h.hart)));
 
     let mut out = Vec::new();
-    out.push(meta("process_name", HARTS_PID, 0, "name", "hartscope guest".into()));
-    out.push(meta("process_sort_index", HARTS_PID, 0, "sort_index", 1.into()));
-    let with_tasks: BTreeSet<u16> =
-        events.iter().filter(|e| matches!(e.kind, EventKind::TaskSwitch { .. })).map(|e| e.hart).collect();
+    out.push(meta(
+        "process_name",
+        HARTS_PID,
+        0,
+        "name",
+        "hartscope guest".into(),
+    ));
+    out.push(meta(
+        "process_sort_index",
+        HARTS_PID,
+        0,
+        "sort_index",
+        1.into(),
+    ));
+    let with_tasks: BTreeSet<u16> = events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::TaskSwitch { .. }))
+        .map(|e| e.hart)
+        .collect();
     for &h in &harts {
-        out.push(meta("thread_name", HARTS_PID, hart_tid(h), "name", format!("hart {h}").into()));
-        out.push(meta("thread_sort_index", HARTS_PID, hart_tid(h), "sort_index", (2 * h as u64).into()));
+        out.push(meta(
+            "thread_name",
+            HARTS_PID,
+            hart_tid(h),
+            "name",
+            format!("hart {h}").into(),
+        ));
+        out.push(meta(
+            "thread_sort_index",
+            HARTS_PID,
+            hart_tid(h),
+            "sort_index",
+            (2 * h as u64).into(),
+        ));
         if with_tasks.contains(&h) {
-            out.push(meta("thread_name", HARTS_PID, tasks_tid(h), "name", format!("hart {h} tasks").into()));
-            out.push(meta("thread_sort_index", HARTS_PID, tasks_tid(h), "sort_index", (2 * h as u64 + 1).into()));
+            out.push(meta(
+                "thread_name",
+                HARTS_PID,
+                tasks_tid(h),
+                "name",
+                format!("hart {h} tasks").into(),
+            ));
+            out.push(meta(
+                "thread_sort_index",
+                HARTS_PID,
+                tasks_tid(h),
+                "sort_index",
+                (2 * h as u64 + 1).into(),
+            ));
         }
     }
     task_slices(events, &order, last_cycle, &clock, &mut out);
     if !phases.is_empty() {
         out.push(meta("process_name", PHASES_PID, 0, "name", "phases".into()));
-        out.push(meta("process_sort_index", PHASES_PID, 0, "sort_index", 0.into()));
-        out.push(meta("thread_name", PHASES_PID, PHASES_TID, "name", "phases".into()));
+        out.push(meta(
+            "process_sort_index",
+            PHASES_PID,
+            0,
+            "sort_index",
+            0.into(),
+        ));
+        out.push(meta(
+            "thread_name",
+            PHASES_PID,
+            PHASES_TID,
+            "name",
+            "phases".into(),
+        ));
     }
     for p in phases {
         let mut e = slice(
@@ -220,7 +299,9 @@ pub fn chrome_trace(events: &[Event], phases: &[Phase], guest_hz: u64) -> Result
             EventKind::IpiSent { to } => pending.entry(to).or_default().push((i, e.hart)),
             EventKind::IpiReceived { from } => {
                 let list = pending.entry(e.hart).or_default();
-                let (taken, kept): (Vec<_>, Vec<_>) = list.drain(..).partition(|&(_, src)| from.map_or(true, |f| f == src));
+                let (taken, kept): (Vec<_>, Vec<_>) = list
+                    .drain(..)
+                    .partition(|&(_, src)| from.map_or(true, |f| f == src));
                 *list = kept;
                 for (send, _) in taken {
                     flow_id_of_send.insert(send, flow_id_of_send.len() as u64 + 1);
@@ -235,8 +316,19 @@ pub fn chrome_trace(events: &[Event], phases: &[Phase], guest_hz: u64) -> Result
     // hart; a context switch first means the task blocked, so the slice ends
     // there (slices on one track must nest).
     let mut open: BTreeMap<u16, (u64, u64)> = BTreeMap::new();
-    let close = |out: &mut Vec<TraceEvent>, hart: u16, (start, number): (u64, u64), end: u64, ended_by: &str| {
-        let mut e = slice(syscall_label(number), "syscall", clock.us(start), clock.dur(start, end), HARTS_PID, hart_tid(hart));
+    let close = |out: &mut Vec<TraceEvent>,
+                 hart: u16,
+                 (start, number): (u64, u64),
+                 end: u64,
+                 ended_by: &str| {
+        let mut e = slice(
+            syscall_label(number),
+            "syscall",
+            clock.us(start),
+            clock.dur(start, end),
+            HARTS_PID,
+            hart_tid(hart),
+        );
         e.args.insert("number", number.into());
         e.args.insert("ended_by", ended_by.into());
         out.push(e);
@@ -248,7 +340,11 @@ pub fn chrome_trace(events: &[Event], phases: &[Phase], guest_hz: u64) -> Result
         let tid = hart_tid(e.hart);
         let ts = clock.us(e.cycle);
         match &e.kind {
-            EventKind::Exception { cause, tval, target } => {
+            EventKind::Exception {
+                cause,
+                tval,
+                target,
+            } => {
                 let mut ev = instant(trap_label("exception", false, *cause), "trap", ts, tid);
                 ev.args.insert("cause", (*cause).into());
                 ev.args.insert("tval", format!("{tval:#x}").into());
@@ -265,7 +361,14 @@ pub fn chrome_trace(events: &[Event], phases: &[Phase], guest_hz: u64) -> Result
             }
             EventKind::IpiSent { to } => {
                 let dur = one_cycle_after(e.cycle);
-                out.push(slice(format!("IPI to hart {to}"), "ipi", ts, dur, HARTS_PID, tid));
+                out.push(slice(
+                    format!("IPI to hart {to}"),
+                    "ipi",
+                    ts,
+                    dur,
+                    HARTS_PID,
+                    tid,
+                ));
                 if let Some(&id) = flow_id_of_send.get(&i) {
                     out.push(TraceEvent {
                         name: "IPI".into(),
@@ -287,7 +390,14 @@ pub fn chrome_trace(events: &[Event], phases: &[Phase], guest_hz: u64) -> Result
                     Some(f) => format!("IPI from hart {f}"),
                     None => "IPI received".to_string(),
                 };
-                out.push(slice(name, "ipi", ts, one_cycle_after(e.cycle), HARTS_PID, tid));
+                out.push(slice(
+                    name,
+                    "ipi",
+                    ts,
+                    one_cycle_after(e.cycle),
+                    HARTS_PID,
+                    tid,
+                ));
                 for send in flows_into.get(&i).into_iter().flatten() {
                     out.push(TraceEvent {
                         name: "IPI".into(),
@@ -305,7 +415,14 @@ pub fn chrome_trace(events: &[Event], phases: &[Phase], guest_hz: u64) -> Result
                 }
             }
             EventKind::WfiIdle { end_cycle } => {
-                out.push(slice("wfi idle".into(), "idle", ts, clock.dur(e.cycle, *end_cycle), HARTS_PID, tid));
+                out.push(slice(
+                    "wfi idle".into(),
+                    "idle",
+                    ts,
+                    clock.dur(e.cycle, *end_cycle),
+                    HARTS_PID,
+                    tid,
+                ));
             }
             EventKind::Syscall { number } => {
                 if let Some(prev) = open.insert(e.hart, (e.cycle, *number)) {
@@ -340,6 +457,12 @@ pub fn chrome_trace(events: &[Event], phases: &[Phase], guest_hz: u64) -> Result
         close(&mut out, hart, prev, last_cycle, "end of trace");
     }
 
-    let trace = Trace { trace_events: out, display_time_unit: "ns" };
-    serde_json::to_string_pretty(&trace).map_err(|e| ObserveError::Json { what: "the Chrome trace", reason: e.to_string() })
+    let trace = Trace {
+        trace_events: out,
+        display_time_unit: "ns",
+    };
+    serde_json::to_string_pretty(&trace).map_err(|e| ObserveError::Json {
+        what: "the Chrome trace",
+        reason: e.to_string(),
+    })
 }

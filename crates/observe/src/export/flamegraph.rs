@@ -21,7 +21,13 @@ pub struct FlamegraphOptions {
 
 impl Default for FlamegraphOptions {
     fn default() -> Self {
-        FlamegraphOptions { title: "Flame Graph".into(), width: 1200, frame_height: 16, font_size: 12, min_width_px: 0.1 }
+        FlamegraphOptions {
+            title: "Flame Graph".into(),
+            width: 1200,
+            frame_height: 16,
+            font_size: 12,
+            min_width_px: 0.1,
+        }
     }
 }
 
@@ -33,7 +39,11 @@ struct Node {
 
 impl Node {
     fn depth(&self) -> usize {
-        self.children.values().map(|c| 1 + c.depth()).max().unwrap_or(0)
+        self.children
+            .values()
+            .map(|c| 1 + c.depth())
+            .max()
+            .unwrap_or(0)
     }
 }
 
@@ -51,7 +61,11 @@ fn fnv1a(s: &str) -> u64 {
 fn colour(name: &str) -> (u8, u8, u8) {
     let h = fnv1a(name);
     let v = |shift: u32| ((h >> shift) & 0xff) as f64 / 255.0;
-    (205 + (50.0 * v(0)) as u8, (230.0 * v(8)) as u8, (55.0 * v(16)) as u8)
+    (
+        205 + (50.0 * v(0)) as u8,
+        (230.0 * v(8)) as u8,
+        (55.0 * v(16)) as u8,
+    )
 }
 
 struct Layout<'a> {
@@ -144,7 +158,12 @@ pub fn flamegraph_svg(folded: &[(String, u64)], opts: &FlamegraphOptions) -> Str
         xml_escape(&opts.title)
     );
     if root.value == 0 {
-        let _ = writeln!(out, "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">no samples</text>", width as f64 / 2.0, top + 12.0);
+        let _ = writeln!(
+            out,
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">no samples</text>",
+            width as f64 / 2.0,
+            top + 12.0
+        );
     } else {
         let layout = Layout {
             opts,

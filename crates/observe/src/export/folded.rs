@@ -49,7 +49,11 @@ pub(crate) fn comm_frame(comm: &str) -> String {
 }
 
 /// Count identical stacks; the result is sorted by stack text.
-pub fn fold<R: UserResolver>(samples: &[Sample], symbolizer: &Symbolizer<R>, opts: FoldOptions) -> Vec<(String, u64)> {
+pub fn fold<R: UserResolver>(
+    samples: &[Sample],
+    symbolizer: &Symbolizer<R>,
+    opts: FoldOptions,
+) -> Vec<(String, u64)> {
     let mut counts: BTreeMap<String, u64> = BTreeMap::new();
     for s in samples {
         let r = symbolizer.resolve_sample(s);
@@ -57,7 +61,12 @@ pub fn fold<R: UserResolver>(samples: &[Sample], symbolizer: &Symbolizer<R>, opt
         if opts.include_comm {
             parts.push(comm_frame(r.comm));
         }
-        parts.extend(r.frames.iter().rev().map(|f| frame_name(f, opts.annotate_kernel)));
+        parts.extend(
+            r.frames
+                .iter()
+                .rev()
+                .map(|f| frame_name(f, opts.annotate_kernel)),
+        );
         *counts.entry(parts.join(";")).or_default() += 1;
     }
     counts.into_iter().collect()

@@ -58,7 +58,11 @@ fn most_first<K: Ord>(m: BTreeMap<K, u64>) -> Vec<(K, u64)> {
 }
 
 impl HotFunctions {
-    pub fn compute<R: UserResolver>(samples: &[Sample], symbolizer: &Symbolizer<R>, period: u64) -> HotFunctions {
+    pub fn compute<R: UserResolver>(
+        samples: &[Sample],
+        symbolizer: &Symbolizer<R>,
+        period: u64,
+    ) -> HotFunctions {
         let mut counts: BTreeMap<(String, String), u64> = BTreeMap::new();
         type TaskAcc = (BTreeMap<u16, u64>, BTreeMap<(String, String), u64>);
         let mut tasks: BTreeMap<(String, u32), TaskAcc> = BTreeMap::new();
@@ -66,7 +70,10 @@ impl HotFunctions {
         for s in samples {
             let r = symbolizer.resolve_sample(s);
             let leaf = &r.frames[0];
-            let key = (leaf.where_name().to_string(), leaf.symbol.unwrap_or(UNKNOWN).to_string());
+            let key = (
+                leaf.where_name().to_string(),
+                leaf.symbol.unwrap_or(UNKNOWN).to_string(),
+            );
             let task = (r.comm.to_string(), r.pid);
             let t = tasks.entry(task.clone()).or_default();
             *t.0.entry(s.hart).or_default() += 1;
@@ -81,33 +88,68 @@ impl HotFunctions {
                 pid,
                 samples: harts.values().sum(),
                 harts,
-                symbols: most_first(syms).into_iter().map(|((sym, place), n)| (sym, place, n)).collect(),
+                symbols: most_first(syms)
+                    .into_iter()
+                    .map(|((sym, place), n)| (sym, place, n))
+                    .collect(),
             })
             .collect();
-        tasks.sort_by(|a, b| b.samples.cmp(&a.samples).then_with(|| (&a.comm, a.pid).cmp(&(&b.comm, b.pid))));
+        tasks.sort_by(|a, b| {
+            b.samples
+                .cmp(&a.samples)
+                .then_with(|| (&a.comm, a.pid).cmp(&(&b.comm, b.pid)))
+        });
         let harts = harts
             .into_iter()
             .map(|(hart, t)| HartRow {
                 hart,
                 samples: t.values().sum(),
-                tasks: most_first(t).into_iter().map(|((comm, pid), n)| (comm, pid, n)).collect(),
+                tasks: most_first(t)
+                    .into_iter()
+                    .map(|((comm, pid), n)| (comm, pid, n))
+                    .collect(),
             })
             .collect();
-        let mut rows: Vec<HotRow> =
-            counts.into_iter().map(|((place, symbol), samples)| HotRow { symbol, place, samples }).collect();
-        rows.sort_by(|a, b| b.samples.cmp(&a.samples).then_with(|| a.place.cmp(&b.place)).then_with(|| a.symbol.cmp(&b.symbol)));
-        HotFunctions { total_samples: samples.len() as u64, period, rows, tasks, harts }
+        let mut rows: Vec<HotRow> = counts
+            .into_iter()
+            .map(|((place, symbol), samples)| HotRow {
+                symbol,
+                place,
+                samples,
+            })
+            .collect();
+        rows.sort_by(|a, b| {
+            b.samples
+                .cmp(&a.samples)
+                .then_with(|| a.place.cmp(&b.place))
+                .then_with(|| a.symbol.cmp(&b.symbol))
+        });
+        HotFunctions {
+            total_samples: samples.len() as u64,
+            period,
+            rows,
+            tasks,
+            harts,
+        }
     }
 
     /// Samples of `symbol` (in any place), e.g. to compare `n_tty_write`
     /// across variants even when it is not in the top rows.
     pub fn samples_of(&self, symbol: &str) -> u64 {
-        self.rows.iter().filter(|r| r.symbol == symbol).map(|r| r.samples).sum()
+        self.rows
+            .iter()
+            .filter(|r| r.symbol == symbol)
+            .map(|r| r.samples)
+            .sum()
     }
 
     /// Samples of `symbol` in one place (`kernel`, `busybox`, ...).
     pub fn samples_in(&self, symbol: &str, place: &str) -> u64 {
-        self.rows.iter().filter(|r| r.symbol == symbol && r.place == place).map(|r| r.samples).sum()
+        self.rows
+            .iter()
+            .filter(|r| r.symbol == symbol && r.place == place)
+            .map(|r| r.samples)
+            .sum()
     }
 
     /// Samples per place (`kernel`, `firmware`, each user binary), most first.
@@ -135,11 +177,24 @@ impl HotFunctions {
         let places = self.places();
         out.push_str("| where | samples | share |\n|:--|--:|--:|\n");
         for (place, n) in &places {
-            let _ = writeln!(out, "| {} | {} | {} |", md_cell(place), thousands(*n), percent(*n, self.total_samples));
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} |",
+                md_cell(place),
+                thousands(*n),
+                percent(*n, self.total_samples)
+            );
         }
         for (place, n) in &places {
-            let _ = writeln!(out, "\n### {} — {} samples\n", md_cell(place), thousands(*n));
-            out.push_str("| # | symbol | samples | share | share of place |\n|--:|:--|--:|--:|--:|\n");
+            let _ = writeln!(
+                out,
+                "\n### {} — {} samples\n",
+                md_cell(place),
+                thousands(*n)
+            );
+            out.push_str(
+                "| # | symbol | samples | share | share of place |\n|--:|:--|--:|--:|--:|\n",
+            );
             let rows: Vec<&HotRow> = self.rows.iter().filter(|r| &r.place == place).collect();
             for (i, r) in rows.iter().take(top).enumerate() {
                 let _ = writeln!(
@@ -170,7 +225,11 @@ impl HotFunctions {
 
     /// Samples of the task with this `comm` (all its pids).
     pub fn samples_of_comm(&self, comm: &str) -> u64 {
-        self.tasks.iter().filter(|t| t.comm == comm).map(|t| t.samples).sum()
+        self.tasks
+            .iter()
+            .filter(|t| t.comm == comm)
+            .map(|t| t.samples)
+            .sum()
     }
 
     /// Markdown: samples per task (its `top` tasks, each with the harts it
@@ -179,7 +238,11 @@ impl HotFunctions {
         const SYMBOLS: usize = 3;
         let mut out = String::from("### By task\n\n| # | task | pid | samples | share | harts | hottest symbols |\n|--:|:--|--:|--:|--:|:--|:--|\n");
         for (i, t) in self.tasks.iter().take(top).enumerate() {
-            let harts: Vec<String> = t.harts.iter().map(|(h, n)| format!("{h}: {}", thousands(*n))).collect();
+            let harts: Vec<String> = t
+                .harts
+                .iter()
+                .map(|(h, n)| format!("{h}: {}", thousands(*n)))
+                .collect();
             let syms: Vec<String> = t
                 .symbols
                 .iter()
@@ -217,7 +280,11 @@ impl HotFunctions {
                 .take(SYMBOLS + 2)
                 .map(|(comm, pid, n)| format!("{comm}-{pid} {}", percent(*n, h.samples)))
                 .collect();
-            let more = if h.tasks.len() > SYMBOLS + 2 { format!(", {} more", h.tasks.len() - SYMBOLS - 2) } else { String::new() };
+            let more = if h.tasks.len() > SYMBOLS + 2 {
+                format!(", {} more", h.tasks.len() - SYMBOLS - 2)
+            } else {
+                String::new()
+            };
             let _ = writeln!(
                 out,
                 "| {} | {} | {} | {}{more} |",

@@ -28,7 +28,14 @@ pub fn itrace_text(lines: &[ItraceLine]) -> String {
         let touched: Vec<String> = l
             .lines
             .iter()
-            .map(|t| format!("{}:{:x}:{}", t.access.letter(), t.line, if t.hit { "hit" } else { "miss" }))
+            .map(|t| {
+                format!(
+                    "{}:{:x}:{}",
+                    t.access.letter(),
+                    t.line,
+                    if t.hit { "hit" } else { "miss" }
+                )
+            })
             .collect();
         let row = format!(
             "{:>4} {:>14} {} {:>16x} {:<36} {:>6} {:<9} {:<32} | {}",
@@ -63,7 +70,9 @@ struct PcStats<'a> {
 pub fn annotate(lines: &[ItraceLine], symbol: &str) -> Option<String> {
     let mut by_pc: BTreeMap<u64, PcStats<'_>> = BTreeMap::new();
     for l in lines {
-        let Some(s) = l.symbol.as_ref().filter(|s| s.name == symbol) else { continue };
+        let Some(s) = l.symbol.as_ref().filter(|s| s.name == symbol) else {
+            continue;
+        };
         let e = by_pc.entry(l.pc).or_default();
         if e.executions == 0 {
             e.offset = s.offset;
@@ -96,7 +105,11 @@ pub fn annotate(lines: &[ItraceLine], symbol: &str) -> Option<String> {
                 _ => Some((c, n)),
             })
             .map_or("-", |(c, _)| c.as_str());
-        let pct = if total == 0 { 0.0 } else { p.cycles as f64 * 100.0 / total as f64 };
+        let pct = if total == 0 {
+            0.0
+        } else {
+            p.cycles as f64 * 100.0 / total as f64
+        };
         let _ = writeln!(
             out,
             "{pct:>8.2} | {:>8} | {:>6} | {:<9} | {pc:16x} <+{:#x}>: {}",

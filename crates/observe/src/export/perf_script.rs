@@ -35,10 +35,18 @@ pub fn perf_script<R: UserResolver>(
         let time = format!("{}.{:06}", ns / 1_000_000_000, (ns % 1_000_000_000) / 1_000);
         // perf's own field widths (builtin-script.c): comm unpadded when a
         // callchain follows, `%5d/%-5d`, `[%03d]`, `%12s:`, `%10u`.
-        let _ = writeln!(out, "{} {:>5}/{:<5} [{:03}] {:>12}: {:>10} {}: ", r.comm, r.pid, r.tid, s.hart, time, period, EVENT);
+        let _ = writeln!(
+            out,
+            "{} {:>5}/{:<5} [{:03}] {:>12}: {:>10} {}: ",
+            r.comm, r.pid, r.tid, s.hart, time, period, EVENT
+        );
         for f in &r.frames {
             // perf prints user addresses relative to the file, kernel ones as is.
-            let addr = if f.space == Space::User { f.file_addr } else { f.addr };
+            let addr = if f.space == Space::User {
+                f.file_addr
+            } else {
+                f.addr
+            };
             let _ = match f.symbol {
                 Some(name) => writeln!(out, "\t{addr:>16x} {name}+{:#x} ({})", f.offset, f.dso),
                 None => writeln!(out, "\t{addr:>16x} {UNKNOWN} ({})", f.dso),

@@ -47,14 +47,46 @@ mod tests {
             label: "echo command".into(),
             start_cycle: 1000,
             end_cycle: 2598,
-            harts: vec![HartCounts { hart: 0, cycles: 1598, instret: 800 }],
+            harts: vec![HartCounts {
+                hart: 0,
+                cycles: 1598,
+                instret: 800,
+            }],
         };
         let mut p = StatBlock::for_phase(&phase);
-        p.add_u64("system.cpu0.cycles", 1598, Unit::Cycle, "Cycles the hart was busy").unwrap();
-        p.add_ratio("system.cpu0.cpi", 1598, 800, Unit::CyclePerCount, "Cycles per instruction").unwrap();
+        p.add_u64(
+            "system.cpu0.cycles",
+            1598,
+            Unit::Cycle,
+            "Cycles the hart was busy",
+        )
+        .unwrap();
+        p.add_ratio(
+            "system.cpu0.cpi",
+            1598,
+            800,
+            Unit::CyclePerCount,
+            "Cycles per instruction",
+        )
+        .unwrap();
         let mut total = StatBlock::new("total");
-        total.add_u64("system.cpu0.cycles", 2598, Unit::Cycle, "Cycles the hart was busy").unwrap();
-        total.add_ratio("system.cpu0.cpi", 2598, 0, Unit::CyclePerCount, "Cycles per instruction").unwrap();
+        total
+            .add_u64(
+                "system.cpu0.cycles",
+                2598,
+                Unit::Cycle,
+                "Cycles the hart was busy",
+            )
+            .unwrap();
+        total
+            .add_ratio(
+                "system.cpu0.cpi",
+                2598,
+                0,
+                Unit::CyclePerCount,
+                "Cycles per instruction",
+            )
+            .unwrap();
         let expected = "
 ---------- Begin Simulation Statistics ----------
 phase.index                                         1                       # Index of phase \"echo command\" (Count)

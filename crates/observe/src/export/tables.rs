@@ -9,7 +9,8 @@ use crate::stats::StatBlock;
 
 /// `| # | phase | cycles | share | instret | CPI |`, shares of `run_cycles`.
 pub fn phase_table(phases: &[Phase], run_cycles: u64) -> String {
-    let mut out = String::from("| # | phase | cycles | share | instret | CPI |\n|--:|:--|--:|--:|--:|--:|\n");
+    let mut out =
+        String::from("| # | phase | cycles | share | instret | CPI |\n|--:|:--|--:|--:|--:|--:|\n");
     for p in phases {
         let cpi = p.cpi().map_or("-".to_string(), |c| format!("{c:.2}"));
         let _ = writeln!(
@@ -37,18 +38,32 @@ pub struct CycleShape {
 impl CycleShape {
     /// States from the integer stats named `prefix` + state
     /// (e.g. `system.cpu0.cycleShape.`), in block order.
-    pub fn from_stats(label: &str, block: &StatBlock, prefix: &str, total_cycles: u64) -> CycleShape {
+    pub fn from_stats(
+        label: &str,
+        block: &StatBlock,
+        prefix: &str,
+        total_cycles: u64,
+    ) -> CycleShape {
         let states = block
             .with_prefix(prefix)
             .map(|(state, s)| (state.to_string(), s.value.as_f64().max(0.0).round() as u64))
             .collect();
-        CycleShape { label: label.to_string(), total_cycles, states }
+        CycleShape {
+            label: label.to_string(),
+            total_cycles,
+            states,
+        }
     }
 
     /// `| # | state | share | cycles |`, shares of the total cycles.
     pub fn to_markdown(&self) -> String {
         let mut out = String::new();
-        let _ = writeln!(out, "**{}** — {} cycles\n", md_cell(&self.label), thousands(self.total_cycles));
+        let _ = writeln!(
+            out,
+            "**{}** — {} cycles\n",
+            md_cell(&self.label),
+            thousands(self.total_cycles)
+        );
         out.push_str("| # | state | share | cycles |\n|--:|:--|--:|--:|\n");
         for (i, (state, cycles)) in self.states.iter().enumerate() {
             let _ = writeln!(

@@ -92,18 +92,33 @@ struct RawType {
 impl Btf {
     /// Parse `data`; `name` is how errors name it (a path).
     pub fn parse(name: &str, data: Vec<u8>) -> Result<Btf> {
-        let bad = |reason: String| ObserveError::Btf { name: name.to_string(), reason };
+        let bad = |reason: String| ObserveError::Btf {
+            name: name.to_string(),
+            reason,
+        };
         if data.len() < HEADER_MIN {
-            return Err(bad(format!("{} bytes is too short for a BTF header", data.len())));
+            return Err(bad(format!(
+                "{} bytes is too short for a BTF header",
+                data.len()
+            )));
         }
         let big_endian = match [data[0], data[1]] {
             m if u16::from_le_bytes(m) == MAGIC => false,
             m if u16::from_be_bytes(m) == MAGIC => true,
             m => return Err(bad(format!("bad magic {:02x}{:02x} (not BTF)", m[0], m[1]))),
         };
-        let mut btf = Btf { name: name.to_string(), data, big_endian, strs: (0, 0), types: Vec::new() };
+        let mut btf = Btf {
+            name: name.to_string(),
+            data,
+            big_endian,
+            strs: (0, 0),
+            types: Vec::new(),
+        };
         if btf.data[2] != 1 {
-            return Err(bad(format!("BTF version {} (only version 1 is known)", btf.data[2])));
+            return Err(bad(format!(
+                "BTF version {} (only version 1 is known)",
+                btf.data[2]
+            )));
         }
         let hdr_len = btf.u32_at(4).unwrap_or(0) as usize;
         if hdr_len < HEADER_MIN || hdr_len > btf.data.len() {
@@ -114,23 +129,38 @@ impl Btf {
             let end = start.checked_add(btf.u32_at(len_at)? as usize)?;
             (end <= btf.data.len()).then_some((start, end))
         };
-        let types = section(8, 12).ok_or_else(|| bad("the type section lies outside the blob".into()))?;
-        btf.strs = section(16, 20).ok_or_else(|| bad("the string section lies outside the blob".into()))?;
+        let types =
+            section(8, 12).ok_or_else(|| bad("the type section lies outside the blob".into()))?;
+        btf.strs = section(16, 20)
+            .ok_or_else(|| bad("the string section lies outside the blob".into()))?;
         let mut pos = types.0;
         while pos < types.1 {
-            let t = btf.raw_at(pos).ok_or_else(|| bad(format!("type {} at byte {pos} is truncated", btf.types.len() + 1)))?;
+            let t = btf.raw_at(pos).ok_or_else(|| {
+                bad(format!(
+                    "type {} at byte {pos} is truncated",
+                    btf.types.len() + 1
+                ))
+            })?;
             let extra = match t.kind {
-                KIND_PTR | KIND_FWD | KIND_TYPEDEF | KIND_VOLATILE | KIND_CONST | KIND_RESTRICT | KIND_FUNC | KIND_FLOAT
-                | KIND_TYPE_TAG => 0,
+                KIND_PTR | KIND_FWD | KIND_TYPEDEF | KIND_VOLATILE | KIND_CONST | KIND_RESTRICT
+                | KIND_FUNC | KIND_FLOAT | KIND_TYPE_TAG => 0,
                 KIND_INT | KIND_VAR | KIND_DECL_TAG => 4,
                 KIND_ARRAY => 12,
                 KIND_STRUCT | KIND_UNION | KIND_DATASEC | KIND_ENUM64 => 12 * t.vlen,
                 KIND_ENUM | KIND_FUNC_PROTO => 8 * t.vlen,
-                k => return Err(bad(format!("type {} at byte {pos} has unknown kind {k}", btf.types.len() + 1))),
+                k => {
+                    return Err(bad(format!(
+                        "type {} at byte {pos} has unknown kind {k}",
+                        btf.types.len() + 1
+                    )))
+                }
             };
             let next = pos + TYPE_HEADER + extra;
             if next > types.1 {
-                return Err(bad(format!("type {} at byte {pos} runs past the type section", btf.types.len() + 1)));
+                return Err(bad(format!(
+                    "type {} at byte {pos} runs past the type section",
+                    btf.types.len() + 1
+                )));
             }
             btf.types.push(pos);
             pos = next;
@@ -140,7 +170,10 @@ impl Btf {
 
     /// Read and parse a BTF file.
     pub fn from_file(path: &Path) -> Result<Btf> {
-        let data = std::fs::read(path).map_err(|source| ObserveError::Io { path: path.to_path_buf(), source })?;
+        let data = std::fs::read(path).map_err(|source| ObserveError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
         Btf::parse(&path.display().to_string(), data)
     }
 
@@ -155,7 +188,11 @@ impl Btf {
 
     fn u32_at(&self, pos: usize) -> Option<u32> {
         let b: [u8; 4] = self.data.get(pos..pos.checked_add(4)?)?.try_into().ok()?;
-        Some(if self.big_endian { u32::from_be_bytes(b) } else { u32::from_le_bytes(b) })
+        Some(if self.big_endian {
+            u32::from_be_bytes(b)
+        } else {
+            u32::from_le_bytes(b)
+        })
     }
 
     fn raw_at(&self, pos: usize) -> Option<RawType> {
@@ -187,18 +224,30 @@ impl Btf {
     /// may also hold forward declarations of it).
     pub fn struct_id(&self, name: &str) -> Option<u32> {
         (1..=self.types.len() as u32).find(|&id| {
-            self.raw(id).is_some_and(|t| t.kind == KIND_STRUCT && t.vlen > 0 && self.string(t.name_off) == Some(name))
+            self.raw(id).is_some_and(|t| {
+                t.kind == KIND_STRUCT && t.vlen > 0 && self.string(t.name_off) == Some(name)
+            })
         })
     }
 
     /// The members of struct or union `id`, in order.
     pub fn members(&self, id: u32) -> Vec<Member> {
-        let Some(t) = self.raw(id).filter(|t| matches!(t.kind, KIND_STRUCT | KIND_UNION)) else { return Vec::new() };
+        let Some(t) = self
+            .raw(id)
+            .filter(|t| matches!(t.kind, KIND_STRUCT | KIND_UNION))
+        else {
+            return Vec::new();
+        };
         (0..t.vlen)
             .filter_map(|i| {
                 let p = t.pos + TYPE_HEADER + 12 * i;
-                let (name_off, type_id, off) = (self.u32_at(p)?, self.u32_at(p + 4)?, self.u32_at(p + 8)?);
-                let (bit_offset, bitfield_bits) = if t.kind_flag { (off & 0x00ff_ffff, off >> 24) } else { (off, 0) };
+                let (name_off, type_id, off) =
+                    (self.u32_at(p)?, self.u32_at(p + 4)?, self.u32_at(p + 8)?);
+                let (bit_offset, bitfield_bits) = if t.kind_flag {
+                    (off & 0x00ff_ffff, off >> 24)
+                } else {
+                    (off, 0)
+                };
                 Some(Member {
                     name: self.string(name_off).unwrap_or("").to_string(),
                     bit_offset: bit_offset as u64,
@@ -237,7 +286,9 @@ impl Btf {
         for _ in 0..MAX_CHAIN {
             let t = self.raw(id)?;
             match t.kind {
-                KIND_TYPEDEF | KIND_VOLATILE | KIND_CONST | KIND_RESTRICT | KIND_TYPE_TAG => id = t.size_or_type,
+                KIND_TYPEDEF | KIND_VOLATILE | KIND_CONST | KIND_RESTRICT | KIND_TYPE_TAG => {
+                    id = t.size_or_type
+                }
                 _ => return Some(id),
             }
         }
@@ -249,7 +300,8 @@ impl Btf {
     pub fn size_of(&self, id: u32) -> Option<u64> {
         let t = self.raw(self.resolve(id)?)?;
         match t.kind {
-            KIND_INT | KIND_STRUCT | KIND_UNION | KIND_ENUM | KIND_ENUM64 | KIND_FLOAT | KIND_DATASEC => Some(t.size_or_type as u64),
+            KIND_INT | KIND_STRUCT | KIND_UNION | KIND_ENUM | KIND_ENUM64 | KIND_FLOAT
+            | KIND_DATASEC => Some(t.size_or_type as u64),
             KIND_PTR => Some(8),
             KIND_ARRAY => {
                 let elem = self.u32_at(t.pos + TYPE_HEADER)?;
@@ -261,7 +313,10 @@ impl Btf {
     }
 
     fn error(&self, reason: String) -> ObserveError {
-        ObserveError::Btf { name: self.name.clone(), reason }
+        ObserveError::Btf {
+            name: self.name.clone(),
+            reason,
+        }
     }
 }
 
@@ -285,12 +340,21 @@ impl TaskLayout {
     pub const MAX_COMM: u32 = 64;
 
     pub fn from_btf(btf: &Btf) -> Result<TaskLayout> {
-        let id = btf.struct_id("task_struct").ok_or_else(|| btf.error("no `struct task_struct` with members".into()))?;
+        let id = btf
+            .struct_id("task_struct")
+            .ok_or_else(|| btf.error("no `struct task_struct` with members".into()))?;
         let field = |name: &str, want: Option<u64>| -> Result<(u32, u32)> {
-            let m = btf.member(id, name).ok_or_else(|| btf.error(format!("`struct task_struct` has no member `{name}`")))?;
-            let size = btf.size_of(m.type_id).ok_or_else(|| btf.error(format!("the size of task_struct.{name} is unknown")))?;
+            let m = btf
+                .member(id, name)
+                .ok_or_else(|| btf.error(format!("`struct task_struct` has no member `{name}`")))?;
+            let size = btf
+                .size_of(m.type_id)
+                .ok_or_else(|| btf.error(format!("the size of task_struct.{name} is unknown")))?;
             if m.bitfield_bits != 0 || m.bit_offset % 8 != 0 || want.is_some_and(|w| w != size) {
-                return Err(btf.error(format!("task_struct.{name} is {size} bytes at bit {} (not a plain field)", m.bit_offset)));
+                return Err(btf.error(format!(
+                    "task_struct.{name} is {size} bytes at bit {} (not a plain field)",
+                    m.bit_offset
+                )));
             }
             Ok((m.offset() as u32, size as u32))
         };
@@ -298,10 +362,19 @@ impl TaskLayout {
         let (tgid, _) = field("tgid", Some(4))?;
         let (comm, comm_len) = field("comm", None)?;
         if comm_len == 0 || comm_len > Self::MAX_COMM {
-            return Err(btf.error(format!("task_struct.comm is {comm_len} bytes (expected 1..={})", Self::MAX_COMM)));
+            return Err(btf.error(format!(
+                "task_struct.comm is {comm_len} bytes (expected 1..={})",
+                Self::MAX_COMM
+            )));
         }
         let size = btf.size_of(id).unwrap_or(0) as u32;
-        Ok(TaskLayout { pid, tgid, comm, comm_len, size })
+        Ok(TaskLayout {
+            pid,
+            tgid,
+            comm,
+            comm_len,
+            size,
+        })
     }
 
     pub fn from_btf_file(path: &Path) -> Result<TaskLayout> {
@@ -323,10 +396,19 @@ pub(crate) mod tests {
 
     impl BlobBuilder {
         pub(crate) fn new(big: bool) -> Self {
-            BlobBuilder { big, types: Vec::new(), strs: vec![0], next_id: 1 }
+            BlobBuilder {
+                big,
+                types: Vec::new(),
+                strs: vec![0],
+                next_id: 1,
+            }
         }
         fn w(&mut self, v: u32) {
-            let b = if self.big { v.to_be_bytes() } else { v.to_le_bytes() };
+            let b = if self.big {
+                v.to_be_bytes()
+            } else {
+                v.to_le_bytes()
+            };
             self.types.extend(b);
         }
         fn s(&mut self, name: &str) -> u32 {
@@ -338,7 +420,14 @@ pub(crate) mod tests {
             self.strs.push(0);
             off
         }
-        fn head(&mut self, name: &str, kind: u32, vlen: usize, kind_flag: bool, size_or_type: u32) -> u32 {
+        fn head(
+            &mut self,
+            name: &str,
+            kind: u32,
+            vlen: usize,
+            kind_flag: bool,
+            size_or_type: u32,
+        ) -> u32 {
             let n = self.s(name);
             self.w(n);
             self.w((kind << 24) | vlen as u32 | ((kind_flag as u32) << 31));
@@ -374,7 +463,13 @@ pub(crate) mod tests {
             id
         }
         /// `members`: (name, type, bit offset, bitfield bits).
-        pub(crate) fn compound(&mut self, union: bool, name: &str, size: u32, members: &[(&str, u32, u32, u32)]) -> u32 {
+        pub(crate) fn compound(
+            &mut self,
+            union: bool,
+            name: &str,
+            size: u32,
+            members: &[(&str, u32, u32, u32)],
+        ) -> u32 {
             let kind_flag = members.iter().any(|m| m.3 != 0);
             let kind = if union { KIND_UNION } else { KIND_STRUCT };
             let id = self.head(name, kind, members.len(), kind_flag, size);
@@ -390,9 +485,19 @@ pub(crate) mod tests {
             self.head(name, KIND_FWD, 0, false, 0)
         }
         pub(crate) fn finish(&self) -> Vec<u8> {
-            let w = |v: u32| if self.big { v.to_be_bytes() } else { v.to_le_bytes() };
+            let w = |v: u32| {
+                if self.big {
+                    v.to_be_bytes()
+                } else {
+                    v.to_le_bytes()
+                }
+            };
             let mut out = Vec::new();
-            out.extend(if self.big { MAGIC.to_be_bytes() } else { MAGIC.to_le_bytes() });
+            out.extend(if self.big {
+                MAGIC.to_be_bytes()
+            } else {
+                MAGIC.to_le_bytes()
+            });
             out.extend([1, 0]);
             out.extend(w(24));
             out.extend(w(0));
@@ -445,12 +550,24 @@ pub(crate) mod tests {
             let btf = Btf::parse("synthetic", task_blob(big)).unwrap();
             assert_eq!(btf.len(), 12);
             let layout = TaskLayout::from_btf(&btf).unwrap();
-            assert_eq!(layout, TaskLayout { pid: 0x100, tgid: 0x184, comm: 0x300, comm_len: 16, size: 0x400 });
+            assert_eq!(
+                layout,
+                TaskLayout {
+                    pid: 0x100,
+                    tgid: 0x184,
+                    comm: 0x300,
+                    comm_len: 16,
+                    size: 0x400
+                }
+            );
             let id = btf.struct_id("task_struct").unwrap();
             let flags = btf.member(id, "flags").unwrap();
             assert_eq!((flags.bit_offset, flags.bitfield_bits), (0, 3));
             assert_eq!(btf.member(id, "both").unwrap().offset(), 0x180);
-            assert_eq!(btf.size_of(btf.member(id, "parent").unwrap().type_id), Some(8));
+            assert_eq!(
+                btf.size_of(btf.member(id, "parent").unwrap().type_id),
+                Some(8)
+            );
             assert!(btf.member(id, "nothing").is_none());
         }
     }
@@ -481,7 +598,9 @@ pub(crate) mod tests {
         // Parsed, but no task_struct.
         let mut b = BlobBuilder::new(false);
         b.int("int", 4);
-        let e = TaskLayout::from_btf(&Btf::parse("y", b.finish()).unwrap()).unwrap_err().to_string();
+        let e = TaskLayout::from_btf(&Btf::parse("y", b.finish()).unwrap())
+            .unwrap_err()
+            .to_string();
         assert_eq!(e, "y: no `struct task_struct` with members");
     }
 
@@ -491,8 +610,19 @@ pub(crate) mod tests {
         let long = b.int("long", 8);
         let ch = b.int("char", 1);
         let comm = b.array(ch, long, 16);
-        b.compound(false, "task_struct", 64, &[("pid", long, 0, 0), ("tgid", long, 64, 0), ("comm", comm, 128, 0)]);
-        let e = TaskLayout::from_btf(&Btf::parse("z", b.finish()).unwrap()).unwrap_err().to_string();
+        b.compound(
+            false,
+            "task_struct",
+            64,
+            &[
+                ("pid", long, 0, 0),
+                ("tgid", long, 64, 0),
+                ("comm", comm, 128, 0),
+            ],
+        );
+        let e = TaskLayout::from_btf(&Btf::parse("z", b.finish()).unwrap())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("task_struct.pid is 8 bytes"), "{e}");
     }
 
@@ -502,14 +632,21 @@ pub(crate) mod tests {
     fn host_kernel_btf_has_a_plausible_task_struct() {
         let path = Path::new("/sys/kernel/btf/vmlinux");
         let Ok(data) = std::fs::read(path) else {
-            eprintln!("no {} on this host: only the synthetic blobs were checked", path.display());
+            eprintln!(
+                "no {} on this host: only the synthetic blobs were checked",
+                path.display()
+            );
             return;
         };
         let btf = Btf::parse("host vmlinux", data).unwrap();
         assert!(btf.len() > 10_000, "{} types", btf.len());
         let t = TaskLayout::from_btf(&btf).unwrap();
         assert_eq!(t.comm_len, 16, "TASK_COMM_LEN");
-        assert_eq!(t.tgid, t.pid + 4, "pid_t pid; pid_t tgid; are adjacent in task_struct");
+        assert_eq!(
+            t.tgid,
+            t.pid + 4,
+            "pid_t pid; pid_t tgid; are adjacent in task_struct"
+        );
         assert!(t.comm > t.tgid && t.comm + t.comm_len <= t.size, "{t:?}");
         assert!(t.size > 1024, "{t:?}");
     }

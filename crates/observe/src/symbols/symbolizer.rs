@@ -119,10 +119,22 @@ impl SatpResolver {
 
     /// Declare that from `from_cycle` on, the address space with this
     /// `satp` root belongs to process `pid` (`comm`) with these mappings.
-    pub fn add_space(&mut self, satp: u64, from_cycle: u64, comm: &str, pid: u32, mut mappings: Vec<Mapping>) {
+    pub fn add_space(
+        &mut self,
+        satp: u64,
+        from_cycle: u64,
+        comm: &str,
+        pid: u32,
+        mut mappings: Vec<Mapping>,
+    ) {
         mappings.sort_by_key(|m| m.start);
         let list = self.spaces.entry(satp_root(satp)).or_default();
-        list.push(SpaceEntry { from_cycle, comm: comm.to_string(), pid, mappings });
+        list.push(SpaceEntry {
+            from_cycle,
+            comm: comm.to_string(),
+            pid,
+            mappings,
+        });
         list.sort_by_key(|e| e.from_cycle);
     }
 
@@ -135,18 +147,28 @@ impl SatpResolver {
 
 impl UserResolver for SatpResolver {
     fn process(&self, at: AddressSpace) -> Option<Process<'_>> {
-        self.entry(at).map(|e| Process { comm: &e.comm, pid: e.pid })
+        self.entry(at).map(|e| Process {
+            comm: &e.comm,
+            pid: e.pid,
+        })
     }
 
     fn image(&self, at: AddressSpace, addr: u64) -> Option<UserImage<'_>> {
         let e = self.entry(at)?;
-        let i = e.mappings.partition_point(|m| m.start <= addr).checked_sub(1)?;
+        let i = e
+            .mappings
+            .partition_point(|m| m.start <= addr)
+            .checked_sub(1)?;
         let m = e.mappings[i];
         if addr >= m.end {
             return None;
         }
         let (name, table) = self.images.get(m.image.0)?;
-        Some(UserImage { name, table: Some(table), bias: m.bias })
+        Some(UserImage {
+            name,
+            table: Some(table),
+            bias: m.bias,
+        })
     }
 }
 
@@ -200,13 +222,23 @@ pub struct Symbolizer<R = NoUserSpace> {
 
 impl Symbolizer<NoUserSpace> {
     pub fn new() -> Self {
-        Symbolizer { firmware: None, kernel: None, kernel_physical: None, user: NoUserSpace }
+        Symbolizer {
+            firmware: None,
+            kernel: None,
+            kernel_physical: None,
+            user: NoUserSpace,
+        }
     }
 }
 
 impl<R: UserResolver> Symbolizer<R> {
     pub fn with_user(user: R) -> Self {
-        Symbolizer { firmware: None, kernel: None, kernel_physical: None, user }
+        Symbolizer {
+            firmware: None,
+            kernel: None,
+            kernel_physical: None,
+            user,
+        }
     }
 
     pub fn set_firmware(&mut self, table: SymbolTable) -> &mut Self {
@@ -238,15 +270,26 @@ impl<R: UserResolver> Symbolizer<R> {
     /// Resolve one address seen in `privilege` mode. `caller` marks a return
     /// address: it is looked up one byte earlier, so a call that ends a
     /// function is charged to the caller, not to the next function.
-    pub fn resolve(&self, privilege: Privilege, at: AddressSpace, addr: u64, caller: bool) -> Frame<'_> {
+    pub fn resolve(
+        &self,
+        privilege: Privilege,
+        at: AddressSpace,
+        addr: u64,
+        caller: bool,
+    ) -> Frame<'_> {
         let space = match privilege {
             Privilege::Machine => Space::Firmware,
             Privilege::User => Space::User,
             Privilege::Supervisor if !caller => Space::Kernel,
             // A kernel call chain may run into the user stack it came from.
             Privilege::Supervisor => {
-                let kernel_has = self.kernel.as_ref().is_some_and(|k| k.lookup(addr.wrapping_sub(1)).is_some());
-                let physical = self.kernel_physical.is_some_and(|(lo, hi, _)| (lo..hi).contains(&addr));
+                let kernel_has = self
+                    .kernel
+                    .as_ref()
+                    .is_some_and(|k| k.lookup(addr.wrapping_sub(1)).is_some());
+                let physical = self
+                    .kernel_physical
+                    .is_some_and(|(lo, hi, _)| (lo..hi).contains(&addr));
                 if kernel_has || physical || addr >> 63 == 1 {
                     Space::Kernel
                 } else {
@@ -254,7 +297,13 @@ impl<R: UserResolver> Symbolizer<R> {
                 }
             }
         };
-        let probe = |file_addr: u64| if caller { file_addr.wrapping_sub(1) } else { file_addr };
+        let probe = |file_addr: u64| {
+            if caller {
+                file_addr.wrapping_sub(1)
+            } else {
+                file_addr
+            }
+        };
         fn from_table<'t>(
             table: Option<&'t SymbolTable>,
             fallback: &'static str,
@@ -304,10 +353,18 @@ impl<R: UserResolver> Symbolizer<R> {
     /// guest kernel said was running, else the process owning `satp` if the
     /// resolver knows it, else by privilege.
     pub fn resolve_sample<'a>(&'a self, s: &'a Sample) -> ResolvedSample<'a> {
-        let at = AddressSpace { hart: s.hart, cycle: s.cycle, satp: s.satp };
+        let at = AddressSpace {
+            hart: s.hart,
+            cycle: s.cycle,
+            satp: s.satp,
+        };
         let mut frames = Vec::with_capacity(1 + s.stack.len());
         frames.push(self.resolve(s.privilege, at, s.pc, false));
-        frames.extend(s.stack.iter().map(|&ra| self.resolve(s.privilege, at, ra, true)));
+        frames.extend(
+            s.stack
+                .iter()
+                .map(|&ra| self.resolve(s.privilege, at, ra, true)),
+        );
         let (comm, pid, tid) = match (&s.task, self.user.process(at)) {
             (Some(t), _) => (t.comm.as_str(), t.pid, t.tid),
             (None, Some(p)) => (p.comm, p.pid, p.pid),
@@ -317,7 +374,12 @@ impl<R: UserResolver> Symbolizer<R> {
                 Privilege::User => (frames[0].dso, 0, 0),
             },
         };
-        ResolvedSample { comm, pid, tid, frames }
+        ResolvedSample {
+            comm,
+            pid,
+            tid,
+            frames,
+        }
     }
 }
 
@@ -331,7 +393,16 @@ mod tests {
 
     fn symbolizer() -> Symbolizer<SatpResolver> {
         let mut user = SatpResolver::new();
-        let bb = user.add_image("busybox", table("busybox", &[(0x10000, 0x10100, "main"), (0x10100, 0x10200, "printf_core")]));
+        let bb = user.add_image(
+            "busybox",
+            table(
+                "busybox",
+                &[
+                    (0x10000, 0x10100, "main"),
+                    (0x10100, 0x10200, "printf_core"),
+                ],
+            ),
+        );
         let lib = user.add_image("libc.so", table("libc.so", &[(0x1000, 0x1100, "memcpy")]));
         user.add_space(
             0x8000_0000_0008_1234,
@@ -339,54 +410,110 @@ mod tests {
             "sh",
             42,
             vec![
-                Mapping { start: 0x10000, end: 0x20000, image: bb, bias: 0 },
-                Mapping { start: 0x3f_0000_0000, end: 0x3f_0001_0000, image: lib, bias: 0x3f_0000_0000 },
+                Mapping {
+                    start: 0x10000,
+                    end: 0x20000,
+                    image: bb,
+                    bias: 0,
+                },
+                Mapping {
+                    start: 0x3f_0000_0000,
+                    end: 0x3f_0001_0000,
+                    image: lib,
+                    bias: 0x3f_0000_0000,
+                },
             ],
         );
         let mut s = Symbolizer::with_user(user);
-        s.set_kernel(table("[kernel.kallsyms]", &[(0xffffffff80001000, 0xffffffff80001100, "handle_exception")]));
-        s.set_firmware(table("fw_jump.elf", &[(0x80000000, 0x80000100, "sbi_trap_handler")]));
+        s.set_kernel(table(
+            "[kernel.kallsyms]",
+            &[(0xffffffff80001000, 0xffffffff80001100, "handle_exception")],
+        ));
+        s.set_firmware(table(
+            "fw_jump.elf",
+            &[(0x80000000, 0x80000100, "sbi_trap_handler")],
+        ));
         s
     }
 
     #[test]
     fn each_privilege_uses_its_table() {
         let s = symbolizer();
-        let at = AddressSpace { hart: 0, cycle: 5, satp: 0x8000_0000_0008_1234 };
+        let at = AddressSpace {
+            hart: 0,
+            cycle: 5,
+            satp: 0x8000_0000_0008_1234,
+        };
         let f = s.resolve(Privilege::Machine, at, 0x80000010, false);
-        assert_eq!((f.symbol, f.offset, f.dso, f.where_name()), (Some("sbi_trap_handler"), 0x10, "fw_jump.elf", "firmware"));
+        assert_eq!(
+            (f.symbol, f.offset, f.dso, f.where_name()),
+            (Some("sbi_trap_handler"), 0x10, "fw_jump.elf", "firmware")
+        );
         let f = s.resolve(Privilege::Supervisor, at, 0xffffffff80001008, false);
-        assert_eq!((f.symbol, f.offset, f.where_name()), (Some("handle_exception"), 8, "kernel"));
+        assert_eq!(
+            (f.symbol, f.offset, f.where_name()),
+            (Some("handle_exception"), 8, "kernel")
+        );
         let f = s.resolve(Privilege::User, at, 0x10104, false);
-        assert_eq!((f.symbol, f.offset, f.where_name()), (Some("printf_core"), 4, "busybox"));
+        assert_eq!(
+            (f.symbol, f.offset, f.where_name()),
+            (Some("printf_core"), 4, "busybox")
+        );
         let f = s.resolve(Privilege::User, at, 0x3f_0000_1010, false);
-        assert_eq!((f.symbol, f.offset, f.file_addr, f.dso), (Some("memcpy"), 0x10, 0x1010, "libc.so"));
+        assert_eq!(
+            (f.symbol, f.offset, f.file_addr, f.dso),
+            (Some("memcpy"), 0x10, 0x1010, "libc.so")
+        );
         // Inside a mapped binary but outside its symbols: unknown in that binary.
         let f = s.resolve(Privilege::User, at, 0x18000, false);
         assert_eq!((f.symbol, f.dso), (None, "busybox"));
         // Unmapped user address, or an unknown address space.
         let f = s.resolve(Privilege::User, at, 0x999999, false);
         assert_eq!((f.symbol, f.dso), (None, UNKNOWN));
-        let other = AddressSpace { satp: 0x8000_0000_0000_0001, ..at };
-        assert_eq!(s.resolve(Privilege::User, other, 0x10104, false).symbol, None);
+        let other = AddressSpace {
+            satp: 0x8000_0000_0000_0001,
+            ..at
+        };
+        assert_eq!(
+            s.resolve(Privilege::User, other, 0x10104, false).symbol,
+            None
+        );
     }
 
     #[test]
     fn physical_kernel_addresses_resolve_at_their_link_address() {
         let mut s = symbolizer();
-        let at = AddressSpace { hart: 0, cycle: 5, satp: 0 };
-        assert_eq!(s.resolve(Privilege::Supervisor, at, 0x8020_1008, false).symbol, None);
+        let at = AddressSpace {
+            hart: 0,
+            cycle: 5,
+            satp: 0,
+        };
+        assert_eq!(
+            s.resolve(Privilege::Supervisor, at, 0x8020_1008, false)
+                .symbol,
+            None
+        );
         s.set_kernel_physical(0x8020_0000, 0x8120_0000, 0xffffffff80000000);
         let f = s.resolve(Privilege::Supervisor, at, 0x8020_1008, false);
-        assert_eq!((f.symbol, f.offset, f.addr, f.file_addr), (Some("handle_exception"), 8, 0x8020_1008, 0xffffffff80001008));
+        assert_eq!(
+            (f.symbol, f.offset, f.addr, f.file_addr),
+            (Some("handle_exception"), 8, 0x8020_1008, 0xffffffff80001008)
+        );
         let f = s.resolve(Privilege::Supervisor, at, 0x8020_1010, true);
-        assert_eq!((f.symbol, f.space), (Some("handle_exception"), Space::Kernel));
+        assert_eq!(
+            (f.symbol, f.space),
+            (Some("handle_exception"), Space::Kernel)
+        );
     }
 
     #[test]
     fn return_addresses_are_charged_to_the_call_site() {
         let s = symbolizer();
-        let at = AddressSpace { hart: 0, cycle: 5, satp: 0x8000_0000_0008_1234 };
+        let at = AddressSpace {
+            hart: 0,
+            cycle: 5,
+            satp: 0x8000_0000_0008_1234,
+        };
         // A call as the last instruction of main returns to printf_core's start.
         let f = s.resolve(Privilege::User, at, 0x10100, true);
         assert_eq!((f.symbol, f.offset), (Some("main"), 0x100));
@@ -407,7 +534,14 @@ mod tests {
         let r = s.resolve_sample(&sample);
         assert_eq!((r.comm, r.pid, r.tid), ("sh", 42, 42));
         // The kernel's own word on the task wins over the address space's owner.
-        let named = Sample { task: Some(crate::sample::Task { pid: 7, tid: 9, comm: "worker".into() }), ..sample.clone() };
+        let named = Sample {
+            task: Some(crate::sample::Task {
+                pid: 7,
+                tid: 9,
+                comm: "worker".into(),
+            }),
+            ..sample.clone()
+        };
         let r = s.resolve_sample(&named);
         assert_eq!((r.comm, r.pid, r.tid), ("worker", 7, 9));
         let names: Vec<_> = r.frames.iter().map(|f| (f.symbol, f.space)).collect();
@@ -419,9 +553,18 @@ mod tests {
                 (Some("main"), Space::User)
             ]
         );
-        let boot = Sample { satp: 0, privilege: Privilege::Machine, pc: 0x80000000, stack: vec![], ..sample };
+        let boot = Sample {
+            satp: 0,
+            privilege: Privilege::Machine,
+            pc: 0x80000000,
+            stack: vec![],
+            ..sample
+        };
         let r = s.resolve_sample(&boot);
-        assert_eq!((r.comm, r.frames[0].symbol), ("[firmware]", Some("sbi_trap_handler")));
+        assert_eq!(
+            (r.comm, r.frames[0].symbol),
+            ("[firmware]", Some("sbi_trap_handler"))
+        );
     }
 
     #[test]
@@ -429,12 +572,44 @@ mod tests {
         let mut user = SatpResolver::new();
         let a = user.add_image("a", table("a", &[(0x1000, 0x2000, "fa")]));
         let b = user.add_image("b", table("b", &[(0x1000, 0x2000, "fb")]));
-        user.add_space(0x77, 0, "first", 1, vec![Mapping { start: 0x1000, end: 0x2000, image: a, bias: 0 }]);
-        user.add_space(0x77, 100, "second", 2, vec![Mapping { start: 0x1000, end: 0x2000, image: b, bias: 0 }]);
+        user.add_space(
+            0x77,
+            0,
+            "first",
+            1,
+            vec![Mapping {
+                start: 0x1000,
+                end: 0x2000,
+                image: a,
+                bias: 0,
+            }],
+        );
+        user.add_space(
+            0x77,
+            100,
+            "second",
+            2,
+            vec![Mapping {
+                start: 0x1000,
+                end: 0x2000,
+                image: b,
+                bias: 0,
+            }],
+        );
         let s = Symbolizer::with_user(user);
-        let at = |cycle| AddressSpace { hart: 0, cycle, satp: 0x77 };
-        assert_eq!(s.resolve(Privilege::User, at(99), 0x1000, false).symbol, Some("fa"));
-        assert_eq!(s.resolve(Privilege::User, at(100), 0x1000, false).symbol, Some("fb"));
+        let at = |cycle| AddressSpace {
+            hart: 0,
+            cycle,
+            satp: 0x77,
+        };
+        assert_eq!(
+            s.resolve(Privilege::User, at(99), 0x1000, false).symbol,
+            Some("fa")
+        );
+        assert_eq!(
+            s.resolve(Privilege::User, at(100), 0x1000, false).symbol,
+            Some("fb")
+        );
         assert_eq!(s.user().process(at(100)).unwrap().comm, "second");
     }
 }

@@ -3,7 +3,9 @@
 
 use std::path::Path;
 
-use object::{Object, ObjectKind, ObjectSection, ObjectSegment, ObjectSymbol, SectionKind, SymbolKind};
+use object::{
+    Object, ObjectKind, ObjectSection, ObjectSegment, ObjectSymbol, SectionKind, SymbolKind,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{ObserveError, Result};
@@ -89,7 +91,8 @@ impl SymbolTable {
 
     /// The symbol covering `addr` and the offset of `addr` inside it.
     pub fn lookup(&self, addr: u64) -> Option<(&str, u64)> {
-        self.lookup_symbol(addr).map(|s| (s.name.as_str(), addr - s.start))
+        self.lookup_symbol(addr)
+            .map(|s| (s.name.as_str(), addr - s.start))
     }
 
     /// The innermost symbol covering `addr`.
@@ -121,7 +124,8 @@ impl SymbolTable {
         }
         const PAGE: u64 = 4096;
         let seg = self.segments.iter().find(|s| {
-            (s.file_offset & !(PAGE - 1)) <= map_offset && map_offset < s.file_offset + s.file_size.max(1)
+            (s.file_offset & !(PAGE - 1)) <= map_offset
+                && map_offset < s.file_offset + s.file_size.max(1)
         });
         let file_vaddr = match seg {
             Some(s) => s.vaddr.wrapping_sub(s.file_offset).wrapping_add(map_offset),
@@ -133,17 +137,29 @@ impl SymbolTable {
     /// Read an ELF file's function symbols (`.symtab`, or `.dynsym` when the
     /// file is stripped). The table is named after the file's base name.
     pub fn from_elf_file(path: &Path) -> Result<SymbolTable> {
-        let bytes = std::fs::read(path).map_err(|source| ObserveError::Io { path: path.into(), source })?;
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let bytes = std::fs::read(path).map_err(|source| ObserveError::Io {
+            path: path.into(),
+            source,
+        })?;
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         Self::from_elf_bytes(&name, &bytes).map_err(|e| match e {
-            ObserveError::Elf { reason, .. } => ObserveError::Elf { name: path.display().to_string(), reason },
+            ObserveError::Elf { reason, .. } => ObserveError::Elf {
+                name: path.display().to_string(),
+                reason,
+            },
             other => other,
         })
     }
 
     /// Read function symbols from ELF bytes; `name` names the binary.
     pub fn from_elf_bytes(name: &str, bytes: &[u8]) -> Result<SymbolTable> {
-        let elf_err = |reason: String| ObserveError::Elf { name: name.to_string(), reason };
+        let elf_err = |reason: String| ObserveError::Elf {
+            name: name.to_string(),
+            reason,
+        };
         let file = object::File::parse(bytes).map_err(|e| elf_err(e.to_string()))?;
         if file.format() != object::BinaryFormat::Elf {
             return Err(elf_err(format!("it is {:?}, not ELF", file.format())));
@@ -156,14 +172,22 @@ impl SymbolTable {
             collect_elf_symbols(&file, file.dynamic_symbols(), true, &mut candidates);
         }
         if candidates.is_empty() {
-            let which = if from_symtab { "no code symbols in .symtab or .dynsym" } else { "no code symbols" };
+            let which = if from_symtab {
+                "no code symbols in .symtab or .dynsym"
+            } else {
+                "no code symbols"
+            };
             return Err(elf_err(which.to_string()));
         }
         let segments = file
             .segments()
             .map(|s| {
                 let (file_offset, file_size) = s.file_range();
-                LoadSegment { vaddr: s.address(), file_offset, file_size }
+                LoadSegment {
+                    vaddr: s.address(),
+                    file_offset,
+                    file_size,
+                }
             })
             .collect();
         let mut table = build(name, candidates);
@@ -174,8 +198,14 @@ impl SymbolTable {
 
     /// Read a `/proc/kallsyms` file.
     pub fn from_kallsyms_file(path: &Path) -> Result<SymbolTable> {
-        let bytes = std::fs::read(path).map_err(|source| ObserveError::Io { path: path.into(), source })?;
-        Self::from_kallsyms(&path.display().to_string(), &String::from_utf8_lossy(&bytes))
+        let bytes = std::fs::read(path).map_err(|source| ObserveError::Io {
+            path: path.into(),
+            source,
+        })?;
+        Self::from_kallsyms(
+            &path.display().to_string(),
+            &String::from_utf8_lossy(&bytes),
+        )
     }
 
     /// Parse `/proc/kallsyms` text (`ADDRESS TYPE NAME [\t[module]]` lines).
@@ -194,9 +224,14 @@ impl SymbolTable {
             if raw.trim().is_empty() {
                 continue;
             }
-            let bad = || ObserveError::KallsymsLine { name: source.to_string(), line: n + 1, text: raw.to_string() };
+            let bad = || ObserveError::KallsymsLine {
+                name: source.to_string(),
+                line: n + 1,
+                text: raw.to_string(),
+            };
             let mut parts = raw.split_whitespace();
-            let (Some(addr), Some(kind), Some(name)) = (parts.next(), parts.next(), parts.next()) else {
+            let (Some(addr), Some(kind), Some(name)) = (parts.next(), parts.next(), parts.next())
+            else {
                 return Err(bad());
             };
             let addr = u64::from_str_radix(addr, 16).map_err(|_| bad())?;
@@ -206,21 +241,35 @@ impl SymbolTable {
             };
             let module = match parts.next() {
                 None => None,
-                Some(m) => Some(m.strip_prefix('[').and_then(|m| m.strip_suffix(']')).ok_or_else(bad)?),
+                Some(m) => Some(
+                    m.strip_prefix('[')
+                        .and_then(|m| m.strip_suffix(']'))
+                        .ok_or_else(bad)?,
+                ),
             };
             if parts.next().is_some() {
                 return Err(bad());
             }
-            lines.push(Line { addr, kind, name, module });
+            lines.push(Line {
+                addr,
+                kind,
+                name,
+                module,
+            });
         }
         if !lines.is_empty() && lines.iter().all(|l| l.addr == 0) {
-            return Err(ObserveError::KallsymsZeroed { name: source.to_string() });
+            return Err(ObserveError::KallsymsZeroed {
+                name: source.to_string(),
+            });
         }
 
         // Bounds come from every located symbol of the same kernel/module,
         // so a function before a data object ends at the object.
-        let mut bounds: Vec<(Option<&str>, u64)> =
-            lines.iter().filter(|l| !matches!(l.kind, 'a' | 'A' | 'U' | 'u')).map(|l| (l.module, l.addr)).collect();
+        let mut bounds: Vec<(Option<&str>, u64)> = lines
+            .iter()
+            .filter(|l| !matches!(l.kind, 'a' | 'A' | 'U' | 'u'))
+            .map(|l| (l.module, l.addr))
+            .collect();
         bounds.sort_unstable();
         bounds.dedup();
 
@@ -253,7 +302,10 @@ impl SymbolTable {
 
     /// A table from explicit `(start, end, name)` triples (tests, synthetic
     /// images, symbols learned some other way).
-    pub fn from_ranges(name: &str, ranges: impl IntoIterator<Item = (u64, u64, String)>) -> SymbolTable {
+    pub fn from_ranges(
+        name: &str,
+        ranges: impl IntoIterator<Item = (u64, u64, String)>,
+    ) -> SymbolTable {
         let candidates = ranges
             .into_iter()
             .map(|(start, end, name)| Candidate {
@@ -289,10 +341,20 @@ impl SymbolTable {
         let symbols = self
             .symbols
             .iter()
-            .map(|s| Symbol { start: s.start.wrapping_add(delta), end: s.end.wrapping_add(delta), ..s.clone() })
+            .map(|s| Symbol {
+                start: s.start.wrapping_add(delta),
+                end: s.end.wrapping_add(delta),
+                ..s.clone()
+            })
             .collect();
-        let segments =
-            self.segments.iter().map(|g| LoadSegment { vaddr: g.vaddr.wrapping_add(delta), ..*g }).collect();
+        let segments = self
+            .segments
+            .iter()
+            .map(|g| LoadSegment {
+                vaddr: g.vaddr.wrapping_add(delta),
+                ..*g
+            })
+            .collect();
         from_symbols(&self.name, symbols, segments, false)
     }
 
@@ -301,8 +363,16 @@ impl SymbolTable {
     /// `/proc/modules` lists. Returns the table and the modules that could
     /// not be placed (absent from either list, or with a hidden address);
     /// their symbols are dropped rather than left at a wrong address.
-    pub fn with_module_bases(&self, captured: &[ModuleLoad], now: &[ModuleLoad]) -> (SymbolTable, Vec<String>) {
-        let base_of = |list: &[ModuleLoad], name: &str| list.iter().find(|m| m.name == name && m.base != 0).map(|m| m.base);
+    pub fn with_module_bases(
+        &self,
+        captured: &[ModuleLoad],
+        now: &[ModuleLoad],
+    ) -> (SymbolTable, Vec<String>) {
+        let base_of = |list: &[ModuleLoad], name: &str| {
+            list.iter()
+                .find(|m| m.name == name && m.base != 0)
+                .map(|m| m.base)
+        };
         let mut unplaced: Vec<String> = Vec::new();
         let mut symbols = Vec::with_capacity(self.symbols.len());
         for s in &self.symbols {
@@ -313,7 +383,11 @@ impl SymbolTable {
             match (base_of(captured, module), base_of(now, module)) {
                 (Some(a), Some(b)) => {
                     let delta = b.wrapping_sub(a);
-                    symbols.push(Symbol { start: s.start.wrapping_add(delta), end: s.end.wrapping_add(delta), ..s.clone() });
+                    symbols.push(Symbol {
+                        start: s.start.wrapping_add(delta),
+                        end: s.end.wrapping_add(delta),
+                        ..s.clone()
+                    });
                 }
                 _ => {
                     if !unplaced.iter().any(|m| m == module) {
@@ -323,13 +397,26 @@ impl SymbolTable {
             }
         }
         unplaced.sort();
-        (from_symbols(&self.name, symbols, self.segments.clone(), self.position_independent), unplaced)
+        (
+            from_symbols(
+                &self.name,
+                symbols,
+                self.segments.clone(),
+                self.position_independent,
+            ),
+            unplaced,
+        )
     }
 }
 
 /// A table from finished symbols (sorted here; the first of two symbols at
 /// one address wins, as `build` would have chosen it already).
-fn from_symbols(name: &str, mut symbols: Vec<Symbol>, segments: Vec<LoadSegment>, pi: bool) -> SymbolTable {
+fn from_symbols(
+    name: &str,
+    mut symbols: Vec<Symbol>,
+    segments: Vec<LoadSegment>,
+    pi: bool,
+) -> SymbolTable {
     symbols.sort_by_key(|s| s.start);
     symbols.dedup_by_key(|s| s.start);
     let starts = symbols.iter().map(|s| s.start).collect();
@@ -339,7 +426,14 @@ fn from_symbols(name: &str, mut symbols: Vec<Symbol>, segments: Vec<LoadSegment>
         m = m.max(s.end);
         max_end.push(m);
     }
-    SymbolTable { name: name.to_string(), symbols, starts, max_end, segments, position_independent: pi }
+    SymbolTable {
+        name: name.to_string(),
+        symbols,
+        starts,
+        max_end,
+        segments,
+        position_independent: pi,
+    }
 }
 
 /// One line of `/proc/modules`: a loaded module and its base address.
@@ -359,7 +453,11 @@ pub fn parse_proc_modules(source: &str, text: &str) -> Result<Vec<ModuleLoad>> {
         if raw.trim().is_empty() {
             continue;
         }
-        let bad = || ObserveError::ModulesLine { name: source.to_string(), line: n + 1, text: raw.to_string() };
+        let bad = || ObserveError::ModulesLine {
+            name: source.to_string(),
+            line: n + 1,
+            text: raw.to_string(),
+        };
         let fields: Vec<&str> = raw.split_whitespace().collect();
         if fields.len() < 6 {
             return Err(bad());
@@ -367,7 +465,11 @@ pub fn parse_proc_modules(source: &str, text: &str) -> Result<Vec<ModuleLoad>> {
         let size = fields[1].parse().map_err(|_| bad())?;
         let addr = fields[5].strip_prefix("0x").ok_or_else(bad)?;
         let base = u64::from_str_radix(addr, 16).map_err(|_| bad())?;
-        out.push(ModuleLoad { name: fields[0].to_string(), size, base });
+        out.push(ModuleLoad {
+            name: fields[0].to_string(),
+            size,
+            base,
+        });
     }
     Ok(out)
 }
@@ -392,7 +494,10 @@ fn collect_elf_symbols<'d, 'f>(
             SymbolKind::Unknown | SymbolKind::Label => false,
             _ => continue,
         };
-        let Some(section) = sym.section_index().and_then(|i| file.section_by_index(i).ok()) else {
+        let Some(section) = sym
+            .section_index()
+            .and_then(|i| file.section_by_index(i).ok())
+        else {
             continue;
         };
         if section.kind() != SectionKind::Text {
@@ -411,7 +516,10 @@ fn collect_elf_symbols<'d, 'f>(
                 0 => None,
                 n => Some(n),
             },
-            limit: section.address().saturating_add(section.size()).max(start.saturating_add(1)),
+            limit: section
+                .address()
+                .saturating_add(section.size())
+                .max(start.saturating_add(1)),
             name: clean_name(raw),
             module: None,
             typed_function,
@@ -429,7 +537,16 @@ fn collect_elf_symbols<'d, 'f>(
 /// Symbol names may come from the guest (kallsyms channel): keep them on one
 /// line and valid UTF-8.
 fn clean_name(raw: &[u8]) -> String {
-    String::from_utf8_lossy(raw).chars().map(|c| if c.is_control() || c.is_whitespace() { '?' } else { c }).collect()
+    String::from_utf8_lossy(raw)
+        .chars()
+        .map(|c| {
+            if c.is_control() || c.is_whitespace() {
+                '?'
+            } else {
+                c
+            }
+        })
+        .collect()
 }
 
 fn leading_underscores(name: &str) -> usize {
@@ -462,7 +579,12 @@ fn build(name: &str, mut candidates: Vec<Candidate>) -> SymbolTable {
                 next.min(c.limit).max(c.start.saturating_add(1))
             }
         };
-        symbols.push(Symbol { start: c.start, end, name: c.name, module: c.module });
+        symbols.push(Symbol {
+            start: c.start,
+            end,
+            name: c.name,
+            module: c.module,
+        });
     }
     let mut max_end = Vec::with_capacity(symbols.len());
     let mut m = 0;
@@ -470,7 +592,14 @@ fn build(name: &str, mut candidates: Vec<Candidate>) -> SymbolTable {
         m = m.max(s.end);
         max_end.push(m);
     }
-    SymbolTable { name: name.to_string(), symbols, starts, max_end, segments: Vec::new(), position_independent: false }
+    SymbolTable {
+        name: name.to_string(),
+        symbols,
+        starts,
+        max_end,
+        segments: Vec::new(),
+        position_independent: false,
+    }
 }
 
 /// One line of `/proc/<pid>/maps`.
@@ -497,11 +626,19 @@ pub fn parse_proc_maps(source: &str, text: &str) -> Result<Vec<MapsEntry>> {
         if raw.trim().is_empty() {
             continue;
         }
-        let bad = || ObserveError::MapsLine { name: source.to_string(), line: n + 1, text: raw.to_string() };
+        let bad = || ObserveError::MapsLine {
+            name: source.to_string(),
+            line: n + 1,
+            text: raw.to_string(),
+        };
         let mut parts = raw.split_whitespace();
-        let (Some(range), Some(perms), Some(offset), Some(_dev), Some(_inode)) =
-            (parts.next(), parts.next(), parts.next(), parts.next(), parts.next())
-        else {
+        let (Some(range), Some(perms), Some(offset), Some(_dev), Some(_inode)) = (
+            parts.next(),
+            parts.next(),
+            parts.next(),
+            parts.next(),
+            parts.next(),
+        ) else {
             return Err(bad());
         };
         let (start, end) = range.split_once('-').ok_or_else(bad)?;
@@ -541,8 +678,14 @@ ffffffff01000040 T nvme_probe\t[nvme]
         let t = SymbolTable::from_kallsyms("test", KALLSYMS).unwrap();
         assert_eq!(t.name(), "[kernel.kallsyms]");
         assert_eq!(t.lookup(0xffffffff80001004), Some(("handle_exception", 4)));
-        assert_eq!(t.lookup(0xffffffff800010ff), Some(("handle_exception", 0xff)));
-        assert_eq!(t.lookup(0xffffffff80001100), Some(("ret_from_exception", 0)));
+        assert_eq!(
+            t.lookup(0xffffffff800010ff),
+            Some(("handle_exception", 0xff))
+        );
+        assert_eq!(
+            t.lookup(0xffffffff80001100),
+            Some(("ret_from_exception", 0))
+        );
         assert_eq!(t.lookup(0xffffffff80001190), Some(("arch_cpu_idle", 0x10)));
         // Data symbols are not kept but bound the code before them.
         assert_eq!(t.lookup(0xffffffff80001200), None);
@@ -553,13 +696,23 @@ ffffffff01000040 T nvme_probe\t[nvme]
         // Aliases: the global, fewer-underscore name wins, deterministically.
         assert_eq!(t.lookup(0xffffffff80000010), Some(("_start", 0x10)));
         // Fewer underscores win over a stronger binding (memset is a weak alias).
-        let m = SymbolTable::from_kallsyms("m", "ffffffff80000000 T __memset\nffffffff80000000 W memset\nffffffff80000100 T x\n").unwrap();
+        let m = SymbolTable::from_kallsyms(
+            "m",
+            "ffffffff80000000 T __memset\nffffffff80000000 W memset\nffffffff80000100 T x\n",
+        )
+        .unwrap();
         assert_eq!(m.lookup(0xffffffff80000004), Some(("memset", 4)));
         // Module symbols keep their module and end within it.
         let s = t.lookup_symbol(0xffffffff01000010).unwrap();
-        assert_eq!((s.name.as_str(), s.module.as_deref()), ("nvme_irq", Some("nvme")));
+        assert_eq!(
+            (s.name.as_str(), s.module.as_deref()),
+            ("nvme_irq", Some("nvme"))
+        );
         assert_eq!(s.end, 0xffffffff01000040);
-        assert_eq!(t.lookup(0xffffffff01000040 + 4095), Some(("nvme_probe", 4095)));
+        assert_eq!(
+            t.lookup(0xffffffff01000040 + 4095),
+            Some(("nvme_probe", 4095))
+        );
         assert_eq!(t.lookup(0x400), None);
         assert_eq!(t.lookup(0), None);
     }
@@ -567,8 +720,12 @@ ffffffff01000040 T nvme_probe\t[nvme]
     #[test]
     fn kallsyms_errors_name_the_line() {
         let e = SymbolTable::from_kallsyms("ks", "ffffffff80000000 T ok\nzz T bad\n").unwrap_err();
-        assert_eq!(e.to_string(), "ks line 2: expected `ADDRESS TYPE NAME [module]`, found \"zz T bad\"");
-        let e = SymbolTable::from_kallsyms("ks", "0000000000000000 T a\n0000000000000000 t b\n").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "ks line 2: expected `ADDRESS TYPE NAME [module]`, found \"zz T bad\""
+        );
+        let e = SymbolTable::from_kallsyms("ks", "0000000000000000 T a\n0000000000000000 t b\n")
+            .unwrap_err();
         assert!(matches!(e, ObserveError::KallsymsZeroed { .. }));
         assert!(SymbolTable::from_kallsyms("ks", "ffff T x [mod] extra\n").is_err());
         assert!(SymbolTable::from_kallsyms("ks", "ffff TT x\n").is_err());
@@ -578,7 +735,11 @@ ffffffff01000040 T nvme_probe\t[nvme]
     fn nested_symbols_resolve_to_the_innermost_then_the_outer() {
         let t = SymbolTable::from_ranges(
             "x",
-            [(0x100, 0x200, "outer".to_string()), (0x120, 0x130, "inner".into()), (0x300, 0x310, "far".into())],
+            [
+                (0x100, 0x200, "outer".to_string()),
+                (0x120, 0x130, "inner".into()),
+                (0x300, 0x310, "far".into()),
+            ],
         );
         assert_eq!(t.lookup(0x125), Some(("inner", 5)));
         assert_eq!(t.lookup(0x140), Some(("outer", 0x40)));
@@ -602,19 +763,32 @@ ffffffff01000040 T nvme_probe\t[nvme]
             "nvme 94208 0 - Live 0xffffffff01000000\nother 100 0 - Live 0xffffffff09000000\n",
         )
         .unwrap();
-        assert_eq!(captured[0], ModuleLoad { name: "nvme".into(), size: 94208, base: 0xffffffff01000000 });
-        let now = parse_proc_modules("modules", "nvme 94208 0 - Live 0xffffffff02000000 (O)\n").unwrap();
+        assert_eq!(
+            captured[0],
+            ModuleLoad {
+                name: "nvme".into(),
+                size: 94208,
+                base: 0xffffffff01000000
+            }
+        );
+        let now =
+            parse_proc_modules("modules", "nvme 94208 0 - Live 0xffffffff02000000 (O)\n").unwrap();
         let (moved, unplaced) = t.with_module_bases(&captured, &now);
         assert!(unplaced.is_empty());
         assert_eq!(moved.lookup(0xffffffff02000010), Some(("nvme_irq", 0x10)));
         assert_eq!(moved.lookup(0xffffffff01000010), None);
-        assert_eq!(moved.lookup(0xffffffff80001004), Some(("handle_exception", 4)), "kernel symbols stay");
+        assert_eq!(
+            moved.lookup(0xffffffff80001004),
+            Some(("handle_exception", 4)),
+            "kernel symbols stay"
+        );
         // A module this run did not load loses its symbols.
         let (gone, unplaced) = t.with_module_bases(&captured, &[]);
         assert_eq!(unplaced, vec!["nvme".to_string()]);
         assert_eq!(gone.lookup(0xffffffff01000010), None);
 
-        let s = SymbolTable::from_ranges("fw", [(0x10, 0x20, "sbi_trap_handler".to_string())]).shifted(0x8000_0000);
+        let s = SymbolTable::from_ranges("fw", [(0x10, 0x20, "sbi_trap_handler".to_string())])
+            .shifted(0x8000_0000);
         assert_eq!(s.lookup(0x8000_0018), Some(("sbi_trap_handler", 8)));
         assert_eq!(s.lookup(0x18), None);
 

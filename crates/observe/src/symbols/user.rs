@@ -26,30 +26,48 @@ impl UserBinary {
     /// Read an ELF file's symbols and executable segments; the binary is
     /// named after the file (`busybox`, `nullsys`).
     pub fn from_elf_file(path: &Path) -> Result<UserBinary> {
-        let bytes = std::fs::read(path).map_err(|source| ObserveError::Io { path: path.into(), source })?;
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let bytes = std::fs::read(path).map_err(|source| ObserveError::Io {
+            path: path.into(),
+            source,
+        })?;
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         Self::from_elf_bytes(&name, &bytes).map_err(|e| match e {
-            ObserveError::Elf { reason, .. } => ObserveError::Elf { name: path.display().to_string(), reason },
+            ObserveError::Elf { reason, .. } => ObserveError::Elf {
+                name: path.display().to_string(),
+                reason,
+            },
             other => other,
         })
     }
 
     pub fn from_elf_bytes(name: &str, bytes: &[u8]) -> Result<UserBinary> {
         let table = SymbolTable::from_elf_bytes(name, bytes)?;
-        let file = object::File::parse(bytes).map_err(|e| ObserveError::Elf { name: name.into(), reason: e.to_string() })?;
+        let file = object::File::parse(bytes).map_err(|e| ObserveError::Elf {
+            name: name.into(),
+            reason: e.to_string(),
+        })?;
         let mut code = Vec::new();
         for seg in file.segments() {
             let exec = matches!(seg.flags(), SegmentFlags::Elf { p_flags } if p_flags & PF_X != 0);
             if !exec {
                 continue;
             }
-            let data = seg.data().map_err(|e| ObserveError::Elf { name: name.into(), reason: e.to_string() })?;
+            let data = seg.data().map_err(|e| ObserveError::Elf {
+                name: name.into(),
+                reason: e.to_string(),
+            })?;
             if !data.is_empty() {
                 code.push((seg.address(), data.to_vec()));
             }
         }
         if code.is_empty() {
-            return Err(ObserveError::Elf { name: name.into(), reason: "no executable segment".into() });
+            return Err(ObserveError::Elf {
+                name: name.into(),
+                reason: "no executable segment".into(),
+            });
         }
         Ok(UserBinary { table, code })
     }
@@ -70,7 +88,12 @@ impl UserBinary {
     /// `[start, end)` covering every executable segment.
     pub fn code_span(&self) -> (u64, u64) {
         let start = self.code.iter().map(|(a, _)| *a).min().unwrap_or(0);
-        let end = self.code.iter().map(|(a, d)| a + d.len() as u64).max().unwrap_or(0);
+        let end = self
+            .code
+            .iter()
+            .map(|(a, d)| a + d.len() as u64)
+            .max()
+            .unwrap_or(0);
         (start, end)
     }
 
@@ -155,7 +178,10 @@ mod tests {
     use super::*;
 
     fn bin(name: &str, code: &[u8]) -> UserBinary {
-        let table = SymbolTable::from_ranges(name, [(0x10000, 0x10000 + code.len() as u64, "main".to_string())]);
+        let table = SymbolTable::from_ranges(
+            name,
+            [(0x10000, 0x10000 + code.len() as u64, "main".to_string())],
+        );
         UserBinary::from_parts(table, vec![(0x10000, code.to_vec())])
     }
 

@@ -28,12 +28,26 @@ pub fn symbolizer() -> Symbolizer<SatpResolver> {
         ],
     );
     let bb = user.add_image("busybox", busybox);
-    user.add_space(SATP_SH, 0, "sh", 42, vec![Mapping { start: 0x10000, end: 0x20000, image: bb, bias: 0 }]);
+    user.add_space(
+        SATP_SH,
+        0,
+        "sh",
+        42,
+        vec![Mapping {
+            start: 0x10000,
+            end: 0x20000,
+            image: bb,
+            bias: 0,
+        }],
+    );
     let mut s = Symbolizer::with_user(user);
     s.set_kernel(SymbolTable::from_kallsyms("test kallsyms", KALLSYMS).unwrap());
     s.set_firmware(SymbolTable::from_ranges(
         "fw_jump.elf",
-        [(0x80000000, 0x80000100, "sbi_trap_handler".to_string()), (0x80000100, 0x80000200, "sbi_console_putc".to_string())],
+        [
+            (0x80000000, 0x80000100, "sbi_trap_handler".to_string()),
+            (0x80000100, 0x80000200, "sbi_console_putc".to_string()),
+        ],
     ));
     s
 }
@@ -41,7 +55,15 @@ pub fn symbolizer() -> Symbolizer<SatpResolver> {
 pub fn samples() -> Vec<Sample> {
     let kernel_stack = vec![0xffffffff80001120, 0xffffffff80001010, 0x10420, 0x10050];
     vec![
-        Sample { hart: 0, cycle: 1024, pc: 0x10110, privilege: Privilege::User, satp: SATP_SH, stack: vec![0x10050], task: None },
+        Sample {
+            hart: 0,
+            cycle: 1024,
+            pc: 0x10110,
+            privilege: Privilege::User,
+            satp: SATP_SH,
+            stack: vec![0x10050],
+            task: None,
+        },
         Sample {
             hart: 0,
             cycle: 2048,
