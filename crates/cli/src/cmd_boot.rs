@@ -244,9 +244,11 @@ fn resolve(args: &BootArgs) -> Result<Resolved, String> {
             None if Path::new(QEMU_DEFAULT_BIOS).is_file() => {
                 Some(read("firmware", Path::new(QEMU_DEFAULT_BIOS))?)
             }
-            None => return Err(format!(
+            None => {
+                return Err(format!(
                 "no firmware: {QEMU_DEFAULT_BIOS} is not installed; give -bios FILE or -bios none"
-            )),
+            ))
+            }
         },
     };
     let kernel = match (&args.kernel, &image) {

@@ -20,6 +20,7 @@ pub mod paths;
 pub mod record;
 pub mod report;
 pub mod report_guest;
+pub mod report_itrace;
 pub mod run;
 pub mod scenario;
 pub mod store;

@@ -14,7 +14,6 @@
 //! | `device[NAME]` | a device counter (`uart0.…`, `bus.mmio_writes`, …) |
 //! | `syscall[NAME@PHASE].count` (`.mean`, `.median`, `.max`) | system calls NAME begun in phases PHASE (`@PHASE` optional): how many, cycles from `ecall` to the return to user mode |
 //! | `syscall[NAME@PHASE].per_call` | the phases' cycles divided by the calls in them (a loop's cycles per call) |
-//! | `console_number[PREFIX]` | the first number after PREFIX in the console (a guest-side measurement) |
 //! | `wake[DEVICE:NAME@PHASE].count` (`.mean`, `.median`, `.max`, `.remote`) | those calls during which DEVICE interrupted: cycles from the interrupt to the caller's return; `.remote` the share whose interrupt was taken on another hart |
 //! | `guest[NAME]` | a value the guest sent on its `metrics` channel ([`crate::guest_metrics`]) |
 //! | `guest[NAME].cycles` | that value, a time, in core cycles at the run's clock |
@@ -82,10 +81,6 @@ pub enum Metric {
         phase: Option<String>,
         agg: Agg,
     },
-    /// The first number after PREFIX in the run's console (a guest-side measurement).
-    ConsoleNumber {
-        prefix: String,
-    },
     Guest {
         name: String,
         cycles: bool,
@@ -151,7 +146,7 @@ pub const NO_TIMELINE: &str = "the run kept no timeline (`study.timeline = false
 
 const KNOWN: &str = "cycles, instret, cpi, guest_seconds, boot_cycles, workload_cycles, console_bytes, \
 phase[LABEL].cycles|instret|cpi, window[FROM..TO].cycles|instret|cpi, samples[SYMBOL], place_samples[PLACE], stat[NAME], device[NAME], \
-syscall[NAME@PHASE].count|mean|median|max|per_call, console_number[PREFIX], wake[DEVICE:NAME@PHASE].count|mean|median|max|remote, \
+syscall[NAME@PHASE].count|mean|median|max|per_call, wake[DEVICE:NAME@PHASE].count|mean|median|max|remote, \
 guest[NAME], guest[NAME].cycles, ipi_latency[min|p50|p90|p99|max|count]";
 
 /// What `ipi_latency[…]` can name.
@@ -227,9 +222,6 @@ impl std::str::FromStr for Metric {
             }),
             "device" => bare(Metric::Device {
                 name: arg.to_string(),
-            }),
-            "console_number" => bare(Metric::ConsoleNumber {
-                prefix: arg.to_string(),
             }),
             "syscall" | "wake" => {
                 let (what, phase) = match arg.split_once('@') {
@@ -337,7 +329,6 @@ impl fmt::Display for Metric {
                     agg.name()
                 )
             }
-            Metric::ConsoleNumber { prefix } => write!(f, "console_number[{prefix}]"),
             Metric::Guest {
                 name,
                 cycles: false,
@@ -374,8 +365,7 @@ impl Metric {
             Metric::Stat { .. } | Metric::Guest { cycles: false, .. } => Format::Auto,
             Metric::Wake {
                 agg: Agg::Remote, ..
-            }
-            | Metric::ConsoleNumber { .. } => Format::Ratio,
+            } => Format::Ratio,
             Metric::Syscall {
                 agg: Agg::PerCall, ..
             } => Format::Ratio,
@@ -513,27 +503,6 @@ impl Metric {
                 }
                 aggregate(&d, *agg, 0, &none)
             }
-            Metric::ConsoleNumber { prefix } => {
-                let text = &run.console.text;
-                let at = text.find(prefix.as_str()).ok_or_else(|| {
-                    Missing::Absent(format!(
-                        "the console of run {} has no `{prefix}`",
-                        run.variant
-                    ))
-                })?;
-                let rest = text[at + prefix.len()..].trim_start();
-                let end = rest
-                    .find(|c: char| {
-                        !(c.is_ascii_digit() || matches!(c, '.' | '-' | '+' | 'e' | 'E'))
-                    })
-                    .unwrap_or(rest.len());
-                rest[..end].parse::<f64>().map_err(|_| {
-                    Missing::Absent(format!(
-                        "no number after `{prefix}` in the console of run {}",
-                        run.variant
-                    ))
-                })
-            }
             Metric::Wake {
                 device,
                 syscall,
@@ -646,7 +615,6 @@ mod tests {
             "wake[dma0:write].max",
             "syscall[getppid@loop].per_call",
             "syscall[getppid@loop].median",
-            "console_number[cycles per call: ]",
             "guest[rtt_us.p50]",
             "guest[rtt_us.p99].cycles",
             "ipi_latency[p50]",

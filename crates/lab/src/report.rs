@@ -725,6 +725,8 @@ pub fn build(input: &ReportInput) -> Vec<Block> {
         }
     }
 
+    b.extend(crate::report_itrace::itrace_sections(runs, &labels));
+
     // Syscalls and interrupts
     b.push(Block::Heading(2, "System calls and interrupts".into()));
     let sys: Vec<BTreeMap<u64, u64>> = runs.iter().map(|r| syscalls(&r.record)).collect();

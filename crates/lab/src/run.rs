@@ -228,7 +228,7 @@ fn execute_with<M: TimingModel>(
     let options = ObserveOptions {
         events: scenario.timeline,
         max_events: 0,
-        itrace: None,
+        itrace: scenario.itrace.clone(),
     };
     let mut machine =
         Machine::with_observing(cfg, &options, model).map_err(|e| run_err(e.to_string()))?;
@@ -385,6 +385,13 @@ fn execute_with<M: TimingModel>(
             "flamegraph",
             "flamegraph.svg",
             flamegraph_svg(&folded, &opts).as_bytes(),
+        )?;
+    }
+    if let Some(spec) = &scenario.itrace {
+        write(
+            "instruction trace",
+            "itrace.txt",
+            hs_machine::reports::itrace_report(&observations, spec).as_bytes(),
         )?;
     }
     if !observations.events.is_empty() {

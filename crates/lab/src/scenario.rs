@@ -146,6 +146,8 @@ struct RawStudy {
     sample_period: Option<i64>,
     /// Keep the timeline (traps, syscalls, interrupts) for the tables and trace.json.
     timeline: Option<bool>,
+    /// An instruction trace in every run, as `boot --itrace` takes it.
+    itrace: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -299,6 +301,8 @@ pub struct Scenario {
     pub sample_period: u64,
     /// Keep timeline events (syscall and interrupt tables, trace.json).
     pub timeline: bool,
+    /// Instruction trace of every run (`study.itrace`, `boot --itrace` syntax).
+    pub itrace: Option<hs_machine::ItraceSpec>,
     /// In report order; the first is the baseline.
     pub variants: Vec<Variant>,
     pub checks: Vec<Check>,
@@ -679,6 +683,12 @@ impl Scenario {
         let variant_names: Vec<String> = variants.iter().map(|v| v.name.clone()).collect();
         let checks = parse_checks(&raw.checks, &variant_names, &err)?;
         let tables = parse_tables(&raw.tables, &err)?;
+        let itrace = match &raw.study.itrace {
+            Some(t) => Some(
+                hs_machine::ItraceSpec::parse(t).map_err(|e| err("study.itrace", e.to_string()))?,
+            ),
+            None => None,
+        };
 
         Ok(Scenario {
             path: path.to_path_buf(),
@@ -689,6 +699,7 @@ impl Scenario {
             headline,
             sample_period,
             timeline: raw.study.timeline.unwrap_or(true),
+            itrace,
             variants,
             checks,
             tables,

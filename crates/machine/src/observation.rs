@@ -66,6 +66,9 @@ pub struct ItraceSpec {
     pub limit: u64,
     /// Syscall windows open only inside phases with this label.
     pub within: Option<String>,
+    /// Syscall windows: calls let pass (per hart) before the first traced
+    /// one, so a warm, steady-state call is traced rather than the first.
+    pub skip: u32,
 }
 
 impl ItraceSpec {
@@ -99,6 +102,7 @@ impl ItraceSpec {
                 count: 1,
                 limit,
                 within: None,
+                skip: 0,
             });
         }
         let (spec_head, within) = match spec.split_once(",in=") {
@@ -123,14 +127,20 @@ impl ItraceSpec {
             count: 1,
             limit: DEFAULT_ITRACE_LIMIT,
             within,
+            skip: 0,
         };
         for p in parts {
             match p.split_once('=') {
                 Some(("count", v)) => out.count = num("count", v)?.min(u32::MAX as u64) as u32,
                 Some(("limit", v)) => out.limit = num("limit", v)?,
+                Some(("skip", v)) => {
+                    out.skip = v
+                        .parse::<u32>()
+                        .map_err(|_| bad(format!("skip={v} is not a number of calls")))?
+                }
                 _ => {
                     return Err(bad(format!(
-                        "unknown part `{p}` (expected count=N, limit=LINES or in=PHASE)"
+                        "unknown part `{p}` (expected count=N, skip=N, limit=LINES or in=PHASE)"
                     )))
                 }
             }
@@ -147,8 +157,13 @@ impl ItraceSpec {
                     .within
                     .as_ref()
                     .map_or(String::new(), |w| format!(",in={w}"));
+                let skip = if self.skip > 0 {
+                    format!(",skip={}", self.skip)
+                } else {
+                    String::new()
+                };
                 format!(
-                    "syscall={name},count={},limit={}{within}",
+                    "syscall={name},count={}{skip},limit={}{within}",
                     self.count, self.limit
                 )
             }
@@ -261,6 +276,7 @@ impl<M: TimingModel> Machine<Observing<M>> {
                     .arm_itrace(t.clone(), *windows, spec.limit, ram.clone());
                 if let Some(it) = hart.timing.rec.itrace.as_deref_mut() {
                     it.allowed = spec.within.is_none();
+                    it.skip_left = spec.skip;
                 }
             }
         }
@@ -1240,9 +1256,19 @@ mod tests {
                 window: ItraceWindow::Syscall { number: 173 },
                 count: 1,
                 limit: DEFAULT_ITRACE_LIMIT,
-                within: None
+                within: None,
+                skip: 0,
             }
         );
+        let s = ItraceSpec::parse("syscall=getppid,skip=1000,in=loop").unwrap();
+        assert_eq!(
+            (s.skip, s.describe().as_str()),
+            (
+                1000,
+                "syscall=getppid,count=1,skip=1000,limit=200000,in=loop"
+            )
+        );
+        assert!(ItraceSpec::parse("syscall=getppid,skip=-1").is_err());
         let s = ItraceSpec::parse("syscall=getppid,count=2,in=nullsys getppid loop").unwrap();
         assert_eq!(
             (s.count, s.within.as_deref()),

@@ -212,6 +212,8 @@ pub(crate) struct Itrace {
     /// Syscall windows this hart may still open.
     pub windows_left: u32,
     pub windows_opened: u32,
+    /// Matching calls still to let pass before the first window opens.
+    pub skip_left: u32,
     /// Steps this hart may still record.
     pub budget: u64,
     pub truncated: bool,
@@ -232,6 +234,7 @@ impl Itrace {
             close_after: false,
             windows_left: windows,
             windows_opened: 0,
+            skip_left: 0,
             budget,
             truncated: false,
             pending: None,
@@ -582,6 +585,10 @@ impl HartRecorder {
             return;
         }
         let Some(p) = it.pending.take() else { return };
+        if it.skip_left > 0 {
+            it.skip_left -= 1;
+            return;
+        }
         it.windows_left -= 1;
         it.windows_opened += 1;
         it.active = true;
