@@ -266,3 +266,112 @@ fn debian_getppid_trace_and_figure_through_the_binary() {
         out.stderr
     );
 }
+
+/// `--annotate` on the `custom` kernel (built with line tables): the
+/// function's instructions as they stand in guest memory, the samples taken
+/// at each and the source lines above them; and a warm call's trace
+/// (`skip=`) whose kernel lines carry their source line. A name that is not
+/// a kernel function is refused before the guest runs.
+#[test]
+fn custom_annotate_and_source_lines_through_the_binary() {
+    let _ = image("custom");
+    let dir = support::Scratch::new("observe-nullsys-annotate");
+    let (prof, trace) = (dir.path("prof"), dir.path("getppid.itrace"));
+    let work = workload("nullsys-run");
+    let spec = format!("syscall=getppid,skip=500,in={LOOP}");
+    let out = support::hartscope(
+        &[
+            "boot",
+            "--image",
+            "custom",
+            "--workload",
+            work.to_str().unwrap(),
+            "--profile",
+            prof.to_str().unwrap(),
+            "--profile-from",
+            LOOP,
+            "--annotate",
+            "sys_getppid",
+            "--itrace",
+            &spec,
+            "--itrace-out",
+            trace.to_str().unwrap(),
+        ],
+        &dir,
+        support::BOOT_DEADLINE,
+    );
+    support::assert_workload_finished(&out, 0);
+    let text = std::fs::read_to_string(prof.join("annotate-sys_getppid.txt")).unwrap();
+    assert!(
+        text.starts_with(" Percent | Samples | Disassembly of sys_getppid"),
+        "{text}"
+    );
+    assert!(
+        text.contains(": kernel/sys.c:"),
+        "source lines from the line tables:\n{text}"
+    );
+    // "(…; N of M samples, …)": N is the sum of the per-instruction column.
+    let n: u64 = text
+        .split("; ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .and_then(|s| s.parse().ok())
+        .expect("the sample count in the header");
+    let per_insn: u64 = text
+        .lines()
+        .filter(|l| l.contains(" <+0x"))
+        .map(|l| l.split('|').nth(1).unwrap().trim().parse::<u64>().unwrap())
+        .sum();
+    assert!(
+        n > 0,
+        "no samples in sys_getppid during the getppid loop:\n{text}"
+    );
+    assert_eq!(per_insn, n);
+    assert!(
+        text.lines().any(|l| l.contains("jalr zero,0(ra)")),
+        "the function's return is disassembled"
+    );
+
+    let t = std::fs::read_to_string(&trace).unwrap();
+    assert!(
+        t.starts_with(&format!(
+            "# hartscope instruction trace: syscall=getppid,count=1,skip=500,"
+        )),
+        "{t}"
+    );
+    assert!(
+        t.lines()
+            .any(|l| l.contains("handle_exception+0x0")
+                && l.contains("@ arch/riscv/kernel/entry.S:")),
+        "{t}"
+    );
+    assert!(
+        t.lines()
+            .any(|l| l.contains("sys_getppid+0x") && l.contains("@ kernel/sys.c:")),
+        "{t}"
+    );
+
+    // A typo costs no run: refused before the guest starts.
+    let out = support::hartscope(
+        &[
+            "boot",
+            "--image",
+            "custom",
+            "--workload",
+            work.to_str().unwrap(),
+            "--profile",
+            prof.to_str().unwrap(),
+            "--annotate",
+            "no_such_function_xyz",
+        ],
+        &dir,
+        std::time::Duration::from_secs(60),
+    );
+    let err = &out.stderr;
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("--annotate no_such_function_xyz: no kernel function of that name"),
+        "{err}"
+    );
+    assert!(!err.contains("MIPS"), "the guest must not have run: {err}");
+}

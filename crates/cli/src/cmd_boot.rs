@@ -74,6 +74,11 @@ pub struct BootArgs {
     /// Start sampling at the first phase marker with this label (default: from reset).
     #[arg(long)]
     pub profile_from: Option<String>,
+    /// With --profile: write `annotate-NAME.txt` there, a `perf annotate` of kernel function
+    /// NAME (its instructions as they stand in guest memory, the samples taken at each, and
+    /// the source lines where the kernel has line tables). Repeatable.
+    #[arg(long, value_name = "NAME")]
+    pub annotate: Vec<String>,
     /// Instruction trace of a window: `syscall=NAME[,count=N][,limit=LINES]` (from the ecall to
     /// the return to user) or `phase=LABEL[,limit=LINES]` (from that phase marker to the next).
     #[arg(long)]
@@ -444,6 +449,19 @@ fn finish<T: TimingModel>(
     } else {
         None
     };
+    if !args.annotate.is_empty() {
+        if args.profile.is_none() {
+            return Err("--annotate needs --profile DIR (the samples it counts, and where annotate-NAME.txt goes)".into());
+        }
+        let Some(s) = symbols.as_ref() else {
+            return Err(
+                "--annotate: this run has no guest symbols (give --image or a kernel ELF)".into(),
+            );
+        };
+        for name in &args.annotate {
+            hs_machine::reports::check_annotatable(s, name)?;
+        }
+    }
     if args.profile.is_some() {
         let ident = symbols.as_ref().map(|s| s.identifier()).unwrap_or_default();
         let cfg = SamplerConfig {
@@ -506,6 +524,28 @@ fn finish<T: TimingModel>(
         }
     }
     write_outputs(args, obs, &record, symbols.as_ref(), &summary)?;
+    if let (Some(dir), Some(s)) = (&args.profile, symbols.as_ref()) {
+        for name in &args.annotate {
+            let text =
+                hs_machine::reports::annotate_kernel_function(&record, s, machine.ram(), name)?;
+            let safe: String = name
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '_' || c == '.' {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .collect();
+            let path = dir.join(format!("annotate-{safe}.txt"));
+            write_atomically(&path, text.as_bytes())?;
+            eprintln!(
+                "hartscope: annotation of {name} written to {}",
+                path.display()
+            );
+        }
+    }
     if machine.cycle_mismatches() > 0 && obs.itrace.is_some() {
         eprintln!("hartscope: note: the trace's cycle accounting missed {} run(s); per-instruction cycles may not add up", machine.cycle_mismatches());
     }

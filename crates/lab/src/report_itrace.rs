@@ -13,6 +13,8 @@ use crate::report::{delta, thousands, ReportRun};
 
 /// Lines shown in the "moved" and "costliest" tables.
 const TOP_LINES: usize = 20;
+/// Source lines shown side by side.
+const TOP_SOURCE_LINES: usize = 25;
 
 fn count(v: u64) -> String {
     thousands(v.min(i64::MAX as u64) as i64)
@@ -179,6 +181,57 @@ pub fn itrace_sections(runs: &[ReportRun], labels: &[String]) -> Vec<Block> {
     }
     b.push(Block::Table(t));
 
+    // Source lines (kernels whose vmlinux has line tables), variants side by side.
+    let by_source: Vec<BTreeMap<&str, (u64, u64)>> = traces
+        .iter()
+        .map(|tr| {
+            let mut m: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
+            for l in tr.iter() {
+                if let Some(src) = l.source.as_deref() {
+                    let e = m.entry(src).or_default();
+                    e.0 += l.cycles;
+                    e.1 += 1;
+                }
+            }
+            m
+        })
+        .collect();
+    if by_source.iter().any(|m| !m.is_empty()) {
+        b.push(Block::Heading(
+            3,
+            "Cycles by source line in the traced window".into(),
+        ));
+        b.push(Block::Para(format!(
+            "From the kernel's DWARF line tables (an inlined function's lines under its own file), as `perf annotate` places instructions; the {TOP_SOURCE_LINES} dearest lines of any variant, cycles (instructions). Variants whose kernel has no line tables (Debian's) show `-`."
+        )));
+        let mut all: BTreeMap<&str, u64> = BTreeMap::new();
+        for m in &by_source {
+            for (k, v) in m {
+                let e = all.entry(k).or_default();
+                *e = (*e).max(v.0);
+            }
+        }
+        let mut keys: Vec<(&str, u64)> = all.into_iter().collect();
+        keys.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        let mut headers = vec!["source line".to_string()];
+        headers.extend(labels.iter().cloned());
+        let mut t = Table {
+            right: headers.iter().enumerate().map(|(i, _)| i > 0).collect(),
+            headers,
+            rows: Vec::new(),
+        };
+        for (k, _) in keys.into_iter().take(TOP_SOURCE_LINES) {
+            let mut row = vec![format!("`{k}`")];
+            for m in &by_source {
+                row.push(m.get(k).map_or("-".into(), |(c, i)| {
+                    format!("{} ({})", count(*c), count(*i))
+                }));
+            }
+            t.rows.push(row);
+        }
+        b.push(Block::Table(t));
+    }
+
     // The baseline's costliest lines.
     if !traces[0].is_empty() {
         b.push(Block::Heading(3, format!("Costliest lines: {}", labels[0])));
@@ -265,6 +318,36 @@ pub fn itrace_sections(runs: &[ReportRun], labels: &[String]) -> Vec<Block> {
             3,
             format!("Trace lines whose cost moved: {l} against {}", labels[0]),
         ));
+        // Where the difference sits, by function and by stall cause.
+        let mut by_fn: BTreeMap<String, i64> = BTreeMap::new();
+        let mut by_cause: BTreeMap<String, i64> = BTreeMap::new();
+        for (sign, t) in [(-1i64, traces[0]), (1, *tr)] {
+            for x in t.iter() {
+                *by_fn.entry(function(x)).or_default() += sign * x.cycles as i64;
+                *by_cause.entry(x.stall.as_str().to_string()).or_default() +=
+                    sign * x.cycles as i64;
+            }
+        }
+        let biggest = |m: BTreeMap<String, i64>| -> String {
+            let mut v: Vec<(String, i64)> = m.into_iter().filter(|(_, d)| *d != 0).collect();
+            v.sort_by(|a, b| b.1.abs().cmp(&a.1.abs()).then_with(|| a.0.cmp(&b.0)));
+            let parts: Vec<String> = v
+                .iter()
+                .take(4)
+                .map(|(n, d)| format!("`{n}` {d:+}"))
+                .collect();
+            if parts.is_empty() {
+                "none".into()
+            } else {
+                parts.join(", ")
+            }
+        };
+        b.push(Block::Para(format!(
+            "Where the {:+} cycles are — by function: {}; by stall cause: {}.",
+            other_cycles as i64 - base_cycles as i64,
+            biggest(by_fn),
+            biggest(by_cause),
+        )));
         b.push(Block::Para(format!(
             "Lines are matched by function, instruction and occurrence (a patch shifts offsets). {} of the baseline's lines are gone ({} cycles), {} are new ({} cycles); the window went from {} to {} cycles ({}). The {} largest moves, by size:",
             only_base.0,
@@ -326,6 +409,7 @@ mod tests {
                 StallCause::None
             },
             lines: vec![],
+            source: None,
         }
     }
 

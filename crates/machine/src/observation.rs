@@ -1238,6 +1238,10 @@ fn itrace_lines(
                 cycles: s.cycles,
                 stall: s.stall(&base),
                 lines: s.touches(&cheapest),
+                source: match (s.kind, s.prv) {
+                    (StepKind::Insn, 1) => symbols.and_then(|g| g.kernel_source_line(s.pc)),
+                    _ => None,
+                },
             }
         })
         .collect()

@@ -224,6 +224,119 @@ pub fn itrace_report(obs: &Observations, spec: &ItraceSpec) -> String {
     out
 }
 
+/// Check that `name` is a kernel function this run can annotate (before
+/// the run: a typo must not cost the run).
+pub fn check_annotatable(symbols: &GuestSymbols, name: &str) -> Result<(), String> {
+    let sym = symbols.symbolizer();
+    let Some(table) = sym.kernel() else {
+        return Err(format!(
+            "--annotate {name}: the run has no kernel symbol table"
+        ));
+    };
+    if table.by_name(name).is_none() {
+        return Err(format!(
+            "--annotate {name}: no kernel function of that name in the kernel's symbols"
+        ));
+    }
+    if sym.kernel_physical().is_none() {
+        return Err(format!("--annotate {name}: where the kernel sits in guest memory is unknown (no `_start` symbol)"));
+    }
+    Ok(())
+}
+
+/// `perf annotate` of a kernel function from the run's samples: every
+/// instruction of the function as it stands in guest memory at the end of
+/// the run (so boot-time code patching is what is shown), with the share and
+/// count of samples taken at it and, from the kernel's line tables where it
+/// has them, the source line above the instructions it became.
+pub fn annotate_kernel_function(
+    obs: &Observations,
+    symbols: &GuestSymbols,
+    ram: &hs_bus::GuestRam,
+    name: &str,
+) -> Result<String, String> {
+    check_annotatable(symbols, name)?;
+    let sym = symbols.symbolizer();
+    let f = sym.kernel().and_then(|t| t.by_name(name)).expect("checked");
+    let (pa_lo, pa_hi, va_start) = sym.kernel_physical().expect("checked");
+    let (start, end) = (f.start, f.end.max(f.start));
+    let len = end - start;
+    let pa = pa_lo.wrapping_add(start.wrapping_sub(va_start));
+    if start < va_start || pa.checked_add(len).is_none_or(|e| e > pa_hi) || len > 1 << 20 {
+        return Err(format!(
+            "--annotate {name}: {start:#x}..{end:#x} is not inside the loaded kernel image"
+        ));
+    }
+    let mut code = vec![0u8; len as usize];
+    if !ram.read_bytes(pa, &mut code) {
+        return Err(format!(
+            "--annotate {name}: the kernel image is not in guest RAM at {pa:#x}"
+        ));
+    }
+    let mut hits: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut in_fn = 0u64;
+    for s in &obs.samples {
+        if s.privilege == hs_observe::Privilege::Supervisor && (start..end).contains(&s.pc) {
+            *hits.entry(s.pc).or_default() += 1;
+            in_fn += 1;
+        }
+    }
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        " Percent | Samples | Disassembly of {name} ({start:#x}, {len} bytes; {in_fn} of {} samples, one every {} cycles)",
+        obs.samples.len(),
+        obs.sample_period
+    );
+    out.push_str("# The sampler takes samples between basic blocks, so a sample is counted at the first\n# instruction of the block it fell in; `--itrace` gives each instruction's own cycles.\n");
+    out.push_str(
+        "---------+---------+------------------------------------------------------------\n",
+    );
+    let (mut off, mut last_source) = (0usize, None::<String>);
+    while off + 2 <= code.len() {
+        let low = u16::from_le_bytes([code[off], code[off + 1]]);
+        let n = hs_isa::insn_len(low) as usize;
+        let pc = start + off as u64;
+        let text = if n == 4 && off + 4 <= code.len() {
+            let w = u32::from_le_bytes([code[off], code[off + 1], code[off + 2], code[off + 3]]);
+            hs_isa::disasm(&hs_isa::decode(w).0, pc)
+        } else if n == 2 {
+            hs_isa::disasm(&hs_isa::decode(low as u32).0, pc)
+        } else {
+            format!(".byte {:#04x}, {:#04x}", code[off], code[off + 1])
+        };
+        let n = if n == 4 && off + 4 <= code.len() {
+            4
+        } else {
+            2
+        };
+        if let Some(src) = symbols.kernel_source_line(pc) {
+            if last_source.as_deref() != Some(src.as_str()) {
+                let _ = writeln!(out, "         :         : {src}");
+                last_source = Some(src);
+            }
+        }
+        let c = hits.get(&pc).copied().unwrap_or(0);
+        let pct = if in_fn == 0 {
+            0.0
+        } else {
+            c as f64 * 100.0 / in_fn as f64
+        };
+        let shown = if c == 0 {
+            "        ".to_string()
+        } else {
+            format!("{pct:>8.2}")
+        };
+        let _ = writeln!(
+            out,
+            "{shown} | {c:>7} | {pc:16x} <+{off:#x}>: {}",
+            text.replace(|ch: char| ch.is_control(), " ")
+        );
+        off += n;
+    }
+    Ok(out)
+}
+
 /// The Chrome trace-event JSON of the run's events and phases.
 pub fn chrome_trace_json(obs: &Observations) -> Result<String, ObserveSetupError> {
     Ok(chrome_trace(&obs.events, &obs.phases, obs.guest_hz)?)
@@ -263,6 +376,7 @@ mod tests {
             cycles,
             stall: StallCause::None,
             lines: vec![],
+            source: None,
         }
     }
 

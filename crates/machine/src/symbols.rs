@@ -53,6 +53,10 @@ pub struct GuestSymbols {
     kernel_as_captured: Option<SymbolTable>,
     captured_modules: Vec<ModuleLoad>,
     task_layout: Option<TaskLayout>,
+    /// The kernel ELF, for source lines: its line tables are read on the
+    /// first trace line that asks (runs without a trace never pay).
+    kernel_elf: Option<PathBuf>,
+    source_lines: std::cell::OnceCell<Option<hs_observe::SourceLines>>,
     /// What could not be named and why (for reports).
     pub notes: Vec<String>,
 }
@@ -120,8 +124,14 @@ impl GuestSymbols {
                 None
             }
         };
+        let kernel_elf = match &src.kernel {
+            Some(KernelSymbolSource::Elf(p)) => Some(p.clone()),
+            _ => None,
+        };
         Ok(GuestSymbols {
             task_layout,
+            kernel_elf,
+            source_lines: std::cell::OnceCell::new(),
             symbolizer,
             ident: Arc::new(UserIdentifier::new(binaries)),
             image_ids,
@@ -129,6 +139,19 @@ impl GuestSymbols {
             captured_modules,
             notes,
         })
+    }
+
+    /// `file:line` of a kernel address from the kernel ELF's line tables;
+    /// `None` without an ELF kernel with DWARF, or outside its code.
+    pub fn kernel_source_line(&self, pc: u64) -> Option<String> {
+        self.source_lines
+            .get_or_init(|| {
+                self.kernel_elf
+                    .as_deref()
+                    .and_then(hs_observe::SourceLines::from_elf_file)
+            })
+            .as_ref()?
+            .locate(pc)
     }
 
     /// Where `struct task_struct` keeps pid, tgid and comm in this guest's

@@ -100,4 +100,8 @@ pub struct ItraceLine {
     pub cycles: u64,
     pub stall: StallCause,
     pub lines: Vec<LineTouch>,
+    /// `file:line` from the kernel's line tables (kernel lines of an image
+    /// whose `vmlinux` has DWARF; `None` elsewhere).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
 }

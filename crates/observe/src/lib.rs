@@ -14,6 +14,7 @@ pub mod itrace;
 pub mod phase;
 pub mod record;
 pub mod sample;
+pub mod source_lines;
 pub mod stats;
 pub mod symbols;
 
@@ -23,6 +24,7 @@ pub use itrace::{ItraceLine, LineAccess, LineTouch, StallCause, SymbolOffset};
 pub use phase::{HartCounts, Phase, PhaseRecorder};
 pub use record::Observations;
 pub use sample::{Privilege, Sample, Task};
+pub use source_lines::SourceLines;
 pub use stats::{Stat, StatBlock, StatValue, Unit};
 pub use symbols::{
     parse_proc_maps, parse_proc_modules, satp_root, AddressSpace, Btf, Frame, ImageId, Mapping,

@@ -112,6 +112,7 @@ mod tests {
                     access: LineAccess::Fetch,
                     hit: false,
                 }],
+                source: None,
             }],
         }
     }

@@ -426,6 +426,7 @@ fn itrace_lines() -> Vec<ItraceLine> {
         cycles,
         stall,
         lines,
+        source: None,
     };
     vec![
         line(
@@ -480,6 +481,7 @@ fn itrace_lines() -> Vec<ItraceLine> {
             cycles: 1,
             stall: StallCause::None,
             lines: vec![],
+            source: None,
         },
     ]
 }

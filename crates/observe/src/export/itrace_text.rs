@@ -38,7 +38,7 @@ pub fn itrace_text(lines: &[ItraceLine]) -> String {
             })
             .collect();
         let row = format!(
-            "{:>4} {:>14} {} {:>16x} {:<36} {:>6} {:<9} {:<32} | {}",
+            "{:>4} {:>14} {} {:>16x} {:<36} {:>6} {:<9} {:<32} | {}{}",
             l.hart,
             l.cycle,
             l.privilege.letter(),
@@ -47,7 +47,10 @@ pub fn itrace_text(lines: &[ItraceLine]) -> String {
             l.cycles,
             l.stall.as_str(),
             l.disasm.replace(|c: char| c.is_control(), " "),
-            touched.join(" ")
+            touched.join(" "),
+            l.source
+                .as_ref()
+                .map_or(String::new(), |f| format!(" @ {f}"))
         );
         out.push_str(row.trim_end());
         out.push('\n');
@@ -59,6 +62,7 @@ pub fn itrace_text(lines: &[ItraceLine]) -> String {
 struct PcStats<'a> {
     offset: u64,
     disasm: &'a str,
+    source: Option<&'a str>,
     cycles: u64,
     executions: u64,
     stall_cycles: BTreeMap<&'a StallCause, u64>,
@@ -77,6 +81,7 @@ pub fn annotate(lines: &[ItraceLine], symbol: &str) -> Option<String> {
         if e.executions == 0 {
             e.offset = s.offset;
             e.disasm = &l.disasm;
+            e.source = l.source.as_deref();
         }
         e.cycles += l.cycles;
         e.executions += 1;
@@ -95,7 +100,17 @@ pub fn annotate(lines: &[ItraceLine], symbol: &str) -> Option<String> {
         " Percent |   Cycles |  Execs | Stall     | Disassembly of {symbol} ({total} cycles, {executed} instructions retired)"
     );
     out.push_str("---------+----------+--------+-----------+------------------------------------------------\n");
+    let mut last_source = None;
     for (pc, p) in &by_pc {
+        // As perf annotate does: the source line above the instructions it became.
+        if p.source.is_some() && p.source != last_source {
+            let _ = writeln!(
+                out,
+                "         :          :        :           : {}",
+                p.source.unwrap_or("")
+            );
+            last_source = p.source;
+        }
         // Most costly cause; ties go to the first in enum order.
         let stall = p
             .stall_cycles

@@ -251,6 +251,16 @@ impl<R: UserResolver> Symbolizer<R> {
         self
     }
 
+    /// The kernel's symbol table, if one was given.
+    pub fn kernel(&self) -> Option<&SymbolTable> {
+        self.kernel.as_ref()
+    }
+
+    /// `(pa_start, pa_end, va_start)` of the kernel image, if known.
+    pub fn kernel_physical(&self) -> Option<(u64, u64, u64)> {
+        self.kernel_physical
+    }
+
     /// The kernel image occupies physical `[pa_start, pa_end)` and is linked
     /// at `va_start`: S-mode addresses in that range (before `satp` turns
     /// translation on) are looked up at their link address.
