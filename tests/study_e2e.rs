@@ -258,3 +258,69 @@ fn a_study_killed_mid_run_stores_nothing() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_study_profiles_the_window_its_labels_name_and_refuses_an_unknown_label() {
+    require_custom_image();
+    let dir = scratch("window");
+    let workload = studies().join("workloads/smoke");
+    let study = |name: &str, window: &str| {
+        let path = dir.join(format!("{name}.toml"));
+        std::fs::write(
+            &path,
+            format!(
+                "[study]\nname = \"{name}\"\n{window}\n[guest]\nimage = \"custom\"\n\
+                 [workload]\ndir = {:?}\nenv = {{ WORD = \"w\" }}\n[variants.A]\n",
+                workload.display().to_string()
+            ),
+        )
+        .unwrap();
+        path
+    };
+    let run = |toml: &PathBuf| {
+        hartscope()
+            .arg("study")
+            .arg(toml)
+            .arg("--db")
+            .arg(dir.join("results.db"))
+            .arg("--out")
+            .arg(dir.join("out"))
+            .output()
+            .unwrap()
+    };
+
+    let out = run(&study(
+        "window",
+        "profile_from = \"hello\"\nprofile_to = \"count\"",
+    ));
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let md = std::fs::read_to_string(dir.join("out/report.md")).unwrap();
+    assert!(
+        md.contains("(from phase `hello` to phase `count`)"),
+        "the profile caption names the window:\n{md}"
+    );
+    assert!(
+        md.contains("hot symbols per phase") && md.contains("| count |"),
+        "per-phase hot symbols, the phases outside the window too:\n{md}"
+    );
+    let hot = std::fs::read_to_string(dir.join("out/A/hot.md")).unwrap();
+    assert!(
+        hot.contains("(from phase `hello` to phase `count`)")
+            && hot.contains("as `perf report --children`"),
+        "{hot}"
+    );
+
+    // A label the workload never reaches: the run fails naming the key and
+    // the phases it saw, and nothing is stored.
+    let out = run(&study("typo", "profile_from = \"hellp\""));
+    let (stdout, stderr) = text(&out);
+    assert!(!out.status.success(), "stdout:\n{stdout}");
+    assert!(
+        stderr.contains("study.profile_from: the run never reached phase `hellp`")
+            && stderr.contains("phases seen: ")
+            && stderr.contains("hello, count"),
+        "{stderr}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

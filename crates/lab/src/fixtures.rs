@@ -96,6 +96,16 @@ pub fn run(variant: &str, cycles: u64, phases: &[(&str, u64)], profile: bool) ->
             notes: vec![],
             from_cycle: 0,
             window: "from phase `shell banner` to the end; boot left out".into(),
+            to_cycle: None,
+            phases: vec![PhaseProfile {
+                label: "shell banner".into(),
+                samples: 40,
+                rows: vec![ProfileRow {
+                    symbol: "n_tty_write".into(),
+                    place: "kernel".into(),
+                    samples: 30,
+                }],
+            }],
         }
     });
     let events = if profile {

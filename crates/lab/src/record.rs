@@ -157,6 +157,21 @@ pub struct Profile {
     /// The window in words, for captions.
     #[serde(default)]
     pub window: String,
+    /// Samples before this cycle are counted (`study.profile_to`; none: the end).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to_cycle: Option<u64>,
+    /// The hottest symbols of every phase that has samples, in run order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<PhaseProfile>,
+}
+
+/// Hot symbols of one phase (from its marker to the next).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PhaseProfile {
+    pub label: String,
+    pub samples: u64,
+    /// The phase's hottest symbols, most first.
+    pub rows: Vec<ProfileRow>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -667,6 +667,31 @@ pub fn build(input: &ReportInput) -> Vec<Block> {
                         ]);
                     }
                     b.push(Block::Table(t));
+                    if !p.phases.is_empty() {
+                        b.push(Block::Para(format!(
+                            "{l}, hot symbols per phase (every phase with samples, the profile window or not):"
+                        )));
+                        let mut t = Table::new(
+                            &["phase", "samples", "hottest symbols (share of the phase)"],
+                            &[false, true, false],
+                        );
+                        for ph in &p.phases {
+                            let top: Vec<String> = ph
+                                .rows
+                                .iter()
+                                .map(|r| {
+                                    format!(
+                                        "{} ({}) {}",
+                                        r.symbol,
+                                        r.place,
+                                        share(r.samples, ph.samples)
+                                    )
+                                })
+                                .collect();
+                            t.row(vec![ph.label.clone(), count(ph.samples), top.join(", ")]);
+                        }
+                        b.push(Block::Table(t));
+                    }
                     for n in &p.notes {
                         b.push(Block::Para(format!("Note: {n}.")));
                     }

@@ -348,14 +348,15 @@ fn execute_with<M: TimingModel>(
         "stats.txt",
         stats_txt(&observations.phase_stats, &observations.total).as_bytes(),
     )?;
-    let profile = profile(&observations, &symbols);
+    let profile = profile(
+        &observations,
+        &symbols,
+        scenario.profile_from.as_deref(),
+        scenario.profile_to.as_deref(),
+    )
+    .map_err(run_err)?;
     if let Some(prof) = &profile {
-        let window: Vec<_> = observations
-            .samples
-            .iter()
-            .filter(|s| s.cycle >= prof.from_cycle)
-            .cloned()
-            .collect();
+        let window = window_samples(&observations, prof.from_cycle, prof.to_cycle);
         let sym = symbols.symbolizer();
         let title = format!("{} {} ({})", scenario.name, v.name, prof.window);
         let mut md = format!("# Hot functions — {title}\n\n");
@@ -363,6 +364,8 @@ fn execute_with<M: TimingModel>(
         md.push_str(&hot.to_markdown_by_place(&title, 30));
         md.push('\n');
         md.push_str(&hot.to_markdown_by_task_and_hart(30));
+        md.push('\n');
+        md.push_str(&hot.to_markdown_children(30));
         write("profile", "hot.md", md.as_bytes())?;
         let folded = fold(
             &window,
@@ -486,30 +489,103 @@ fn tail(console: &[u8]) -> String {
     }
 }
 
-/// Hot functions from the first phase marker to the end of the run (the
-/// workload, as the P87 page's shell window; boot is left out).
-pub fn profile(obs: &Observations, symbols: &GuestSymbols) -> Option<Profile> {
-    if obs.samples.is_empty() {
-        return None;
-    }
-    let (from_cycle, window) = match obs.phases.get(1) {
-        Some(p) => (
-            p.start_cycle,
-            format!("from phase `{}` to the end; boot left out", p.label),
-        ),
-        None => (0, "the whole run".to_string()),
+/// The profile's window: from phase `from` (default: the first marker, so
+/// boot is left out) to the start of phase `to` (default: the end of the
+/// run). A label the run never reached is an error naming the key, so a
+/// misspelt label cannot turn into a silently empty or whole-run profile.
+pub fn profile(
+    obs: &Observations,
+    symbols: &GuestSymbols,
+    from: Option<&str>,
+    to: Option<&str>,
+) -> std::result::Result<Option<Profile>, String> {
+    let seen = || {
+        let l: Vec<&str> = obs.phases.iter().map(|p| p.label.as_str()).collect();
+        if l.is_empty() {
+            "no phase markers at all".to_string()
+        } else {
+            format!("phases seen: {}", l.join(", "))
+        }
     };
-    let window_samples: Vec<_> = obs
-        .samples
-        .iter()
-        .filter(|s| s.cycle >= from_cycle)
-        .cloned()
-        .collect();
+    let (from_cycle, from_text) = match from {
+        Some(label) => match obs.phases.iter().find(|p| p.label == label) {
+            Some(p) => (p.start_cycle, format!("from phase `{label}`")),
+            None => {
+                return Err(format!(
+                    "study.profile_from: the run never reached phase `{label}` ({})",
+                    seen()
+                ))
+            }
+        },
+        None => match obs.phases.get(1) {
+            Some(p) => (p.start_cycle, format!("from phase `{}`", p.label)),
+            None => (0, "from the start".to_string()),
+        },
+    };
+    let (to_cycle, to_text) = match to {
+        Some(label) => match obs
+            .phases
+            .iter()
+            .find(|p| p.label == label && p.start_cycle >= from_cycle)
+        {
+            Some(p) => (Some(p.start_cycle), format!("to phase `{label}`")),
+            None => {
+                return Err(format!(
+                    "study.profile_to: phase `{label}` never began after the profile's start ({})",
+                    seen()
+                ))
+            }
+        },
+        None => (None, "to the end".to_string()),
+    };
+    if obs.samples.is_empty() {
+        return Ok(None);
+    }
+    let window_samples = window_samples(obs, from_cycle, to_cycle);
     let mut p = profile_with(&window_samples, obs.sample_period, symbols.symbolizer());
     p.from_cycle = from_cycle;
-    p.window = window;
+    p.to_cycle = to_cycle;
+    p.window = if from.is_none() && to.is_none() && from_cycle > 0 {
+        format!("{from_text} {to_text}; boot left out")
+    } else {
+        format!("{from_text} {to_text}")
+    };
+    p.phases = phase_profiles(obs, symbols);
     p.notes.extend(symbols.notes.iter().cloned());
-    Some(p)
+    Ok(Some(p))
+}
+
+/// Samples taken in `[from, to)` (cycles of the sampled hart).
+pub fn window_samples(
+    obs: &Observations,
+    from: u64,
+    to: Option<u64>,
+) -> Vec<hs_observe::Sample> {
+    obs.samples
+        .iter()
+        .filter(|s| s.cycle >= from && to.is_none_or(|t| s.cycle < t))
+        .cloned()
+        .collect()
+}
+
+/// The hottest symbols of each phase with samples.
+fn phase_profiles(obs: &Observations, symbols: &GuestSymbols) -> Vec<PhaseProfile> {
+    const TOP: usize = 5;
+    obs.phases
+        .iter()
+        .filter_map(|ph| {
+            let samples = window_samples(obs, ph.start_cycle, Some(ph.end_cycle));
+            if samples.is_empty() {
+                return None;
+            }
+            let p = profile_with(&samples, obs.sample_period, symbols.symbolizer());
+            Some(PhaseProfile {
+                label: ph.label.clone(),
+                samples: p.total_samples,
+                rows: p.rows.into_iter().take(TOP).collect(),
+            })
+        })
+        .collect()
 }
 
 pub fn profile_with<R: hs_observe::UserResolver>(
@@ -545,6 +621,8 @@ pub fn profile_with<R: hs_observe::UserResolver>(
         notes,
         from_cycle: 0,
         window: "the whole run".into(),
+        to_cycle: None,
+        phases: Vec::new(),
     }
 }
 

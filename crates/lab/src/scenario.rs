@@ -148,6 +148,10 @@ struct RawStudy {
     timeline: Option<bool>,
     /// An instruction trace in every run, as `boot --itrace` takes it.
     itrace: Option<String>,
+    /// The profile starts at this phase marker (default: the first marker).
+    profile_from: Option<String>,
+    /// The profile ends where this phase begins (default: the run's end).
+    profile_to: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -303,6 +307,10 @@ pub struct Scenario {
     pub timeline: bool,
     /// Instruction trace of every run (`study.itrace`, `boot --itrace` syntax).
     pub itrace: Option<hs_machine::ItraceSpec>,
+    /// Profile window: from this phase label (default: the first marker) ...
+    pub profile_from: Option<String>,
+    /// ... to the start of this one (default: the end of the run).
+    pub profile_to: Option<String>,
     /// In report order; the first is the baseline.
     pub variants: Vec<Variant>,
     pub checks: Vec<Check>,
@@ -689,6 +697,24 @@ impl Scenario {
             ),
             None => None,
         };
+        let label = |key: &str, v: &Option<String>| -> Result<Option<String>> {
+            match v {
+                Some(l) if l.trim().is_empty() || l.len() > 256 => Err(err(
+                    key,
+                    format!("{l:?} is not a phase label (1 to 256 bytes, as `hsmark phase` takes)"),
+                )),
+                Some(l) => Ok(Some(l.clone())),
+                None => Ok(None),
+            }
+        };
+        let profile_from = label("study.profile_from", &raw.study.profile_from)?;
+        let profile_to = label("study.profile_to", &raw.study.profile_to)?;
+        if profile_from.is_some() && profile_from == profile_to {
+            return Err(err(
+                "study.profile_to",
+                "is the same phase as study.profile_from, so the window would be empty".into(),
+            ));
+        }
 
         Ok(Scenario {
             path: path.to_path_buf(),
@@ -700,6 +726,8 @@ impl Scenario {
             sample_period,
             timeline: raw.study.timeline.unwrap_or(true),
             itrace,
+            profile_from,
+            profile_to,
             variants,
             checks,
             tables,

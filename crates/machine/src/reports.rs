@@ -49,6 +49,8 @@ pub fn write_profile(
     md.push_str(&hot.to_markdown_by_place(title, HOT_ROWS));
     md.push('\n');
     md.push_str(&hot.to_markdown_by_task_and_hart(HOT_ROWS));
+    md.push('\n');
+    md.push_str(&hot.to_markdown_children(HOT_ROWS));
     let skipped = obs
         .total
         .get("system.samplesIdleSkipped")

@@ -137,6 +137,34 @@ fn hot_functions_table() {
 }
 
 #[test]
+fn hot_functions_children_count_every_symbol_on_the_stack_once() {
+    let hot = HotFunctions::compute(&samples(), &symbolizer(), PERIOD);
+    let rows: Vec<(&str, &str, u64, u64)> = hot
+        .children
+        .iter()
+        .map(|r| (r.symbol.as_str(), r.place.as_str(), r.total, r.self_samples))
+        .collect();
+    assert_eq!(
+        rows,
+        vec![
+            ("main", "busybox", 3, 0),
+            ("n_tty_write", "kernel", 2, 2),
+            ("__fwritex", "busybox", 2, 0),
+            ("do_trap_ecall_u", "kernel", 2, 0),
+            ("handle_exception", "kernel", 2, 0),
+            ("[unknown]", "[unknown]", 1, 1),
+            ("printf_core", "busybox", 1, 1),
+            ("sbi_console_putc", "firmware", 1, 1),
+            ("sbi_trap_handler", "firmware", 1, 0),
+        ]
+    );
+    // Self sums to all samples; children of the outermost frame can reach 100%.
+    assert_eq!(hot.children.iter().map(|r| r.self_samples).sum::<u64>(), 5);
+    let md = hot.to_markdown_children(2);
+    assert!(md.contains("| 1 | main | busybox | 60.0% | 0.0% |\n| 2 | n_tty_write | kernel | 40.0% | 40.0% |\n| | (7 more symbols) | | | |\n"), "{md}");
+}
+
+#[test]
 fn hot_functions_split_by_place() {
     let hot = HotFunctions::compute(&samples(), &symbolizer(), PERIOD);
     assert_eq!(

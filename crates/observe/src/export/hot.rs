@@ -36,6 +36,17 @@ pub struct HartRow {
     pub tasks: Vec<(String, u32, u64)>,
 }
 
+/// A symbol's samples as `perf report --children` counts them: `total`
+/// samples with the symbol anywhere on the stack (itself or a callee
+/// running), `self_samples` with it as the leaf.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChildrenRow {
+    pub symbol: String,
+    pub place: String,
+    pub total: u64,
+    pub self_samples: u64,
+}
+
 /// Samples per leaf symbol, most sampled first; and per task and per hart.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HotFunctions {
@@ -48,6 +59,8 @@ pub struct HotFunctions {
     pub tasks: Vec<TaskRow>,
     /// Every hart with a sample, in hart order.
     pub harts: Vec<HartRow>,
+    /// Every symbol on any sampled stack, most total first.
+    pub children: Vec<ChildrenRow>,
 }
 
 /// Sort `(key, count)` pairs most first, ties by key.
@@ -67,8 +80,27 @@ impl HotFunctions {
         type TaskAcc = (BTreeMap<u16, u64>, BTreeMap<(String, String), u64>);
         let mut tasks: BTreeMap<(String, u32), TaskAcc> = BTreeMap::new();
         let mut harts: BTreeMap<u16, BTreeMap<(String, u32), u64>> = BTreeMap::new();
+        // (place, symbol) -> (total, self)
+        let mut inclusive: BTreeMap<(String, String), (u64, u64)> = BTreeMap::new();
         for s in samples {
             let r = symbolizer.resolve_sample(s);
+            // A recursive symbol counts once per sample, as perf does.
+            let mut on_stack: Vec<(&str, &str)> = Vec::with_capacity(r.frames.len());
+            for f in &r.frames {
+                let k = (f.where_name(), f.symbol.unwrap_or(UNKNOWN));
+                if !on_stack.contains(&k) {
+                    on_stack.push(k);
+                }
+            }
+            for (i, (place, sym)) in on_stack.iter().enumerate() {
+                let e = inclusive
+                    .entry((place.to_string(), sym.to_string()))
+                    .or_default();
+                e.0 += 1;
+                if i == 0 {
+                    e.1 += 1;
+                }
+            }
             let leaf = &r.frames[0];
             let key = (
                 leaf.where_name().to_string(),
@@ -124,12 +156,29 @@ impl HotFunctions {
                 .then_with(|| a.place.cmp(&b.place))
                 .then_with(|| a.symbol.cmp(&b.symbol))
         });
+        let mut children: Vec<ChildrenRow> = inclusive
+            .into_iter()
+            .map(|((place, symbol), (total, self_samples))| ChildrenRow {
+                symbol,
+                place,
+                total,
+                self_samples,
+            })
+            .collect();
+        children.sort_by(|a, b| {
+            b.total
+                .cmp(&a.total)
+                .then_with(|| b.self_samples.cmp(&a.self_samples))
+                .then_with(|| a.place.cmp(&b.place))
+                .then_with(|| a.symbol.cmp(&b.symbol))
+        });
         HotFunctions {
             total_samples: samples.len() as u64,
             period,
             rows,
             tasks,
             harts,
+            children,
         }
     }
 
@@ -219,6 +268,38 @@ impl HotFunctions {
                     percent(rest, *n)
                 );
             }
+        }
+        out
+    }
+
+    /// Markdown: `perf report --children` — each symbol's share of samples
+    /// with it anywhere on the stack (children) and as the leaf (self).
+    pub fn to_markdown_children(&self, top: usize) -> String {
+        let mut out = String::from(
+            "### Caller and callee (as `perf report --children`)\n\n\
+             Children: samples with the symbol anywhere on the sampled stack (it or a \
+             function it called was running); self: samples in the symbol itself. \
+             Stacks come from frame pointers, so a function that keeps none is seen \
+             only as a leaf.\n\n\
+             | # | symbol | where | children | self |\n|--:|:--|:--|--:|--:|\n",
+        );
+        for (i, r) in self.children.iter().take(top).enumerate() {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} |",
+                i + 1,
+                md_cell(&r.symbol),
+                md_cell(&r.place),
+                percent(r.total, self.total_samples),
+                percent(r.self_samples, self.total_samples)
+            );
+        }
+        if self.children.len() > top {
+            let _ = writeln!(
+                out,
+                "| | ({} more symbols) | | | |",
+                self.children.len() - top
+            );
         }
         out
     }
