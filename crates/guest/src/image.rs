@@ -156,6 +156,23 @@ pub fn build_image(
         append.push_str(" nokaslr");
     }
 
+    // Extras: programs from Debian binary packages, with what they load.
+    let mut extras = Vec::new();
+    if let Some(x) = &recipe.extras {
+        let mut debs = Vec::new();
+        for f in lock.files_of(role::EXTRA) {
+            debs.push((f.package.clone(), archives.fetch(f, &r.name)?));
+            packages.push(entry(f, "extra: files installed with their libraries"));
+        }
+        extras = crate::extras::collect(&r.name, &debs, &x.files, &work.join("extras"))?;
+        progress(&format!(
+            "extras: {} ({} files with loader and libraries, {} bytes)",
+            x.files.join(", "),
+            extras.len(),
+            extras.iter().map(|f| f.data.len()).sum::<usize>()
+        ));
+    }
+
     // Initramfs
     let base = base_archive(&BaseContents {
         agent: &b.guest_dir.join("agent/init"),
@@ -163,6 +180,7 @@ pub fn build_image(
         programs: &programs,
         modules: &modules,
         identity: format!("image={}\nrecipe={}\nkernel={release}\n", r.name, r.hash),
+        extras: &extras,
     })?;
     std::fs::write(out.join("initrd"), &base).map_err(io_err("write", out.join("initrd")))?;
     progress(&format!("initramfs: {} bytes", base.len()));

@@ -15,6 +15,7 @@ mod cross;
 mod deb822;
 mod debian_kernel;
 mod error;
+mod extras;
 mod firmware;
 mod image;
 mod kernel;
@@ -152,7 +153,20 @@ impl Builder {
             .cache
             .join("lock-work")
             .join(format!("{name}-{}", std::process::id()));
-        let result = resolve::resolve(&self.archives(), &r, &work, allow_unverified, progress);
+        // Without --update, the files of wants the old lock already answers stay pinned.
+        let previous = if update {
+            None
+        } else {
+            lock::read_any(&self.guest_dir, name).ok()
+        };
+        let result = resolve::resolve(
+            &self.archives(),
+            &r,
+            &work,
+            allow_unverified,
+            previous.as_ref(),
+            progress,
+        );
         let _ = std::fs::remove_dir_all(&work);
         let new = result?;
         lock::write(&self.guest_dir, &new)?;

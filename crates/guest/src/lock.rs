@@ -21,6 +21,8 @@ pub mod role {
     pub const FIRMWARE_SOURCE: &str = "firmware-source";
     /// The files of BusyBox's source package (.dsc, .orig, .debian).
     pub const BUSYBOX_SOURCE: &str = "busybox-source";
+    /// A binary package (.deb) the recipe's `[extras]` installs files of.
+    pub const EXTRA: &str = "extra";
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -72,6 +74,22 @@ const HEADER: &str = "# Written by `hartscope guest lock`; `hartscope guest buil
 
 /// Reads the lock of `image` and checks it was made for what the recipe wants now.
 pub fn read(guest_dir: &Path, image: &str, wants: &[String]) -> Result<Lock> {
+    let lock = read_any(guest_dir, image)?;
+    if lock.wants != wants {
+        return Err(GuestError::Lock {
+            path: path(guest_dir, image),
+            message: format!(
+                "it was made for [{}] but the recipe now asks for [{}]; run `hartscope guest lock --image {image}` (pins what is new, keeps the rest)",
+                lock.wants.join("; "),
+                wants.join("; ")
+            ),
+        });
+    }
+    Ok(lock)
+}
+
+/// Reads and checks the lock of `image`, whatever the recipe wants now.
+pub fn read_any(guest_dir: &Path, image: &str) -> Result<Lock> {
     let p = path(guest_dir, image);
     if !p.is_file() {
         return Err(GuestError::Lock {
@@ -88,16 +106,6 @@ pub fn read(guest_dir: &Path, image: &str, wants: &[String]) -> Result<Lock> {
         return Err(GuestError::Lock {
             path: p,
             message: format!("format `{}` is not `{LOCK_FORMAT}`; run `hartscope guest lock --image {image} --update`", lock.format),
-        });
-    }
-    if lock.wants != wants {
-        return Err(GuestError::Lock {
-            path: p,
-            message: format!(
-                "it was made for [{}] but the recipe now asks for [{}]; run `hartscope guest lock --image {image} --update`",
-                lock.wants.join("; "),
-                wants.join("; ")
-            ),
         });
     }
     for f in &lock.files {
@@ -187,7 +195,10 @@ mod tests {
         let err = read(&dir, "x", &["kernel: other".to_string()])
             .unwrap_err()
             .to_string();
-        assert!(err.contains("x.lock") && err.contains("--update"), "{err}");
+        assert!(
+            err.contains("x.lock") && err.contains("hartscope guest lock --image x"),
+            "{err}"
+        );
 
         let mut bad = sample();
         bad.files[0].path = "pool/../../etc/passwd".into();

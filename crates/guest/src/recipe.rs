@@ -23,6 +23,21 @@ pub struct Recipe {
     pub append: String,
     pub firmware: FirmwareRecipe,
     pub kernel: KernelRecipe,
+    /// Programs from Debian binary packages, beside BusyBox.
+    #[serde(default)]
+    pub extras: Option<ExtrasRecipe>,
+}
+
+/// `[extras]`: riscv64 binary packages of one suite, and the files of them
+/// the image installs (with the loader and libraries those files need,
+/// which must come from the same packages).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExtrasRecipe {
+    pub suite: String,
+    pub packages: Vec<String>,
+    /// Absolute paths as the packages install them, e.g. `/usr/bin/dd`.
+    pub files: Vec<String>,
 }
 
 /// OpenSBI, built from the upstream tarball of a Debian source package.
@@ -82,6 +97,13 @@ impl Recipe {
                 format!("kernel source: {package} ({suite})")
             }
         });
+        if let Some(x) = &self.extras {
+            w.push(format!(
+                "extras: binary packages {} ({}, riscv64)",
+                x.packages.join(", "),
+                x.suite
+            ));
+        }
         w
     }
 }

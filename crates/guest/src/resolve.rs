@@ -153,9 +153,33 @@ pub fn resolve(
     r: &LoadedRecipe,
     work: &Path,
     allow_unverified: bool,
+    previous: Option<&Lock>,
     progress: &mut dyn FnMut(&str),
 ) -> Result<Lock> {
     std::fs::create_dir_all(work).map_err(io_err("create directory", work))?;
+    let wants = r.recipe.wants();
+    // The files (and notes) an earlier lock pinned for a want it shares with
+    // the recipe: `want` is the recipe's line, `roles` the files' roles,
+    // `note` the prefix of the notes that go with them.
+    let kept = |want: &str, roles: &[&str], note: &str| -> Option<(Vec<LockedFile>, Vec<String>)> {
+        let p = previous?;
+        if !p.wants.iter().any(|w| w == want) {
+            return None;
+        }
+        let files: Vec<LockedFile> = p
+            .files
+            .iter()
+            .filter(|f| roles.contains(&f.role.as_str()))
+            .cloned()
+            .collect();
+        let notes = p
+            .notes
+            .iter()
+            .filter(|n| n.starts_with(note))
+            .cloned()
+            .collect();
+        (!files.is_empty()).then_some((files, notes))
+    };
     let mut res = Resolver {
         archives,
         work,
@@ -169,56 +193,93 @@ pub fn resolve(
 
     // OpenSBI: only the upstream tarball is built (see guest/README.md).
     let fw = &recipe.firmware;
-    let orig = res.source(
-        &fw.suite,
-        &fw.package,
-        role::FIRMWARE_SOURCE,
-        &|n| n.contains(".orig.tar."),
-        progress,
-    )?;
-    notes.push(format!(
+    if let Some((f, n)) = kept(&wants[0], &[role::FIRMWARE_SOURCE], "firmware:") {
+        progress(&format!(
+            "lock: keeping {} {} (firmware)",
+            f[0].package, f[0].version
+        ));
+        files.extend(f);
+        notes.extend(n);
+    } else {
+        let orig = res.source(
+            &fw.suite,
+            &fw.package,
+            role::FIRMWARE_SOURCE,
+            &|n| n.contains(".orig.tar."),
+            progress,
+        )?;
+        notes.push(format!(
         "firmware: {} {} is built from its upstream tarball alone with bookworm's riscv64-linux-gnu-gcc; Debian's packaging (.dsc, .debian.tar.xz) is not applied",
         fw.package, orig[0].version
     ));
-    files.extend(orig);
+        files.extend(orig);
+    }
 
-    files.extend(res.source(
-        &recipe.source_suite,
-        "busybox",
-        role::BUSYBOX_SOURCE,
-        &|_| true,
-        progress,
-    )?);
+    if let Some((f, _)) = kept(&wants[1], &[role::BUSYBOX_SOURCE], "busybox:") {
+        progress(&format!(
+            "lock: keeping {} {} (busybox)",
+            f[0].package, f[0].version
+        ));
+        files.extend(f);
+    } else {
+        files.extend(res.source(
+            &recipe.source_suite,
+            "busybox",
+            role::BUSYBOX_SOURCE,
+            &|_| true,
+            progress,
+        )?);
+    }
 
-    match &recipe.kernel {
-        KernelRecipe::DebianPackage { package, suite, .. } => {
-            let index = "main/binary-riscv64/Packages.xz";
-            // A metapackage depends on the versioned package that holds the kernel.
-            let stanza = newest(&res.index(suite, index, progress)?.text, package)
-                .ok_or_else(|| GuestError::Package {
-                    package: package.clone(),
-                    detail: format!("not in {suite} {index}"),
-                })?
-                .to_string();
-            let real = field(&stanza, "Depends")
-                .and_then(|d| {
-                    d.split(',')
-                        .map(|p| p.split_whitespace().next().unwrap_or("").to_string())
-                        .find(|p| p.starts_with("linux-image-"))
-                })
-                .filter(|p| p != package);
-            let kernel = match real {
-                Some(real) => {
-                    let version = field(&stanza, "Version").unwrap_or_default();
-                    notes.push(format!("kernel: {package} {version} resolved to {real}"));
-                    res.binary(suite, index, &real, role::KERNEL, progress)?
-                }
-                None => res.binary(suite, index, package, role::KERNEL, progress)?,
-            };
-            files.push(kernel);
+    if let Some((f, n)) = kept(&wants[2], &[role::KERNEL, role::KERNEL_SOURCE], "kernel:") {
+        progress(&format!(
+            "lock: keeping {} {} (kernel)",
+            f[0].package, f[0].version
+        ));
+        files.extend(f);
+        notes.extend(n);
+    } else {
+        match &recipe.kernel {
+            KernelRecipe::DebianPackage { package, suite, .. } => {
+                let index = "main/binary-riscv64/Packages.xz";
+                // A metapackage depends on the versioned package that holds the kernel.
+                let stanza = newest(&res.index(suite, index, progress)?.text, package)
+                    .ok_or_else(|| GuestError::Package {
+                        package: package.clone(),
+                        detail: format!("not in {suite} {index}"),
+                    })?
+                    .to_string();
+                let real = field(&stanza, "Depends")
+                    .and_then(|d| {
+                        d.split(',')
+                            .map(|p| p.split_whitespace().next().unwrap_or("").to_string())
+                            .find(|p| p.starts_with("linux-image-"))
+                    })
+                    .filter(|p| p != package);
+                let kernel = match real {
+                    Some(real) => {
+                        let version = field(&stanza, "Version").unwrap_or_default();
+                        notes.push(format!("kernel: {package} {version} resolved to {real}"));
+                        res.binary(suite, index, &real, role::KERNEL, progress)?
+                    }
+                    None => res.binary(suite, index, package, role::KERNEL, progress)?,
+                };
+                files.push(kernel);
+            }
+            KernelRecipe::LinuxSource { package, suite, .. } => {
+                files.push(res.binary(suite, ARCH_ALL, package, role::KERNEL_SOURCE, progress)?);
+            }
         }
-        KernelRecipe::LinuxSource { package, suite, .. } => {
-            files.push(res.binary(suite, ARCH_ALL, package, role::KERNEL_SOURCE, progress)?);
+    }
+    if let Some(x) = &recipe.extras {
+        if let Some((f, _)) = kept(&wants[3], &[role::EXTRA], "extras:") {
+            progress(&format!("lock: keeping the {} extras packages", f.len()));
+            files.extend(f);
+        } else {
+            let index = "main/binary-riscv64/Packages.xz";
+            for p in &x.packages {
+                files.push(res.binary(&x.suite, index, p, role::EXTRA, progress)?);
+            }
         }
     }
     let lock = Lock {

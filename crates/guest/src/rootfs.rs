@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::cpio::{write_archive, Entry};
+use crate::cpio::{write_archive, Entry, Kind};
 use crate::error::{io_err, GuestError, Result};
 
 pub struct BaseContents<'a> {
@@ -16,6 +16,8 @@ pub struct BaseContents<'a> {
     pub modules: &'a [(String, Vec<u8>)],
     /// Text of /etc/hartscope-image (image name, kernel release).
     pub identity: String,
+    /// Files from the recipe's extras packages, with their loader and libraries.
+    pub extras: &'a [crate::extras::ExtraFile],
 }
 
 fn read(path: &Path) -> Result<Vec<u8>> {
@@ -76,6 +78,23 @@ pub fn base_archive(c: &BaseContents) -> Result<Vec<u8>> {
             0o644,
             list.into_bytes(),
         ));
+    }
+    // Extras last: their directories are made unless the base already has them.
+    let mut dirs: std::collections::BTreeSet<String> = entries
+        .iter()
+        .filter(|e| matches!(e.kind, Kind::Dir))
+        .map(|e| e.name.clone())
+        .collect();
+    for x in c.extras {
+        // Every ancestor directory: `a/b/c` for `a/b/c/file`, then `a/b`, `a`.
+        let mut parent = x.path.as_str();
+        while let Some((p, _)) = parent.rsplit_once('/') {
+            if dirs.insert(p.to_string()) {
+                entries.push(Entry::dir(p, 0o755));
+            }
+            parent = p;
+        }
+        entries.push(Entry::file(&x.path, x.mode, x.data.clone()));
     }
     entries.sort_by(|a, b| a.name.cmp(&b.name));
     let mut out = Vec::new();

@@ -154,7 +154,7 @@ fn a_build_needs_a_lock_that_fits_the_recipe() {
     assert!(
         msg.contains("debian.lock")
             && msg.contains("linux-image-rt-riscv64")
-            && msg.contains("--update"),
+            && msg.contains("hartscope guest lock --image debian"),
         "{msg}"
     );
     std::fs::remove_file(g.join("images/debian.lock")).unwrap();
@@ -170,6 +170,27 @@ fn a_build_needs_a_lock_that_fits_the_recipe() {
                 .next()
                 .is_none()
     );
+}
+
+#[test]
+fn relocking_keeps_the_pins_of_unchanged_wants() {
+    let g = guest_copy();
+    let cache = scratch("cache");
+    // An unreachable mirror: whatever is resolved anew fails, so success
+    // means every kept file came from the old lock.
+    let b = builder(&g, &cache, "http://127.0.0.1:9/debian");
+    let old = crate::lock::read_any(&g, "debian").unwrap();
+    assert!(old.files.iter().any(|f| f.role == role::EXTRA));
+    let toml = std::fs::read_to_string(g.join("images/debian.toml")).unwrap();
+    let without = &toml[..toml.find("[extras]").expect("the debian recipe has extras")];
+    write(&g.join("images/debian.toml"), without);
+    let (new, changed) = b.lock("debian", false, false, &mut |_| {}).unwrap();
+    assert!(changed);
+    let others: Vec<_> = old.files.iter().filter(|f| f.role != role::EXTRA).cloned().collect();
+    assert_eq!(new.files, others);
+    assert_eq!(new.wants.len(), old.wants.len() - 1);
+    // --update resolves everything again, so it needs the mirror.
+    assert!(b.lock("debian", true, false, &mut |_| {}).is_err());
 }
 
 #[test]
