@@ -393,14 +393,17 @@ impl Device for DwApbGpio {
                 .u32("interrupt-parent", ctx.interrupt_parent)
                 .u32s("interrupts", g.irqs.clone());
         }
-        let mut node = FdtNode::new(g.node_name("gpio"))
+        // The port is both the gpio-controller and the interrupt-controller
+        // that consumers (`gpios`, `interrupt-parent`) refer to: the
+        // device's phandle goes there.
+        if let Some(p) = g.phandle {
+            port = port.u32("phandle", p);
+        }
+        let node = FdtNode::new(g.node_name("gpio"))
             .str("compatible", "snps,dw-apb-gpio")
             .reg(g.base, g.size)
             .u32("#address-cells", 1)
             .u32("#size-cells", 0);
-        if let Some(p) = g.phandle {
-            node = node.u32("phandle", p);
-        }
         vec![(Placement::Soc, node.child(port))]
     }
 
@@ -612,6 +615,9 @@ mod tests {
         assert!(
             port.get("gpio-controller").is_some() && port.get("interrupt-controller").is_some()
         );
+        // Consumers refer to the port: the phandle is there, not on the parent.
+        assert_eq!(port.get("phandle"), Some(&crate::Prop::U32(9)));
+        assert_eq!(n.get("phandle"), None);
     }
 
     #[test]

@@ -399,7 +399,11 @@ mod tests {
         assert_eq!(got[0].data, b"loader");
 
         // A library no package holds is named, with what to do.
-        std::fs::write(t.join("usr/bin/ls"), elf("", &["libselinux.so.1"])).unwrap();
+        std::fs::write(
+            t.join("usr/bin/ls"),
+            elf("/lib/ld-linux-riscv64-lp64d.so.1", &["libselinux.so.1"]),
+        )
+        .unwrap();
         let e = collect("test", &[], &["/usr/bin/ls".into()], &t)
             .unwrap_err()
             .to_string();

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::cpio::read_archives;
+use crate::lock::role;
 use crate::manifest::{self, Manifest};
 use crate::{Builder, GuestError, KernelSymbols};
 

@@ -200,7 +200,7 @@ mod tests {
         );
         assert_eq!(
             err(&format!("{spi}[board.s.cs0]\nkind = \"led\"\n")),
-            "machine description m.toml: key `board.s.cs0.kind`: `led` is not an SPI peripheral kind (known: \"spidev-sink\")"
+            "machine description m.toml: key `board.s.cs0.kind`: `led` is not an SPI peripheral kind (known: \"spidev-sink\", \"enc28j60\")"
         );
     }
 

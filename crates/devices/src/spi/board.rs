@@ -31,6 +31,7 @@
 //! (`--stats-json`).
 
 use super::dw_ssi::{self, DwSsi, SsiConfig, SsiDmaFdt, SsiFdt};
+use super::enc28j60::{Enc28j60, Enc28j60Config, IntPin};
 use super::{SinkLog, SpiSink};
 use crate::fdt::{FdtCtx, FdtNode, Placement};
 use crate::lines::{handshake_wire_names, SignalRequestLine};
@@ -56,6 +57,21 @@ pub struct SsiBoardConfig {
     pub num_cs: u32,
     /// `(chip select, spi-max-frequency)` of each sink.
     pub sinks: Vec<(u32, u32)>,
+    /// ENC28J60 network chips.
+    pub chips: Vec<Enc28j60Board>,
+    /// `(chip select, GPIO device, line)` of chip selects driven by a GPIO
+    /// output (`cs-gpio`, `cs-line`; active low, Linux's `cs-gpios`).
+    pub gpio_cs: Vec<(u32, String, u32)>,
+}
+
+/// An ENC28J60 on a chip select (`kind = "enc28j60"`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Enc28j60Board {
+    pub cs: u32,
+    pub max_hz: u32,
+    pub mac: [u8; 6],
+    /// `int-gpio` / `int-line`: the INT pin's GPIO input.
+    pub int: Option<IntPin>,
 }
 
 fn err(key: &str, message: impl Into<String>) -> ParamError {
@@ -92,6 +108,8 @@ pub fn parse(cfg: &DeviceConfig) -> Result<SsiBoardConfig, ParamError> {
     let fifo_depth = p.int("fifo-depth", dw_ssi::FIFO_DEPTH as i64, 2, 256)? as u32;
     let num_cs = p.int("num-cs", 4, 1, 16)? as u32;
     let mut sinks = Vec::new();
+    let mut chips = Vec::new();
+    let mut gpio_cs = Vec::new();
     let mut children: Vec<&str> = keys
         .iter()
         .filter_map(|k| k.split_once('.').map(|(c, _)| c))
@@ -114,24 +132,54 @@ pub fn parse(cfg: &DeviceConfig) -> Result<SsiBoardConfig, ParamError> {
                 format!("chip select {cs} does not exist (`num-cs` is {num_cs})"),
             ));
         }
-        let kind_key = keys
-            .iter()
-            .find(|k| **k == format!("{child}.kind"))
-            .copied();
-        let hz_key = keys
-            .iter()
-            .find(|k| **k == format!("{child}.max-hz"))
-            .copied();
-        let kind = match kind_key {
+        let key = |f: &str| keys.iter().find(|k| **k == format!("{child}.{f}")).copied();
+        let kind = match key("kind") {
             Some(k) => p.string(k)?,
             None => None,
         };
+        if let Some(k) = key("cs-gpio") {
+            let gpio = p.string(k)?.unwrap_or_default();
+            let line = int_at(&mut p, key("cs-line"), 0, 0, 31)? as u32;
+            gpio_cs.push((cs, gpio, line));
+        } else if let Some(k) = key("cs-line") {
+            return Err(err(k, "needs `cs-gpio` (the GPIO device whose output drives this chip select)"));
+        }
         match kind.as_deref() {
-            Some("spidev-sink") => {}
+            Some("spidev-sink") => {
+                let hz = int_at(&mut p, key("max-hz"), 10_000_000, 1, u32::MAX as i64)? as u32;
+                sinks.push((cs, hz));
+            }
+            Some("enc28j60") => {
+                // The datasheet allows 20 MHz; the Openmoko seed's bus ran at 12.
+                let hz = int_at(&mut p, key("max-hz"), 12_000_000, 1, 20_000_000)? as u32;
+                let mac = match key("mac") {
+                    Some(k) => {
+                        let text = p.string(k)?.unwrap_or_default();
+                        parse_mac(&text).ok_or_else(|| {
+                            err(k, format!("`{text}` is not a unicast MAC address like \"02:00:00:00:00:01\""))
+                        })?
+                    }
+                    None => [0x02, 0, 0, 0, 0, 0x10 + cs as u8],
+                };
+                let int = match key("int-gpio") {
+                    Some(k) => {
+                        let gpio = p.string(k)?.unwrap_or_default();
+                        let line = int_at(&mut p, key("int-line"), 0, 0, 31)? as u32;
+                        Some(IntPin { gpio, line })
+                    }
+                    None => {
+                        if let Some(k) = key("int-line") {
+                            return Err(err(k, "needs `int-gpio` (the GPIO device the INT pin is wired to)"));
+                        }
+                        None
+                    }
+                };
+                chips.push(Enc28j60Board { cs, max_hz: hz, mac, int });
+            }
             Some(other) => {
                 return Err(err(
                     &format!("{child}.kind"),
-                    format!("`{other}` is not an SPI peripheral kind (known: \"spidev-sink\")"),
+                    format!("`{other}` is not an SPI peripheral kind (known: \"spidev-sink\", \"enc28j60\")"),
                 ))
             }
             None => {
@@ -141,11 +189,6 @@ pub fn parse(cfg: &DeviceConfig) -> Result<SsiBoardConfig, ParamError> {
                 ))
             }
         }
-        let hz = match hz_key {
-            Some(k) => p.int(k, 10_000_000, 1, u32::MAX as i64)? as u32,
-            None => 10_000_000,
-        };
-        sinks.push((cs, hz));
     }
     p.finish()?;
     Ok(SsiBoardConfig {
@@ -155,7 +198,33 @@ pub fn parse(cfg: &DeviceConfig) -> Result<SsiBoardConfig, ParamError> {
         fifo_depth,
         num_cs,
         sinks,
+        chips,
+        gpio_cs,
     })
+}
+
+/// An integer key that may be absent (then `default`).
+fn int_at<'a>(
+    p: &mut Params<'a>,
+    key: Option<&'a str>,
+    default: i64,
+    lo: i64,
+    hi: i64,
+) -> Result<i64, ParamError> {
+    match key {
+        Some(k) => p.int(k, default, lo, hi),
+        None => Ok(default),
+    }
+}
+
+/// `aa:bb:cc:dd:ee:ff`, unicast (a multicast station address is refused).
+fn parse_mac(text: &str) -> Option<[u8; 6]> {
+    let parts: Vec<u8> = text
+        .split(':')
+        .map(|h| (h.len() == 2).then(|| u8::from_str_radix(h, 16).ok()).flatten())
+        .collect::<Option<_>>()?;
+    let mac: [u8; 6] = parts.try_into().ok()?;
+    (mac[0] & 1 == 0 && mac != [0; 6]).then_some(mac)
 }
 
 fn plug(cfg: &DeviceConfig) -> Result<Plug, ParamError> {
@@ -170,6 +239,15 @@ fn plug(cfg: &DeviceConfig) -> Result<Plug, ParamError> {
     }
     if let Some((d, _, _)) = &c.dma {
         want = want.refers_to(d.clone());
+    }
+    for g in c.chips.iter().filter_map(|c| c.int.as_ref()) {
+        want = want.refers_to(g.gpio.clone());
+    }
+    for (_, g, _) in &c.gpio_cs {
+        want = want.refers_to(g.clone());
+    }
+    if !c.gpio_cs.is_empty() {
+        want = want.listens();
     }
     Ok(Plug::new(want, move |a: &mut Attach| {
         Box::new(SsiDevice::attach(&name, c, a))
@@ -215,6 +293,23 @@ impl SsiDevice {
             sinks.push((cs, sink.log()));
             ssi.attach(cs, Box::new(sink));
         }
+        for chip in &cfg.chips {
+            // INT is active low: the chip drives the GPIO input wire high at reset.
+            let pin = chip
+                .int
+                .as_ref()
+                .map(|i| a.signal(&format!("{}.in{}", i.gpio, i.line)));
+            let c = Enc28j60Config {
+                core_hz: a.clock.hz,
+                max_hz: chip.max_hz,
+                mac: chip.mac,
+                int: chip.int.clone(),
+            };
+            ssi.attach(chip.cs, Box::new(Enc28j60::new(&format!("{name}.cs{}", chip.cs), c, pin)));
+        }
+        for (cs, gpio, line) in &cfg.gpio_cs {
+            ssi.set_gpio_cs(*cs, a.signal(&format!("{gpio}.out{line}")));
+        }
         Self { ssi, cfg, sinks }
     }
 
@@ -227,6 +322,23 @@ impl SsiDevice {
             .iter()
             .find(|(c, _)| *c == cs)
             .map(|(_, l)| l.clone())
+    }
+
+    /// `cs-gpios`: one `<&gpio line GPIO_ACTIVE_LOW>` per GPIO-driven chip
+    /// select, `<0>` (native) for the others.
+    fn with_cs_gpios(&self, node: FdtNode, ctx: &FdtCtx) -> FdtNode {
+        if self.cfg.gpio_cs.is_empty() {
+            return node;
+        }
+        let last = self.cfg.gpio_cs.iter().map(|g| g.0).max().unwrap_or(0);
+        let mut cells = Vec::new();
+        for cs in 0..=last {
+            match self.cfg.gpio_cs.iter().find(|g| g.0 == cs) {
+                Some((_, gpio, line)) => cells.extend([ctx.phandle(gpio).unwrap_or(0), *line, 1]),
+                None => cells.push(0),
+            }
+        }
+        node.u32s("cs-gpios", cells)
     }
 
     fn reschedule(&self, ctx: &mut DevCtx) {
@@ -266,6 +378,10 @@ impl Device for SsiDevice {
         self.ssi.advance(ctx.now);
         self.reschedule(ctx);
     }
+    fn inputs_changed(&mut self, ctx: &mut DevCtx) {
+        self.ssi.sample_gpio_cs(ctx.now);
+        self.reschedule(ctx);
+    }
     fn fdt_nodes(&self, g: &Grant, ctx: &FdtCtx) -> Vec<(Placement, FdtNode)> {
         let dma = self.cfg.dma.as_ref().map(|(d, rx, tx)| SsiDmaFdt {
             controller: ctx.phandle(d).unwrap_or(0),
@@ -281,14 +397,15 @@ impl Device for SsiDevice {
         // The model also writes a clock node of its own; on the board the
         // clock is the configured `fixed-clock` device.
         self.ssi
-            .fdt_nodes(g.base, &r)
+            .fdt_nodes_with(g.base, &r, &ctx.phandles)
             .into_iter()
             .filter(|(p, _)| *p == Placement::Soc)
-            .map(|(p, n)| (p, n.u32("phandle", g.phandle())))
+            .map(|(p, n)| (p, self.with_cs_gpios(n.u32("phandle", g.phandle()), ctx)))
             .collect()
     }
     fn stats(&self) -> Vec<Stat> {
         let mut v = self.ssi.stats();
+        v.extend(self.ssi.peripheral_stats());
         let n = self.ssi.name();
         for (cs, log) in &self.sinks {
             let s = log.summary();
@@ -383,7 +500,7 @@ mod tests {
         );
         assert_eq!(
             msg(cfg().with("cs1.kind", ParamValue::Str("flash".into()))),
-            "key `cs1.kind`: `flash` is not an SPI peripheral kind (known: \"spidev-sink\")"
+            "key `cs1.kind`: `flash` is not an SPI peripheral kind (known: \"spidev-sink\", \"enc28j60\")"
         );
         assert_eq!(
             msg(cfg().with("cs1.max-hz", ParamValue::Int(5))),

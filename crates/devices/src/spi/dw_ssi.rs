@@ -36,7 +36,7 @@
 //!   the RX FIFO in TR mode; the next transfer starts with the chip disabled,
 //!   so a later polled transfer does not report a stale RXO).
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 use super::SpiPeripheral;
 use crate::dma::bus::DmaTarget;
@@ -192,6 +192,11 @@ pub struct DwSsi {
     shift: Option<Shift>,
     /// Chip selects currently asserted.
     active_cs: u32,
+    /// Chip selects driven by a GPIO line (`cs-gpios`, active low) instead
+    /// of the native one, which drops whenever the TX FIFO runs dry.
+    gpio_cs: Vec<Option<crate::Signal>>,
+    /// Peripherals their GPIO chip select currently selects.
+    gpio_selected: u32,
     /// Receive-only frames still to clock (RO and the EEPROM read phase).
     rx_only_left: u32,
     /// EEPROM mode: the TX phase has started and not yet turned around.
@@ -251,6 +256,8 @@ impl DwSsi {
             rx: VecDeque::new(),
             shift: None,
             active_cs: 0,
+            gpio_cs: (0..cfg.num_cs).map(|_| None).collect(),
+            gpio_selected: 0,
             rx_only_left: 0,
             eeprom_tx: false,
             irq_level: false,
@@ -266,6 +273,62 @@ impl DwSsi {
         };
         s.update(0);
         s
+    }
+
+    /// Drive chip select `cs` from a GPIO output wire (active low) instead
+    /// of the native one: a device whose commands span several transfers of
+    /// one message (an ENC28J60's opcode, then its data) needs it, since the
+    /// native select drops between them as the FIFO empties.
+    pub fn set_gpio_cs(&mut self, cs: u32, wire: crate::Signal) -> bool {
+        match self.gpio_cs.get_mut(cs as usize) {
+            Some(slot) => {
+                *slot = Some(wire);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Follow the GPIO chip-select wires at cycle `now`.
+    pub fn sample_gpio_cs(&mut self, now: u64) {
+        self.advance(now);
+        let t = self.now;
+        for (i, w) in self.gpio_cs.iter().enumerate() {
+            let Some(w) = w else { continue };
+            let bit = 1u32 << i;
+            let asserted = !w.is_high();
+            if asserted == (self.gpio_selected & bit != 0) {
+                continue;
+            }
+            self.gpio_selected ^= bit;
+            if let Some(p) = self.peripherals[i].as_mut() {
+                if asserted {
+                    p.select(t);
+                } else {
+                    p.deselect(t);
+                }
+            }
+        }
+    }
+
+    /// Chip selects that follow SER (not a GPIO wire).
+    fn native_mask(&self) -> u32 {
+        self.gpio_cs
+            .iter()
+            .enumerate()
+            .filter(|(_, w)| w.is_none())
+            .fold(0, |m, (i, _)| m | 1 << i)
+            | !((1u32 << self.gpio_cs.len().min(31)) - 1)
+    }
+
+    /// Statistics of the attached peripherals, each under `NAME.csN`.
+    pub fn peripheral_stats(&self) -> Vec<Stat> {
+        self.peripherals
+            .iter()
+            .enumerate()
+            .filter_map(|(cs, p)| p.as_ref().map(|p| (cs, p)))
+            .flat_map(|(cs, p)| p.peripheral_stats(&format!("{}.cs{cs}", self.name)))
+            .collect()
     }
 
     /// Put `dev` on chip select `cs` (false if there is no such chip select).
@@ -296,7 +359,13 @@ impl DwSsi {
     /// Cycle of the next thing this device does on its own (end of the
     /// frame on the wire), if anything.
     pub fn next_event(&self) -> Option<u64> {
-        self.shift.map(|s| s.end)
+        let own = self.shift.map(|s| s.end);
+        self.peripherals
+            .iter()
+            .flatten()
+            .filter_map(|p| p.next_event())
+            .chain(own)
+            .min()
     }
 
     /// Run the wire up to cycle `now`: finish every frame ending by then and
@@ -310,6 +379,9 @@ impl DwSsi {
             self.finish_frame(s);
         }
         self.now = self.now.max(now);
+        for p in self.peripherals.iter_mut().flatten() {
+            p.advance(self.now);
+        }
         self.update(self.now);
     }
 
@@ -505,7 +577,7 @@ impl DwSsi {
     }
 
     fn release_cs(&mut self, t: u64) {
-        let cs = std::mem::take(&mut self.active_cs);
+        let cs = std::mem::take(&mut self.active_cs) & self.native_mask();
         for (i, p) in self.peripherals.iter_mut().enumerate() {
             if cs & (1 << i) != 0 {
                 if let Some(p) = p {
@@ -564,8 +636,9 @@ impl DwSsi {
             self.active_cs = self.ser;
             self.stat_transfers += 1;
             let loopback = self.ctrlr0 & CTRLR0_SRL != 0;
+            let native = self.active_cs & self.native_mask();
             for (i, p) in self.peripherals.iter_mut().enumerate() {
-                if self.active_cs & (1 << i) != 0 && !loopback {
+                if native & (1 << i) != 0 && !loopback {
                     if let Some(p) = p {
                         p.select(t);
                     }
@@ -591,8 +664,10 @@ impl DwSsi {
             s.word
         } else {
             let mut m = 0u16;
+            // A GPIO-selected device also needs its wire asserted.
+            let cs = s.cs & (self.native_mask() | self.gpio_selected);
             for (i, p) in self.peripherals.iter_mut().enumerate() {
-                if s.cs & (1 << i) != 0 {
+                if cs & (1 << i) != 0 {
                     if let Some(p) = p {
                         m |= p.exchange(s.word, s.bits, t);
                     }
@@ -658,6 +733,17 @@ impl DwSsi {
     /// Device-tree nodes: the controller under `/soc` (with its attached
     /// peripherals as children) and the fixed clock it runs from.
     pub fn fdt_nodes(&self, base: u64, r: &SsiFdt) -> Vec<(Placement, FdtNode)> {
+        self.fdt_nodes_with(base, r, &BTreeMap::new())
+    }
+
+    /// [`Self::fdt_nodes`], with the phandles of the board's devices for
+    /// peripherals whose nodes refer to them.
+    pub fn fdt_nodes_with(
+        &self,
+        base: u64,
+        r: &SsiFdt,
+        phandles: &BTreeMap<String, u32>,
+    ) -> Vec<(Placement, FdtNode)> {
         let clock = FdtNode::new(format!("{}-clk", self.name))
             .str("compatible", "fixed-clock")
             .u32("#clock-cells", 0)
@@ -689,7 +775,7 @@ impl DwSsi {
                 .strs("dma-names", &["rx", "tx"]);
         }
         for (cs, p) in self.peripherals.iter().enumerate() {
-            if let Some(child) = p.as_ref().and_then(|p| p.fdt_node(cs as u32)) {
+            if let Some(child) = p.as_ref().and_then(|p| p.fdt_node_with(cs as u32, phandles)) {
                 node = node.child(child);
             }
         }

@@ -8,12 +8,16 @@
 
 pub mod board;
 pub mod dw_ssi;
+pub mod enc28j60;
 pub mod sink;
 
 pub use dw_ssi::{DwSsi, SsiConfig, SsiDmaFdt, SsiFdt};
 pub use sink::{fnv1a, IntervalStats, SinkFrame, SinkLog, SinkSummary, SpiSink};
 
+use std::collections::BTreeMap;
+
 use crate::fdt::FdtNode;
+use crate::Stat;
 
 /// A device on one chip select of an SPI controller.
 pub trait SpiPeripheral {
@@ -29,5 +33,21 @@ pub trait SpiPeripheral {
     /// (placed under the controller's node), if it has one.
     fn fdt_node(&self, _cs: u32) -> Option<FdtNode> {
         None
+    }
+    /// The same, for a device whose node refers to others (`phandles` by
+    /// device name, e.g. the GPIO its interrupt pin is wired to).
+    fn fdt_node_with(&self, cs: u32, _phandles: &BTreeMap<String, u32>) -> Option<FdtNode> {
+        self.fdt_node(cs)
+    }
+    /// Cycle the device next does something on its own (a device with a
+    /// life off the SPI wires: a network chip receiving frames), if any.
+    fn next_event(&self) -> Option<u64> {
+        None
+    }
+    /// Run the device's own activity up to cycle `now`.
+    fn advance(&mut self, _now: u64) {}
+    /// The device's statistics, named under `prefix`.
+    fn peripheral_stats(&self, _prefix: &str) -> Vec<Stat> {
+        Vec::new()
     }
 }
