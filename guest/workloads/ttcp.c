@@ -2,11 +2,15 @@
  * ttcp: a ttcp-like TCP bulk transfer that reports bytes per second.
  *
  *   ttcp -r [-p PORT] [-l LEN]                    receive and discard
+ *   ttcp -c HOST [-p PORT] [-l LEN]               connect to HOST, receive until it closes
  *   ttcp -t HOST [-p PORT] [-l LEN] [-n COUNT]    send LEN x COUNT bytes
  *   ttcp [-p PORT] [-l LEN] [-n COUNT]            both ends over loopback
  *
- * Defaults: LEN 8192, COUNT 2048 (16 MiB), PORT 5001. The transmit phase is
- * bracketed by markers.
+ * Defaults: LEN 8192, COUNT 2048 (16 MiB), PORT 5001. The transmit and
+ * receive phases are bracketed by markers. A receiver prints, as the
+ * Openmoko seed's ttcp-r did, bytes, real seconds and KB/sec, then its own
+ * user and system time, the FNV-1a 64 of the bytes received, and sends the
+ * figures on the marker channel `metrics` (ttcp_r.*).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -15,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -56,28 +61,86 @@ static int listen_on(int port)
 	return fd;
 }
 
-static int receive(int lfd, long len)
+static double tv(struct timeval t) { return t.tv_sec + t.tv_usec / 1e6; }
+
+/* Read `fd` until EOF in LEN-byte reads; the seed's ttcp-r lines. */
+static int receive_from(int fd, long len)
 {
-	char *buf = malloc(len);
+	char *buf = malloc(len), text[512];
 	long long total = 0;
-	double start;
+	unsigned long long fnv = 0xcbf29ce484222325ull;
+	double start, secs;
+	struct rusage ru0, ru1;
 	ssize_t n;
-	int fd = accept(lfd, NULL, NULL);
-	if (fd < 0 || !buf) {
-		perror("ttcp-r: accept");
+	if (!buf) {
+		perror("ttcp-r: malloc");
 		return 1;
 	}
+	phase("ttcp receive");
+	getrusage(RUSAGE_SELF, &ru0);
 	start = now();
-	while ((n = read(fd, buf, len)) > 0)
+	while ((n = read(fd, buf, len)) > 0) {
 		total += n;
+		for (ssize_t i = 0; i < n; i++)
+			fnv = (fnv ^ (unsigned char)buf[i]) * 0x100000001b3ull;
+	}
+	secs = now() - start;
+	getrusage(RUSAGE_SELF, &ru1);
+	phase("ttcp done");
 	if (n < 0) {
 		perror("ttcp-r: read");
 		return 1;
 	}
-	report("r", total, now() - start);
+	report("r", total, secs);
+	{
+		double user = tv(ru1.ru_utime) - tv(ru0.ru_utime), sys = tv(ru1.ru_stime) - tv(ru0.ru_stime);
+		double kbs = secs > 0 ? total / 1024.0 / secs : 0.0;
+		printf("ttcp-r: %lld bytes in %.2f real seconds = %.2f KB/sec +++\n", total, secs, kbs);
+		printf("ttcp-r: %.2fuser %.2fsys\n", user, sys);
+		printf("ttcp-r: fnv1a %016llx\n", fnv);
+		snprintf(text, sizeof text,
+			 "ttcp_r.bytes %lld B\nttcp_r.seconds %.6f s\nttcp_r.kb_per_s %.3f KB/s\n"
+			 "ttcp_r.user %.6f s\nttcp_r.sys %.6f s\n",
+			 total, secs, kbs, user, sys);
+		mark_send(text, strlen(text), "metrics", strlen("metrics"));
+	}
+	fflush(stdout);
 	close(fd);
 	free(buf);
 	return 0;
+}
+
+static int receive(int lfd, long len)
+{
+	int fd = accept(lfd, NULL, NULL);
+	if (fd < 0) {
+		perror("ttcp-r: accept");
+		return 1;
+	}
+	return receive_from(fd, len);
+}
+
+/* Connect to HOST:PORT, whose sender starts on connection, and receive. */
+static int receive_client(const char *host, int port, long len)
+{
+	struct sockaddr_in sa;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (fd < 0) {
+		perror("ttcp-r: socket");
+		return 1;
+	}
+	memset(&sa, 0, sizeof sa);
+	sa.sin_family = AF_INET;
+	sa.sin_port = htons(port);
+	if (inet_pton(AF_INET, host, &sa.sin_addr) != 1) {
+		fprintf(stderr, "ttcp-r: `%s` is not an IPv4 address\n", host);
+		return 2;
+	}
+	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+		fprintf(stderr, "ttcp-r: connect to %s:%d: %s\n", host, port, strerror(errno));
+		return 1;
+	}
+	return receive_from(fd, len);
 }
 
 static int transmit(const char *host, int port, long len, long count)
@@ -131,15 +194,16 @@ int main(int argc, char **argv)
 	long len = 8192, count = 2048;
 	int port = 5001, opt, mode = 0; /* 0 loopback, 'r', 't' */
 	const char *host = "127.0.0.1";
-	while ((opt = getopt(argc, argv, "rt:p:l:n:")) != -1) {
+	while ((opt = getopt(argc, argv, "rc:t:p:l:n:")) != -1) {
 		switch (opt) {
 		case 'r': mode = 'r'; break;
+		case 'c': mode = 'c'; host = optarg; break;
 		case 't': mode = 't'; host = optarg; break;
 		case 'p': port = atoi(optarg); break;
 		case 'l': len = strtol(optarg, NULL, 0); break;
 		case 'n': count = strtol(optarg, NULL, 0); break;
 		default:
-			fprintf(stderr, "usage: ttcp [-r | -t HOST] [-p PORT] [-l LEN] [-n COUNT]\n");
+			fprintf(stderr, "usage: ttcp [-r | -c HOST | -t HOST] [-p PORT] [-l LEN] [-n COUNT]\n");
 			return 2;
 		}
 	}
@@ -149,6 +213,8 @@ int main(int argc, char **argv)
 	}
 	if (mode == 't')
 		return transmit(host, port, len, count);
+	if (mode == 'c')
+		return receive_client(host, port, len);
 	{
 		int lfd = listen_on(port), status = 0;
 		pid_t child;

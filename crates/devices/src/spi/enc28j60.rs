@@ -217,6 +217,31 @@ pub struct Enc28j60 {
     stat_rx_disabled: u64,
     stat_rx_bad: u64,
     stat_int_asserts: u64,
+    /// Frames in the ring: (address of the entry, arrival cycle, cycle the
+    /// driver started reading it), oldest first.
+    in_ring: std::collections::VecDeque<(u16, u64, Option<u64>)>,
+    /// Arrival -> the driver reads the entry / frees it (PKTDEC), in cycles.
+    lat_read: Latency,
+    lat_free: Latency,
+}
+
+/// Count, sum and maximum of a latency, in cycles.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Latency {
+    pub count: u64,
+    pub sum: u64,
+    pub max: u64,
+}
+
+impl Latency {
+    fn add(&mut self, cycles: u64) {
+        self.count += 1;
+        self.sum += cycles;
+        self.max = self.max.max(cycles);
+    }
+    pub fn mean(&self) -> u64 {
+        self.sum.checked_div(self.count).unwrap_or(0)
+    }
 }
 
 fn word(b: &[u8; 0x1B], lo: u8) -> u16 {
@@ -284,6 +309,9 @@ impl Enc28j60 {
             stat_rx_disabled: 0,
             stat_rx_bad: 0,
             stat_int_asserts: 0,
+            in_ring: Default::default(),
+            lat_read: Latency::default(),
+            lat_free: Latency::default(),
         };
         c.reset();
         c
@@ -326,6 +354,7 @@ impl Enc28j60 {
         self.phy[0x14] = 0x3422; // PHLCON
         self.rx_wr = 0;
         self.pktcnt = 0;
+        self.in_ring.clear();
         self.sending = None;
         self.update_int();
     }
@@ -452,6 +481,9 @@ impl Enc28j60 {
     fn write_econ2(&mut self, v: u8) {
         if v & ECON2_PKTDEC != 0 {
             self.pktcnt = self.pktcnt.saturating_sub(1);
+            if let Some((_, arrived, _)) = self.in_ring.pop_front() {
+                self.lat_free.add(self.now.saturating_sub(arrived));
+            }
         }
         self.econ2 = v & !ECON2_PKTDEC;
         // Power save stops the oscillator: CLKRDY drops until it is left.
@@ -474,6 +506,7 @@ impl Enc28j60 {
         }
         if v & ECON1_RXRST != 0 {
             self.pktcnt = 0;
+            self.in_ring.clear();
             self.rx_wr = self.rx_start();
             self.econ1 &= !ECON1_RXEN;
         }
@@ -681,6 +714,7 @@ impl Enc28j60 {
         bytes.extend_from_slice(&status.to_le_bytes());
         bytes.extend_from_slice(&frame);
         bytes.extend_from_slice(&fcs(&frame).to_le_bytes());
+        self.in_ring.push_back((self.rx_wr, self.now, None));
         let mut p = self.rx_wr;
         for b in bytes {
             self.mem[p as usize] = b;
@@ -735,6 +769,11 @@ impl Enc28j60 {
 
     fn read_buf(&mut self) -> u8 {
         let p = self.reg16(0, ERDPTL);
+        let now = self.now;
+        if let Some(e) = self.in_ring.iter_mut().find(|e| e.0 == p && e.2.is_none()) {
+            e.2 = Some(now);
+            self.lat_read.add(now.saturating_sub(e.1));
+        }
         let v = self.mem[p as usize];
         if self.econ2 & ECON2_AUTOINC != 0 {
             let n = self.ring_next(p);
@@ -770,6 +809,10 @@ impl Enc28j60 {
             Stat::new(k("rx_disabled"), self.stat_rx_disabled, "frames dropped while reception was off"),
             Stat::new(k("rx_bad"), self.stat_rx_bad, "frames dropped: runt, giant or a ring the driver misprogrammed"),
             Stat::new(k("int_asserts"), self.stat_int_asserts, "times the INT pin was pulled low"),
+            Stat::new(k("rx_seen_cycles_mean"), self.lat_read.mean(), "mean cycles from a frame's arrival to the driver reading its ring entry"),
+            Stat::new(k("rx_seen_cycles_max"), self.lat_read.max, "longest such wait, cycles"),
+            Stat::new(k("rx_freed_cycles_mean"), self.lat_free.mean(), "mean cycles from a frame's arrival to the driver freeing it (PKTDEC)"),
+            Stat::new(k("rx_freed_cycles_max"), self.lat_free.max, "longest such wait, cycles"),
         ];
         if let Some(l) = &self.link {
             v.extend(l.stats(prefix));

@@ -244,6 +244,9 @@ fn received_frames_fill_the_ring_with_status_vectors_and_wrap() {
     assert_eq!(r.rcr(1, EPKTCNT), 0);
     assert_eq!(r.rcr(0, EIR) & EIR_PKTIF, 0);
     assert!(r.pin.is_high());
+    // Both were read (first byte of their entry) and freed after they arrived.
+    assert_eq!((r.chip.lat_read.count, r.chip.lat_free.count), (2, 2));
+    assert!(r.chip.lat_read.max > 0 && r.chip.lat_free.mean() >= r.chip.lat_read.mean());
     // The broadcast frame wraps from 0x04FF to 0x0000; AUTOINC reads follow.
     r.t = 5_100_000;
     assert_eq!(r.rcr(1, EPKTCNT), 1);
