@@ -315,3 +315,39 @@ fn bench_refuses_bad_options() {
     assert_eq!(out.stderr.lines().count(), 1, "{}", out.tail());
     assert!(out.stderr.contains("no-such-image"), "{}", out.tail());
 }
+
+/// A guest kernel panic ends `boot` at once (issue 10): exit status 3, the
+/// panic line and the console's last lines in the message, and the stats
+/// still written. Debian's kernel has SysRq (the custom one does not).
+#[test]
+fn a_guest_kernel_panic_ends_the_run_with_the_panic_line() {
+    let _ = image("debian");
+    let dir = Scratch::new("guest-panic");
+    let script = dir.write("run.sh", "echo c > /proc/sysrq-trigger\nsleep 100\n");
+    let stats = dir.path("stats.json");
+    let out = hartscope(
+        &[
+            "boot",
+            "--image",
+            "debian",
+            "--workload",
+            script.to_str().unwrap(),
+            "--stats-json",
+            stats.to_str().unwrap(),
+        ],
+        &dir,
+        BOOT_DEADLINE,
+    );
+    assert_eq!(out.code(), Some(3), "{}", out.tail());
+    let err = out.stderr.clone();
+    assert!(
+        err.contains("the guest kernel panicked: Kernel panic - not syncing: sysrq triggered crash"),
+        "{err}"
+    );
+    assert!(err.contains("---[ end Kernel panic"), "the console's last lines: {err}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    let secs = json["guest_seconds"].as_f64().expect("guest_seconds in the stats");
+    // Without the watch the run would go on until the boot deadline.
+    assert!(secs < 10.0, "the run went on for {secs} s of guest time after the panic");
+}

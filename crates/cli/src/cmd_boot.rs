@@ -550,6 +550,17 @@ fn finish<T: TimingModel>(
         eprintln!("hartscope: note: the trace's cycle accounting missed {} run(s); per-instruction cycles may not add up", machine.cycle_mismatches());
     }
 
+    if stop == StopReason::GuestPanic {
+        // Outputs above are written; say why the run ended, with the
+        // console's last lines, and exit with the panic's own code.
+        let lines = machine.console_last_lines();
+        let last = lines[lines.len().saturating_sub(8)..].join("\n  ");
+        eprintln!(
+            "hartscope: the guest kernel panicked: {}\n  (the console's last lines:)\n  {last}",
+            machine.guest_panic().unwrap_or("Kernel panic")
+        );
+        return Ok(EXIT_GUEST_PANIC);
+    }
     if args.workload.is_some() {
         return match machine.markers().exit_status {
             Some(status) => Ok((status & 0xff) as i32),
@@ -566,6 +577,9 @@ fn finish<T: TimingModel>(
         other => Err(format!("the machine stopped: {other}")),
     }
 }
+
+/// Exit status of `boot` when the guest kernel panicked.
+pub const EXIT_GUEST_PANIC: i32 = 3;
 
 /// Per phase: system calls made and cycles per call (for `nullsys`, the
 /// cost of one `getppid`).

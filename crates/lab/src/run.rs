@@ -260,6 +260,13 @@ fn execute_with<M: TimingModel>(
                 v.max_cycles.unwrap_or(0)
             )))
         }
+        (StopReason::GuestPanic, _) => {
+            return Err(run_err(format!(
+                "the guest kernel panicked ({}); nothing was stored{}",
+                machine.guest_panic().unwrap_or("Kernel panic"),
+                tail(&console)
+            )))
+        }
         (other, None) => {
             return Err(run_err(format!("the guest stopped ({other}) without reporting the workload's exit status; nothing was stored{}", tail(&console))))
         }

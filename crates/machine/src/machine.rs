@@ -110,6 +110,9 @@ pub enum StopReason {
     UserQuit,
     /// A hart stopped for a reason of its own.
     HartStop,
+    /// The guest kernel panicked (its console said `Kernel panic - not
+    /// syncing`); [`Machine::guest_panic`] has the line.
+    GuestPanic,
 }
 
 impl std::fmt::Display for StopReason {
@@ -129,6 +132,7 @@ impl std::fmt::Display for StopReason {
             StopReason::CycleLimit => write!(f, "the cycle limit was reached"),
             StopReason::UserQuit => write!(f, "the console user quit"),
             StopReason::HartStop => write!(f, "a hart stopped"),
+            StopReason::GuestPanic => write!(f, "the guest kernel panicked"),
         }
     }
 }
@@ -218,6 +222,8 @@ pub struct Machine<T: TimingModel = Atomic> {
     capture: bool,
     console: Vec<u8>,
     console_dropped: u64,
+    /// Watches the console for a kernel panic.
+    panic: PanicWatch,
     input: Option<Box<dyn ConsoleInput>>,
     input_queue: VecDeque<u8>,
     slices: u64,
@@ -353,6 +359,7 @@ impl<T: TimingModel> Machine<T> {
             capture: cfg.capture_console,
             console: Vec::new(),
             console_dropped: 0,
+            panic: PanicWatch::default(),
             input: None,
             input_queue: VecDeque::new(),
             slices: 0,
@@ -390,6 +397,16 @@ impl<T: TimingModel> Machine<T> {
     pub fn markers(&self) -> &MarkerLog {
         &self.markers
     }
+    /// The guest kernel's panic line, once its console printed one.
+    pub fn guest_panic(&self) -> Option<&str> {
+        self.panic.line.as_deref()
+    }
+    /// The last (up to 12) non-empty console lines, whether or not the
+    /// console is captured.
+    pub fn console_last_lines(&self) -> Vec<String> {
+        self.panic.recent.iter().cloned().collect()
+    }
+
     /// Captured console output (when capture is on).
     pub fn console_output(&self) -> &[u8] {
         &self.console
@@ -496,6 +513,13 @@ impl<T: TimingModel> Machine<T> {
                 return;
             }
             end = end.min(max);
+        }
+        if let Some(t) = self.panic.deadline {
+            if self.now >= t {
+                self.stop = Some(StopReason::GuestPanic);
+                return;
+            }
+            end = end.min(t);
         }
         if self.now >= TIME_HORIZON {
             self.stop = Some(StopReason::AllIdle);
@@ -683,6 +707,15 @@ impl<T: TimingModel> Machine<T> {
     fn emit_console(&mut self, bytes: &[u8]) {
         if bytes.is_empty() {
             return;
+        }
+        if self.panic.feed(bytes) && self.panic.deadline.is_none() {
+            // Let the kernel finish its report (the backtrace and the
+            // `---[ end Kernel panic` line), then stop: a panicked kernel
+            // never powers off by itself.
+            self.panic.deadline = Some(self.now.saturating_add(self.clock.hz / 10));
+        }
+        if self.panic.ended {
+            self.stop = Some(StopReason::GuestPanic);
         }
         if self.echo {
             use std::io::Write;
@@ -941,4 +974,74 @@ fn build_board(
         board.plug(p)?;
     }
     Ok((board, rom))
+}
+
+/// Recognises a Linux kernel panic in console output, across writes.
+#[derive(Default)]
+struct PanicWatch {
+    /// The current (unfinished) console line, bounded.
+    partial: Vec<u8>,
+    /// The first panic line seen.
+    line: Option<String>,
+    /// The kernel printed the end of its panic report.
+    ended: bool,
+    /// Cycle at which the run stops if the report never ends.
+    deadline: Option<u64>,
+    /// The last lines printed (what a panic message shows).
+    recent: VecDeque<String>,
+}
+
+impl PanicWatch {
+    const MARK: &'static str = "Kernel panic - not syncing";
+
+    /// Feed console bytes; true once a panic line has been seen.
+    fn feed(&mut self, bytes: &[u8]) -> bool {
+        for &b in bytes {
+            if b != b'\n' {
+                if self.partial.len() < 512 {
+                    self.partial.push(b);
+                }
+                continue;
+            }
+            let text = String::from_utf8_lossy(&self.partial).trim_end().to_string();
+            self.partial.clear();
+            if !text.trim().is_empty() {
+                if self.recent.len() == 12 {
+                    self.recent.pop_front();
+                }
+                self.recent.push_back(text.clone());
+            }
+            if let Some(at) = text.find(Self::MARK) {
+                if text[..at].contains("---[ end ") {
+                    self.ended = self.line.is_some() || {
+                        self.line = Some(text[at..].trim_end_matches(" ]---").to_string());
+                        true
+                    };
+                } else if self.line.is_none() {
+                    self.line = Some(text[at..].to_string());
+                }
+            }
+        }
+        self.line.is_some()
+    }
+}
+
+#[cfg(test)]
+mod panic_watch_tests {
+    use super::PanicWatch;
+
+    #[test]
+    fn a_panic_line_is_found_across_writes_and_its_report_end_too() {
+        let mut w = PanicWatch::default();
+        assert!(!w.feed(b"[    1.0] ok\n[    2.0] Kernel pan"));
+        assert!(w.feed(b"ic - not syncing: sysrq triggered crash\nCPU: 0 PID: 1\n"));
+        assert_eq!(w.line.as_deref(), Some("Kernel panic - not syncing: sysrq triggered crash"));
+        assert_eq!(w.recent.back().map(String::as_str), Some("CPU: 0 PID: 1"));
+        assert!(!w.ended);
+        w.feed(b"---[ end Kernel panic - not syncing: sysrq triggered crash ]---\n");
+        assert!(w.ended);
+        // A line that only mentions a panic in passing is not one.
+        let mut q = PanicWatch::default();
+        assert!(!q.feed(b"echo no Kernel-panic here\n"));
+    }
 }
