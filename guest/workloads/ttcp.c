@@ -2,7 +2,8 @@
  * ttcp: a ttcp-like TCP bulk transfer that reports bytes per second.
  *
  *   ttcp -r [-p PORT] [-l LEN]                    receive and discard
- *   ttcp -c HOST [-p PORT] [-l LEN]               connect to HOST, receive until it closes
+ *   ttcp -c HOST [-p PORT] [-l LEN] [-n COUNT]    connect to HOST, ask for LEN x COUNT bytes
+ *                                                 (8-byte big-endian count), receive until it closes
  *   ttcp -t HOST [-p PORT] [-l LEN] [-n COUNT]    send LEN x COUNT bytes
  *   ttcp [-p PORT] [-l LEN] [-n COUNT]            both ends over loopback
  *
@@ -120,9 +121,14 @@ static int receive(int lfd, long len)
 	return receive_from(fd, len);
 }
 
-/* Connect to HOST:PORT, whose sender starts on connection, and receive. */
-static int receive_client(const char *host, int port, long len)
+/*
+ * Connect to HOST:PORT and receive: the sender there (hartscope's network
+ * peer) sends as many bytes as the 8-byte big-endian count we write first.
+ */
+static int receive_client(const char *host, int port, long len, long count)
 {
+	unsigned long long want = (unsigned long long)len * count;
+	unsigned char req[8];
 	struct sockaddr_in sa;
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 	if (fd < 0) {
@@ -138,6 +144,12 @@ static int receive_client(const char *host, int port, long len)
 	}
 	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
 		fprintf(stderr, "ttcp-r: connect to %s:%d: %s\n", host, port, strerror(errno));
+		return 1;
+	}
+	for (int i = 0; i < 8; i++)
+		req[i] = (unsigned char)(want >> (56 - 8 * i));
+	if (write(fd, req, sizeof req) != (ssize_t)sizeof req) {
+		perror("ttcp-r: write request");
 		return 1;
 	}
 	return receive_from(fd, len);
@@ -214,7 +226,7 @@ int main(int argc, char **argv)
 	if (mode == 't')
 		return transmit(host, port, len, count);
 	if (mode == 'c')
-		return receive_client(host, port, len);
+		return receive_client(host, port, len, count);
 	{
 		int lfd = listen_on(port), status = 0;
 		pid_t child;

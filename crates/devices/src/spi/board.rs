@@ -72,6 +72,19 @@ pub struct Enc28j60Board {
     pub mac: [u8; 6],
     /// `int-gpio` / `int-line`: the INT pin's GPIO input.
     pub int: Option<IntPin>,
+    /// `peer = true`: the deterministic network peer on the chip's wire.
+    pub peer: Option<PeerBoard>,
+}
+
+/// The peer on a NIC's wire (`hs_peer`): 10.0.2.2, link rate the NIC's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PeerBoard {
+    /// `peer-latency-ns`: one-way propagation delay (default 5 µs).
+    pub latency_ns: u64,
+    /// `peer-tcp-source`: port of a TCP source whose size the client asks.
+    pub tcp_source: Option<u16>,
+    /// `peer-tcp-sink`: port of a TCP sink.
+    pub tcp_sink: Option<u16>,
 }
 
 fn err(key: &str, message: impl Into<String>) -> ParamError {
@@ -174,7 +187,32 @@ pub fn parse(cfg: &DeviceConfig) -> Result<SsiBoardConfig, ParamError> {
                         None
                     }
                 };
-                chips.push(Enc28j60Board { cs, max_hz: hz, mac, int });
+                let peer = match key("peer") {
+                    Some(k) => p.bool(k, false)?,
+                    None => false,
+                };
+                let latency_ns = int_at(&mut p, key("peer-latency-ns"), 5_000, 0, 1_000_000_000)? as u64;
+                let tcp_source = match key("peer-tcp-source") {
+                    Some(k) => Some(int_at(&mut p, Some(k), 5001, 1, 65535)? as u16),
+                    None => None,
+                };
+                let tcp_sink = match key("peer-tcp-sink") {
+                    Some(k) => Some(int_at(&mut p, Some(k), 5002, 1, 65535)? as u16),
+                    None => None,
+                };
+                if !peer {
+                    if let Some(k) = ["peer-latency-ns", "peer-tcp-source", "peer-tcp-sink"]
+                        .into_iter()
+                        .find_map(|f| key(f))
+                    {
+                        return Err(err(k, "needs `peer = true` (the network peer it configures)"));
+                    }
+                }
+                if tcp_source.is_some() && tcp_source == tcp_sink {
+                    return Err(err(key("peer-tcp-sink").unwrap_or("peer-tcp-sink"), "is the TCP source's port too"));
+                }
+                let peer = peer.then_some(PeerBoard { latency_ns, tcp_source, tcp_sink });
+                chips.push(Enc28j60Board { cs, max_hz: hz, mac, int, peer });
             }
             Some(other) => {
                 return Err(err(
@@ -305,7 +343,20 @@ impl SsiDevice {
                 mac: chip.mac,
                 int: chip.int.clone(),
             };
-            ssi.attach(chip.cs, Box::new(Enc28j60::new(&format!("{name}.cs{}", chip.cs), c, pin)));
+            let mut dev = Enc28j60::new(&format!("{name}.cs{}", chip.cs), c, pin);
+            if let Some(pb) = &chip.peer {
+                let mut pc = hs_peer::PeerConfig::new(a.clock.hz);
+                pc.link_bps = super::enc28j60::LINK_BPS;
+                pc.latency_ns = pb.latency_ns;
+                if let Some(port) = pb.tcp_source {
+                    pc.services.push(hs_peer::Service::TcpSource { port, bytes: None });
+                }
+                if let Some(port) = pb.tcp_sink {
+                    pc.services.push(hs_peer::Service::TcpSink { port });
+                }
+                dev.connect(Box::new(hs_peer::Peer::new(pc)));
+            }
+            ssi.attach(chip.cs, Box::new(dev));
         }
         for (cs, gpio, line) in &cfg.gpio_cs {
             ssi.set_gpio_cs(*cs, a.signal(&format!("{gpio}.out{line}")));

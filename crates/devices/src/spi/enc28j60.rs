@@ -59,6 +59,25 @@ pub trait EthernetLink {
     }
 }
 
+/// The deterministic peer (`hs_peer`) as the far end of the wire.
+impl EthernetLink for hs_peer::Peer {
+    fn send(&mut self, frame: Vec<u8>, now: u64) {
+        hs_peer::Peer::send(self, frame, now)
+    }
+    fn recv(&mut self, now: u64) -> Option<Vec<u8>> {
+        hs_peer::Peer::recv(self, now)
+    }
+    fn next_event(&self) -> Option<u64> {
+        hs_peer::Peer::next_event(self)
+    }
+    fn stats(&self, prefix: &str) -> Vec<Stat> {
+        hs_peer::Peer::stats(self)
+            .into_iter()
+            .map(|(n, v, d)| Stat::new(format!("{prefix}.{n}"), v, d))
+            .collect()
+    }
+}
+
 /// Where the chip's INT pin goes, for the device tree.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IntPin {

@@ -1,0 +1,483 @@
+//! The far end of a NIC's wire: an Ethernet link in simulated time and a
+//! real TCP/IP stack (`smoltcp`) that answers ARP and ping and runs
+//! ttcp-style services, so a network study is byte-for-byte repeatable.
+//!
+//! **Why smoltcp**: a complete, widely used IPv4/TCP stack that owns no
+//! threads, sockets or clock. It is polled with a timestamp we give it, so
+//! it runs in simulated time and is deterministic given its random seed
+//! (fixed here). It needs no host networking at all.
+//!
+//! **Time**: every call takes the simulated core cycle; smoltcp's clock is
+//! that cycle in microseconds at the core clock. A frame from the guest
+//! reaches the peer `latency` after its last bit left the NIC; a frame from
+//! the peer leaves when the line towards the guest is free, takes
+//! (8 preamble + max(len, 60) + 4 FCS) bytes + a 96-bit gap at the link
+//! rate, and arrives `latency` later. Frames are handed over without FCS.
+//!
+//! The peer is `10.0.2.2/24` with MAC `52:54:00:12:35:02` by default (the
+//! addresses QEMU's user networking gives its host side); the guest is
+//! expected at `10.0.2.15`.
+
+use std::collections::VecDeque;
+
+use smoltcp::iface::{Config, Interface, SocketHandle, SocketSet};
+use smoltcp::phy::{self, Device, DeviceCapabilities, Medium};
+use smoltcp::socket::tcp;
+use smoltcp::time::Instant;
+use smoltcp::wire::{EthernetAddress, IpAddress, IpCidr, Ipv4Address};
+
+/// The FNV-1a 64 of a byte stream (what the services fingerprint).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fnv(pub u64);
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Fnv {
+    pub fn feed(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+}
+
+/// Byte `i` of what a TCP source sends: a 251-byte cycle (a prime, so it
+/// never lines up with buffer or segment sizes).
+pub fn pattern_byte(i: u64) -> u8 {
+    (i % 251) as u8
+}
+
+/// FNV-1a 64 of the first `n` bytes of the source's pattern.
+pub fn pattern_fnv(n: u64) -> u64 {
+    let mut f = Fnv::default();
+    let block: Vec<u8> = (0..251u64).map(pattern_byte).collect();
+    let mut left = n;
+    while left > 0 {
+        let k = left.min(251) as usize;
+        f.feed(&block[..k]);
+        left -= k as u64;
+    }
+    f.0
+}
+
+/// A service the peer runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Service {
+    /// Accept one connection on `port` and send bytes of the pattern
+    /// ([`pattern_byte`]), then close (ttcp -t towards the guest): `bytes`
+    /// of them, or with `None` as many as the client asks for in its first
+    /// 8 bytes (a big-endian count; `ttcp -c` sends it), so the workload
+    /// chooses the size.
+    TcpSource { port: u16, bytes: Option<u64> },
+    /// Accept one connection on `port` and read until it closes (ttcp -r).
+    TcpSink { port: u16 },
+}
+
+#[derive(Clone, Debug)]
+pub struct PeerConfig {
+    pub core_hz: u64,
+    pub mac: [u8; 6],
+    pub ip: [u8; 4],
+    pub prefix: u8,
+    /// Link rate, bits per second (both directions).
+    pub link_bps: u64,
+    /// One-way propagation latency, nanoseconds.
+    pub latency_ns: u64,
+    pub services: Vec<Service>,
+    /// TCP socket buffers, bytes.
+    pub tcp_buffer: usize,
+}
+
+impl PeerConfig {
+    pub fn new(core_hz: u64) -> Self {
+        Self {
+            core_hz,
+            mac: [0x52, 0x54, 0x00, 0x12, 0x35, 0x02],
+            ip: [10, 0, 2, 2],
+            prefix: 24,
+            link_bps: 10_000_000,
+            latency_ns: 5_000,
+            services: Vec::new(),
+            tcp_buffer: 64 * 1024,
+        }
+    }
+}
+
+/// What a service did, for statistics and checks.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ServiceRecord {
+    pub bytes: u64,
+    pub fnv: u64,
+    pub first_cycle: u64,
+    pub last_cycle: u64,
+    pub connections: u64,
+}
+
+struct Running {
+    service: Service,
+    handle: SocketHandle,
+    record: ServiceRecord,
+    fnv: Fnv,
+    sent: u64,
+    done: bool,
+    /// The client's request so far (a source without a fixed size).
+    request: Vec<u8>,
+}
+
+/// Frames queued between the wire and smoltcp.
+#[derive(Default)]
+struct Queues {
+    rx: VecDeque<Vec<u8>>,
+    tx: Vec<Vec<u8>>,
+}
+
+struct RxTok(Vec<u8>);
+struct TxTok<'a>(&'a mut Vec<Vec<u8>>);
+
+impl phy::RxToken for RxTok {
+    fn consume<R, F: FnOnce(&[u8]) -> R>(self, f: F) -> R {
+        f(&self.0)
+    }
+}
+
+impl phy::TxToken for TxTok<'_> {
+    fn consume<R, F: FnOnce(&mut [u8]) -> R>(self, len: usize, f: F) -> R {
+        let mut buf = vec![0u8; len];
+        let r = f(&mut buf);
+        self.0.push(buf);
+        r
+    }
+}
+
+impl Device for Queues {
+    type RxToken<'a> = RxTok;
+    type TxToken<'a> = TxTok<'a>;
+    fn receive(&mut self, _t: Instant) -> Option<(RxTok, TxTok<'_>)> {
+        let f = self.rx.pop_front()?;
+        Some((RxTok(f), TxTok(&mut self.tx)))
+    }
+    fn transmit(&mut self, _t: Instant) -> Option<TxTok<'_>> {
+        Some(TxTok(&mut self.tx))
+    }
+    fn capabilities(&self) -> DeviceCapabilities {
+        let mut c = DeviceCapabilities::default();
+        c.medium = Medium::Ethernet;
+        c.max_transmission_unit = 1514;
+        c
+    }
+}
+
+/// The wire and the peer on it.
+pub struct Peer {
+    cfg: PeerConfig,
+    iface: Interface,
+    sockets: SocketSet<'static>,
+    queues: Queues,
+    services: Vec<Running>,
+    /// Frames from the guest on their way: (arrival cycle, frame).
+    inbound: VecDeque<(u64, Vec<u8>)>,
+    /// Frames towards the guest: (arrival cycle, frame).
+    outbound: VecDeque<(u64, Vec<u8>)>,
+    /// The line towards the guest is busy until this cycle.
+    line_free: u64,
+    /// smoltcp wants to be polled at this cycle.
+    poll_at: Option<u64>,
+    now: u64,
+    stat_frames_in: u64,
+    stat_bytes_in: u64,
+    stat_frames_out: u64,
+    stat_bytes_out: u64,
+    stat_malformed: u64,
+}
+
+impl Peer {
+    pub fn new(cfg: PeerConfig) -> Self {
+        let mut queues = Queues::default();
+        let mut config = Config::new(EthernetAddress(cfg.mac).into());
+        config.random_seed = 0x6861_7274_7363_6f70; // fixed: runs repeat exactly
+        let mut iface = Interface::new(config, &mut queues, Instant::from_micros(0));
+        iface.update_ip_addrs(|a| {
+            let [a0, a1, a2, a3] = cfg.ip;
+            let _ = a.push(IpCidr::new(IpAddress::v4(a0, a1, a2, a3), cfg.prefix));
+        });
+        let mut sockets = SocketSet::new(Vec::new());
+        let services = cfg
+            .services
+            .iter()
+            .map(|s| {
+                let rx = tcp::SocketBuffer::new(vec![0; cfg.tcp_buffer]);
+                let tx = tcp::SocketBuffer::new(vec![0; cfg.tcp_buffer]);
+                let mut sock = tcp::Socket::new(rx, tx);
+                let port = match s {
+                    Service::TcpSource { port, .. } | Service::TcpSink { port } => *port,
+                };
+                let _ = sock.listen(port);
+                Running {
+                    service: s.clone(),
+                    handle: sockets.add(sock),
+                    record: ServiceRecord::default(),
+                    fnv: Fnv::default(),
+                    sent: 0,
+                    done: false,
+                    request: Vec::new(),
+                }
+            })
+            .collect();
+        let mut p = Self {
+            cfg,
+            iface,
+            sockets,
+            queues,
+            services,
+            inbound: VecDeque::new(),
+            outbound: VecDeque::new(),
+            line_free: 0,
+            poll_at: Some(0),
+            now: 0,
+            stat_frames_in: 0,
+            stat_bytes_in: 0,
+            stat_frames_out: 0,
+            stat_bytes_out: 0,
+            stat_malformed: 0,
+        };
+        p.poll(0);
+        p
+    }
+
+    pub fn config(&self) -> &PeerConfig {
+        &self.cfg
+    }
+
+    fn ns_to_cycles(&self, ns: u64) -> u64 {
+        ((ns as u128 * self.cfg.core_hz as u128).div_ceil(1_000_000_000)) as u64
+    }
+    fn instant(&self, cycle: u64) -> Instant {
+        Instant::from_micros((cycle as u128 * 1_000_000 / self.cfg.core_hz.max(1) as u128) as i64)
+    }
+    fn cycle_of(&self, t: Instant) -> u64 {
+        ((t.total_micros().max(0) as u128 * self.cfg.core_hz as u128).div_ceil(1_000_000)) as u64
+    }
+    /// Cycles a frame of `len` bytes (no FCS) occupies the line.
+    pub fn wire_cycles(&self, len: usize) -> u64 {
+        let bits = (8 + len.max(60) + 4) as u64 * 8 + 96;
+        ((bits as u128 * self.cfg.core_hz as u128).div_ceil(self.cfg.link_bps.max(1) as u128)) as u64
+    }
+
+    /// A frame from the guest whose last bit left its NIC at cycle `now`.
+    pub fn send(&mut self, frame: Vec<u8>, now: u64) {
+        if frame.len() < 14 || frame.len() > 1514 {
+            self.stat_malformed += 1;
+            return;
+        }
+        let at = now + self.ns_to_cycles(self.cfg.latency_ns);
+        // Frames keep their order on the wire.
+        let at = self.inbound.back().map_or(at, |(t, _)| at.max(*t));
+        self.inbound.push_back((at, frame));
+    }
+
+    /// The next frame for the guest whose last bit has arrived by `now`.
+    pub fn recv(&mut self, now: u64) -> Option<Vec<u8>> {
+        self.advance(now);
+        match self.outbound.front() {
+            Some((t, _)) if *t <= now => self.outbound.pop_front().map(|(_, f)| f),
+            _ => None,
+        }
+    }
+
+    /// The cycle the peer next has a frame for the guest or must run.
+    pub fn next_event(&self) -> Option<u64> {
+        [
+            self.outbound.front().map(|f| f.0),
+            self.inbound.front().map(|f| f.0),
+            self.poll_at,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    /// Run the peer up to cycle `now`: frames from the guest are taken at
+    /// their arrival cycles, smoltcp's timers fire at theirs.
+    pub fn advance(&mut self, now: u64) {
+        loop {
+            let next_in = self.inbound.front().map(|f| f.0).filter(|&t| t <= now);
+            let next_poll = self.poll_at.filter(|&t| t <= now);
+            let t = match (next_in, next_poll) {
+                (Some(a), Some(b)) => a.min(b),
+                (a, b) => match a.or(b) {
+                    Some(t) => t,
+                    None => break,
+                },
+            };
+            while let Some((at, _)) = self.inbound.front() {
+                if *at > t {
+                    break;
+                }
+                let (_, f) = self.inbound.pop_front().expect("checked");
+                self.stat_frames_in += 1;
+                self.stat_bytes_in += f.len() as u64;
+                self.queues.rx.push_back(f);
+            }
+            self.poll(t.max(self.now));
+        }
+        self.now = self.now.max(now);
+    }
+
+    fn poll(&mut self, at: u64) {
+        self.now = self.now.max(at);
+        let ts = self.instant(self.now);
+        // Poll until quiet: services may queue data that smoltcp then sends.
+        for _ in 0..64 {
+            let changed = self.iface.poll(ts, &mut self.queues, &mut self.sockets);
+            let moved = self.run_services();
+            if changed == smoltcp::iface::PollResult::None && !moved {
+                break;
+            }
+        }
+        for f in std::mem::take(&mut self.queues.tx) {
+            let start = self.now.max(self.line_free);
+            let done = start + self.wire_cycles(f.len());
+            self.line_free = done;
+            let arrive = done + self.ns_to_cycles(self.cfg.latency_ns);
+            self.stat_frames_out += 1;
+            self.stat_bytes_out += f.len() as u64;
+            self.outbound.push_back((arrive, f));
+        }
+        self.poll_at = self
+            .iface
+            .poll_at(ts, &self.sockets)
+            .map(|t| self.cycle_of(t).max(self.now + 1));
+    }
+
+    /// Feed the sources and drain the sinks; true if any moved data.
+    fn run_services(&mut self) -> bool {
+        let now = self.now;
+        let mut moved = false;
+        for r in &mut self.services {
+            let sock = self.sockets.get_mut::<tcp::Socket>(r.handle);
+            if sock.is_active() && r.record.connections == 0 {
+                r.record.connections = 1;
+            }
+            match r.service {
+                Service::TcpSource { bytes, .. } => {
+                    if r.done || !sock.may_send() {
+                        continue;
+                    }
+                    let bytes = match bytes {
+                        Some(b) => b,
+                        None => {
+                            while r.request.len() < 8 && sock.can_recv() {
+                                let want = 8 - r.request.len();
+                                let req = &mut r.request;
+                                let _ = sock.recv(|buf| {
+                                    let k = buf.len().min(want);
+                                    req.extend_from_slice(&buf[..k]);
+                                    (k, ())
+                                });
+                            }
+                            if r.request.len() < 8 {
+                                continue;
+                            }
+                            u64::from_be_bytes(r.request[..8].try_into().expect("8 bytes"))
+                        }
+                    };
+                    while r.sent < bytes && sock.can_send() {
+                        let start = r.sent;
+                        let n = sock
+                            .send(|buf| {
+                                let k = buf.len().min((bytes - start).min(usize::MAX as u64) as usize);
+                                for (i, b) in buf[..k].iter_mut().enumerate() {
+                                    *b = pattern_byte(start + i as u64);
+                                }
+                                (k, k)
+                            })
+                            .unwrap_or(0);
+                        if n == 0 {
+                            break;
+                        }
+                        if r.sent == 0 {
+                            r.record.first_cycle = now;
+                        }
+                        r.sent += n as u64;
+                        r.record.bytes = r.sent;
+                        r.record.last_cycle = now;
+                        moved = true;
+                    }
+                    if r.sent >= bytes {
+                        sock.close();
+                        r.done = true;
+                        r.record.fnv = pattern_fnv(bytes);
+                    }
+                }
+                Service::TcpSink { .. } => {
+                    while sock.can_recv() {
+                        let fnv = &mut r.fnv;
+                        let n = sock
+                            .recv(|buf| {
+                                fnv.feed(buf);
+                                (buf.len(), buf.len())
+                            })
+                            .unwrap_or(0);
+                        if n == 0 {
+                            break;
+                        }
+                        if r.record.bytes == 0 {
+                            r.record.first_cycle = now;
+                        }
+                        r.record.bytes += n as u64;
+                        r.record.last_cycle = now;
+                        r.record.fnv = r.fnv.0;
+                        moved = true;
+                    }
+                    if !sock.may_recv() && sock.is_active() && !r.done {
+                        sock.close();
+                        r.done = true;
+                    }
+                }
+            }
+        }
+        moved
+    }
+
+    /// What each service did, in configuration order.
+    pub fn records(&self) -> Vec<(Service, ServiceRecord)> {
+        self.services
+            .iter()
+            .map(|r| (r.service.clone(), r.record.clone()))
+            .collect()
+    }
+
+    /// Statistics as (name, value, description).
+    pub fn stats(&self) -> Vec<(String, u64, &'static str)> {
+        let mut v = vec![
+            ("peer.frames_in".to_string(), self.stat_frames_in, "frames the peer took from the wire"),
+            ("peer.bytes_in".to_string(), self.stat_bytes_in, "bytes of those frames (no FCS)"),
+            ("peer.frames_out".to_string(), self.stat_frames_out, "frames the peer put on the wire"),
+            ("peer.bytes_out".to_string(), self.stat_bytes_out, "bytes of those frames (no FCS)"),
+            ("peer.malformed".to_string(), self.stat_malformed, "frames from the guest dropped: shorter than a header or longer than 1514 bytes"),
+        ];
+        for (s, r) in self.records() {
+            let name = match s {
+                Service::TcpSource { port, .. } => format!("peer.tcp_source{port}"),
+                Service::TcpSink { port } => format!("peer.tcp_sink{port}"),
+            };
+            v.push((format!("{name}.bytes"), r.bytes, "bytes the service sent or received"));
+            v.push((format!("{name}.fnv1a"), r.fnv, "FNV-1a 64 of those bytes"));
+            v.push((format!("{name}.first_cycle"), r.first_cycle, "cycle of the first byte"));
+            v.push((format!("{name}.last_cycle"), r.last_cycle, "cycle of the last byte"));
+            v.push((format!("{name}.connections"), r.connections, "connections accepted"));
+        }
+        v
+    }
+}
+
+/// The peer's address as smoltcp writes it (for tests and messages).
+pub fn ip_text(ip: [u8; 4]) -> String {
+    Ipv4Address::new(ip[0], ip[1], ip[2], ip[3]).to_string()
+}
+
+#[cfg(test)]
+mod tests;

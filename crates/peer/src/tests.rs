@@ -1,0 +1,155 @@
+use super::*;
+use smoltcp::socket::icmp;
+use smoltcp::wire::{Icmpv4Packet, Icmpv4Repr};
+
+const HZ: u64 = 1_000_000_000;
+
+/// A second smoltcp stack standing in for the guest, on the other end of
+/// the peer's wire (frames handed over at their cycles).
+struct Guest {
+    iface: Interface,
+    sockets: SocketSet<'static>,
+    q: Queues,
+}
+
+impl Guest {
+    fn new() -> Self {
+        let mut q = Queues::default();
+        let mut c = Config::new(EthernetAddress([0x02, 0, 0, 0, 0, 0x10]).into());
+        c.random_seed = 7;
+        let mut iface = Interface::new(c, &mut q, Instant::from_micros(0));
+        iface.update_ip_addrs(|a| {
+            let _ = a.push(IpCidr::new(IpAddress::v4(10, 0, 2, 15), 24));
+        });
+        Self {
+            iface,
+            sockets: SocketSet::new(Vec::new()),
+            q,
+        }
+    }
+}
+
+/// Run both ends in 10 µs steps until `until` or `done` says so; the
+/// cycle it stopped at.
+fn run(peer: &mut Peer, g: &mut Guest, until: u64, mut done: impl FnMut(&mut Guest) -> bool) -> u64 {
+    let mut t = 0;
+    while t < until {
+        t += 10_000;
+        while let Some(f) = peer.recv(t) {
+            g.q.rx.push_back(f);
+        }
+        let ts = Instant::from_micros((t / 1000) as i64);
+        g.iface.poll(ts, &mut g.q, &mut g.sockets);
+        for f in std::mem::take(&mut g.q.tx) {
+            peer.send(f, t);
+        }
+        if done(g) {
+            return t;
+        }
+    }
+    t
+}
+
+#[test]
+fn ping_is_answered_after_arp_with_the_wire_time_in_the_round_trip() {
+    let mut peer = Peer::new(PeerConfig::new(HZ));
+    let mut g = Guest::new();
+    let rx = icmp::PacketBuffer::new(vec![icmp::PacketMetadata::EMPTY; 4], vec![0; 1024]);
+    let tx = icmp::PacketBuffer::new(vec![icmp::PacketMetadata::EMPTY; 4], vec![0; 1024]);
+    let h = g.sockets.add(icmp::Socket::new(rx, tx));
+    g.sockets.get_mut::<icmp::Socket>(h).bind(icmp::Endpoint::Ident(0x1234)).unwrap();
+    let mut sent = false;
+    let end = run(&mut peer, &mut g, 50_000_000, |g| {
+        let s = g.sockets.get_mut::<icmp::Socket>(h);
+        if !sent && s.can_send() {
+            let repr = Icmpv4Repr::EchoRequest { ident: 0x1234, seq_no: 1, data: b"hartscope" };
+            let buf = s.send(repr.buffer_len(), IpAddress::v4(10, 0, 2, 2)).unwrap();
+            repr.emit(&mut Icmpv4Packet::new_unchecked(buf), &Default::default());
+            sent = true;
+        }
+        if s.can_recv() {
+            let (data, _) = s.recv().unwrap();
+            let p = Icmpv4Packet::new_checked(data).unwrap();
+            let r = Icmpv4Repr::parse(&p, &Default::default()).unwrap();
+            return matches!(r, Icmpv4Repr::EchoReply { seq_no: 1, data: b"hartscope", .. });
+        }
+        false
+    });
+    assert!(end < 50_000_000, "no echo reply");
+    let st = peer.stats();
+    let get = |n: &str| st.iter().find(|s| s.0 == n).unwrap().1;
+    // ARP request + echo request in, ARP reply + echo reply out.
+    assert!(get("peer.frames_in") >= 2 && get("peer.frames_out") >= 2, "{st:?}");
+}
+
+#[test]
+fn a_tcp_source_delivers_its_pattern_intact_and_the_same_every_time() {
+    let bytes = 300_000u64;
+    let go = || {
+        let mut cfg = PeerConfig::new(HZ);
+        cfg.services = vec![Service::TcpSource { port: 5001, bytes: None }];
+        let mut peer = Peer::new(cfg);
+        let mut g = Guest::new();
+        let rx = tcp::SocketBuffer::new(vec![0; 65536]);
+        let tx = tcp::SocketBuffer::new(vec![0; 4096]);
+        let h = g.sockets.add(tcp::Socket::new(rx, tx));
+        let cx = g.iface.context();
+        g.sockets
+            .get_mut::<tcp::Socket>(h)
+            .connect(cx, (IpAddress::v4(10, 0, 2, 2), 5001), 40000)
+            .unwrap();
+        let mut got = Vec::new();
+        let mut asked = false;
+        let end = run(&mut peer, &mut g, 5_000_000_000, |g| {
+            let s = g.sockets.get_mut::<tcp::Socket>(h);
+            if !asked && s.can_send() {
+                // The client names the size, as ttcp -c does.
+                s.send_slice(&bytes.to_be_bytes()).unwrap();
+                asked = true;
+            }
+            while s.can_recv() {
+                s.recv(|b| {
+                    got.extend_from_slice(b);
+                    (b.len(), ())
+                })
+                .unwrap();
+            }
+            !s.may_recv() && got.len() as u64 == bytes
+        });
+        (end, got, peer.records())
+    };
+    let (end, got, records) = go();
+    assert_eq!(got.len() as u64, bytes, "the stream was cut short");
+    assert!(got.iter().enumerate().all(|(i, &b)| b == pattern_byte(i as u64)));
+    let mut f = Fnv::default();
+    f.feed(&got);
+    assert_eq!(records[0].1.fnv, f.0);
+    assert_eq!(records[0].1.bytes, bytes);
+    // 10 Mbit/s bounds it: 300 kB take at least 0.24 s of wire time.
+    assert!(end >= 240_000_000, "faster than the wire: {end} cycles");
+    // Deterministic: the same cycles and records again.
+    let (end2, _, records2) = go();
+    assert_eq!((end, records), (end2, records2));
+}
+
+#[test]
+fn malformed_frames_are_counted_not_taken() {
+    let mut peer = Peer::new(PeerConfig::new(HZ));
+    peer.send(vec![0; 10], 0);
+    peer.send(vec![0; 2000], 0);
+    peer.send(vec![0xff; 60], 0); // a well-formed runt of garbage: smoltcp drops it
+    peer.advance(1_000_000);
+    let st = peer.stats();
+    let get = |n: &str| st.iter().find(|s| s.0 == n).unwrap().1;
+    assert_eq!(get("peer.malformed"), 2);
+    assert_eq!(get("peer.frames_in"), 1);
+}
+
+#[test]
+fn the_pattern_fingerprint_matches_a_direct_hash() {
+    let mut f = Fnv::default();
+    let data: Vec<u8> = (0..1000u64).map(pattern_byte).collect();
+    f.feed(&data);
+    assert_eq!(pattern_fnv(1000), f.0);
+    assert_eq!(pattern_fnv(0), Fnv::default().0);
+}
