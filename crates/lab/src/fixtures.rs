@@ -106,6 +106,7 @@ pub fn run(variant: &str, cycles: u64, phases: &[(&str, u64)], profile: bool) ->
                     samples: 30,
                 }],
             }],
+            groups: vec![],
         }
     });
     let events = if profile {

@@ -10,6 +10,7 @@
 //! | `window[FROM..TO].cycles` (`.instret`, `.cpi`) | from the start of phase FROM to the end of phase TO |
 //! | `samples[SYMBOL]` | profiler samples whose leaf is SYMBOL |
 //! | `place_samples[PLACE]` | samples in `kernel`, `firmware` or a user binary |
+//! | `group[NAME]` | samples the study's `[[groups]]` put in NAME (or `other`) |
 //! | `stat[NAME]` | a counter of the run's total stat block |
 //! | `device[NAME]` | a device counter (`uart0.…`, `bus.mmio_writes`, …) |
 //! | `syscall[NAME@PHASE].count` (`.mean`, `.median`, `.max`) | system calls NAME begun in phases PHASE (`@PHASE` optional): how many, cycles from `ecall` to the return to user mode |
@@ -63,6 +64,10 @@ pub enum Metric {
     },
     PlaceSamples {
         place: String,
+    },
+    /// Profile samples the study's `[[groups]]` put in group NAME.
+    Group {
+        name: String,
     },
     Stat {
         name: String,
@@ -145,7 +150,7 @@ pub const NO_TIMING_MODEL: &str =
 pub const NO_TIMELINE: &str = "the run kept no timeline (`study.timeline = false`)";
 
 const KNOWN: &str = "cycles, instret, cpi, guest_seconds, boot_cycles, workload_cycles, console_bytes, \
-phase[LABEL].cycles|instret|cpi, window[FROM..TO].cycles|instret|cpi, samples[SYMBOL], place_samples[PLACE], stat[NAME], device[NAME], \
+phase[LABEL].cycles|instret|cpi, window[FROM..TO].cycles|instret|cpi, samples[SYMBOL], place_samples[PLACE], group[NAME], stat[NAME], device[NAME], \
 syscall[NAME@PHASE].count|mean|median|max|per_call, wake[DEVICE:NAME@PHASE].count|mean|median|max|remote, \
 guest[NAME], guest[NAME].cycles, ipi_latency[min|p50|p90|p99|max|count]";
 
@@ -216,6 +221,9 @@ impl std::str::FromStr for Metric {
             }),
             "place_samples" => bare(Metric::PlaceSamples {
                 place: arg.to_string(),
+            }),
+            "group" => bare(Metric::Group {
+                name: arg.to_string(),
             }),
             "stat" => bare(Metric::Stat {
                 name: arg.to_string(),
@@ -311,6 +319,7 @@ impl fmt::Display for Metric {
             Metric::Window { from, to, what } => write!(f, "window[{from}..{to}].{}", what.name()),
             Metric::Samples { symbol } => write!(f, "samples[{symbol}]"),
             Metric::PlaceSamples { place } => write!(f, "place_samples[{place}]"),
+            Metric::Group { name } => write!(f, "group[{name}]"),
             Metric::Stat { name } => write!(f, "stat[{name}]"),
             Metric::Device { name } => write!(f, "device[{name}]"),
             Metric::Syscall { name, phase, agg } => {
@@ -455,6 +464,15 @@ impl Metric {
             }
             Metric::Samples { symbol } => match &run.profile {
                 Some(p) => Ok(p.samples_of(symbol) as f64),
+                None => Err(Missing::NotCollected(NO_PROFILER.into())),
+            },
+            Metric::Group { name } => match &run.profile {
+                Some(p) => match p.groups.iter().find(|g| &g.name == name) {
+                    Some(g) => Ok(g.samples as f64),
+                    None => Err(Missing::Absent(format!(
+                        "the run's profile has no group `{name}` (the study's [[groups]] name them, and `other`)"
+                    ))),
+                },
                 None => Err(Missing::NotCollected(NO_PROFILER.into())),
             },
             Metric::PlaceSamples { place } => match &run.profile {

@@ -163,6 +163,16 @@ pub struct Profile {
     /// The hottest symbols of every phase that has samples, in run order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub phases: Vec<PhaseProfile>,
+    /// The window's samples split by the study's `[[groups]]` (then `other`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<GroupCount>,
+}
+
+/// Samples of one profile group.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupCount {
+    pub name: String,
+    pub samples: u64,
 }
 
 /// Hot symbols of one phase (from its marker to the next).

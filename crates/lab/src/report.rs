@@ -1092,7 +1092,9 @@ fn pivot_tables(input: &ReportInput, labels: &[String]) -> Vec<Block> {
                     .value(&r.record)
                     .map(|v| in_unit(v, t.unit, r.record.machine.mhz));
                 cells.push(match &v {
-                    Ok(v) if t.unit == TableUnit::Cycles => format_value(*v, m.format()),
+                    Ok(v) if matches!(t.unit, TableUnit::Cycles | TableUnit::Count) => {
+                        format_value(*v, m.format())
+                    }
                     Ok(v) => format!("{v:.3}"),
                     Err(e) => {
                         if !missing.contains(&e.reason().to_string()) {
@@ -1122,7 +1124,7 @@ fn pivot_tables(input: &ReportInput, labels: &[String]) -> Vec<Block> {
 /// A cycle count in the table's unit of guest time at `mhz`.
 fn in_unit(cycles: f64, unit: TableUnit, mhz: u64) -> f64 {
     match unit {
-        TableUnit::Cycles => cycles,
+        TableUnit::Cycles | TableUnit::Count => cycles,
         TableUnit::Micros => cycles / mhz.max(1) as f64,
         TableUnit::Millis => cycles / mhz.max(1) as f64 / 1000.0,
     }

@@ -362,6 +362,13 @@ fn execute_with<M: TimingModel>(
         scenario.profile_to.as_deref(),
     )
     .map_err(run_err)?;
+    let mut profile = profile;
+    if let Some(prof) = profile.as_mut() {
+        if !scenario.groups.is_empty() {
+            let window = window_samples(&observations, prof.from_cycle, prof.to_cycle);
+            prof.groups = group_counts(&window, &symbols, &scenario.groups);
+        }
+    }
     if let Some(prof) = &profile {
         let window = window_samples(&observations, prof.from_cycle, prof.to_cycle);
         let sym = symbols.symbolizer();
@@ -562,6 +569,36 @@ pub fn profile(
     Ok(Some(p))
 }
 
+/// The samples split by the study's groups: each goes to the first group
+/// a frame of its stack matches, from the leaf outwards; `other` last.
+pub fn group_counts(
+    samples: &[hs_observe::Sample],
+    symbols: &GuestSymbols,
+    groups: &[crate::scenario::ProfileGroup],
+) -> Vec<crate::record::GroupCount> {
+    let sym = symbols.symbolizer();
+    let mut counts = vec![0u64; groups.len() + 1];
+    for s in samples {
+        let r = sym.resolve_sample(s);
+        let g = r
+            .frames
+            .iter()
+            .find_map(|f| {
+                let (place, symbol) = (f.where_name(), f.symbol.unwrap_or(""));
+                groups.iter().position(|g| g.matches(place, symbol))
+            })
+            .unwrap_or(groups.len());
+        counts[g] += 1;
+    }
+    groups
+        .iter()
+        .map(|g| g.name.clone())
+        .chain(std::iter::once("other".to_string()))
+        .zip(counts)
+        .map(|(name, samples)| crate::record::GroupCount { name, samples })
+        .collect()
+}
+
 /// Samples taken in `[from, to)` (cycles of the sampled hart).
 pub fn window_samples(
     obs: &Observations,
@@ -630,6 +667,7 @@ pub fn profile_with<R: hs_observe::UserResolver>(
         window: "the whole run".into(),
         to_cycle: None,
         phases: Vec::new(),
+        groups: Vec::new(),
     }
 }
 

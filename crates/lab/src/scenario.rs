@@ -31,6 +31,58 @@ struct RawScenario {
     checks: Vec<RawCheck>,
     #[serde(default)]
     tables: Vec<RawTable>,
+    #[serde(default)]
+    groups: Vec<RawGroup>,
+}
+
+/// `[[groups]]`: a named set of symbol prefixes; each profile sample goes
+/// to the first group (in file order) that a frame of its stack matches,
+/// walking from the leaf outwards — `perf report --parent` in spirit.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawGroup {
+    name: String,
+    /// Symbol prefixes (`dw_spi_`), or `place:NAME` for any code of a user
+    /// binary (`place:ttcp`).
+    symbols: Vec<String>,
+}
+
+/// A profile group (see `[[groups]]`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProfileGroup {
+    pub name: String,
+    pub symbols: Vec<String>,
+}
+
+impl ProfileGroup {
+    /// Whether a frame (its place and symbol) belongs to this group.
+    pub fn matches(&self, place: &str, symbol: &str) -> bool {
+        self.symbols.iter().any(|p| match p.strip_prefix("place:") {
+            Some(pl) => place == pl,
+            None => symbol.starts_with(p.as_str()),
+        })
+    }
+}
+
+fn parse_groups(raw: &[RawGroup], err: &ErrFn) -> Result<Vec<ProfileGroup>> {
+    let mut out: Vec<ProfileGroup> = Vec::new();
+    for (i, g) in raw.iter().enumerate() {
+        let key = |k: &str| format!("groups[{i}].{k}");
+        let name_ok = !g.name.is_empty()
+            && g.name.len() <= 64
+            && g.name.chars().all(|c| c.is_ascii_alphanumeric() || " -_./()".contains(c));
+        if !name_ok || g.name == "other" {
+            return Err(err(&key("name"), format!("{:?} is not a group name (1 to 64 letters, digits, spaces and - _ . / ( ); `other` is taken)", g.name)));
+        }
+        if out.iter().any(|o| o.name == g.name) {
+            return Err(err(&key("name"), format!("`{}` names two groups", g.name)));
+        }
+        if g.symbols.is_empty() || g.symbols.iter().any(|p| p.trim().is_empty() || p == "place:") {
+            return Err(err(&key("symbols"), "a group needs at least one non-empty symbol prefix or `place:NAME`".into()));
+        }
+        out.push(ProfileGroup { name: g.name.clone(), symbols: g.symbols.clone() });
+    }
+    Ok(out)
 }
 
 /// `[[tables]]`: one metric laid out rows × variants, as a seed's table.
@@ -62,6 +114,8 @@ pub struct PivotTable {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TableUnit {
     Cycles,
+    /// A plain count (samples, bytes, …): shown as is.
+    Count,
     Micros,
     Millis,
 }
@@ -70,6 +124,7 @@ impl TableUnit {
     pub fn name(self) -> &'static str {
         match self {
             TableUnit::Cycles => "cycles",
+            TableUnit::Count => "count",
             TableUnit::Micros => "µs",
             TableUnit::Millis => "ms",
         }
@@ -96,10 +151,11 @@ fn parse_tables(raw: &[RawTable], err: &ErrFn) -> Result<Vec<PivotTable>> {
             None | Some("cycles") => TableUnit::Cycles,
             Some("us") => TableUnit::Micros,
             Some("ms") => TableUnit::Millis,
+            Some("count") => TableUnit::Count,
             Some(u) => {
                 return Err(err(
                     &key("unit"),
-                    format!("`{u}` is not a unit (cycles, us or ms)"),
+                    format!("`{u}` is not a unit (cycles, count, us or ms)"),
                 ))
             }
         };
@@ -110,7 +166,7 @@ fn parse_tables(raw: &[RawTable], err: &ErrFn) -> Result<Vec<PivotTable>> {
                 .replace("{row}", r)
                 .parse::<Metric>()
                 .map_err(|m| err(&key("metric"), m))?;
-            if unit != TableUnit::Cycles && !m.is_cycles() {
+            if !matches!(unit, TableUnit::Cycles | TableUnit::Count) && !m.is_cycles() {
                 return Err(err(
                     &key("unit"),
                     format!(
@@ -315,6 +371,8 @@ pub struct Scenario {
     pub variants: Vec<Variant>,
     pub checks: Vec<Check>,
     pub tables: Vec<PivotTable>,
+    /// `[[groups]]`: how the profile is split (`group[NAME]`).
+    pub groups: Vec<ProfileGroup>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -691,6 +749,7 @@ impl Scenario {
         let variant_names: Vec<String> = variants.iter().map(|v| v.name.clone()).collect();
         let checks = parse_checks(&raw.checks, &variant_names, &err)?;
         let tables = parse_tables(&raw.tables, &err)?;
+        let groups = parse_groups(&raw.groups, &err)?;
         let itrace = match &raw.study.itrace {
             Some(t) => Some(
                 hs_machine::ItraceSpec::parse(t).map_err(|e| err("study.itrace", e.to_string()))?,
@@ -731,6 +790,7 @@ impl Scenario {
             variants,
             checks,
             tables,
+            groups,
         })
     }
 
