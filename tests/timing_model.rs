@@ -428,4 +428,34 @@ fn linux_reads_the_model_through_the_sbi_pmu() {
         l1d_misses(cfg.l1d.size / 2) < 0.05 && l1d_misses(2 * cfg.l1d.size) > 0.95,
         "{sweep:?}"
     );
+    for c in ["branch-misses", "branches", "L1-dcache-load-misses"] {
+        assert!(
+            console.contains(&format!("timingprobe: perf counter {c} counted ")),
+            "{c} counted on the in-order model: {console}"
+        );
+    }
+}
+
+/// The atomic model counts no hardware events; its device tree maps none,
+/// so an event the model does not count never runs (what `perf stat` shows
+/// as `<not counted>` / `<not supported>`) instead of counting a 0 that
+/// looks measured.
+#[test]
+fn the_atomic_model_advertises_no_events_it_does_not_count() {
+    if let Err(e) = hs_guest::find("custom") {
+        panic!("the custom image is missing ({e})");
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_hartscope"))
+        .args(["boot", "--image", "custom", "--workload"])
+        .arg(root().join("guest/workloads/timingprobe-run"))
+        .output()
+        .unwrap();
+    let console = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{console}");
+    for c in ["branch-misses", "branches", "L1-dcache-load-misses"] {
+        assert!(
+            console.contains(&format!("timingprobe: perf counter {c} <not counted> (time running 0)")),
+            "{c} on the atomic model: {console}"
+        );
+    }
 }

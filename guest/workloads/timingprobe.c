@@ -267,6 +267,9 @@ static int open_counter(uint32_t type, uint64_t config, const char *name)
 	a.size = sizeof a;
 	a.type = type;
 	a.config = config; /* no exclude_kernel: without Sscofpmf the SBI PMU cannot filter by mode */
+	/* time running tells a counter that never ran (an event the PMU
+	 * refused when it was scheduled) from one that counted 0 */
+	a.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
 	int fd = (int)syscall(__NR_perf_event_open, &a, 0, -1, -1, 0);
 	if (fd < 0)
 		printf("timingprobe: perf counter %s unavailable (errno %d)\n", name, errno);
@@ -277,10 +280,22 @@ static int open_counter(uint32_t type, uint64_t config, const char *name)
 
 static uint64_t read_counter(int fd)
 {
-	uint64_t v = 0;
-	if (fd >= 0 && read(fd, &v, sizeof v) != sizeof v)
-		v = 0;
-	return v;
+	uint64_t v[3] = { 0, 0, 0 };
+	if (fd >= 0 && read(fd, v, sizeof v) != sizeof v)
+		v[0] = v[2] = 0;
+	return v[0];
+}
+
+/* As perf stat says it: counted, or `<not counted>` when it never ran. */
+static void counter_status(int fd, const char *name)
+{
+	uint64_t v[3] = { 0, 0, 0 };
+	if (fd < 0)
+		return;
+	if (read(fd, v, sizeof v) != sizeof v || v[2] == 0)
+		printf("timingprobe: perf counter %s <not counted> (time running 0)\n", name);
+	else
+		printf("timingprobe: perf counter %s counted %llu\n", name, (unsigned long long)v[0]);
 }
 
 static void counters_start(void)
@@ -313,6 +328,9 @@ int main(void)
 	mark_phase(label, sizeof label - 1);
 	printf("timingprobe: cycles= are rdtime ticks in this build\n");
 	probe();
+	counter_status(fd_branch_misses, "branch-misses");
+	counter_status(fd_branches, "branches");
+	counter_status(fd_l1d_misses, "L1-dcache-load-misses");
 	fflush(stdout);
 	return 0;
 }

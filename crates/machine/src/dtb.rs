@@ -22,6 +22,8 @@ pub struct DtbParams {
     pub rng_seed: u64,
     pub isa: String,
     pub isa_extensions: Vec<String>,
+    /// Events the timing model counts on the hpm counters.
+    pub hpm_events: Vec<u64>,
     pub mmu_type: String,
 }
 
@@ -80,12 +82,15 @@ fn write_node(w: &mut FdtWriter, n: &FdtNode) -> Result<(), MachineError> {
 }
 
 /// The `riscv,pmu` node OpenSBI reads to map SBI PMU events to counters:
-/// cycles and instructions on `mcycle`/`minstret`, every event the timing
-/// models count (`hs_timing::event`) on `mhpmcounter3..31`. The selector
-/// written to `mhpmeventN` is the event index itself (OpenSBI's default
-/// when the node has no `riscv,event-to-mhpmevent`). Raw events (`perf -e
-/// rN`) of any selector go to the same counters with N as the selector.
-fn pmu_node() -> FdtNode {
+/// cycles and instructions on `mcycle`/`minstret`, and every event the
+/// machine's timing model counts (`events`, from
+/// `TimingModel::hpm_events`) on `mhpmcounter3..31`. The selector written
+/// to `mhpmeventN` is the event index itself (OpenSBI's default when the
+/// node has no `riscv,event-to-mhpmevent`). Raw events (`perf -e rN`) of
+/// those selectors go to the same counters with N as the selector. An event
+/// the model does not count is not listed, so OpenSBI refuses it and `perf
+/// stat` prints `<not supported>` rather than a 0 that looks measured.
+fn pmu_node(events: &[u64]) -> FdtNode {
     use hs_timing::event;
     const HPM_COUNTERS: u32 = 0xffff_fff8;
     let mut map = vec![event::CPU_CYCLES as u32, event::CPU_CYCLES as u32, 1 << 0];
@@ -94,21 +99,25 @@ fn pmu_node() -> FdtNode {
         event::INSTRUCTIONS as u32,
         1 << 2,
     ]);
-    for e in event::SUPPORTED
+    for e in events
         .iter()
         .filter(|&&e| e != event::CPU_CYCLES && e != event::INSTRUCTIONS)
     {
         map.extend([*e as u32, *e as u32, HPM_COUNTERS]);
     }
-    let raw = event::SUPPORTED
+    let raw: Vec<u32> = events
         .iter()
         .flat_map(|&e| [0, e as u32, u32::MAX, u32::MAX, HPM_COUNTERS])
         .collect();
-    FdtNode::new("pmu")
+    let node = FdtNode::new("pmu")
         .str("compatible", "riscv,pmu")
-        .prop("riscv,event-to-mhpmcounters", Prop::U32s(map))
+        .prop("riscv,event-to-mhpmcounters", Prop::U32s(map));
+    if raw.is_empty() {
+        node
+    } else {
         // <select hi, lo, mask hi, lo, counters>: each selector exactly
-        .prop("riscv,raw-event-to-mhpmcounters", Prop::U32s(raw))
+        node.prop("riscv,raw-event-to-mhpmcounters", Prop::U32s(raw))
+    }
 }
 
 /// Build the DTB. `devices` are the nodes each device described itself with.
@@ -144,7 +153,7 @@ pub fn build(
         }
     }
 
-    root = root.child(pmu_node());
+    root = root.child(pmu_node(&p.hpm_events));
     root = root.child(
         FdtNode::new(format!("memory@{:x}", p.ram_base))
             .str("device_type", "memory")
@@ -206,7 +215,7 @@ mod tests {
 
     #[test]
     fn pmu_node_maps_every_model_event() {
-        let n = pmu_node();
+        let n = pmu_node(&hs_timing::event::SUPPORTED);
         let Some((_, Prop::U32s(map))) = n
             .props
             .iter()
@@ -230,6 +239,20 @@ mod tests {
         assert_eq!(raw.len(), 5 * hs_timing::event::SUPPORTED.len());
         assert_eq!(&raw[5..10], &[0, 2, u32::MAX, u32::MAX, 0xffff_fff8]);
     }
+    #[test]
+    fn a_model_without_hpm_events_advertises_only_the_fixed_counters() {
+        let n = pmu_node(&[]);
+        let Some((_, Prop::U32s(map))) = n
+            .props
+            .iter()
+            .find(|(k, _)| k == "riscv,event-to-mhpmcounters")
+        else {
+            panic!("no event map")
+        };
+        assert_eq!(map, &vec![1, 1, 1, 2, 2, 4]);
+        assert!(n.get("riscv,raw-event-to-mhpmcounters").is_none());
+    }
+
 
     #[test]
     fn rng_seed_is_fixed_per_seed() {

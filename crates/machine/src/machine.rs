@@ -294,6 +294,7 @@ impl<T: TimingModel> Machine<T> {
                 .map(|s| s.to_string())
                 .collect(),
             mmu_type: "riscv,sv48".into(),
+            hpm_events: timing(0).hpm_events().to_vec(),
         };
         let size_guess = dtb::build(&params, &nodes)?.len() as u64;
         let plan = loader::plan(&cfg.images, cfg.ram_bytes, size_guess)?;

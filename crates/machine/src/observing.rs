@@ -719,6 +719,9 @@ impl<M: TimingModel> TimingModel for Observing<M> {
     fn hpm_counter(&self, index: u16, event: u64) -> u64 {
         self.inner.hpm_counter(index, event)
     }
+    fn hpm_events(&self) -> &'static [u64] {
+        self.inner.hpm_events()
+    }
     fn model_stats(&self) -> Option<hs_timing::ModelStats> {
         self.inner.model_stats()
     }

@@ -869,6 +869,9 @@ impl TimingModel for InOrder {
     fn hpm_counter(&self, _index: u16, sel: u64) -> u64 {
         self.hpm(sel)
     }
+    fn hpm_events(&self) -> &'static [u64] {
+        &event::SUPPORTED
+    }
 
     fn model_stats(&self) -> Option<ModelStats> {
         Some(self.all_stats())

@@ -149,6 +149,12 @@ pub trait TimingModel {
     fn hpm_counter(&self, _index: u16, _event: u64) -> u64 {
         0
     }
+    /// The events (`event::*` selectors) this model counts on the hpm
+    /// counters; the device tree advertises exactly these to OpenSBI, so
+    /// `perf stat` says `<not supported>` for the rest instead of 0.
+    fn hpm_events(&self) -> &'static [u64] {
+        &[]
+    }
     /// The model's own counters (cycle shape, caches, TLBs, predictor), for
     /// reports; `None` when it keeps none (Atomic: every cycle is one
     /// instruction in execute). A wrapping model forwards this.
