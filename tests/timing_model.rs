@@ -459,3 +459,72 @@ fn the_atomic_model_advertises_no_events_it_does_not_count() {
         );
     }
 }
+
+/// Sscofpmf end to end (issue 11): on the in-order model both kernels
+/// sample — `perfsample` (guest/workloads/perfsample.c) opens sampling
+/// events as `perf record` does and counts the PERF_RECORD_SAMPLE records:
+/// one per PERIOD events (the overflow interrupt is taken within 256 cycles
+/// of the wrap), `exclude_kernel` filters by mode (SINH), and the overflow
+/// interrupt is counted as `riscv-pmu` in /proc/interrupts. On the atomic
+/// model, which counts no hpm events, cycles stay on the fixed counter and
+/// nothing samples.
+#[test]
+fn linux_samples_on_counter_overflow_interrupts_with_sscofpmf() {
+    let script = "perfsample cycles 100000 2000000\nperfsample instructions 100000 2000000 user\ngrep riscv-pmu /proc/interrupts\n";
+    let dir = std::env::temp_dir().join(format!("hs-perfsample-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let run_sh = dir.join("run.sh");
+    std::fs::write(&run_sh, script).unwrap();
+    let boot = |image: &str, machine: Option<&str>| -> String {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_hartscope"));
+        c.args(["boot", "--image", image, "--workload"]).arg(&run_sh);
+        if let Some(m) = machine {
+            c.arg("--machine").arg(root().join(m));
+        }
+        let out = c.output().unwrap();
+        let console = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "{console}\n{}", String::from_utf8_lossy(&out.stderr));
+        console
+    };
+    let result = |console: &str, ev: &str| -> (u64, u64, u64) {
+        let l = console
+            .lines()
+            .find(|l| l.starts_with(&format!("perfsample: {ev} period 100000:")))
+            .unwrap_or_else(|| panic!("no {ev} line:\n{console}"));
+        let n = |w: &str| -> u64 {
+            let words: Vec<&str> = l.split_whitespace().collect();
+            let at = words.iter().position(|x| x.trim_end_matches([',', ';']) == w).unwrap();
+            words[at - 1].parse().unwrap()
+        };
+        let count: u64 = l.rsplit("count ").next().unwrap().trim().parse().unwrap();
+        (n("samples"), n("in"), count)
+    };
+    for image in ["custom", "debian"] {
+        if let Err(e) = hs_guest::find(image) {
+            panic!("the {image} image is missing ({e})");
+        }
+        let console = boot(image, Some("machines/inorder.toml"));
+        let (samples, user, count) = result(&console, "cycles");
+        assert!(count > 20_000_000, "{image}: {count} cycles for 2M loop iterations");
+        assert!(
+            samples.abs_diff(count / 100_000) <= 2,
+            "{image}: {samples} samples for {count} cycles at period 100000"
+        );
+        assert!(user + 8 >= samples, "{image}: the loop runs in user mode: {user} of {samples}");
+        // exclude_kernel: exactly the loop's 4 instructions x 2M, 80 samples
+        let (samples, _, count) = result(&console, "instructions");
+        assert!((8_000_000..8_000_100).contains(&count), "{image}: user-only count {count}");
+        assert_eq!(samples, 80, "{image}");
+        let irq = console
+            .lines()
+            .find(|l| l.contains("INTC") && l.trim_end().ends_with("riscv-pmu"))
+            .unwrap_or_else(|| panic!("{image}: no riscv-pmu interrupt line:\n{console}"));
+        let taken: u64 = irq.split_whitespace().nth(1).unwrap().parse().unwrap();
+        assert!(taken >= 320, "{image}: {taken} overflow interrupts: {irq}");
+    }
+    let console = boot("custom", None);
+    let (samples, _, count) = result(&console, "cycles");
+    assert!(count > 0, "the fixed cycle counter still counts on atomic");
+    assert_eq!(samples, 0, "atomic cannot sample: {console}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

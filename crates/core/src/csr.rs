@@ -62,14 +62,26 @@ pub const MIP_STIP: u64 = 1 << 5;
 pub const MIP_MTIP: u64 = 1 << 7;
 pub const MIP_SEIP: u64 = 1 << 9;
 pub const MIP_MEIP: u64 = 1 << 11;
+/// Sscofpmf: local counter-overflow interrupt pending (bit 13).
+pub const MIP_LCOFIP: u64 = 1 << 13;
+/// Sscofpmf bits of `mhpmeventN`: overflow, and counting inhibited in M, S, U.
+pub const MHPMEVENT_OF: u64 = 1 << 63;
+pub const MHPMEVENT_MINH: u64 = 1 << 62;
+pub const MHPMEVENT_SINH: u64 = 1 << 61;
+pub const MHPMEVENT_UINH: u64 = 1 << 60;
+/// The event selector proper (bits 55:0; 63:56 are Sscofpmf's).
+pub const MHPMEVENT_SELECT: u64 = (1 << 56) - 1;
+/// `scountovf`: the OF bits of mhpmevent3..31, read-only, from S-mode.
+pub const SCOUNTOVF: u16 = 0xda0;
 /// Bits the platform drives (see `Hart::set_platform_irqs`).
 pub const MIP_PLATFORM: u64 = MIP_MSIP | MIP_MTIP | MIP_SEIP | MIP_MEIP;
 /// mcause/scause are WLRL: this hart holds the interrupt bit and a 4-bit
 /// code (every cause it raises is below 16), so a write of any other value
 /// reads back as a legal one instead of an arbitrary 64-bit pattern.
 const CAUSE_WLRL_MASK: u64 = (1 << 63) | 0xf;
-const MIE_MASK: u64 = MIP_SSIP | MIP_MSIP | MIP_STIP | MIP_MTIP | MIP_SEIP | MIP_MEIP;
-const MIDELEG_MASK: u64 = MIP_SSIP | MIP_STIP | MIP_SEIP;
+const MIE_MASK: u64 =
+    MIP_SSIP | MIP_MSIP | MIP_STIP | MIP_MTIP | MIP_SEIP | MIP_MEIP | MIP_LCOFIP;
+const MIDELEG_MASK: u64 = MIP_SSIP | MIP_STIP | MIP_SEIP | MIP_LCOFIP;
 /// Every exception except ecall-from-M (11) and the reserved causes.
 const MEDELEG_MASK: u64 = 0xb3ff;
 
@@ -137,6 +149,12 @@ pub(crate) struct Csrs {
     /// while inhibited).
     pub hpm_off: [u64; 32],
     pub hpm_frozen: [u64; 32],
+    /// Each counter's value when overflow was last checked (Sscofpmf).
+    pub hpm_last: [u64; 32],
+    /// Counters watched for overflow: a selector set and OF clear.
+    pub hpm_watch: u32,
+    /// Some mhpmevent inhibits counting in some mode (MINH/SINH/UINH).
+    pub hpm_mode_filter: bool,
 }
 
 impl Csrs {
@@ -198,13 +216,97 @@ impl<T: TimingModel> Hart<T> {
     }
     /// The timing model's count for counter `i` (3..=31) and its event.
     fn hpm_raw(&self, i: usize) -> u64 {
-        self.timing.hpm_counter(i as u16, self.csr.mhpmevent[i])
+        self.timing
+            .hpm_counter(i as u16, self.csr.mhpmevent[i] & MHPMEVENT_SELECT)
+    }
+    /// Counter `i` does not count now: `mcountinhibit`, or its event's
+    /// inhibit bit for the current mode (Sscofpmf).
+    fn hpm_inhibited(&self, i: usize) -> bool {
+        let ev = self.csr.mhpmevent[i];
+        let mode_bit = match self.prv {
+            Priv::Machine => MHPMEVENT_MINH,
+            Priv::Supervisor => MHPMEVENT_SINH,
+            Priv::User => MHPMEVENT_UINH,
+        };
+        self.csr.mcountinhibit & (1 << i) != 0 || ev & mode_bit != 0
     }
     fn hpm(&self, i: usize) -> u64 {
-        if self.csr.mcountinhibit & (1 << i) != 0 {
+        if self.hpm_inhibited(i) {
             self.csr.hpm_frozen[i]
         } else {
             self.hpm_raw(i).wrapping_add(self.csr.hpm_off[i])
+        }
+    }
+    /// Make counter `i` read `v` from now on (counting or not).
+    fn hpm_set(&mut self, i: usize, v: u64) {
+        if self.hpm_inhibited(i) {
+            self.csr.hpm_frozen[i] = v;
+        } else {
+            self.csr.hpm_off[i] = v.wrapping_sub(self.hpm_raw(i));
+        }
+    }
+    /// Apply `f` (a change of mode, event or inhibit) keeping every hpm
+    /// counter's value: a counter that stops counting freezes there, one
+    /// that starts counts on from there.
+    pub(crate) fn hpm_rebase(&mut self, f: impl FnOnce(&mut Self)) {
+        let mut vals = [0u64; 32];
+        for (i, v) in vals.iter_mut().enumerate().skip(3) {
+            *v = self.hpm(i);
+        }
+        f(self);
+        for (i, v) in vals.iter().enumerate().skip(3) {
+            self.hpm_set(i, *v);
+        }
+    }
+    /// Which counters to watch for overflow, and whether modes filter.
+    fn hpm_refresh_watch(&mut self) {
+        let c = &mut self.csr;
+        c.hpm_watch = 0;
+        c.hpm_mode_filter = false;
+        for i in 3..32 {
+            let ev = c.mhpmevent[i];
+            if ev & MHPMEVENT_SELECT != 0 && ev & MHPMEVENT_OF == 0 {
+                c.hpm_watch |= 1 << i;
+            }
+            // A counter with no event counts nothing: its mode bits
+            // (OpenSBI leaves MINH on idle counters) need no work per trap.
+            if ev & MHPMEVENT_SELECT != 0
+                && ev & (MHPMEVENT_MINH | MHPMEVENT_SINH | MHPMEVENT_UINH) != 0
+            {
+                c.hpm_mode_filter = true;
+            }
+        }
+    }
+    /// Sscofpmf: a watched counter that wrapped since the last check sets
+    /// its event's OF bit and raises the local counter-overflow interrupt.
+    pub(crate) fn check_hpm_overflow(&mut self) {
+        let mut watch = self.csr.hpm_watch;
+        let mut raised = false;
+        while watch != 0 {
+            let i = watch.trailing_zeros() as usize;
+            watch &= watch - 1;
+            let v = self.hpm(i);
+            if v < self.csr.hpm_last[i] {
+                self.csr.mhpmevent[i] |= MHPMEVENT_OF;
+                self.csr.hpm_watch &= !(1 << i);
+                raised = true;
+            }
+            self.csr.hpm_last[i] = v;
+        }
+        if raised {
+            self.csr.mip_sw |= MIP_LCOFIP;
+            self.checks |= crate::CHECK_IRQ;
+        }
+    }
+    /// `scountovf` as the current mode reads it.
+    fn scountovf(&self) -> u64 {
+        let of = (3..32)
+            .filter(|&i| self.csr.mhpmevent[i] & MHPMEVENT_OF != 0)
+            .fold(0u64, |m, i| m | 1 << i);
+        if self.prv == Priv::Machine {
+            of
+        } else {
+            of & self.csr.mcounteren
         }
     }
     /// Start every hpm counter at zero (reset).
@@ -244,6 +346,7 @@ impl<T: TimingModel> Hart<T> {
             n @ 0xc03..=0xc1f => self.hpm((n - 0xc00) as usize),
             n @ 0xb03..=0xb1f => self.hpm((n - 0xb00) as usize),
             n @ 0x323..=0x33f => c.mhpmevent[(n - 0x320) as usize],
+            SCOUNTOVF => self.scountovf(),
             SSTATUS => self.mstatus_read() & SSTATUS_RMASK,
             SIE => c.mie & c.mideleg,
             STVEC => c.stvec,
@@ -311,9 +414,9 @@ impl<T: TimingModel> Hart<T> {
     /// mip bits software can write (SSIP, SEIP; STIP unless Sstc drives it).
     fn mip_wmask(&self) -> u64 {
         if self.csr.stce() {
-            MIP_SSIP | MIP_SEIP
+            MIP_SSIP | MIP_SEIP | MIP_LCOFIP
         } else {
-            MIP_SSIP | MIP_SEIP | MIP_STIP
+            MIP_SSIP | MIP_SEIP | MIP_STIP | MIP_LCOFIP
         }
     }
 
@@ -326,7 +429,7 @@ impl<T: TimingModel> Hart<T> {
         let c = &self.csr;
         let writable = match num {
             MIP => self.mip_wmask(),
-            SIP => MIP_SSIP & c.mideleg,
+            SIP => (MIP_SSIP | MIP_LCOFIP) & c.mideleg,
             _ => return read,
         };
         (read & !writable) | (c.mip_sw & writable)
@@ -424,14 +527,8 @@ impl<T: TimingModel> Hart<T> {
             MCOUNTINHIBIT => {
                 let (cy, ir) = (self.mcycle(), self.minstret());
                 let new = v & 0xffff_fffd;
-                for i in 3..32 {
-                    let (was, now) = (self.csr.mcountinhibit & (1 << i) != 0, new & (1 << i) != 0);
-                    if !was && now {
-                        self.csr.hpm_frozen[i] = self.hpm(i);
-                    } else if was && !now {
-                        self.csr.hpm_off[i] = self.csr.hpm_frozen[i].wrapping_sub(self.hpm_raw(i));
-                    }
-                }
+                let hpm_new = new | (self.csr.mcountinhibit & 7);
+                self.hpm_rebase(|h| h.csr.mcountinhibit = (h.csr.mcountinhibit & 7) | (hpm_new & !7));
                 let c = &mut self.csr;
                 if new & COUNTINHIBIT_CY != 0 {
                     c.mcycle_frozen = cy;
@@ -452,7 +549,7 @@ impl<T: TimingModel> Hart<T> {
             MSTATUS => self.set_mstatus(v),
             SIE => c.mie = (c.mie & !c.mideleg) | (v & c.mideleg & MIE_MASK),
             SIP => {
-                let m = MIP_SSIP & c.mideleg;
+                let m = (MIP_SSIP | MIP_LCOFIP) & c.mideleg;
                 c.mip_sw = (c.mip_sw & !m) | (v & m);
             }
             STVEC => c.stvec = legal_tvec(v),
@@ -500,20 +597,16 @@ impl<T: TimingModel> Hart<T> {
             }
             n @ 0xb03..=0xb1f => {
                 let i = (n - 0xb00) as usize;
-                if c.mcountinhibit & (1 << i) != 0 {
-                    c.hpm_frozen[i] = v;
-                } else {
-                    self.csr.hpm_off[i] = v.wrapping_sub(self.hpm_raw(i));
-                }
+                self.hpm_set(i, v);
+                self.csr.hpm_last[i] = v;
             }
             n @ 0x323..=0x33f => {
-                // the counter keeps its value and counts the new event from now on
+                // the counter keeps its value and counts the new event (and
+                // modes) from now on; software may set or clear OF
                 let i = (n - 0x320) as usize;
-                let cur = self.hpm(i);
-                self.csr.mhpmevent[i] = v;
-                if self.csr.mcountinhibit & (1 << i) == 0 {
-                    self.csr.hpm_off[i] = cur.wrapping_sub(self.hpm_raw(i));
-                }
+                self.hpm_rebase(|h| h.csr.mhpmevent[i] = v);
+                self.csr.hpm_last[i] = self.hpm(i);
+                self.hpm_refresh_watch();
             }
             // read-only: misa (fixed), ids
             _ => {}

@@ -242,6 +242,9 @@ fn sext32(v: u64) -> u64 {
     v as i32 as i64 as u64
 }
 
+/// Cycles between two checks for hpm counter overflow while one is watched.
+const HPM_CHECK: u64 = 256;
+
 impl<T: TimingModel> Hart<T> {
     /// Run until `cycle() >= until_cycle` or another exit.
     pub fn run<B: SystemBus>(&mut self, bus: &mut B, until_cycle: u64) -> Exit {
@@ -266,6 +269,12 @@ impl<T: TimingModel> Hart<T> {
                     self.drop_written_code();
                 }
                 limit = until_cycle.min(self.stimecmp_cycle);
+                if self.csr.hpm_watch != 0 {
+                    // Sscofpmf: look for counter overflow every HPM_CHECK
+                    // cycles (the interrupt's skid is at most that).
+                    self.check_hpm_overflow();
+                    limit = limit.min(self.cycle + HPM_CHECK);
+                }
             }
             let (start, n, pa) = match self.fetch_block() {
                 Ok(b) => b,

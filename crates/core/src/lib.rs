@@ -53,10 +53,10 @@ pub use trap::{
 };
 
 /// ISA string the device tree advertises (`riscv,isa`).
-pub const ISA_STRING: &str = "rv64imafdc_zicntr_zicsr_zifencei_zihpm_sstc";
+pub const ISA_STRING: &str = "rv64imafdc_zicntr_zicsr_zifencei_zihpm_sscofpmf_sstc";
 /// Extension names for `riscv,isa-extensions`.
 pub const ISA_EXTENSIONS: &[&str] = &[
-    "i", "m", "a", "f", "d", "c", "zicntr", "zicsr", "zifencei", "zihpm", "sstc",
+    "i", "m", "a", "f", "d", "c", "zicntr", "zicsr", "zifencei", "zihpm", "sscofpmf", "sstc",
 ];
 
 /// Static configuration of one hart.
@@ -383,7 +383,12 @@ impl<T: TimingModel> Hart<T> {
     }
 
     pub(crate) fn set_priv(&mut self, p: Priv) {
-        self.prv = p;
+        if self.csr.hpm_mode_filter {
+            // Sscofpmf mode filtering: counters stop or resume at the switch.
+            self.hpm_rebase(|h| h.prv = p);
+        } else {
+            self.prv = p;
+        }
         self.checks |= CHECK_IRQ;
     }
 }

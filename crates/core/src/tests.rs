@@ -237,10 +237,10 @@ fn csr_warl_rules() {
     h.csr_write(MEDELEG, u64::MAX);
     assert_eq!(h.csr(MEDELEG), Some(0xb3ff));
     h.csr_write(MIDELEG, u64::MAX);
-    assert_eq!(h.csr(MIDELEG), Some(0x222));
+    assert_eq!(h.csr(MIDELEG), Some(0x2222)); // with Sscofpmf's LCOFI (bit 13)
     h.csr_write(MIE, u64::MAX);
-    assert_eq!(h.csr(MIE), Some(0xaaa));
-    assert_eq!(h.csr(SIE), Some(0x222));
+    assert_eq!(h.csr(MIE), Some(0x2aaa));
+    assert_eq!(h.csr(SIE), Some(0x2222));
     // tvec: reserved modes become direct
     h.csr_write(MTVEC, BASE | 3);
     assert_eq!(h.csr(MTVEC), Some(BASE));
@@ -905,6 +905,61 @@ fn hpm_counters_follow_the_model_with_writes_events_and_inhibit() {
     // OpenSBI's probe: write 1, read back 1 (event 0 counts nothing)
     h.csr_write(MHPMCOUNTER3 + 2, 1);
     assert_eq!(h.csr(MHPMCOUNTER3 + 2), Some(1));
+}
+
+#[test]
+fn sscofpmf_overflow_sets_of_raises_lcofi_and_modes_filter_counting() {
+    let (mut h, _) = recording_hart(&[]);
+    // Counter 3 counts event 7, not in M-mode; 10 events from overflow.
+    h.csr_write(MHPMEVENT3, 7 | MHPMEVENT_MINH);
+    h.csr_write(MHPMCOUNTER3, u64::MAX - 9);
+    h.set_priv(Priv::Supervisor);
+    h.timing.count7 = 5;
+    h.check_hpm_overflow();
+    assert_eq!(h.csr(MHPMCOUNTER3), Some(u64::MAX - 4));
+    assert_eq!(h.csr(SCOUNTOVF), Some(0));
+    assert_eq!(h.csr(MIP).unwrap() & MIP_LCOFIP, 0);
+    // In M-mode (MINH) it stops counting.
+    h.set_priv(Priv::Machine);
+    h.timing.count7 = 8;
+    assert_eq!(h.csr(MHPMCOUNTER3), Some(u64::MAX - 4));
+    h.set_priv(Priv::Supervisor);
+    h.timing.count7 = 14; // 6 more: wrapped to 1
+    h.check_hpm_overflow();
+    assert_eq!(h.csr(MHPMCOUNTER3), Some(1));
+    assert_ne!(h.csr(MHPMEVENT3).unwrap() & MHPMEVENT_OF, 0, "OF set");
+    assert_ne!(h.csr(MIP).unwrap() & MIP_LCOFIP, 0, "LCOFIP raised");
+    // scountovf shows OF to M, and to S only where mcounteren allows.
+    h.set_priv(Priv::Machine);
+    assert_eq!(h.csr(SCOUNTOVF), Some(1 << 3));
+    h.set_priv(Priv::Supervisor);
+    assert_eq!(h.csr(SCOUNTOVF), Some(0));
+    h.set_priv(Priv::Machine);
+    h.csr_write(MCOUNTEREN, 1 << 3);
+    h.set_priv(Priv::Supervisor);
+    assert_eq!(h.csr(SCOUNTOVF), Some(1 << 3));
+    // Delegated, S clears LCOFIP through sip; a second wrap with OF still
+    // set raises nothing.
+    h.set_priv(Priv::Machine);
+    h.csr_write(MIDELEG, MIP_LCOFIP);
+    h.csr_write(SIP, 0);
+    assert_eq!(h.csr(MIP).unwrap() & MIP_LCOFIP, 0);
+    h.csr_write(MHPMCOUNTER3, u64::MAX);
+    h.set_priv(Priv::Supervisor);
+    h.timing.count7 = 20;
+    h.check_hpm_overflow();
+    assert_eq!(h.csr(MIP).unwrap() & MIP_LCOFIP, 0);
+    // Clearing OF (as the SBI does on counter start) re-arms it.
+    h.set_priv(Priv::Machine);
+    h.csr_write(MHPMEVENT3, 7 | MHPMEVENT_MINH);
+    h.csr_write(MHPMCOUNTER3, u64::MAX);
+    h.set_priv(Priv::Supervisor);
+    h.timing.count7 = 22;
+    h.check_hpm_overflow();
+    assert_ne!(h.csr(MIP).unwrap() & MIP_LCOFIP, 0);
+    // U-mode cannot read scountovf.
+    h.set_priv(Priv::User);
+    assert!(h.csr_op(SCOUNTOVF, 1, 0, false, 0).is_err());
 }
 
 fn inorder_hart(prog: &[u32]) -> Hart<hs_timing::InOrder> {

@@ -27,6 +27,8 @@ pub const IRQ_S_TIMER: u64 = 5;
 pub const IRQ_M_TIMER: u64 = 7;
 pub const IRQ_S_EXT: u64 = 9;
 pub const IRQ_M_EXT: u64 = 11;
+/// Sscofpmf's local counter-overflow interrupt.
+pub const IRQ_LCOF: u64 = 13;
 
 /// Not a trap: the instruction retired and the run loop must return
 /// (`Hart::exit` holds why). Carried through the exception path so the hot
@@ -62,13 +64,14 @@ impl Trap {
 }
 
 /// Priority order of interrupts when several are pending (priv spec 3.1.9).
-const IRQ_PRIORITY: [u64; 6] = [
+const IRQ_PRIORITY: [u64; 7] = [
     IRQ_M_EXT,
     IRQ_M_SOFT,
     IRQ_M_TIMER,
     IRQ_S_EXT,
     IRQ_S_SOFT,
     IRQ_S_TIMER,
+    IRQ_LCOF,
 ];
 
 impl<T: TimingModel> Hart<T> {

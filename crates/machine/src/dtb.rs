@@ -93,11 +93,19 @@ fn write_node(w: &mut FdtWriter, n: &FdtNode) -> Result<(), MachineError> {
 fn pmu_node(events: &[u64]) -> FdtNode {
     use hs_timing::event;
     const HPM_COUNTERS: u32 = 0xffff_fff8;
-    let mut map = vec![event::CPU_CYCLES as u32, event::CPU_CYCLES as u32, 1 << 0];
+    // Cycles and instructions also go to the programmable counters when the
+    // model counts them there: with Sscofpmf OpenSBI then prefers one, and
+    // only those can raise an overflow interrupt (`perf record -e cycles`).
+    let hpm = |e: u64| if events.contains(&e) { HPM_COUNTERS } else { 0 };
+    let mut map = vec![
+        event::CPU_CYCLES as u32,
+        event::CPU_CYCLES as u32,
+        1 << 0 | hpm(event::CPU_CYCLES),
+    ];
     map.extend([
         event::INSTRUCTIONS as u32,
         event::INSTRUCTIONS as u32,
-        1 << 2,
+        1 << 2 | hpm(event::INSTRUCTIONS),
     ]);
     for e in events
         .iter()
@@ -224,7 +232,7 @@ mod tests {
             panic!("no event map")
         };
         assert_eq!(map.len(), 3 * hs_timing::event::SUPPORTED.len());
-        assert_eq!(&map[..6], &[1, 1, 1, 2, 2, 4]);
+        assert_eq!(&map[..6], &[1, 1, 0xffff_fff9, 2, 2, 0xffff_fffc]);
         assert!(map
             .chunks(3)
             .skip(2)
