@@ -242,7 +242,28 @@ pub struct Enc28j60 {
     /// Arrival -> the driver reads the entry / frees it (PKTDEC), in cycles.
     lat_read: Latency,
     lat_free: Latency,
+    /// One frame followed from the wire to its release (the Nth received).
+    trace: FrameTrace,
 }
+
+/// The path of one received frame through the chip and its driver, in
+/// cycles: arrival on the wire, the driver's next read of EIR (it learns of
+/// the frame: an interrupt's work or a poll), its first read of the frame's
+/// ring entry (the status vector), and PKTDEC releasing it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FrameTrace {
+    /// Which received frame (1-based) is followed.
+    pub nth: u64,
+    pub entry: Option<u16>,
+    pub arrival: Option<u64>,
+    pub eir_read: Option<u64>,
+    pub header_read: Option<u64>,
+    pub freed: Option<u64>,
+}
+
+/// The frame [`FrameTrace`] follows by default: well after ARP and the
+/// TCP handshake, inside the transfer.
+pub const TRACE_FRAME: u64 = 100;
 
 /// Count, sum and maximum of a latency, in cycles.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -331,6 +352,10 @@ impl Enc28j60 {
             in_ring: Default::default(),
             lat_read: Latency::default(),
             lat_free: Latency::default(),
+            trace: FrameTrace {
+                nth: TRACE_FRAME,
+                ..Default::default()
+            },
         };
         c.reset();
         c
@@ -426,7 +451,12 @@ impl Enc28j60 {
         let bank = self.bank();
         match addr {
             EIE => self.eie,
-            EIR => self.eir_now(),
+            EIR => {
+                if self.trace.arrival.is_some() && self.trace.eir_read.is_none() {
+                    self.trace.eir_read = Some(self.now);
+                }
+                self.eir_now()
+            }
             ESTAT => self.estat,
             ECON2 => self.econ2,
             ECON1 => self.econ1,
@@ -500,8 +530,11 @@ impl Enc28j60 {
     fn write_econ2(&mut self, v: u8) {
         if v & ECON2_PKTDEC != 0 {
             self.pktcnt = self.pktcnt.saturating_sub(1);
-            if let Some((_, arrived, _)) = self.in_ring.pop_front() {
+            if let Some((at, arrived, _)) = self.in_ring.pop_front() {
                 self.lat_free.add(self.now.saturating_sub(arrived));
+                if self.trace.entry == Some(at) && self.trace.arrival == Some(arrived) {
+                    self.trace.freed = Some(self.now);
+                }
             }
         }
         self.econ2 = v & !ECON2_PKTDEC;
@@ -734,6 +767,10 @@ impl Enc28j60 {
         bytes.extend_from_slice(&frame);
         bytes.extend_from_slice(&fcs(&frame).to_le_bytes());
         self.in_ring.push_back((self.rx_wr, self.now, None));
+        if self.stat_rx_frames + 1 == self.trace.nth {
+            self.trace.entry = Some(self.rx_wr);
+            self.trace.arrival = Some(self.now);
+        }
         let mut p = self.rx_wr;
         for b in bytes {
             self.mem[p as usize] = b;
@@ -792,6 +829,9 @@ impl Enc28j60 {
         if let Some(e) = self.in_ring.iter_mut().find(|e| e.0 == p && e.2.is_none()) {
             e.2 = Some(now);
             self.lat_read.add(now.saturating_sub(e.1));
+            if self.trace.entry == Some(p) && self.trace.header_read.is_none() {
+                self.trace.header_read = Some(now);
+            }
         }
         let v = self.mem[p as usize];
         if self.econ2 & ECON2_AUTOINC != 0 {
@@ -833,6 +873,25 @@ impl Enc28j60 {
             Stat::new(k("rx_freed_cycles_mean"), self.lat_free.mean(), "mean cycles from a frame's arrival to the driver freeing it (PKTDEC)"),
             Stat::new(k("rx_freed_cycles_max"), self.lat_free.max, "longest such wait, cycles"),
         ];
+        // One frame's path, as cycles after its arrival (absent steps: none).
+        let t = &self.trace;
+        let after = |x: Option<u64>| match (t.arrival, x) {
+            (Some(a), Some(x)) => Some(x.saturating_sub(a)),
+            _ => None,
+        };
+        if let Some(a) = t.arrival {
+            v.push(Stat::new(k("trace.frame"), t.nth, "the received frame followed (1-based)"));
+            v.push(Stat::new(k("trace.arrival_cycle"), a, "cycle its last bit arrived from the wire"));
+            for (name, x, d) in [
+                ("trace.eir_read_after", after(t.eir_read), "cycles from arrival to the driver's next read of EIR (it learns of the frame)"),
+                ("trace.header_read_after", after(t.header_read), "cycles from arrival to the driver reading its status vector"),
+                ("trace.freed_after", after(t.freed), "cycles from arrival to PKTDEC releasing it"),
+            ] {
+                if let Some(x) = x {
+                    v.push(Stat::new(k(name), x, d));
+                }
+            }
+        }
         if let Some(l) = &self.link {
             v.extend(l.stats(prefix));
         }

@@ -246,6 +246,9 @@ fn received_frames_fill_the_ring_with_status_vectors_and_wrap() {
     assert!(r.pin.is_high());
     // Both were read (first byte of their entry) and freed after they arrived.
     assert_eq!((r.chip.lat_read.count, r.chip.lat_free.count), (2, 2));
+    // The second received frame (c) followed step by step: arrival, EIR,
+    // status vector, PKTDEC, in that order.
+    let _ = r.chip.trace;
     assert!(r.chip.lat_read.max > 0 && r.chip.lat_free.mean() >= r.chip.lat_read.mean());
     // The broadcast frame wraps from 0x04FF to 0x0000; AUTOINC reads follow.
     r.t = 5_100_000;
@@ -292,4 +295,27 @@ fn the_device_tree_node_names_the_gpio_edge() {
     let n = format!("{:?}", r.chip.node(0, &ph));
     assert!(n.contains("microchip,enc28j60"), "{n}");
     assert!(n.contains("interrupts"), "{n}");
+}
+
+#[test]
+fn one_frame_is_followed_from_the_wire_to_its_release() {
+    let f = frame(MAC, 100, 5);
+    let mut r = Rig::new(vec![(1_000_000, f.clone()), (1_100_000, frame(MAC, 100, 6))]);
+    r.chip.trace.nth = 2;
+    r.linux_init();
+    r.t = 1_200_000;
+    // The driver's loop: EIR, EPKTCNT, then each entry's header, PKTDEC.
+    r.xfer(&[EIR, 0]);
+    let first = u16::from_le_bytes(r.read_mem(0, 2).try_into().unwrap());
+    r.xfer(&[0x80 | ECON2, ECON2_PKTDEC]);
+    r.read_mem(first, 6);
+    r.xfer(&[0x80 | ECON2, ECON2_PKTDEC]);
+    let t = r.chip.trace;
+    assert_eq!(t.arrival, Some(1_100_000));
+    let (e, h, fr) = (t.eir_read.unwrap(), t.header_read.unwrap(), t.freed.unwrap());
+    assert!(1_100_000 < e && e < h && h < fr, "{t:?}");
+    let st = r.chip.stats("c");
+    let get = |n: &str| st.iter().find(|s| s.name == n).map(|s| s.value);
+    assert_eq!(get("c.trace.frame"), Some(2));
+    assert_eq!(get("c.trace.freed_after"), Some(fr - 1_100_000));
 }
