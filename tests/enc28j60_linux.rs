@@ -32,35 +32,14 @@ exit 0
 "#;
 
 fn run(dir: &Scratch, tag: &str) -> (String, serde_json::Value) {
-    let script = dir.write("run.sh", WORKLOAD);
-    let desc = root().join("machines/atomic-enc28j60.toml");
-    let stats = dir.path(&format!("{tag}.json"));
-    let out = hartscope(
-        &[
-            "boot",
-            "--image",
-            "custom",
-            "--machine",
-            desc.to_str().unwrap(),
-            "--workload",
-            script.to_str().unwrap(),
-            "--stats-json",
-            stats.to_str().unwrap(),
-        ],
+    boot_devices(
         dir,
-        BOOT_DEADLINE,
-    );
-    assert_workload_finished(&out, 0);
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
-    let devs: serde_json::Map<String, serde_json::Value> = json["devices"]
-        .as_object()
-        .expect("devices in the stats")
-        .iter()
-        .filter(|(k, _)| k.starts_with("spi0.") || k.starts_with("gpio0."))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    (out.stdout_text(), serde_json::Value::Object(devs))
+        "custom",
+        "machines/atomic-enc28j60.toml",
+        WORKLOAD,
+        tag,
+        &["spi0.", "gpio0."],
+    )
 }
 
 fn value<'a>(console: &'a str, key: &str) -> &'a str {

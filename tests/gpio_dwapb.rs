@@ -30,35 +30,7 @@ exit 0
 
 /// Console and the GPIO's counters of one boot.
 fn run(dir: &Scratch, tag: &str) -> (String, serde_json::Value) {
-    let script = dir.write("run.sh", WORKLOAD);
-    let desc = root().join("machines/atomic-gpio.toml");
-    let stats = dir.path(&format!("{tag}.json"));
-    let out = hartscope(
-        &[
-            "boot",
-            "--image",
-            "debian",
-            "--machine",
-            desc.to_str().unwrap(),
-            "--workload",
-            script.to_str().unwrap(),
-            "--stats-json",
-            stats.to_str().unwrap(),
-        ],
-        dir,
-        BOOT_DEADLINE,
-    );
-    assert_workload_finished(&out, 0);
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
-    let gpio: serde_json::Map<String, serde_json::Value> = json["devices"]
-        .as_object()
-        .expect("devices in the stats")
-        .iter()
-        .filter(|(k, _)| k.starts_with("gpio0."))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    (out.stdout_text(), serde_json::Value::Object(gpio))
+    boot_devices(dir, "debian", "machines/atomic-gpio.toml", WORKLOAD, tag, &["gpio0."])
 }
 
 #[test]

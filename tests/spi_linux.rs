@@ -40,35 +40,14 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 
 /// Console and the SPI and DMA counters of one boot.
 fn run(image_name: &str, dir: &Scratch, tag: &str) -> (String, serde_json::Value) {
-    let script = dir.write("run.sh", WORKLOAD);
-    let desc = root().join("machines/atomic-spi.toml");
-    let stats = dir.path(&format!("{tag}.json"));
-    let out = hartscope(
-        &[
-            "boot",
-            "--image",
-            image_name,
-            "--machine",
-            desc.to_str().unwrap(),
-            "--workload",
-            script.to_str().unwrap(),
-            "--stats-json",
-            stats.to_str().unwrap(),
-        ],
+    boot_devices(
         dir,
-        BOOT_DEADLINE,
-    );
-    assert_workload_finished(&out, 0);
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
-    let devs: serde_json::Map<String, serde_json::Value> = json["devices"]
-        .as_object()
-        .expect("devices in the stats")
-        .iter()
-        .filter(|(k, _)| k.starts_with("spi0.") || k.starts_with("dma0."))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    (out.stdout_text(), serde_json::Value::Object(devs))
+        image_name,
+        "machines/atomic-spi.toml",
+        WORKLOAD,
+        tag,
+        &["spi0.", "dma0."],
+    )
 }
 
 /// The count columns (one per hart) of the first `/proc/interrupts` line naming `what`.

@@ -214,3 +214,46 @@ pub fn json_differences(a: &serde_json::Value, b: &serde_json::Value, limit: usi
     walk(a, b, String::new(), &mut out, limit);
     out
 }
+
+/// Boot `image` on the machine description `machine` (relative to the
+/// repository) with `script` as the workload; the console and the device
+/// counters whose names start with one of `prefixes` (from `--stats-json`).
+/// The workload must exit 0.
+pub fn boot_devices(
+    dir: &Scratch,
+    image: &str,
+    machine: &str,
+    script: &str,
+    tag: &str,
+    prefixes: &[&str],
+) -> (String, serde_json::Value) {
+    let script = dir.write("run.sh", script);
+    let desc = root().join(machine);
+    let stats = dir.path(&format!("{tag}.json"));
+    let out = hartscope(
+        &[
+            "boot",
+            "--image",
+            image,
+            "--machine",
+            desc.to_str().unwrap(),
+            "--workload",
+            script.to_str().unwrap(),
+            "--stats-json",
+            stats.to_str().unwrap(),
+        ],
+        dir,
+        BOOT_DEADLINE,
+    );
+    assert_workload_finished(&out, 0);
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    let devs: serde_json::Map<String, serde_json::Value> = json["devices"]
+        .as_object()
+        .expect("devices in the stats")
+        .iter()
+        .filter(|(k, _)| prefixes.iter().any(|p| k.starts_with(p)))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    (out.stdout_text(), serde_json::Value::Object(devs))
+}
