@@ -351,3 +351,88 @@ fn a_guest_kernel_panic_ends_the_run_with_the_panic_line() {
     // Without the watch the run would go on until the boot deadline.
     assert!(secs < 10.0, "the run went on for {secs} s of guest time after the panic");
 }
+
+/// Output paths are checked before the first instruction runs (issue 10):
+/// a missing directory, a file output that is a directory, a profile
+/// directory that is a file — each one sentence naming the option, and
+/// no run (nothing booted, so nothing is lost).
+#[test]
+fn output_paths_are_refused_before_anything_runs() {
+    let _ = image("custom");
+    let dir = Scratch::new("out-paths");
+    let script = dir.write("run.sh", "echo hi\n");
+    let afile = dir.write("afile", "x");
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec!["--stats-json".into(), dir.path("missing/x.json").display().to_string()],
+            "--stats-json: the directory",
+        ),
+        (
+            vec!["--stats-txt".into(), dir.path("").display().to_string()],
+            "--stats-txt:",
+        ),
+        (
+            vec!["--profile".into(), afile.display().to_string()],
+            "--profile:",
+        ),
+        (
+            vec!["--trace".into(), dir.path("no/such/t.json").display().to_string()],
+            "--trace: the directory",
+        ),
+    ];
+    for (extra, expect) in cases {
+        let mut args: Vec<String> = vec![
+            "boot".into(),
+            "--image".into(),
+            "custom".into(),
+            "--workload".into(),
+            script.display().to_string(),
+        ];
+        args.extend(extra);
+        let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = hartscope(&argv, &dir, BOOT_DEADLINE);
+        assert_eq!(out.code(), Some(1), "{}", out.tail());
+        assert!(out.stderr.contains(expect), "{expect}: {}", out.tail());
+        assert!(
+            !out.stderr.contains("powered off") && out.stdout_text().is_empty(),
+            "the guest ran before the path was refused: {}",
+            out.tail()
+        );
+    }
+}
+
+/// `--profile-from` with a label the run never printed is an error naming
+/// the label and the phases seen, not an empty profile passed off as a
+/// measurement; the other outputs are still written.
+#[test]
+fn an_unknown_profile_label_is_an_error_after_the_outputs_are_written() {
+    let _ = image("custom");
+    let dir = Scratch::new("profile-label");
+    let script = dir.write("run.sh", "hsmark phase one\necho hi\n");
+    let stats = dir.path("s.json");
+    let prof = dir.path("prof");
+    let out = hartscope(
+        &[
+            "boot",
+            "--image",
+            "custom",
+            "--workload",
+            script.to_str().unwrap(),
+            "--profile",
+            prof.to_str().unwrap(),
+            "--profile-from",
+            "nosuch",
+            "--stats-json",
+            stats.to_str().unwrap(),
+        ],
+        &dir,
+        BOOT_DEADLINE,
+    );
+    assert_eq!(out.code(), Some(1), "{}", out.tail());
+    assert!(
+        out.stderr.contains("--profile-from: the run never reached phase `nosuch` (phases seen: boot to first marker, init, one)"),
+        "{}",
+        out.tail()
+    );
+    assert!(stats.is_file(), "the stats were not written");
+}

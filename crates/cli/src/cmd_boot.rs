@@ -296,7 +296,45 @@ fn resolve(args: &BootArgs) -> Result<Resolved, String> {
     })
 }
 
+/// Every output path is checked before the first instruction runs, so a
+/// bad path cannot throw a finished run away: a file output must not be a
+/// directory and its directory must exist; a directory output must not be
+/// a file.
+fn check_output_paths(args: &BootArgs) -> Result<(), String> {
+    let files = [
+        ("--stats-json", &args.stats_json),
+        ("--stats-txt", &args.stats_txt),
+        ("--trace", &args.trace),
+        ("--itrace-out", &args.itrace_out),
+    ];
+    for (flag, path) in files {
+        let Some(path) = path else { continue };
+        if path.is_dir() {
+            return Err(format!("{flag}: `{}` is a directory (give a file to write)", path.display()));
+        }
+        let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+        if let Some(dir) = parent {
+            if !dir.is_dir() {
+                return Err(format!(
+                    "{flag}: the directory `{}` does not exist (nothing was run)",
+                    dir.display()
+                ));
+            }
+        }
+    }
+    let dirs = [("--profile", &args.profile), ("--channels-dir", &args.channels_dir)];
+    for (flag, path) in dirs {
+        if let Some(path) = path {
+            if path.exists() && !path.is_dir() {
+                return Err(format!("{flag}: `{}` is a file, not a directory", path.display()));
+            }
+        }
+    }
+    Ok(())
+}
+
 pub fn run(args: BootArgs) -> Result<i32, String> {
+    check_output_paths(&args)?;
     let mut r = resolve(&args)?;
     let model = match &args.machine {
         Some(path) => {
@@ -524,6 +562,17 @@ fn finish<T: TimingModel>(
         }
     }
     write_outputs(args, obs, &record, symbols.as_ref(), &summary)?;
+    if let Some(label) = &args.profile_from {
+        // The sampler waited for this label; if it never came the profile
+        // is empty, which must not pass for a measurement.
+        if !record.phases.iter().any(|p| &p.label == label) {
+            let seen: Vec<&str> = record.phases.iter().map(|p| p.label.as_str()).collect();
+            return Err(format!(
+                "--profile-from: the run never reached phase `{label}` (phases seen: {}), so the profile has no samples; the other outputs were written",
+                seen.join(", ")
+            ));
+        }
+    }
     if let (Some(dir), Some(s)) = (&args.profile, symbols.as_ref()) {
         for name in &args.annotate {
             let text =
