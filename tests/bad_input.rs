@@ -401,6 +401,24 @@ fn output_paths_are_refused_before_anything_runs() {
     }
 }
 
+/// `--db` at a directory is refused by name, not read as "no runs yet".
+#[test]
+fn a_results_database_that_is_a_directory_is_refused() {
+    let dir = Scratch::new("db-dir");
+    let d = dir.path("");
+    for cmd in [vec!["history"], vec!["compare", "1", "2"]] {
+        let mut args = cmd.clone();
+        args.extend(["--db", d.to_str().unwrap()]);
+        let out = hartscope(&args, &dir, DEADLINE);
+        assert_eq!(out.code(), Some(1), "{}", out.tail());
+        assert!(
+            out.stderr.contains("is a directory, not a results database"),
+            "{}",
+            out.tail()
+        );
+    }
+}
+
 /// `--profile-from` with a label the run never printed is an error naming
 /// the label and the phases seen, not an empty profile passed off as a
 /// measurement; the other outputs are still written.

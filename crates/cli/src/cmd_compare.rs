@@ -19,6 +19,12 @@ pub struct CompareArgs {
 
 pub fn run(args: CompareArgs) -> Result<i32, String> {
     let db = args.db.unwrap_or_else(hs_lab::store::default_path);
+    if db.is_dir() {
+        return Err(format!(
+            "--db: `{}` is a directory, not a results database (give the .db file)",
+            db.display()
+        ));
+    }
     if !db.is_file() {
         return Err(format!(
             "results database {} does not exist (run `hartscope study` first)",

@@ -16,6 +16,12 @@ pub struct HistoryArgs {
 
 pub fn run(args: HistoryArgs) -> Result<i32, String> {
     let db = args.db.unwrap_or_else(hs_lab::store::default_path);
+    if db.is_dir() {
+        return Err(format!(
+            "--db: `{}` is a directory, not a results database (give the .db file)",
+            db.display()
+        ));
+    }
     if !db.is_file() {
         println!("no runs stored ({} does not exist yet)", db.display());
         return Ok(0);

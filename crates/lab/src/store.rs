@@ -122,6 +122,12 @@ fn to_i64(path: &Path, what: &str, v: u64) -> Result<i64> {
 impl Store {
     /// Open (creating if needed) the database at `path`.
     pub fn open(path: &Path) -> Result<Store> {
+        if path.is_dir() {
+            return Err(crate::LabError::Store {
+                path: path.to_path_buf(),
+                message: "is a directory, not a results database (give the .db file)".into(),
+            });
+        }
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(crate::error::io_err("create directory", dir))?;
         }
