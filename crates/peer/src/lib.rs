@@ -14,6 +14,8 @@
 //! (8 preamble + max(len, 60) + 4 FCS) bytes + a 96-bit gap at the link
 //! rate, and arrives `latency` later. Frames are handed over without FCS.
 //!
+//! The peer's TCP uses Reno congestion control (smoltcp's `socket-tcp-reno`).
+//!
 //! The peer is `10.0.2.2/24` with MAC `52:54:00:12:35:02` by default (the
 //! addresses QEMU's user networking gives its host side); the guest is
 //! expected at `10.0.2.15`.
@@ -87,7 +89,9 @@ pub struct PeerConfig {
     /// One-way propagation latency, nanoseconds.
     pub latency_ns: u64,
     pub services: Vec<Service>,
-    /// TCP socket buffers, bytes.
+    /// TCP socket buffers, bytes (16 KiB: with smoltcp's 10 ms minimum
+    /// RTO a larger send window queued on a slow receiver's wire long
+    /// enough to time out and resend the same data several times over).
     pub tcp_buffer: usize,
 }
 
@@ -101,7 +105,7 @@ impl PeerConfig {
             link_bps: 10_000_000,
             latency_ns: 5_000,
             services: Vec::new(),
-            tcp_buffer: 64 * 1024,
+            tcp_buffer: 16 * 1024,
         }
     }
 }
@@ -211,6 +215,11 @@ impl Peer {
                 let rx = tcp::SocketBuffer::new(vec![0; cfg.tcp_buffer]);
                 let tx = tcp::SocketBuffer::new(vec![0; cfg.tcp_buffer]);
                 let mut sock = tcp::Socket::new(rx, tx);
+                // A sender that backs off as a real host's TCP does: without
+                // congestion control smoltcp sends the whole receive window
+                // at once, the wire's queue builds up, and its 10 ms minimum
+                // RTO fires spuriously (a 16 MiB transfer went out 2-5 times).
+                sock.set_congestion_control(tcp::CongestionControl::Reno);
                 let port = match s {
                     Service::TcpSource { port, .. } | Service::TcpSink { port } => *port,
                 };
