@@ -223,7 +223,9 @@ fn indexes_for(lock: &hs_guest::Lock) -> BTreeMap<(String, String), String> {
     let mut sources: BTreeMap<(String, String), Vec<&hs_guest::LockedFile>> = BTreeMap::new();
     for f in &lock.files {
         if f.path.ends_with(".deb") {
-            let index = if f.role == "kernel" {
+            // The kernel and the extras (trixie riscv64 binaries) come
+            // from the riscv64 index; the rest are arch-all or host tools.
+            let index = if f.role == "kernel" || f.role == "extra" {
                 "main/binary-riscv64/Packages.xz"
             } else {
                 "main/binary-amd64/Packages.xz"
