@@ -71,8 +71,6 @@ pub const MHPMEVENT_SINH: u64 = 1 << 61;
 pub const MHPMEVENT_UINH: u64 = 1 << 60;
 /// The event selector proper (bits 55:0; 63:56 are Sscofpmf's).
 pub const MHPMEVENT_SELECT: u64 = (1 << 56) - 1;
-/// `scountovf`: the OF bits of mhpmevent3..31, read-only, from S-mode.
-pub const SCOUNTOVF: u16 = 0xda0;
 /// Bits the platform drives (see `Hart::set_platform_irqs`).
 pub const MIP_PLATFORM: u64 = MIP_MSIP | MIP_MTIP | MIP_SEIP | MIP_MEIP;
 /// mcause/scause are WLRL: this hart holds the interrupt bit and a 4-bit
