@@ -11,6 +11,7 @@
 
 pub mod clint;
 pub mod clock;
+pub mod disk;
 pub mod dma;
 pub mod fdt;
 pub mod gpio;

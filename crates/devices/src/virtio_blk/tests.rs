@@ -1,6 +1,7 @@
 use super::*;
 use crate::virtio_mmio::{VirtioMmio, STATUS_NEEDS_RESET};
 use crate::{Device, ParamValue, Scheduler, WireIrq};
+use std::path::Path;
 
 const RAM_BASE: u64 = 0x8000_0000;
 const RAM_SIZE: u64 = 1 << 20;
