@@ -1,7 +1,8 @@
 //! Platform devices: CLINT, PLIC, UART 16550, syscon, RTC, virtio-mmio, and
 //! the optional devices a configuration names ([`KINDS`]: fixed clocks, the
 //! DesignWare APB GPIO, the DesignWare APB SSI with its SPI peripherals, the
-//! DesignWare AXI DMA controller and virtio-blk disks).
+//! DesignWare AXI DMA controller, virtio-blk disks and the DesignWare MSHC
+//! SD host controller with its card).
 //!
 //! Every device sees offsets into its own window, never absolute addresses;
 //! the [`DeviceMap`] turns a physical address into (device, offset). Each
@@ -22,6 +23,7 @@ pub mod plic;
 pub mod resources;
 pub mod rom;
 pub mod rtc;
+pub mod sd;
 pub mod spi;
 pub mod syscon;
 pub mod uart;
@@ -53,6 +55,7 @@ pub const KINDS: &[Kind] = &[
     spi::board::KIND,
     dma::board::KIND,
     virtio_blk::KIND,
+    sd::KIND,
 ];
 
 /// How guest time relates to simulated cycles. Every device that shows time

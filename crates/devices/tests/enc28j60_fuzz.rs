@@ -123,9 +123,17 @@ fn run(ops: &[Op], incoming: &[(u64, Vec<u8>)]) -> Record {
         let estat = chip.exchange(0, 8, t + 2) as u8;
         chip.deselect(t + 2);
         t += 3;
-        assert_eq!(estat & 0x80 != 0, !pin.is_high(), "INT pin and ESTAT.INT disagree");
+        assert_eq!(
+            estat & 0x80 != 0,
+            !pin.is_high(),
+            "INT pin and ESTAT.INT disagree"
+        );
     }
-    let stats = chip.stats("c").into_iter().map(|s| (s.name, s.value)).collect();
+    let stats = chip
+        .stats("c")
+        .into_iter()
+        .map(|s| (s.name, s.value))
+        .collect();
     let out = sent.borrow().clone();
     (out, reads, stats)
 }

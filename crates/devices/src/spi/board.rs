@@ -155,7 +155,10 @@ pub fn parse(cfg: &DeviceConfig) -> Result<SsiBoardConfig, ParamError> {
             let line = int_at(&mut p, key("cs-line"), 0, 0, 31)? as u32;
             gpio_cs.push((cs, gpio, line));
         } else if let Some(k) = key("cs-line") {
-            return Err(err(k, "needs `cs-gpio` (the GPIO device whose output drives this chip select)"));
+            return Err(err(
+                k,
+                "needs `cs-gpio` (the GPIO device whose output drives this chip select)",
+            ));
         }
         match kind.as_deref() {
             Some("spidev-sink") => {
@@ -259,7 +262,11 @@ fn int_at<'a>(
 fn parse_mac(text: &str) -> Option<[u8; 6]> {
     let parts: Vec<u8> = text
         .split(':')
-        .map(|h| (h.len() == 2).then(|| u8::from_str_radix(h, 16).ok()).flatten())
+        .map(|h| {
+            (h.len() == 2)
+                .then(|| u8::from_str_radix(h, 16).ok())
+                .flatten()
+        })
         .collect::<Option<_>>()?;
     let mac: [u8; 6] = parts.try_into().ok()?;
     (mac[0] & 1 == 0 && mac != [0; 6]).then_some(mac)
@@ -349,7 +356,8 @@ impl SsiDevice {
                 pc.link_bps = super::enc28j60::LINK_BPS;
                 pc.latency_ns = pb.latency_ns;
                 if let Some(port) = pb.tcp_source {
-                    pc.services.push(hs_peer::Service::TcpSource { port, bytes: None });
+                    pc.services
+                        .push(hs_peer::Service::TcpSource { port, bytes: None });
                 }
                 if let Some(port) = pb.tcp_sink {
                     pc.services.push(hs_peer::Service::TcpSink { port });

@@ -775,7 +775,10 @@ impl DwSsi {
                 .strs("dma-names", &["rx", "tx"]);
         }
         for (cs, p) in self.peripherals.iter().enumerate() {
-            if let Some(child) = p.as_ref().and_then(|p| p.fdt_node_with(cs as u32, phandles)) {
+            if let Some(child) = p
+                .as_ref()
+                .and_then(|p| p.fdt_node_with(cs as u32, phandles))
+            {
                 node = node.child(child);
             }
         }

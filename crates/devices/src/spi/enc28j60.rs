@@ -183,7 +183,10 @@ enum Spi {
     Opcode,
     /// Reading a control register; `dummy` while a MAC/MII register's dummy
     /// byte is still to come.
-    ReadReg { addr: u8, dummy: bool },
+    ReadReg {
+        addr: u8,
+        dummy: bool,
+    },
     ReadBuf,
     WriteReg(u8),
     WriteBuf,
@@ -495,7 +498,10 @@ impl Enc28j60 {
             ECON1 => self.write_econ1(v),
             _ => {
                 if matches!((bank, addr), (0, a) if a == ERXWRPTL || a == ERXWRPTL + 1)
-                    || matches!((bank, addr), (1, EPKTCNT) | (3, MISTAT) | (3, EREVID) | (2, MIRDL) | (2, MIRDH))
+                    || matches!(
+                        (bank, addr),
+                        (1, EPKTCNT) | (3, MISTAT) | (3, EREVID) | (2, MIRDL) | (2, MIRDH)
+                    )
                 {
                     return; // read-only
                 }
@@ -793,7 +799,9 @@ impl Enc28j60 {
                 self.finish_tx(s);
                 continue;
             }
-            let Some(link) = self.link.as_mut() else { break };
+            let Some(link) = self.link.as_mut() else {
+                break;
+            };
             match link.next_event() {
                 Some(t) if t <= now => {
                     self.now = self.now.max(t);
@@ -854,24 +862,96 @@ impl Enc28j60 {
     pub fn stats(&self, prefix: &str) -> Vec<Stat> {
         let k = |f: &str| format!("{prefix}.{f}");
         let mut v = vec![
-            Stat::new(k("commands"), self.stat_commands, "SPI instructions the chip decoded"),
-            Stat::new(k("bad_commands"), self.stat_bad_commands, "SPI instructions refused (unknown opcode, bit set/clear on a MAC/MII register)"),
-            Stat::new(k("buffer_bytes_read"), self.stat_buf_read, "bytes read from the packet buffer over SPI"),
-            Stat::new(k("buffer_bytes_written"), self.stat_buf_written, "bytes written to the packet buffer over SPI"),
-            Stat::new(k("tx_frames"), self.stat_tx_frames, "frames sent on the wire"),
-            Stat::new(k("tx_bytes"), self.stat_tx_bytes, "bytes of the frames sent (no FCS)"),
-            Stat::new(k("tx_errors"), self.stat_tx_errors, "transmissions aborted or refused"),
-            Stat::new(k("rx_frames"), self.stat_rx_frames, "frames written to the receive ring"),
-            Stat::new(k("rx_bytes"), self.stat_rx_bytes, "bytes of the frames received (no FCS)"),
-            Stat::new(k("rx_filtered"), self.stat_rx_filtered, "frames the address filter dropped"),
-            Stat::new(k("rx_overruns"), self.stat_rx_overruns, "frames dropped: receive ring full or 255 packets pending"),
-            Stat::new(k("rx_disabled"), self.stat_rx_disabled, "frames dropped while reception was off"),
-            Stat::new(k("rx_bad"), self.stat_rx_bad, "frames dropped: runt, giant or a ring the driver misprogrammed"),
-            Stat::new(k("int_asserts"), self.stat_int_asserts, "times the INT pin was pulled low"),
-            Stat::new(k("rx_seen_cycles_mean"), self.lat_read.mean(), "mean cycles from a frame's arrival to the driver reading its ring entry"),
-            Stat::new(k("rx_seen_cycles_max"), self.lat_read.max, "longest such wait, cycles"),
-            Stat::new(k("rx_freed_cycles_mean"), self.lat_free.mean(), "mean cycles from a frame's arrival to the driver freeing it (PKTDEC)"),
-            Stat::new(k("rx_freed_cycles_max"), self.lat_free.max, "longest such wait, cycles"),
+            Stat::new(
+                k("commands"),
+                self.stat_commands,
+                "SPI instructions the chip decoded",
+            ),
+            Stat::new(
+                k("bad_commands"),
+                self.stat_bad_commands,
+                "SPI instructions refused (unknown opcode, bit set/clear on a MAC/MII register)",
+            ),
+            Stat::new(
+                k("buffer_bytes_read"),
+                self.stat_buf_read,
+                "bytes read from the packet buffer over SPI",
+            ),
+            Stat::new(
+                k("buffer_bytes_written"),
+                self.stat_buf_written,
+                "bytes written to the packet buffer over SPI",
+            ),
+            Stat::new(
+                k("tx_frames"),
+                self.stat_tx_frames,
+                "frames sent on the wire",
+            ),
+            Stat::new(
+                k("tx_bytes"),
+                self.stat_tx_bytes,
+                "bytes of the frames sent (no FCS)",
+            ),
+            Stat::new(
+                k("tx_errors"),
+                self.stat_tx_errors,
+                "transmissions aborted or refused",
+            ),
+            Stat::new(
+                k("rx_frames"),
+                self.stat_rx_frames,
+                "frames written to the receive ring",
+            ),
+            Stat::new(
+                k("rx_bytes"),
+                self.stat_rx_bytes,
+                "bytes of the frames received (no FCS)",
+            ),
+            Stat::new(
+                k("rx_filtered"),
+                self.stat_rx_filtered,
+                "frames the address filter dropped",
+            ),
+            Stat::new(
+                k("rx_overruns"),
+                self.stat_rx_overruns,
+                "frames dropped: receive ring full or 255 packets pending",
+            ),
+            Stat::new(
+                k("rx_disabled"),
+                self.stat_rx_disabled,
+                "frames dropped while reception was off",
+            ),
+            Stat::new(
+                k("rx_bad"),
+                self.stat_rx_bad,
+                "frames dropped: runt, giant or a ring the driver misprogrammed",
+            ),
+            Stat::new(
+                k("int_asserts"),
+                self.stat_int_asserts,
+                "times the INT pin was pulled low",
+            ),
+            Stat::new(
+                k("rx_seen_cycles_mean"),
+                self.lat_read.mean(),
+                "mean cycles from a frame's arrival to the driver reading its ring entry",
+            ),
+            Stat::new(
+                k("rx_seen_cycles_max"),
+                self.lat_read.max,
+                "longest such wait, cycles",
+            ),
+            Stat::new(
+                k("rx_freed_cycles_mean"),
+                self.lat_free.mean(),
+                "mean cycles from a frame's arrival to the driver freeing it (PKTDEC)",
+            ),
+            Stat::new(
+                k("rx_freed_cycles_max"),
+                self.lat_free.max,
+                "longest such wait, cycles",
+            ),
         ];
         // One frame's path, as cycles after its arrival (absent steps: none).
         let t = &self.trace;
@@ -880,12 +960,32 @@ impl Enc28j60 {
             _ => None,
         };
         if let Some(a) = t.arrival {
-            v.push(Stat::new(k("trace.frame"), t.nth, "the received frame followed (1-based)"));
-            v.push(Stat::new(k("trace.arrival_cycle"), a, "cycle its last bit arrived from the wire"));
+            v.push(Stat::new(
+                k("trace.frame"),
+                t.nth,
+                "the received frame followed (1-based)",
+            ));
+            v.push(Stat::new(
+                k("trace.arrival_cycle"),
+                a,
+                "cycle its last bit arrived from the wire",
+            ));
             for (name, x, d) in [
-                ("trace.eir_read_after", after(t.eir_read), "cycles from arrival to the driver's next read of EIR (it learns of the frame)"),
-                ("trace.header_read_after", after(t.header_read), "cycles from arrival to the driver reading its status vector"),
-                ("trace.freed_after", after(t.freed), "cycles from arrival to PKTDEC releasing it"),
+                (
+                    "trace.eir_read_after",
+                    after(t.eir_read),
+                    "cycles from arrival to the driver's next read of EIR (it learns of the frame)",
+                ),
+                (
+                    "trace.header_read_after",
+                    after(t.header_read),
+                    "cycles from arrival to the driver reading its status vector",
+                ),
+                (
+                    "trace.freed_after",
+                    after(t.freed),
+                    "cycles from arrival to PKTDEC releasing it",
+                ),
             ] {
                 if let Some(x) = x {
                     v.push(Stat::new(k(name), x, d));
@@ -904,12 +1004,17 @@ impl Enc28j60 {
             .str("compatible", COMPATIBLE)
             .u32("reg", cs)
             .u32("spi-max-frequency", self.cfg.max_hz)
-            .prop("local-mac-address", crate::fdt::Prop::Bytes(self.cfg.mac.to_vec()));
+            .prop(
+                "local-mac-address",
+                crate::fdt::Prop::Bytes(self.cfg.mac.to_vec()),
+            );
         if let Some(pin) = &self.cfg.int {
             if let Some(&p) = phandles.get(&pin.gpio) {
                 // IRQ_TYPE_EDGE_FALLING: the driver's request_irq passes no
                 // trigger and says level triggers do not work.
-                n = n.u32("interrupt-parent", p).u32s("interrupts", vec![pin.line, 2]);
+                n = n
+                    .u32("interrupt-parent", p)
+                    .u32s("interrupts", vec![pin.line, 2]);
             }
         }
         n
@@ -977,7 +1082,11 @@ impl SpiPeripheral for Enc28j60 {
             }
             Spi::ClearBits(addr) => {
                 // EIR's PKTIF is not a stored bit: clear only what is stored.
-                let cur = if addr == EIR { self.eir } else { self.read_reg(addr) };
+                let cur = if addr == EIR {
+                    self.eir
+                } else {
+                    self.read_reg(addr)
+                };
                 self.write_reg(addr, cur & !b);
                 self.spi = Spi::Ignore;
                 0

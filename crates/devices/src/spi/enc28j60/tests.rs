@@ -44,7 +44,10 @@ impl Rig {
             core_hz: 1_000_000_000,
             max_hz: 12_000_000,
             mac: MAC,
-            int: Some(IntPin { gpio: "gpio0".into(), line: 3 }),
+            int: Some(IntPin {
+                gpio: "gpio0".into(),
+                line: 3,
+            }),
         };
         let mut chip = Enc28j60::new("spi0.cs0", cfg, Some(pin.clone()));
         let script = Script {
@@ -53,7 +56,12 @@ impl Rig {
         };
         let sent = script.sent.clone();
         chip.connect(Box::new(script));
-        Self { chip, pin, sent, t: 100 }
+        Self {
+            chip,
+            pin,
+            sent,
+            t: 100,
+        }
     }
     /// One chip-select frame: bytes out, bytes back (a byte per 1 µs).
     fn xfer(&mut self, out: &[u8]) -> Vec<u8> {
@@ -121,7 +129,14 @@ impl Rig {
         self.w16(0, ETXNDL, 0x1FFF);
         self.wcr(1, ERXFCON, ERXFCON_UCEN | 0x20 | ERXFCON_BCEN);
         self.wcr(2, MACON1, MACON1_MARXEN | 0x0C);
-        for (reg, b) in [(0x04u8, MAC[0]), (0x05, MAC[1]), (0x02, MAC[2]), (0x03, MAC[3]), (0x00, MAC[4]), (0x01, MAC[5])] {
+        for (reg, b) in [
+            (0x04u8, MAC[0]),
+            (0x05, MAC[1]),
+            (0x02, MAC[2]),
+            (0x03, MAC[3]),
+            (0x00, MAC[4]),
+            (0x01, MAC[5]),
+        ] {
             self.wcr(3, reg, b);
         }
         self.xfer(&[0x40 | EIE, EIE_INTIE | 0x40 | 0x10 | 0x08 | 0x02 | 0x01]);
@@ -222,7 +237,11 @@ fn received_frames_fill_the_ring_with_status_vectors_and_wrap() {
     r.w16(0, ERXRDPTL, 0x04FF);
     assert_eq!(r.chip.next_event(), Some(2_000_000));
     r.t = 2_300_000;
-    assert_eq!(r.rcr(1, EPKTCNT), 2, "the frame for another station is filtered");
+    assert_eq!(
+        r.rcr(1, EPKTCNT),
+        2,
+        "the frame for another station is filtered"
+    );
     assert_eq!(r.chip.stat_rx_filtered, 1);
     assert!(!r.pin.is_high());
     let h = r.read_mem(0, 6);
@@ -262,7 +281,9 @@ fn received_frames_fill_the_ring_with_status_vectors_and_wrap() {
 
 #[test]
 fn a_full_ring_drops_frames_and_flags_rxerif() {
-    let frames: Vec<_> = (0..8).map(|i| (1_000_000 + i * 200_000, frame(MAC, 1000, i as u8))).collect();
+    let frames: Vec<_> = (0..8)
+        .map(|i| (1_000_000 + i * 200_000, frame(MAC, 1000, i as u8)))
+        .collect();
     let mut r = Rig::new(frames);
     r.linux_init();
     r.t = 3_000_000;
@@ -300,7 +321,10 @@ fn the_device_tree_node_names_the_gpio_edge() {
 #[test]
 fn one_frame_is_followed_from_the_wire_to_its_release() {
     let f = frame(MAC, 100, 5);
-    let mut r = Rig::new(vec![(1_000_000, f.clone()), (1_100_000, frame(MAC, 100, 6))]);
+    let mut r = Rig::new(vec![
+        (1_000_000, f.clone()),
+        (1_100_000, frame(MAC, 100, 6)),
+    ]);
     r.chip.trace.nth = 2;
     r.linux_init();
     r.t = 1_200_000;
@@ -312,7 +336,11 @@ fn one_frame_is_followed_from_the_wire_to_its_release() {
     r.xfer(&[0x80 | ECON2, ECON2_PKTDEC]);
     let t = r.chip.trace;
     assert_eq!(t.arrival, Some(1_100_000));
-    let (e, h, fr) = (t.eir_read.unwrap(), t.header_read.unwrap(), t.freed.unwrap());
+    let (e, h, fr) = (
+        t.eir_read.unwrap(),
+        t.header_read.unwrap(),
+        t.freed.unwrap(),
+    );
     assert!(1_100_000 < e && e < h && h < fr, "{t:?}");
     let st = r.chip.stats("c");
     let get = |n: &str| st.iter().find(|s| s.name == n).map(|s| s.value);
