@@ -20,7 +20,8 @@ const CHUNK: usize = 64 * 1024;
 /// unless the disk writes through.
 pub struct Disk {
     path: PathBuf,
-    file: File,
+    /// None: a blank disk, all zeros until written (nothing on the host).
+    file: Option<File>,
     len: u64,
     /// Copy-on-write blocks (index → its 4 KiB, or `None` for a block of
     /// zeros written by DISCARD / WRITE_ZEROES); `None` when writing through.
@@ -57,10 +58,43 @@ impl Disk {
         }
         Ok(Disk {
             path: path.to_path_buf(),
-            file,
+            file: Some(file),
             len,
             overlay: (!write_through).then(BTreeMap::new),
         })
+    }
+
+    /// A blank disk of `len` bytes (a whole number of sectors): reads as
+    /// zeros, writes go to the overlay; nothing on the host backs it.
+    pub fn blank(len: u64) -> Result<Disk, String> {
+        if len == 0 || len % SECTOR != 0 {
+            return Err(format!(
+                "a blank disk of {len} bytes is not a positive whole number of 512-byte sectors"
+            ));
+        }
+        Ok(Disk {
+            path: PathBuf::from("(blank)"),
+            file: None,
+            len,
+            overlay: Some(BTreeMap::new()),
+        })
+    }
+
+    /// Bytes of the backing file at `off`; zeros for a blank disk.
+    fn file_read(&self, buf: &mut [u8], off: u64) -> std::io::Result<()> {
+        match &self.file {
+            Some(f) => f.read_exact_at(buf, off),
+            None => {
+                buf.fill(0);
+                Ok(())
+            }
+        }
+    }
+
+    fn file_mut(&mut self) -> std::io::Result<&mut File> {
+        self.file
+            .as_mut()
+            .ok_or_else(|| std::io::Error::other("a blank disk has no file to write through"))
     }
 
     pub fn path(&self) -> &Path {
@@ -103,7 +137,7 @@ impl Disk {
             return Err(self.out_of_range());
         }
         let Some(overlay) = &self.overlay else {
-            return self.file.read_exact_at(buf, off);
+            return self.file_read(buf, off);
         };
         // Walk block by block; consecutive blocks the overlay lacks are read
         // from the file in one call.
@@ -115,8 +149,7 @@ impl Disk {
             let n = (BLOCK as usize - within).min(buf.len() - done);
             if let Some(b) = overlay.get(&blk) {
                 if let Some(from) = miss_from.take() {
-                    self.file
-                        .read_exact_at(&mut buf[from..done], off + from as u64)?;
+                    self.file_read(&mut buf[from..done], off + from as u64)?;
                 }
                 let b = b.as_deref().unwrap_or(&ZERO_BLOCK[..]);
                 buf[done..done + n].copy_from_slice(&b[within..within + n]);
@@ -126,8 +159,7 @@ impl Disk {
             done += n;
         }
         if let Some(from) = miss_from {
-            self.file
-                .read_exact_at(&mut buf[from..], off + from as u64)?;
+            self.file_read(&mut buf[from..], off + from as u64)?;
         }
         Ok(())
     }
@@ -139,7 +171,7 @@ impl Disk {
             return Err(self.out_of_range());
         }
         if self.overlay.is_none() {
-            return self.file.write_all_at(data, off);
+            return self.file_mut()?.write_all_at(data, off);
         }
         let mut done = 0usize;
         while done < data.len() {
@@ -165,7 +197,7 @@ impl Disk {
                 if !whole {
                     let start = blk * BLOCK;
                     let valid = self.len.saturating_sub(start).min(BLOCK) as usize;
-                    self.file.read_exact_at(&mut fresh[..valid], start)?;
+                    self.file_read(&mut fresh[..valid], start)?;
                 }
                 Some(fresh)
             }
@@ -194,7 +226,7 @@ impl Disk {
             let mut done = 0u64;
             while done < len {
                 let n = (len - done).min(CHUNK as u64) as usize;
-                self.file.write_all_at(&zeros[..n], off + done)?;
+                self.file_mut()?.write_all_at(&zeros[..n], off + done)?;
                 done += n as u64;
             }
             return Ok(());
@@ -220,7 +252,7 @@ impl Disk {
     /// nothing to do for the overlay (it lives as long as the run).
     pub fn flush(&mut self) -> std::io::Result<()> {
         match self.overlay {
-            None => self.file.sync_data(),
+            None => self.file_mut()?.sync_data(),
             Some(_) => Ok(()),
         }
     }
@@ -242,5 +274,143 @@ impl Disk {
         } else {
             0
         }
+    }
+}
+
+/// Where a block device's data comes from, as a `[board.NAME]` table says
+/// it: `file = "PATH"` (relative to the working directory) with
+/// `write-through` (default false), or `blank-mib = N` — a blank disk of
+/// N MiB that only the run's overlay holds (benchmarks that need no data).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DiskSpec {
+    File { path: PathBuf, write_through: bool },
+    Blank { bytes: u64 },
+}
+
+impl DiskSpec {
+    /// Read `file` / `blank-mib` / `write-through` and open the disk once,
+    /// so a missing or mis-sized image is found when the description loads.
+    pub fn parse(p: &mut crate::resources::Params) -> Result<DiskSpec, crate::ParamError> {
+        use crate::ParamError;
+        let file = p.string("file")?;
+        let blank = p.int("blank-mib", 0, 0, 1 << 20)?;
+        let write_through = p.bool("write-through", false)?;
+        let spec = match (file, blank) {
+            (Some(_), b) if b > 0 => {
+                return Err(ParamError {
+                    key: "blank-mib".into(),
+                    message: "cannot be given with `file` (a disk is one or the other)".into(),
+                })
+            }
+            (Some(f), _) => DiskSpec::File {
+                path: PathBuf::from(f),
+                write_through,
+            },
+            (None, 0) => {
+                return Err(ParamError {
+                    key: "file".into(),
+                    message: "is missing (the raw disk image this device reads; or `blank-mib = N` for a blank disk)".into(),
+                })
+            }
+            (None, mib) => {
+                if write_through {
+                    return Err(ParamError {
+                        key: "write-through".into(),
+                        message: "cannot be true on a blank disk (`blank-mib`): there is no file to write".into(),
+                    });
+                }
+                DiskSpec::Blank {
+                    bytes: mib as u64 * 1024 * 1024,
+                }
+            }
+        };
+        spec.open().map_err(|message| ParamError {
+            key: match spec {
+                DiskSpec::File { .. } => "file".into(),
+                DiskSpec::Blank { .. } => "blank-mib".into(),
+            },
+            message,
+        })?;
+        Ok(spec)
+    }
+
+    pub fn writes_through(&self) -> bool {
+        matches!(
+            self,
+            DiskSpec::File {
+                write_through: true,
+                ..
+            }
+        )
+    }
+
+    pub fn open(&self) -> Result<Disk, String> {
+        match self {
+            DiskSpec::File {
+                path,
+                write_through,
+            } => Disk::open(path, *write_through),
+            DiskSpec::Blank { bytes } => Disk::blank(*bytes),
+        }
+    }
+
+    /// The configuration key an error about the disk names.
+    pub fn key(&self) -> &'static str {
+        match self {
+            DiskSpec::File { .. } => "file",
+            DiskSpec::Blank { .. } => "blank-mib",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources::Params;
+    use crate::{DeviceConfig, ParamValue};
+
+    #[test]
+    fn blank_disks_read_zeros_and_keep_writes_in_the_overlay() {
+        let mut d = Disk::blank(1 << 20).unwrap();
+        let mut b = [1u8; 700];
+        d.read(4000, &mut b).unwrap();
+        assert!(b.iter().all(|&x| x == 0));
+        d.write(5000, &[7u8; 100]).unwrap();
+        d.read(4990, &mut b[..20]).unwrap();
+        assert_eq!(
+            &b[..20],
+            &[0u8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7]
+        );
+        assert!(d.flush().is_ok());
+        assert!(Disk::blank(1000).is_err());
+    }
+
+    #[test]
+    fn disk_spec_refuses_both_or_neither_and_blank_write_through() {
+        let parse = |cfg: DeviceConfig| {
+            let mut p = Params::new(&cfg);
+            DiskSpec::parse(&mut p).map_err(|e| e.to_string())
+        };
+        let c = DeviceConfig::new("d", "virtio-blk");
+        assert!(parse(c.clone())
+            .unwrap_err()
+            .starts_with("key `file`: is missing"));
+        let both = c
+            .clone()
+            .with("file", ParamValue::Str("/x".into()))
+            .with("blank-mib", ParamValue::Int(4));
+        assert_eq!(
+            parse(both).unwrap_err(),
+            "key `blank-mib`: cannot be given with `file` (a disk is one or the other)"
+        );
+        let wt = c
+            .clone()
+            .with("blank-mib", ParamValue::Int(4))
+            .with("write-through", ParamValue::Bool(true));
+        assert!(parse(wt)
+            .unwrap_err()
+            .starts_with("key `write-through`: cannot be true on a blank disk"));
+        let ok = c.with("blank-mib", ParamValue::Int(4));
+        assert_eq!(parse(ok).unwrap(), DiskSpec::Blank { bytes: 4 << 20 });
     }
 }

@@ -46,7 +46,6 @@
 //! `serial` (up to 20 bytes, default the device name).
 
 use std::collections::VecDeque;
-use std::path::PathBuf;
 
 use hs_bus::GuestRam;
 
@@ -63,7 +62,7 @@ pub const KIND: Kind = Kind {
 };
 
 pub const DEVICE_ID: u32 = 2;
-pub use crate::disk::{Disk, BLOCK, SECTOR};
+pub use crate::disk::{Disk, DiskSpec, BLOCK, SECTOR};
 /// Largest queue the device offers.
 pub const QUEUE_MAX: u16 = 256;
 /// Segments per request the driver may use (the header and status take two
@@ -792,8 +791,7 @@ impl VirtioBackend for VirtioBlk {
 /// What a `[board.NAME] kind = "virtio-blk"` table asks for, validated.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BlkConfig {
-    pub file: PathBuf,
-    pub write_through: bool,
+    pub disk: DiskSpec,
     pub read_only: bool,
     pub timing: Timing,
     pub serial: String,
@@ -804,11 +802,8 @@ impl BlkConfig {
     /// unreadable or mis-sized file is found when the description is loaded).
     pub fn parse(cfg: &DeviceConfig) -> Result<BlkConfig, ParamError> {
         let mut p = Params::new(cfg);
-        let file = p.string("file")?.ok_or_else(|| ParamError {
-            key: "file".into(),
-            message: "is missing (the raw disk image this device reads)".into(),
-        })?;
-        let write_through = p.bool("write-through", false)?;
+        let disk = DiskSpec::parse(&mut p)?;
+        let write_through = disk.writes_through();
         let read_only = p.bool("read-only", false)?;
         let latency_ns = p.int("latency-ns", DEFAULT_LATENCY_NS as i64, 0, 1_000_000_000)? as u64;
         let bandwidth_mibps = p.int(
@@ -831,14 +826,8 @@ impl BlkConfig {
                 message: "cannot be true on a `read-only` disk".into(),
             });
         }
-        let file = PathBuf::from(file);
-        Disk::open(&file, write_through).map_err(|message| ParamError {
-            key: "file".into(),
-            message,
-        })?;
         Ok(BlkConfig {
-            file,
-            write_through,
+            disk,
             read_only,
             timing: Timing {
                 latency_ns,
@@ -851,8 +840,8 @@ impl BlkConfig {
     /// The device: a virtio-mmio transport anywhere in the platform window
     /// with one interrupt line, this disk behind it.
     pub fn plug(self, name: &str) -> Result<Plug, ParamError> {
-        let disk = Disk::open(&self.file, self.write_through).map_err(|message| ParamError {
-            key: "file".into(),
+        let disk = self.disk.open().map_err(|message| ParamError {
+            key: self.disk.key().into(),
             message,
         })?;
         let want = Want::new(name).mmio(virtio_mmio::SIZE).irqs(1);

@@ -17,7 +17,8 @@
 //! [board.sd0]
 //! kind = "dwcmshc-sdhci"
 //! clock = "sd_clk"         # required
-//! file = "card.img"        # the card's image: required, a whole number of 512 KiB
+//! file = "card.img"        # the card's image, a whole number of 512 KiB (relative
+//!                          # to the working directory), or: blank-mib = 64
 //! write-through = false    # default: writes go to a copy-on-write overlay
 //! read-only = false        # the card's write-protect (CSD TMP_WRITE_PROTECT)
 //! bus-width = 4            # 1 or 4: the device tree's bus-width (Linux forces 1-bit for 1)
@@ -38,9 +39,7 @@ pub(crate) mod test_image;
 #[cfg(test)]
 mod tests;
 
-use std::path::PathBuf;
-
-use crate::disk::Disk;
+use crate::disk::DiskSpec;
 use crate::fdt::{FdtCtx, FdtNode, Placement};
 use crate::resources::{Attach, DeviceConfig, Kind, ParamError, Params, Plug, Want};
 use crate::{BadAccess, DevCtx, Device, Grant, Stat, WriteEffect};
@@ -75,8 +74,7 @@ impl DmaMode {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SdBoardConfig {
     pub clock: String,
-    pub file: PathBuf,
-    pub write_through: bool,
+    pub disk: DiskSpec,
     pub read_only: bool,
     pub bus_width: u32,
     pub dma: DmaMode,
@@ -94,11 +92,8 @@ impl SdBoardConfig {
                 "is required: the name of a `fixed-clock` device (the controller's base clock)"
                     .into(),
         })?;
-        let file = p.string("file")?.ok_or_else(|| ParamError {
-            key: "file".into(),
-            message: "is required: the SD card's disk image".into(),
-        })?;
-        let write_through = p.bool("write-through", false)?;
+        let disk = DiskSpec::parse(&mut p)?;
+        let write_through = disk.writes_through();
         let read_only = p.bool("read-only", false)?;
         if write_through && read_only {
             return Err(ParamError {
@@ -151,8 +146,7 @@ impl SdBoardConfig {
         p.finish()?;
         Ok(SdBoardConfig {
             clock,
-            file: PathBuf::from(file),
-            write_through,
+            disk,
             read_only,
             bus_width,
             dma,
@@ -165,15 +159,15 @@ impl SdBoardConfig {
 
 fn plug(cfg: &DeviceConfig) -> Result<Plug, ParamError> {
     let c = SdBoardConfig::parse(cfg)?;
-    let disk = Disk::open(&c.file, c.write_through).map_err(|message| ParamError {
-        key: "file".into(),
+    let disk = c.disk.open().map_err(|message| ParamError {
+        key: c.disk.key().into(),
         message,
     })?;
     let serial = cfg.name.bytes().fold(0x811c_9dc5u32, |h, b| {
         (h ^ b as u32).wrapping_mul(0x0100_0193)
     });
     let card = SdCard::new(disk, c.read_only, serial).map_err(|message| ParamError {
-        key: "file".into(),
+        key: c.disk.key().into(),
         message,
     })?;
     let name = cfg.name.clone();

@@ -1,7 +1,7 @@
 use super::*;
 use crate::virtio_mmio::{VirtioMmio, STATUS_NEEDS_RESET};
 use crate::{Device, ParamValue, Scheduler, WireIrq};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 const RAM_BASE: u64 = 0x8000_0000;
 const RAM_SIZE: u64 = 1 << 20;
@@ -657,7 +657,7 @@ fn configuration_errors_name_the_key_and_the_file() {
     assert!(crate::resources::plug(&cfg(file(&img.0))).is_ok());
     assert_eq!(
         err(DeviceConfig::new("vda", "virtio-blk")),
-        "key `file`: is missing (the raw disk image this device reads)"
+        "key `file`: is missing (the raw disk image this device reads; or `blank-mib = N` for a blank disk)"
     );
     let missing = std::env::temp_dir().join("hs-vblk-does-not-exist.img");
     let e = err(cfg(file(&missing)));
