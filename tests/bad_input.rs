@@ -341,15 +341,25 @@ fn a_guest_kernel_panic_ends_the_run_with_the_panic_line() {
     assert_eq!(out.code(), Some(3), "{}", out.tail());
     let err = out.stderr.clone();
     assert!(
-        err.contains("the guest kernel panicked: Kernel panic - not syncing: sysrq triggered crash"),
+        err.contains(
+            "the guest kernel panicked: Kernel panic - not syncing: sysrq triggered crash"
+        ),
         "{err}"
     );
-    assert!(err.contains("---[ end Kernel panic"), "the console's last lines: {err}");
+    assert!(
+        err.contains("---[ end Kernel panic"),
+        "the console's last lines: {err}"
+    );
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
-    let secs = json["guest_seconds"].as_f64().expect("guest_seconds in the stats");
+    let secs = json["guest_seconds"]
+        .as_f64()
+        .expect("guest_seconds in the stats");
     // Without the watch the run would go on until the boot deadline.
-    assert!(secs < 10.0, "the run went on for {secs} s of guest time after the panic");
+    assert!(
+        secs < 10.0,
+        "the run went on for {secs} s of guest time after the panic"
+    );
 }
 
 /// Output paths are checked before the first instruction runs (issue 10):
@@ -364,7 +374,10 @@ fn output_paths_are_refused_before_anything_runs() {
     let afile = dir.write("afile", "x");
     let cases: Vec<(Vec<String>, &str)> = vec![
         (
-            vec!["--stats-json".into(), dir.path("missing/x.json").display().to_string()],
+            vec![
+                "--stats-json".into(),
+                dir.path("missing/x.json").display().to_string(),
+            ],
             "--stats-json: the directory",
         ),
         (
@@ -376,7 +389,10 @@ fn output_paths_are_refused_before_anything_runs() {
             "--profile:",
         ),
         (
-            vec!["--trace".into(), dir.path("no/such/t.json").display().to_string()],
+            vec![
+                "--trace".into(),
+                dir.path("no/such/t.json").display().to_string(),
+            ],
             "--trace: the directory",
         ),
     ];
@@ -412,7 +428,8 @@ fn a_results_database_that_is_a_directory_is_refused() {
         let out = hartscope(&args, &dir, DEADLINE);
         assert_eq!(out.code(), Some(1), "{}", out.tail());
         assert!(
-            out.stderr.contains("is a directory, not a results database"),
+            out.stderr
+                .contains("is a directory, not a results database"),
             "{}",
             out.tail()
         );

@@ -80,13 +80,19 @@ fn custom_binds_the_chip_pings_the_peer_and_receives_a_tcp_stream_intact() {
     );
     let guest_fnv = u64::from_str_radix(value(&console, "ttcp-r: fnv1a "), 16).unwrap();
     assert_eq!(dev["spi0.cs0.peer.tcp_source5001.bytes"], got, "{dev}");
-    assert_eq!(dev["spi0.cs0.peer.tcp_source5001.fnv1a"], guest_fnv, "{dev}");
+    assert_eq!(
+        dev["spi0.cs0.peer.tcp_source5001.fnv1a"], guest_fnv,
+        "{dev}"
+    );
     // Every frame the guest sent is one the peer took, and one interrupt
     // (or a later pass of the same work) completed it.
     let tx: u64 = value(&console, "tx_packets:").parse().unwrap();
     assert!(tx >= 1, "nothing sent:\n{console}");
     assert_eq!(value(&console, "tx_errors:"), "0");
-    assert_eq!(dev["spi0.cs0.tx_frames"], dev["spi0.cs0.peer.frames_in"], "{dev}");
+    assert_eq!(
+        dev["spi0.cs0.tx_frames"], dev["spi0.cs0.peer.frames_in"],
+        "{dev}"
+    );
     assert!(dev["spi0.cs0.tx_frames"].as_u64().unwrap() >= tx, "{dev}");
     assert_eq!(dev["spi0.cs0.rx_overruns"], 0, "{dev}");
     assert_eq!(dev["spi0.cs0.tx_errors"], 0, "{dev}");
@@ -95,7 +101,10 @@ fn custom_binds_the_chip_pings_the_peer_and_receives_a_tcp_stream_intact() {
         .lines()
         .find(|l| l.starts_with("irq:"))
         .unwrap_or_else(|| panic!("no enc28j60 line in /proc/interrupts:\n{console}"));
-    assert!(irq_line.contains("gpio-dwapb") && irq_line.contains("Edge"), "{irq_line}");
+    assert!(
+        irq_line.contains("gpio-dwapb") && irq_line.contains("Edge"),
+        "{irq_line}"
+    );
     let taken: u64 = irq_line["irq:".len()..]
         .split_whitespace()
         .skip(1)

@@ -30,7 +30,14 @@ exit 0
 
 /// Console and the GPIO's counters of one boot.
 fn run(dir: &Scratch, tag: &str) -> (String, serde_json::Value) {
-    boot_devices(dir, "debian", "machines/atomic-gpio.toml", WORKLOAD, tag, &["gpio0."])
+    boot_devices(
+        dir,
+        "debian",
+        "machines/atomic-gpio.toml",
+        WORKLOAD,
+        tag,
+        &["gpio0."],
+    )
 }
 
 #[test]

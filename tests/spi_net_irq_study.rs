@@ -49,7 +49,11 @@ fn spi_net_irq_study_runs_all_three_drivers_and_repeats_exactly() {
     assert_eq!(verdicts.len(), 11, "{stdout}");
     for v in &verdicts {
         assert!(!v.starts_with("NOT RUN"), "{v}\n{stdout}");
-        if v.contains("every byte") || v.contains("the stock driver too") || v.contains("the asynchronous one") || v.contains("runs to its end") {
+        if v.contains("every byte")
+            || v.contains("the stock driver too")
+            || v.contains("the asynchronous one")
+            || v.contains("runs to its end")
+        {
             assert!(v.starts_with("PASS"), "{v}\n{stdout}");
         }
     }

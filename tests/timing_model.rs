@@ -454,7 +454,9 @@ fn the_atomic_model_advertises_no_events_it_does_not_count() {
     assert!(out.status.success(), "{console}");
     for c in ["branch-misses", "branches", "L1-dcache-load-misses"] {
         assert!(
-            console.contains(&format!("timingprobe: perf counter {c} <not counted> (time running 0)")),
+            console.contains(&format!(
+                "timingprobe: perf counter {c} <not counted> (time running 0)"
+            )),
             "{c} on the atomic model: {console}"
         );
     }
@@ -477,13 +479,18 @@ fn linux_samples_on_counter_overflow_interrupts_with_sscofpmf() {
     std::fs::write(&run_sh, script).unwrap();
     let boot = |image: &str, machine: Option<&str>| -> String {
         let mut c = Command::new(env!("CARGO_BIN_EXE_hartscope"));
-        c.args(["boot", "--image", image, "--workload"]).arg(&run_sh);
+        c.args(["boot", "--image", image, "--workload"])
+            .arg(&run_sh);
         if let Some(m) = machine {
             c.arg("--machine").arg(root().join(m));
         }
         let out = c.output().unwrap();
         let console = String::from_utf8_lossy(&out.stdout).into_owned();
-        assert!(out.status.success(), "{console}\n{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{console}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         console
     };
     let result = |console: &str, ev: &str| -> (u64, u64, u64) {
@@ -493,7 +500,10 @@ fn linux_samples_on_counter_overflow_interrupts_with_sscofpmf() {
             .unwrap_or_else(|| panic!("no {ev} line:\n{console}"));
         let n = |w: &str| -> u64 {
             let words: Vec<&str> = l.split_whitespace().collect();
-            let at = words.iter().position(|x| x.trim_end_matches([',', ';']) == w).unwrap();
+            let at = words
+                .iter()
+                .position(|x| x.trim_end_matches([',', ';']) == w)
+                .unwrap();
             words[at - 1].parse().unwrap()
         };
         let count: u64 = l.rsplit("count ").next().unwrap().trim().parse().unwrap();
@@ -505,15 +515,24 @@ fn linux_samples_on_counter_overflow_interrupts_with_sscofpmf() {
         }
         let console = boot(image, Some("machines/inorder.toml"));
         let (samples, user, count) = result(&console, "cycles");
-        assert!(count > 20_000_000, "{image}: {count} cycles for 2M loop iterations");
+        assert!(
+            count > 20_000_000,
+            "{image}: {count} cycles for 2M loop iterations"
+        );
         assert!(
             samples.abs_diff(count / 100_000) <= 2,
             "{image}: {samples} samples for {count} cycles at period 100000"
         );
-        assert!(user + 8 >= samples, "{image}: the loop runs in user mode: {user} of {samples}");
+        assert!(
+            user + 8 >= samples,
+            "{image}: the loop runs in user mode: {user} of {samples}"
+        );
         // exclude_kernel: exactly the loop's 4 instructions x 2M, 80 samples
         let (samples, _, count) = result(&console, "instructions");
-        assert!((8_000_000..8_000_100).contains(&count), "{image}: user-only count {count}");
+        assert!(
+            (8_000_000..8_000_100).contains(&count),
+            "{image}: user-only count {count}"
+        );
         assert_eq!(samples, 80, "{image}");
         let irq = console
             .lines()

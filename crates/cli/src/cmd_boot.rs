@@ -310,7 +310,10 @@ fn check_output_paths(args: &BootArgs) -> Result<(), String> {
     for (flag, path) in files {
         let Some(path) = path else { continue };
         if path.is_dir() {
-            return Err(format!("{flag}: `{}` is a directory (give a file to write)", path.display()));
+            return Err(format!(
+                "{flag}: `{}` is a directory (give a file to write)",
+                path.display()
+            ));
         }
         let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
         if let Some(dir) = parent {
@@ -322,11 +325,17 @@ fn check_output_paths(args: &BootArgs) -> Result<(), String> {
             }
         }
     }
-    let dirs = [("--profile", &args.profile), ("--channels-dir", &args.channels_dir)];
+    let dirs = [
+        ("--profile", &args.profile),
+        ("--channels-dir", &args.channels_dir),
+    ];
     for (flag, path) in dirs {
         if let Some(path) = path {
             if path.exists() && !path.is_dir() {
-                return Err(format!("{flag}: `{}` is a file, not a directory", path.display()));
+                return Err(format!(
+                    "{flag}: `{}` is a file, not a directory",
+                    path.display()
+                ));
             }
         }
     }

@@ -77,8 +77,7 @@ pub const MIP_PLATFORM: u64 = MIP_MSIP | MIP_MTIP | MIP_SEIP | MIP_MEIP;
 /// code (every cause it raises is below 16), so a write of any other value
 /// reads back as a legal one instead of an arbitrary 64-bit pattern.
 const CAUSE_WLRL_MASK: u64 = (1 << 63) | 0xf;
-const MIE_MASK: u64 =
-    MIP_SSIP | MIP_MSIP | MIP_STIP | MIP_MTIP | MIP_SEIP | MIP_MEIP | MIP_LCOFIP;
+const MIE_MASK: u64 = MIP_SSIP | MIP_MSIP | MIP_STIP | MIP_MTIP | MIP_SEIP | MIP_MEIP | MIP_LCOFIP;
 const MIDELEG_MASK: u64 = MIP_SSIP | MIP_STIP | MIP_SEIP | MIP_LCOFIP;
 /// Every exception except ecall-from-M (11) and the reserved causes.
 const MEDELEG_MASK: u64 = 0xb3ff;
@@ -526,7 +525,9 @@ impl<T: TimingModel> Hart<T> {
                 let (cy, ir) = (self.mcycle(), self.minstret());
                 let new = v & 0xffff_fffd;
                 let hpm_new = new | (self.csr.mcountinhibit & 7);
-                self.hpm_rebase(|h| h.csr.mcountinhibit = (h.csr.mcountinhibit & 7) | (hpm_new & !7));
+                self.hpm_rebase(|h| {
+                    h.csr.mcountinhibit = (h.csr.mcountinhibit & 7) | (hpm_new & !7)
+                });
                 let c = &mut self.csr;
                 if new & COUNTINHIBIT_CY != 0 {
                     c.mcycle_frozen = cy;

@@ -240,7 +240,9 @@ pub fn collect(
             }
             let dest = format!("{LIB_DIR}/{lib}");
             // libc names the loader too; the one at its PT_INTERP path serves.
-            let is_loader = loaders.iter().any(|l| l.rsplit('/').next() == Some(lib.as_str()));
+            let is_loader = loaders
+                .iter()
+                .any(|l| l.rsplit('/').next() == Some(lib.as_str()));
             if out.contains_key(&dest) || is_loader {
                 continue;
             }

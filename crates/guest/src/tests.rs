@@ -187,7 +187,12 @@ fn relocking_keeps_the_pins_of_unchanged_wants() {
     write(&g.join("images/debian.toml"), without);
     let (new, changed) = b.lock("debian", false, false, &mut |_| {}).unwrap();
     assert!(changed);
-    let others: Vec<_> = old.files.iter().filter(|f| f.role != role::EXTRA).cloned().collect();
+    let others: Vec<_> = old
+        .files
+        .iter()
+        .filter(|f| f.role != role::EXTRA)
+        .cloned()
+        .collect();
     assert_eq!(new.files, others);
     assert_eq!(new.wants.len(), old.wants.len() - 1);
     // --update resolves everything again, so it needs the mirror.

@@ -600,11 +600,7 @@ pub fn group_counts(
 }
 
 /// Samples taken in `[from, to)` (cycles of the sampled hart).
-pub fn window_samples(
-    obs: &Observations,
-    from: u64,
-    to: Option<u64>,
-) -> Vec<hs_observe::Sample> {
+pub fn window_samples(obs: &Observations, from: u64, to: Option<u64>) -> Vec<hs_observe::Sample> {
     obs.samples
         .iter()
         .filter(|s| s.cycle >= from && to.is_none_or(|t| s.cycle < t))

@@ -70,17 +70,29 @@ fn parse_groups(raw: &[RawGroup], err: &ErrFn) -> Result<Vec<ProfileGroup>> {
         let key = |k: &str| format!("groups[{i}].{k}");
         let name_ok = !g.name.is_empty()
             && g.name.len() <= 64
-            && g.name.chars().all(|c| c.is_ascii_alphanumeric() || " -_./()".contains(c));
+            && g.name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || " -_./()".contains(c));
         if !name_ok || g.name == "other" {
             return Err(err(&key("name"), format!("{:?} is not a group name (1 to 64 letters, digits, spaces and - _ . / ( ); `other` is taken)", g.name)));
         }
         if out.iter().any(|o| o.name == g.name) {
             return Err(err(&key("name"), format!("`{}` names two groups", g.name)));
         }
-        if g.symbols.is_empty() || g.symbols.iter().any(|p| p.trim().is_empty() || p == "place:") {
-            return Err(err(&key("symbols"), "a group needs at least one non-empty symbol prefix or `place:NAME`".into()));
+        if g.symbols.is_empty()
+            || g.symbols
+                .iter()
+                .any(|p| p.trim().is_empty() || p == "place:")
+        {
+            return Err(err(
+                &key("symbols"),
+                "a group needs at least one non-empty symbol prefix or `place:NAME`".into(),
+            ));
         }
-        out.push(ProfileGroup { name: g.name.clone(), symbols: g.symbols.clone() });
+        out.push(ProfileGroup {
+            name: g.name.clone(),
+            symbols: g.symbols.clone(),
+        });
     }
     Ok(out)
 }

@@ -261,7 +261,6 @@ mod tests {
         assert!(n.get("riscv,raw-event-to-mhpmcounters").is_none());
     }
 
-
     #[test]
     fn rng_seed_is_fixed_per_seed() {
         assert_eq!(rng_seed(0), rng_seed(0));

@@ -1004,7 +1004,9 @@ impl PanicWatch {
                 }
                 continue;
             }
-            let text = String::from_utf8_lossy(&self.partial).trim_end().to_string();
+            let text = String::from_utf8_lossy(&self.partial)
+                .trim_end()
+                .to_string();
             self.partial.clear();
             if !text.trim().is_empty() {
                 if self.recent.len() == 12 {
@@ -1036,7 +1038,10 @@ mod panic_watch_tests {
         let mut w = PanicWatch::default();
         assert!(!w.feed(b"[    1.0] ok\n[    2.0] Kernel pan"));
         assert!(w.feed(b"ic - not syncing: sysrq triggered crash\nCPU: 0 PID: 1\n"));
-        assert_eq!(w.line.as_deref(), Some("Kernel panic - not syncing: sysrq triggered crash"));
+        assert_eq!(
+            w.line.as_deref(),
+            Some("Kernel panic - not syncing: sysrq triggered crash")
+        );
         assert_eq!(w.recent.back().map(String::as_str), Some("CPU: 0 PID: 1"));
         assert!(!w.ended);
         w.feed(b"---[ end Kernel panic - not syncing: sysrq triggered crash ]---\n");

@@ -272,7 +272,8 @@ impl Peer {
     /// Cycles a frame of `len` bytes (no FCS) occupies the line.
     pub fn wire_cycles(&self, len: usize) -> u64 {
         let bits = (8 + len.max(60) + 4) as u64 * 8 + 96;
-        ((bits as u128 * self.cfg.core_hz as u128).div_ceil(self.cfg.link_bps.max(1) as u128)) as u64
+        ((bits as u128 * self.cfg.core_hz as u128).div_ceil(self.cfg.link_bps.max(1) as u128))
+            as u64
     }
 
     /// A frame from the guest whose last bit left its NIC at cycle `now`.
@@ -397,7 +398,9 @@ impl Peer {
                         let start = r.sent;
                         let n = sock
                             .send(|buf| {
-                                let k = buf.len().min((bytes - start).min(usize::MAX as u64) as usize);
+                                let k = buf
+                                    .len()
+                                    .min((bytes - start).min(usize::MAX as u64) as usize);
                                 for (i, b) in buf[..k].iter_mut().enumerate() {
                                     *b = pattern_byte(start + i as u64);
                                 }
@@ -462,22 +465,58 @@ impl Peer {
     /// Statistics as (name, value, description).
     pub fn stats(&self) -> Vec<(String, u64, &'static str)> {
         let mut v = vec![
-            ("peer.frames_in".to_string(), self.stat_frames_in, "frames the peer took from the wire"),
-            ("peer.bytes_in".to_string(), self.stat_bytes_in, "bytes of those frames (no FCS)"),
-            ("peer.frames_out".to_string(), self.stat_frames_out, "frames the peer put on the wire"),
-            ("peer.bytes_out".to_string(), self.stat_bytes_out, "bytes of those frames (no FCS)"),
-            ("peer.malformed".to_string(), self.stat_malformed, "frames from the guest dropped: shorter than a header or longer than 1514 bytes"),
+            (
+                "peer.frames_in".to_string(),
+                self.stat_frames_in,
+                "frames the peer took from the wire",
+            ),
+            (
+                "peer.bytes_in".to_string(),
+                self.stat_bytes_in,
+                "bytes of those frames (no FCS)",
+            ),
+            (
+                "peer.frames_out".to_string(),
+                self.stat_frames_out,
+                "frames the peer put on the wire",
+            ),
+            (
+                "peer.bytes_out".to_string(),
+                self.stat_bytes_out,
+                "bytes of those frames (no FCS)",
+            ),
+            (
+                "peer.malformed".to_string(),
+                self.stat_malformed,
+                "frames from the guest dropped: shorter than a header or longer than 1514 bytes",
+            ),
         ];
         for (s, r) in self.records() {
             let name = match s {
                 Service::TcpSource { port, .. } => format!("peer.tcp_source{port}"),
                 Service::TcpSink { port } => format!("peer.tcp_sink{port}"),
             };
-            v.push((format!("{name}.bytes"), r.bytes, "bytes the service sent or received"));
+            v.push((
+                format!("{name}.bytes"),
+                r.bytes,
+                "bytes the service sent or received",
+            ));
             v.push((format!("{name}.fnv1a"), r.fnv, "FNV-1a 64 of those bytes"));
-            v.push((format!("{name}.first_cycle"), r.first_cycle, "cycle of the first byte"));
-            v.push((format!("{name}.last_cycle"), r.last_cycle, "cycle of the last byte"));
-            v.push((format!("{name}.connections"), r.connections, "connections accepted"));
+            v.push((
+                format!("{name}.first_cycle"),
+                r.first_cycle,
+                "cycle of the first byte",
+            ));
+            v.push((
+                format!("{name}.last_cycle"),
+                r.last_cycle,
+                "cycle of the last byte",
+            ));
+            v.push((
+                format!("{name}.connections"),
+                r.connections,
+                "connections accepted",
+            ));
         }
         v
     }

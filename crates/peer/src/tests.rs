@@ -31,7 +31,12 @@ impl Guest {
 
 /// Run both ends in 10 µs steps until `until` or `done` says so; the
 /// cycle it stopped at.
-fn run(peer: &mut Peer, g: &mut Guest, until: u64, mut done: impl FnMut(&mut Guest) -> bool) -> u64 {
+fn run(
+    peer: &mut Peer,
+    g: &mut Guest,
+    until: u64,
+    mut done: impl FnMut(&mut Guest) -> bool,
+) -> u64 {
     let mut t = 0;
     while t < until {
         t += 10_000;
@@ -57,13 +62,22 @@ fn ping_is_answered_after_arp_with_the_wire_time_in_the_round_trip() {
     let rx = icmp::PacketBuffer::new(vec![icmp::PacketMetadata::EMPTY; 4], vec![0; 1024]);
     let tx = icmp::PacketBuffer::new(vec![icmp::PacketMetadata::EMPTY; 4], vec![0; 1024]);
     let h = g.sockets.add(icmp::Socket::new(rx, tx));
-    g.sockets.get_mut::<icmp::Socket>(h).bind(icmp::Endpoint::Ident(0x1234)).unwrap();
+    g.sockets
+        .get_mut::<icmp::Socket>(h)
+        .bind(icmp::Endpoint::Ident(0x1234))
+        .unwrap();
     let mut sent = false;
     let end = run(&mut peer, &mut g, 50_000_000, |g| {
         let s = g.sockets.get_mut::<icmp::Socket>(h);
         if !sent && s.can_send() {
-            let repr = Icmpv4Repr::EchoRequest { ident: 0x1234, seq_no: 1, data: b"hartscope" };
-            let buf = s.send(repr.buffer_len(), IpAddress::v4(10, 0, 2, 2)).unwrap();
+            let repr = Icmpv4Repr::EchoRequest {
+                ident: 0x1234,
+                seq_no: 1,
+                data: b"hartscope",
+            };
+            let buf = s
+                .send(repr.buffer_len(), IpAddress::v4(10, 0, 2, 2))
+                .unwrap();
             repr.emit(&mut Icmpv4Packet::new_unchecked(buf), &Default::default());
             sent = true;
         }
@@ -71,7 +85,14 @@ fn ping_is_answered_after_arp_with_the_wire_time_in_the_round_trip() {
             let (data, _) = s.recv().unwrap();
             let p = Icmpv4Packet::new_checked(data).unwrap();
             let r = Icmpv4Repr::parse(&p, &Default::default()).unwrap();
-            return matches!(r, Icmpv4Repr::EchoReply { seq_no: 1, data: b"hartscope", .. });
+            return matches!(
+                r,
+                Icmpv4Repr::EchoReply {
+                    seq_no: 1,
+                    data: b"hartscope",
+                    ..
+                }
+            );
         }
         false
     });
@@ -79,7 +100,10 @@ fn ping_is_answered_after_arp_with_the_wire_time_in_the_round_trip() {
     let st = peer.stats();
     let get = |n: &str| st.iter().find(|s| s.0 == n).unwrap().1;
     // ARP request + echo request in, ARP reply + echo reply out.
-    assert!(get("peer.frames_in") >= 2 && get("peer.frames_out") >= 2, "{st:?}");
+    assert!(
+        get("peer.frames_in") >= 2 && get("peer.frames_out") >= 2,
+        "{st:?}"
+    );
 }
 
 #[test]
@@ -87,7 +111,10 @@ fn a_tcp_source_delivers_its_pattern_intact_and_the_same_every_time() {
     let bytes = 300_000u64;
     let go = || {
         let mut cfg = PeerConfig::new(HZ);
-        cfg.services = vec![Service::TcpSource { port: 5001, bytes: None }];
+        cfg.services = vec![Service::TcpSource {
+            port: 5001,
+            bytes: None,
+        }];
         let mut peer = Peer::new(cfg);
         let mut g = Guest::new();
         let rx = tcp::SocketBuffer::new(vec![0; 65536]);
@@ -120,7 +147,10 @@ fn a_tcp_source_delivers_its_pattern_intact_and_the_same_every_time() {
     };
     let (end, got, records) = go();
     assert_eq!(got.len() as u64, bytes, "the stream was cut short");
-    assert!(got.iter().enumerate().all(|(i, &b)| b == pattern_byte(i as u64)));
+    assert!(got
+        .iter()
+        .enumerate()
+        .all(|(i, &b)| b == pattern_byte(i as u64)));
     let mut f = Fnv::default();
     f.feed(&got);
     assert_eq!(records[0].1.fnv, f.0);

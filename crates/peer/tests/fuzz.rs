@@ -10,18 +10,28 @@ fn frame() -> impl Strategy<Value = Vec<u8>> {
         // anything at all
         prop::collection::vec(any::<u8>(), 0..1600),
         // addressed to the peer, IPv4 or ARP ethertype, random payload
-        (prop::sample::select(vec![[0x08u8, 0x00], [0x08, 0x06]]), prop::collection::vec(any::<u8>(), 0..200)).prop_map(|(et, body)| {
-            let mut f = vec![0x52, 0x54, 0x00, 0x12, 0x35, 0x02, 0x02, 0, 0, 0, 0, 0x10];
-            f.extend_from_slice(&et);
-            f.extend(body);
-            f
-        }),
+        (
+            prop::sample::select(vec![[0x08u8, 0x00], [0x08, 0x06]]),
+            prop::collection::vec(any::<u8>(), 0..200)
+        )
+            .prop_map(|(et, body)| {
+                let mut f = vec![0x52, 0x54, 0x00, 0x12, 0x35, 0x02, 0x02, 0, 0, 0, 0, 0x10];
+                f.extend_from_slice(&et);
+                f.extend(body);
+                f
+            }),
     ]
 }
 
 fn run(frames: &[(u64, Vec<u8>)]) -> (Vec<(u64, Vec<u8>)>, Vec<(String, u64, &'static str)>) {
     let mut cfg = PeerConfig::new(1_000_000_000);
-    cfg.services = vec![Service::TcpSource { port: 5001, bytes: None }, Service::TcpSink { port: 5002 }];
+    cfg.services = vec![
+        Service::TcpSource {
+            port: 5001,
+            bytes: None,
+        },
+        Service::TcpSink { port: 5002 },
+    ];
     let mut p = Peer::new(cfg);
     let mut out = Vec::new();
     let mut t = 0;

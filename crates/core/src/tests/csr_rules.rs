@@ -117,7 +117,10 @@ fn mip_read_only_bits_ignore_every_write() {
     assert_eq!(h.csr(MIP), Some(0));
     // without Sstc, M owns SSIP, STIP and SEIP (and Sscofpmf's LCOFIP)
     write(&mut h, MIP, u64::MAX);
-    assert_eq!(h.csr(MIP), Some(MIP_SSIP | MIP_STIP | MIP_SEIP | MIP_LCOFIP));
+    assert_eq!(
+        h.csr(MIP),
+        Some(MIP_SSIP | MIP_STIP | MIP_SEIP | MIP_LCOFIP)
+    );
 }
 
 #[test]

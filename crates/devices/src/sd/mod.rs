@@ -22,7 +22,7 @@
 //! write-through = false    # default: writes go to a copy-on-write overlay
 //! read-only = false        # the card's write-protect (CSD TMP_WRITE_PROTECT)
 //! bus-width = 4            # 1 or 4: the device tree's bus-width (Linux forces 1-bit for 1)
-//! dma = "adma2"            # "adma2", "sdma" or "pio": which of the controller's
+//! transfer = "adma2"       # "adma2", "sdma" or "pio": which of the controller's
 //!                          # capabilities the device tree leaves the driver
 //!                          # (`sdhci-caps-mask`); the registers always offer both
 //! high-speed = true        # capability: 50 MHz high-speed mode
@@ -108,13 +108,13 @@ impl SdBoardConfig {
                 message: format!("{bus_width} is not a width an SD card has (1 or 4)"),
             });
         }
-        let dma = match p.string("dma")?.as_deref() {
+        let dma = match p.string("transfer")?.as_deref() {
             None | Some("adma2") => DmaMode::Adma2,
             Some("sdma") => DmaMode::Sdma,
             Some("pio") => DmaMode::Pio,
             Some(other) => {
                 return Err(ParamError {
-                    key: "dma".into(),
+                    key: "transfer".into(),
                     message: format!(
                         "`{other}` is not a transfer mode (\"adma2\", \"sdma\" or \"pio\")"
                     ),
