@@ -254,6 +254,9 @@ struct Transfer {
     /// Every block is across; transfer complete at this cycle (after the
     /// card's busy time and any auto CMD12).
     finishing: Option<u64>,
+    /// The cycle the phase waits for (None: it waits for the hart — a
+    /// buffer to drain or fill, an SDMA address — not for time).
+    wake: Option<u64>,
 }
 
 /// A command on the CMD line.
@@ -753,6 +756,7 @@ impl Sdhci {
             sdma_part: Vec::new(),
             auto_cmd12,
             finishing: None,
+            wake: Some(first_from),
         });
     }
 
@@ -877,8 +881,10 @@ impl Sdhci {
 
     fn step(&mut self, t: &mut Transfer, now: u64, mem: &mut Option<&mut dyn DmaMemory>) -> Flow {
         // A block on the bus arrives (read) or has been sent (write).
+        t.wake = None;
         if let Some(end) = t.bus_until {
             if end > now {
+                t.wake = Some(end);
                 return Flow::Wait;
             }
             t.bus_until = None;
@@ -915,6 +921,7 @@ impl Sdhci {
         }
         if let Some(f) = t.finishing {
             if f > now {
+                t.wake = Some(f);
                 return Flow::Wait;
             }
             self.raise(INT_XFER_COMPLETE);
@@ -962,6 +969,7 @@ impl Sdhci {
         }
         // Start the next block on the bus.
         if t.bus_from > now {
+            t.wake = Some(t.bus_from);
             return Flow::Wait;
         }
         match t.dir {
@@ -1253,11 +1261,7 @@ impl Sdhci {
             self.data_timeout_at,
         ];
         if let Some(t) = &self.data {
-            times.push(t.bus_until);
-            times.push(t.finishing);
-            if t.bus_until.is_none() && !t.stalled {
-                times.push(Some(t.bus_from));
-            }
+            times.push(t.wake);
         }
         times.into_iter().flatten().min()
     }
