@@ -33,6 +33,8 @@ fn bench_runs_hartscope_and_qemu_side_by_side() {
             "1",
             "--rounds",
             "20",
+            "--disk-mib",
+            "8",
             "--json",
             json.to_str().unwrap(),
         ],
@@ -93,6 +95,18 @@ fn bench_runs_hartscope_and_qemu_side_by_side() {
             .unwrap()
             > 0.0
     );
+    // The disk: 8 MiB read on both sides, MiB per host second.
+    let d = &v["disk_read"];
+    assert_eq!(d["mib"], 8, "{d}");
+    let run = &d["runs"][0];
+    assert!(
+        run[0].as_f64().unwrap() > 0.0 && run[1].as_f64().unwrap() > 0.0,
+        "{d}"
+    );
+    assert!(
+        text.contains("## Sequential read of a 8 MiB virtio-blk disk"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -116,7 +130,18 @@ fn bench_without_qemu_reports_hartscope_alone() {
     let started = std::time::Instant::now();
     let out = Command::new(HARTSCOPE)
         .args([
-            "bench", "--image", "custom", "--smp", "1", "--repeat", "1", "--rounds", "5", "--json",
+            "bench",
+            "--image",
+            "custom",
+            "--smp",
+            "1",
+            "--repeat",
+            "1",
+            "--rounds",
+            "5",
+            "--disk-mib",
+            "0",
+            "--json",
         ])
         .arg(&json)
         .env("PATH", &bin)

@@ -45,6 +45,10 @@ pub struct BenchArgs {
     /// Rounds of the bare-metal cpubound program (300: about 1.7 billion instructions).
     #[arg(long, default_value_t = 300)]
     pub rounds: u32,
+    /// MiB the disk benchmark reads sequentially from a virtio-blk disk
+    /// (0: skip it).
+    #[arg(long, default_value_t = 64)]
+    pub disk_mib: u64,
     /// Also write the figures as JSON to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -132,7 +136,30 @@ pub struct BenchReport {
     pub cpubound: Option<Section>,
     /// Why the CPU-bound program was not measured, when it was not.
     pub cpubound_not_measured: Option<String>,
+    pub disk_read: Option<DiskSection>,
 }
+
+/// Sequential virtio-blk reads: how fast each simulator moves block data,
+/// in MiB of disk per second of host time.
+#[derive(Clone, Debug, Serialize)]
+pub struct DiskSection {
+    pub mib: u64,
+    pub hartscope_command: String,
+    pub qemu_command: Option<String>,
+    /// (hartscope MiB/s, QEMU MiB/s) per repetition.
+    pub runs: Vec<(f64, Option<f64>)>,
+    pub hartscope_mibps: f64,
+    pub qemu_mibps: Option<f64>,
+    pub note: String,
+}
+
+/// The disk benchmark's guest side: the read between two phase markers
+/// (hartscope's host time at each), and coreutils dd's own figure (under
+/// QEMU's TCG the guest clock follows the host's).
+const DISK_RUN: &str = "i=0\nwhile [ ! -b /dev/vda ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i+1)); done\n\
+hsmark phase \"disk read\"\n\
+/usr/bin/dd if=/dev/vda of=/dev/null bs=1M iflag=direct 2>&1 | sed -n 's/.* copied, \\([0-9.e+-]*\\) s,.*/disk-read-seconds: \\1/p'\n\
+hsmark phase \"disk done\"\n";
 
 /// A scratch directory removed when the bench ends.
 struct Scratch(PathBuf);
@@ -197,6 +224,11 @@ pub fn run(args: BenchArgs) -> Result<i32, String> {
         &scratch.0,
     )?;
     let cpubound = bench_cpubound(&args, &me, &guest_dir, qemu.is_ok(), &scratch.0);
+    let disk_read = if args.disk_mib > 0 {
+        Some(bench_disk(&args, &me, &image, qemu.is_ok(), &scratch.0)?)
+    } else {
+        None
+    };
     let report = BenchReport {
         image: args.image.clone(),
         smp: args.smp,
@@ -210,6 +242,7 @@ pub fn run(args: BenchArgs) -> Result<i32, String> {
         linux_boot,
         cpubound_not_measured: cpubound.as_ref().err().cloned(),
         cpubound: cpubound.ok(),
+        disk_read,
     };
     print!("{}", render(&report));
     if let Some(path) = &args.json {
@@ -362,6 +395,131 @@ fn bench_cpubound(
         runs,
         note: WHY_BARE_METAL.into(),
     })
+}
+
+fn bench_disk(
+    args: &BenchArgs,
+    me: &Path,
+    image: &hs_guest::ImageDir,
+    with_qemu: bool,
+    scratch: &Path,
+) -> Result<DiskSection, String> {
+    let wl = scratch.join("disk-workload");
+    std::fs::create_dir_all(&wl).map_err(|e| format!("cannot create {}: {e}", wl.display()))?;
+    std::fs::write(wl.join("run.sh"), DISK_RUN)
+        .map_err(|e| format!("cannot write the disk workload: {e}"))?;
+    let initrd = scratch.join("disk-initrd");
+    let bytes = hs_guest::workload_initrd(image, &wl).map_err(|e| e.to_string())?;
+    std::fs::write(&initrd, bytes)
+        .map_err(|e| format!("cannot write {}: {e}", initrd.display()))?;
+    // Data, not zeros (a device or page path that special-cased zeros
+    // would flatter either side): a fixed xorshift stream.
+    let disk = scratch.join("disk.img");
+    let mut data = vec![0u8; (args.disk_mib << 20) as usize];
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    for chunk in data.chunks_mut(8) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        chunk.copy_from_slice(&x.to_le_bytes()[..chunk.len()]);
+    }
+    std::fs::write(&disk, &data).map_err(|e| format!("cannot write {}: {e}", disk.display()))?;
+    drop(data);
+    let stats = scratch.join("disk-stats.json");
+    let mut hs = Command::new(me);
+    hs.args([
+        "boot",
+        "--image",
+        &args.image,
+        "--smp",
+        "1",
+        "-m",
+        &format!("{}M", args.mem_mib),
+    ])
+    .arg("-drive")
+    .arg(format!("file={},format=raw,if=virtio", disk.display()))
+    .arg("--workload")
+    .arg(&wl)
+    .arg("--stats-json")
+    .arg(&stats);
+    let boot = hs_guest::qemu::QemuBoot {
+        firmware: &image.firmware,
+        kernel: &image.kernel,
+        initrd: &initrd,
+        append: &image.default_append,
+        smp: 1,
+        memory_mib: args.mem_mib as u32,
+        timeout: RUN_TIMEOUT,
+        console_log: scratch.join("disk-qemu-console.txt"),
+        disk: Some(&disk),
+    };
+    let mib = args.disk_mib as f64;
+    let mut runs = Vec::new();
+    for rep in 1..=args.repeat {
+        eprintln!(
+            "hartscope bench: disk read {rep}/{}: hartscope",
+            args.repeat
+        );
+        let console = scratch.join("disk-hartscope-console.txt");
+        timed(
+            &mut hs,
+            &console,
+            &scratch.join("disk-hartscope-stderr.txt"),
+        )?;
+        let text = std::fs::read_to_string(&stats)
+            .map_err(|e| format!("cannot read hartscope's stats {}: {e}", stats.display()))?;
+        let v: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| format!("hartscope's stats {} are not JSON: {e}", stats.display()))?;
+        let at = |label: &str| {
+            let i = v["phases"]
+                .as_array()?
+                .iter()
+                .position(|p| p["label"] == label)?;
+            v["phase_host_seconds"][i].as_f64()
+        };
+        let h = match (at("disk read"), at("disk done"), disk_seconds(&console)) {
+            (Some(a), Some(b), Some(_)) if b > a => mib / (b - a),
+            _ => return Err(run_failed("hartscope (disk read)", &console)),
+        };
+        let q = if with_qemu {
+            eprintln!("hartscope bench: disk read {rep}/{}: QEMU", args.repeat);
+            let log = boot.console_log.clone();
+            timed(
+                &mut boot.command(),
+                &log,
+                &scratch.join("disk-qemu-stderr.txt"),
+            )?;
+            match disk_seconds(&log) {
+                Some(s) if s > 0.0 => Some(mib / s),
+                _ => return Err(run_failed("QEMU (disk read)", &log)),
+            }
+        } else {
+            None
+        };
+        runs.push((h, q));
+    }
+    let hartscope_mibps = median(runs.iter().map(|r| r.0).collect()).unwrap_or(0.0);
+    let qemu_mibps = median(runs.iter().filter_map(|r| r.1).collect());
+    Ok(DiskSection {
+        mib: args.disk_mib,
+        hartscope_command: show(&hs),
+        qemu_command: with_qemu.then(|| show(&boot.command())),
+        runs,
+        hartscope_mibps,
+        qemu_mibps,
+        note: "one hart; coreutils dd reads the whole virtio-blk disk with 1 MiB O_DIRECT requests. hartscope: \
+               MiB over the host seconds between the phase markers around dd (its stats' phase_host_seconds); \
+               QEMU: MiB over dd's own elapsed time (TCG without icount: the guest clock follows the host's)"
+            .into(),
+    })
+}
+
+/// The seconds the disk workload's dd reported.
+fn disk_seconds(console: &Path) -> Option<f64> {
+    let text = std::fs::read_to_string(console).ok()?;
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix("disk-read-seconds: "))
+        .and_then(|v| v.trim().parse().ok())
 }
 
 /// Builds the bare-metal cpubound ELF into `scratch`.
@@ -626,6 +784,27 @@ pub fn render(r: &BenchReport) -> String {
     }
     if let Some(why) = &r.cpubound_not_measured {
         s.push_str(&format!("\n## CPU-bound program\n\nnot measured: {why}\n"));
+    }
+    if let Some(d) = &r.disk_read {
+        s.push_str(&format!(
+            "\n## Sequential read of a {} MiB virtio-blk disk, MiB per host second\n\nhartscope: `{}`\n",
+            d.mib, d.hartscope_command
+        ));
+        if let Some(q) = &d.qemu_command {
+            s.push_str(&format!("QEMU:      `{q}`\n"));
+        }
+        s.push_str(&format!(
+            "{}\n\n| run | hartscope MiB/s | QEMU MiB/s |\n|--:|--:|--:|\n",
+            d.note
+        ));
+        for (i, (h, q)) in d.runs.iter().enumerate() {
+            s.push_str(&format!("| {} | {h:.1} | {} |\n", i + 1, fmt_opt(*q, 1)));
+        }
+        s.push_str(&format!(
+            "| median | {:.1} | {} |\n",
+            d.hartscope_mibps,
+            fmt_opt(d.qemu_mibps, 1)
+        ));
     }
     s
 }

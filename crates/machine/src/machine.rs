@@ -180,6 +180,9 @@ pub struct RunSummary {
     pub harts: Vec<HartSummary>,
     pub exit_status: Option<i64>,
     pub phases: Vec<crate::markers::Phase>,
+    /// Host seconds into the run at each phase marker (wall time of the
+    /// simulator, not guest time: what a benchmark of one phase divides by).
+    pub phase_host_seconds: Vec<f64>,
     pub unknown_markers: u64,
     pub bad_markers: u64,
     /// Device counters, `name -> value`, sorted by name.
@@ -228,6 +231,11 @@ pub struct Machine<T: TimingModel = Atomic> {
     input_queue: VecDeque<u8>,
     slices: u64,
     host_time: Duration,
+    /// When the current `run` call began (host time of a phase marker is
+    /// `host_time` plus the time since).
+    run_started: Option<Instant>,
+    /// Host seconds into the run at each phase marker, in phase order.
+    phase_host: Vec<f64>,
     hart_host_time: Vec<Duration>,
     /// Sampling and observation bookkeeping (None: a plain run).
     pub(crate) obs: Option<Box<crate::observation::MachineObs>>,
@@ -365,6 +373,8 @@ impl<T: TimingModel> Machine<T> {
             input_queue: VecDeque::new(),
             slices: 0,
             host_time: Duration::ZERO,
+            run_started: None,
+            phase_host: Vec::new(),
             hart_host_time: vec![Duration::ZERO; cfg.harts],
             obs: None,
             rec_of: None,
@@ -432,11 +442,13 @@ impl<T: TimingModel> Machine<T> {
     /// Run until the machine stops.
     pub fn run(&mut self) -> StopReason {
         let started = Instant::now();
+        self.run_started = Some(started);
         while self.stop.is_none() {
             self.run_slice();
         }
         self.flush_console();
         self.host_time += started.elapsed();
+        self.run_started = None;
         self.stop.unwrap_or(StopReason::HartStop)
     }
 
@@ -667,6 +679,10 @@ impl<T: TimingModel> Machine<T> {
         let phases = self.markers.phases.len();
         self.markers
             .handle(m.op, m.args, h, &HartView(&self.harts[h]), cycles, instret);
+        if self.markers.phases.len() > phases {
+            let now = self.host_time + self.run_started.map_or(Duration::ZERO, |t| t.elapsed());
+            self.phase_host.push(now.as_secs_f64());
+        }
         if self.obs.is_some() && self.markers.phases.len() > phases {
             if let Some(p) = self.markers.phases.last() {
                 let (cycle, label) = (p.cycle, p.label.clone());
@@ -877,6 +893,7 @@ impl<T: TimingModel> Machine<T> {
             harts,
             exit_status: self.markers.exit_status,
             phases: self.markers.phases.clone(),
+            phase_host_seconds: self.phase_host.clone(),
             unknown_markers: self.markers.unknown,
             bad_markers: self.markers.bad,
             devices: self
