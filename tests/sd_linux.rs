@@ -224,3 +224,105 @@ fn debian_kernel_loads_the_module_and_reads_and_writes_the_card() {
         r.console
     );
 }
+
+/// A file system made on the host (`mke2fs -t ext2 -d`): both kernels mount
+/// the card, read the host's files byte for byte, write a new file that
+/// reads back the same after a remount and a dropped page cache; the image
+/// file stays as the host made it.
+#[test]
+fn both_kernels_mount_an_ext2_card_made_on_the_host() {
+    let dir = Scratch::new("sd-linux-ext2");
+    let files = dir.path("fs");
+    std::fs::create_dir_all(files.join("sub")).unwrap();
+    let hello: Vec<u8> = (0..70_000u32).map(|i| (i * 13 ^ i >> 9) as u8).collect();
+    std::fs::write(files.join("hello.bin"), &hello).unwrap();
+    std::fs::write(files.join("sub/note.txt"), "made on the host\n").unwrap();
+    let img = dir.path("ext2.img");
+    let mk = std::process::Command::new("mke2fs")
+        .args([
+            "-q",
+            "-F",
+            "-t",
+            "ext2",
+            "-b",
+            "1024",
+            "-E",
+            "root_owner=0:0",
+            "-d",
+        ])
+        .arg(&files)
+        .arg(&img)
+        .arg("4M")
+        .env("E2FSPROGS_FAKE_TIME", "1767225600")
+        .output()
+        .expect("mke2fs (Debian's e2fsprogs) runs");
+    assert!(
+        mk.status.success(),
+        "{}",
+        String::from_utf8_lossy(&mk.stderr)
+    );
+    let before = std::fs::read(&img).unwrap();
+    let new: Vec<u8> = (0..20_000u32).map(|i| (i * 7 + 3) as u8).collect();
+    for image in ["custom", "debian"] {
+        let wl = dir.path(&format!("wl-{image}"));
+        std::fs::create_dir_all(&wl).unwrap();
+        std::fs::write(wl.join("hello.bin"), &hello).unwrap();
+        std::fs::write(wl.join("new.bin"), &new).unwrap();
+        std::fs::write(
+            wl.join("run.sh"),
+            r#"i=0
+while [ ! -b /dev/mmcblk0 ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i+1)); done
+mkdir -p /mnt/sd
+mount -t ext2 /dev/mmcblk0 /mnt/sd && echo "mount:ok"
+cmp /mnt/sd/hello.bin /workload/hello.bin && echo "hello:match"
+cat /mnt/sd/sub/note.txt
+cp /workload/new.bin /mnt/sd/new.bin && sync && echo "write:ok"
+umount /mnt/sd && echo "umount:ok"
+echo 3 > /proc/sys/vm/drop_caches
+mount -t ext2 -o ro /dev/mmcblk0 /mnt/sd && cmp /mnt/sd/new.bin /workload/new.bin && echo "new:match"
+umount /mnt/sd
+exit 0
+"#,
+        )
+        .unwrap();
+        let desc = dir.write(
+            &format!("{image}.toml"),
+            format!(
+                "model = \"atomic\"\ndescription = \"atomic with an SD card\"\n\n\
+                 [board.sd_clk]\nkind = \"fixed-clock\"\nfrequency = 100_000_000\n\n\
+                 [board.sd0]\nkind = \"dwcmshc-sdhci\"\nclock = \"sd_clk\"\nfile = \"{}\"\n",
+                img.display()
+            ),
+        );
+        let out = hartscope(
+            &[
+                "boot",
+                "--image",
+                image,
+                "--machine",
+                desc.to_str().unwrap(),
+                "--workload",
+                wl.to_str().unwrap(),
+            ],
+            &dir,
+            BOOT_DEADLINE,
+        );
+        assert_workload_finished(&out, 0);
+        let c = out.stdout_text();
+        for l in [
+            "mount:ok",
+            "hello:match",
+            "made on the host",
+            "write:ok",
+            "umount:ok",
+            "new:match",
+        ] {
+            assert!(has(&c, l), "{image}: `{l}` missing:\n{c}");
+        }
+        assert_eq!(
+            std::fs::read(&img).unwrap(),
+            before,
+            "{image}: the image file is unchanged"
+        );
+    }
+}
