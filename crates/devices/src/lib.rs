@@ -29,6 +29,7 @@ pub mod syscon;
 pub mod uart;
 pub mod virtio_blk;
 pub mod virtio_mmio;
+pub mod virtqueue;
 
 pub use clint::Clint;
 pub use fdt::{FdtCtx, FdtNode, Placement, Prop};

@@ -53,6 +53,7 @@ use crate::resources::{Attach, DeviceConfig, Kind, ParamError, Params, Plug, Wan
 use crate::virtio_mmio::{
     self, NeedsReset, QueueConfig, VirtioBackend, VirtioMmio, INT_USED_BUFFER,
 };
+use crate::virtqueue::{self, gather, scatter, Chain, Ring, Seg};
 use crate::{Clock, DevCtx, Stat};
 
 /// The configuration kind.
@@ -106,12 +107,7 @@ pub const S_UNSUPP: u8 = 2;
 /// Bytes of the `GET_ID` answer.
 pub const ID_BYTES: usize = 20;
 
-// Descriptor flags.
-pub const DESC_F_NEXT: u16 = 1;
-pub const DESC_F_WRITE: u16 = 2;
-pub const DESC_F_INDIRECT: u16 = 4;
-/// `avail.flags`: the driver does not want an interrupt.
-pub const AVAIL_F_NO_INTERRUPT: u16 = 1;
+pub use crate::virtqueue::{AVAIL_F_NO_INTERRUPT, DESC_F_INDIRECT, DESC_F_NEXT, DESC_F_WRITE};
 
 /// Bytes of the device configuration space (`struct virtio_blk_config` up to
 /// `write_zeroes_may_unmap`); reads beyond it are 0.
@@ -146,13 +142,6 @@ impl Timing {
         self.latency_ns
             .saturating_add(per.min(u64::MAX as u128) as u64)
     }
-}
-
-/// One guest buffer of a chain.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Seg {
-    addr: u64,
-    len: u32,
 }
 
 /// A request taken from the available ring, waiting for its completion cycle.
@@ -199,8 +188,7 @@ pub struct VirtioBlk {
     read_only: bool,
     serial: [u8; ID_BYTES],
     driver_features: u64,
-    last_avail: u16,
-    used_idx: u16,
+    ring: Ring,
     inflight: VecDeque<Pending>,
     /// Cycle at which the device finishes the last request it accepted.
     busy_until: u64,
@@ -228,8 +216,7 @@ impl VirtioBlk {
             read_only,
             serial: id,
             driver_features: 0,
-            last_avail: 0,
-            used_idx: 0,
+            ring: Ring::default(),
             inflight: VecDeque::new(),
             busy_until: 0,
             c: Counters::default(),
@@ -265,82 +252,22 @@ impl VirtioBlk {
         c
     }
 
-    /// Is `[addr, addr + len)` in RAM (and not wrapping)?
-    fn in_ram(&self, addr: u64, len: u64) -> bool {
-        len == 0 || self.ram.contains(addr, len)
-    }
-
-    /// The queue's rings and table are where a driver may put them.
-    fn check_queue(&self, q: &QueueConfig) -> Result<(), NeedsReset> {
-        let n = q.size as u64;
-        let ok = q.size != 0
-            && q.size.is_power_of_two()
-            && q.size <= QUEUE_MAX
-            && q.desc.is_multiple_of(16)
-            && q.driver.is_multiple_of(2)
-            && q.device.is_multiple_of(4)
-            && self.in_ram(q.desc, 16 * n)
-            && self.in_ram(q.driver, 6 + 2 * n)
-            && self.in_ram(q.device, 6 + 8 * n);
-        if ok {
-            Ok(())
-        } else {
-            Err(NeedsReset)
-        }
-    }
-
-    fn read_u16(&self, addr: u64) -> Result<u16, NeedsReset> {
-        self.ram.read(addr, 2).map(|v| v as u16).ok_or(NeedsReset)
-    }
-
-    /// Walk the chain starting at descriptor `head`.
-    fn walk(&self, q: &QueueConfig, head: u16) -> Result<(Vec<Seg>, Vec<Seg>), NeedsReset> {
-        let (mut readable, mut writable) = (Vec::new(), Vec::new());
-        let mut i = head;
-        for _ in 0..q.size {
-            if i >= q.size {
-                return Err(NeedsReset);
-            }
-            let mut d = [0u8; 16];
-            if !self.ram.read_bytes(q.desc + 16 * i as u64, &mut d) {
-                return Err(NeedsReset);
-            }
-            let addr = u64::from_le_bytes(d[0..8].try_into().unwrap_or_default());
-            let len = u32::from_le_bytes(d[8..12].try_into().unwrap_or_default());
-            let flags = u16::from_le_bytes([d[12], d[13]]);
-            let next = u16::from_le_bytes([d[14], d[15]]);
-            if flags & DESC_F_INDIRECT != 0 || !self.in_ram(addr, len as u64) {
-                return Err(NeedsReset);
-            }
-            if flags & DESC_F_WRITE != 0 {
-                writable.push(Seg { addr, len });
-            } else if writable.is_empty() {
-                readable.push(Seg { addr, len });
-            } else {
-                // A device-readable buffer after a device-writable one.
-                return Err(NeedsReset);
-            }
-            if flags & DESC_F_NEXT == 0 {
-                return Ok((readable, writable));
-            }
-            i = next;
-        }
-        // More descriptors than the queue has: a loop.
-        Err(NeedsReset)
-    }
-
     /// Take every newly available request from queue `q` (at cycle `now`).
     fn take(&mut self, now: u64, q: &QueueConfig) -> Result<bool, NeedsReset> {
-        self.check_queue(q)?;
-        let avail_idx = self.read_u16(q.driver + 2)?;
-        let new = avail_idx.wrapping_sub(self.last_avail);
-        if new > q.size || self.inflight.len() + new as usize > q.size as usize {
+        virtqueue::check_queue(&self.ram, q, QUEUE_MAX)?;
+        let new = self.ring.available(&self.ram, q)?;
+        if self.inflight.len() + new as usize > q.size as usize {
             return Err(NeedsReset);
         }
         for _ in 0..new {
-            let slot = self.last_avail % q.size;
-            let head = self.read_u16(q.driver + 4 + 2 * slot as u64)?;
-            let (readable, writable) = self.walk(q, head)?;
+            let Some(Chain {
+                head,
+                readable,
+                writable,
+            }) = self.ring.pop(&self.ram, q)?
+            else {
+                break;
+            };
             let wtotal: u64 = writable.iter().map(|s| s.len as u64).sum();
             if wtotal == 0 {
                 // Nowhere to put the status.
@@ -374,7 +301,6 @@ impl VirtioBlk {
                 writable,
                 header,
             });
-            self.last_avail = self.last_avail.wrapping_add(1);
             self.c.requests += 1;
         }
         Ok(new > 0)
@@ -541,17 +467,7 @@ impl VirtioBlk {
                 let wtotal: u64 = p.writable.iter().map(|s| s.len as u64).sum();
                 scatter(&self.ram, &p.writable, wtotal - 1, &[status])?;
                 let used_len = (written + 1).min(u32::MAX as u64) as u32;
-                let slot = self.used_idx % q.size;
-                let mut elem = [0u8; 8];
-                elem[0..4].copy_from_slice(&(p.head as u32).to_le_bytes());
-                elem[4..8].copy_from_slice(&used_len.to_le_bytes());
-                if !self.ram.write_bytes(q.device + 4 + 8 * slot as u64, &elem) {
-                    return Err(NeedsReset);
-                }
-                self.used_idx = self.used_idx.wrapping_add(1);
-                if !self.ram.write(q.device + 2, 2, self.used_idx as u64) {
-                    return Err(NeedsReset);
-                }
+                self.ring.push_used(&self.ram, &q, p.head, used_len)?;
                 completed += 1;
             }
             Ok(())
@@ -568,68 +484,12 @@ impl VirtioBlk {
             return Ok(0);
         }
         let q = queues.first().copied().unwrap_or_default();
-        let no_irq = self
-            .ram
-            .read(q.driver, 2)
-            .is_some_and(|f| f as u16 & AVAIL_F_NO_INTERRUPT != 0);
-        if no_irq {
+        if virtqueue::interrupt_suppressed(&self.ram, &q) {
             self.c.interrupts_suppressed += 1;
             Ok(0)
         } else {
             Ok(INT_USED_BUFFER)
         }
-    }
-}
-
-/// Copy `buf.len()` bytes starting `skip` bytes into the concatenation of `segs`.
-fn gather(ram: &GuestRam, segs: &[Seg], mut skip: u64, buf: &mut [u8]) -> Result<(), NeedsReset> {
-    let mut done = 0usize;
-    for s in segs {
-        if done == buf.len() {
-            break;
-        }
-        let len = s.len as u64;
-        if skip >= len {
-            skip -= len;
-            continue;
-        }
-        let n = ((len - skip) as usize).min(buf.len() - done);
-        if !ram.read_bytes(s.addr + skip, &mut buf[done..done + n]) {
-            return Err(NeedsReset);
-        }
-        done += n;
-        skip = 0;
-    }
-    if done == buf.len() {
-        Ok(())
-    } else {
-        Err(NeedsReset)
-    }
-}
-
-/// Copy `data` to `skip` bytes into the concatenation of `segs`.
-fn scatter(ram: &GuestRam, segs: &[Seg], mut skip: u64, data: &[u8]) -> Result<(), NeedsReset> {
-    let mut done = 0usize;
-    for s in segs {
-        if done == data.len() {
-            break;
-        }
-        let len = s.len as u64;
-        if skip >= len {
-            skip -= len;
-            continue;
-        }
-        let n = ((len - skip) as usize).min(data.len() - done);
-        if !ram.write_bytes(s.addr + skip, &data[done..done + n]) {
-            return Err(NeedsReset);
-        }
-        done += n;
-        skip = 0;
-    }
-    if done == data.len() {
-        Ok(())
-    } else {
-        Err(NeedsReset)
     }
 }
 
@@ -703,8 +563,7 @@ impl VirtioBackend for VirtioBlk {
     }
     fn reset(&mut self) {
         self.driver_features = 0;
-        self.last_avail = 0;
-        self.used_idx = 0;
+        self.ring = Ring::default();
         self.inflight.clear();
     }
     fn stats(&self, n: &str) -> Vec<Stat> {

@@ -176,7 +176,7 @@ impl SdCard {
     /// A card holding `disk`, whose size must be a whole number of 512 KiB
     /// (CSD 2.0 counts capacity in those units). `serial` is the CID's PSN.
     pub fn new(disk: Disk, read_only: bool, serial: u32) -> Result<SdCard, String> {
-        if disk.len() % CAPACITY_UNIT != 0 {
+        if !disk.len().is_multiple_of(CAPACITY_UNIT) {
             return Err(format!(
                 "the SD card image `{}` is {} bytes; an SDHC card's capacity is a whole number of 512 KiB (pad it, e.g. with `truncate -s`)",
                 disk.path().display(),
