@@ -14,6 +14,7 @@ pub mod clint;
 pub mod clock;
 pub mod disk;
 pub mod dma;
+pub mod ether;
 pub mod fdt;
 pub mod gpio;
 pub mod ipi;

@@ -33,6 +33,7 @@
 use super::dw_ssi::{self, DwSsi, SsiConfig, SsiDmaFdt, SsiFdt};
 use super::enc28j60::{Enc28j60, Enc28j60Config, IntPin};
 use super::{SinkLog, SpiSink};
+use crate::ether::parse_mac;
 use crate::fdt::{FdtCtx, FdtNode, Placement};
 use crate::lines::{handshake_wire_names, SignalRequestLine};
 use crate::resources::{Attach, DeviceConfig, Kind, ParamError, Params, Plug, Want};
@@ -259,19 +260,6 @@ fn int_at<'a>(
 }
 
 /// `aa:bb:cc:dd:ee:ff`, unicast (a multicast station address is refused).
-fn parse_mac(text: &str) -> Option<[u8; 6]> {
-    let parts: Vec<u8> = text
-        .split(':')
-        .map(|h| {
-            (h.len() == 2)
-                .then(|| u8::from_str_radix(h, 16).ok())
-                .flatten()
-        })
-        .collect::<Option<_>>()?;
-    let mac: [u8; 6] = parts.try_into().ok()?;
-    (mac[0] & 1 == 0 && mac != [0; 6]).then_some(mac)
-}
-
 fn plug(cfg: &DeviceConfig) -> Result<Plug, ParamError> {
     let c = parse(cfg)?;
     let name = cfg.name.clone();

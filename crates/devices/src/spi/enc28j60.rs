@@ -44,39 +44,7 @@ pub const MAX_FRAME: usize = 1518;
 /// A PHY register access keeps `MISTAT.BUSY` set this long.
 pub const PHY_ACCESS_NS: u64 = 10_240;
 
-/// The far end of the chip's twisted pair: a wire with whatever sits on it.
-pub trait EthernetLink {
-    /// A frame (destination address to payload, no FCS) whose last bit left
-    /// the chip at cycle `now`.
-    fn send(&mut self, frame: Vec<u8>, now: u64);
-    /// The next frame whose last bit has reached the chip by cycle `now`.
-    fn recv(&mut self, now: u64) -> Option<Vec<u8>>;
-    /// The cycle the link next has something for the chip or must run.
-    fn next_event(&self) -> Option<u64>;
-    /// Statistics of the link and what is on it.
-    fn stats(&self, _prefix: &str) -> Vec<Stat> {
-        Vec::new()
-    }
-}
-
-/// The deterministic peer (`hs_peer`) as the far end of the wire.
-impl EthernetLink for hs_peer::Peer {
-    fn send(&mut self, frame: Vec<u8>, now: u64) {
-        hs_peer::Peer::send(self, frame, now)
-    }
-    fn recv(&mut self, now: u64) -> Option<Vec<u8>> {
-        hs_peer::Peer::recv(self, now)
-    }
-    fn next_event(&self) -> Option<u64> {
-        hs_peer::Peer::next_event(self)
-    }
-    fn stats(&self, prefix: &str) -> Vec<Stat> {
-        hs_peer::Peer::stats(self)
-            .into_iter()
-            .map(|(n, v, d)| Stat::new(format!("{prefix}.{n}"), v, d))
-            .collect()
-    }
-}
+pub use crate::ether::EthernetLink;
 
 /// Where the chip's INT pin goes, for the device tree.
 #[derive(Clone, Debug, PartialEq, Eq)]
