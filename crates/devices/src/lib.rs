@@ -2,7 +2,7 @@
 //! the optional devices a configuration names ([`KINDS`]: fixed clocks, the
 //! DesignWare APB GPIO, the DesignWare APB SSI with its SPI peripherals, the
 //! DesignWare AXI DMA controller, virtio-blk disks and the DesignWare MSHC
-//! SD host controller with its card).
+//! SD host controller with its card, virtio-net with the network peer).
 //!
 //! Every device sees offsets into its own window, never absolute addresses;
 //! the [`DeviceMap`] turns a physical address into (device, offset). Each
@@ -30,6 +30,7 @@ pub mod syscon;
 pub mod uart;
 pub mod virtio_blk;
 pub mod virtio_mmio;
+pub mod virtio_net;
 pub mod virtqueue;
 
 pub use clint::Clint;
@@ -58,6 +59,7 @@ pub const KINDS: &[Kind] = &[
     dma::board::KIND,
     virtio_blk::KIND,
     sd::KIND,
+    virtio_net::KIND,
 ];
 
 /// How guest time relates to simulated cycles. Every device that shows time
