@@ -295,6 +295,23 @@ fn bad_options_are_named() {
         &["boot", "--image", "custom", "--quantum", "0"],
         "quantum",
     );
+    // QEMU habits (issue 10): another board, an option hartscope does not
+    // take, and hartscope's own options with one dash are named.
+    refused(
+        &dir,
+        &["-M", "sifive_u", "-kernel", HARTSCOPE],
+        "-M sifive_u",
+    );
+    refused(
+        &dir,
+        &["-kernel", HARTSCOPE, "-device", "e1000"],
+        "`-device` is a QEMU option",
+    );
+    refused(
+        &dir,
+        &["boot", "--image", "custom", "-max-cycles", "5"],
+        "`--max-cycles`",
+    );
 }
 
 #[test]

@@ -113,22 +113,74 @@ pub struct BootArgs {
 const QEMU_VALUE_FLAGS: &[&str] = &["-bios", "-kernel", "-initrd", "-append", "-smp", "-drive"];
 const QEMU_FLAGS: &[&str] = &["-nographic"];
 
+/// QEMU options hartscope does not take: a run that asked for them would
+/// not be the run the user meant, so they are refused by name.
+const QEMU_UNSUPPORTED: &[&str] = &[
+    "cpu",
+    "device",
+    "netdev",
+    "nic",
+    "serial",
+    "monitor",
+    "display",
+    "chardev",
+    "object",
+    "accel",
+    "icount",
+    "rtc",
+    "global",
+    "fsdev",
+    "virtfs",
+    "usb",
+    "vga",
+    "gdb",
+    "s",
+    "S",
+    "d",
+    "D",
+    "no-reboot",
+    "no-shutdown",
+    "snapshot",
+    "loadvm",
+    "hda",
+    "hdb",
+    "cdrom",
+    "sd",
+    "mtdblock",
+    "boot",
+    "name",
+    "uuid",
+    "k",
+    "audio",
+    "net",
+    "machine",
+    "M",
+];
+
 /// Turn QEMU-style single-dash flags into `boot` options, inserting the
 /// `boot` subcommand when the command line starts with a QEMU flag.
-pub fn qemu_style_args(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
+/// `-machine virt` / `-M virt` (this is QEMU's virt board) are dropped;
+/// another machine, a QEMU option hartscope does not take, or one of
+/// hartscope's own options written with one dash (`-max-cycles`, which
+/// clap would read as `-m ax-cycles`) is an error naming the option.
+pub fn qemu_style_args(args: impl IntoIterator<Item = OsString>) -> Result<Vec<OsString>, String> {
     let mut it = args.into_iter();
     let mut out: Vec<OsString> = it.next().into_iter().collect();
     let rest: Vec<OsString> = it.collect();
     let first = rest.first().and_then(|a| a.to_str()).unwrap_or("");
-    let starts_qemu =
-        QEMU_VALUE_FLAGS.contains(&first) || QEMU_FLAGS.contains(&first) || first == "-m";
+    let starts_qemu = QEMU_VALUE_FLAGS.contains(&first)
+        || QEMU_FLAGS.contains(&first)
+        || first == "-m"
+        || first == "-machine"
+        || first == "-M";
     if !(starts_qemu || first == "boot") {
         out.extend(rest);
-        return out;
+        return Ok(out);
     }
     if starts_qemu {
         out.push("boot".into());
     }
+    let own: Vec<String> = boot_long_options();
     let mut i = 0;
     while i < rest.len() {
         let a = rest[i].to_str().unwrap_or("");
@@ -140,14 +192,61 @@ pub fn qemu_style_args(args: impl IntoIterator<Item = OsString>) -> Vec<OsString
             i += 2;
             continue;
         }
+        if a == "-machine" || a == "-M" {
+            let v = rest.get(i + 1).and_then(|v| v.to_str()).unwrap_or("");
+            let board = v.split(',').next().unwrap_or("");
+            if board != "virt" {
+                return Err(format!(
+                    "{a} {v}: hartscope is QEMU's `virt` board only (drop {a}, or give `{a} virt`)"
+                ));
+            }
+            i += 2;
+            continue;
+        }
         if QEMU_FLAGS.contains(&a) {
             out.push(format!("-{a}").into());
-        } else {
-            out.push(rest[i].clone());
+            i += 1;
+            continue;
         }
+        if let Some(name) = a
+            .strip_prefix('-')
+            .filter(|n| !n.starts_with('-') && n.len() >= 2)
+        {
+            let bare = name.split('=').next().unwrap_or(name);
+            if own.iter().any(|o| o == bare) {
+                return Err(format!(
+                    "`{a}`: hartscope's own options take two dashes (`--{name}`)"
+                ));
+            }
+            if QEMU_UNSUPPORTED.contains(&bare) {
+                return Err(format!(
+                    "`{a}` is a QEMU option hartscope does not take (its QEMU-style options: {}, -m, -nographic, -machine virt; see `hartscope boot --help`)",
+                    QEMU_VALUE_FLAGS.join(", ")
+                ));
+            }
+        } else if QEMU_UNSUPPORTED.contains(&a.trim_start_matches('-')) && a.len() == 2 {
+            return Err(format!(
+                "`{a}` is a QEMU option hartscope does not take (see `hartscope boot --help`)"
+            ));
+        }
+        out.push(rest[i].clone());
         i += 1;
     }
-    out
+    Ok(out)
+}
+
+/// The long option names of `boot` (`max-cycles`, `stats-json`, ...).
+fn boot_long_options() -> Vec<String> {
+    use clap::CommandFactory;
+    #[derive(clap::Parser)]
+    struct Probe {
+        #[command(flatten)]
+        args: BootArgs,
+    }
+    Probe::command()
+        .get_arguments()
+        .filter_map(|a| a.get_long().map(str::to_string))
+        .collect()
 }
 
 /// The board device a `-drive` option names: `driveN`, a `virtio-blk` with
@@ -875,7 +974,8 @@ mod tests {
                 "-m",
                 "64M",
                 "-nographic"
-            ])),
+            ]))
+            .unwrap(),
             os(&[
                 "hartscope",
                 "boot",
@@ -898,12 +998,13 @@ mod tests {
                 "-kernel",
                 "-initrd",
                 "rd"
-            ])),
+            ]))
+            .unwrap(),
             os(&["hartscope", "boot", "--append", "-kernel", "--initrd", "rd"]),
             "a flag's value is never rewritten"
         );
         assert_eq!(
-            qemu_style_args(os(&["hartscope", "guest", "build"])),
+            qemu_style_args(os(&["hartscope", "guest", "build"])).unwrap(),
             os(&["hartscope", "guest", "build"])
         );
         assert_eq!(
@@ -913,7 +1014,8 @@ mod tests {
                 "k",
                 "-drive",
                 "file=d.img,format=raw,if=virtio"
-            ])),
+            ]))
+            .unwrap(),
             os(&[
                 "hartscope",
                 "boot",
@@ -922,6 +1024,40 @@ mod tests {
                 "--drive",
                 "file=d.img,format=raw,if=virtio"
             ])
+        );
+        // QEMU's habits: -machine virt / -M virt are this board; anything
+        // else, and hartscope's own options with one dash, are named errors.
+        assert_eq!(
+            qemu_style_args(os(&[
+                "hartscope",
+                "-machine",
+                "virt",
+                "-kernel",
+                "k",
+                "-M",
+                "virt,aia=none"
+            ]))
+            .unwrap(),
+            os(&["hartscope", "boot", "--kernel", "k"])
+        );
+        let err = |v: &[&str]| qemu_style_args(os(v)).unwrap_err();
+        assert_eq!(
+            err(&["hartscope", "-M", "sifive_u", "-kernel", "k"]),
+            "-M sifive_u: hartscope is QEMU's `virt` board only (drop -M, or give `-M virt`)"
+        );
+        assert_eq!(
+            err(&["hartscope", "boot", "-max-cycles", "5"]),
+            "`-max-cycles`: hartscope's own options take two dashes (`--max-cycles`)"
+        );
+        assert!(
+            err(&["hartscope", "-kernel", "k", "-device", "virtio-net-device"])
+                .starts_with("`-device` is a QEMU option hartscope does not take")
+        );
+        assert!(err(&["hartscope", "-kernel", "k", "-s"]).starts_with("`-s` is a QEMU option"));
+        // Values are never read as options.
+        assert_eq!(
+            qemu_style_args(os(&["hartscope", "boot", "-append", "-machine"])).unwrap(),
+            os(&["hartscope", "boot", "--append", "-machine"])
         );
     }
 

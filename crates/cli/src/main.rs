@@ -39,7 +39,14 @@ enum Command {
 }
 
 fn main() {
-    let cli = Cli::parse_from(cmd_boot::qemu_style_args(std::env::args_os()));
+    let args = match cmd_boot::qemu_style_args(std::env::args_os()) {
+        Ok(a) => a,
+        Err(msg) => {
+            eprintln!("hartscope: {msg}");
+            std::process::exit(2);
+        }
+    };
+    let cli = Cli::parse_from(args);
     let result: Result<i32, String> = match cli.command {
         Command::Guest(cmd) => cmd_guest::run(cmd),
         Command::Boot(args) => cmd_boot::run(args),
