@@ -488,3 +488,31 @@ fn an_unknown_profile_label_is_an_error_after_the_outputs_are_written() {
     );
     assert!(stats.is_file(), "the stats were not written");
 }
+
+/// A workload that never ends stops at the cycle limit with the same exit
+/// status as a run without one (124, as `timeout`), and says so (issue 10).
+#[test]
+fn an_endless_workload_stops_at_the_cycle_limit_with_124() {
+    let _ = image("custom");
+    let dir = Scratch::new("endless");
+    let script = dir.write("run.sh", "while true; do :; done\n");
+    let out = hartscope(
+        &[
+            "boot",
+            "--image",
+            "custom",
+            "--workload",
+            script.to_str().unwrap(),
+            "--max-cycles",
+            "400000000",
+        ],
+        &dir,
+        DEADLINE,
+    );
+    assert_eq!(out.code(), Some(124), "{}", out.tail());
+    assert!(
+        out.stderr.contains("reached its cycle limit, 400000000 cycles (0.400 s of guest time) (--max-cycles), before the workload finished"),
+        "{}",
+        out.tail()
+    );
+}

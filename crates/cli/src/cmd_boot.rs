@@ -53,7 +53,8 @@ pub struct BootArgs {
     /// Run this script (or directory with run.sh) through the guest agent and exit with its status.
     #[arg(long)]
     pub workload: Option<PathBuf>,
-    /// Stop once guest time reaches this many cycles.
+    /// Stop once guest time reaches this many cycles (exit status 124). With
+    /// --workload the default is 600 s of guest time, so an endless workload ends.
     #[arg(long)]
     pub max_cycles: Option<u64>,
     /// Write run statistics (cycles, instret, host seconds, MIPS, per hart) to this JSON file,
@@ -574,7 +575,11 @@ fn machine_config(args: &BootArgs, r: Resolved) -> MachineConfig {
         bootargs: r.bootargs,
         devices: r.devices,
         ipi: r.ipi,
-        max_cycles: args.max_cycles,
+        max_cycles: args.max_cycles.or_else(|| {
+            args.workload.is_some().then(|| {
+                DEFAULT_WORKLOAD_GUEST_SECONDS.saturating_mul(args.mhz.saturating_mul(1_000_000))
+            })
+        }),
         echo_console: true,
         capture_console: false,
         ..MachineConfig::default()
@@ -718,6 +723,23 @@ fn finish<T: TimingModel>(
         );
         return Ok(EXIT_GUEST_PANIC);
     }
+    if stop == StopReason::CycleLimit {
+        // The same status with or without a workload (as `timeout` exits).
+        let cycles = machine.now();
+        let default = args.max_cycles.is_none() && args.workload.is_some();
+        eprintln!(
+            "hartscope: the run reached its cycle limit, {cycles} cycles ({:.3} s of guest time){}",
+            cycles as f64 / (args.mhz.max(1) as f64 * 1e6),
+            if default {
+                format!(", before the workload finished: the default limit for --workload is {DEFAULT_WORKLOAD_GUEST_SECONDS} s of guest time; give --max-cycles N to change it")
+            } else if args.workload.is_some() {
+                " (--max-cycles), before the workload finished".to_string()
+            } else {
+                " (--max-cycles)".to_string()
+            }
+        );
+        return Ok(EXIT_CYCLE_LIMIT);
+    }
     if args.workload.is_some() {
         return match machine.markers().exit_status {
             Some(status) => Ok((status & 0xff) as i32),
@@ -730,13 +752,17 @@ fn finish<T: TimingModel>(
         StopReason::PowerOff | StopReason::UserQuit => Ok(0),
         StopReason::HtifExit(code) => Ok((code & 0xff) as i32),
         StopReason::Fail(code) => Err(format!("the guest reported failure code {code}")),
-        StopReason::CycleLimit => Ok(124),
+        StopReason::CycleLimit => Ok(EXIT_CYCLE_LIMIT),
         other => Err(format!("the machine stopped: {other}")),
     }
 }
 
 /// Exit status of `boot` when the guest kernel panicked.
 pub const EXIT_GUEST_PANIC: i32 = 3;
+/// Exit status of `boot` when the run reached its cycle limit (as `timeout`).
+pub const EXIT_CYCLE_LIMIT: i32 = 124;
+/// Guest seconds a `boot --workload` may run without `--max-cycles`.
+pub const DEFAULT_WORKLOAD_GUEST_SECONDS: u64 = 600;
 
 /// Per phase: system calls made and cycles per call (for `nullsys`, the
 /// cost of one `getppid`).
