@@ -516,3 +516,39 @@ fn an_endless_workload_stops_at_the_cycle_limit_with_124() {
         out.tail()
     );
 }
+
+/// Ctrl-C during `boot` (issue 10): the run ends at the next slice with
+/// exit status 130, a message saying so, and the statistics asked for
+/// written up to there; the scratch holds no half-written file.
+#[test]
+fn ctrl_c_ends_boot_with_130_and_writes_the_outputs() {
+    let _ = image("custom");
+    let dir = Scratch::new("ctrl-c");
+    let script = dir.write("run.sh", "while true; do :; done\n");
+    let stats = dir.path("stats.json");
+    let mut child = std::process::Command::new(HARTSCOPE)
+        .args(["boot", "--image", "custom", "--workload"])
+        .arg(&script)
+        .arg("--stats-json")
+        .arg(&stats)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    // SAFETY: a plain kill(2) of our own child.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.contains("hartscope: interrupted (Ctrl-C) after "),
+        "{stderr}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    assert_eq!(json["stop"], "interrupted by the user (Ctrl-C)");
+    assert!(json["cycles"].as_u64().unwrap() > 0);
+}

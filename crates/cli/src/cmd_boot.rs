@@ -236,6 +236,31 @@ pub fn qemu_style_args(args: impl IntoIterator<Item = OsString>) -> Result<Vec<O
     Ok(out)
 }
 
+/// The SIGINT flag `boot` runs under.
+mod sigint {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+    extern "C" fn on_sigint(_: libc::c_int) {
+        INTERRUPTED.store(true, Ordering::Relaxed);
+    }
+
+    /// Install the handler (once-only: SA_RESETHAND) and return its flag.
+    pub fn install() -> &'static AtomicBool {
+        // SAFETY: the handler only stores to an atomic, which is
+        // async-signal-safe; the sigaction struct is zeroed and then filled.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_sigint as *const () as usize;
+            sa.sa_flags = libc::SA_RESETHAND;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
+        }
+        &INTERRUPTED
+    }
+}
+
 /// The long option names of `boot` (`max-cycles`, `stats-json`, ...).
 fn boot_long_options() -> Vec<String> {
     use clap::CommandFactory;
@@ -629,6 +654,9 @@ fn finish<T: TimingModel>(
         }
     }
 
+    // Ctrl-C ends the run at the next slice with its outputs written (a
+    // second Ctrl-C kills at once: the handler is reset after the first).
+    machine.set_interrupt_flag(sigint::install());
     let stop = if args.workload.is_some() {
         machine.run()
     } else {
@@ -723,6 +751,14 @@ fn finish<T: TimingModel>(
         );
         return Ok(EXIT_GUEST_PANIC);
     }
+    if stop == StopReason::Interrupted {
+        eprintln!(
+            "hartscope: interrupted (Ctrl-C) after {} cycles ({:.3} s of guest time); the statistics, profile and trace asked for were written up to there",
+            machine.now(),
+            machine.now() as f64 / (args.mhz.max(1) as f64 * 1e6)
+        );
+        return Ok(EXIT_INTERRUPTED);
+    }
     if stop == StopReason::CycleLimit {
         // The same status with or without a workload (as `timeout` exits).
         let cycles = machine.now();
@@ -759,6 +795,8 @@ fn finish<T: TimingModel>(
 
 /// Exit status of `boot` when the guest kernel panicked.
 pub const EXIT_GUEST_PANIC: i32 = 3;
+/// Exit status of `boot` when the user interrupted it (128 + SIGINT, as a shell reports).
+pub const EXIT_INTERRUPTED: i32 = 130;
 /// Exit status of `boot` when the run reached its cycle limit (as `timeout`).
 pub const EXIT_CYCLE_LIMIT: i32 = 124;
 /// Guest seconds a `boot --workload` may run without `--max-cycles`.

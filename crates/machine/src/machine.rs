@@ -113,6 +113,8 @@ pub enum StopReason {
     /// The guest kernel panicked (its console said `Kernel panic - not
     /// syncing`); [`Machine::guest_panic`] has the line.
     GuestPanic,
+    /// The host user interrupted the run (SIGINT, [`Machine::set_interrupt_flag`]).
+    Interrupted,
 }
 
 impl std::fmt::Display for StopReason {
@@ -133,6 +135,7 @@ impl std::fmt::Display for StopReason {
             StopReason::UserQuit => write!(f, "the console user quit"),
             StopReason::HartStop => write!(f, "a hart stopped"),
             StopReason::GuestPanic => write!(f, "the guest kernel panicked"),
+            StopReason::Interrupted => write!(f, "interrupted by the user (Ctrl-C)"),
         }
     }
 }
@@ -219,6 +222,8 @@ pub struct Machine<T: TimingModel = Atomic> {
     /// What an idle hart saw when it went idle; it must run again once this changes.
     idle_sig: Vec<(u64, bool)>,
     stop: Option<StopReason>,
+    /// Set from outside (a signal handler) to end the run at the next slice.
+    interrupt: Option<&'static std::sync::atomic::AtomicBool>,
     markers: MarkerLog,
     htif: Option<HtifSymbols>,
     echo: bool,
@@ -363,6 +368,7 @@ impl<T: TimingModel> Machine<T> {
             max_cycles: cfg.max_cycles,
             now: 0,
             stop: None,
+            interrupt: None,
             markers: MarkerLog::default(),
             echo: cfg.echo_console,
             capture: cfg.capture_console,
@@ -439,11 +445,24 @@ impl<T: TimingModel> Machine<T> {
         self.input_queue.extend(bytes);
     }
 
+    /// End the run at the next slice boundary (at most one quantum of
+    /// guest time later) once `flag` is set, with [`StopReason::Interrupted`].
+    pub fn set_interrupt_flag(&mut self, flag: &'static std::sync::atomic::AtomicBool) {
+        self.interrupt = Some(flag);
+    }
+
     /// Run until the machine stops.
     pub fn run(&mut self) -> StopReason {
         let started = Instant::now();
         self.run_started = Some(started);
         while self.stop.is_none() {
+            if self
+                .interrupt
+                .is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed))
+            {
+                self.stop = Some(StopReason::Interrupted);
+                break;
+            }
             self.run_slice();
         }
         self.flush_console();
