@@ -552,3 +552,38 @@ fn ctrl_c_ends_boot_with_130_and_writes_the_outputs() {
     assert_eq!(json["stop"], "interrupted by the user (Ctrl-C)");
     assert!(json["cycles"].as_u64().unwrap() > 0);
 }
+
+/// Random bytes as a kernel (issue 10): with firmware they are refused
+/// before the run (neither ELF nor a Linux Image); with `--bios none` the
+/// hart that does nothing but trap at one place is stopped within a
+/// millisecond of guest time, and the message says where.
+#[test]
+fn random_bytes_as_a_kernel_are_refused_or_stopped() {
+    let img = image("custom");
+    let dir = Scratch::new("random-kernel");
+    let k = dir.write("random.bin", noise(64 * 1024));
+    let fw = img.firmware.clone();
+    refused(
+        &dir,
+        &[
+            "boot",
+            "--bios",
+            fw.to_str().unwrap(),
+            "--kernel",
+            k.to_str().unwrap(),
+        ],
+        "neither an ELF file nor a RISC-V Linux Image",
+    );
+    let out = hartscope(
+        &["boot", "--bios", "none", "--kernel", k.to_str().unwrap()],
+        &dir,
+        DEADLINE,
+    );
+    assert_eq!(out.code(), Some(1), "{}", out.tail());
+    assert!(
+        out.stderr
+            .contains("makes no progress: it traps again and again at pc "),
+        "{}",
+        out.tail()
+    );
+}

@@ -69,6 +69,8 @@ struct Parsed {
     segments: Vec<Segment>,
     entry: Option<u64>,
     is_elf: bool,
+    /// A raw file with the RISC-V Linux `Image` header's magic.
+    is_image: bool,
     htif: Option<HtifSymbols>,
 }
 
@@ -121,13 +123,15 @@ fn parse(what: &'static str, f: &BootFile) -> Result<Parsed, MachineError> {
                 segments,
                 entry: Some(entry),
                 is_elf: true,
+                is_image: false,
                 htif,
             });
     }
     // A Linux RISC-V `Image` header says how much memory the kernel occupies
     // once running (text + data + bss), which can exceed the file.
     let mut mem_size = f.data.len() as u64;
-    if f.data.len() >= 0x40 && &f.data[0x38..0x3c] == RISCV_IMAGE_MAGIC2 {
+    let is_image = f.data.len() >= 0x40 && &f.data[0x38..0x3c] == RISCV_IMAGE_MAGIC2;
+    if is_image {
         let image_size = u64::from_le_bytes(f.data[0x10..0x18].try_into().expect("8 bytes"));
         if image_size < f.data.len() as u64 {
             return Err(bad(format!(
@@ -146,6 +150,7 @@ fn parse(what: &'static str, f: &BootFile) -> Result<Parsed, MachineError> {
         }],
         entry: None,
         is_elf: false,
+        is_image,
         htif: None,
     })
 }
@@ -331,6 +336,15 @@ fn place(
             };
             let mut kstart = 0;
             if let Some(k) = kernel {
+                if !k.is_elf && !k.is_image {
+                    // Firmware hands the kernel over as Linux boots one; a
+                    // file that is neither would run as random code.
+                    return Err(Problem::Fatal(MachineError::BadImage {
+                        what: "kernel",
+                        name: k.name.clone(),
+                        reason: "it is neither an ELF file nor a RISC-V Linux Image (no `RSC\\x05` magic at offset 0x38); a raw bare-metal program runs with --bios none".into(),
+                    }));
+                }
                 let (kmin, kmax) = k.span();
                 let in_ram = k.is_elf && kmin >= DRAM_BASE && kmax <= ram_end;
                 kstart = if in_ram {
@@ -532,11 +546,20 @@ mod tests {
         BootFile::from_bytes(name, vec![0x13; len])
     }
 
+    /// A Linux `Image` as firmware boots it: the header's magic at 0x38 and
+    /// an image size no larger than the file.
+    fn linux_image(name: &str, len: usize) -> BootFile {
+        let mut v = vec![0x13; len];
+        v[0x10..0x18].copy_from_slice(&(len as u64).to_le_bytes());
+        v[0x38..0x3c].copy_from_slice(RISCV_IMAGE_MAGIC2);
+        BootFile::from_bytes(name, v)
+    }
+
     #[test]
     fn qemu_virt_placement() {
         let images = BootImages {
             firmware: Some(raw("fw_jump.bin", 270_000)),
-            kernel: Some(raw("Image", 20 * MIB as usize)),
+            kernel: Some(linux_image("Image", 20 * MIB as usize)),
             initrd: Some(raw("initrd", 3 * MIB as usize)),
         };
         let p = plan(&images, 512 * MIB, 0x2000).unwrap();
@@ -563,7 +586,7 @@ mod tests {
     fn too_little_ram_says_how_much_is_needed() {
         let images = BootImages {
             firmware: Some(raw("fw_jump.bin", 270_000)),
-            kernel: Some(raw("Image", 40 * MIB as usize)),
+            kernel: Some(linux_image("Image", 40 * MIB as usize)),
             initrd: Some(raw("initrd", 10 * MIB as usize)),
         };
         let err = plan(&images, 64 * MIB, 0x2000).unwrap_err();
@@ -698,6 +721,7 @@ mod tests {
             segments: vec![seg(0x8000_0000), seg(u64::MAX - 0xfff)],
             entry: Some(0x8000_0000),
             is_elf: true,
+            is_image: false,
             htif: None,
         };
         let fw = parse("firmware", &raw("fw_jump.bin", 4096)).unwrap();

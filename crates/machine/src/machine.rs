@@ -115,7 +115,19 @@ pub enum StopReason {
     GuestPanic,
     /// The host user interrupted the run (SIGINT, [`Machine::set_interrupt_flag`]).
     Interrupted,
+    /// A hart did nothing but trap at one place for [`STUCK_SLICES`] slices:
+    /// code that is not a program for this machine (or a broken one).
+    TrapStorm {
+        hart: usize,
+        cause: u64,
+        pc: u64,
+        tvec: u64,
+    },
 }
+
+/// Slices in a row a hart may spend trapping at the same place, with at
+/// least every other instruction a trap, before the run is stopped.
+pub const STUCK_SLICES: u32 = 64;
 
 impl std::fmt::Display for StopReason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -136,6 +148,10 @@ impl std::fmt::Display for StopReason {
             StopReason::HartStop => write!(f, "a hart stopped"),
             StopReason::GuestPanic => write!(f, "the guest kernel panicked"),
             StopReason::Interrupted => write!(f, "interrupted by the user (Ctrl-C)"),
+            StopReason::TrapStorm { hart, cause, pc, tvec } => write!(
+                f,
+                "hart {hart} makes no progress: it traps again and again at pc {pc:#x} (cause {cause}, trap vector {tvec:#x}); is this a program for this machine?"
+            ),
         }
     }
 }
@@ -224,6 +240,9 @@ pub struct Machine<T: TimingModel = Atomic> {
     stop: Option<StopReason>,
     /// Set from outside (a signal handler) to end the run at the next slice.
     interrupt: Option<&'static std::sync::atomic::AtomicBool>,
+    /// Per hart: (instret, exceptions, trap place) at the last slice's end
+    /// and how many slices in a row it only trapped there.
+    progress: Vec<((u64, u64, [u64; 4]), u32)>,
     markers: MarkerLog,
     htif: Option<HtifSymbols>,
     echo: bool,
@@ -369,6 +388,7 @@ impl<T: TimingModel> Machine<T> {
             now: 0,
             stop: None,
             interrupt: None,
+            progress: vec![((0, 0, [0; 4]), 0); cfg.harts],
             markers: MarkerLog::default(),
             echo: cfg.echo_console,
             capture: cfg.capture_console,
@@ -690,6 +710,7 @@ impl<T: TimingModel> Machine<T> {
         self.board.fire_events(end);
         self.flush_console();
         self.slices += 1;
+        self.check_progress();
     }
 
     fn handle_marker(&mut self, h: usize, m: MarkerCall) {
@@ -706,6 +727,39 @@ impl<T: TimingModel> Machine<T> {
             if let Some(p) = self.markers.phases.last() {
                 let (cycle, label) = (p.cycle, p.label.clone());
                 self.obs_phase(h, cycle, &label);
+            }
+        }
+    }
+
+    /// Stop a hart that only traps at one place (issue 10: random bytes as
+    /// a kernel ran forever). Linux never does this: it retires far more
+    /// instructions than it takes exceptions, and never at one pc for long.
+    fn check_progress(&mut self) {
+        for h in 0..self.harts.len() {
+            let hart = &self.harts[h];
+            let (instret, exc) = (hart.instret(), hart.stats().exceptions);
+            // The last traps' places, M-mode's and S-mode's: (epc, cause) each.
+            let csr = |n| hart.csr(n).unwrap_or(0);
+            let place = [csr(0x341), csr(0x342), csr(0x141), csr(0x142)];
+            let ((i0, e0, p0), n) = self.progress[h];
+            let traps = exc - e0;
+            let stuck = traps > 0 && traps * 2 >= (instret - i0) && place == p0;
+            let n = if stuck { n + 1 } else { 0 };
+            self.progress[h] = ((instret, exc, place), n);
+            if n >= STUCK_SLICES && self.stop.is_none() {
+                // Report the mode that took the last trap: S if its cause is set and M's is not.
+                let s_mode = place[1] == 0 && place[3] != 0;
+                let (pc, cause, tvec) = if s_mode {
+                    (place[2], place[3], csr(0x105))
+                } else {
+                    (place[0], place[1], csr(0x305))
+                };
+                self.stop = Some(StopReason::TrapStorm {
+                    hart: h,
+                    cause,
+                    pc,
+                    tvec,
+                });
             }
         }
     }

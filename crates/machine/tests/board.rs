@@ -8,7 +8,19 @@ use hs_machine::{BootFile, BootImages, Machine, MachineConfig, MachineError};
 
 const MIB: u64 = 1 << 20;
 
+/// `bytes` as a Linux `Image` (the header's magic at 0x38, its image size
+/// the file's), as firmware boots a kernel; shorter files stay as they are.
+fn linux_image(mut bytes: Vec<u8>) -> Vec<u8> {
+    if bytes.len() >= 0x40 {
+        let n = bytes.len() as u64;
+        bytes[0x10..0x18].copy_from_slice(&n.to_le_bytes());
+        bytes[0x38..0x3c].copy_from_slice(b"RSC\x05");
+    }
+    bytes
+}
+
 fn cfg(harts: usize, kernel: Vec<u8>, initrd: Option<Vec<u8>>) -> MachineConfig {
+    let kernel = linux_image(kernel);
     MachineConfig {
         harts,
         ram_bytes: 512 * MIB,
@@ -88,7 +100,7 @@ fn device_tree_parses_and_describes_the_board() {
 
 #[test]
 fn images_and_boot_registers_are_where_qemu_puts_them() {
-    let kernel: Vec<u8> = (0..10_000u32).map(|i| i as u8).collect();
+    let kernel = linux_image((0..10_000u32).map(|i| i as u8).collect());
     let m = Machine::new(cfg(2, kernel.clone(), Some(vec![0xab; 100]))).unwrap();
     let ram = m.ram();
     let mut buf = vec![0u8; kernel.len()];
@@ -115,14 +127,14 @@ fn images_and_boot_registers_are_where_qemu_puts_them() {
 
 #[test]
 fn configuration_errors_are_one_clear_sentence() {
-    let mut c = cfg(0, vec![1; 16], None);
+    let mut c = cfg(0, vec![1; 4096], None);
     assert_eq!(
         Machine::new(c).err().unwrap().to_string(),
         "--smp 0: this machine supports 1 to 64 harts"
     );
-    c = cfg(65, vec![1; 16], None);
+    c = cfg(65, vec![1; 4096], None);
     assert!(matches!(Machine::new(c), Err(MachineError::BadSmp(65))));
-    c = cfg(1, vec![1; 16], None);
+    c = cfg(1, vec![1; 4096], None);
     c.hz = 15_000_000;
     assert!(matches!(
         Machine::new(c),
@@ -176,7 +188,7 @@ impl hs_devices::VirtioBackend for ConstBackend {
 #[test]
 fn virtio_slots_take_pluggable_backends() {
     use hs_bus::{Access, SystemBus};
-    let mut c = cfg(1, vec![1; 16], None);
+    let mut c = cfg(1, vec![1; 4096], None);
     c.virtio_devices.push(hs_machine::VirtioDevice {
         slot: 3,
         make: Box::new(|_ram| Box::new(ConstBackend)),
@@ -193,7 +205,7 @@ fn virtio_slots_take_pluggable_backends() {
     );
     assert_eq!(bus.mmio_read(acc, slot(2) + 8, 4), Ok(0), "empty slot");
     assert_eq!(bus.mmio_read(acc, slot(3) + 0x100, 1), Ok(0x77));
-    let mut c = cfg(1, vec![1; 16], None);
+    let mut c = cfg(1, vec![1; 4096], None);
     c.virtio_devices.push(hs_machine::VirtioDevice {
         slot: 8,
         make: Box::new(|_ram| Box::new(ConstBackend)),
