@@ -109,10 +109,10 @@ fn custom_p87_on_4_harts_twice_identical() {
 #[test]
 fn host_time_fields_are_the_only_ones_ignored() {
     let a = guest_stats(
-        r#"{"cycles":5,"host_seconds":1.0,"mips":3.0,"harts":[{"instret":2,"host_seconds":0.5,"mips":4.0}]}"#,
+        r#"{"cycles":5,"host_seconds":1.0,"phase_host_seconds":[0.2],"mips":3.0,"harts":[{"instret":2,"host_seconds":0.5,"mips":4.0}]}"#,
     );
     let b = guest_stats(
-        r#"{"cycles":5,"host_seconds":9.0,"mips":1.0,"harts":[{"instret":3,"host_seconds":0.1,"mips":2.0}]}"#,
+        r#"{"cycles":5,"host_seconds":9.0,"phase_host_seconds":[0.7],"mips":1.0,"harts":[{"instret":3,"host_seconds":0.1,"mips":2.0}]}"#,
     );
     assert_eq!(
         json_differences(&a, &b, 10),

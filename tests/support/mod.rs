@@ -163,6 +163,7 @@ pub fn guest_stats(json: &str) -> serde_json::Value {
         match v {
             serde_json::Value::Object(map) => {
                 map.remove("host_seconds");
+                map.remove("phase_host_seconds");
                 map.remove("mips");
                 map.values_mut().for_each(strip);
             }
