@@ -526,7 +526,7 @@ fn ctrl_c_ends_boot_with_130_and_writes_the_outputs() {
     let dir = Scratch::new("ctrl-c");
     let script = dir.write("run.sh", "while true; do :; done\n");
     let stats = dir.path("stats.json");
-    let mut child = std::process::Command::new(HARTSCOPE)
+    let child = std::process::Command::new(HARTSCOPE)
         .args(["boot", "--image", "custom", "--workload"])
         .arg(&script)
         .arg("--stats-json")
