@@ -86,40 +86,15 @@ fn run(image: &str, dma: &str, width: u32, dir: &Scratch, tag: &str) -> Run {
             img.display()
         ),
     );
-    let stats = dir.path(&format!("{tag}.json"));
-    let out = hartscope(
-        &[
-            "boot",
-            "--image",
-            image,
-            "--machine",
-            desc.to_str().unwrap(),
-            "--workload",
-            wl.to_str().unwrap(),
-            "--stats-json",
-            stats.to_str().unwrap(),
-        ],
-        dir,
-        BOOT_DEADLINE,
-    );
-    assert_workload_finished(&out, 0);
+    let (console, sd) = boot_with_devices(dir, image, &desc, &wl, tag, &["sd0."]);
     assert_eq!(
         std::fs::read(&img).unwrap(),
         card,
         "the card's image file is byte-identical after the run"
     );
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
-    let sd = json["devices"]
-        .as_object()
-        .expect("devices in the stats")
-        .iter()
-        .filter(|(k, _)| k.starts_with("sd0."))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
     Run {
-        console: out.stdout_text(),
-        sd,
+        console,
+        sd: sd.as_object().cloned().unwrap_or_default(),
     }
 }
 

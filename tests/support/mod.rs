@@ -229,7 +229,20 @@ pub fn boot_devices(
     prefixes: &[&str],
 ) -> (String, serde_json::Value) {
     let script = dir.write("run.sh", script);
-    let desc = root().join(machine);
+    boot_with_devices(dir, image, &root().join(machine), &script, tag, prefixes)
+}
+
+/// Boot `image` with the machine description at `machine` and the workload
+/// (script or directory) at `workload`, require status 0, and return the
+/// console and the device counters whose names start with one of `prefixes`.
+pub fn boot_with_devices(
+    dir: &Scratch,
+    image: &str,
+    machine: &Path,
+    workload: &Path,
+    tag: &str,
+    prefixes: &[&str],
+) -> (String, serde_json::Value) {
     let stats = dir.path(&format!("{tag}.json"));
     let out = hartscope(
         &[
@@ -237,9 +250,9 @@ pub fn boot_devices(
             "--image",
             image,
             "--machine",
-            desc.to_str().unwrap(),
+            machine.to_str().unwrap(),
             "--workload",
-            script.to_str().unwrap(),
+            workload.to_str().unwrap(),
             "--stats-json",
             stats.to_str().unwrap(),
         ],
