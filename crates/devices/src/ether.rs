@@ -2,6 +2,7 @@
 //! end ([`EthernetLink`], implemented by the deterministic peer) and MAC
 //! address parsing for configuration keys.
 
+use crate::resources::{ParamError, Params};
 use crate::Stat;
 
 /// The far end of a NIC's wire: a wire with whatever sits on it.
@@ -50,4 +51,92 @@ pub fn parse_mac(text: &str) -> Option<[u8; 6]> {
         .collect::<Option<_>>()?;
     let mac: [u8; 6] = parts.try_into().ok()?;
     (mac[0] & 1 == 0 && mac != [0; 6]).then_some(mac)
+}
+
+/// Cycles a frame of `len` bytes (no FCS) occupies a wire of `bps` bits per
+/// second: preamble, padding to the minimum size, FCS and the inter-frame
+/// gap included.
+pub fn wire_cycles(len: usize, bps: u64, core_hz: u64) -> u64 {
+    let bits = (8 + len.max(60) + 4) as u64 * 8 + 96;
+    (bits as u128 * core_hz as u128).div_ceil(bps.max(1) as u128) as u64
+}
+
+/// The keys every NIC on the board shares: its address, its wire and the
+/// deterministic peer at the wire's far end.
+///
+/// `mac`, `link-mbps`, `peer-latency-ns` (default 5000), `peer-tcp-source`
+/// / `peer-tcp-sink` (ports of the peer's ttcp-style TCP source and sink;
+/// default none), `peer-tcp-buffer-kib` (the peer's TCP socket buffers,
+/// default 16). The guest is expected at 10.0.2.15/24, the peer is 10.0.2.2.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WireConfig {
+    pub mac: [u8; 6],
+    pub link_mbps: u64,
+    pub latency_ns: u64,
+    pub tcp_source: Option<u16>,
+    pub tcp_sink: Option<u16>,
+    pub tcp_buffer_kib: u64,
+}
+
+/// The MAC a NIC has when its table names none (QEMU's default).
+pub const DEFAULT_MAC: [u8; 6] = [0x52, 0x54, 0x00, 0x12, 0x34, 0x56];
+
+impl WireConfig {
+    /// Read the shared keys; the caller reads its own and calls `finish`.
+    pub fn parse(p: &mut Params, default_mbps: i64) -> Result<WireConfig, ParamError> {
+        let mac = match p.string("mac")? {
+            None => DEFAULT_MAC,
+            Some(t) => parse_mac(&t).ok_or_else(|| ParamError {
+                key: "mac".into(),
+                message: format!(
+                    "`{t}` is not a unicast MAC address (six hex pairs, e.g. 52:54:00:12:34:56)"
+                ),
+            })?,
+        };
+        let link_mbps = p.int("link-mbps", default_mbps, 1, 100_000)? as u64;
+        let latency_ns = p.int("peer-latency-ns", 5_000, 0, 1_000_000_000)? as u64;
+        let port = |p: &mut Params, k| -> Result<Option<u16>, ParamError> {
+            Ok(match p.int(k, 0, 0, 65535)? {
+                0 => None,
+                v => Some(v as u16),
+            })
+        };
+        let tcp_source = port(p, "peer-tcp-source")?;
+        let tcp_sink = port(p, "peer-tcp-sink")?;
+        if tcp_source.is_some() && tcp_source == tcp_sink {
+            return Err(ParamError {
+                key: "peer-tcp-sink".into(),
+                message: "is the TCP source's port too".into(),
+            });
+        }
+        let tcp_buffer_kib = p.int("peer-tcp-buffer-kib", 16, 1, 1024)? as u64;
+        Ok(WireConfig {
+            mac,
+            link_mbps,
+            latency_ns,
+            tcp_source,
+            tcp_sink,
+            tcp_buffer_kib,
+        })
+    }
+
+    pub fn link_bps(&self) -> u64 {
+        self.link_mbps * 1_000_000
+    }
+
+    /// The peer this NIC's wire leads to.
+    pub fn peer(&self, core_hz: u64) -> hs_peer::Peer {
+        let mut pc = hs_peer::PeerConfig::new(core_hz);
+        pc.link_bps = self.link_bps();
+        pc.latency_ns = self.latency_ns;
+        pc.tcp_buffer = self.tcp_buffer_kib as usize * 1024;
+        if let Some(port) = self.tcp_source {
+            pc.services
+                .push(hs_peer::Service::TcpSource { port, bytes: None });
+        }
+        if let Some(port) = self.tcp_sink {
+            pc.services.push(hs_peer::Service::TcpSink { port });
+        }
+        hs_peer::Peer::new(pc)
+    }
 }

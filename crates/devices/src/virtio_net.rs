@@ -21,17 +21,14 @@
 //! dropped and counted, as a NIC's FIFO overflows. A chain too small for a
 //! frame gets the part that fits and the frame counts as truncated.
 //!
-//! Configuration (`[board.NAME]`): `kind = "virtio-net"`, `mac` (default
-//! 52:54:00:12:34:56), `link-mbps` (default 1000), `peer-latency-ns`
-//! (default 5000), `peer-tcp-source` / `peer-tcp-sink` (ports of the peer's
-//! ttcp-style TCP source and sink; default none). The guest is expected at
-//! 10.0.2.15/24, the peer is 10.0.2.2.
+//! Configuration (`[board.NAME]`): `kind = "virtio-net"` and the wire keys
+//! of [`WireConfig`] (`link-mbps` defaults to 1000 here).
 
 use std::collections::VecDeque;
 
 use hs_bus::GuestRam;
 
-use crate::ether::{parse_mac, EthernetLink};
+use crate::ether::{wire_cycles, EthernetLink, WireConfig};
 use crate::resources::{Attach, DeviceConfig, Kind, ParamError, Params, Plug, Want};
 use crate::virtio_mmio::{
     self, NeedsReset, QueueConfig, VirtioBackend, VirtioMmio, INT_USED_BUFFER,
@@ -58,7 +55,6 @@ pub const TX: u16 = 1;
 pub const RX_BACKLOG: usize = 256;
 /// Largest frame without FCS (1500 bytes of payload).
 pub const MAX_FRAME: usize = 1514;
-pub const DEFAULT_MAC: [u8; 6] = [0x52, 0x54, 0x00, 0x12, 0x34, 0x56];
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 struct Counters {
@@ -122,11 +118,8 @@ impl VirtioNet {
         }
     }
 
-    /// Cycles a frame of `len` bytes occupies the wire (preamble, minimum
-    /// size, FCS and inter-frame gap included).
     fn wire_cycles(&self, len: usize) -> u64 {
-        let bits = (8 + len.max(60) + 4) as u64 * 8 + 96;
-        (bits as u128 * self.core_hz as u128).div_ceil(self.link_bps.max(1) as u128) as u64
+        wire_cycles(len, self.link_bps, self.core_hz)
     }
 
     fn queue(queues: &[QueueConfig], i: u16) -> QueueConfig {
@@ -373,83 +366,15 @@ impl VirtioBackend for VirtioNet {
     }
 }
 
-/// A validated `[board.NAME] kind = "virtio-net"` table.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NetConfig {
-    pub mac: [u8; 6],
-    pub link_mbps: u64,
-    pub latency_ns: u64,
-    pub tcp_source: Option<u16>,
-    pub tcp_sink: Option<u16>,
-}
-
-impl NetConfig {
-    pub fn parse(cfg: &DeviceConfig) -> Result<NetConfig, ParamError> {
-        let mut p = Params::new(cfg);
-        let mac = match p.string("mac")? {
-            None => DEFAULT_MAC,
-            Some(t) => parse_mac(&t).ok_or_else(|| ParamError {
-                key: "mac".into(),
-                message: format!(
-                    "`{t}` is not a unicast MAC address (six hex pairs, e.g. 52:54:00:12:34:56)"
-                ),
-            })?,
-        };
-        let link_mbps = p.int("link-mbps", 1000, 1, 100_000)? as u64;
-        let latency_ns = p.int("peer-latency-ns", 5_000, 0, 1_000_000_000)? as u64;
-        let port = |p: &mut Params, k| -> Result<Option<u16>, ParamError> {
-            Ok(match p.int(k, 0, 0, 65535)? {
-                0 => None,
-                v => Some(v as u16),
-            })
-        };
-        let tcp_source = port(&mut p, "peer-tcp-source")?;
-        let tcp_sink = port(&mut p, "peer-tcp-sink")?;
-        p.finish()?;
-        if tcp_source.is_some() && tcp_source == tcp_sink {
-            return Err(ParamError {
-                key: "peer-tcp-sink".into(),
-                message: "is the TCP source's port too".into(),
-            });
-        }
-        Ok(NetConfig {
-            mac,
-            link_mbps,
-            latency_ns,
-            tcp_source,
-            tcp_sink,
-        })
-    }
-
-    /// The peer this NIC's wire leads to.
-    pub fn peer(&self, core_hz: u64) -> hs_peer::Peer {
-        let mut pc = hs_peer::PeerConfig::new(core_hz);
-        pc.link_bps = self.link_mbps * 1_000_000;
-        pc.latency_ns = self.latency_ns;
-        if let Some(port) = self.tcp_source {
-            pc.services
-                .push(hs_peer::Service::TcpSource { port, bytes: None });
-        }
-        if let Some(port) = self.tcp_sink {
-            pc.services.push(hs_peer::Service::TcpSink { port });
-        }
-        hs_peer::Peer::new(pc)
-    }
-}
-
 fn plug(cfg: &DeviceConfig) -> Result<Plug, ParamError> {
-    let c = NetConfig::parse(cfg)?;
+    let mut p = Params::new(cfg);
+    let c = WireConfig::parse(&mut p, 1000)?;
+    p.finish()?;
     let name = cfg.name.clone();
     let want = Want::new(name.clone()).mmio(virtio_mmio::SIZE).irqs(1);
     Ok(Plug::new(want, move |a: &mut Attach| {
         let hz = a.clock.hz;
-        let net = VirtioNet::new(
-            a.ram.clone(),
-            c.mac,
-            Box::new(c.peer(hz)),
-            c.link_mbps * 1_000_000,
-            hz,
-        );
+        let net = VirtioNet::new(a.ram.clone(), c.mac, Box::new(c.peer(hz)), c.link_bps(), hz);
         Box::new(VirtioMmio::new(0, a.irq(0), Some(Box::new(net))).named(name))
     }))
 }

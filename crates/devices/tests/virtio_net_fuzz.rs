@@ -4,16 +4,14 @@
 //! and random descriptor tables and rings never panic the host and repeat
 //! exactly.
 
-use std::cell::RefCell;
-use std::collections::VecDeque;
-use std::rc::Rc;
+mod wire;
 
-use hs_devices::ether::EthernetLink;
 use hs_devices::virtio_mmio::{NeedsReset, QueueConfig, VirtioBackend};
 use hs_devices::virtio_net::{VirtioNet, HDR_LEN, RX, TX};
 use hs_devices::virtqueue::{DESC_F_NEXT, DESC_F_WRITE};
 use hs_devices::{DevCtx, GuestRam, Scheduler};
 use proptest::prelude::*;
+use wire::Echo;
 
 const RAM: u64 = 0x8000_0000;
 const HZ: u64 = 1_000_000_000;
@@ -23,30 +21,6 @@ struct Rec(Vec<u64>);
 impl Scheduler for Rec {
     fn schedule(&mut self, cycle: u64, _token: u64) {
         self.0.push(cycle);
-    }
-}
-
-/// A wire whose far end echoes every frame `delay` cycles after it left.
-#[derive(Clone, Default)]
-struct Echo {
-    delay: u64,
-    queue: Rc<RefCell<VecDeque<(u64, Vec<u8>)>>>,
-    sent: Rc<RefCell<Vec<(u64, Vec<u8>)>>>,
-}
-impl EthernetLink for Echo {
-    fn send(&mut self, frame: Vec<u8>, now: u64) {
-        self.sent.borrow_mut().push((now, frame.clone()));
-        self.queue.borrow_mut().push_back((now + self.delay, frame));
-    }
-    fn recv(&mut self, now: u64) -> Option<Vec<u8>> {
-        let mut q = self.queue.borrow_mut();
-        match q.front() {
-            Some((t, _)) if *t <= now => q.pop_front().map(|(_, f)| f),
-            _ => None,
-        }
-    }
-    fn next_event(&self) -> Option<u64> {
-        self.queue.borrow().front().map(|(t, _)| *t)
     }
 }
 
