@@ -444,7 +444,11 @@ impl Peer {
                         r.record.fnv = r.fnv.0;
                         moved = true;
                     }
-                    if !sock.may_recv() && sock.is_active() && !r.done {
+                    // The sender closed and everything it sent was read
+                    // (not merely "cannot receive": that is true during
+                    // the handshake too, and closing there sent a FIN
+                    // before any data).
+                    if sock.state() == tcp::State::CloseWait && !sock.can_recv() && !r.done {
                         sock.close();
                         r.done = true;
                     }

@@ -163,6 +163,47 @@ fn a_tcp_source_delivers_its_pattern_intact_and_the_same_every_time() {
 }
 
 #[test]
+fn a_tcp_sink_takes_the_stream_and_closes_after_the_sender_does() {
+    let mut cfg = PeerConfig::new(HZ);
+    cfg.services = vec![Service::TcpSink { port: 5002 }];
+    let mut peer = Peer::new(cfg);
+    let mut g = Guest::new();
+    let rx = tcp::SocketBuffer::new(vec![0; 4096]);
+    let tx = tcp::SocketBuffer::new(vec![0; 16384]);
+    let h = g.sockets.add(tcp::Socket::new(rx, tx));
+    let cx = g.iface.context();
+    g.sockets
+        .get_mut::<tcp::Socket>(h)
+        .connect(cx, (IpAddress::v4(10, 0, 2, 2), 5002), 40001)
+        .unwrap();
+    let data: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+    let mut sent = 0;
+    let mut closed = false;
+    run(&mut peer, &mut g, 5_000_000_000, |g| {
+        let s = g.sockets.get_mut::<tcp::Socket>(h);
+        while sent < data.len() && s.can_send() {
+            sent += s.send_slice(&data[sent..]).unwrap();
+        }
+        if sent == data.len() && !closed {
+            s.close();
+            closed = true;
+        }
+        // The peer's FIN came back: the sender's half-close was answered.
+        closed && matches!(s.state(), tcp::State::TimeWait | tcp::State::Closed)
+    });
+    let s = g.sockets.get::<tcp::Socket>(h);
+    assert!(
+        matches!(s.state(), tcp::State::TimeWait | tcp::State::Closed),
+        "the sink never closed its side: the sender is in {:?}",
+        s.state()
+    );
+    let mut f = Fnv::default();
+    f.feed(&data);
+    assert_eq!(peer.records()[0].1.bytes, data.len() as u64);
+    assert_eq!(peer.records()[0].1.fnv, f.0);
+}
+
+#[test]
 fn malformed_frames_are_counted_not_taken() {
     let mut peer = Peer::new(PeerConfig::new(HZ));
     peer.send(vec![0; 10], 0);
