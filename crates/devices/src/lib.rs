@@ -2,7 +2,8 @@
 //! the optional devices a configuration names ([`KINDS`]: fixed clocks, the
 //! DesignWare APB GPIO, the DesignWare APB SSI with its SPI peripherals, the
 //! DesignWare AXI DMA controller, virtio-blk disks and the DesignWare MSHC
-//! SD host controller with its card, virtio-net with the network peer).
+//! SD host controller with its card, virtio-net and the OpenCores Ethernet
+//! MAC with the network peer).
 //!
 //! Every device sees offsets into its own window, never absolute addresses;
 //! the [`DeviceMap`] turns a physical address into (device, offset). Each
@@ -15,11 +16,13 @@ pub mod clock;
 pub mod disk;
 pub mod dma;
 pub mod ether;
+pub mod ethoc;
 pub mod fdt;
 pub mod gpio;
 pub mod ipi;
 pub mod lines;
 pub mod map;
+pub mod mii;
 pub mod plic;
 pub mod resources;
 pub mod rom;
@@ -62,6 +65,7 @@ pub const KINDS: &[Kind] = &[
     virtio_blk::KIND,
     sd::KIND,
     virtio_net::KIND,
+    ethoc::KIND,
 ];
 
 /// How guest time relates to simulated cycles. Every device that shows time
