@@ -7,6 +7,13 @@
  *   ttcp -t HOST [-p PORT] [-l LEN] [-n COUNT]    send LEN x COUNT bytes
  *   ttcp [-p PORT] [-l LEN] [-n COUNT]            both ends over loopback
  *
+ * -b BYTES sets the socket's send and receive buffers (SO_SNDBUF, SO_RCVBUF;
+ * default: the kernel's, autotuned); -m BYTES its maximum segment size
+ * (TCP_MAXSEG, before connecting: the packet size on the wire both ways).
+ * A transmitter shuts its side down after the last write and waits for the
+ * receiver to close, so its time covers delivery, not just queueing; it
+ * sends its figures on the `metrics` channel too (ttcp_t.*).
+ *
  * Defaults: LEN 8192, COUNT 2048 (16 MiB), PORT 5001. The transmit and
  * receive phases are bracketed by markers. A receiver prints, as the
  * Openmoko seed's ttcp-r did, bytes, real seconds and KB/sec, then its own
@@ -17,6 +24,7 @@
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +37,19 @@
 #include "marker.h"
 
 static void phase(const char *label) { mark_phase(label, strlen(label)); }
+
+static int sockbuf, mss;
+
+/* -b and -m, on a socket before it connects or listens. */
+static void tune(int fd)
+{
+	if (sockbuf > 0) {
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sockbuf, sizeof sockbuf);
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sockbuf, sizeof sockbuf);
+	}
+	if (mss > 0 && setsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &mss, sizeof mss) != 0)
+		perror("ttcp: TCP_MAXSEG");
+}
 
 static double now(void)
 {
@@ -51,6 +72,7 @@ static int listen_on(int port)
 	if (fd < 0)
 		return -1;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	tune(fd);
 	memset(&sa, 0, sizeof sa);
 	sa.sin_family = AF_INET;
 	sa.sin_port = htons(port);
@@ -142,6 +164,7 @@ static int receive_client(const char *host, int port, long len, long count)
 		fprintf(stderr, "ttcp-r: `%s` is not an IPv4 address\n", host);
 		return 2;
 	}
+	tune(fd);
 	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
 		fprintf(stderr, "ttcp-r: connect to %s:%d: %s\n", host, port, strerror(errno));
 		return 1;
@@ -160,7 +183,7 @@ static int transmit(const char *host, int port, long len, long count)
 	struct sockaddr_in sa;
 	char *buf = malloc(len);
 	long i;
-	double start;
+	double start, secs;
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 	if (fd < 0 || !buf) {
 		perror("ttcp-t: socket");
@@ -173,6 +196,7 @@ static int transmit(const char *host, int port, long len, long count)
 		fprintf(stderr, "ttcp-t: `%s` is not an IPv4 address\n", host);
 		return 2;
 	}
+	tune(fd);
 	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
 		fprintf(stderr, "ttcp-t: connect to %s:%d: %s\n", host, port, strerror(errno));
 		return 1;
@@ -194,9 +218,20 @@ static int transmit(const char *host, int port, long len, long count)
 			off += n;
 		}
 	}
-	close(fd);
-	report("t", (long long)len * count, now() - start);
+	/* Delivered, not just queued: wait for the receiver's close. */
+	shutdown(fd, SHUT_WR);
+	while (read(fd, buf, len) > 0)
+		;
+	secs = now() - start;
 	phase("ttcp done");
+	close(fd);
+	report("t", (long long)len * count, secs);
+	{
+		char text[256];
+		snprintf(text, sizeof text, "ttcp_t.bytes %lld B\nttcp_t.seconds %.6f s\nttcp_t.kb_per_s %.3f KB/s\n",
+			 (long long)len * count, secs, secs > 0 ? len * count / 1024.0 / secs : 0.0);
+		mark_send(text, strlen(text), "metrics", strlen("metrics"));
+	}
 	free(buf);
 	return 0;
 }
@@ -206,7 +241,7 @@ int main(int argc, char **argv)
 	long len = 8192, count = 2048;
 	int port = 5001, opt, mode = 0; /* 0 loopback, 'r', 't' */
 	const char *host = "127.0.0.1";
-	while ((opt = getopt(argc, argv, "rc:t:p:l:n:")) != -1) {
+	while ((opt = getopt(argc, argv, "rc:t:p:l:n:b:m:")) != -1) {
 		switch (opt) {
 		case 'r': mode = 'r'; break;
 		case 'c': mode = 'c'; host = optarg; break;
@@ -214,8 +249,10 @@ int main(int argc, char **argv)
 		case 'p': port = atoi(optarg); break;
 		case 'l': len = strtol(optarg, NULL, 0); break;
 		case 'n': count = strtol(optarg, NULL, 0); break;
+		case 'b': sockbuf = atoi(optarg); break;
+		case 'm': mss = atoi(optarg); break;
 		default:
-			fprintf(stderr, "usage: ttcp [-r | -c HOST | -t HOST] [-p PORT] [-l LEN] [-n COUNT]\n");
+			fprintf(stderr, "usage: ttcp [-r | -c HOST | -t HOST] [-p PORT] [-l LEN] [-n COUNT] [-b SOCKBUF] [-m MSS]\n");
 			return 2;
 		}
 	}
