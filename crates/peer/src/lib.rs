@@ -68,14 +68,37 @@ pub fn pattern_fnv(n: u64) -> u64 {
 /// A service the peer runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Service {
-    /// Accept one connection on `port` and send bytes of the pattern
+    /// Accept connections on `port`, one after another, and send each bytes of the pattern
     /// ([`pattern_byte`]), then close (ttcp -t towards the guest): `bytes`
     /// of them, or with `None` as many as the client asks for in its first
     /// 8 bytes (a big-endian count; `ttcp -c` sends it), so the workload
     /// chooses the size.
     TcpSource { port: u16, bytes: Option<u64> },
-    /// Accept one connection on `port` and read until it closes (ttcp -r).
+    /// Accept connections on `port`, one after another, and read each
+    /// until it closes (ttcp -r).
     TcpSink { port: u16 },
+}
+
+impl Service {
+    pub fn port(&self) -> u16 {
+        match self {
+            Service::TcpSource { port, .. } | Service::TcpSink { port } => *port,
+        }
+    }
+}
+
+/// A TCP socket listening on `port` with `buffer`-byte socket buffers.
+fn listening_socket(buffer: usize, port: u16) -> tcp::Socket<'static> {
+    let rx = tcp::SocketBuffer::new(vec![0; buffer]);
+    let tx = tcp::SocketBuffer::new(vec![0; buffer]);
+    let mut sock = tcp::Socket::new(rx, tx);
+    // A sender that backs off as a real host's TCP does: without
+    // congestion control smoltcp sends the whole receive window
+    // at once, the wire's queue builds up, and its 10 ms minimum
+    // RTO fires spuriously (a 16 MiB transfer went out 2-5 times).
+    sock.set_congestion_control(tcp::CongestionControl::Reno);
+    let _ = sock.listen(port);
+    sock
 }
 
 #[derive(Clone, Debug)]
@@ -110,7 +133,8 @@ impl PeerConfig {
     }
 }
 
-/// What a service did, for statistics and checks.
+/// What a service did on its latest connection (and how many it took),
+/// for statistics and checks.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ServiceRecord {
     pub bytes: u64,
@@ -127,6 +151,8 @@ struct Running {
     fnv: Fnv,
     sent: u64,
     done: bool,
+    /// This connection was counted in `record.connections`.
+    counted: bool,
     /// The client's request so far (a source without a fixed size).
     request: Vec<u8>,
 }
@@ -212,25 +238,15 @@ impl Peer {
             .services
             .iter()
             .map(|s| {
-                let rx = tcp::SocketBuffer::new(vec![0; cfg.tcp_buffer]);
-                let tx = tcp::SocketBuffer::new(vec![0; cfg.tcp_buffer]);
-                let mut sock = tcp::Socket::new(rx, tx);
-                // A sender that backs off as a real host's TCP does: without
-                // congestion control smoltcp sends the whole receive window
-                // at once, the wire's queue builds up, and its 10 ms minimum
-                // RTO fires spuriously (a 16 MiB transfer went out 2-5 times).
-                sock.set_congestion_control(tcp::CongestionControl::Reno);
-                let port = match s {
-                    Service::TcpSource { port, .. } | Service::TcpSink { port } => *port,
-                };
-                let _ = sock.listen(port);
+                let handle = sockets.add(listening_socket(cfg.tcp_buffer, s.port()));
                 Running {
                     service: s.clone(),
-                    handle: sockets.add(sock),
+                    handle,
                     record: ServiceRecord::default(),
                     fnv: Fnv::default(),
                     sent: 0,
                     done: false,
+                    counted: false,
                     request: Vec::new(),
                 }
             })
@@ -367,9 +383,30 @@ impl Peer {
         let now = self.now;
         let mut moved = false;
         for r in &mut self.services {
+            // A finished connection makes way for the next: a fresh socket
+            // listens again (the old one's TIME-WAIT is dropped; nothing is
+            // lost on this wire, so no stray segment can need it).
+            let state = self.sockets.get::<tcp::Socket>(r.handle).state();
+            if r.done && matches!(state, tcp::State::Closed | tcp::State::TimeWait) {
+                self.sockets.remove(r.handle);
+                r.handle = self
+                    .sockets
+                    .add(listening_socket(self.cfg.tcp_buffer, r.service.port()));
+                r.done = false;
+                r.counted = false;
+                r.sent = 0;
+                r.request.clear();
+                r.fnv = Fnv::default();
+            }
             let sock = self.sockets.get_mut::<tcp::Socket>(r.handle);
-            if sock.is_active() && r.record.connections == 0 {
-                r.record.connections = 1;
+            if sock.is_active() && !r.counted {
+                // The record describes the latest connection.
+                let connections = r.record.connections + 1;
+                r.record = ServiceRecord {
+                    connections,
+                    ..ServiceRecord::default()
+                };
+                r.counted = true;
             }
             match r.service {
                 Service::TcpSource { bytes, .. } => {

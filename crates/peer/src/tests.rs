@@ -10,6 +10,8 @@ struct Guest {
     iface: Interface,
     sockets: SocketSet<'static>,
     q: Queues,
+    /// Where the last `run` stopped (cycles).
+    t: u64,
 }
 
 impl Guest {
@@ -25,19 +27,20 @@ impl Guest {
             iface,
             sockets: SocketSet::new(Vec::new()),
             q,
+            t: 0,
         }
     }
 }
 
-/// Run both ends in 10 µs steps until `until` or `done` says so; the
-/// cycle it stopped at.
+/// Run both ends in 10 µs steps from where the last run stopped until
+/// cycle `until` or `done` says so; the cycle it stopped at.
 fn run(
     peer: &mut Peer,
     g: &mut Guest,
     until: u64,
     mut done: impl FnMut(&mut Guest) -> bool,
 ) -> u64 {
-    let mut t = 0;
+    let mut t = g.t;
     while t < until {
         t += 10_000;
         while let Some(f) = peer.recv(t) {
@@ -49,9 +52,11 @@ fn run(
             peer.send(f, t);
         }
         if done(g) {
+            g.t = t;
             return t;
         }
     }
+    g.t = t;
     t
 }
 
@@ -201,6 +206,29 @@ fn a_tcp_sink_takes_the_stream_and_closes_after_the_sender_does() {
     f.feed(&data);
     assert_eq!(peer.records()[0].1.bytes, data.len() as u64);
     assert_eq!(peer.records()[0].1.fnv, f.0);
+    // The sink listens again: a second connection is taken and counted.
+    let rx = tcp::SocketBuffer::new(vec![0; 4096]);
+    let tx = tcp::SocketBuffer::new(vec![0; 16384]);
+    let h2 = g.sockets.add(tcp::Socket::new(rx, tx));
+    let cx = g.iface.context();
+    g.sockets
+        .get_mut::<tcp::Socket>(h2)
+        .connect(cx, (IpAddress::v4(10, 0, 2, 2), 5002), 40002)
+        .unwrap();
+    let mut sent = false;
+    let until = g.t + 5_000_000_000;
+    let t = run(&mut peer, &mut g, until, |g| {
+        let s = g.sockets.get_mut::<tcp::Socket>(h2);
+        if !sent && s.can_send() {
+            s.send_slice(&data[..1000]).unwrap();
+            s.close();
+            sent = true;
+        }
+        sent && matches!(s.state(), tcp::State::TimeWait | tcp::State::Closed)
+    });
+    assert!(t < until, "the second connection did not finish");
+    let r = &peer.records()[0].1;
+    assert_eq!((r.connections, r.bytes), (2, 1000));
 }
 
 #[test]
