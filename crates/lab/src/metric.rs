@@ -6,8 +6,11 @@
 //! | `boot_cycles` | before the first guest phase marker |
 //! | `workload_cycles` | from the first phase marker to the end |
 //! | `console_bytes` | bytes the guest wrote to the console |
-//! | `phase[LABEL].cycles` (`.instret`, `.cpi`) | every phase with that label |
-//! | `window[FROM..TO].cycles` (`.instret`, `.cpi`) | from the start of phase FROM to the end of phase TO |
+//! | `phase[LABEL].cycles` (`.instret`, `.cpi`, `.busy`) | every phase with that label |
+//! | `window[FROM..TO].cycles` (`.instret`, `.cpi`, `.busy`) | from the start of phase FROM to the end of phase TO |
+//!
+//! `.busy` is CPU time: the cycles of all harts that were not waiting in
+//! `wfi` (a phase's `.cycles` is wall time of guest time).
 //! | `samples[SYMBOL]` | profiler samples whose leaf is SYMBOL |
 //! | `place_samples[PLACE]` | samples in `kernel`, `firmware` or a user binary |
 //! | `group[NAME]` | samples the study's `[[groups]]` put in NAME (or `other`) |
@@ -29,6 +32,8 @@ pub enum Quantity {
     Cycles,
     Instret,
     Cpi,
+    /// Busy cycles of all harts (not waiting in `wfi`): CPU time.
+    Busy,
 }
 
 impl Quantity {
@@ -37,6 +42,7 @@ impl Quantity {
             Quantity::Cycles => "cycles",
             Quantity::Instret => "instret",
             Quantity::Cpi => "cpi",
+            Quantity::Busy => "busy",
         }
     }
 }
@@ -150,7 +156,7 @@ pub const NO_TIMING_MODEL: &str =
 pub const NO_TIMELINE: &str = "the run kept no timeline (`study.timeline = false`)";
 
 const KNOWN: &str = "cycles, instret, cpi, guest_seconds, boot_cycles, workload_cycles, console_bytes, \
-phase[LABEL].cycles|instret|cpi, window[FROM..TO].cycles|instret|cpi, samples[SYMBOL], place_samples[PLACE], group[NAME], stat[NAME], device[NAME], \
+phase[LABEL].cycles|instret|cpi|busy, window[FROM..TO].cycles|instret|cpi|busy, samples[SYMBOL], place_samples[PLACE], group[NAME], stat[NAME], device[NAME], \
 syscall[NAME@PHASE].count|mean|median|max|per_call, wake[DEVICE:NAME@PHASE].count|mean|median|max|remote, \
 guest[NAME], guest[NAME].cycles, ipi_latency[min|p50|p90|p99|max|count]";
 
@@ -189,7 +195,10 @@ impl std::str::FromStr for Metric {
             ".cycles" => Ok(Quantity::Cycles),
             ".instret" => Ok(Quantity::Instret),
             ".cpi" => Ok(Quantity::Cpi),
-            _ => Err(format!("`{s}` must end in .cycles, .instret or .cpi")),
+            ".busy" => Ok(Quantity::Busy),
+            _ => Err(format!(
+                "`{s}` must end in .cycles, .instret, .cpi or .busy"
+            )),
         };
         let bare = |m: Metric| {
             if rest.is_empty() {
@@ -386,7 +395,9 @@ impl Metric {
     pub fn is_cycles(&self) -> bool {
         match self {
             Metric::Cycles | Metric::BootCycles | Metric::WorkloadCycles => true,
-            Metric::Phase { what, .. } | Metric::Window { what, .. } => *what == Quantity::Cycles,
+            Metric::Phase { what, .. } | Metric::Window { what, .. } => {
+                matches!(what, Quantity::Cycles | Quantity::Busy)
+            }
             Metric::Syscall { agg, .. } => *agg != Agg::Count,
             Metric::Wake { agg, .. } => !matches!(agg, Agg::Count | Agg::Remote),
             Metric::Guest { cycles, .. } => *cycles,
@@ -609,6 +620,7 @@ fn quantity(what: Quantity, cycles: u64, instret: u64, busy: u64) -> Result<f64,
         Quantity::Cycles => Ok(cycles as f64),
         Quantity::Instret => Ok(instret as f64),
         Quantity::Cpi => ratio(busy, instret),
+        Quantity::Busy => Ok(busy as f64),
     }
 }
 
@@ -623,6 +635,7 @@ mod tests {
             "cpi",
             "phase[ls /bin /usr/share].cycles",
             "window[shell banner..final marker].instret",
+            "phase[rx 1450].busy",
             "samples[n_tty_write]",
             "place_samples[firmware]",
             "stat[system.cpu0.memStallCycles]",
