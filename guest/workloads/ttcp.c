@@ -9,7 +9,9 @@
  *
  * -b BYTES sets the socket's send and receive buffers (SO_SNDBUF, SO_RCVBUF;
  * default: the kernel's, autotuned); -m BYTES its maximum segment size
- * (TCP_MAXSEG, before connecting: the packet size on the wire both ways).
+ * (TCP_MAXSEG, before connecting: the packet size on the wire both ways);
+ * -P LABEL names the transfer's phase marker (default "ttcp receive" /
+ * "ttcp transmit"), so a study can tell its transfers apart.
  * A transmitter shuts its side down after the last write and waits for the
  * receiver to close, so its time covers delivery, not just queueing; it
  * sends its figures on the `metrics` channel too (ttcp_t.*).
@@ -39,6 +41,7 @@
 static void phase(const char *label) { mark_phase(label, strlen(label)); }
 
 static int sockbuf, mss;
+static const char *label;
 
 /* -b and -m, on a socket before it connects or listens. */
 static void tune(int fd)
@@ -99,7 +102,7 @@ static int receive_from(int fd, long len)
 		perror("ttcp-r: malloc");
 		return 1;
 	}
-	phase("ttcp receive");
+	phase(label ? label : "ttcp receive");
 	getrusage(RUSAGE_SELF, &ru0);
 	start = now();
 	while ((n = read(fd, buf, len)) > 0) {
@@ -203,7 +206,7 @@ static int transmit(const char *host, int port, long len, long count)
 	}
 	for (i = 0; i < len; i++)
 		buf[i] = (char)i;
-	phase("ttcp transmit");
+	phase(label ? label : "ttcp transmit");
 	start = now();
 	for (i = 0; i < count; i++) {
 		long off = 0;
@@ -241,7 +244,7 @@ int main(int argc, char **argv)
 	long len = 8192, count = 2048;
 	int port = 5001, opt, mode = 0; /* 0 loopback, 'r', 't' */
 	const char *host = "127.0.0.1";
-	while ((opt = getopt(argc, argv, "rc:t:p:l:n:b:m:")) != -1) {
+	while ((opt = getopt(argc, argv, "rc:t:p:l:n:b:m:P:")) != -1) {
 		switch (opt) {
 		case 'r': mode = 'r'; break;
 		case 'c': mode = 'c'; host = optarg; break;
@@ -251,8 +254,9 @@ int main(int argc, char **argv)
 		case 'n': count = strtol(optarg, NULL, 0); break;
 		case 'b': sockbuf = atoi(optarg); break;
 		case 'm': mss = atoi(optarg); break;
+		case 'P': label = optarg; break;
 		default:
-			fprintf(stderr, "usage: ttcp [-r | -c HOST | -t HOST] [-p PORT] [-l LEN] [-n COUNT] [-b SOCKBUF] [-m MSS]\n");
+			fprintf(stderr, "usage: ttcp [-r | -c HOST | -t HOST] [-p PORT] [-l LEN] [-n COUNT] [-b SOCKBUF] [-m MSS] [-P LABEL]\n");
 			return 2;
 		}
 	}
