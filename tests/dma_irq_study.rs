@@ -16,51 +16,20 @@
 //! built incrementally from the kept build tree (a minute), not from scratch.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use hs_observe::EventKind;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+#[path = "support/mod.rs"]
+mod support;
 
 #[test]
 fn dma_irq_study_reproduces_the_routing_effect_and_keeps_ipis_causal() {
-    if let Err(e) = hs_guest::find("custom") {
-        panic!("{e}");
-    }
-    let dir = std::env::temp_dir().join(format!("hs-dma-irq-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let db = dir.join("results.db");
-    let out_dir = dir.join("out");
-    let out = Command::new(env!("CARGO_BIN_EXE_hartscope"))
-        .arg("study")
-        .arg(root().join("studies/dma-irq.toml"))
-        .args([
-            "--env",
-            "ITERATIONS=10",
-            "--jobs",
-            "2",
-            "--repeat",
-            "2",
-            "--db",
-        ])
-        .arg(&db)
-        .arg("--out")
-        .arg(&out_dir)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let _ = support::image("custom");
+    let run = support::run_study("studies/dma-irq.toml", &["ITERATIONS=10"]);
+    let stdout = &run.stdout;
 
     // The study's checks: all PASS but the seed's magnitude without load.
-    let verdicts: Vec<&str> = stdout
-        .lines()
-        .filter(|l| l.starts_with("PASS") || l.starts_with("FAIL") || l.starts_with("NOT RUN"))
-        .collect();
+    let verdicts = run.verdicts();
     assert_eq!(
         verdicts.len(),
         19,
@@ -76,7 +45,7 @@ fn dma_irq_study_reproduces_the_routing_effect_and_keeps_ipis_causal() {
         assert!(!v.starts_with("NOT RUN"), "{v}");
     }
 
-    let md = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
+    let md = &run.report;
     for section in [
         "## Loop runtime per hart (the seed's Table 2)",
         "## Interrupt to wake-up paths",
@@ -84,7 +53,7 @@ fn dma_irq_study_reproduces_the_routing_effect_and_keeps_ipis_causal() {
     ] {
         assert!(md.contains(section), "report.md has {section:?}:\n{md}");
     }
-    for v in [
+    run.assert_repeats_identical(&[
         "dma",
         "dma-local",
         "pio-poll",
@@ -92,12 +61,8 @@ fn dma_irq_study_reproduces_the_routing_effect_and_keeps_ipis_causal() {
         "gpio",
         "dma-rt0",
         "dma-rt0-local",
-    ] {
-        assert!(
-            md.contains(&format!("| {v} | 2 | identical in every run |")),
-            "{v} repeats identically:\n{md}"
-        );
-    }
+    ]);
+    let db = run.db();
 
     // From the stored records: routing, and IPIs never taken before sent.
     let store = hs_lab::store::Store::open(&db).unwrap();
@@ -164,5 +129,4 @@ fn dma_irq_study_reproduces_the_routing_effect_and_keeps_ipis_causal() {
             );
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -86,7 +86,7 @@ fn run(image: &str, dma: &str, width: u32, dir: &Scratch, tag: &str) -> Run {
             img.display()
         ),
     );
-    let (console, sd) = boot_with_devices(dir, image, &desc, &wl, tag, &["sd0."]);
+    let (console, sd) = boot_with_devices(dir, image, "", &desc, &wl, tag, &["sd0."]);
     assert_eq!(
         std::fs::read(&img).unwrap(),
         card,

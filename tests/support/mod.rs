@@ -229,36 +229,46 @@ pub fn boot_devices(
     prefixes: &[&str],
 ) -> (String, serde_json::Value) {
     let script = dir.write("run.sh", script);
-    boot_with_devices(dir, image, &root().join(machine), &script, tag, prefixes)
+    boot_with_devices(
+        dir,
+        image,
+        "",
+        &root().join(machine),
+        &script,
+        tag,
+        prefixes,
+    )
 }
 
-/// Boot `image` with the machine description at `machine` and the workload
-/// (script or directory) at `workload`, require status 0, and return the
-/// console and the device counters whose names start with one of `prefixes`.
+/// Boot `image` (with `append` added to its kernel command line) with the
+/// machine description at `machine` and the workload (script or directory)
+/// at `workload`, require status 0, and return the console and the device
+/// counters whose names start with one of `prefixes`.
 pub fn boot_with_devices(
     dir: &Scratch,
     image: &str,
+    append: &str,
     machine: &Path,
     workload: &Path,
     tag: &str,
     prefixes: &[&str],
 ) -> (String, serde_json::Value) {
     let stats = dir.path(&format!("{tag}.json"));
-    let out = hartscope(
-        &[
-            "boot",
-            "--image",
-            image,
-            "--machine",
-            machine.to_str().unwrap(),
-            "--workload",
-            workload.to_str().unwrap(),
-            "--stats-json",
-            stats.to_str().unwrap(),
-        ],
-        dir,
-        BOOT_DEADLINE,
-    );
+    let mut args = vec![
+        "boot",
+        "--image",
+        image,
+        "--machine",
+        machine.to_str().unwrap(),
+        "--workload",
+        workload.to_str().unwrap(),
+        "--stats-json",
+        stats.to_str().unwrap(),
+    ];
+    if !append.is_empty() {
+        args.extend(["--append", append]);
+    }
+    let out = hartscope(&args, dir, BOOT_DEADLINE);
     assert_workload_finished(&out, 0);
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
@@ -270,4 +280,119 @@ pub fn boot_with_devices(
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     (out.stdout_text(), serde_json::Value::Object(devs))
+}
+
+/// A finished `hartscope study` run: its printed verdicts and its report.
+pub struct StudyRun {
+    pub stdout: String,
+    pub report: String,
+    _dir: Scratch,
+}
+
+impl StudyRun {
+    /// The results database the study stored its runs in.
+    pub fn db(&self) -> PathBuf {
+        self._dir.path("results.db")
+    }
+    /// The PASS / FAIL / NOT RUN lines, in order.
+    pub fn verdicts(&self) -> Vec<&str> {
+        self.stdout
+            .lines()
+            .filter(|l| l.starts_with("PASS") || l.starts_with("FAIL") || l.starts_with("NOT RUN"))
+            .collect()
+    }
+    /// `count` verdicts, none NOT RUN; those whose name contains one of
+    /// `must_pass` are PASS. The verdicts are printed so a FAIL shows.
+    pub fn assert_verdicts(&self, count: usize, must_pass: &[&str]) {
+        print!("{}", self.stdout);
+        let verdicts = self.verdicts();
+        assert_eq!(verdicts.len(), count, "{}", self.stdout);
+        for v in &verdicts {
+            assert!(!v.starts_with("NOT RUN"), "{v}\n{}", self.stdout);
+            if must_pass.iter().any(|p| v.contains(p)) {
+                assert!(v.starts_with("PASS"), "{v}\n{}", self.stdout);
+            }
+        }
+    }
+    /// The report's section under `heading` (up to the next heading).
+    pub fn section(&self, heading: &str) -> &str {
+        let body = self
+            .report
+            .split(heading)
+            .nth(1)
+            .unwrap_or_else(|| panic!("no `{heading}` in the report:\n{}", self.report));
+        body.split("\n## ").next().unwrap_or(body)
+    }
+    /// The repeats table says each of `variants`' runs were identical.
+    pub fn assert_repeats_identical(&self, variants: &[&str]) {
+        let repeats = self.section("## Repeats");
+        for v in variants {
+            let line = repeats
+                .lines()
+                .find(|l| l.starts_with(&format!("| {v} ")))
+                .unwrap_or_else(|| panic!("no repeats row for {v}:\n{repeats}"));
+            assert!(line.contains("identical"), "{line}");
+        }
+    }
+    /// The data rows of the table under `heading` whose first cell starts
+    /// with one of `rows`, as cells; every other cell must be a positive
+    /// number.
+    pub fn positive_rows(&self, heading: &str, rows: &[&str]) -> Vec<Vec<String>> {
+        let body = self.section(heading);
+        let mut out = Vec::new();
+        for row in rows {
+            let line = body
+                .lines()
+                .find(|l| l.starts_with(&format!("| {row} ")))
+                .unwrap_or_else(|| panic!("no row `{row}` under {heading}:\n{body}"));
+            let cells: Vec<String> = line
+                .trim_matches('|')
+                .split('|')
+                .map(|c| c.trim().to_string())
+                .collect();
+            for c in &cells[1..] {
+                assert!(
+                    c.replace(',', "").parse::<f64>().is_ok_and(|v| v > 0.0),
+                    "not a positive number in `{line}`"
+                );
+            }
+            out.push(cells);
+        }
+        out
+    }
+}
+
+/// Run `hartscope study STUDY --jobs 2 --repeat 2` with `env` (`KEY=VALUE`)
+/// into a scratch database and report directory; a failed run fails the test.
+pub fn run_study(study: &str, env: &[&str]) -> StudyRun {
+    let dir = Scratch::new(&format!("study-{}", study.replace(['/', '.'], "-")));
+    let db = dir.path("results.db");
+    let out_dir = dir.path("out");
+    let toml = root().join(study);
+    let mut args: Vec<String> = vec!["study".into(), toml.display().to_string()];
+    for e in env {
+        args.extend(["--env".into(), e.to_string()]);
+    }
+    args.extend(
+        ["--jobs", "2", "--repeat", "2", "--db"]
+            .iter()
+            .map(|s| s.to_string()),
+    );
+    args.push(db.display().to_string());
+    args.push("--out".into());
+    args.push(out_dir.display().to_string());
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = hartscope(&refs, &dir, Duration::from_secs(3600));
+    let stdout = out.stdout_text();
+    assert!(
+        out.status.success(),
+        "stdout:\n{stdout}\nstderr:\n{}",
+        out.stderr
+    );
+    let report = std::fs::read_to_string(out_dir.join("report.md")).expect("report.md");
+    StudyRun {
+        stdout,
+        report,
+        _dir: dir,
+    }
 }
