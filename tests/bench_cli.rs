@@ -35,6 +35,8 @@ fn bench_runs_hartscope_and_qemu_side_by_side() {
             "20",
             "--disk-mib",
             "8",
+            "--net-mib",
+            "4",
             "--json",
             json.to_str().unwrap(),
         ],
@@ -107,6 +109,19 @@ fn bench_runs_hartscope_and_qemu_side_by_side() {
         text.contains("## Sequential read of a 8 MiB virtio-blk disk"),
         "{text}"
     );
+    // The network: 4 MiB received over TCP on both sides, the bytes
+    // checked (a run whose FNV-1a differs fails the bench).
+    let n = &v["net_receive"];
+    assert_eq!(n["mib"], 4, "{n}");
+    let run = &n["runs"][0];
+    assert!(
+        run[0].as_f64().unwrap() > 0.0 && run[1].as_f64().unwrap() > 0.0,
+        "{n}"
+    );
+    assert!(
+        text.contains("## TCP receive of 4 MiB over virtio-net"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -140,6 +155,8 @@ fn bench_without_qemu_reports_hartscope_alone() {
             "--rounds",
             "5",
             "--disk-mib",
+            "0",
+            "--net-mib",
             "0",
             "--json",
         ])

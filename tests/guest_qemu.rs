@@ -45,6 +45,7 @@ fn boot_with_workload(name: &str) {
         timeout: Duration::from_secs(300),
         console_log: dir.join("console.log"),
         disk: None,
+        user_net: false,
     };
     let result = boot.run().unwrap_or_else(|e| panic!("{e}"));
     let tail: String = {

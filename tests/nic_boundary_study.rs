@@ -27,8 +27,8 @@ const VARIANTS: [&str; 6] = [
 fn nic_boundary_study_climbs_the_ladder_and_repeats_exactly() {
     let _ = support::image("custom");
     let run = support::run_study("studies/nic-boundary.toml", &["SIZE_KIB=128"]);
-    // 6 workload checks and the study's 11 directions.
-    run.assert_verdicts(17, &["runs to its end"]);
+    // 6 workload checks and the study's 12 directions.
+    run.assert_verdicts(18, &["runs to its end"]);
     let rates = run.positive_rows(
         "## Throughput up the ladder",
         &[

@@ -49,6 +49,11 @@ pub struct BenchArgs {
     /// (0: skip it).
     #[arg(long, default_value_t = 64)]
     pub disk_mib: u64,
+    /// MiB the network benchmark receives over virtio-net with TCP (0: skip
+    /// it): from the network peer under hartscope, from a host TCP server
+    /// through QEMU's user networking.
+    #[arg(long, default_value_t = 16)]
+    pub net_mib: u64,
     /// Also write the figures as JSON to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -136,13 +141,16 @@ pub struct BenchReport {
     pub cpubound: Option<Section>,
     /// Why the CPU-bound program was not measured, when it was not.
     pub cpubound_not_measured: Option<String>,
-    pub disk_read: Option<DiskSection>,
+    pub disk_read: Option<ThroughputSection>,
+    pub net_receive: Option<ThroughputSection>,
 }
 
-/// Sequential virtio-blk reads: how fast each simulator moves block data,
-/// in MiB of disk per second of host time.
+/// A device-throughput benchmark (virtio-blk reads, virtio-net TCP
+/// receive): how fast each simulator moves the data, in MiB per second of
+/// host time.
 #[derive(Clone, Debug, Serialize)]
-pub struct DiskSection {
+pub struct ThroughputSection {
+    pub what: String,
     pub mib: u64,
     pub hartscope_command: String,
     pub qemu_command: Option<String>,
@@ -158,8 +166,15 @@ pub struct DiskSection {
 /// QEMU's TCG the guest clock follows the host's).
 const DISK_RUN: &str = "i=0\nwhile [ ! -b /dev/vda ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i+1)); done\n\
 hsmark phase \"disk read\"\n\
-/usr/bin/dd if=/dev/vda of=/dev/null bs=1M iflag=direct 2>&1 | sed -n 's/.* copied, \\([0-9.e+-]*\\) s,.*/disk-read-seconds: \\1/p'\n\
+/usr/bin/dd if=/dev/vda of=/dev/null bs=1M iflag=direct 2>&1 | sed -n 's/.* copied, \\([0-9.e+-]*\\) s,.*/bench-seconds: \\1/p'\n\
 hsmark phase \"disk done\"\n";
+
+/// The network benchmark's guest side (PORT and COUNT filled in): ttcp asks
+/// 10.0.2.2 for COUNT x 8 KiB; its timed transfer is the phase `net
+/// receive` (ended by its own `ttcp done`), and it prints its own figure
+/// and the FNV-1a of what arrived.
+const NET_RUN: &str = "ip link set eth0 up && ip addr add 10.0.2.15/24 dev eth0\n\
+ttcp -c 10.0.2.2 -p PORT -l 8192 -n COUNT -P 'net receive' | sed -n 's/^ttcp-r: [0-9]* bytes in \\([0-9.]*\\) s = .*/bench-seconds: \\1/p; s/^ttcp-r: fnv1a /bench-fnv: /p'\n";
 
 /// A scratch directory removed when the bench ends.
 struct Scratch(PathBuf);
@@ -229,6 +244,11 @@ pub fn run(args: BenchArgs) -> Result<i32, String> {
     } else {
         None
     };
+    let net_receive = if args.net_mib > 0 {
+        Some(bench_net(&args, &me, &image, qemu.is_ok(), &scratch.0)?)
+    } else {
+        None
+    };
     let report = BenchReport {
         image: args.image.clone(),
         smp: args.smp,
@@ -243,6 +263,7 @@ pub fn run(args: BenchArgs) -> Result<i32, String> {
         cpubound_not_measured: cpubound.as_ref().err().cloned(),
         cpubound: cpubound.ok(),
         disk_read,
+        net_receive,
     };
     print!("{}", render(&report));
     if let Some(path) = &args.json {
@@ -288,6 +309,7 @@ fn bench_linux(
         timeout: RUN_TIMEOUT,
         console_log: scratch.join("qemu-console.txt"),
         disk: None,
+        user_net: false,
     };
     let mut runs = Vec::new();
     for rep in 1..=args.repeat {
@@ -397,21 +419,127 @@ fn bench_cpubound(
     })
 }
 
+/// One side-by-side throughput measurement: the same image and workload
+/// under hartscope (`hartscope`, its stats JSON at `stats`) and QEMU
+/// (`qemu`); the workload prints `bench-seconds: S` (its own clock) and,
+/// optionally, `bench-fnv: HEX`, which must then equal `fnv`.
+struct ThroughputRun<'a> {
+    what: String,
+    /// Scratch file names start with this.
+    tag: &'a str,
+    mib: u64,
+    hartscope: Command,
+    stats: PathBuf,
+    /// hartscope's phase labels around the transfer.
+    from: &'a str,
+    to: &'a str,
+    qemu: hs_guest::qemu::QemuBoot<'a>,
+    fnv: Option<u64>,
+    note: &'a str,
+}
+
+fn bench_throughput(
+    mut t: ThroughputRun,
+    repeat: usize,
+    with_qemu: bool,
+    scratch: &Path,
+) -> Result<ThroughputSection, String> {
+    let mib = t.mib as f64;
+    let mut runs = Vec::new();
+    for rep in 1..=repeat {
+        eprintln!("hartscope bench: {} {rep}/{repeat}: hartscope", t.tag);
+        let console = scratch.join(format!("{}-hartscope-console.txt", t.tag));
+        let err = scratch.join(format!("{}-hartscope-stderr.txt", t.tag));
+        timed(&mut t.hartscope, &console, &err)?;
+        let text = std::fs::read_to_string(&t.stats)
+            .map_err(|e| format!("cannot read hartscope's stats {}: {e}", t.stats.display()))?;
+        let v: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| format!("hartscope's stats {} are not JSON: {e}", t.stats.display()))?;
+        let at = |label: &str| {
+            let i = v["phases"]
+                .as_array()?
+                .iter()
+                .position(|p| p["label"] == label)?;
+            v["phase_host_seconds"][i].as_f64()
+        };
+        let who = format!("hartscope ({})", t.tag);
+        let h = match (at(t.from), at(t.to), bench_figures(&console, t.fnv)) {
+            (Some(a), Some(b), Some(_)) if b > a => mib / (b - a),
+            _ => return Err(run_failed(&who, &console)),
+        };
+        let q = if with_qemu {
+            eprintln!("hartscope bench: {} {rep}/{repeat}: QEMU", t.tag);
+            let log = t.qemu.console_log.clone();
+            let err = scratch.join(format!("{}-qemu-stderr.txt", t.tag));
+            timed(&mut t.qemu.command(), &log, &err)?;
+            match bench_figures(&log, t.fnv) {
+                Some(s) if s > 0.0 => Some(mib / s),
+                _ => return Err(run_failed(&format!("QEMU ({})", t.tag), &log)),
+            }
+        } else {
+            None
+        };
+        runs.push((h, q));
+    }
+    let hartscope_mibps = median(runs.iter().map(|r| r.0).collect()).unwrap_or(0.0);
+    let qemu_mibps = median(runs.iter().filter_map(|r| r.1).collect());
+    Ok(ThroughputSection {
+        what: t.what,
+        mib: t.mib,
+        hartscope_command: show(&t.hartscope),
+        qemu_command: with_qemu.then(|| show(&t.qemu.command())),
+        runs,
+        hartscope_mibps,
+        qemu_mibps,
+        note: t.note.into(),
+    })
+}
+
+/// A workload initrd for `run_sh` in `scratch/NAME`.
+fn workload_initrd(
+    image: &hs_guest::ImageDir,
+    scratch: &Path,
+    name: &str,
+    run_sh: &str,
+) -> Result<(PathBuf, PathBuf), String> {
+    let wl = scratch.join(format!("{name}-workload"));
+    std::fs::create_dir_all(&wl).map_err(|e| format!("cannot create {}: {e}", wl.display()))?;
+    std::fs::write(wl.join("run.sh"), run_sh)
+        .map_err(|e| format!("cannot write the {name} workload: {e}"))?;
+    let initrd = scratch.join(format!("{name}-initrd"));
+    let bytes = hs_guest::workload_initrd(image, &wl).map_err(|e| e.to_string())?;
+    std::fs::write(&initrd, bytes)
+        .map_err(|e| format!("cannot write {}: {e}", initrd.display()))?;
+    Ok((wl, initrd))
+}
+
+/// `hartscope boot` of the bench's image on one hart with `wl`, stats to `stats`.
+fn hartscope_boot(me: &Path, args: &BenchArgs, wl: &Path, stats: &Path) -> Command {
+    let mut hs = Command::new(me);
+    hs.args([
+        "boot",
+        "--image",
+        &args.image,
+        "--smp",
+        "1",
+        "-m",
+        &format!("{}M", args.mem_mib),
+    ])
+    .arg("--workload")
+    .arg(wl)
+    .arg("--stats-json")
+    .arg(stats);
+    hs
+}
+
 fn bench_disk(
     args: &BenchArgs,
     me: &Path,
     image: &hs_guest::ImageDir,
     with_qemu: bool,
     scratch: &Path,
-) -> Result<DiskSection, String> {
-    let wl = scratch.join("disk-workload");
-    std::fs::create_dir_all(&wl).map_err(|e| format!("cannot create {}: {e}", wl.display()))?;
-    std::fs::write(wl.join("run.sh"), DISK_RUN)
-        .map_err(|e| format!("cannot write the disk workload: {e}"))?;
-    let initrd = scratch.join("disk-initrd");
-    let bytes = hs_guest::workload_initrd(image, &wl).map_err(|e| e.to_string())?;
-    std::fs::write(&initrd, bytes)
-        .map_err(|e| format!("cannot write {}: {e}", initrd.display()))?;
+) -> Result<ThroughputSection, String> {
+    let (wl, initrd) = workload_initrd(image, scratch, "disk", DISK_RUN)?;
     // Data, not zeros (a device or page path that special-cased zeros
     // would flatter either side): a fixed xorshift stream.
     let disk = scratch.join("disk.img");
@@ -426,23 +554,10 @@ fn bench_disk(
     std::fs::write(&disk, &data).map_err(|e| format!("cannot write {}: {e}", disk.display()))?;
     drop(data);
     let stats = scratch.join("disk-stats.json");
-    let mut hs = Command::new(me);
-    hs.args([
-        "boot",
-        "--image",
-        &args.image,
-        "--smp",
-        "1",
-        "-m",
-        &format!("{}M", args.mem_mib),
-    ])
-    .arg("-drive")
-    .arg(format!("file={},format=raw,if=virtio", disk.display()))
-    .arg("--workload")
-    .arg(&wl)
-    .arg("--stats-json")
-    .arg(&stats);
-    let boot = hs_guest::qemu::QemuBoot {
+    let mut hs = hartscope_boot(me, args, &wl, &stats);
+    hs.arg("-drive")
+        .arg(format!("file={},format=raw,if=virtio", disk.display()));
+    let qemu = hs_guest::qemu::QemuBoot {
         firmware: &image.firmware,
         kernel: &image.kernel,
         initrd: &initrd,
@@ -452,74 +567,143 @@ fn bench_disk(
         timeout: RUN_TIMEOUT,
         console_log: scratch.join("disk-qemu-console.txt"),
         disk: Some(&disk),
+        user_net: false,
     };
-    let mib = args.disk_mib as f64;
-    let mut runs = Vec::new();
-    for rep in 1..=args.repeat {
-        eprintln!(
-            "hartscope bench: disk read {rep}/{}: hartscope",
-            args.repeat
-        );
-        let console = scratch.join("disk-hartscope-console.txt");
-        timed(
-            &mut hs,
-            &console,
-            &scratch.join("disk-hartscope-stderr.txt"),
-        )?;
-        let text = std::fs::read_to_string(&stats)
-            .map_err(|e| format!("cannot read hartscope's stats {}: {e}", stats.display()))?;
-        let v: serde_json::Value = serde_json::from_str(&text)
-            .map_err(|e| format!("hartscope's stats {} are not JSON: {e}", stats.display()))?;
-        let at = |label: &str| {
-            let i = v["phases"]
-                .as_array()?
-                .iter()
-                .position(|p| p["label"] == label)?;
-            v["phase_host_seconds"][i].as_f64()
-        };
-        let h = match (at("disk read"), at("disk done"), disk_seconds(&console)) {
-            (Some(a), Some(b), Some(_)) if b > a => mib / (b - a),
-            _ => return Err(run_failed("hartscope (disk read)", &console)),
-        };
-        let q = if with_qemu {
-            eprintln!("hartscope bench: disk read {rep}/{}: QEMU", args.repeat);
-            let log = boot.console_log.clone();
-            timed(
-                &mut boot.command(),
-                &log,
-                &scratch.join("disk-qemu-stderr.txt"),
-            )?;
-            match disk_seconds(&log) {
-                Some(s) if s > 0.0 => Some(mib / s),
-                _ => return Err(run_failed("QEMU (disk read)", &log)),
-            }
-        } else {
-            None
-        };
-        runs.push((h, q));
-    }
-    let hartscope_mibps = median(runs.iter().map(|r| r.0).collect()).unwrap_or(0.0);
-    let qemu_mibps = median(runs.iter().filter_map(|r| r.1).collect());
-    Ok(DiskSection {
-        mib: args.disk_mib,
-        hartscope_command: show(&hs),
-        qemu_command: with_qemu.then(|| show(&boot.command())),
-        runs,
-        hartscope_mibps,
-        qemu_mibps,
-        note: "one hart; coreutils dd reads the whole virtio-blk disk with 1 MiB O_DIRECT requests. hartscope: \
-               MiB over the host seconds between the phase markers around dd (its stats' phase_host_seconds); \
-               QEMU: MiB over dd's own elapsed time (TCG without icount: the guest clock follows the host's)"
-            .into(),
-    })
+    bench_throughput(
+        ThroughputRun {
+            what: format!("Sequential read of a {} MiB virtio-blk disk", args.disk_mib),
+            tag: "disk read",
+            mib: args.disk_mib,
+            hartscope: hs,
+            stats,
+            from: "disk read",
+            to: "disk done",
+            qemu,
+            fnv: None,
+            note: "one hart; coreutils dd reads the whole virtio-blk disk with 1 MiB O_DIRECT requests. hartscope: \
+                   MiB over the host seconds between the phase markers around dd (its stats' phase_host_seconds); \
+                   QEMU: MiB over dd's own elapsed time (TCG without icount: the guest clock follows the host's)",
+        },
+        args.repeat,
+        with_qemu,
+        scratch,
+    )
 }
 
-/// The seconds the disk workload's dd reported.
-fn disk_seconds(console: &Path) -> Option<f64> {
+/// A host TCP source for QEMU's user networking, speaking the network
+/// peer's protocol: a client's first 8 bytes (big-endian) say how many
+/// bytes of the peer's pattern to send, then the server closes.
+fn host_tcp_source() -> Result<u16, String> {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")
+        .map_err(|e| format!("cannot listen on a host TCP port for QEMU: {e}"))?;
+    let port = listener
+        .local_addr()
+        .map_err(|e| format!("cannot read the host TCP port: {e}"))?
+        .port();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut c) = conn else { continue };
+            let mut req = [0u8; 8];
+            if c.read_exact(&mut req).is_err() {
+                continue;
+            }
+            let mut left = u64::from_be_bytes(req);
+            let mut at = 0u64;
+            let mut buf = vec![0u8; 64 << 10];
+            while left > 0 {
+                let n = left.min(buf.len() as u64) as usize;
+                for (i, b) in buf[..n].iter_mut().enumerate() {
+                    *b = hs_peer::pattern_byte(at + i as u64);
+                }
+                if c.write_all(&buf[..n]).is_err() {
+                    break;
+                }
+                at += n as u64;
+                left -= n as u64;
+            }
+        }
+    });
+    Ok(port)
+}
+
+fn bench_net(
+    args: &BenchArgs,
+    me: &Path,
+    image: &hs_guest::ImageDir,
+    with_qemu: bool,
+    scratch: &Path,
+) -> Result<ThroughputSection, String> {
+    let port = if with_qemu { host_tcp_source()? } else { 5001 };
+    let count = args.net_mib * 128;
+    let run_sh = NET_RUN
+        .replace("PORT", &port.to_string())
+        .replace("COUNT", &count.to_string());
+    let (wl, initrd) = workload_initrd(image, scratch, "net", &run_sh)?;
+    // The peer on a wire fast enough never to be the bound: 10 Gbit/s,
+    // 1 us away, 64 KiB TCP buffers.
+    let machine = scratch.join("net-machine.toml");
+    std::fs::write(
+        &machine,
+        format!(
+            "model = \"atomic\"\ndescription = \"bench: virtio-net, 10 Gbit/s to the network peer\"\n\n\
+             [board.net0]\nkind = \"virtio-net\"\nlink-mbps = 10000\npeer-latency-ns = 1000\n\
+             peer-tcp-source = {port}\npeer-tcp-buffer-kib = 64\n"
+        ),
+    )
+    .map_err(|e| format!("cannot write {}: {e}", machine.display()))?;
+    let stats = scratch.join("net-stats.json");
+    let mut hs = hartscope_boot(me, args, &wl, &stats);
+    hs.arg("--machine").arg(&machine);
+    let qemu = hs_guest::qemu::QemuBoot {
+        firmware: &image.firmware,
+        kernel: &image.kernel,
+        initrd: &initrd,
+        append: &image.default_append,
+        smp: 1,
+        memory_mib: args.mem_mib as u32,
+        timeout: RUN_TIMEOUT,
+        console_log: scratch.join("net-qemu-console.txt"),
+        disk: None,
+        user_net: true,
+    };
+    bench_throughput(
+        ThroughputRun {
+            what: format!("TCP receive of {} MiB over virtio-net", args.net_mib),
+            tag: "net receive",
+            mib: args.net_mib,
+            hartscope: hs,
+            stats,
+            from: "net receive",
+            to: "ttcp done",
+            qemu,
+            fnv: Some(hs_peer::pattern_fnv(args.net_mib << 20)),
+            note: "one hart; the guest's ttcp asks 10.0.2.2 for the bytes and checks them (FNV-1a equal on both sides). \
+                   hartscope: the network peer at 10 Gbit/s, MiB over the host seconds of ttcp's timed transfer (its phase); \
+                   QEMU: user networking (slirp) to a TCP server in this process, MiB over ttcp's own time \
+                   (TCG without icount: the guest clock follows the host's)",
+        },
+        args.repeat,
+        with_qemu,
+        scratch,
+    )
+}
+
+/// The seconds the workload reported (`bench-seconds: S`), if its
+/// `bench-fnv: HEX` line matches `fnv` when one is expected.
+fn bench_figures(console: &Path, fnv: Option<u64>) -> Option<f64> {
     let text = std::fs::read_to_string(console).ok()?;
-    text.lines()
-        .find_map(|l| l.trim().strip_prefix("disk-read-seconds: "))
-        .and_then(|v| v.trim().parse().ok())
+    let line = |key: &str| {
+        text.lines()
+            .find_map(|l| l.trim().strip_prefix(key).map(str::trim))
+    };
+    if let Some(want) = fnv {
+        let got = u64::from_str_radix(line("bench-fnv: ")?, 16).ok()?;
+        if got != want {
+            return None;
+        }
+    }
+    line("bench-seconds: ")?.parse().ok()
 }
 
 /// Builds the bare-metal cpubound ELF into `scratch`.
@@ -785,10 +969,10 @@ pub fn render(r: &BenchReport) -> String {
     if let Some(why) = &r.cpubound_not_measured {
         s.push_str(&format!("\n## CPU-bound program\n\nnot measured: {why}\n"));
     }
-    if let Some(d) = &r.disk_read {
+    for d in [&r.disk_read, &r.net_receive].into_iter().flatten() {
         s.push_str(&format!(
-            "\n## Sequential read of a {} MiB virtio-blk disk, MiB per host second\n\nhartscope: `{}`\n",
-            d.mib, d.hartscope_command
+            "\n## {}, MiB per host second\n\nhartscope: `{}`\n",
+            d.what, d.hartscope_command
         ));
         if let Some(q) = &d.qemu_command {
             s.push_str(&format!("QEMU:      `{q}`\n"));

@@ -250,6 +250,7 @@ fn capture_kallsyms(
         timeout: KALLSYMS_TIMEOUT,
         console_log: console_log.clone(),
         disk: Some(&disk),
+        user_net: false,
     };
     let result = boot.run()?;
     let fail = |what: &str, why: String| GuestError::Step {

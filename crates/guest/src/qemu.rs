@@ -23,6 +23,9 @@ pub struct QemuBoot<'a> {
     pub console_log: PathBuf,
     /// A raw disk image attached as virtio-blk (`/dev/vda` in the guest).
     pub disk: Option<&'a Path>,
+    /// A virtio-net NIC on QEMU's user networking (slirp: 10.0.2.2 is the
+    /// host's loopback).
+    pub user_net: bool,
 }
 
 /// The console output of a boot, and whether QEMU exited by itself in time.
@@ -51,6 +54,14 @@ impl QemuBoot<'_> {
             c.arg("-drive")
                 .arg(format!("file={},format=raw,if=none,id=hd0", disk.display()))
                 .args(["-device", "virtio-blk-device,drive=hd0"]);
+        }
+        if self.user_net {
+            c.args([
+                "-netdev",
+                "user,id=n0",
+                "-device",
+                "virtio-net-device,netdev=n0",
+            ]);
         }
         c
     }
