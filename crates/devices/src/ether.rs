@@ -65,9 +65,10 @@ pub fn wire_cycles(len: usize, bps: u64, core_hz: u64) -> u64 {
 /// deterministic peer at the wire's far end.
 ///
 /// `mac`, `link-mbps`, `peer-latency-ns` (default 5000), `peer-tcp-source`
-/// / `peer-tcp-sink` (ports of the peer's ttcp-style TCP source and sink;
-/// default none), `peer-tcp-buffer-kib` (the peer's TCP socket buffers,
-/// default 16). The guest is expected at 10.0.2.15/24, the peer is 10.0.2.2.
+/// / `peer-tcp-sink` / `peer-udp-source` / `peer-udp-sink` (ports of the
+/// peer's ttcp-style services; default none), `peer-tcp-buffer-kib` (the
+/// peer's TCP socket buffers, default 16). The guest is expected at
+/// 10.0.2.15/24, the peer is 10.0.2.2.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WireConfig {
     pub mac: [u8; 6],
@@ -75,6 +76,8 @@ pub struct WireConfig {
     pub latency_ns: u64,
     pub tcp_source: Option<u16>,
     pub tcp_sink: Option<u16>,
+    pub udp_source: Option<u16>,
+    pub udp_sink: Option<u16>,
     pub tcp_buffer_kib: u64,
 }
 
@@ -109,6 +112,14 @@ impl WireConfig {
                 message: "is the TCP source's port too".into(),
             });
         }
+        let udp_source = port(p, "peer-udp-source")?;
+        let udp_sink = port(p, "peer-udp-sink")?;
+        if udp_source.is_some() && udp_source == udp_sink {
+            return Err(ParamError {
+                key: "peer-udp-sink".into(),
+                message: "is the UDP source's port too".into(),
+            });
+        }
         let tcp_buffer_kib = p.int("peer-tcp-buffer-kib", 16, 1, 1024)? as u64;
         Ok(WireConfig {
             mac,
@@ -116,6 +127,8 @@ impl WireConfig {
             latency_ns,
             tcp_source,
             tcp_sink,
+            udp_source,
+            udp_sink,
             tcp_buffer_kib,
         })
     }
@@ -136,6 +149,12 @@ impl WireConfig {
         }
         if let Some(port) = self.tcp_sink {
             pc.services.push(hs_peer::Service::TcpSink { port });
+        }
+        if let Some(port) = self.udp_source {
+            pc.services.push(hs_peer::Service::UdpSource { port });
+        }
+        if let Some(port) = self.udp_sink {
+            pc.services.push(hs_peer::Service::UdpSink { port });
         }
         hs_peer::Peer::new(pc)
     }

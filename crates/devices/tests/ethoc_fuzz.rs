@@ -47,6 +47,8 @@ impl Bench {
                 latency_ns: 0,
                 tcp_source: None,
                 tcp_sink: None,
+                udp_source: None,
+                udp_sink: None,
                 tcp_buffer_kib: 16,
             },
             buffer_bytes: 96 * 1024,

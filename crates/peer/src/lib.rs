@@ -24,9 +24,9 @@ use std::collections::VecDeque;
 
 use smoltcp::iface::{Config, Interface, SocketHandle, SocketSet};
 use smoltcp::phy::{self, Device, DeviceCapabilities, Medium};
-use smoltcp::socket::tcp;
+use smoltcp::socket::{tcp, udp};
 use smoltcp::time::Instant;
-use smoltcp::wire::{EthernetAddress, IpAddress, IpCidr, Ipv4Address};
+use smoltcp::wire::{EthernetAddress, IpAddress, IpCidr, IpEndpoint, Ipv4Address};
 
 /// The FNV-1a 64 of a byte stream (what the services fingerprint).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,14 +77,52 @@ pub enum Service {
     /// Accept connections on `port`, one after another, and read each
     /// until it closes (ttcp -r).
     TcpSink { port: u16 },
+    /// On a 12-byte request datagram (8-byte big-endian count, 4-byte
+    /// big-endian size: `ttcp -u -c` sends it) send that many datagrams of
+    /// that size, the pattern running on across them, as fast as the line
+    /// takes them (never more than [`UDP_AHEAD`] frames queued on it), then
+    /// [`UDP_END_MARKERS`] one-byte datagrams that mark the end.
+    UdpSource { port: u16 },
+    /// Take datagrams on `port` and fingerprint their payloads in arrival
+    /// order; datagrams of 4 bytes or fewer mark an end (ttcp's convention)
+    /// and are not counted.
+    UdpSink { port: u16 },
 }
+
+/// Frames a UDP source keeps queued on the line at most.
+pub const UDP_AHEAD: u64 = 4;
+/// One-byte datagrams after a UDP source's last.
+pub const UDP_END_MARKERS: u64 = 4;
 
 impl Service {
     pub fn port(&self) -> u16 {
         match self {
-            Service::TcpSource { port, .. } | Service::TcpSink { port } => *port,
+            Service::TcpSource { port, .. }
+            | Service::TcpSink { port }
+            | Service::UdpSource { port }
+            | Service::UdpSink { port } => *port,
         }
     }
+    fn is_udp(&self) -> bool {
+        matches!(self, Service::UdpSource { .. } | Service::UdpSink { .. })
+    }
+    /// Statistic name prefix.
+    fn stat_name(&self) -> String {
+        match self {
+            Service::TcpSource { port, .. } => format!("peer.tcp_source{port}"),
+            Service::TcpSink { port } => format!("peer.tcp_sink{port}"),
+            Service::UdpSource { port } => format!("peer.udp_source{port}"),
+            Service::UdpSink { port } => format!("peer.udp_sink{port}"),
+        }
+    }
+}
+
+/// A UDP socket bound to `port` with room for 64 datagrams each way.
+fn bound_udp_socket(port: u16) -> udp::Socket<'static> {
+    let buf = || udp::PacketBuffer::new(vec![udp::PacketMetadata::EMPTY; 64], vec![0u8; 64 * 1536]);
+    let mut sock = udp::Socket::new(buf(), buf());
+    let _ = sock.bind(port);
+    sock
 }
 
 /// A TCP socket listening on `port` with `buffer`-byte socket buffers.
@@ -142,6 +180,8 @@ pub struct ServiceRecord {
     pub first_cycle: u64,
     pub last_cycle: u64,
     pub connections: u64,
+    /// UDP: datagrams sent or taken (end markers not counted).
+    pub datagrams: u64,
 }
 
 struct Running {
@@ -155,6 +195,88 @@ struct Running {
     counted: bool,
     /// The client's request so far (a source without a fixed size).
     request: Vec<u8>,
+    /// A UDP source's client, datagram count and size, and markers sent.
+    udp_job: Option<(IpEndpoint, u64, usize)>,
+    markers: u64,
+}
+
+impl Running {
+    /// A UDP source has datagrams or end markers left to send.
+    fn udp_pending(&self) -> bool {
+        matches!(self.udp_job, Some((_, count, _)) if self.sent < count || self.markers < UDP_END_MARKERS)
+    }
+}
+
+/// A UDP source's turn: take a request, then send what the line has room
+/// for. True if it sent anything.
+fn udp_source(sock: &mut udp::Socket, r: &mut Running, now: u64, mut room: u64) -> bool {
+    let mut moved = false;
+    while let Ok((req, meta)) = sock.recv() {
+        if req.len() == 12 && !r.udp_pending() {
+            let count = u64::from_be_bytes(req[..8].try_into().expect("8 bytes"));
+            let size = u32::from_be_bytes(req[8..].try_into().expect("4 bytes")) as usize;
+            if (5..=1472).contains(&size) {
+                r.udp_job = Some((meta.endpoint, count, size));
+                r.sent = 0;
+                r.markers = 0;
+                r.fnv = Fnv::default();
+                r.record = ServiceRecord {
+                    connections: r.record.connections + 1,
+                    ..ServiceRecord::default()
+                };
+            }
+        }
+    }
+    let Some((to, count, size)) = r.udp_job else {
+        return false;
+    };
+    while room > 0 && r.sent < count && sock.can_send() {
+        let start = r.sent * size as u64;
+        let Ok(buf) = sock.send(size, to) else { break };
+        for (i, b) in buf.iter_mut().enumerate() {
+            *b = pattern_byte(start + i as u64);
+        }
+        r.fnv.feed(buf);
+        if r.sent == 0 {
+            r.record.first_cycle = now;
+        }
+        r.sent += 1;
+        r.record.datagrams = r.sent;
+        r.record.bytes = r.sent * size as u64;
+        r.record.fnv = r.fnv.0;
+        r.record.last_cycle = now;
+        room -= 1;
+        moved = true;
+    }
+    while room > 0 && r.sent >= count && r.markers < UDP_END_MARKERS && sock.can_send() {
+        if sock.send_slice(&[0], to).is_err() {
+            break;
+        }
+        r.markers += 1;
+        room -= 1;
+        moved = true;
+    }
+    moved
+}
+
+/// A UDP sink's turn: fingerprint what arrived. True if anything did.
+fn udp_sink(sock: &mut udp::Socket, r: &mut Running, now: u64) -> bool {
+    let mut moved = false;
+    while let Ok((data, _)) = sock.recv() {
+        moved = true;
+        if data.len() <= 4 {
+            continue;
+        }
+        if r.record.datagrams == 0 {
+            r.record.first_cycle = now;
+        }
+        r.fnv.feed(data);
+        r.record.datagrams += 1;
+        r.record.bytes += data.len() as u64;
+        r.record.fnv = r.fnv.0;
+        r.record.last_cycle = now;
+    }
+    moved
 }
 
 /// Frames queued between the wire and smoltcp.
@@ -238,7 +360,11 @@ impl Peer {
             .services
             .iter()
             .map(|s| {
-                let handle = sockets.add(listening_socket(cfg.tcp_buffer, s.port()));
+                let handle = if s.is_udp() {
+                    sockets.add(bound_udp_socket(s.port()))
+                } else {
+                    sockets.add(listening_socket(cfg.tcp_buffer, s.port()))
+                };
                 Running {
                     service: s.clone(),
                     handle,
@@ -248,6 +374,8 @@ impl Peer {
                     done: false,
                     counted: false,
                     request: Vec::new(),
+                    udp_job: None,
+                    markers: 0,
                 }
             })
             .collect();
@@ -376,13 +504,32 @@ impl Peer {
             .iface
             .poll_at(ts, &self.sockets)
             .map(|t| self.cycle_of(t).max(self.now + 1));
+        // A UDP source with datagrams left goes on when the line is free.
+        if self.services.iter().any(Running::udp_pending) {
+            let at = self.line_free.max(self.now + 1);
+            self.poll_at = Some(self.poll_at.map_or(at, |p| p.min(at)));
+        }
     }
 
     /// Feed the sources and drain the sinks; true if any moved data.
     fn run_services(&mut self) -> bool {
         let now = self.now;
         let mut moved = false;
+        // A UDP source may queue this many more frames on the line now.
+        let room = self.udp_room();
         for r in &mut self.services {
+            match r.service {
+                Service::UdpSource { .. } => {
+                    moved |=
+                        udp_source(self.sockets.get_mut::<udp::Socket>(r.handle), r, now, room);
+                    continue;
+                }
+                Service::UdpSink { .. } => {
+                    moved |= udp_sink(self.sockets.get_mut::<udp::Socket>(r.handle), r, now);
+                    continue;
+                }
+                _ => {}
+            }
             // A finished connection makes way for the next: a fresh socket
             // listens again (the old one's TIME-WAIT is dropped; nothing is
             // lost on this wire, so no stray segment can need it).
@@ -461,6 +608,7 @@ impl Peer {
                         r.record.fnv = pattern_fnv(bytes);
                     }
                 }
+                Service::UdpSource { .. } | Service::UdpSink { .. } => {}
                 Service::TcpSink { .. } => {
                     while sock.can_recv() {
                         let fnv = &mut r.fnv;
@@ -493,6 +641,15 @@ impl Peer {
             }
         }
         moved
+    }
+
+    /// Frames a UDP source may add to the line now: [`UDP_AHEAD`] less those
+    /// still queued on it (the line is busy until `line_free`) or waiting
+    /// in smoltcp's output.
+    fn udp_room(&self) -> u64 {
+        let frame = self.wire_cycles(1514).max(1);
+        let on_line = self.line_free.saturating_sub(self.now).div_ceil(frame);
+        UDP_AHEAD.saturating_sub(on_line + self.queues.tx.len() as u64)
     }
 
     /// What each service did, in configuration order.
@@ -533,10 +690,14 @@ impl Peer {
             ),
         ];
         for (s, r) in self.records() {
-            let name = match s {
-                Service::TcpSource { port, .. } => format!("peer.tcp_source{port}"),
-                Service::TcpSink { port } => format!("peer.tcp_sink{port}"),
-            };
+            let name = s.stat_name();
+            if s.is_udp() {
+                v.push((
+                    format!("{name}.datagrams"),
+                    r.datagrams,
+                    "datagrams sent or taken (end markers not counted)",
+                ));
+            }
             v.push((
                 format!("{name}.bytes"),
                 r.bytes,
@@ -553,11 +714,13 @@ impl Peer {
                 r.last_cycle,
                 "cycle of the last byte",
             ));
-            v.push((
-                format!("{name}.connections"),
-                r.connections,
-                "connections accepted",
-            ));
+            if !s.is_udp() {
+                v.push((
+                    format!("{name}.connections"),
+                    r.connections,
+                    "connections accepted",
+                ));
+            }
         }
         v
     }

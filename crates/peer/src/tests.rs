@@ -1,5 +1,5 @@
 use super::*;
-use smoltcp::socket::icmp;
+use smoltcp::socket::{icmp, udp};
 use smoltcp::wire::{Icmpv4Packet, Icmpv4Repr};
 
 const HZ: u64 = 1_000_000_000;
@@ -229,6 +229,73 @@ fn a_tcp_sink_takes_the_stream_and_closes_after_the_sender_does() {
     assert!(t < until, "the second connection did not finish");
     let r = &peer.records()[0].1;
     assert_eq!((r.connections, r.bytes), (2, 1000));
+}
+
+#[test]
+fn a_udp_source_sends_what_was_asked_at_the_line_rate_and_a_sink_takes_it() {
+    let mut cfg = PeerConfig::new(HZ);
+    cfg.services = vec![
+        Service::UdpSource { port: 5003 },
+        Service::UdpSink { port: 5004 },
+    ];
+    let mut peer = Peer::new(cfg);
+    let mut g = Guest::new();
+    let buf =
+        || udp::PacketBuffer::new(vec![udp::PacketMetadata::EMPTY; 256], vec![0u8; 256 * 1536]);
+    let h = g.sockets.add(udp::Socket::new(buf(), buf()));
+    g.sockets.get_mut::<udp::Socket>(h).bind(40003).unwrap();
+    let (count, size) = (100u64, 1000usize);
+    let src = IpEndpoint::new(IpAddress::v4(10, 0, 2, 2), 5003);
+    let mut req = count.to_be_bytes().to_vec();
+    req.extend_from_slice(&(size as u32).to_be_bytes());
+    g.sockets
+        .get_mut::<udp::Socket>(h)
+        .send_slice(&req, src)
+        .unwrap();
+    let mut got = Vec::new();
+    let mut markers = 0;
+    let end = run(&mut peer, &mut g, 2_000_000_000, |g| {
+        let s = g.sockets.get_mut::<udp::Socket>(h);
+        while let Ok((d, _)) = s.recv() {
+            if d.len() <= 4 {
+                markers += 1;
+            } else {
+                got.extend_from_slice(d);
+            }
+        }
+        markers == UDP_END_MARKERS
+    });
+    assert_eq!(got.len(), count as usize * size, "datagrams lost");
+    assert!(got
+        .iter()
+        .enumerate()
+        .all(|(i, &b)| b == pattern_byte(i as u64)));
+    let r = &peer.records()[0].1;
+    assert_eq!((r.datagrams, r.bytes), (count, got.len() as u64));
+    assert_eq!(r.fnv, pattern_fnv(got.len() as u64));
+    // 10 Mbit/s paces it: 100 frames of 1042 bytes take at least 85 ms.
+    assert!(end >= 85_000_000, "faster than the wire: {end} cycles");
+    // The sink: ten datagrams, then a marker that is not counted.
+    let sink = IpEndpoint::new(IpAddress::v4(10, 0, 2, 2), 5004);
+    for i in 0..10u8 {
+        g.sockets
+            .get_mut::<udp::Socket>(h)
+            .send_slice(&[i; 600], sink)
+            .unwrap();
+    }
+    g.sockets
+        .get_mut::<udp::Socket>(h)
+        .send_slice(&[0], sink)
+        .unwrap();
+    let until = g.t + 100_000_000;
+    run(&mut peer, &mut g, until, |_| false);
+    let r = &peer.records()[1].1;
+    assert_eq!((r.datagrams, r.bytes), (10, 6000));
+    let mut f = Fnv::default();
+    for i in 0..10u8 {
+        f.feed(&[i; 600]);
+    }
+    assert_eq!(r.fnv, f.0);
 }
 
 #[test]
