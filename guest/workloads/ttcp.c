@@ -12,6 +12,16 @@
  * (TCP_MAXSEG, before connecting: the packet size on the wire both ways);
  * -P LABEL names the transfer's phase marker (default "ttcp receive" /
  * "ttcp transmit"), so a study can tell its transfers apart.
+ *
+ * -u: UDP instead, with -c or -t only. `-u -c HOST` asks HOST's UDP source
+ * for COUNT datagrams of LEN bytes (a 12-byte request: 8-byte big-endian
+ * count, 4-byte big-endian size; asked again every 100 ms until the first
+ * arrives) and takes them until an end marker (a datagram of 4 bytes or
+ * fewer) or 500 ms of silence; it prints bytes, datagrams and loss as
+ * `ttcp-r: ...` and the FNV-1a of the payloads in arrival order. `-u -t
+ * HOST` sends COUNT datagrams of LEN bytes (byte i of each is i mod 256),
+ * then four one-byte end markers; its time runs until the socket's queue
+ * has drained (SIOCOUTQ: every datagram handed to the device below).
  * A transmitter shuts its side down after the last write and waits for the
  * receiver to close, so its time covers delivery, not just queueing; it
  * sends its figures on the `metrics` channel too (ttcp_t.*).
@@ -27,9 +37,12 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -239,12 +252,136 @@ static int transmit(const char *host, int port, long len, long count)
 	return 0;
 }
 
+/* UDP from HOST's source: ask, then take datagrams until an end marker. */
+static int udp_receive(const char *host, int port, long len, long count)
+{
+	struct sockaddr_in sa;
+	unsigned char req[12], *buf = malloc(65536);
+	unsigned long long fnv = 0xcbf29ce484222325ull, want = count;
+	long long total = 0, got = 0;
+	double start = 0, last = 0;
+	char text[256];
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	if (fd < 0 || !buf) {
+		perror("ttcp-r: socket");
+		return 1;
+	}
+	memset(&sa, 0, sizeof sa);
+	sa.sin_family = AF_INET;
+	sa.sin_port = htons(port);
+	if (inet_pton(AF_INET, host, &sa.sin_addr) != 1) {
+		fprintf(stderr, "ttcp-r: `%s` is not an IPv4 address\n", host);
+		return 2;
+	}
+	if (sockbuf > 0)
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sockbuf, sizeof sockbuf);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+		fprintf(stderr, "ttcp-r: connect to %s:%d: %s\n", host, port, strerror(errno));
+		return 1;
+	}
+	for (int i = 0; i < 8; i++)
+		req[i] = (unsigned char)(want >> (56 - 8 * i));
+	for (int i = 0; i < 4; i++)
+		req[8 + i] = (unsigned char)((unsigned long)len >> (24 - 8 * i));
+	phase(label ? label : "ttcp receive");
+	for (int tries = 0;; tries++) {
+		struct pollfd p = {fd, POLLIN, 0};
+		if (got == 0 && write(fd, req, sizeof req) != (ssize_t)sizeof req) {
+			perror("ttcp-r: request");
+			return 1;
+		}
+		int r = poll(&p, 1, got == 0 ? 100 : 500);
+		if (r == 0 && got == 0 && tries < 50)
+			continue;
+		if (r <= 0)
+			break;
+		ssize_t n = read(fd, buf, 65536);
+		if (n < 0) {
+			perror("ttcp-r: read");
+			return 1;
+		}
+		if (n <= 4)
+			break;
+		if (got++ == 0)
+			start = now();
+		last = now();
+		total += n;
+		for (ssize_t i = 0; i < n; i++)
+			fnv = (fnv ^ buf[i]) * 0x100000001b3ull;
+	}
+	phase("ttcp done");
+	double secs = last - start;
+	report("r", total, secs);
+	printf("ttcp-r: %lld datagrams of %ld, %lld lost\n", got, count, (long long)count - got);
+	printf("ttcp-r: fnv1a %016llx\n", fnv);
+	snprintf(text, sizeof text, "ttcp_r.bytes %lld B\nttcp_r.seconds %.6f s\nttcp_r.datagrams %lld\nttcp_r.lost %lld\n",
+		 total, secs, got, (long long)count - got);
+	mark_send(text, strlen(text), "metrics", strlen("metrics"));
+	fflush(stdout);
+	close(fd);
+	free(buf);
+	return got > 0 ? 0 : 1;
+}
+
+/* UDP to HOST: COUNT datagrams of LEN bytes, then end markers. */
+static int udp_transmit(const char *host, int port, long len, long count)
+{
+	struct sockaddr_in sa;
+	char *buf = malloc(len), text[256];
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	if (fd < 0 || !buf) {
+		perror("ttcp-t: socket");
+		return 1;
+	}
+	memset(&sa, 0, sizeof sa);
+	sa.sin_family = AF_INET;
+	sa.sin_port = htons(port);
+	if (inet_pton(AF_INET, host, &sa.sin_addr) != 1) {
+		fprintf(stderr, "ttcp-t: `%s` is not an IPv4 address\n", host);
+		return 2;
+	}
+	if (sockbuf > 0)
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sockbuf, sizeof sockbuf);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+		fprintf(stderr, "ttcp-t: connect to %s:%d: %s\n", host, port, strerror(errno));
+		return 1;
+	}
+	for (long i = 0; i < len; i++)
+		buf[i] = (char)i;
+	phase(label ? label : "ttcp transmit");
+	double start = now();
+	for (long i = 0; i < count; i++) {
+		if (write(fd, buf, len) != len) {
+			if (errno == ENOBUFS) { /* the queue below is full: try again */
+				i--;
+				continue;
+			}
+			perror("ttcp-t: write");
+			return 1;
+		}
+	}
+	/* Handed to the device, not just queued (at most 2 s). */
+	for (int k = 0, q = 0; k < 2000 && ioctl(fd, SIOCOUTQ, &q) == 0 && q > 0; k++)
+		usleep(1000);
+	double secs = now() - start;
+	for (int i = 0; i < 4; i++)
+		if (write(fd, buf, 1) != 1)
+			perror("ttcp-t: end marker");
+	phase("ttcp done");
+	report("t", (long long)len * count, secs);
+	snprintf(text, sizeof text, "ttcp_t.bytes %lld B\nttcp_t.seconds %.6f s\n", (long long)len * count, secs);
+	mark_send(text, strlen(text), "metrics", strlen("metrics"));
+	close(fd);
+	free(buf);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	long len = 8192, count = 2048;
-	int port = 5001, opt, mode = 0; /* 0 loopback, 'r', 't' */
+	int port = 5001, opt, mode = 0, udp = 0; /* mode: 0 loopback, 'r', 'c', 't' */
 	const char *host = "127.0.0.1";
-	while ((opt = getopt(argc, argv, "rc:t:p:l:n:b:m:P:")) != -1) {
+	while ((opt = getopt(argc, argv, "rc:t:p:l:n:b:m:P:u")) != -1) {
 		switch (opt) {
 		case 'r': mode = 'r'; break;
 		case 'c': mode = 'c'; host = optarg; break;
@@ -255,13 +392,22 @@ int main(int argc, char **argv)
 		case 'b': sockbuf = atoi(optarg); break;
 		case 'm': mss = atoi(optarg); break;
 		case 'P': label = optarg; break;
+		case 'u': udp = 1; break;
 		default:
-			fprintf(stderr, "usage: ttcp [-r | -c HOST | -t HOST] [-p PORT] [-l LEN] [-n COUNT] [-b SOCKBUF] [-m MSS] [-P LABEL]\n");
+			fprintf(stderr, "usage: ttcp [-r | -c HOST | -t HOST] [-p PORT] [-l LEN] [-n COUNT] [-b SOCKBUF] [-m MSS] [-P LABEL] [-u]\n");
 			return 2;
 		}
 	}
 	if (len <= 0 || count <= 0) {
 		fprintf(stderr, "ttcp: LEN and COUNT must be positive\n");
+		return 2;
+	}
+	if (udp && mode == 't')
+		return udp_transmit(host, port, len, count);
+	if (udp && mode == 'c')
+		return udp_receive(host, port, len, count);
+	if (udp) {
+		fprintf(stderr, "ttcp: -u goes with -c HOST or -t HOST\n");
 		return 2;
 	}
 	if (mode == 't')
