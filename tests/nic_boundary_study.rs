@@ -4,7 +4,8 @@
 //!
 //! * every variant's workload runs to its end — the native driver and the
 //!   UIO driver with its TAP process at every rung — and reports a rate and
-//!   a CPU time for each direction and packet size (no gaps in the tables);
+//!   a CPU time for each direction and packet size, TCP and UDP (no gaps in
+//!   the tables), and the UDP datagrams lost;
 //! * the study's checks decide the seed's directions: each comes out PASS or
 //!   FAIL, none NOT RUN, and the verdicts are printed so a FAIL shows;
 //! * the profile's groups show the boundary's own costs (nicd's copies, the
@@ -27,8 +28,8 @@ const VARIANTS: [&str; 6] = [
 fn nic_boundary_study_climbs_the_ladder_and_repeats_exactly() {
     let _ = support::image("custom");
     let run = support::run_study("studies/nic-boundary.toml", &["SIZE_KIB=128"]);
-    // 6 workload checks and the study's 12 directions.
-    run.assert_verdicts(18, &["runs to its end"]);
+    // 6 workload checks and the study's 14 directions.
+    run.assert_verdicts(20, &["runs to its end"]);
     let rates = run.positive_rows(
         "## Throughput up the ladder",
         &[
@@ -47,8 +48,34 @@ fn nic_boundary_study_climbs_the_ladder_and_repeats_exactly() {
         }
     }
     run.positive_rows(
+        "## UDP up the ladder",
+        &[
+            "udp_rx_mibps.1024",
+            "udp_rx_mibps.1450",
+            "udp_tx_mibps.1024",
+            "udp_tx_mibps.1450",
+        ],
+    );
+    let lost = run.section("## UDP datagrams lost on receive");
+    for size in ["1024", "1450"] {
+        assert!(
+            lost.lines()
+                .any(|l| l.starts_with(&format!("| udp_rx_lost.{size} | 0 |"))),
+            "native UDP receive lost nothing at {size}:\n{lost}"
+        );
+    }
+    run.positive_rows(
         "## CPU time per 1 MiB transfer",
-        &["rx 1024", "tx 1024", "rx 1450", "tx 1450"],
+        &[
+            "rx 1024",
+            "rx 1450",
+            "tx 1024",
+            "tx 1450",
+            "udp rx 1024",
+            "udp rx 1450",
+            "udp tx 1024",
+            "udp tx 1450",
+        ],
     );
     let groups = run.section("## Where the transfers' busy cycles went");
     let row = |name: &str| -> Vec<u64> {
