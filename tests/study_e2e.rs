@@ -190,6 +190,88 @@ fn smoke_study_runs_stores_reports_and_lists() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Ctrl-C during a study (issue 10): the run under way stops at its next
+/// slice and is not stored, no further run starts, and the report of the
+/// finished runs is written, naming the ones that did not run; exit 130.
+#[test]
+fn ctrl_c_during_a_study_reports_the_finished_runs_and_names_the_rest() {
+    require_custom_image();
+    let dir = scratch("ctrl-c");
+    std::fs::create_dir_all(dir.join("wl")).unwrap();
+    std::fs::write(
+        dir.join("wl/run.sh"),
+        "hsmark phase work\n[ \"$ENDLESS\" = 1 ] && while true; do :; done\nexit 0\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("s.toml"),
+        "[study]\nname = \"ctrl-c\"\n[guest]\nimage = \"custom\"\n[workload]\ndir = \"wl\"\n\
+         [variants.quick]\n[variants.endless]\nenv = { ENDLESS = \"1\" }\n[variants.later]\n\
+         [[checks]]\nname = \"later ran\"\nvariant = \"later\"\nmetric = \"cycles\"\nop = \">\"\nvalue = 0\n",
+    )
+    .unwrap();
+    let db = dir.join("results.db");
+    let out_dir = dir.join("out");
+    let mut child = hartscope()
+        .arg("study")
+        .arg(dir.join("s.toml"))
+        .arg("--db")
+        .arg(&db)
+        .arg("--out")
+        .arg(&out_dir)
+        .args(["--jobs", "1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let mut lines = BufReader::new(stderr).lines();
+    let started = Instant::now();
+    loop {
+        let line = lines
+            .next()
+            .expect("the study ended before `endless` booted")
+            .unwrap();
+        if line.contains("endless: booting `custom`") {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(300), "never booted");
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: a plain kill(2) of our own child.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let rest: Vec<String> = lines.map_while(|l| l.ok()).collect();
+    let rest = rest.join("\n");
+    let output = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(130), "{stdout}\n{rest}");
+    assert!(
+        rest.contains("not run or not finished: endless, later"),
+        "{rest}"
+    );
+    assert!(
+        stdout.contains("NOT RUN  later ran [later]"),
+        "the check on a variant without a run:\n{stdout}"
+    );
+    let md = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
+    assert!(
+        md.contains("**Interrupted (Ctrl-C)**")
+            && md.contains("Not run or not finished: endless, later."),
+        "{md}"
+    );
+    assert!(md.contains("| quick | 1 |"), "{md}");
+    let history = hartscope()
+        .args(["history", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let (h, _) = text(&history);
+    assert!(h.contains("quick") && !h.contains("endless"), "{h}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn a_study_killed_mid_run_stores_nothing() {
     require_custom_image();

@@ -236,31 +236,6 @@ pub fn qemu_style_args(args: impl IntoIterator<Item = OsString>) -> Result<Vec<O
     Ok(out)
 }
 
-/// The SIGINT flag `boot` runs under.
-mod sigint {
-    use std::sync::atomic::{AtomicBool, Ordering};
-
-    static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-    extern "C" fn on_sigint(_: libc::c_int) {
-        INTERRUPTED.store(true, Ordering::Relaxed);
-    }
-
-    /// Install the handler (once-only: SA_RESETHAND) and return its flag.
-    pub fn install() -> &'static AtomicBool {
-        // SAFETY: the handler only stores to an atomic, which is
-        // async-signal-safe; the sigaction struct is zeroed and then filled.
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_sigint as *const () as usize;
-            sa.sa_flags = libc::SA_RESETHAND;
-            libc::sigemptyset(&mut sa.sa_mask);
-            libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
-        }
-        &INTERRUPTED
-    }
-}
-
 /// The long option names of `boot` (`max-cycles`, `stats-json`, ...).
 fn boot_long_options() -> Vec<String> {
     use clap::CommandFactory;
@@ -656,7 +631,7 @@ fn finish<T: TimingModel>(
 
     // Ctrl-C ends the run at the next slice with its outputs written (a
     // second Ctrl-C kills at once: the handler is reset after the first).
-    machine.set_interrupt_flag(sigint::install());
+    machine.set_interrupt_flag(crate::sigint::install());
     let stop = if args.workload.is_some() {
         machine.run()
     } else {

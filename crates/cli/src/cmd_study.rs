@@ -82,6 +82,7 @@ pub fn run(args: StudyArgs) -> Result<i32, String> {
         jobs,
         repeat: args.repeat,
         db: args.db.unwrap_or_else(hs_lab::store::default_path),
+        interrupt: Some(crate::sigint::install()),
     };
     eprintln!(
         "hartscope study: {} — {} variants × {} run(s), {} at a time; results in {}",
@@ -105,6 +106,14 @@ pub fn run(args: StudyArgs) -> Result<i32, String> {
             c.variant,
             c.detail
         );
+    }
+    if !outcome.not_run.is_empty() {
+        eprintln!(
+            "hartscope study: interrupted (Ctrl-C): the report covers the {} finished run(s), stored as above; not run or not finished: {}",
+            outcome.run_ids.len(),
+            outcome.not_run.join(", ")
+        );
+        return Ok(130);
     }
     Ok(0)
 }

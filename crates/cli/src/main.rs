@@ -9,6 +9,7 @@ mod cmd_compare;
 mod cmd_guest;
 mod cmd_history;
 mod cmd_study;
+mod sigint;
 
 #[derive(Parser)]
 #[command(

@@ -30,6 +30,11 @@ pub enum LabError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// The user interrupted the run (Ctrl-C) before it finished.
+    #[error(
+        "variant {variant}: interrupted (Ctrl-C) before it finished; nothing of it was stored"
+    )]
+    Interrupted { variant: String },
     /// A stored record cannot be read back or written.
     #[error("run record {what}: {message}")]
     Record { what: String, message: String },

@@ -144,6 +144,7 @@ pub fn compare(store: &Store, ids: &[i64]) -> Result<ReportInput> {
         checks,
         tables,
         repeats: Vec::new(),
+        not_run: Vec::new(),
     })
 }
 

@@ -41,6 +41,8 @@ pub struct ReportInput {
     pub tables: Vec<PivotTable>,
     /// Empty when each variant ran once.
     pub repeats: Vec<RepeatOutcome>,
+    /// Runs the study did not finish (interrupted), as `variant (repeat N)`.
+    pub not_run: Vec<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -330,6 +332,12 @@ pub fn build(input: &ReportInput) -> Vec<Block> {
     b.push(Block::Heading(1, input.title.clone()));
     if !input.description.is_empty() {
         b.push(Block::Para(input.description.clone()));
+    }
+    if !input.not_run.is_empty() {
+        b.push(Block::Para(format!(
+            "**Interrupted (Ctrl-C)**: this report covers the runs that finished. Not run or not finished: {}. Checks on a variant without a run say NOT RUN.",
+            input.not_run.join(", ")
+        )));
     }
     if runs.is_empty() {
         b.push(Block::Para("No runs to report.".into()));

@@ -382,6 +382,7 @@ mod tests {
             checks: vec![],
             tables: vec![],
             repeats: vec![],
+            not_run: Vec::new(),
         };
         let md = crate::doc::markdown(&crate::report::build(&input));
         assert!(md.contains("## Guest-reported values"), "{md}");

@@ -114,6 +114,13 @@ pub struct Finished {
     pub console: Vec<u8>,
 }
 
+/// Where a run's artefacts go and what may stop it early.
+#[derive(Clone, Copy)]
+struct Outputs<'a> {
+    artefacts_dir: &'a Path,
+    interrupt: Option<&'static std::sync::atomic::AtomicBool>,
+}
+
 /// Boot the variant, run the workload to its end and make the record.
 /// `artefacts_dir` receives the console text, `stats.txt`, the profile
 /// (hot.md, folded stacks, flamegraph), the timeline (trace.json) and the
@@ -123,6 +130,7 @@ pub fn execute(
     scenario: &Scenario,
     repeat: u32,
     artefacts_dir: &Path,
+    interrupt: Option<&'static std::sync::atomic::AtomicBool>,
 ) -> Result<Finished> {
     let v = &p.variant;
     let run_err = |message: String| LabError::Run {
@@ -140,15 +148,15 @@ pub fn execute(
         Some(path) => hs_machine::load_devices(path).map_err(|e| run_err(e.to_string()))?,
         None => Vec::new(),
     };
+    let out = Outputs {
+        artefacts_dir,
+        interrupt,
+    };
     match model {
-        ModelDesc::Atomic => {
-            execute_with(p, scenario, repeat, artefacts_dir, devices, ipi, |_| Atomic)
-        }
+        ModelDesc::Atomic => execute_with(p, scenario, repeat, out, devices, ipi, |_| Atomic),
         ModelDesc::InOrder(cfg) => {
             let harts = InOrderFactory::new(&cfg);
-            execute_with(p, scenario, repeat, artefacts_dir, devices, ipi, |_| {
-                harts.build()
-            })
+            execute_with(p, scenario, repeat, out, devices, ipi, |_| harts.build())
         }
     }
 }
@@ -188,7 +196,7 @@ fn execute_with<M: TimingModel>(
     p: &Prepared,
     scenario: &Scenario,
     repeat: u32,
-    artefacts_dir: &Path,
+    out: Outputs,
     devices: Vec<hs_machine::hs_devices::DeviceConfig>,
     ipi: hs_machine::hs_devices::IpiPolicy,
     model: impl Fn(usize) -> M,
@@ -249,6 +257,10 @@ fn execute_with<M: TimingModel>(
     {
         machine.enable_task_identity(layout);
     }
+    if let Some(flag) = out.interrupt {
+        machine.set_interrupt_flag(flag);
+    }
+    let artefacts_dir = out.artefacts_dir;
     let stop = machine.run();
     let console = machine.console_output().to_vec();
     let exit_status = machine.markers().exit_status;
@@ -259,6 +271,11 @@ fn execute_with<M: TimingModel>(
                 "the guest did not finish within workload.max_guest_seconds ({} cycles); nothing was stored",
                 v.max_cycles.unwrap_or(0)
             )))
+        }
+        (StopReason::Interrupted, _) => {
+            return Err(LabError::Interrupted {
+                variant: v.name.clone(),
+            })
         }
         (StopReason::GuestPanic, _) => {
             return Err(run_err(format!(

@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -21,6 +22,9 @@ pub struct StudyOptions {
     /// Runs per variant (1: no repeats).
     pub repeat: u32,
     pub db: PathBuf,
+    /// Set by the caller's Ctrl-C handler: running runs stop at their next
+    /// slice, no new run starts, and the report covers the finished runs.
+    pub interrupt: Option<&'static AtomicBool>,
 }
 
 pub struct StudyOutcome {
@@ -30,6 +34,8 @@ pub struct StudyOutcome {
     pub report_md: PathBuf,
     pub report_html: PathBuf,
     pub checks: Vec<CheckResult>,
+    /// Runs not run or not finished because the study was interrupted.
+    pub not_run: Vec<String>,
 }
 
 /// `studies/results/<study>/` next to the scenario's `studies/` directory.
@@ -107,11 +113,24 @@ pub fn run_study(
     let mut failures = Vec::new();
     let mut stored: BTreeMap<(usize, u32), i64> = BTreeMap::new();
     let total = prepared.len() * repeat as usize;
+    let interrupted = || opts.interrupt.is_some_and(|f| f.load(Ordering::Relaxed));
+    let name_of = |vi: usize, r: u32| {
+        let v = &prepared[vi].variant.name;
+        if r == 0 {
+            v.clone()
+        } else {
+            format!("{v} (repeat {})", r + 1)
+        }
+    };
+    let mut not_run: Vec<(usize, u32)> = Vec::new();
     std::thread::scope(|s| {
         for _ in 0..jobs.min(total) {
             let tx = tx.clone();
             let (queue, running, prepared) = (&queue, &running, &prepared);
             s.spawn(move || loop {
+                if interrupted() {
+                    break;
+                }
                 let next = queue.lock().map(|mut q| q.pop_front()).unwrap_or(None);
                 let Some((vi, r)) = next else { break };
                 let p = &prepared[vi];
@@ -131,7 +150,7 @@ pub fn run_study(
                 let dir = run::artefacts_dir(&opts.out, &p.variant.name, r);
                 // A panic in one run must not take the others (or their stored results) down.
                 let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    run::execute(p, scenario, r, &dir)
+                    run::execute(p, scenario, r, &dir, opts.interrupt)
                 }))
                 .unwrap_or_else(|_| {
                     Err(LabError::Run {
@@ -179,6 +198,10 @@ pub fn run_study(
                                 Err(e) => failures.push(e.to_string()),
                             }
                         }
+                        Err(LabError::Interrupted { .. }) => {
+                            progress(&format!("{}: interrupted, not stored", name_of(vi, r)));
+                            not_run.push((vi, r));
+                        }
                         Err(e) => {
                             progress(&format!("{}: failed: {e}", p.variant.name));
                             failures.push(e.to_string());
@@ -199,6 +222,13 @@ pub fn run_study(
             }
         }
     });
+    if interrupted() {
+        if let Ok(q) = queue.lock() {
+            not_run.extend(q.iter().copied());
+        }
+    }
+    not_run.sort();
+    let not_run: Vec<String> = not_run.iter().map(|&(vi, r)| name_of(vi, r)).collect();
     if !failures.is_empty() {
         return Err(LabError::Run {
             variant: "(study)".into(),
@@ -210,10 +240,14 @@ pub fn run_study(
         });
     }
 
-    // The report is made from what the store holds, exactly as `compare` would.
+    // The report is made from what the store holds, exactly as `compare` would
+    // (after an interrupt: the variants whose first run finished).
     let mut runs = Vec::new();
     for vi in 0..prepared.len() {
-        let got = store.get(stored[&(vi, 0)])?;
+        let Some(&id) = stored.get(&(vi, 0)) else {
+            continue;
+        };
+        let got = store.get(id)?;
         runs.push(ReportRun {
             id: got.id,
             batch: got.batch,
@@ -223,10 +257,17 @@ pub fn run_study(
     let mut repeats = Vec::new();
     if repeat > 1 {
         for (vi, p) in prepared.iter().enumerate() {
-            let first = &runs[vi].record;
+            // Every repeat of the variant finished (not so after an interrupt).
+            let Some(ids) = (0..repeat)
+                .map(|r| stored.get(&(vi, r)).copied())
+                .collect::<Option<Vec<i64>>>()
+            else {
+                continue;
+            };
+            let first = store.get(ids[0])?.record;
             let mut differences: Vec<String> = Vec::new();
-            for r in 1..repeat {
-                for d in first.differences(&store.get(stored[&(vi, r)])?.record) {
+            for &id in &ids[1..] {
+                for d in first.differences(&store.get(id)?.record) {
                     if !differences.contains(&d) {
                         differences.push(d);
                     }
@@ -247,6 +288,7 @@ pub fn run_study(
         checks: scenario.checks.clone(),
         tables: scenario.tables.clone(),
         repeats,
+        not_run: not_run.clone(),
     };
     let (report_md, report_html) = write_report(&input, &opts.out)?;
     Ok(StudyOutcome {
@@ -255,6 +297,7 @@ pub fn run_study(
         report_md,
         report_html,
         checks: input.evaluate(),
+        not_run,
     })
 }
 

@@ -138,6 +138,7 @@ fn input(store: &Store, repeats: Vec<RepeatOutcome>) -> ReportInput {
         checks: checks(),
         tables: Vec::new(),
         repeats,
+        not_run: Vec::new(),
     }
 }
 
