@@ -218,3 +218,50 @@ fn profile_directory_through_the_binary() {
     assert!(svg.starts_with("<?xml") && svg.trim_end().ends_with("</svg>"));
     assert!(svg.contains("n_tty_write"));
 }
+
+/// Profiling observes a run without changing its figures (issue 10: the
+/// phase table's CPI was 1.00 with `--profile` and 1.50 without, for the
+/// same cycles and instructions, because idle time in `wfi` was only
+/// counted when the run was observed).
+#[test]
+fn the_phase_table_is_the_same_with_and_without_profiling() {
+    let _ = image("custom");
+    let dir = support::Scratch::new("observe-same-phases");
+    let work = workload("nullsys-run");
+    let table = |extra: &[&str]| {
+        let mut args = vec![
+            "boot",
+            "--image",
+            "custom",
+            "--workload",
+            work.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let out = support::hartscope(&args, &dir, support::BOOT_DEADLINE);
+        support::assert_workload_finished(&out, 0);
+        let rows: Vec<String> = out
+            .stderr
+            .lines()
+            .filter(|l| l.starts_with("| ") && l.as_bytes().get(2).is_some_and(u8::is_ascii_digit))
+            .map(str::to_string)
+            .collect();
+        assert!(rows.len() >= 3, "{}", out.stderr);
+        rows
+    };
+    let prof = dir.path("prof");
+    let plain = table(&[]);
+    let profiled = table(&["--profile", prof.to_str().unwrap()]);
+    assert_eq!(plain, profiled);
+    // Idle time is not busy time: the last phase (the workload ending while
+    // the shell waits) is near CPI 1 on the atomic model either way.
+    let last = plain.last().unwrap();
+    let cpi: f64 = last
+        .trim_matches('|')
+        .split('|')
+        .last()
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(cpi < 1.02, "{last}");
+}

@@ -235,6 +235,11 @@ pub struct Machine<T: TimingModel = Atomic> {
     /// Start of the current slice (all harts have reached it).
     now: u64,
     idle: Vec<bool>,
+    /// Cycles each hart has spent asleep in `wfi` (always kept: busy cycles,
+    /// and so CPI, must not depend on whether the run is observed).
+    idle_cycles: Vec<u64>,
+    /// `idle_cycles` at each phase marker, in marker order.
+    phase_idle: Vec<Vec<u64>>,
     /// What an idle hart saw when it went idle; it must run again once this changes.
     idle_sig: Vec<(u64, bool)>,
     stop: Option<StopReason>,
@@ -377,6 +382,8 @@ impl<T: TimingModel> Machine<T> {
             htif: plan.htif,
             ram,
             idle: vec![false; cfg.harts],
+            idle_cycles: vec![0; cfg.harts],
+            phase_idle: Vec::new(),
             idle_sig: vec![(0, false); cfg.harts],
             harts,
             board,
@@ -595,9 +602,7 @@ impl<T: TimingModel> Machine<T> {
             {
                 let from = self.harts[h].cycle();
                 self.harts[h].advance_to(end);
-                if self.obs.is_some() {
-                    self.obs_idle(h, from, end);
-                }
+                self.note_idle(h, from, end);
                 continue;
             }
             let slice_t0 = self.obs.is_some().then(Instant::now);
@@ -671,9 +676,7 @@ impl<T: TimingModel> Machine<T> {
                         self.idle_sig[h] = self.wake_signature(h);
                         let from = self.harts[h].cycle();
                         self.harts[h].advance_to(limit);
-                        if observed {
-                            self.obs_idle(h, from, limit);
-                        }
+                        self.note_idle(h, from, limit);
                         if rises.is_none() {
                             break;
                         }
@@ -713,6 +716,19 @@ impl<T: TimingModel> Machine<T> {
         self.check_progress();
     }
 
+    /// Hart `h` slept in `wfi` from `from` to `to`.
+    fn note_idle(&mut self, h: usize, from: u64, to: u64) {
+        self.idle_cycles[h] += to.saturating_sub(from);
+        if self.obs.is_some() {
+            self.obs_idle(h, from, to);
+        }
+    }
+
+    /// Cycles each hart has slept in `wfi`, and the same at each phase marker.
+    pub(crate) fn idle_cycles(&self) -> (&[u64], &[Vec<u64>]) {
+        (&self.idle_cycles, &self.phase_idle)
+    }
+
     fn handle_marker(&mut self, h: usize, m: MarkerCall) {
         let cycles = self.harts.iter().map(|x| x.cycle()).collect();
         let instret = self.harts.iter().map(|x| x.instret()).collect();
@@ -722,6 +738,7 @@ impl<T: TimingModel> Machine<T> {
         if self.markers.phases.len() > phases {
             let now = self.host_time + self.run_started.map_or(Duration::ZERO, |t| t.elapsed());
             self.phase_host.push(now.as_secs_f64());
+            self.phase_idle.push(self.idle_cycles.clone());
         }
         if self.obs.is_some() && self.markers.phases.len() > phases {
             if let Some(p) = self.markers.phases.last() {

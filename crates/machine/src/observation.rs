@@ -203,7 +203,6 @@ pub(crate) struct MachineObs {
     pub machine_events: Vec<Event>,
     pub events_dropped: u64,
     /// Cycles each hart spent idle in `wfi`.
-    pub idle: Vec<u64>,
     /// Index in `machine_events` of each hart's last idle span (to merge).
     last_idle: Vec<Option<usize>>,
     pub snapshots: Vec<Snapshot>,
@@ -221,7 +220,6 @@ impl MachineObs {
             max_events: DEFAULT_MAX_EVENTS,
             machine_events: Vec::new(),
             events_dropped: 0,
-            idle: vec![0; harts],
             last_idle: vec![None; harts],
             snapshots: Vec::new(),
             phase_window_open: false,
@@ -456,7 +454,6 @@ impl<T: TimingModel> Machine<T> {
         if to <= from {
             return;
         }
-        obs.idle[h] += to - from;
         // Merge with the previous span when the hart never left idle.
         if let Some(i) = obs.last_idle[h] {
             if let Some(Event {
@@ -487,6 +484,7 @@ impl<T: TimingModel> Machine<T> {
             return;
         };
         let f = self.rec_of;
+        let idle = self.idle_cycles().0.to_vec();
         let tallies: Vec<HartTally> = match f {
             Some(f) => self
                 .harts
@@ -509,7 +507,7 @@ impl<T: TimingModel> Machine<T> {
         obs.snapshots.push(Snapshot {
             tallies,
             board,
-            idle: obs.idle.clone(),
+            idle: idle.clone(),
             model,
         });
         obs.push(Event {
@@ -594,11 +592,8 @@ impl<T: TimingModel> Machine<T> {
             .max()
             .unwrap_or(0)
             .max(self.now());
-        let idle_now: Vec<u64> = self
-            .obs
-            .as_ref()
-            .map(|o| o.idle.clone())
-            .unwrap_or_else(|| vec![0; n]);
+        let (idle_now, phase_idle) = self.idle_cycles();
+        let (idle_now, phase_idle) = (idle_now.to_vec(), phase_idle.to_vec());
         let busy = |cycles: &[u64], idle: &[u64], instret: &[u64]| -> Vec<HartCounts> {
             (0..cycles.len())
                 .map(|h| HartCounts {
@@ -619,10 +614,7 @@ impl<T: TimingModel> Machine<T> {
         rec.mark(0, BOOT_PHASE, &busy(&vec![0; n], &vec![0; n], &vec![0; n]));
         let markers = self.markers().phases.clone();
         for (i, p) in markers.iter().enumerate() {
-            let idle = snaps
-                .get(i)
-                .map(|s| s.idle.clone())
-                .unwrap_or_else(|| vec![0; n]);
+            let idle = phase_idle.get(i).cloned().unwrap_or_else(|| vec![0; n]);
             rec.mark(p.cycle, &p.label, &busy(&p.cycles, &idle, &p.instret));
         }
         let cycles_now: Vec<u64> = self.harts.iter().map(|h| h.cycle()).collect();
