@@ -236,11 +236,37 @@ struct RawCore {
 }
 
 /// A size in bytes: an integer or a string such as "32KiB", "1MiB", "64".
-#[derive(Deserialize)]
-#[serde(untagged)]
 enum Size {
     Bytes(u64),
     Text(String),
+}
+
+/// By hand rather than `untagged`, whose error ("data did not match any
+/// variant of untagged enum Size") says nothing a user can act on.
+impl<'de> Deserialize<'de> for Size {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Size;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str(
+                    "a size: a whole number of bytes or a string such as \"32KiB\" or \"2MiB\"",
+                )
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Size, E> {
+                Ok(Size::Bytes(v))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Size, E> {
+                u64::try_from(v)
+                    .map(Size::Bytes)
+                    .map_err(|_| E::invalid_value(serde::de::Unexpected::Signed(v), &self))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Size, E> {
+                Ok(Size::Text(v.to_string()))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 #[derive(Deserialize)]
@@ -769,6 +795,15 @@ mod tests {
         assert_eq!(
             e,
             "machine description m.toml: key `l1d.size`: 12288 bytes is not a power of two"
+        );
+        // A size of the wrong type says what a size is, not serde's enum name.
+        let e = err(&good.replace(
+            "size = \"16KiB\"\nways = 4\nline = 64\nlatency = 1",
+            "size = 12.5\nways = 4\nline = 64\nlatency = 1",
+        ));
+        assert!(
+            e.starts_with("machine description m.toml: key `l1d.size`: invalid type: floating point `12.5`, expected a size: a whole number of bytes"),
+            "{e}"
         );
         let e = err(&good.replacen("ways = 4", "ways = 0", 1));
         assert_eq!(
