@@ -178,9 +178,8 @@ fn hot_functions_split_by_place() {
     );
     let md = hot.to_markdown_by_place("P87 shell", 1);
     assert!(
-        md.starts_with(
-            "**P87 shell** — 5 samples, one every 1,024 cycles\n\n| where | samples | share |\n"
-        ),
+        md.starts_with("**P87 shell** — 5 samples, one every 1,024 cycles\n\n`where` is the code")
+            && md.contains("kernel time it caused.)\n\n| where | samples | share |\n"),
         "{md}"
     );
     assert!(md.contains("| kernel | 2 | 40.0% |\n"), "{md}");

@@ -224,6 +224,11 @@ impl HotFunctions {
             thousands(self.period)
         );
         let places = self.places();
+        out.push_str(
+            "`where` is the code the sampled instruction belongs to: kernel code run for a \
+             program counts as `kernel`. (The flame graph's roots are the task that was running, \
+             so a program's task there includes the kernel time it caused.)\n\n",
+        );
         out.push_str("| where | samples | share |\n|:--|--:|--:|\n");
         for (place, n) in &places {
             let _ = writeln!(
