@@ -587,3 +587,54 @@ fn random_bytes_as_a_kernel_are_refused_or_stopped() {
         out.tail()
     );
 }
+
+/// A progress line (issue 10): on a terminal, `boot --workload` shows guest
+/// time, the current phase and MIPS about once a second and erases the line
+/// when the run ends; with stderr going to a pipe it prints none.
+#[test]
+fn a_progress_line_on_a_terminal_and_none_in_a_pipe() {
+    let _ = image("custom");
+    let dir = Scratch::new("progress");
+    // Several host seconds on the atomic model, in one phase.
+    let script = dir.write(
+        "run.sh",
+        "hsmark phase spin\ni=0\nwhile [ \"$i\" -lt 30000 ]; do i=$((i + 1)); done\nhsmark phase done\n",
+    );
+    let console = dir.path("console.txt");
+    let log = dir.path("tty.log");
+    // `script` (util-linux, in every Debian) gives the command a pseudo-terminal.
+    let cmd = format!(
+        "{HARTSCOPE} boot --image custom --workload {} > {}",
+        script.display(),
+        console.display()
+    );
+    let st = std::process::Command::new("script")
+        .args(["-qec", &cmd])
+        .arg(&log)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("run `script`");
+    assert!(st.success(), "{st}");
+    let tty = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        tty.contains("\r\x1b[Khartscope: ") && tty.contains(" s guest, phase `spin`, "),
+        "{tty:?}"
+    );
+    assert!(tty.contains(" MIPS\r\x1b[K"), "the line is erased: {tty:?}");
+    let piped = hartscope(
+        &[
+            "boot",
+            "--image",
+            "custom",
+            "--workload",
+            script.to_str().unwrap(),
+        ],
+        &dir,
+        BOOT_DEADLINE,
+    );
+    assert!(
+        !piped.stderr.contains(" s guest, phase `"),
+        "{}",
+        piped.stderr
+    );
+}

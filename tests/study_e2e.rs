@@ -58,7 +58,9 @@ fn smoke_study_runs_stores_reports_and_lists() {
         stderr.contains("one: booting `custom` on 1 hart(s)"),
         "progress per variant: {stderr}"
     );
-    assert!(stderr.contains("two (repeat 2): done, run "), "{stderr}");
+    assert!(stderr.contains("two (repeat 2): done ("), "{stderr}");
+    // Runs done of all: the last line to finish says so.
+    assert!(stderr.contains("(4 of 4), run "), "{stderr}");
     assert!(stdout.contains("stored runs "), "{stdout}");
     for line in stdout
         .lines()
@@ -311,7 +313,7 @@ fn a_study_killed_mid_run_stores_nothing() {
             .expect("the study ended before both variants booted")
             .unwrap();
         assert!(
-            !line.contains(": done, run"),
+            !line.contains(": done ("),
             "a run finished before the kill; make the workload longer: {line}"
         );
         if line.contains(": booting `custom`") {

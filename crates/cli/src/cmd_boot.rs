@@ -632,6 +632,24 @@ fn finish<T: TimingModel>(
     // Ctrl-C ends the run at the next slice with its outputs written (a
     // second Ctrl-C kills at once: the handler is reset after the first).
     machine.set_interrupt_flag(crate::sigint::install());
+    // A progress line for a workload run on a terminal (quiet when stderr
+    // goes to a file or pipe; an interactive session has its own screen).
+    // SAFETY: isatty only inspects the descriptor.
+    if args.workload.is_some() && unsafe { libc::isatty(2) } == 1 {
+        machine.set_progress(Box::new(|p| {
+            let mips = if p.host_seconds > 0.0 {
+                p.instret as f64 / p.host_seconds / 1e6
+            } else {
+                0.0
+            };
+            eprint!(
+                "\r\x1b[Khartscope: {:.3} s guest, phase `{}`, {:.0} MIPS",
+                p.guest_seconds,
+                p.phase.as_deref().unwrap_or(hs_machine::BOOT_PHASE),
+                mips
+            );
+        }));
+    }
     let stop = if args.workload.is_some() {
         machine.run()
     } else {

@@ -183,9 +183,10 @@ pub fn run_study(
                             }) {
                                 Ok(id) => {
                                     progress(&format!(
-                                        "{}{}: done, run {id}: exit status {}, {} phases, {} cycles ({:.6} s guest) in {:.1} s host",
+                                        "{}{}: done ({} of {total}), run {id}: exit status {}, {} phases, {} cycles ({:.6} s guest) in {:.1} s host",
                                         p.variant.name,
                                         if r > 0 { format!(" (repeat {})", r + 1) } else { String::new() },
+                                        run_ids.len() + 1,
                                         rec.exit_status.unwrap_or(-1),
                                         rec.observations.phases.len(),
                                         report::thousands(rec.counters.cycles as i64),

@@ -28,7 +28,8 @@ pub use hs_devices;
 pub use hs_timing;
 pub use loader::{BootFile, BootImages};
 pub use machine::{
-    ConsoleInput, InputEvent, Machine, MachineConfig, RunSummary, StopReason, VirtioDevice,
+    ConsoleInput, InputEvent, Machine, MachineConfig, Progress, RunSummary, StopReason,
+    VirtioDevice,
 };
 pub use markers::{MarkerLog, Phase};
 pub use observation::{ItraceSpec, ItraceWindow, ObserveOptions, ObserveSetupError, BOOT_PHASE};

@@ -91,6 +91,19 @@ impl Default for MachineConfig {
     }
 }
 
+/// Where a running machine is, for a progress line.
+#[derive(Clone, Debug)]
+pub struct Progress {
+    pub cycles: u64,
+    pub guest_seconds: f64,
+    /// Instructions retired by all harts so far.
+    pub instret: u64,
+    /// Host seconds the machine has run.
+    pub host_seconds: f64,
+    /// Label of the latest phase marker.
+    pub phase: Option<String>,
+}
+
 /// Why the machine stopped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum StopReason {
@@ -245,6 +258,11 @@ pub struct Machine<T: TimingModel = Atomic> {
     stop: Option<StopReason>,
     /// Set from outside (a signal handler) to end the run at the next slice.
     interrupt: Option<&'static std::sync::atomic::AtomicBool>,
+    /// Called about once a second of host time while running; it draws a
+    /// progress line on stderr, which the machine erases before echoing
+    /// console output and when the run ends.
+    on_progress: Option<Box<dyn FnMut(&Progress)>>,
+    progress_shown: bool,
     /// Per hart: (instret, exceptions, trap place) at the last slice's end
     /// and how many slices in a row it only trapped there.
     progress: Vec<((u64, u64, [u64; 4]), u32)>,
@@ -395,6 +413,8 @@ impl<T: TimingModel> Machine<T> {
             now: 0,
             stop: None,
             interrupt: None,
+            on_progress: None,
+            progress_shown: false,
             progress: vec![((0, 0, [0; 4]), 0); cfg.harts],
             markers: MarkerLog::default(),
             echo: cfg.echo_console,
@@ -478,10 +498,18 @@ impl<T: TimingModel> Machine<T> {
         self.interrupt = Some(flag);
     }
 
+    /// Call `f` about once a second of host time while [`Machine::run`]
+    /// runs. `f` draws one line on stderr without a newline; the machine
+    /// erases it before it echoes console output and when the run ends.
+    pub fn set_progress(&mut self, f: Box<dyn FnMut(&Progress)>) {
+        self.on_progress = Some(f);
+    }
+
     /// Run until the machine stops.
     pub fn run(&mut self) -> StopReason {
         let started = Instant::now();
         self.run_started = Some(started);
+        let mut last_report = started;
         while self.stop.is_none() {
             if self
                 .interrupt
@@ -491,8 +519,28 @@ impl<T: TimingModel> Machine<T> {
                 break;
             }
             self.run_slice();
+            // Host time is read every 64 slices only: a progress line must
+            // not slow the run it reports on.
+            if self.on_progress.is_some() && self.slices % 64 == 0 {
+                let t = Instant::now();
+                if t.duration_since(last_report) >= Duration::from_secs(1) {
+                    last_report = t;
+                    let p = Progress {
+                        cycles: self.now,
+                        guest_seconds: self.now as f64 / self.clock.hz.max(1) as f64,
+                        instret: self.harts.iter().map(|h| h.instret()).sum(),
+                        host_seconds: (self.host_time + t.duration_since(started)).as_secs_f64(),
+                        phase: self.markers.phases.last().map(|p| p.label.clone()),
+                    };
+                    if let Some(f) = self.on_progress.as_mut() {
+                        f(&p);
+                        self.progress_shown = true;
+                    }
+                }
+            }
         }
         self.flush_console();
+        self.erase_progress();
         self.host_time += started.elapsed();
         self.run_started = None;
         self.stop.unwrap_or(StopReason::HartStop)
@@ -826,6 +874,7 @@ impl<T: TimingModel> Machine<T> {
         }
         if self.echo {
             use std::io::Write;
+            self.erase_progress();
             let mut out = std::io::stdout().lock();
             // A closed stdout must not stop the guest; the capture still has it.
             let _ = out.write_all(bytes).and_then(|_| out.flush());
@@ -836,6 +885,13 @@ impl<T: TimingModel> Machine<T> {
             self.console
                 .extend_from_slice(&bytes[..bytes.len().min(room)]);
             self.console_dropped += bytes.len().saturating_sub(room) as u64;
+        }
+    }
+
+    /// Erase the progress line, if one is on the terminal.
+    fn erase_progress(&mut self) {
+        if std::mem::take(&mut self.progress_shown) {
+            eprint!("\r\x1b[K");
         }
     }
 
