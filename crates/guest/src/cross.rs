@@ -13,7 +13,10 @@ pub const CC: &str = "riscv64-linux-gnu-gcc";
 /// Builds every program and returns (name, binary path), sorted by name.
 pub fn build_programs(guest_dir: &Path, out: &Path) -> Result<Vec<(String, PathBuf)>> {
     std::fs::create_dir_all(out).map_err(io_err("create directory", out))?;
-    let mut sources = vec![guest_dir.join("hsmark/hsmark.c")];
+    let mut sources = vec![
+        guest_dir.join("hsmark/hsmark.c"),
+        guest_dir.join("agent/hotplugd.c"),
+    ];
     let workloads = guest_dir.join("workloads");
     if let Ok(rd) = std::fs::read_dir(&workloads) {
         let mut c: Vec<PathBuf> = rd

@@ -184,25 +184,76 @@ fn decompress(path: &Path, package: &str) -> Result<Vec<u8>> {
     Ok(out.stdout)
 }
 
-/// The `depends=` list of a module's `.modinfo` section.
-pub fn module_depends(ko: &[u8]) -> std::result::Result<Vec<String>, String> {
+/// The values of one key (`depends`, `alias`, ...) in a module's `.modinfo`.
+fn modinfo(ko: &[u8], key: &str) -> std::result::Result<Vec<String>, String> {
     use object::{Object, ObjectSection};
     let file = object::File::parse(ko).map_err(|e| e.to_string())?;
     let section = file
         .section_by_name(".modinfo")
         .ok_or("no .modinfo section")?;
     let data = section.data().map_err(|e| e.to_string())?;
+    let prefix = format!("{key}=");
     Ok(data
         .split(|b| *b == 0)
         .filter_map(|kv| std::str::from_utf8(kv).ok())
-        .filter_map(|kv| kv.strip_prefix("depends="))
-        .flat_map(|v| {
-            v.split(',')
-                .filter(|d| !d.is_empty())
-                .map(str::to_string)
-                .collect::<Vec<_>>()
-        })
+        .filter_map(|kv| kv.strip_prefix(prefix.as_str()))
+        .map(str::to_string)
         .collect())
+}
+
+/// The `depends=` list of a module's `.modinfo` section.
+pub fn module_depends(ko: &[u8]) -> std::result::Result<Vec<String>, String> {
+    Ok(modinfo(ko, "depends")?
+        .iter()
+        .flat_map(|v| v.split(',').filter(|d| !d.is_empty()).map(str::to_string))
+        .collect())
+}
+
+/// `modules.dep` and `modules.alias` for modules given in load order
+/// (dependencies first), in the format BusyBox `modprobe` reads: a module's
+/// line lists every module it needs, the one to load first last; an alias
+/// line maps a pattern (a device's `modalias`, `fs-ext4`, `crypto-crc32c`)
+/// to the module that serves it.
+pub fn module_index(
+    modules: &[(String, Vec<u8>)],
+) -> std::result::Result<(String, String), String> {
+    let mut needs: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    let (mut dep, mut alias) = (String::new(), String::new());
+    for (i, (name, ko)) in modules.iter().enumerate() {
+        let direct: Vec<String> = module_depends(ko)
+            .map_err(|e| format!("module {name}: {e}"))?
+            .iter()
+            .map(|d| canonical(d))
+            .collect();
+        // Every module this one needs, in load order.
+        let mut all: Vec<String> = Vec::new();
+        for (other, _) in &modules[..i] {
+            let wanted = direct.contains(other)
+                || direct
+                    .iter()
+                    .any(|d| needs.get(d.as_str()).is_some_and(|n| n.contains(other)));
+            if wanted && !all.contains(other) {
+                all.push(other.clone());
+            }
+        }
+        if let Some(missing) = direct.iter().find(|d| !all.contains(d)) {
+            return Err(format!(
+                "module {name} needs {missing}, which is not before it in the load order"
+            ));
+        }
+        dep.push_str(&format!("{name}.ko:"));
+        for d in all.iter().rev() {
+            dep.push_str(&format!(" {d}.ko"));
+        }
+        dep.push('\n');
+        for a in modinfo(ko, "alias").map_err(|e| format!("module {name}: {e}"))? {
+            if !a.contains(char::is_whitespace) {
+                alias.push_str(&format!("alias {a} {name}\n"));
+            }
+        }
+        needs.insert(name, all);
+    }
+    Ok((dep, alias))
 }
 
 fn index_modules(dir: &Path, files: &mut BTreeMap<String, PathBuf>) -> Result<()> {
@@ -253,5 +304,63 @@ mod tests {
         assert_eq!(module_stem("README"), None);
         assert!(has_kaslr("CONFIG_X=y\nCONFIG_RANDOMIZE_BASE=y\n"));
         assert!(!has_kaslr("# CONFIG_RANDOMIZE_BASE is not set\n"));
+    }
+
+    /// A relocatable RISC-V ELF whose `.modinfo` holds `entries`.
+    fn ko(entries: &[&str]) -> Vec<u8> {
+        use object::write::Object;
+        let mut o = Object::new(
+            object::BinaryFormat::Elf,
+            object::Architecture::Riscv64,
+            object::Endianness::Little,
+        );
+        let s = o.add_section(
+            Vec::new(),
+            b".modinfo".to_vec(),
+            object::SectionKind::ReadOnlyData,
+        );
+        let mut data = Vec::new();
+        for e in entries {
+            data.extend_from_slice(e.as_bytes());
+            data.push(0);
+        }
+        o.append_section_data(s, &data, 1);
+        o.write().unwrap()
+    }
+
+    #[test]
+    fn module_index_lists_every_dependency_load_first_last_and_the_aliases() {
+        let modules = vec![
+            ("crc16".to_string(), ko(&["depends="])),
+            ("mbcache".to_string(), ko(&["depends="])),
+            ("jbd2".to_string(), ko(&["depends=mbcache"])),
+            (
+                "ext4".to_string(),
+                ko(&["alias=fs-ext4", "depends=jbd2,crc16", "alias=fs-ext3"]),
+            ),
+            (
+                "sdhci_of_dwcmshc".to_string(),
+                ko(&[
+                    "alias=of:N*T*Csnps,dwcmshc-sdhci",
+                    "alias=of:N*T*Csnps,dwcmshc-sdhciC*",
+                ]),
+            ),
+        ];
+        let (dep, alias) = module_index(&modules).unwrap();
+        assert_eq!(
+            dep,
+            "crc16.ko:\nmbcache.ko:\njbd2.ko: mbcache.ko\n\
+             ext4.ko: jbd2.ko mbcache.ko crc16.ko\nsdhci_of_dwcmshc.ko:\n"
+        );
+        assert_eq!(
+            alias,
+            "alias fs-ext4 ext4\nalias fs-ext3 ext4\n\
+             alias of:N*T*Csnps,dwcmshc-sdhci sdhci_of_dwcmshc\n\
+             alias of:N*T*Csnps,dwcmshc-sdhciC* sdhci_of_dwcmshc\n"
+        );
+        // A dependency that comes after its user is a recipe bug, said so.
+        let bad = vec![modules[3].clone(), modules[2].clone()];
+        let e = module_index(&bad).unwrap_err();
+        assert!(e.contains("module ext4 needs jbd2"), "{e}");
     }
 }

@@ -179,6 +179,7 @@ pub fn build_image(
         busybox: &out.join("busybox"),
         programs: &programs,
         modules: &modules,
+        kernel_release: &release,
         identity: format!("image={}\nrecipe={}\nkernel={release}\n", r.name, r.hash),
         extras: &extras,
     })?;

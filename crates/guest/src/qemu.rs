@@ -85,13 +85,15 @@ pub const CAPTURE_LAYOUT: [(&str, u64); 3] = [("kallsyms", 0), ("modules", 32), 
 /// The capture disk's size: the last file may take up to 24 MiB.
 pub const CAPTURE_DISK_BYTES: u64 = 64 << 20;
 
-/// The workload that copies /proc/kallsyms, /proc/modules and the kernel's
-/// BTF to the virtio disk (`/dev/vda`) at [`CAPTURE_LAYOUT`] and prints
+/// The workload that loads every module of the image (QEMU's board lacks
+/// most of the devices that would load them) and copies /proc/kallsyms,
+/// /proc/modules and the kernel's BTF to the virtio disk (`/dev/vda`) at [`CAPTURE_LAYOUT`] and prints
 /// their sizes between delimiters. The data itself never crosses the
 /// console, which is slow when the host is busy.
 pub fn kallsyms_workload() -> String {
     format!(
         "echo 0 > /proc/sys/kernel/kptr_restrict\n\
+         [ -f /lib/modules/load.list ] && modprobe -qa $(cat /lib/modules/load.list)\n\
          cat /proc/kallsyms > /tmp/kallsyms\n\
          cat /proc/modules > /tmp/modules\n\
          cat /sys/kernel/btf/vmlinux > /tmp/btf\n\

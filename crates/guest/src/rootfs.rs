@@ -14,6 +14,9 @@ pub struct BaseContents<'a> {
     pub programs: &'a [(String, PathBuf)],
     /// (module name, .ko bytes) in load order.
     pub modules: &'a [(String, Vec<u8>)],
+    /// The kernel's release: modules go to /lib/modules/<release>, where
+    /// `modprobe` looks for them.
+    pub kernel_release: &'a str,
     /// Text of /etc/hartscope-image (image name, kernel release).
     pub identity: String,
     /// Files from the recipe's extras packages, with their loader and libraries.
@@ -64,15 +67,33 @@ pub fn base_archive(c: &BaseContents) -> Result<Vec<u8>> {
         entries.push(Entry::file(&format!("usr/bin/{name}"), 0o755, read(bin)?));
     }
     if !c.modules.is_empty() {
+        // Nothing loads them all: the agent loads what the machine's
+        // devices ask for (their modalias) and the kernel asks `modprobe`
+        // for the rest (a filesystem, a crypto algorithm), as on a stock
+        // system. load.list names every module, for the image build's
+        // symbol capture.
+        let dir = format!("lib/modules/{}", c.kernel_release);
+        entries.push(Entry::dir(&dir, 0o755));
         let mut list = String::new();
         for (name, ko) in c.modules {
-            entries.push(Entry::file(
-                &format!("lib/modules/{name}.ko"),
-                0o644,
-                ko.clone(),
-            ));
-            list.push_str(&format!("{name}.ko\n"));
+            entries.push(Entry::file(&format!("{dir}/{name}.ko"), 0o644, ko.clone()));
+            list.push_str(&format!("{name}\n"));
         }
+        let (dep, alias) =
+            crate::debian_kernel::module_index(c.modules).map_err(|detail| GuestError::Step {
+                step: "indexing the image's kernel modules".into(),
+                detail,
+            })?;
+        entries.push(Entry::file(
+            &format!("{dir}/modules.dep"),
+            0o644,
+            dep.into_bytes(),
+        ));
+        entries.push(Entry::file(
+            &format!("{dir}/modules.alias"),
+            0o644,
+            alias.into_bytes(),
+        ));
         entries.push(Entry::file(
             "lib/modules/load.list",
             0o644,
