@@ -186,7 +186,7 @@ impl GuestSymbols {
         let (moved, unplaced) = table.with_module_bases(&self.captured_modules, &now);
         if !unplaced.is_empty() {
             self.notes.push(format!(
-                "no load address for module(s) {}: their symbols are left out",
+                "module(s) {} not loaded in this run: their symbols are left out",
                 unplaced.join(", ")
             ));
         }

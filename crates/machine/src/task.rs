@@ -2,9 +2,11 @@
 //!
 //! RISC-V Linux keeps the current `task_struct *` in `tp` while a hart runs
 //! in the kernel (S-mode) and in `sscratch` while it runs a user program
-//! (the trap entry swaps the two). In M-mode `tp` is the firmware's, so the
-//! hart is charged to the task it last ran in S or U mode — the task the
-//! firmware call or interrupt is serving. The task's `pid`, `tgid` and
+//! (the trap entry swaps the two). In M-mode OpenSBI leaves both as they were
+//! except at the very edges of its trap handler, where `tp` briefly holds
+//! its own (physical, lower-half) pointer; the same two registers are read
+//! there, and failing both the hart is charged to the task it last ran — the
+//! task the firmware call or interrupt is serving. The task's `pid`, `tgid` and
 //! `comm` are read from guest memory through the hart's page table as the
 //! kernel sees it, at offsets the kernel's BTF gives ([`TaskLayout`]).
 //!
@@ -49,8 +51,10 @@ impl TaskReader {
     /// The task on hart `h` now (M-mode: the one it last ran in S or U).
     pub fn current<T: TimingModel>(&mut self, h: usize, hart: &Hart<T>) -> Option<Task> {
         let found = match hart.priv_mode() {
-            Priv::Machine => None,
-            Priv::Supervisor => {
+            // The firmware (OpenSBI) swaps its own pointer into `tp` only for
+            // the first and last instructions of its trap handler, so in M-mode
+            // `tp` or `sscratch` usually still names the task being served.
+            Priv::Machine | Priv::Supervisor => {
                 // Before the MMU is on, tp holds what early boot put there.
                 if hart.csr(crate::observing::CSR_SATP).unwrap_or(0) >> 60 == 0 {
                     return None;
@@ -258,8 +262,11 @@ mod tests {
             (Priv::Machine, Some(9)),
             "ecall from S"
         );
-        assert_eq!(r.current(0, &h), Some(want));
+        assert_eq!(r.current(0, &h), Some(want.clone()));
         assert_eq!(r.switched(0, &h), None, "M-mode reports no switch");
+        // tp still names the task in the firmware: a reader that never saw
+        // the hart in S-mode (a profile window opening mid-call) finds it.
+        assert_eq!(TaskReader::new(LAYOUT, 1).current(0, &h), Some(want));
     }
 
     #[test]
