@@ -23,7 +23,6 @@ use observe_support::*;
 const SHELL_WINDOW: &str = "shell banner";
 
 #[test]
-#[ignore = "OPEN REGRESSION (2026-11-25, found in the last fresh-clone run, cause not yet found): on debian --smp 2 hart 0 spends the shell window in OpenSBI tlb_sync/sbi_fifo_dequeue under kworker/0:1 (a remote fence waiting on hart 1), so it is never idle and has no swapper/0 samples; run with --ignored"]
 fn debian_p87_samples_and_switches_name_tasks_from_the_kernel() {
     let opts = ObserveOptions {
         events: true,
@@ -166,7 +165,6 @@ fn folded(text: &str, divide_by: u64) -> BTreeMap<String, u64> {
 /// Through the binary: perf.script headers carry real tasks, and a stack
 /// collapser nobody here wrote turns perf.script into folded.txt's stacks.
 #[test]
-#[ignore = "OPEN REGRESSION (2026-11-25, found in the last fresh-clone run, cause not yet found): on debian --smp 2 hart 0 spends the shell window in OpenSBI tlb_sync/sbi_fifo_dequeue under kworker/0:1 (a remote fence waiting on hart 1), so it is never idle and has no swapper/0 samples; run with --ignored"]
 fn perf_script_tasks_and_inferno_agree_through_the_binary() {
     let _ = image("debian");
     let dir = support::Scratch::new("observe-tasks");
