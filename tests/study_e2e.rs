@@ -408,3 +408,104 @@ fn a_study_profiles_the_window_its_labels_name_and_refuses_an_unknown_label() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A run the guest makes fail (here a kernel panic) is stored as a failed
+/// run with its console (issue 10): the study still writes the report of the
+/// other runs, the report and `history` name the failure with the panic
+/// line, `compare` refuses it in one sentence, and the study exits 1.
+/// Debian's kernel has SysRq (the custom one does not).
+#[test]
+fn a_guest_panic_in_a_study_is_a_stored_failed_run_named_in_report_and_history() {
+    if let Err(e) = hs_guest::find("debian") {
+        panic!("{e}");
+    }
+    let dir = scratch("panic");
+    std::fs::create_dir_all(dir.join("wl")).unwrap();
+    std::fs::write(
+        dir.join("wl/run.sh"),
+        "hsmark phase work\n[ \"$PANIC\" = 1 ] && echo c > /proc/sysrq-trigger\nexit 0\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("s.toml"),
+        "[study]\nname = \"panics\"\n[guest]\nimage = \"debian\"\n[workload]\ndir = \"wl\"\n\
+         [variants.fine]\n[variants.crash]\nenv = { PANIC = \"1\" }\n\
+         [[checks]]\nname = \"crash ran\"\nvariant = \"crash\"\nmetric = \"cycles\"\nop = \">\"\nvalue = 0\n",
+    )
+    .unwrap();
+    let db = dir.join("results.db");
+    let out_dir = dir.join("out");
+    let out = hartscope()
+        .arg("study")
+        .arg(dir.join("s.toml"))
+        .arg("--db")
+        .arg(&db)
+        .arg("--out")
+        .arg(&out_dir)
+        .args(["--jobs", "1"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert!(
+        stderr.contains("crash failed (stored as failed run 2): the guest kernel panicked (Kernel panic - not syncing: sysrq triggered crash)"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("1 of 2 run(s) failed"), "{stderr}");
+    assert!(
+        stdout.contains("FAIL     workload runs to its end [crash]: run 2 failed"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("NOT RUN  crash ran [crash]: run 2 of crash failed"),
+        "{stdout}"
+    );
+    let md = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
+    assert!(md.contains("## Failed runs"), "{md}");
+    assert!(
+        md.contains("| 2 | crash |") && md.contains("sysrq triggered crash"),
+        "{md}"
+    );
+    assert!(
+        md.contains("---[ end Kernel panic"),
+        "the console's tail: {md}"
+    );
+    assert!(
+        md.contains("| fine | 1 |"),
+        "the finished run is reported: {md}"
+    );
+
+    let history = hartscope()
+        .args(["history", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let (h, herr) = text(&history);
+    assert!(history.status.success(), "{herr}");
+    let rung = h.lines().find(|l| l.trim_start().starts_with("2 ")).unwrap_or_default();
+    assert!(rung.contains("crash") && rung.contains("FAILED"), "{h}");
+    assert!(
+        h.contains("run 2 (panics/crash) FAILED after ")
+            && h.contains("| [")
+            && h.contains("end Kernel panic - not syncing: sysrq triggered crash"),
+        "{h}"
+    );
+    let compare = hartscope()
+        .args(["compare", "1", "2", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let (_, cerr) = text(&compare);
+    assert_eq!(compare.status.code(), Some(1), "{cerr}");
+    assert!(
+        cerr.contains(
+            "run 2 (crash) failed and has no counts to report: the guest kernel panicked"
+        ),
+        "{cerr}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

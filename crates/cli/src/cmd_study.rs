@@ -107,6 +107,24 @@ pub fn run(args: StudyArgs) -> Result<i32, String> {
             c.detail
         );
     }
+    if !outcome.failed.is_empty() {
+        let total = outcome.run_ids.len() + outcome.failed.len();
+        for f in &outcome.failed {
+            eprintln!(
+                "hartscope study: {} failed (stored as failed run {}): {}",
+                f.run_name(),
+                f.id,
+                f.reason
+            );
+        }
+        eprintln!(
+            "hartscope study: {} of {total} run(s) failed; the report names them with their console's last lines (`hartscope history` lists them too)",
+            outcome.failed.len()
+        );
+        if outcome.not_run.is_empty() {
+            return Ok(1);
+        }
+    }
     if !outcome.not_run.is_empty() {
         eprintln!(
             "hartscope study: interrupted (Ctrl-C): the report covers the {} finished run(s), stored as above; not run or not finished: {}",

@@ -22,6 +22,17 @@ pub enum LabError {
     Run { variant: String, message: String },
     #[error("results database {}: {message}", path.display())]
     Store { path: PathBuf, message: String },
+    /// The run is stored, but as a failed run: it has no counts.
+    #[error("run {id} ({variant}) failed and has no counts to report: {reason}")]
+    FailedRun {
+        id: i64,
+        variant: String,
+        reason: String,
+    },
+    /// The guest made the run fail (kernel panic, time limit, no exit
+    /// status): the run is kept as a failed run, console and all.
+    #[error("variant {}: {}{}", .0.variant, .0.reason, last_line(&.0.console))]
+    GuestFailed(Box<crate::store::FailedRun>),
     #[error("run {id} is not in the results database {}", path.display())]
     NoSuchRun { id: i64, path: PathBuf },
     #[error("cannot {action} {}: {source}", path.display())]
@@ -41,6 +52,15 @@ pub enum LabError {
 }
 
 pub type Result<T, E = LabError> = std::result::Result<T, E>;
+
+/// "; the console's last line: ..." — the first clue to a failed run.
+pub(crate) fn last_line(console: &[u8]) -> String {
+    let text = String::from_utf8_lossy(console);
+    match text.lines().rev().find(|l| !l.trim().is_empty()) {
+        Some(l) => format!("; the console's last line: {:?}", l.trim()),
+        None => "; the console stayed empty".to_string(),
+    }
+}
 
 pub(crate) fn io_err<'a>(
     action: &'static str,

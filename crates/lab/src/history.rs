@@ -44,6 +44,25 @@ pub fn ladder(rows: &[HistoryRow]) -> String {
             },
             _ => "-".into(),
         };
+        if r.failure.is_some() {
+            // No value, so no delta: the failure is spelled out below the table.
+            let variant = if r.repeat > 0 {
+                format!("{} (repeat {})", r.variant, r.repeat + 1)
+            } else {
+                r.variant.clone()
+            };
+            table.push(vec![
+                r.id.to_string(),
+                r.finished_at.clone(),
+                r.study.clone(),
+                variant,
+                "FAILED".into(),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+            ]);
+            continue;
+        }
         let variant = if r.repeat > 0 {
             format!("{} (repeat {})", r.variant, r.repeat + 1)
         } else {
@@ -101,6 +120,20 @@ pub fn ladder(rows: &[HistoryRow]) -> String {
     for r in &table {
         line(r.iter().map(String::as_str).collect(), &mut out);
     }
+    for r in rows.iter().filter(|r| r.failure.is_some()) {
+        let _ = writeln!(
+            out,
+            "\nrun {} ({}/{}) FAILED after {} cycles: {}",
+            r.id,
+            r.study,
+            r.variant,
+            crate::report::thousands(r.cycles as i64),
+            r.failure.as_deref().unwrap_or_default()
+        );
+        for l in &r.console_tail {
+            let _ = writeln!(out, "    | {l}");
+        }
+    }
     out
 }
 
@@ -145,6 +178,7 @@ pub fn compare(store: &Store, ids: &[i64]) -> Result<ReportInput> {
         tables,
         repeats: Vec::new(),
         not_run: Vec::new(),
+        failed: Vec::new(),
     })
 }
 
@@ -163,6 +197,8 @@ mod tests {
             cycles: 1,
             headline_metric: Some("cycles".into()),
             headline_value: v,
+            failure: None,
+            console_tail: Vec::new(),
         }
     }
 
@@ -184,5 +220,38 @@ mod tests {
         );
         assert!(lines[4].ends_with("100  -"), "{text}");
         assert_eq!(ladder(&[]), "no runs stored\n");
+    }
+
+    #[test]
+    fn a_failed_run_is_a_rung_without_value_and_its_console_follows() {
+        let mut failed = row(3, "s", "B", None);
+        failed.exit_status = None;
+        failed.headline_metric = None;
+        failed.failure = Some("the guest kernel panicked (Kernel panic - not syncing: x)".into());
+        failed.console_tail = vec!["[ 1.0] end Kernel panic - not syncing: x".into()];
+        let rows = vec![
+            row(4, "s", "A", Some(90.0)),
+            failed,
+            row(2, "s", "A", Some(100.0)),
+        ];
+        let text = ladder(&rows);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[2].ends_with("-10.00% (vs run 2)"),
+            "the delta skips the failed run: {text}"
+        );
+        assert!(lines[3].contains("FAILED"), "{text}");
+        let cells: Vec<&str> = lines[3].split_whitespace().collect();
+        assert_eq!(cells[4..], ["FAILED", "-", "-", "-"], "{text}");
+        assert!(
+            text.contains(
+                "run 3 (s/B) FAILED after 1 cycles: the guest kernel panicked (Kernel panic"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("    | [ 1.0] end Kernel panic - not syncing: x"),
+            "{text}"
+        );
     }
 }

@@ -43,6 +43,43 @@ pub struct ReportInput {
     pub repeats: Vec<RepeatOutcome>,
     /// Runs the study did not finish (interrupted), as `variant (repeat N)`.
     pub not_run: Vec<String>,
+    /// Runs the guest made fail (stored as failed runs).
+    pub failed: Vec<FailedRunSummary>,
+}
+
+/// A run the guest made fail, as the report names it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FailedRunSummary {
+    /// Its id in the results store.
+    pub id: i64,
+    pub variant: String,
+    pub repeat: u32,
+    pub reason: String,
+    pub cycles: u64,
+    /// The console's last lines.
+    pub console_tail: Vec<String>,
+}
+
+impl FailedRunSummary {
+    pub fn new(id: i64, f: &crate::store::FailedRun) -> FailedRunSummary {
+        FailedRunSummary {
+            id,
+            variant: f.variant.clone(),
+            repeat: f.repeat,
+            reason: f.reason.clone(),
+            cycles: f.cycles,
+            console_tail: f.console_tail(12),
+        }
+    }
+
+    /// `variant` or `variant (repeat N)`.
+    pub fn run_name(&self) -> String {
+        if self.repeat == 0 {
+            self.variant.clone()
+        } else {
+            format!("{} (repeat {})", self.variant, self.repeat + 1)
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -163,6 +200,14 @@ impl ReportInput {
                 detail,
             });
         }
+        for f in &self.failed {
+            out.push(CheckResult {
+                name: "workload runs to its end".into(),
+                variant: f.run_name(),
+                status: Status::Fail,
+                detail: format!("run {} failed: {}", f.id, f.reason),
+            });
+        }
         for c in &self.checks {
             out.push(self.evaluate_check(c));
         }
@@ -178,7 +223,13 @@ impl ReportInput {
         };
         let run = match self.run_of(&c.variant) {
             Ok(r) => r,
-            Err(why) => return result(Status::NotRun, why),
+            Err(why) => {
+                let why = match self.failed.iter().find(|f| f.variant == c.variant) {
+                    Some(f) => format!("run {} of {} failed: {}", f.id, c.variant, f.reason),
+                    None => why,
+                };
+                return result(Status::NotRun, why);
+            }
         };
         match &c.kind {
             CheckKind::ConsoleContains(text) => {
@@ -324,6 +375,40 @@ fn interrupts(rec: &RunRecord) -> BTreeMap<(u64, Option<u32>), u64> {
     m
 }
 
+/// The runs the guest made fail: why, and the console's last lines.
+fn failed_runs(input: &ReportInput, b: &mut Vec<Block>) {
+    b.push(Block::Heading(2, "Failed runs".into()));
+    b.push(Block::Para(format!(
+        "{} run(s) did not finish: the guest made them fail. Each is stored as a failed run (`hartscope history` lists it) with its whole console, but has no counts: the tables below leave it out, and a check on a variant without a finished run says NOT RUN.",
+        input.failed.len()
+    )));
+    let mut t = Table::new(
+        &["run", "variant", "stopped at cycle", "why"],
+        &[true, false, true, false],
+    );
+    for f in &input.failed {
+        t.row(vec![
+            f.id.to_string(),
+            f.run_name(),
+            count(f.cycles),
+            f.reason.clone(),
+        ]);
+    }
+    b.push(Block::Table(t));
+    for f in &input.failed {
+        b.push(Block::Para(format!(
+            "{} (run {}), the console's last lines:",
+            f.run_name(),
+            f.id
+        )));
+        b.push(Block::Pre(if f.console_tail.is_empty() {
+            "(the console stayed empty)".into()
+        } else {
+            f.console_tail.join("\n")
+        }));
+    }
+}
+
 /// Build the whole report.
 pub fn build(input: &ReportInput) -> Vec<Block> {
     let labels = input.labels();
@@ -338,6 +423,9 @@ pub fn build(input: &ReportInput) -> Vec<Block> {
             "**Interrupted (Ctrl-C)**: this report covers the runs that finished. Not run or not finished: {}. Checks on a variant without a run say NOT RUN.",
             input.not_run.join(", ")
         )));
+    }
+    if !input.failed.is_empty() {
+        failed_runs(input, &mut b);
     }
     if runs.is_empty() {
         b.push(Block::Para("No runs to report.".into()));

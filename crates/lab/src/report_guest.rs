@@ -383,6 +383,7 @@ mod tests {
             tables: vec![],
             repeats: vec![],
             not_run: Vec::new(),
+            failed: Vec::new(),
         };
         let md = crate::doc::markdown(&crate::report::build(&input));
         assert!(md.contains("## Guest-reported values"), "{md}");

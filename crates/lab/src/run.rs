@@ -264,30 +264,43 @@ fn execute_with<M: TimingModel>(
     let stop = machine.run();
     let console = machine.console_output().to_vec();
     let exit_status = machine.markers().exit_status;
-    match (stop, exit_status) {
-        (StopReason::PowerOff, Some(_)) => {}
-        (StopReason::CycleLimit, _) => {
-            return Err(run_err(format!(
-                "the guest did not finish within workload.max_guest_seconds ({} cycles); nothing was stored",
-                v.max_cycles.unwrap_or(0)
-            )))
-        }
+    // A stop the guest caused is kept as a failed run with its console; only
+    // Ctrl-C leaves nothing (the user asked for the run to go away).
+    let failure = match (stop, exit_status) {
+        (StopReason::PowerOff, Some(_)) => None,
         (StopReason::Interrupted, _) => {
             return Err(LabError::Interrupted {
                 variant: v.name.clone(),
             })
         }
-        (StopReason::GuestPanic, _) => {
-            return Err(run_err(format!(
-                "the guest kernel panicked ({}); nothing was stored{}",
-                machine.guest_panic().unwrap_or("Kernel panic"),
-                tail(&console)
-            )))
-        }
-        (other, None) => {
-            return Err(run_err(format!("the guest stopped ({other}) without reporting the workload's exit status; nothing was stored{}", tail(&console))))
-        }
-        (other, Some(_)) => return Err(run_err(format!("the machine stopped unexpectedly ({other}); nothing was stored"))),
+        (StopReason::CycleLimit, _) => Some(format!(
+            "the guest did not finish within workload.max_guest_seconds ({} cycles)",
+            v.max_cycles.unwrap_or(0)
+        )),
+        (StopReason::GuestPanic, _) => Some(format!(
+            "the guest kernel panicked ({})",
+            machine.guest_panic().unwrap_or("Kernel panic")
+        )),
+        (other, None) => Some(format!(
+            "the guest stopped ({other}) without reporting the workload's exit status"
+        )),
+        (other, Some(_)) => Some(format!("the machine stopped unexpectedly ({other})")),
+    };
+    if let Some(reason) = failure {
+        return Err(LabError::GuestFailed(Box::new(crate::store::FailedRun {
+            study: scenario.name.clone(),
+            variant: v.name.clone(),
+            repeat,
+            started_at,
+            finished_at: crate::timestamp::now_rfc3339(),
+            image: v.image.clone(),
+            bootargs: p.bootargs.clone(),
+            harts: v.harts,
+            stop: stop.to_string(),
+            reason,
+            cycles: machine.summary().cycles,
+            console,
+        })));
     }
 
     let guest_metrics = match machine
@@ -508,16 +521,6 @@ fn execute_with<M: TimingModel>(
         finished_at: crate::timestamp::now_rfc3339(),
     };
     Ok(Finished { record, console })
-}
-
-/// The last console lines, to explain a failed run.
-fn tail(console: &[u8]) -> String {
-    let text = String::from_utf8_lossy(console);
-    let last: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-    match last.last() {
-        Some(l) => format!("; the console's last line: {:?}", l.trim()),
-        None => "; the console stayed empty".to_string(),
-    }
 }
 
 /// The profile's window: from phase `from` (default: the first marker, so

@@ -1,5 +1,8 @@
 //! The results database (SQLite). A run is inserted in one transaction once
-//! it has completed, so an interrupted or failed run leaves no row behind.
+//! it has completed, so an interrupted run leaves no row behind. A run the
+//! guest made fail (a kernel panic, the time limit, a stop without an exit
+//! status) is kept in `failed_runs` with its console and the reason; runs and
+//! failed runs share one id sequence, so "run 7" names exactly one of them.
 
 use std::path::{Path, PathBuf};
 
@@ -9,7 +12,29 @@ use crate::error::{LabError, Result};
 use crate::record::RunRecord;
 
 /// Bumped whenever the tables change; older files are migrated on open.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
+
+/// Schema 2: runs the guest made fail.
+const FAILED_RUNS: &str = "
+CREATE TABLE failed_runs (
+    id INTEGER PRIMARY KEY,
+    batch TEXT NOT NULL,
+    study TEXT NOT NULL,
+    variant TEXT NOT NULL,
+    repeat_index INTEGER NOT NULL,
+    started_at TEXT NOT NULL,
+    finished_at TEXT NOT NULL,
+    hartscope_version TEXT NOT NULL,
+    image TEXT NOT NULL,
+    bootargs TEXT NOT NULL,
+    harts INTEGER NOT NULL,
+    stop TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    cycles INTEGER NOT NULL,
+    console BLOB NOT NULL
+);
+CREATE INDEX failed_runs_by_study ON failed_runs (study, id);
+";
 
 const SCHEMA: &str = "
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -86,6 +111,42 @@ pub struct StoredRun {
     pub record: RunRecord,
 }
 
+/// Console lines `history` shows under a failed run.
+pub const HISTORY_TAIL_LINES: usize = 4;
+
+/// A run the guest made fail, as stored (and as given to the store).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FailedRun {
+    pub study: String,
+    pub variant: String,
+    pub repeat: u32,
+    pub started_at: String,
+    pub finished_at: String,
+    pub image: String,
+    pub bootargs: String,
+    pub harts: usize,
+    /// How the machine stopped (`guest panic`, `cycle limit`, ...).
+    pub stop: String,
+    /// One sentence: what went wrong.
+    pub reason: String,
+    /// Guest cycles when it stopped.
+    pub cycles: u64,
+    /// The console output, byte for byte.
+    pub console: Vec<u8>,
+}
+
+impl FailedRun {
+    /// The console's last `n` non-empty lines (what explains most failures).
+    pub fn console_tail(&self, n: usize) -> Vec<String> {
+        let text = String::from_utf8_lossy(&self.console);
+        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        lines[lines.len().saturating_sub(n)..]
+            .iter()
+            .map(|l| l.trim_end().to_string())
+            .collect()
+    }
+}
+
 /// One rung of the history ladder.
 #[derive(Clone, Debug, PartialEq)]
 pub struct HistoryRow {
@@ -98,6 +159,10 @@ pub struct HistoryRow {
     pub cycles: u64,
     pub headline_metric: Option<String>,
     pub headline_value: Option<f64>,
+    /// Set for a failed run: why it failed (it has no headline value).
+    pub failure: Option<String>,
+    /// A failed run's last console lines (empty for a run that finished).
+    pub console_tail: Vec<String>,
 }
 
 pub struct Store {
@@ -166,6 +231,14 @@ impl Store {
                     message: format!("was written by a newer hartscope (schema {version}; this one reads up to {SCHEMA_VERSION})"),
                 });
             }
+            if version < 2 {
+                tx.execute_batch(FAILED_RUNS).map_err(&e)?;
+                tx.execute(
+                    "UPDATE meta SET value = ?1 WHERE key = 'schema_version'",
+                    [SCHEMA_VERSION.to_string()],
+                )
+                .map_err(&e)?;
+            }
         } else {
             let tables: i64 = tx
                 .query_row(
@@ -178,6 +251,7 @@ impl Store {
                 return Err(LabError::Store { path: path.to_path_buf(), message: "is an SQLite database of something else (it has tables but no hartscope schema)".into() });
             }
             tx.execute_batch(SCHEMA).map_err(&e)?;
+            tx.execute_batch(FAILED_RUNS).map_err(&e)?;
             tx.execute(
                 "INSERT INTO meta (key, value) VALUES ('schema_version', ?1)",
                 [SCHEMA_VERSION.to_string()],
@@ -218,11 +292,12 @@ impl Store {
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
             .map_err(&e)?;
+        let id = next_id(&tx).map_err(&e)?;
         tx.execute(
             "INSERT INTO runs (batch, study, variant, repeat_index, started_at, finished_at, hartscope_version,
                 scenario_sha256, image, image_recipe, bootargs, harts, console_sha256, console, exit_status, stop,
-                cycles, instret, headline_metric, headline_value, record)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)",
+                cycles, instret, headline_metric, headline_value, record, id)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)",
             params![
                 run.batch,
                 r.study,
@@ -245,10 +320,10 @@ impl Store {
                 run.headline.as_ref().map(|h| h.0.clone()),
                 run.headline.as_ref().map(|h| h.1),
                 json,
+                id,
             ],
         )
         .map_err(&e)?;
-        let id = tx.last_insert_rowid();
         for p in &r.observations.phases {
             tx.execute(
                 "INSERT INTO phases (run_id, idx, label, start_cycle, cycles, instret) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -275,7 +350,78 @@ impl Store {
         Ok(id)
     }
 
+    /// Store a run the guest made fail; returns its id (from the runs' sequence).
+    pub fn insert_failed(&mut self, batch: &str, f: &FailedRun) -> Result<i64> {
+        let path = self.path.clone();
+        let e = db_err(&path);
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(&e)?;
+        let id = next_id(&tx).map_err(&e)?;
+        tx.execute(
+            "INSERT INTO failed_runs (id, batch, study, variant, repeat_index, started_at, finished_at,
+                hartscope_version, image, bootargs, harts, stop, reason, cycles, console)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+            params![
+                id,
+                batch,
+                f.study,
+                f.variant,
+                f.repeat,
+                f.started_at,
+                f.finished_at,
+                env!("CARGO_PKG_VERSION"),
+                f.image,
+                f.bootargs,
+                f.harts as i64,
+                f.stop,
+                f.reason,
+                to_i64(&path, "cycles", f.cycles)?,
+                f.console,
+            ],
+        )
+        .map_err(&e)?;
+        tx.commit().map_err(&e)?;
+        Ok(id)
+    }
+
+    /// The failed run `id`, if `id` names one.
+    pub fn failed(&self, id: i64) -> Result<Option<FailedRun>> {
+        self.conn
+            .query_row(
+                "SELECT study, variant, repeat_index, started_at, finished_at, image, bootargs, harts,
+                    stop, reason, cycles, console FROM failed_runs WHERE id = ?1",
+                [id],
+                |r| {
+                    Ok(FailedRun {
+                        study: r.get(0)?,
+                        variant: r.get(1)?,
+                        repeat: r.get(2)?,
+                        started_at: r.get(3)?,
+                        finished_at: r.get(4)?,
+                        image: r.get(5)?,
+                        bootargs: r.get(6)?,
+                        harts: r.get::<_, i64>(7)?.max(0) as usize,
+                        stop: r.get(8)?,
+                        reason: r.get(9)?,
+                        cycles: r.get::<_, i64>(10)?.max(0) as u64,
+                        console: r.get(11)?,
+                    })
+                },
+            )
+            .optional()
+            .map_err(db_err(&self.path))
+    }
+
     pub fn get(&self, id: i64) -> Result<StoredRun> {
+        if let Some(f) = self.failed(id)? {
+            return Err(LabError::FailedRun {
+                id,
+                variant: f.variant,
+                reason: f.reason,
+            });
+        }
         let e = db_err(&self.path);
         let row: Option<(String, String)> = self
             .conn
@@ -323,14 +469,18 @@ impl Store {
         ids.into_iter().map(|id| self.get(id)).collect()
     }
 
-    /// Runs newest first, optionally of one study only.
+    /// Runs, failed ones included, newest first, optionally of one study only.
     pub fn history(&self, study: Option<&str>) -> Result<Vec<HistoryRow>> {
         let e = db_err(&self.path);
         let mut st = self
             .conn
             .prepare(
-                "SELECT id, study, variant, repeat_index, finished_at, exit_status, cycles, headline_metric, headline_value
-                 FROM runs WHERE ?1 IS NULL OR study = ?1 ORDER BY id DESC",
+                "SELECT id, study, variant, repeat_index, finished_at, exit_status, cycles, headline_metric,
+                        headline_value, NULL, NULL FROM runs WHERE ?1 IS NULL OR study = ?1
+                 UNION ALL
+                 SELECT id, study, variant, repeat_index, finished_at, NULL, cycles, NULL, NULL, reason, console
+                   FROM failed_runs WHERE ?1 IS NULL OR study = ?1
+                 ORDER BY 1 DESC",
             )
             .map_err(&e)?;
         let rows = st
@@ -345,6 +495,15 @@ impl Store {
                     cycles: r.get::<_, i64>(6)?.max(0) as u64,
                     headline_metric: r.get(7)?,
                     headline_value: r.get(8)?,
+                    failure: r.get(9)?,
+                    console_tail: match r.get::<_, Option<Vec<u8>>>(10)? {
+                        Some(console) => FailedRun {
+                            console,
+                            ..FailedRun::default()
+                        }
+                        .console_tail(HISTORY_TAIL_LINES),
+                        None => Vec::new(),
+                    },
                 })
             })
             .map_err(&e)?;
@@ -356,6 +515,26 @@ impl Store {
             .query_row("SELECT count(*) FROM runs", [], |r| r.get(0))
             .map_err(db_err(&self.path))
     }
+}
+
+/// The next id for a run or a failed run: one sequence over both tables
+/// (inside the writer's transaction, so two writers cannot take the same).
+fn next_id(tx: &Transaction) -> rusqlite::Result<i64> {
+    let (runs, failed): (i64, i64) = tx.query_row(
+        "SELECT (SELECT coalesce(max(id), 0) FROM runs), (SELECT coalesce(max(id), 0) FROM failed_runs)",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    // AUTOINCREMENT never reuses an id of a deleted run; neither do we.
+    let seq: i64 = tx
+        .query_row(
+            "SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name = 'runs'",
+            [],
+            |r| r.get(0),
+        )
+        .optional()?
+        .unwrap_or(0);
+    Ok(runs.max(failed).max(seq) + 1)
 }
 
 #[cfg(test)]
@@ -437,6 +616,102 @@ mod tests {
         }
         s.insert(&run).unwrap();
         assert_eq!(s.count_runs().unwrap(), 1);
+        std::fs::remove_dir_all(path.parent().unwrap().parent().unwrap()).unwrap();
+    }
+
+    fn failed(variant: &str) -> FailedRun {
+        FailedRun {
+            study: "s".into(),
+            variant: variant.into(),
+            repeat: 1,
+            started_at: "2026-11-25T00:00:00Z".into(),
+            finished_at: "2026-11-25T00:00:01Z".into(),
+            image: "debian".into(),
+            bootargs: "console=ttyS0".into(),
+            harts: 2,
+            stop: "guest panic".into(),
+            reason: "the guest kernel panicked (Kernel panic - not syncing: x)".into(),
+            cycles: 1234,
+            console:
+                b"boot\n\n[ 1.0] Kernel panic - not syncing: x\n[ 1.0] ---[ end Kernel panic\n"
+                    .to_vec(),
+        }
+    }
+
+    #[test]
+    fn failed_runs_share_the_id_sequence_and_show_in_history() {
+        let path = scratch("failed");
+        let mut s = Store::open(&path).unwrap();
+        let rec = testdata::run("A", 1_000_000, &[("echo", 600)], true);
+        let run = NewRun {
+            batch: "b1",
+            record: &rec,
+            console: b"x",
+            headline: None,
+        };
+        let a = s.insert(&run).unwrap();
+        let f = s.insert_failed("b1", &failed("B")).unwrap();
+        let b = s.insert(&run).unwrap();
+        assert_eq!((a + 1, a + 2), (f, b), "one sequence over both tables");
+        assert_eq!(s.failed(f).unwrap(), Some(failed("B")));
+        assert_eq!(s.failed(a).unwrap(), None);
+        let msg = s.get(f).unwrap_err().to_string();
+        assert!(
+            msg.starts_with(&format!("run {f} (B) failed and has no counts")),
+            "{msg}"
+        );
+        let h = s.history(None).unwrap();
+        assert_eq!(h.iter().map(|r| r.id).collect::<Vec<_>>(), vec![b, f, a]);
+        assert_eq!(h[1].failure.as_deref(), Some(failed("B").reason.as_str()));
+        assert_eq!(h[1].cycles, 1234);
+        assert_eq!(
+            h[1].console_tail,
+            vec![
+                "boot",
+                "[ 1.0] Kernel panic - not syncing: x",
+                "[ 1.0] ---[ end Kernel panic"
+            ]
+        );
+        assert!(h[0].failure.is_none() && h[0].console_tail.is_empty());
+        std::fs::remove_dir_all(path.parent().unwrap().parent().unwrap()).unwrap();
+    }
+
+    #[test]
+    fn a_schema_1_database_gains_the_failed_runs_table_and_keeps_its_runs() {
+        let path = scratch("migrate");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let c = Connection::open(&path).unwrap();
+        c.execute_batch(SCHEMA).unwrap();
+        c.execute(
+            "INSERT INTO meta (key, value) VALUES ('schema_version', '1')",
+            [],
+        )
+        .unwrap();
+        drop(c);
+        let mut s = Store::open(&path).unwrap();
+        let rec = testdata::run("A", 1_000_000, &[("echo", 600)], true);
+        let id = s
+            .insert(&NewRun {
+                batch: "b1",
+                record: &rec,
+                console: b"x",
+                headline: None,
+            })
+            .unwrap();
+        s.insert_failed("b1", &failed("B")).unwrap();
+        drop(s);
+        let s = Store::open(&path).unwrap();
+        assert_eq!(s.get(id).unwrap().record, rec);
+        assert_eq!(s.history(None).unwrap().len(), 2);
+        let v: String = s
+            .conn
+            .query_row(
+                "SELECT value FROM meta WHERE key = 'schema_version'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(v, SCHEMA_VERSION.to_string());
         std::fs::remove_dir_all(path.parent().unwrap().parent().unwrap()).unwrap();
     }
 

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use hs_guest::ImageDir;
 
 use crate::error::{io_err, LabError, Result};
-use crate::report::{self, CheckResult, RepeatOutcome, ReportInput, ReportRun};
+use crate::report::{self, CheckResult, FailedRunSummary, RepeatOutcome, ReportInput, ReportRun};
 use crate::run::{self, Finished, Prepared};
 use crate::scenario::Scenario;
 use crate::store::{NewRun, Store};
@@ -36,6 +36,8 @@ pub struct StudyOutcome {
     pub checks: Vec<CheckResult>,
     /// Runs not run or not finished because the study was interrupted.
     pub not_run: Vec<String>,
+    /// Runs the guest made fail, stored as failed runs and named in the report.
+    pub failed: Vec<FailedRunSummary>,
 }
 
 /// `studies/results/<study>/` next to the scenario's `studies/` directory.
@@ -111,6 +113,7 @@ pub fn run_study(
 
     let mut run_ids = Vec::new();
     let mut failures = Vec::new();
+    let mut failed: Vec<FailedRunSummary> = Vec::new();
     let mut stored: BTreeMap<(usize, u32), i64> = BTreeMap::new();
     let total = prepared.len() * repeat as usize;
     let interrupted = || opts.interrupt.is_some_and(|f| f.load(Ordering::Relaxed));
@@ -199,6 +202,21 @@ pub fn run_study(
                                 Err(e) => failures.push(e.to_string()),
                             }
                         }
+                        Err(LabError::GuestFailed(f)) => match store.insert_failed(&batch, &f) {
+                            Ok(id) => {
+                                progress(&format!(
+                                    "{}: failed, stored as failed run {id} ({} of {total}): {}",
+                                    name_of(vi, r),
+                                    run_ids.len() + failed.len() + 1,
+                                    LabError::GuestFailed(f.clone())
+                                ));
+                                failed.push(FailedRunSummary::new(id, &f));
+                            }
+                            Err(e) => failures.push(format!(
+                                "{}; it could not be stored as a failed run: {e}",
+                                LabError::GuestFailed(f)
+                            )),
+                        },
                         Err(LabError::Interrupted { .. }) => {
                             progress(&format!("{}: interrupted, not stored", name_of(vi, r)));
                             not_run.push((vi, r));
@@ -290,6 +308,7 @@ pub fn run_study(
         tables: scenario.tables.clone(),
         repeats,
         not_run: not_run.clone(),
+        failed: failed.clone(),
     };
     let (report_md, report_html) = write_report(&input, &opts.out)?;
     Ok(StudyOutcome {
@@ -299,6 +318,7 @@ pub fn run_study(
         report_html,
         checks: input.evaluate(),
         not_run,
+        failed,
     })
 }
 

@@ -139,6 +139,7 @@ fn input(store: &Store, repeats: Vec<RepeatOutcome>) -> ReportInput {
         tables: Vec::new(),
         repeats,
         not_run: Vec::new(),
+        failed: Vec::new(),
     }
 }
 
