@@ -262,11 +262,20 @@ impl Btf {
     /// anonymous struct and union members (its offset is then from the
     /// start of `id`).
     pub fn member(&self, id: u32, name: &str) -> Option<Member> {
-        self.member_in(id, name, 0)
+        self.member_in(id, name, 0, &mut std::collections::BTreeSet::new())
     }
 
-    fn member_in(&self, id: u32, name: &str, depth: usize) -> Option<Member> {
-        if depth > MAX_CHAIN {
+    /// `searched`: structs already searched without finding `name`. Each is
+    /// searched once, so a BTF whose anonymous members lead back to their
+    /// own struct (or fan out to the same ones) costs no more than its size.
+    fn member_in(
+        &self,
+        id: u32,
+        name: &str,
+        depth: usize,
+        searched: &mut std::collections::BTreeSet<u32>,
+    ) -> Option<Member> {
+        if depth > MAX_CHAIN || !searched.insert(id) {
             return None;
         }
         let members = self.members(id);
@@ -275,7 +284,7 @@ impl Btf {
         }
         members.iter().filter(|m| m.name.is_empty()).find_map(|m| {
             let inner = self.resolve(m.type_id)?;
-            let mut found = self.member_in(inner, name, depth + 1)?;
+            let mut found = self.member_in(inner, name, depth + 1, searched)?;
             found.bit_offset += m.bit_offset;
             Some(found)
         })
@@ -298,6 +307,14 @@ impl Btf {
     /// Size in bytes of type `id` (pointers are 8 bytes: the kernels read
     /// here are 64-bit).
     pub fn size_of(&self, id: u32) -> Option<u64> {
+        self.size_in(id, 0)
+    }
+
+    /// `depth` bounds arrays of arrays (an array of itself has no size).
+    fn size_in(&self, id: u32, depth: usize) -> Option<u64> {
+        if depth > MAX_CHAIN {
+            return None;
+        }
         let t = self.raw(self.resolve(id)?)?;
         match t.kind {
             KIND_INT | KIND_STRUCT | KIND_UNION | KIND_ENUM | KIND_ENUM64 | KIND_FLOAT
@@ -306,7 +323,7 @@ impl Btf {
             KIND_ARRAY => {
                 let elem = self.u32_at(t.pos + TYPE_HEADER)?;
                 let n = self.u32_at(t.pos + TYPE_HEADER + 8)? as u64;
-                self.size_of(elem)?.checked_mul(n)
+                self.size_in(elem, depth + 1)?.checked_mul(n)
             }
             _ => None,
         }
@@ -624,6 +641,28 @@ pub(crate) mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("task_struct.pid is 8 bytes"), "{e}");
+    }
+
+    /// Found by the `btf` fuzz target: a struct whose many anonymous
+    /// members are the struct itself made the member search exponential
+    /// (a hang), and an array of itself recursed without end (a stack
+    /// overflow). Both now end at once with "not found" / "no size".
+    #[test]
+    fn self_referring_types_end_the_search_at_once() {
+        let mut b = BlobBuilder::new(false);
+        let int = b.int("int", 4);
+        let me = b.next_id;
+        let anon: Vec<(&str, u32, u32, u32)> = (0..200).map(|_| ("", me, 0, 0)).collect();
+        assert_eq!(b.compound(false, "task_struct", 64, &anon), me);
+        let arr = b.next_id;
+        assert_eq!(b.array(arr, int, 4), arr);
+        let btf = Btf::parse("loops", b.finish()).unwrap();
+        let t0 = std::time::Instant::now();
+        assert!(btf.member(me, "pid").is_none());
+        assert!(t0.elapsed() < std::time::Duration::from_secs(5));
+        assert_eq!(btf.size_of(arr), None);
+        let e = TaskLayout::from_btf(&btf).unwrap_err().to_string();
+        assert!(e.contains("has no member `pid`"), "{e}");
     }
 
     /// The host kernel's own BTF, when it exposes one: a real, large blob
