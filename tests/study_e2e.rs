@@ -486,7 +486,10 @@ fn a_guest_panic_in_a_study_is_a_stored_failed_run_named_in_report_and_history()
         .unwrap();
     let (h, herr) = text(&history);
     assert!(history.status.success(), "{herr}");
-    let rung = h.lines().find(|l| l.trim_start().starts_with("2 ")).unwrap_or_default();
+    let rung = h
+        .lines()
+        .find(|l| l.trim_start().starts_with("2 "))
+        .unwrap_or_default();
     assert!(rung.contains("crash") && rung.contains("FAILED"), "{h}");
     assert!(
         h.contains("run 2 (panics/crash) FAILED after ")

@@ -371,7 +371,7 @@ impl Store {
                 f.repeat,
                 f.started_at,
                 f.finished_at,
-                env!("CARGO_PKG_VERSION"),
+                crate::VERSION,
                 f.image,
                 f.bootargs,
                 f.harts as i64,
