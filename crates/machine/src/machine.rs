@@ -1059,7 +1059,8 @@ impl<T: TimingModel> Machine<T> {
 /// The QEMU `virt` devices at their fixed addresses and PLIC sources, then
 /// the configured devices, then the plugged ones. Returns the board and the
 /// boot ROM's id (its contents are written once the images are placed).
-fn build_board(
+/// Public so a fuzz target drives exactly the board a run gets.
+pub fn build_board(
     cfg: &mut MachineConfig,
     clock: Clock,
     ram: &GuestRam,

@@ -1,0 +1,155 @@
+//! The instruction stream and page tables: arbitrary code and page-table
+//! data in RAM, arbitrary CSR state set by the guest's own `csrw`s (so the
+//! CSRs' write rules apply), then the hart runs. It must never fault the
+//! host; every wild access ends as a trap or a device error.
+
+use hs_bus::{Access, BusFault, GuestRam, SystemBus, WriteEffect};
+use hs_core::{Exit, Hart, HartConfig};
+use hs_isa::csr::*;
+
+use crate::Input;
+
+const BASE: u64 = 0x8000_0000;
+const RAM: u64 = 64 << 10;
+/// Where the fuzzed code starts (the prologue is before it).
+const CODE: u64 = BASE + 0x100;
+/// Page-table-like data, 4 KiB.
+const TABLES: u64 = BASE + 0x1000;
+
+/// A device window at 0x1000_0000: reads return a hash of the address;
+/// some writes ask for an interrupt check or a stop; the rest is unmapped.
+struct Devices;
+
+impl SystemBus for Devices {
+    fn mmio_read(&mut self, _: Access, pa: u64, size: u8) -> Result<u64, BusFault> {
+        if (0x1000_0000..0x1000_1000).contains(&pa) {
+            Ok(pa.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 7)
+        } else {
+            Err(BusFault::BadAccess(pa, size))
+        }
+    }
+    fn mmio_write(&mut self, _: Access, pa: u64, _: u8, _: u64) -> Result<WriteEffect, BusFault> {
+        if (0x1000_0000..0x1000_1000).contains(&pa) {
+            Ok(WriteEffect {
+                irq_changed: pa & 0x10 != 0,
+                stop: pa & 0x7f0 == 0x7f0,
+            })
+        } else {
+            Err(BusFault::Unmapped(pa))
+        }
+    }
+}
+
+/// CSRs the prologue writes, each from the register of the same index + 1.
+const PROLOGUE_CSRS: [u16; 17] = [
+    MSTATUS,
+    SATP,
+    MEDELEG,
+    MIDELEG,
+    MIE,
+    MIP,
+    MENVCFG,
+    STIMECMP,
+    PMPCFG0,
+    PMPADDR0,
+    PMPADDR0 + 1,
+    PMPADDR0 + 2,
+    MTVEC,
+    STVEC,
+    MEPC,
+    MCOUNTEREN,
+    SCOUNTEREN,
+];
+
+fn csrw(csr: u16, rs1: u32) -> u32 {
+    (u32::from(csr) << 20) | (rs1 << 15) | (1 << 12) | 0x73
+}
+const MRET: u32 = 0x3020_0073;
+
+pub fn run(data: &[u8]) {
+    let mut input = Input::new(data);
+    let ram = GuestRam::new(BASE, RAM).expect("64 KiB of RAM");
+    let mut hart = Hart::new(
+        HartConfig {
+            hart_id: 0,
+            cycles_per_tick: 3,
+        },
+        ram.clone(),
+        hs_core::Atomic,
+    );
+    hart.reset(BASE);
+    // Register values: CSR values for the prologue, then pointers into (or
+    // just past) RAM or raw values for the fuzzed code.
+    let satp_mode = input.pick(&[0u64, 8, 9]);
+    let satp = (satp_mode << 60) | ((TABLES >> 12) + u64::from(input.u8() % 16));
+    let mut values = vec![input.u64(), satp];
+    values.extend((0..12).map(|_| input.u64()));
+    values[12] = BASE + 0x100 + (values[12] % 0x800) * 4 + (values[12] >> 63); // mtvec
+    values[13] = BASE + 0x100 + (values[13] % 0x800) * 4 + (values[13] >> 63); // stvec
+    values.push(CODE); // mepc
+    values.extend((0..2).map(|_| input.u64()));
+    for (k, v) in values.iter().enumerate() {
+        hart.set_x(k + 1, *v);
+    }
+    for r in values.len() + 1..32 {
+        let v = input.u64();
+        hart.set_x(
+            r,
+            if v & 1 == 0 {
+                BASE + (v >> 1) % (RAM + 0x2000)
+            } else {
+                v
+            },
+        );
+    }
+    hart.set_platform_irqs(input.u64());
+    let mut prologue: Vec<u32> = PROLOGUE_CSRS
+        .iter()
+        .enumerate()
+        .map(|(k, &c)| csrw(c, k as u32 + 1))
+        .collect();
+    prologue.push(MRET);
+    let mut at = BASE;
+    for w in prologue {
+        ram.write(at, 4, u64::from(w));
+        at += 4;
+    }
+    assert!(at <= CODE, "the prologue fits before the code");
+    let tables = input.bytes(4096).to_vec();
+    let code = input.bytes((TABLES - CODE) as usize);
+    assert!(ram.write_bytes(CODE, code));
+    assert!(ram.write_bytes(TABLES, &tables));
+    // The rest of the input fills the RAM after the tables.
+    let rest = input.bytes((RAM - 0x2000) as usize);
+    assert!(ram.write_bytes(TABLES + 0x1000, rest));
+
+    let mut bus = Devices;
+    let mut until = 0;
+    let mut stops = 0;
+    for _ in 0..8 {
+        until += 400;
+        match hart.run(&mut bus, until) {
+            Exit::Idle => hart.advance_to(until),
+            Exit::Stop => stops += 1,
+            _ => {}
+        }
+        assert_eq!(hart.x(0), 0, "x0 stays zero");
+        assert_eq!(hart.pc() & 1, 0, "pc stays 2-byte aligned");
+        assert!(hart.instret() <= hart.cycle(), "instret <= cycle");
+        for c in [hart.csr(MCAUSE), hart.csr(SCAUSE)].into_iter().flatten() {
+            assert!(
+                c & !(1 << 63) < 16,
+                "cause {c:#x} is not one RISC-V defines"
+            );
+        }
+        // The observation paths never fault either.
+        let mut buf = [0u8; 16];
+        let _ = hart.read_virt(hart.x(5), &mut buf);
+        let _ = hart.read_kernel_virt(hart.x(6), &mut buf);
+    }
+    assert!(
+        hart.cycle() >= until || stops > 0,
+        "the hart ran its budget"
+    );
+    assert!(ram.read(BASE + RAM - 8, 8).is_some(), "RAM is intact");
+}
