@@ -11,7 +11,7 @@ CARGO ?= cargo
 HARTSCOPE := target/release/hartscope
 OUT ?= out
 
-.PHONY: setup build images demo test bench clean
+.PHONY: setup build images demo test bench fuzz clean
 
 setup:
 	bash scripts/setup-host.sh
@@ -40,6 +40,11 @@ bench: build
 
 test: images
 	$(CARGO) test --release --workspace
+
+# Coverage-guided fuzzing, every target for FUZZ_SECONDS (README: Fuzzing).
+FUZZ_SECONDS ?= 60
+fuzz: setup
+	bash scripts/fuzz.sh $(FUZZ_SECONDS)
 
 clean:
 	$(CARGO) clean
