@@ -44,38 +44,30 @@ pub fn ladder(rows: &[HistoryRow]) -> String {
             },
             _ => "-".into(),
         };
-        if r.failure.is_some() {
-            // No value, so no delta: the failure is spelled out below the table.
-            let variant = if r.repeat > 0 {
-                format!("{} (repeat {})", r.variant, r.repeat + 1)
-            } else {
-                r.variant.clone()
-            };
-            table.push(vec![
-                r.id.to_string(),
-                r.finished_at.clone(),
-                r.study.clone(),
-                variant,
-                "FAILED".into(),
-                "-".into(),
-                "-".into(),
-                "-".into(),
-            ]);
-            continue;
-        }
         let variant = if r.repeat > 0 {
             format!("{} (repeat {})", r.variant, r.repeat + 1)
         } else {
             r.variant.clone()
+        };
+        // A failed run has no value, so no delta: its failure is spelled out below the table.
+        let (exit, metric, value, d) = if r.failure.is_some() {
+            ("FAILED".into(), "-".into(), "-".into(), "-".into())
+        } else {
+            (
+                r.exit_status.map_or("-".into(), |s| s.to_string()),
+                r.headline_metric.clone().unwrap_or_else(|| "-".into()),
+                r.headline_value.map_or("-".into(), fmt),
+                d,
+            )
         };
         table.push(vec![
             r.id.to_string(),
             r.finished_at.clone(),
             r.study.clone(),
             variant,
-            r.exit_status.map_or("-".into(), |s| s.to_string()),
-            r.headline_metric.clone().unwrap_or_else(|| "-".into()),
-            r.headline_value.map_or("-".into(), fmt),
+            exit,
+            metric,
+            value,
             d,
         ]);
     }
