@@ -32,8 +32,6 @@
 mod csr;
 mod exec;
 mod fp;
-#[cfg(test)]
-mod fuzz_tests;
 mod mem;
 mod mmu;
 mod pmp;
