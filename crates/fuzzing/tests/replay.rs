@@ -80,18 +80,3 @@ fn a_spinning_program_runs_its_whole_budget() {
     data.extend(0x0000_006fu32.to_le_bytes()); // j .
     hs_fuzzing::hart::run(&data);
 }
-
-/// A tool, not a check: replays one reproducer through its target with a
-/// plain backtrace (`FUZZ_TARGET=hart FUZZ_INPUT=fuzz/artifacts/hart/crash-…
-/// cargo test -p hs-fuzzing --test replay -- --ignored replay_one`).
-#[test]
-#[ignore = "a tool for reproducers: set FUZZ_TARGET and FUZZ_INPUT"]
-fn replay_one_input_named_in_the_environment() {
-    let name = std::env::var("FUZZ_TARGET").expect("FUZZ_TARGET names a target");
-    let path = std::env::var("FUZZ_INPUT").expect("FUZZ_INPUT names an input file");
-    let (_, target) = hs_fuzzing::TARGETS
-        .iter()
-        .find(|(n, _)| *n == name)
-        .unwrap_or_else(|| panic!("FUZZ_TARGET={name}: no such target"));
-    target(&std::fs::read(&path).unwrap());
-}
