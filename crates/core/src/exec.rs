@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use hs_bus::SystemBus;
 use hs_isa::{decode, insn_len, AmoOp, Insn};
-use hs_timing::{InsnClass, JumpHint, TimingModel};
+use hs_timing::{InsnClass, JumpHint, Operands, TimingModel};
 
 use crate::csr::*;
 use crate::mmu::*;
@@ -14,7 +14,7 @@ use crate::{Exit, Hart, MarkerCall, Priv, CHECK_CODE, CHECK_IRQ};
 
 /// One cached instruction: decoded form, raw bits (for `mtval`), length,
 /// byte offset from the start of its block (so pc = block pc + off), and
-/// its timing class (decided once here, not per execution).
+/// its timing class and registers (decided once here, not per execution).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Op {
     pub insn: Insn,
@@ -22,6 +22,7 @@ pub(crate) struct Op {
     pub len: u8,
     pub class: InsnClass,
     pub off: u16,
+    pub ops: Operands,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -78,6 +79,7 @@ impl Blocks {
             len: 2,
             class: InsnClass::System,
             off: 0,
+            ops: Operands::EMPTY,
         };
         Blocks {
             vcache: vec![VEntry::default(); 1 << VCACHE_BITS].into_boxed_slice(),
@@ -237,6 +239,102 @@ pub(crate) fn class_of(i: &Insn) -> InsnClass {
     }
 }
 
+/// The registers `i` reads and writes (before `sink_rd0`: x0 is no
+/// register), for timing models that track dependencies.
+pub(crate) fn operands_of(i: &Insn) -> Operands {
+    use Insn::*;
+    let x = Operands::x;
+    let f = Operands::f;
+    let n = Operands::NONE;
+    let op = |dst: u8, a: u8, b: u8, c: u8, wide: bool| Operands {
+        dst,
+        src: [a, b, c],
+        flags: if wide { Operands::WIDE } else { 0 },
+    };
+    match *i {
+        Lui { rd, .. } | Auipc { rd, .. } | Jal { rd, .. } => op(x(rd), n, n, n, false),
+        Jalr { rd, rs1, .. }
+        | Lb { rd, rs1, .. }
+        | Lh { rd, rs1, .. }
+        | Lw { rd, rs1, .. }
+        | Ld { rd, rs1, .. }
+        | Lbu { rd, rs1, .. }
+        | Lhu { rd, rs1, .. }
+        | Lwu { rd, rs1, .. }
+        | Addi { rd, rs1, .. }
+        | Slti { rd, rs1, .. }
+        | Sltiu { rd, rs1, .. }
+        | Xori { rd, rs1, .. }
+        | Ori { rd, rs1, .. }
+        | Andi { rd, rs1, .. }
+        | Slli { rd, rs1, .. }
+        | Srli { rd, rs1, .. }
+        | Srai { rd, rs1, .. }
+        | Addiw { rd, rs1, .. }
+        | Slliw { rd, rs1, .. }
+        | Srliw { rd, rs1, .. }
+        | Sraiw { rd, rs1, .. }
+        | LrW { rd, rs1, .. }
+        | LrD { rd, rs1, .. }
+        | Csrrw { rd, rs1, .. }
+        | Csrrs { rd, rs1, .. }
+        | Csrrc { rd, rs1, .. } => op(x(rd), x(rs1), n, n, false),
+        Csrrwi { rd, .. } | Csrrsi { rd, .. } | Csrrci { rd, .. } => op(x(rd), n, n, n, false),
+        Beq { rs1, rs2, .. }
+        | Bne { rs1, rs2, .. }
+        | Blt { rs1, rs2, .. }
+        | Bge { rs1, rs2, .. }
+        | Bltu { rs1, rs2, .. }
+        | Bgeu { rs1, rs2, .. }
+        | Sb { rs1, rs2, .. }
+        | Sh { rs1, rs2, .. }
+        | Sw { rs1, rs2, .. }
+        | Sd { rs1, rs2, .. }
+        | SfenceVma { rs1, rs2 } => op(n, x(rs1), x(rs2), n, false),
+        Fsw { rs1, rs2, .. } | Fsd { rs1, rs2, .. } => op(n, x(rs1), f(rs2), n, false),
+        Flw { rd, rs1, .. } | Fld { rd, rs1, .. } => op(f(rd), x(rs1), n, n, false),
+        Div { rd, rs1, rs2 } | Divu { rd, rs1, rs2 } | Rem { rd, rs1, rs2 } | Remu { rd, rs1, rs2 } => {
+            op(x(rd), x(rs1), x(rs2), n, true)
+        }
+        Add { rd, rs1, rs2 }
+        | Sub { rd, rs1, rs2 }
+        | Sll { rd, rs1, rs2 }
+        | Slt { rd, rs1, rs2 }
+        | Sltu { rd, rs1, rs2 }
+        | Xor { rd, rs1, rs2 }
+        | Srl { rd, rs1, rs2 }
+        | Sra { rd, rs1, rs2 }
+        | Or { rd, rs1, rs2 }
+        | And { rd, rs1, rs2 }
+        | Addw { rd, rs1, rs2 }
+        | Subw { rd, rs1, rs2 }
+        | Sllw { rd, rs1, rs2 }
+        | Srlw { rd, rs1, rs2 }
+        | Sraw { rd, rs1, rs2 }
+        | Mul { rd, rs1, rs2 }
+        | Mulh { rd, rs1, rs2 }
+        | Mulhsu { rd, rs1, rs2 }
+        | Mulhu { rd, rs1, rs2 }
+        | Mulw { rd, rs1, rs2 }
+        | Divw { rd, rs1, rs2 }
+        | Divuw { rd, rs1, rs2 }
+        | Remw { rd, rs1, rs2 }
+        | Remuw { rd, rs1, rs2 }
+        | ScW { rd, rs1, rs2, .. }
+        | ScD { rd, rs1, rs2, .. }
+        | AmoW { rd, rs1, rs2, .. }
+        | AmoD { rd, rs1, rs2, .. } => op(x(rd), x(rs1), x(rs2), n, false),
+        Fma { dbl, rd, rs1, rs2, rs3, .. } => op(f(rd), f(rs1), f(rs2), f(rs3), dbl),
+        Fp { op: o, rd, rs1, rs2, .. } => {
+            let d = if o.rd_is_int() { x(rd) } else { f(rd) };
+            let a = if o.rs1_is_int() { x(rs1) } else { f(rs1) };
+            let b = if o.sources() > 1 { f(rs2) } else { n };
+            op(d, a, b, n, o.is_double())
+        }
+        _ => Operands::EMPTY,
+    }
+}
+
 #[inline(always)]
 fn sext32(v: u64) -> u64 {
     v as i32 as i64 as u64
@@ -261,7 +359,7 @@ impl<T: TimingModel> Hart<T> {
                 if let Some(irq) = self.interrupt_to_take() {
                     self.stats.interrupts += 1;
                     self.cycle += 1;
-                    self.stall += 1;
+                    self.stall = self.stall.wrapping_add(1);
                     self.take_trap(irq, true, 0);
                 }
                 if self.checks & CHECK_CODE != 0 {
@@ -280,7 +378,7 @@ impl<T: TimingModel> Hart<T> {
                 Ok(b) => b,
                 Err(t) => {
                     self.cycle += 1;
-                    self.stall += 1;
+                    self.stall = self.stall.wrapping_add(1);
                     self.take_trap(t.cause, false, t.tval);
                     continue;
                 }
@@ -392,6 +490,7 @@ impl<T: TimingModel> Hart<T> {
             len,
             class: class_of(&insn),
             off: 0,
+            ops: operands_of(&insn),
         };
         Ok((0, 1, pa))
     }
@@ -425,6 +524,7 @@ impl<T: TimingModel> Hart<T> {
                 len: l,
                 class: class_of(&insn),
                 off: (a - pa) as u16,
+                ops: operands_of(&insn),
             });
             a += len;
             if ends_block(&insn)
@@ -500,12 +600,15 @@ impl<T: TimingModel> Hart<T> {
                     pc!().wrapping_add(op.len as u64)
                 };
             }
-            let extra = self.timing.fetch(pc!(), block_pa + op.off as u64, op.len)
-                + self.timing.insn(pc!(), op.class);
+            // wrapping: `insn` returns -1 for the second of a dual-issue pair
+            let extra = self
+                .timing
+                .fetch(pc!(), block_pa + op.off as u64, op.len)
+                .wrapping_add(self.timing.insn(pc!(), op.class, op.ops));
             macro_rules! retire {
                 () => {{
-                    cyc += 1 + extra;
-                    self.stall += extra;
+                    cyc = cyc.wrapping_add(1).wrapping_add(extra);
+                    self.stall = self.stall.wrapping_add(extra);
                 }};
             }
             // leave the block at `target` (taken branch, jump, xRET)
@@ -563,7 +666,7 @@ impl<T: TimingModel> Hart<T> {
                     let taken = $cond;
                     let extra = self.timing.branch(pc!(), taken, target);
                     cyc += extra;
-                    self.stall += extra;
+                    self.stall = self.stall.wrapping_add(extra);
                     if taken {
                         jump!(target);
                     }
@@ -579,7 +682,7 @@ impl<T: TimingModel> Hart<T> {
                         .timing
                         .jump(pc!(), t, JumpHint::of(rd as u8, None), next!());
                     cyc += extra;
-                    self.stall += extra;
+                    self.stall = self.stall.wrapping_add(extra);
                     self.wxs(rd, next!());
                     jump!(t);
                 }
@@ -592,7 +695,7 @@ impl<T: TimingModel> Hart<T> {
                         next!(),
                     );
                     cyc += extra;
-                    self.stall += extra;
+                    self.stall = self.stall.wrapping_add(extra);
                     self.wxs(rd, next!());
                     jump!(t);
                 }
@@ -800,18 +903,18 @@ impl<T: TimingModel> Hart<T> {
             }
         };
         let pc = base_pc.wrapping_add(op.off as u64);
-        let extra_cycles = 1 + extra;
+        let extra_cycles = extra.wrapping_add(1);
         self.cycle = cyc;
         if trap.cause == CAUSE_EXIT {
             // the instruction retired; the machine must act now
-            self.cycle += extra_cycles;
-            self.stall += extra_cycles - 1;
+            self.cycle = self.cycle.wrapping_add(extra_cycles);
+            self.stall = self.stall.wrapping_add(extra);
             self.pc = pc.wrapping_add(op.len as u64);
             return Some(self.exit.take().unwrap_or(Exit::IrqCheck));
         }
         // the faulting instruction does not retire but takes time
-        self.cycle += extra_cycles;
-        self.stall += extra_cycles;
+        self.cycle = self.cycle.wrapping_add(extra_cycles);
+        self.stall = self.stall.wrapping_add(extra_cycles);
         self.pc = pc;
         self.take_trap(trap.cause, false, trap.tval);
         self.exit.take()

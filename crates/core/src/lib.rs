@@ -247,14 +247,15 @@ impl<T: TimingModel> Hart<T> {
     pub fn cycle(&self) -> u64 {
         self.cycle
     }
-    /// Instructions retired.
+    /// Instructions retired. (`stall` goes below zero, wrapping, when a
+    /// dual-issue model retires more than one instruction a cycle.)
     pub fn instret(&self) -> u64 {
-        self.cycle - self.stall
+        self.cycle.wrapping_sub(self.stall)
     }
     /// Idle fast-forward: time passes, nothing retires.
     pub fn advance_to(&mut self, cycle: u64) {
         if cycle > self.cycle {
-            self.stall += cycle - self.cycle;
+            self.stall = self.stall.wrapping_add(cycle - self.cycle);
             self.cycle = cycle;
         }
     }
@@ -329,7 +330,7 @@ impl<T: TimingModel> Hart<T> {
     #[inline(always)]
     pub(crate) fn charge(&mut self, extra: u64) {
         self.cycle += extra;
-        self.stall += extra;
+        self.stall = self.stall.wrapping_add(extra);
     }
 
     /// Recompute `fetch_stamp` after a TLB flush, a fetch-context change or

@@ -53,7 +53,7 @@ impl<T: TimingModel> Hart<T> {
                 .timing
                 .mem(self.host_to_pa(host), N as u8, MemKind::Load, false);
             *cyc += extra;
-            self.stall += extra;
+            self.stall = self.stall.wrapping_add(extra);
             // SAFETY: the entry maps this whole page to RAM (checked at fill)
             // and the access stays inside the page.
             return Ok(unsafe { read_host::<N>(host as *const u8) });
@@ -79,7 +79,7 @@ impl<T: TimingModel> Hart<T> {
             let pa = self.host_to_pa(host);
             let extra = self.timing.mem(pa, N as u8, MemKind::Store, false);
             *cyc += extra;
-            self.stall += extra;
+            self.stall = self.stall.wrapping_add(extra);
             // SAFETY: as in `load_c`.
             unsafe { write_host::<N>(host as *mut u8, v) };
             if self.ram.is_code(pa) {

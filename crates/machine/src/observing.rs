@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 
 use hs_bus::GuestRam;
 use hs_observe::{Event, EventKind, LineAccess, LineTouch, Privilege, StallCause};
-use hs_timing::{InsnClass, JumpHint, MemKind, TimingModel, TrapInfo};
+use hs_timing::{InsnClass, JumpHint, MemKind, Operands, TimingModel, TrapInfo};
 
 /// `satp`'s CSR number.
 pub const CSR_SATP: u16 = 0x180;
@@ -471,7 +471,10 @@ impl HartRecorder {
 
     #[inline(always)]
     fn add(&mut self, c: u64, stall: usize) {
-        if c != 0 {
+        if c == hs_timing::ISSUED_WITH_PREVIOUS {
+            // the second of a dual-issue pair: it takes back its cycle
+            self.cursor = self.cursor.wrapping_add(c);
+        } else if c != 0 {
             self.cursor += c;
             if self.tracing {
                 if let Some(it) = self.itrace.as_deref_mut() {
@@ -650,8 +653,8 @@ impl<M: TimingModel> TimingModel for Observing<M> {
         c
     }
     #[inline(always)]
-    fn insn(&mut self, pc: u64, class: InsnClass) -> u64 {
-        let c = self.inner.insn(pc, class);
+    fn insn(&mut self, pc: u64, class: InsnClass, ops: Operands) -> u64 {
+        let c = self.inner.insn(pc, class, ops);
         let stall = match class {
             InsnClass::Mul | InsnClass::Div | InsnClass::FpDiv | InsnClass::FpSqrt => ST_MULDIV,
             InsnClass::Load | InsnClass::Store | InsnClass::Amo => ST_MEM,
@@ -776,14 +779,14 @@ mod tests {
     /// ecall (U) → two S instructions, one a load that misses → sret → U.
     fn syscall(m: &mut Observing<Costs>) {
         m.fetch(0x1000, RAM + 0x1000, 4);
-        m.insn(0x1000, InsnClass::Ecall);
+        m.insn(0x1000, InsnClass::Ecall, Operands::EMPTY);
         m.trap(8, false);
         m.trap_info(&ecall(0x1000));
         m.fetch(0xffff_0000, RAM + 0x2000, 4);
-        m.insn(0xffff_0000, InsnClass::Load);
+        m.insn(0xffff_0000, InsnClass::Load, Operands::EMPTY);
         m.mem(RAM + 0x3008, 8, MemKind::Load, false);
         m.fetch(0xffff_0004, RAM + 0x2004, 4);
-        m.insn(0xffff_0004, InsnClass::Xret);
+        m.insn(0xffff_0004, InsnClass::Xret, Operands::EMPTY);
         m.xret(0x1004, 1, 0);
         m.fetch(0x1004, RAM + 0x1004, 4);
     }

@@ -15,6 +15,8 @@
 //! [bpred]     kind = "gshare"  entries = 1024  history_bits = 8  btb_entries = 256
 //!             ras_depth = 8  mispredict_penalty = 3  taken_penalty = 1
 //! [devices]   mmio = 20  irq_delivery = 10  ipi_delivery = 30
+//! [pipeline]  issue_width = 2  late_alu = 2  load_to_use = 3 ...  # optional: a pipelined,
+//!             # dual-issue core ([`PipelineConfig`]; machines/u74.toml)
 //! [board.NAME] kind = "dw-apb-gpio" ...   # optional devices (any model; see hs_machine::config)
 //! [ipi]       mode = "deliver"             # or "delay" (with delay = N cycles) or "drop-until-tick"
 //! ```
@@ -100,6 +102,39 @@ pub struct InOrderConfig {
     pub dtlb_entries: usize,
     pub bpred: BpredConfig,
     pub devices: DeviceLatencies,
+    /// `[pipeline]`: a pipelined core (register dependencies, dual issue);
+    /// without it every instruction's stages are charged one after another.
+    pub pipeline: Option<PipelineConfig>,
+}
+
+/// `[pipeline]` of an in-order description. With it, `[latency]` values are
+/// result latencies (cycles from an instruction's issue until one that
+/// reads its result may issue), instructions wait only for the registers
+/// they read, and with `issue_width = 2` two may issue in one cycle (the
+/// pairing rules in `crates/timing/src/inorder.rs`).
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PipelineConfig {
+    /// Instructions issued per cycle: 1 or 2.
+    pub issue_width: u64,
+    /// Stages after issue in which an integer ALU instruction or branch may
+    /// still execute when its operands were not ready at issue (a "late"
+    /// ALU); 0 = none. Such a result is ready `late_alu + 1` cycles after issue.
+    #[serde(default)]
+    pub late_alu: u64,
+    /// Cycles from a load's issue until an instruction may issue that uses
+    /// its value for an address or at issue (ALU users may also take it late).
+    pub load_to_use: u64,
+    /// The same for floating-point loads.
+    pub fp_load_to_use: u64,
+    /// Extra result latency of double-precision FP add, multiply and FMA.
+    #[serde(default)]
+    pub fp_double_extra: u64,
+    /// Result latency of double-precision divide and square root.
+    pub fp_div_double: u64,
+    /// Result latency of 64-bit integer divide and remainder (`[latency].div`
+    /// is the 32-bit `divw`/`remw` form). Dividers take one operation at a time.
+    pub div_double: u64,
 }
 
 /// Execute cycles of each instruction class (each >= 1; the first cycle is
@@ -215,6 +250,7 @@ struct RawDesc {
     dtlb: Option<RawTlb>,
     bpred: Option<RawBpred>,
     devices: Option<DeviceLatencies>,
+    pipeline: Option<PipelineConfig>,
     ipi: Option<RawIpi>,
     /// `[board.NAME]`: optional board devices, validated by the machine
     /// crate (`hs_machine::config`), which knows the device kinds.
@@ -457,6 +493,7 @@ impl MachineDesc {
                     ("dtlb", raw.dtlb.is_some()),
                     ("bpred", raw.bpred.is_some()),
                     ("devices", raw.devices.is_some()),
+                    ("pipeline", raw.pipeline.is_some()),
                 ];
                 if let Some((k, _)) = given.iter().find(|(_, g)| *g) {
                     return Err(key_err(
@@ -629,7 +666,22 @@ fn inorder(
     cycles("devices.mmio", devices.mmio, 0)?;
     cycles("devices.irq_delivery", devices.irq_delivery, 0)?;
     cycles("devices.ipi_delivery", devices.ipi_delivery, 0)?;
+    if let Some(p) = &raw.pipeline {
+        if !(1..=2).contains(&p.issue_width) {
+            return Err(key_err(
+                "pipeline.issue_width",
+                format!("{} is not an issue width this model has (1 or 2)", p.issue_width),
+            ));
+        }
+        cycles("pipeline.late_alu", p.late_alu, 0)?;
+        cycles("pipeline.load_to_use", p.load_to_use, 1)?;
+        cycles("pipeline.fp_load_to_use", p.fp_load_to_use, 1)?;
+        cycles("pipeline.fp_double_extra", p.fp_double_extra, 0)?;
+        cycles("pipeline.fp_div_double", p.fp_div_double, 1)?;
+        cycles("pipeline.div_double", p.div_double, 1)?;
+    }
     Ok(InOrderConfig {
+        pipeline: raw.pipeline,
         writeback: core.writeback,
         latency,
         l1i,

@@ -27,10 +27,10 @@ use std::rc::Rc;
 
 use crate::bpred::Predictor;
 use crate::cache::Cache;
-use crate::desc::InOrderConfig;
+use crate::desc::{InOrderConfig, PipelineConfig};
 use crate::stats::{event, ModelStats, Stat};
 use crate::tlb::Tlb;
-use crate::{InsnClass, JumpHint, MemKind, TimingModel, TrapInfo};
+use crate::{InsnClass, JumpHint, MemKind, Operands, TimingModel, TrapInfo};
 
 const FETCH: usize = 0;
 const EXECUTE: usize = 1;
@@ -160,6 +160,64 @@ pub struct InOrder {
     state: [u64; 6],
     mem_stall: u64,
     c: Counts,
+    /// `[pipeline]`: the pipelined core's issue state (None: stages in sequence).
+    pipe: Option<Box<Pipe>>,
+}
+
+// What an instruction needs from the dual-issue pairing rules (SiFive U74
+// Core Complex Manual, "Execution Pipeline": at most one memory access, one
+// branch or jump, one FP arithmetic and one multiply/divide per pair; no
+// CSR access or other serialising instruction in a pair).
+const K_MEM: u8 = 1;
+const K_CTRL: u8 = 2;
+const K_FP: u8 = 4;
+const K_MULDIV: u8 = 8;
+const K_SOLO: u8 = 16;
+
+fn pair_kind(class: InsnClass) -> u8 {
+    use InsnClass::*;
+    match class {
+        Alu => 0,
+        Load | Store | Amo => K_MEM,
+        Branch | Jump => K_CTRL,
+        Mul | Div => K_MULDIV,
+        FpAdd | FpMul | FpFma | FpDiv | FpSqrt | FpMisc => K_FP,
+        Csr | Fence | FenceI | SfenceVma | Ecall | Xret | Wfi | System => K_SOLO,
+    }
+}
+
+/// The issue state of a pipelined core: when each register's value can be
+/// read, and whether the last issue cycle has room for a second instruction.
+/// `now` is the model's clock: the cycle the last instruction issued in,
+/// moved on by every cycle the model charges.
+struct Pipe {
+    cfg: PipelineConfig,
+    now: u64,
+    /// Cycle from which an instruction reading the register at issue may issue.
+    ready: [u64; 64],
+    /// The last issue cycle holds one instruction and a second may join it.
+    open: bool,
+    open_kind: u8,
+    open_dst: u8,
+    div_free: u64,
+    fdiv_free: u64,
+    /// Instructions that issued second in a cycle.
+    paired: u64,
+    /// Cycles an instruction waited for a register or a busy divider.
+    interlock: u64,
+}
+
+impl Pipe {
+    /// Charge `c` cycles the model returned outside `insn` (misses,
+    /// penalties, traps): the clock moves, and the next instruction starts
+    /// a new issue cycle.
+    #[inline(always)]
+    fn advance(&mut self, c: u64) {
+        if c != 0 {
+            self.now += c;
+            self.open = false;
+        }
+    }
 }
 
 fn class_index(c: InsnClass) -> usize {
@@ -246,7 +304,118 @@ impl InOrder {
             state: [0; 6],
             mem_stall: 0,
             c: Counts::default(),
+            pipe: cfg.pipeline.clone().map(|p| {
+                Box::new(Pipe {
+                    cfg: p,
+                    now: 0,
+                    ready: [0; 64],
+                    open: false,
+                    open_kind: 0,
+                    open_dst: Operands::NONE,
+                    div_free: 0,
+                    fdiv_free: 0,
+                    paired: 0,
+                    interlock: 0,
+                })
+            }),
         }
+    }
+
+    /// One instruction through the pipelined core: the cycle it issues in
+    /// (with the previous instruction when the pairing rules allow, else
+    /// the next cycle, later while a register it reads is not ready or its
+    /// divider is busy), and when its result is ready. Returns the cycles
+    /// charged minus one (wrapping: -1 for the second of a pair).
+    #[inline]
+    fn pipelined_insn(&mut self, class: InsnClass, ops: Operands) -> u64 {
+        use InsnClass::*;
+        let i = class_index(class);
+        let lat = self.lat_extra[i] + 1;
+        let p = self.pipe.as_mut().expect("pipelined_insn needs [pipeline]");
+        let kind = pair_kind(class);
+        let depends = |r: u8| r != Operands::NONE && r == p.open_dst;
+        let pairs = p.open
+            && kind & K_SOLO == 0
+            && kind & p.open_kind == 0
+            && !ops.src.iter().any(|&r| depends(r))
+            && !depends(ops.dst);
+        let base = if pairs { p.now } else { p.now + 1 };
+        // operands: read at issue, or (ALU, branch, store data) up to
+        // `late_alu` stages later
+        let late = p.cfg.late_alu;
+        let ready = |r: u8| if r == Operands::NONE { 0 } else { p.ready[r as usize] };
+        let (early, late_src): (&[u8], &[u8]) = match class {
+            Alu | Branch => (&[], &ops.src[..]),
+            Store | Amo => (&ops.src[..1], &ops.src[1..2]),
+            _ => (&ops.src[..], &[]),
+        };
+        let need_early = early.iter().map(|&r| ready(r)).max().unwrap_or(0);
+        let need_late = late_src.iter().map(|&r| ready(r)).max().unwrap_or(0);
+        let mut t = base.max(need_early).max(need_late.saturating_sub(late));
+        let wide = ops.flags & Operands::WIDE != 0;
+        match class {
+            Div => t = t.max(p.div_free),
+            FpDiv | FpSqrt => t = t.max(p.fdiv_free),
+            _ => {}
+        }
+        let paired = pairs && t == p.now;
+        p.interlock += t - base;
+        let result = match class {
+            Alu => {
+                if need_late <= t {
+                    t + lat
+                } else {
+                    t + late + 1
+                }
+            }
+            Load | Amo => {
+                if ops.dst >= 32 {
+                    t + p.cfg.fp_load_to_use
+                } else {
+                    t + p.cfg.load_to_use
+                }
+            }
+            Div => {
+                let r = t + if wide { p.cfg.div_double } else { lat };
+                p.div_free = r - 1;
+                r
+            }
+            FpDiv | FpSqrt => {
+                let r = t + if wide { p.cfg.fp_div_double } else { lat };
+                p.fdiv_free = r - 1;
+                r
+            }
+            FpAdd | FpMul | FpFma => t + lat + if wide { p.cfg.fp_double_extra } else { 0 },
+            Mul | FpMisc => t + lat,
+            _ => t + 1,
+        };
+        if ops.dst != Operands::NONE {
+            p.ready[ops.dst as usize] = result;
+        }
+        // serialising instructions hold issue for their whole latency
+        let end = if kind & K_SOLO != 0 { t + lat - 1 } else { t };
+        let cost = end - p.now;
+        p.now = end;
+        if paired {
+            p.paired += 1;
+            p.open = false;
+        } else {
+            p.open = p.cfg.issue_width > 1 && kind & K_SOLO == 0;
+            p.open_kind = kind;
+            p.open_dst = ops.dst;
+        }
+        self.state[EXECUTE] += cost;
+        cost.wrapping_sub(1)
+    }
+
+    /// Advance the pipelined core's clock by cycles a hook other than
+    /// `insn` charged; returns them.
+    #[inline(always)]
+    fn charged(&mut self, c: u64) -> u64 {
+        if let Some(p) = self.pipe.as_mut() {
+            p.advance(c);
+        }
+        c
     }
 
     /// Instructions fetched (each reaches `insn`, retired or not).
@@ -259,6 +428,9 @@ impl InOrder {
     fn states(&self) -> [u64; 6] {
         let mut s = self.state;
         s[MEM] += self.same_line.iter().sum::<u64>() * self.l1d_lat;
+        if self.pipe.is_some() {
+            return s; // `pipelined_insn` charges execute itself
+        }
         for (i, &n) in self.class_counts.iter().enumerate() {
             s[EXECUTE] += n;
             s[self.lat_state[i] as usize] += n * self.lat_extra[i];
@@ -481,6 +653,25 @@ impl InOrder {
     }
 
     fn all_stats(&self) -> ModelStats {
+        let mut m = self.base_stats();
+        if let Some(p) = &self.pipe {
+            m.stats.push(Stat {
+                name: "pipeline.dual_issued",
+                value: p.paired,
+                unit: "count",
+                desc: "instructions that issued in the same cycle as the one before (dual issue)",
+            });
+            m.stats.push(Stat {
+                name: "pipeline.interlock_cycles",
+                value: p.interlock,
+                unit: "cycles",
+                desc: "cycles an instruction waited for a register it reads or a busy divider (in execute)",
+            });
+        }
+        m
+    }
+
+    fn base_stats(&self) -> ModelStats {
         let st = self.states();
         let fetches = self.fetches();
         let l1i = self.l1i.counts;
@@ -773,22 +964,25 @@ impl TimingModel for InOrder {
         if self.pending_n == 0 && (tlb_hit || !self.translating) && self.l1i.mru_hit(line, false) {
             self.last_iline = pa & self.iline_mask;
             self.state[FETCH] += self.l1i_lat;
-            return self.l1i_lat;
+            return self.charged(self.l1i_lat);
         }
-        self.fetch_new_line(pa, tlb_hit)
+        let c = self.fetch_new_line(pa, tlb_hit);
+        self.charged(c)
     }
 
     #[inline(always)]
-    fn insn(&mut self, _pc: u64, class: InsnClass) -> u64 {
+    fn insn(&mut self, _pc: u64, class: InsnClass, ops: Operands) -> u64 {
         self.last_class = class;
         let i = class_index(class);
         self.class_counts[i] += 1;
         let cost = self.cost[i];
         if cost & SIDE_EFFECT != 0 {
             self.class_side_effects(class);
-            return cost & !SIDE_EFFECT;
         }
-        cost
+        if self.pipe.is_some() {
+            return self.pipelined_insn(class, ops);
+        }
+        cost & !SIDE_EFFECT
     }
 
     #[inline(always)]
@@ -811,7 +1005,7 @@ impl TimingModel for InOrder {
         // (a TLB hit) and an L1 hit that changes no replacement state
         if pa >> self.dshift == self.last_dline && !mmio && (!write || self.last_dline_dirty) {
             self.same_line[(self.translating as usize) << 1 | write as usize] += 1;
-            return self.l1d_lat;
+            return self.charged(self.l1d_lat);
         }
         let tlb_hit = self.translating && self.dtlb.last_hit(pa);
         if self.pending_n == 0
@@ -823,24 +1017,32 @@ impl TimingModel for InOrder {
             self.last_dline = pa >> self.dshift;
             self.last_dline_dirty = write;
             self.state[MEM] += self.l1d_lat;
-            return self.l1d_lat;
+            return self.charged(self.l1d_lat);
         }
-        self.mem_slow(pa, write, mmio, tlb_hit)
+        let c = self.mem_slow(pa, write, mmio, tlb_hit);
+        self.charged(c)
     }
 
     #[inline(always)]
     fn branch(&mut self, pc: u64, taken: bool, target: u64) -> u64 {
-        self.branch_inner(pc, taken, target)
+        let c = self.branch_inner(pc, taken, target);
+        self.redirected(taken, c)
     }
 
     #[inline(always)]
     fn jump(&mut self, pc: u64, target: u64, hint: JumpHint, link: u64) -> u64 {
         let ok = self.bp.jump(pc, target, hint, link);
-        self.charge_redirect(true, ok)
+        let c = self.charge_redirect(true, ok);
+        self.redirected(true, c)
     }
 
     fn trap(&mut self, cause: u64, interrupt: bool) -> u64 {
-        self.trap_inner(cause, interrupt)
+        let c = self.trap_inner(cause, interrupt);
+        if let Some(p) = self.pipe.as_mut() {
+            p.advance(c);
+            p.open = false;
+        }
+        c
     }
 
     fn trap_info(&mut self, t: &TrapInfo) {
@@ -855,7 +1057,8 @@ impl TimingModel for InOrder {
 
     #[inline]
     fn csr(&mut self, _csr: u16, write: bool) -> u64 {
-        self.csr_inner(write)
+        let c = self.csr_inner(write);
+        self.charged(c)
     }
 
     fn csr_write(&mut self, csr: u16, value: u64) {
@@ -915,6 +1118,19 @@ impl InOrder {
         self.charge_redirect(taken, ok)
     }
 
+    /// A taken branch or jump ends its issue cycle (its target is fetched
+    /// anew); the redirect's cycles move the pipelined clock.
+    #[inline(always)]
+    fn redirected(&mut self, taken: bool, c: u64) -> u64 {
+        if let Some(p) = self.pipe.as_mut() {
+            p.advance(c);
+            if taken {
+                p.open = false;
+            }
+        }
+        c
+    }
+
     /// Fetch cycles of a resolved branch or jump: the taken bubble, or the
     /// mispredict penalty.
     #[inline(always)]
@@ -951,6 +1167,7 @@ impl InOrder {
         // the hart charged one cycle for a trap no instruction fetch preceded
         if t.interrupt || t.cause == CAUSE_FETCH_ACCESS || t.cause == CAUSE_FETCH_PAGE_FAULT {
             self.state[EXECUTE] += 1;
+            self.charged(1);
         }
         self.prv = t.to;
         self.set_context();
@@ -1078,7 +1295,7 @@ mod tests {
         // the hart calls insn() after every fetch(); writeback comes with insn()
         let mut step = |pc: u64, len: u8| {
             let f = m.fetch(pc, pc, len);
-            assert_eq!(m.insn(pc, InsnClass::Alu), c.latency.alu - 1 + wb);
+            assert_eq!(m.insn(pc, InsnClass::Alu, Operands::EMPTY), c.latency.alu - 1 + wb);
             f
         };
         assert_eq!(step(RAM, 4), miss);
@@ -1086,9 +1303,9 @@ mod tests {
         assert_eq!(step(RAM + c.l1i.line, 2), miss);
         assert_eq!(step(RAM, 4), c.l1i.latency);
         // fence.i empties the I-cache
-        assert_eq!(m.insn(RAM, InsnClass::FenceI), c.latency.fence_i - 1 + wb);
+        assert_eq!(m.insn(RAM, InsnClass::FenceI, Operands::EMPTY), c.latency.fence_i - 1 + wb);
         assert_eq!(m.fetch(RAM, RAM, 4), c.l1i.latency + c.l2.latency);
-        m.insn(RAM, InsnClass::Alu);
+        m.insn(RAM, InsnClass::Alu, Operands::EMPTY);
         let s = m.model_stats().unwrap();
         assert_eq!(
             (s.get("icache.misses"), s.get("insts.fetched")),
@@ -1118,7 +1335,7 @@ mod tests {
         assert_eq!(m.mem(page, 8, MemKind::Load, false), walk + l1 + l2 + mem);
         assert_eq!(m.mem(page + 0xff8, 8, MemKind::Load, false), l1 + l2 + mem); // TLB hit
                                                                                  // the hart's TLB still holds the page, ours was flushed: replay the walk (PTEs now in L1)
-        m.insn(0, InsnClass::SfenceVma);
+        m.insn(0, InsnClass::SfenceVma, Operands::EMPTY);
         assert_eq!(m.mem(page + 8, 8, MemKind::Load, false), 3 * l1 + l1);
         // a 4 KiB page: the next page is not covered
         assert!(m.mem(page + 0x1000, 8, MemKind::Load, false) > l1 + l2 + mem);
@@ -1171,7 +1388,7 @@ mod tests {
         let run = |m: &mut InOrder, n: u64, dir: &dyn Fn(u64) -> bool| {
             (0..n)
                 .map(|i| {
-                    m.insn(0x1000, InsnClass::Branch);
+                    m.insn(0x1000, InsnClass::Branch, Operands::EMPTY);
                     m.branch(0x1000, dir(i), 0x900)
                 })
                 .sum::<u64>()
@@ -1236,7 +1453,7 @@ mod tests {
                 InsnClass::Csr,
                 InsnClass::Div,
             ][i as usize % 5];
-            charged += m.insn(pc, class);
+            charged += m.insn(pc, class, Operands::EMPTY);
             match class {
                 InsnClass::Load => {
                     charged += m.mem(
@@ -1283,4 +1500,150 @@ mod tests {
             c.l1d.latency + c.l2.latency
         );
     }
+
+    // ---- the pipelined, dual-issue core (machines/u74.toml) ----
+
+    fn u74() -> (InOrder, InOrderConfig) {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../machines/u74.toml");
+        match MachineDesc::load(&p).unwrap().model {
+            ModelDesc::InOrder(c) => (InOrderFactory::new(&c).build(), c),
+            ModelDesc::Atomic => panic!("u74 preset is atomic"),
+        }
+    }
+
+    fn x(d: u8, a: u8, b: u8) -> Operands {
+        Operands {
+            dst: Operands::x(d),
+            src: [Operands::x(a), Operands::x(b), Operands::NONE],
+            flags: 0,
+        }
+    }
+
+    /// Cycles the hart charges for one instruction: 1 + what `insn` returned
+    /// (wrapping), with no cache misses (every fetch and access in one line).
+    fn issue(m: &mut InOrder, class: InsnClass, ops: Operands) -> u64 {
+        m.fetch(RAM, RAM, 4);
+        1u64.wrapping_add(m.insn(RAM, class, ops))
+    }
+
+    fn warm(m: &mut InOrder) {
+        // the first fetch and data access miss; keep them out of the sums
+        m.fetch(RAM, RAM, 4);
+        m.mem(RAM + 0x1000, 8, MemKind::Load, false);
+    }
+
+    #[test]
+    fn independent_alu_instructions_issue_two_a_cycle() {
+        let (mut m, _) = u74();
+        warm(&mut m);
+        let costs: Vec<u64> = (0..4).map(|k| issue(&mut m, InsnClass::Alu, x(10 + k, 1, 2))).collect();
+        assert_eq!(costs, [1, 0, 1, 0]); // two pairs: 2 cycles for 4 instructions
+        assert_eq!(m.insn(RAM, InsnClass::Alu, x(5, 1, 2)), 0);
+        assert_eq!(m.insn(RAM, InsnClass::Alu, x(6, 1, 2)), crate::ISSUED_WITH_PREVIOUS);
+        let s = m.model_stats().unwrap();
+        assert_eq!(s.get("pipeline.dual_issued"), Some(3));
+        assert_eq!(s.get("cycles.busy"), s.get("cycles.execute").map(|e| e + s.get("cycles.mem").unwrap() + s.get("cycles.fetch").unwrap()));
+    }
+
+    #[test]
+    fn a_dependent_pair_or_two_of_a_kind_issue_apart() {
+        let (mut m, _) = u74();
+        warm(&mut m);
+        // x10 = ...; x11 = x10 + ...: a read-after-write within the pair
+        assert_eq!(issue(&mut m, InsnClass::Alu, x(10, 1, 2)), 1);
+        assert_eq!(issue(&mut m, InsnClass::Alu, x(11, 10, 2)), 1);
+        // a CSR access issues alone (csr_read 1, the CSR hook charges its own cycles)
+        assert_eq!(issue(&mut m, InsnClass::Csr, x(19, 0, 0)), 1);
+        // two loads (one memory access a pair), two multiplies, two branches:
+        // each second one waits, each first one joins the one before
+        let seq = [
+            (InsnClass::Load, 20),
+            (InsnClass::Load, 21),
+            (InsnClass::Mul, 22),
+            (InsnClass::Mul, 23),
+            (InsnClass::Branch, 0),
+            (InsnClass::Branch, 0),
+        ];
+        let costs: Vec<u64> = seq.iter().map(|&(c, d)| issue(&mut m, c, x(d, 1, 2))).collect();
+        assert_eq!(costs, [1, 1, 0, 1, 0, 1]);
+        // an ALU op joins the branch; nothing pairs with a CSR access
+        assert_eq!(issue(&mut m, InsnClass::Alu, x(25, 1, 2)), 0);
+        assert_eq!(issue(&mut m, InsnClass::Csr, x(26, 0, 0)), 1);
+        assert_eq!(issue(&mut m, InsnClass::Alu, x(27, 1, 2)), 1);
+    }
+
+    #[test]
+    fn loads_feed_alu_ops_late_but_addresses_wait() {
+        let (mut m, c) = u74();
+        let p = c.pipeline.clone().unwrap();
+        warm(&mut m);
+        // ld x5; add x6, x5, x1 (late ALU: no stall); ld x7, 0(x6) waits for
+        // the late result: issue at t+2 with x6 ready at (t+1) + late_alu + 1
+        assert_eq!(issue(&mut m, InsnClass::Load, x(5, 1, 0)), 1); // t
+        assert_eq!(issue(&mut m, InsnClass::Alu, x(6, 5, 1)), 1); // t+1
+        assert_eq!(p.late_alu, 2);
+        let late_ready = 1 + p.late_alu + 1; // relative to t
+        assert_eq!(issue(&mut m, InsnClass::Load, x(7, 6, 0)), late_ready - 1);
+        // a pointer chase: each load's address is the last load's value
+        assert_eq!(issue(&mut m, InsnClass::Load, x(8, 7, 0)), p.load_to_use);
+        assert_eq!(issue(&mut m, InsnClass::Load, x(9, 8, 0)), p.load_to_use);
+        let s = m.model_stats().unwrap();
+        assert_eq!(s.get("pipeline.interlock_cycles"), Some(2 * (p.load_to_use - 1) + late_ready - 2));
+    }
+
+    #[test]
+    fn the_divider_takes_one_operation_at_a_time() {
+        let (mut m, c) = u74();
+        let p = c.pipeline.clone().unwrap();
+        warm(&mut m);
+        let wide = |d: u8| Operands { flags: Operands::WIDE, ..x(d, 1, 2) };
+        assert_eq!(issue(&mut m, InsnClass::Div, wide(10)), 1);
+        // independent, but the divider is busy until one cycle before the result
+        assert_eq!(issue(&mut m, InsnClass::Div, wide(11)), p.div_double - 1);
+        // a 32-bit divide after it, then a use of its result
+        assert_eq!(issue(&mut m, InsnClass::Div, x(12, 1, 2)), p.div_double - 1);
+        assert_eq!(issue(&mut m, InsnClass::Alu, x(13, 12, 0)), c.latency.div - 2);
+    }
+
+    #[test]
+    fn misses_and_taken_branches_end_the_issue_cycle() {
+        let (mut m, c) = u74();
+        warm(&mut m);
+        assert_eq!(issue(&mut m, InsnClass::Alu, x(10, 1, 2)), 1);
+        // a branch pairs, is taken: its target starts a new cycle
+        assert_eq!(issue(&mut m, InsnClass::Branch, x(0, 1, 2)), 0);
+        m.branch(RAM, true, RAM);
+        assert_eq!(issue(&mut m, InsnClass::Alu, x(11, 1, 2)), 1);
+        // a load that misses the L1 (and the L2) stalls; nothing pairs across it
+        let miss = m.mem(RAM + 0x40_0000, 8, MemKind::Load, false);
+        assert_eq!(miss, c.l2.latency + c.memory_latency);
+        assert_eq!(issue(&mut m, InsnClass::Alu, x(12, 1, 2)), 1);
+        assert_eq!(issue(&mut m, InsnClass::Alu, x(13, 1, 2)), 0);
+    }
+
+    #[test]
+    fn the_cycle_shape_adds_up_to_what_the_hart_charged() {
+        let (mut m, _) = u74();
+        let mut charged = 0u64;
+        let mut n = 0u64;
+        let mut pc = RAM;
+        for k in 0..2000u64 {
+            let class = [InsnClass::Alu, InsnClass::Load, InsnClass::Mul, InsnClass::Alu, InsnClass::Branch][k as usize % 5];
+            let ops = x((k % 7 + 5) as u8, (k % 5 + 5) as u8, 1);
+            charged = charged.wrapping_add(1).wrapping_add(m.fetch(pc, pc, 4)).wrapping_add(m.insn(pc, class, ops));
+            match class {
+                InsnClass::Load => charged += m.mem(RAM + 0x10_0000 + (k * 72) % 0x8000, 8, MemKind::Load, false),
+                InsnClass::Branch => charged += m.branch(pc, k % 3 == 0, RAM),
+                _ => {}
+            }
+            pc = if class == InsnClass::Branch && k % 3 == 0 { RAM } else { pc + 4 };
+            n += 1;
+        }
+        let s = m.model_stats().unwrap();
+        assert_eq!(s.get("cycles.busy"), Some(charged));
+        assert_eq!(m.hpm_counter(3, event::CPU_CYCLES), charged);
+        assert_eq!(s.get("insts.fetched"), Some(n));
+        assert!(s.get("pipeline.dual_issued").unwrap() > n / 10, "{s:?}");
+    }
+
 }

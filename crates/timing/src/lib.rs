@@ -47,6 +47,51 @@ pub enum InsnClass {
     System,
 }
 
+/// The registers an instruction reads and writes, for models that track
+/// dependencies (the pipelined in-order model). Registers are numbered 1–31
+/// (x1–x31) and 32–63 (f0–f31); [`Operands::NONE`] marks an unused slot (x0
+/// is never a dependency). Decided once when the instruction is decoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Operands {
+    pub dst: u8,
+    /// Sources; for loads, stores, AMOs and `jalr` `src[0]` is the address
+    /// base, for stores `src[1]` the data.
+    pub src: [u8; 3],
+    /// [`Operands::WIDE`]: double-precision FP or a 64-bit divide (slower
+    /// than the single/word forms).
+    pub flags: u8,
+}
+
+impl Operands {
+    pub const NONE: u8 = 0xff;
+    pub const WIDE: u8 = 1;
+    /// No registers read or written.
+    pub const EMPTY: Operands = Operands {
+        dst: Operands::NONE,
+        src: [Operands::NONE; 3],
+        flags: 0,
+    };
+    /// An integer register number as an operand (x0 is none).
+    pub fn x(r: u8) -> u8 {
+        if r == 0 || r > 31 {
+            Operands::NONE
+        } else {
+            r
+        }
+    }
+    /// A floating-point register number as an operand.
+    pub fn f(r: u8) -> u8 {
+        32 + (r & 31)
+    }
+}
+
+/// What [`TimingModel::insn`] returns for an instruction that issues in the
+/// same cycle as the one before it (a dual-issue pair): −1 in two's
+/// complement, taking back the cycle the hart charges every instruction.
+/// The hart adds hook results with wrapping arithmetic, so an instruction's
+/// total (1 + its hooks) is never below zero.
+pub const ISSUED_WITH_PREVIOUS: u64 = u64::MAX;
+
 /// Kind of a data memory access.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MemKind {
@@ -78,7 +123,8 @@ pub struct TrapInfo {
 }
 
 /// Hooks called by the hart. Those returning `u64` return extra cycles to
-/// charge: an instruction costs 1 + the sum of what its hooks returned, and
+/// charge: an instruction costs 1 + the sum of what its hooks returned
+/// (wrapping: `insn` may return [`ISSUED_WITH_PREVIOUS`]), and
 /// `Hart::cycle()`, `mcycle`, `cycle` and `time` follow that.
 ///
 /// Order per instruction: `fetch`, `insn`, then whatever it does (`mem`,
@@ -93,9 +139,10 @@ pub trait TimingModel {
     fn fetch(&mut self, _pc: u64, _pa: u64, _len: u8) -> u64 {
         0
     }
-    /// Before executing an instruction of this class at `pc`.
+    /// Before executing an instruction of this class at `pc`, reading and
+    /// writing the registers in `ops`.
     #[inline(always)]
-    fn insn(&mut self, _pc: u64, _class: InsnClass) -> u64 {
+    fn insn(&mut self, _pc: u64, _class: InsnClass, _ops: Operands) -> u64 {
         0
     }
     /// A memory access at physical address `pa`; `mmio` when it left RAM.
