@@ -2,8 +2,8 @@
 #   make demo   set up the host, build hartscope and the default guest image,
 #               boot it on the in-order timing model, run the P87 console
 #               workload and print its phase table and hot functions
-#   make test   set up the host, build everything the tests need (both guest
-#               images), run every test
+#   make test   set up the host, build everything the tests need (the guest
+#               images debian, debian-perf and custom), run every test
 # Both are idempotent: the guest images are cached under $HARTSCOPE_CACHE
 # (default ~/.cache/hartscope), keyed by a hash of their recipe.
 
@@ -21,6 +21,7 @@ build: setup
 
 images: build
 	$(HARTSCOPE) guest build --image debian
+	$(HARTSCOPE) guest build --image debian-perf
 	$(HARTSCOPE) guest build --image custom
 
 demo: build

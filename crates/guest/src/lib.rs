@@ -153,11 +153,17 @@ impl Builder {
             .cache
             .join("lock-work")
             .join(format!("{name}-{}", std::process::id()));
-        // Without --update, the files of wants the old lock already answers stay pinned.
+        // Without --update, the files of wants the old lock already answers
+        // stay pinned; an image with no lock yet starts from its base's, so
+        // it gets the very kernel, firmware and BusyBox its base is built from.
         let previous = if update {
             None
         } else {
-            lock::read_any(&self.guest_dir, name).ok()
+            lock::read_any(&self.guest_dir, name).ok().or_else(|| {
+                r.bases
+                    .iter()
+                    .find_map(|b| lock::read_any(&self.guest_dir, b).ok())
+            })
         };
         let result = resolve::resolve(
             &self.archives(),

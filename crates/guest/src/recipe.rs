@@ -77,7 +77,12 @@ pub struct LoadedRecipe {
     pub name: String,
     pub recipe: Recipe,
     pub hash: String,
+    /// The images this recipe starts from (`base = "…"`), nearest first.
+    pub bases: Vec<String>,
 }
+
+/// How many `base` links a recipe may follow (a loop is refused before this).
+const MAX_BASES: usize = 8;
 
 impl Recipe {
     /// What the recipe asks the archive for, one line each (kept in the lock).
@@ -157,28 +162,122 @@ pub fn load(guest_dir: &Path, name: &str) -> Result<LoadedRecipe> {
             known,
         });
     }
-    let text = std::fs::read_to_string(&path).map_err(io_err("read", &path))?;
-    let recipe: Recipe = toml::from_str(&text).map_err(|e| GuestError::Recipe {
-        path: path.clone(),
-        message: e.message().to_string(),
-    })?;
-    let hash = hash_inputs(guest_dir, name, &recipe)?;
+    let (table, bases) = merged_table(guest_dir, name, &path)?;
+    let recipe: Recipe = toml::Value::Table(table)
+        .try_into()
+        .map_err(|e: toml::de::Error| GuestError::Recipe {
+            path: path.clone(),
+            message: e.message().to_string(),
+        })?;
+    let hash = hash_inputs(guest_dir, name, &bases, &recipe)?;
     Ok(LoadedRecipe {
         name: name.to_string(),
         recipe,
         hash,
+        bases,
     })
+}
+
+/// The recipe file of `name` as a TOML table, with `base = "OTHER"`
+/// resolved: OTHER's recipe (itself possibly based on another) is taken and
+/// this file's keys replace its keys, tables merged key by key (so
+/// `[extras]` in a derived recipe replaces only the extras keys it names;
+/// an array replaces the base's array whole). Returns the table (without
+/// `base`) and the chain of base images, nearest first.
+fn merged_table(guest_dir: &Path, name: &str, path: &Path) -> Result<(toml::Table, Vec<String>)> {
+    let parse = |p: &Path| -> Result<toml::Table> {
+        let text = std::fs::read_to_string(p).map_err(io_err("read", p))?;
+        text.parse::<toml::Table>().map_err(|e| GuestError::Recipe {
+            path: p.to_path_buf(),
+            message: e.message().to_string(),
+        })
+    };
+    // Walk up the chain: the named recipe first, then its base, ...
+    let mut layers = vec![parse(path)?];
+    let mut chain: Vec<String> = Vec::new();
+    let mut from = path.to_path_buf();
+    loop {
+        let top = layers.last_mut().expect("one layer at least");
+        let Some(base) = top.remove("base") else {
+            break;
+        };
+        let bad = |message: String| GuestError::Recipe {
+            path: from.clone(),
+            message,
+        };
+        let base = match base {
+            toml::Value::String(s) => s,
+            other => {
+                return Err(bad(format!(
+                    "key `base`: expected the name of another image's recipe as a string, not {}",
+                    other.type_str()
+                )))
+            }
+        };
+        if base == name || chain.contains(&base) {
+            return Err(bad(format!(
+                "key `base`: `{base}` leads back to `{}` (recipes based on each other in a loop)",
+                from.file_stem().unwrap_or_default().to_string_lossy()
+            )));
+        }
+        if chain.len() >= MAX_BASES {
+            return Err(bad(format!(
+                "key `base`: more than {MAX_BASES} recipes based on one another"
+            )));
+        }
+        let valid = !base.is_empty()
+            && base
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        let base_path = guest_dir.join("images").join(format!("{base}.toml"));
+        if !valid || !base_path.is_file() {
+            let known = known_images(guest_dir)
+                .iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            return Err(bad(format!(
+                "key `base`: no image recipe `{base}` (known: {known})"
+            )));
+        }
+        layers.push(parse(&base_path)?);
+        chain.push(base);
+        from = base_path;
+    }
+    // Apply from the furthest base down to the named recipe.
+    let mut merged = layers.pop().expect("one layer at least");
+    while let Some(over) = layers.pop() {
+        merge_into(&mut merged, over);
+    }
+    Ok((merged, chain))
+}
+
+/// `over`'s keys replace `base`'s; two tables under one key merge the same way.
+fn merge_into(base: &mut toml::Table, over: toml::Table) {
+    for (k, v) in over {
+        match (base.get_mut(&k), v) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => merge_into(b, o),
+            (_, v) => {
+                base.insert(k, v);
+            }
+        }
+    }
 }
 
 /// Every file (relative path → contents) the image is made from.
 pub fn input_files(
     guest_dir: &Path,
     name: &str,
+    bases: &[String],
     recipe: &Recipe,
 ) -> Result<BTreeMap<String, Vec<u8>>> {
     let mut files = BTreeMap::new();
-    let rel = format!("images/{name}.toml");
-    files.insert(rel.clone(), read(&guest_dir.join(&rel))?);
+    // The recipe and the recipes it starts from (not their locks: this
+    // image's own lock pins every file it is made from).
+    for n in std::iter::once(name).chain(bases.iter().map(String::as_str)) {
+        let rel = format!("images/{n}.toml");
+        files.insert(rel.clone(), read(&guest_dir.join(&rel))?);
+    }
     // The lock pins what the recipe resolves to: a new kernel version is a new image.
     let lock = format!("images/{name}.lock");
     if guest_dir.join(&lock).is_file() {
@@ -202,13 +301,13 @@ pub fn input_files(
     Ok(files)
 }
 
-fn hash_inputs(guest_dir: &Path, name: &str, recipe: &Recipe) -> Result<String> {
+fn hash_inputs(guest_dir: &Path, name: &str, bases: &[String], recipe: &Recipe) -> Result<String> {
     let mut h = Sha256::new();
     h.update(RECIPE_FORMAT.as_bytes());
     h.update([0]);
     h.update(name.as_bytes());
     h.update([0]);
-    for (path, data) in input_files(guest_dir, name, recipe)? {
+    for (path, data) in input_files(guest_dir, name, bases, recipe)? {
         h.update(path.as_bytes());
         h.update([0]);
         h.update((data.len() as u64).to_le_bytes());

@@ -229,6 +229,90 @@ fn unknown_and_unbuilt_images_are_one_clear_sentence() {
     );
 }
 
+/// `base = "debian"`: a recipe that starts from another takes its kernel,
+/// firmware and command line, replaces what it names, and is rebuilt when
+/// the base recipe changes; the base's own hash does not depend on it.
+#[test]
+fn a_recipe_based_on_another_merges_it_and_follows_its_changes() {
+    let g = guest_copy();
+    let b = builder(&g, &scratch("cache"), crate::DEFAULT_MIRROR);
+    let debian = b.recipe_hash("debian").unwrap();
+    let perf = crate::recipe::load(&g, "debian-perf").unwrap();
+    let plain = crate::recipe::load(&g, "debian").unwrap();
+    assert_eq!(perf.bases, vec!["debian".to_string()]);
+    assert_eq!(perf.recipe.append, plain.recipe.append);
+    assert_eq!(perf.recipe.source_suite, plain.recipe.source_suite);
+    assert_eq!(
+        perf.recipe.wants()[..3],
+        plain.recipe.wants()[..3],
+        "the same kernel, firmware and BusyBox wants"
+    );
+    let extras = perf.recipe.extras.as_ref().unwrap();
+    assert!(extras.files.contains(&"/usr/bin/perf".to_string()));
+    assert_ne!(perf.hash, debian);
+
+    // Changing the derived recipe leaves the base's image alone ...
+    let text = std::fs::read_to_string(g.join("images/debian-perf.toml")).unwrap();
+    write(
+        &g.join("images/debian-perf.toml"),
+        &format!("{text}\n# changed\n"),
+    );
+    assert_eq!(b.recipe_hash("debian").unwrap(), debian);
+    let perf2 = b.recipe_hash("debian-perf").unwrap();
+    assert_ne!(perf2, perf.hash);
+    // ... and changing the base rebuilds the derived image too.
+    let base = std::fs::read_to_string(g.join("images/debian.toml")).unwrap();
+    write(
+        &g.join("images/debian.toml"),
+        &base.replace("cryptomgr.notests=1", "cryptomgr.notests=1 quiet"),
+    );
+    assert_ne!(b.recipe_hash("debian-perf").unwrap(), perf2);
+    let merged = crate::recipe::load(&g, "debian-perf").unwrap();
+    assert!(
+        merged.recipe.append.ends_with(" quiet"),
+        "{}",
+        merged.recipe.append
+    );
+
+    // A key of the derived recipe replaces the base's; tables merge by key.
+    write(
+        &g.join("images/x1.toml"),
+        "base = \"debian\"\nappend = \"console=hvc0\"\n[kernel]\nmodules = []\n",
+    );
+    let x1 = crate::recipe::load(&g, "x1").unwrap();
+    assert_eq!(x1.recipe.append, "console=hvc0");
+    match &x1.recipe.kernel {
+        crate::recipe::KernelRecipe::DebianPackage {
+            package, modules, ..
+        } => {
+            assert_eq!(package, "linux-image-riscv64");
+            assert!(modules.is_empty());
+        }
+        other => panic!("{other:?}"),
+    }
+
+    // Bad bases are one sentence naming the file and the key.
+    write(&g.join("images/x2.toml"), "base = \"nope\"\n");
+    let msg = b.recipe_hash("x2").unwrap_err().to_string();
+    assert!(
+        msg.contains("x2.toml") && msg.contains("key `base`: no image recipe `nope`"),
+        "{msg}"
+    );
+    write(&g.join("images/x3.toml"), "base = \"x4\"\n");
+    write(&g.join("images/x4.toml"), "base = \"x3\"\n");
+    let msg = b.recipe_hash("x3").unwrap_err().to_string();
+    assert!(
+        msg.contains("x4.toml") && msg.contains("in a loop"),
+        "{msg}"
+    );
+    write(&g.join("images/x5.toml"), "base = 3\n");
+    let msg = b.recipe_hash("x5").unwrap_err().to_string();
+    assert!(
+        msg.contains("key `base`") && msg.contains("integer"),
+        "{msg}"
+    );
+}
+
 #[test]
 fn unreachable_mirror_fails_clearly_and_leaves_nothing_behind() {
     let g = guest_copy();
