@@ -232,6 +232,33 @@ fn chrome_trace_and_stats_of_p87_on_two_harts() {
     assert!(value("system.contextSwitches") > 10);
     assert!(value("system.cpu1.idleCycles") > 0);
 
+    // Merged idle slices keep the meaning: per hart, the idle time the
+    // trace holds (a merged slice's `idle_us`, else its length) is the
+    // hart's idle cycles in the statistics, to the cycle (1 GHz: 1 us is
+    // 1000 cycles; each slice rounds to a picosecond).
+    let mut merged = 0;
+    for h in 0..2u64 {
+        let slices: Vec<&Value> = events
+            .iter()
+            .filter(|e| e["cat"] == "idle" && e["tid"] == h + 1)
+            .collect();
+        merged += slices.iter().filter(|e| e["args"]["wakes"].is_u64()).count();
+        let idle_us: f64 = slices
+            .iter()
+            .map(|e| {
+                e["args"]["idle_us"]
+                    .as_f64()
+                    .unwrap_or_else(|| e["dur"].as_f64().unwrap())
+            })
+            .sum();
+        let cycles = value(&format!("system.cpu{h}.idleCycles")) as f64;
+        assert!(
+            (idle_us * 1000.0 - cycles).abs() <= 1.0 + slices.len() as f64 * 0.01,
+            "hart {h}: {idle_us} us idle in the trace, {cycles} idle cycles in the stats"
+        );
+    }
+    assert!(merged > 0, "no idle spans were merged on P87's two harts");
+
     // --itrace phase=echo: every instruction of both harts from the `echo`
     // marker to the next marker, inside the phase's cycles.
     let it = std::fs::read_to_string(&itrace).unwrap();

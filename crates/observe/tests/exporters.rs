@@ -783,3 +783,126 @@ fn chrome_trace_draws_a_task_track_per_hart() {
         ]
     );
 }
+
+/// Idle spans a tick separates merge into one slice that keeps the time
+/// actually idle; a gap with a system call, a task switch or an IPI, or a
+/// gap longer than the limit, keeps them apart. Busy time per hart (the
+/// trace's end minus its idle time) is what the events say, merged or not.
+#[test]
+fn chrome_trace_merges_idle_spans_keeping_idle_and_busy_time() {
+    use hs_observe::export::chrome::IDLE_MERGE_GAP_NS;
+    let hz = 1_000_000_000; // one cycle per ns
+    let gap = IDLE_MERGE_GAP_NS;
+    let e = |hart, cycle, kind| Event { hart, cycle, kind };
+    let idle = |hart, from: u64, to: u64| e(hart, from, EventKind::WfiIdle { end_cycle: to });
+    let tick = |hart, at| {
+        e(
+            hart,
+            at,
+            EventKind::Interrupt {
+                cause: 5,
+                plic_source: None,
+            },
+        )
+    };
+    let task = |hart, at, comm: &str| {
+        e(
+            hart,
+            at,
+            EventKind::TaskSwitch {
+                pid: 0,
+                tid: 7,
+                comm: comm.into(),
+            },
+        )
+    };
+    let mut events = vec![
+        // hart 0: four ticks inside a long sleep (merge), then a system
+        // call in a short gap (no merge), then a long gap (no merge)
+        task(0, 0, "swapper/0"),
+        idle(0, 1_000, 100_000),
+        tick(0, 100_000),
+        idle(0, 103_000, 200_000),
+        tick(0, 200_000),
+        idle(0, 201_000, 300_000),
+        tick(0, 300_000),
+        idle(0, 300_000 + gap, 400_000),
+        e(0, 401_000, EventKind::Syscall { number: 64 }),
+        e(0, 402_000, EventKind::SyscallReturn),
+        idle(0, 403_000, 500_000),
+        idle(0, 500_000 + gap + 1, 600_000),
+        // hart 1: a task runs in the gap; then an IPI wakes it
+        task(1, 0, "swapper/1"),
+        idle(1, 0, 50_000),
+        task(1, 51_000, "kworker/1:1"),
+        task(1, 52_000, "swapper/1"),
+        idle(1, 53_000, 90_000),
+        e(1, 90_000, EventKind::IpiReceived { from: None }),
+        idle(1, 91_000, 95_000),
+        e(1, 99_000, EventKind::PhaseMarker { label: "x".into() }),
+    ];
+    // The recorder's order is not the time order.
+    events.reverse();
+    let v: Value = serde_json::from_str(&chrome_trace(&events, &[], hz).unwrap()).unwrap();
+    let all = v["traceEvents"].as_array().unwrap();
+    let idle_slices = |tid: u64| -> Vec<(f64, f64, Option<u64>, f64)> {
+        all.iter()
+            .filter(|x| x["cat"] == "idle" && x["tid"] == tid)
+            .map(|x| {
+                let dur = x["dur"].as_f64().unwrap();
+                (
+                    x["ts"].as_f64().unwrap(),
+                    dur,
+                    x["args"]["wakes"].as_u64(),
+                    x["args"]["idle_us"].as_f64().unwrap_or(dur),
+                )
+            })
+            .collect()
+    };
+    let h0 = idle_slices(1);
+    assert_eq!(
+        h0.iter().map(|s| (s.0, s.1, s.2)).collect::<Vec<_>>(),
+        vec![
+            (1.0, 399.0, Some(3)),
+            (403.0, 97.0, None),
+            (
+                (500_000 + gap + 1) as f64 / 1000.0,
+                (100_000 - gap - 1) as f64 / 1000.0,
+                None
+            ),
+        ],
+        "{h0:?}"
+    );
+    assert_eq!(
+        h0[0].3,
+        (99_000 + 97_000 + 99_000 + 100_000 - gap) as f64 / 1000.0
+    );
+    let h1 = idle_slices(2);
+    assert_eq!(
+        h1.len(),
+        3,
+        "a task switch and an IPI each keep spans apart: {h1:?}"
+    );
+    // Idle time per hart, from the events and from the trace: the same.
+    for (tid, hart) in [(1, 0u16), (2, 1)] {
+        let from_events: u64 = events
+            .iter()
+            .filter(|x| x.hart == hart)
+            .map(|x| match x.kind {
+                EventKind::WfiIdle { end_cycle } => end_cycle - x.cycle,
+                _ => 0,
+            })
+            .sum();
+        let from_trace: f64 = idle_slices(tid).iter().map(|s| s.3).sum();
+        assert!(
+            (from_trace * 1000.0 - from_events as f64).abs() < 0.5,
+            "hart {hart}: {from_trace} us idle in the trace, {from_events} ns in the events"
+        );
+    }
+    // Every tick is still there, inside the merged slice.
+    let ticks = all
+        .iter()
+        .filter(|x| x["cat"] == "irq" && x["tid"] == 1)
+        .count();
+    assert_eq!(ticks, 3);
+}

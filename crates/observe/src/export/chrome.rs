@@ -6,6 +6,16 @@
 //! slice per task switch, named by `comm`). It is a track of its own
 //! because switches are noticed at slice ends, so its slices need not nest
 //! with the hart's system-call slices.
+//!
+//! Size: a hart that wakes from `wfi` only to take an interrupt and sleep
+//! again (a timer tick, an IPI it only acknowledges) would draw one idle
+//! slice per wake. Consecutive idle spans of one hart whose gap is at most
+//! [`IDLE_MERGE_GAP_NS`] and holds nothing but traps (no system call, IPI,
+//! task switch, context switch or marker on that hart) become one `wfi
+//! idle` slice; its `args` keep what the merge hides: `wakes` (gaps
+//! merged) and `idle_us` (the time actually idle, so busy time =
+//! `dur - idle_us`). The traps in the gaps stay as instants inside the
+//! slice. The JSON is written without indentation.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -32,6 +42,55 @@ fn tasks_tid(hart: u16) -> u32 {
     TASKS_TID_BASE + hart as u32
 }
 const TASKS_TID_BASE: u32 = 100_000;
+
+/// The longest busy gap (guest nanoseconds) between two idle spans of a
+/// hart that still merges them into one slice.
+pub const IDLE_MERGE_GAP_NS: u64 = 20_000;
+
+/// A hart's idle spans after merging: `(start, end, idle cycles, wakes)`,
+/// keyed by the index of the first span's event.
+fn merged_idle(
+    events: &[Event],
+    order: &[usize],
+    hz: u64,
+) -> BTreeMap<usize, (u64, u64, u64, u64)> {
+    let max_gap = (IDLE_MERGE_GAP_NS as u128 * hz as u128 / 1_000_000_000) as u64;
+    let mut done = BTreeMap::new();
+    // hart -> (first event, start, end, idle, wakes, blocked since end)
+    let mut open: BTreeMap<u16, (usize, u64, u64, u64, u64, bool)> = BTreeMap::new();
+    for &i in order {
+        let e = &events[i];
+        match e.kind {
+            EventKind::WfiIdle { end_cycle } => {
+                let end = end_cycle.max(e.cycle);
+                let len = end - e.cycle;
+                match open.get_mut(&e.hart) {
+                    Some(o) if !o.5 && e.cycle >= o.2 && e.cycle - o.2 <= max_gap => {
+                        o.2 = end;
+                        o.3 += len;
+                        o.4 += 1;
+                    }
+                    _ => {
+                        if let Some(o) = open.insert(e.hart, (i, e.cycle, end, len, 0, false)) {
+                            done.insert(o.0, (o.1, o.2, o.3, o.4));
+                        }
+                    }
+                }
+            }
+            // Traps alone do not end a merge: they stay as instants.
+            EventKind::Exception { .. } | EventKind::Interrupt { .. } => {}
+            _ => {
+                if let Some(o) = open.get_mut(&e.hart) {
+                    o.5 = true;
+                }
+            }
+        }
+    }
+    for (_, o) in open {
+        done.insert(o.0, (o.1, o.2, o.3, o.4));
+    }
+    done
+}
 
 #[derive(Serialize)]
 struct TraceEvent {
@@ -334,6 +393,7 @@ pub fn chrome_trace(events: &[Event], phases: &[Phase], guest_hz: u64) -> Result
         out.push(e);
     };
 
+    let idle = merged_idle(events, &order, guest_hz);
     let one_cycle_after = |c: u64| clock.dur(c, c.saturating_add(1));
     for &i in &order {
         let e = &events[i];
@@ -414,15 +474,23 @@ pub fn chrome_trace(events: &[Event], phases: &[Phase], guest_hz: u64) -> Result
                     });
                 }
             }
-            EventKind::WfiIdle { end_cycle } => {
-                out.push(slice(
-                    "wfi idle".into(),
-                    "idle",
-                    ts,
-                    clock.dur(e.cycle, *end_cycle),
-                    HARTS_PID,
-                    tid,
-                ));
+            EventKind::WfiIdle { .. } => {
+                // A span merged into an earlier one draws nothing itself.
+                if let Some(&(start, end, idle_cycles, wakes)) = idle.get(&i) {
+                    let mut ev = slice(
+                        "wfi idle".into(),
+                        "idle",
+                        clock.us(start),
+                        clock.dur(start, end),
+                        HARTS_PID,
+                        tid,
+                    );
+                    if wakes > 0 {
+                        ev.args.insert("wakes", wakes.into());
+                        ev.args.insert("idle_us", clock.dur(0, idle_cycles).into());
+                    }
+                    out.push(ev);
+                }
             }
             EventKind::Syscall { number } => {
                 if let Some(prev) = open.insert(e.hart, (e.cycle, *number)) {
@@ -461,7 +529,7 @@ pub fn chrome_trace(events: &[Event], phases: &[Phase], guest_hz: u64) -> Result
         trace_events: out,
         display_time_unit: "ns",
     };
-    serde_json::to_string_pretty(&trace).map_err(|e| ObserveError::Json {
+    serde_json::to_string(&trace).map_err(|e| ObserveError::Json {
         what: "the Chrome trace",
         reason: e.to_string(),
     })
