@@ -9,6 +9,7 @@ mod cmd_compare;
 mod cmd_guest;
 mod cmd_history;
 mod cmd_study;
+mod cmd_validate;
 mod sigint;
 
 #[derive(Parser)]
@@ -37,6 +38,10 @@ enum Command {
     Compare(cmd_compare::CompareArgs),
     /// List stored runs, newest first, with the headline metric and its change.
     History(cmd_history::HistoryArgs),
+    /// Hold a machine description against a real board: build and run the
+    /// riscv-validation microbenchmarks and report IPC and branch misses
+    /// beside the board's and gem5's.
+    Validate(cmd_validate::ValidateArgs),
 }
 
 fn main() {
@@ -55,6 +60,7 @@ fn main() {
         Command::Study(args) => cmd_study::run(args),
         Command::Compare(args) => cmd_compare::run(args),
         Command::History(args) => cmd_history::run(args),
+        Command::Validate(args) => cmd_validate::run(args),
     };
     match result {
         Ok(code) => std::process::exit(code),

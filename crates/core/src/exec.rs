@@ -655,6 +655,20 @@ impl<T: TimingModel> Hart<T> {
                     self.wxs($rd, $e);
                 }};
             }
+            // divides also tell the timing model their operands (early-out dividers)
+            macro_rules! div_r {
+                ($rd:expr, $rs1:expr, $rs2:expr, $word:expr, $signed:expr, |$a:ident, $b:ident| $e:expr) => {{
+                    let (x, y) = (self.rx($rs1), self.rx($rs2));
+                    let mag = |v: u64| match ($word, $signed) {
+                        (true, true) => (v as i32).unsigned_abs() as u64,
+                        (true, false) => v as u32 as u64,
+                        (false, true) => (v as i64).unsigned_abs(),
+                        (false, false) => v,
+                    };
+                    self.timing.divide(mag(x), mag(y), $word);
+                    alu_r!($rd, $rs1, $rs2, |$a, $b| $e)
+                }};
+            }
             macro_rules! addr {
                 ($rs1:expr, $imm:expr) => {
                     self.rx($rs1).wrapping_add($imm as i64 as u64)
@@ -680,7 +694,7 @@ impl<T: TimingModel> Hart<T> {
                     let t = pc!().wrapping_add(imm as i64 as u64);
                     let extra = self
                         .timing
-                        .jump(pc!(), t, JumpHint::of(rd as u8, None), next!());
+                        .direct_jump(pc!(), t, JumpHint::of(rd as u8, None), next!());
                     cyc += extra;
                     self.stall = self.stall.wrapping_add(extra);
                     self.wxs(rd, next!());
@@ -806,26 +820,26 @@ impl<T: TimingModel> Hart<T> {
                 Mulhu { rd, rs1, rs2 } => {
                     alu_r!(rd, rs1, rs2, |a, b| ((a as u128 * b as u128) >> 64) as u64)
                 }
-                Div { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| if b == 0 {
+                Div { rd, rs1, rs2 } => div_r!(rd, rs1, rs2, false, true, |a, b| if b == 0 {
                     u64::MAX
                 } else {
                     (a as i64).wrapping_div(b as i64) as u64
                 }),
                 Divu { rd, rs1, rs2 } => {
-                    alu_r!(rd, rs1, rs2, |a, b| if b == 0 { u64::MAX } else { a / b })
+                    div_r!(rd, rs1, rs2, false, false, |a, b| if b == 0 { u64::MAX } else { a / b })
                 }
                 Rem { rd, rs1, rs2 } => {
-                    alu_r!(rd, rs1, rs2, |a, b| if b == 0 {
+                    div_r!(rd, rs1, rs2, false, true, |a, b| if b == 0 {
                         a
                     } else {
                         (a as i64).wrapping_rem(b as i64) as u64
                     })
                 }
                 Remu { rd, rs1, rs2 } => {
-                    alu_r!(rd, rs1, rs2, |a, b| if b == 0 { a } else { a % b })
+                    div_r!(rd, rs1, rs2, false, false, |a, b| if b == 0 { a } else { a % b })
                 }
                 Mulw { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| sext32(a.wrapping_mul(b))),
-                Divw { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| {
+                Divw { rd, rs1, rs2 } => div_r!(rd, rs1, rs2, true, true, |a, b| {
                     let (a, b) = (a as i32, b as i32);
                     if b == 0 {
                         u64::MAX
@@ -833,7 +847,7 @@ impl<T: TimingModel> Hart<T> {
                         a.wrapping_div(b) as i64 as u64
                     }
                 }),
-                Divuw { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| {
+                Divuw { rd, rs1, rs2 } => div_r!(rd, rs1, rs2, true, false, |a, b| {
                     let (a, b) = (a as u32, b as u32);
                     if b == 0 {
                         u64::MAX
@@ -841,7 +855,7 @@ impl<T: TimingModel> Hart<T> {
                         sext32((a / b) as u64)
                     }
                 }),
-                Remw { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| {
+                Remw { rd, rs1, rs2 } => div_r!(rd, rs1, rs2, true, true, |a, b| {
                     let (a, b) = (a as i32, b as i32);
                     if b == 0 {
                         a as i64 as u64
@@ -849,7 +863,7 @@ impl<T: TimingModel> Hart<T> {
                         a.wrapping_rem(b) as i64 as u64
                     }
                 }),
-                Remuw { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| {
+                Remuw { rd, rs1, rs2 } => div_r!(rd, rs1, rs2, true, false, |a, b| {
                     let (a, b) = (a as u32, b as u32);
                     if b == 0 {
                         sext32(a as u64)

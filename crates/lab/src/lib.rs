@@ -26,6 +26,7 @@ pub mod scenario;
 pub mod store;
 pub mod study;
 pub mod timestamp;
+pub mod validate;
 
 pub use error::{LabError, Result};
 pub use metric::Metric;

@@ -691,6 +691,16 @@ impl<M: TimingModel> TimingModel for Observing<M> {
         c
     }
     #[inline(always)]
+    fn divide(&mut self, dividend: u64, divisor: u64, word: bool) {
+        self.inner.divide(dividend, divisor, word)
+    }
+    #[inline(always)]
+    fn direct_jump(&mut self, pc: u64, target: u64, hint: JumpHint, link: u64) -> u64 {
+        let c = self.inner.direct_jump(pc, target, hint, link);
+        self.rec.add(c, ST_BRANCH);
+        c
+    }
+    #[inline(always)]
     fn trap(&mut self, cause: u64, interrupt: bool) -> u64 {
         let c = self.inner.trap(cause, interrupt);
         self.rec.trap_extra = c;

@@ -63,6 +63,9 @@ pub struct BpredCounts {
     pub return_mispredicts: u64,
     /// Returns that found the stack empty.
     pub ras_underflows: u64,
+    /// Direct jumps (`jal`) the BTB did not predict, redirected at decode
+    /// (not mispredictions: see [`Predictor::direct_jump`]).
+    pub decode_redirects: u64,
 }
 
 pub struct Predictor {
@@ -138,6 +141,17 @@ impl Predictor {
         self.ras_len = (self.ras_len + 1).min(self.ras.len());
     }
 
+    /// A `jal` whose target decode computes: as [`Predictor::jump`], but a
+    /// BTB miss is a decode redirect, counted apart from mispredictions.
+    pub fn direct_jump(&mut self, pc: u64, target: u64, hint: JumpHint, link: u64) -> bool {
+        let hit = self.jump(pc, target, hint, link);
+        if !hit {
+            self.counts.jump_mispredicts -= 1;
+            self.counts.decode_redirects += 1;
+        }
+        hit
+    }
+
     /// A jump at `pc` went to `target`; `link` is the address after it (what
     /// a call pushes). True if its target was predicted correctly.
     pub fn jump(&mut self, pc: u64, target: u64, hint: JumpHint, link: u64) -> bool {
@@ -188,6 +202,7 @@ mod tests {
             ras_depth: 4,
             mispredict_penalty: 3,
             taken_penalty: 1,
+            direct_miss_penalty: None,
         }
     }
 
@@ -315,4 +330,17 @@ mod tests {
         // the 2 outer returns found the stack empty and taught the BTB
         assert_eq!(run(&mut p), 6);
     }
+
+    #[test]
+    fn a_direct_jump_the_btb_missed_is_a_decode_redirect_not_a_mispredict() {
+        let mut p = Predictor::new(&cfg(PredictorKind::Bimodal, 0));
+        assert!(!p.direct_jump(0x100, 0x800, JumpHint::Plain, 0x104));
+        assert!(p.direct_jump(0x100, 0x800, JumpHint::Plain, 0x104));
+        assert_eq!((p.counts.decode_redirects, p.counts.jump_mispredicts), (1, 0));
+        // an indirect jump the BTB missed is a misprediction
+        assert!(!p.jump(0x200, 0x900, JumpHint::Plain, 0x204));
+        assert_eq!((p.counts.decode_redirects, p.counts.jump_mispredicts), (1, 1));
+        assert_eq!(p.counts.jumps, 3);
+    }
+
 }

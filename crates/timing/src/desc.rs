@@ -105,6 +105,9 @@ pub struct InOrderConfig {
     /// `[pipeline]`: a pipelined core (register dependencies, dual issue);
     /// without it every instruction's stages are charged one after another.
     pub pipeline: Option<PipelineConfig>,
+    /// `[pmu] branches = "conditional"`: the `branches` hpm event counts
+    /// conditional branches only (default: jumps too).
+    pub pmu_branches_conditional: bool,
 }
 
 /// `[pipeline]` of an in-order description. With it, `[latency]` values are
@@ -135,6 +138,11 @@ pub struct PipelineConfig {
     /// Result latency of 64-bit integer divide and remainder (`[latency].div`
     /// is the 32-bit `divw`/`remw` form). Dividers take one operation at a time.
     pub div_double: u64,
+    /// An early-out divider: a divide takes this many cycles plus one per
+    /// quotient bit (bits of the dividend beyond the divisor's), at most the
+    /// latencies above; 0 = always the full latency.
+    #[serde(default)]
+    pub div_early_out: u64,
 }
 
 /// Execute cycles of each instruction class (each >= 1; the first cycle is
@@ -219,6 +227,9 @@ pub struct BpredConfig {
     pub mispredict_penalty: u64,
     /// Bubble of a correctly predicted taken branch or jump.
     pub taken_penalty: u64,
+    /// Cycles of a `jal` the BTB missed when decode redirects fetch to its
+    /// target (not a misprediction); `None`: such a jump is mispredicted.
+    pub direct_miss_penalty: Option<u64>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
@@ -251,11 +262,21 @@ struct RawDesc {
     bpred: Option<RawBpred>,
     devices: Option<DeviceLatencies>,
     pipeline: Option<PipelineConfig>,
+    pmu: Option<RawPmu>,
     ipi: Option<RawIpi>,
     /// `[board.NAME]`: optional board devices, validated by the machine
     /// crate (`hs_machine::config`), which knows the device kinds.
     #[serde(default, rename = "board")]
     _board: Option<toml::Table>,
+}
+
+/// `[pmu]`: what the hpm events count where cores differ.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPmu {
+    /// The `branches` event: "all" (conditional branches and jumps) or
+    /// "conditional" (as the U74's "conditional branch retired").
+    branches: String,
 }
 
 #[derive(Deserialize)]
@@ -338,6 +359,7 @@ struct RawBpred {
     ras_depth: u64,
     mispredict_penalty: u64,
     taken_penalty: u64,
+    direct_miss_penalty: Option<u64>,
 }
 
 /// Largest latency or penalty accepted: more is surely a typo.
@@ -494,6 +516,7 @@ impl MachineDesc {
                     ("bpred", raw.bpred.is_some()),
                     ("devices", raw.devices.is_some()),
                     ("pipeline", raw.pipeline.is_some()),
+                    ("pmu", raw.pmu.is_some()),
                 ];
                 if let Some((k, _)) = given.iter().find(|(_, g)| *g) {
                     return Err(key_err(
@@ -663,6 +686,9 @@ fn inorder(
     }
     cycles("bpred.mispredict_penalty", bpred.mispredict_penalty, 0)?;
     cycles("bpred.taken_penalty", bpred.taken_penalty, 0)?;
+    if let Some(p) = bpred.direct_miss_penalty {
+        cycles("bpred.direct_miss_penalty", p, 0)?;
+    }
     cycles("devices.mmio", devices.mmio, 0)?;
     cycles("devices.irq_delivery", devices.irq_delivery, 0)?;
     cycles("devices.ipi_delivery", devices.ipi_delivery, 0)?;
@@ -679,6 +705,7 @@ fn inorder(
         cycles("pipeline.fp_double_extra", p.fp_double_extra, 0)?;
         cycles("pipeline.fp_div_double", p.fp_div_double, 1)?;
         cycles("pipeline.div_double", p.div_double, 1)?;
+        cycles("pipeline.div_early_out", p.div_early_out, 0)?;
     }
     Ok(InOrderConfig {
         pipeline: raw.pipeline,
@@ -698,6 +725,17 @@ fn inorder(
             ras_depth: bpred.ras_depth as usize,
             mispredict_penalty: bpred.mispredict_penalty,
             taken_penalty: bpred.taken_penalty,
+            direct_miss_penalty: bpred.direct_miss_penalty,
+        },
+        pmu_branches_conditional: match raw.pmu.as_ref().map(|p| p.branches.as_str()) {
+            None | Some("all") => false,
+            Some("conditional") => true,
+            Some(other) => {
+                return Err(key_err(
+                    "pmu.branches",
+                    format!("`{other}` is not a branch event (\"all\" or \"conditional\")"),
+                ))
+            }
         },
         devices,
     })

@@ -123,6 +123,9 @@ pub struct InOrder {
     mem_lat: u64,
     mispredict: u64,
     taken_penalty: u64,
+    direct_miss_penalty: Option<u64>,
+    /// The `branches` hpm event leaves jumps out.
+    branches_conditional: bool,
     mmio: u64,
     irq_delivery: u64,
     ipi_delivery: u64,
@@ -201,6 +204,9 @@ struct Pipe {
     open_dst: u8,
     div_free: u64,
     fdiv_free: u64,
+    /// Issue cycle and destination of the last instruction.
+    last_t: u64,
+    last_dst: u8,
     /// Instructions that issued second in a cycle.
     paired: u64,
     /// Cycles an instruction waited for a register or a busy divider.
@@ -276,6 +282,8 @@ impl InOrder {
             mem_lat: cfg.memory_latency,
             mispredict: cfg.bpred.mispredict_penalty,
             taken_penalty: cfg.bpred.taken_penalty,
+            direct_miss_penalty: cfg.bpred.direct_miss_penalty,
+            branches_conditional: cfg.pmu_branches_conditional,
             mmio: cfg.devices.mmio,
             irq_delivery: cfg.devices.irq_delivery,
             ipi_delivery: cfg.devices.ipi_delivery,
@@ -314,6 +322,8 @@ impl InOrder {
                     open_dst: Operands::NONE,
                     div_free: 0,
                     fdiv_free: 0,
+                    last_t: 0,
+                    last_dst: Operands::NONE,
                     paired: 0,
                     interlock: 0,
                 })
@@ -346,6 +356,8 @@ impl InOrder {
         let ready = |r: u8| if r == Operands::NONE { 0 } else { p.ready[r as usize] };
         let (early, late_src): (&[u8], &[u8]) = match class {
             Alu | Branch => (&[], &ops.src[..]),
+            // FP store data comes from the FPU, not the late integer ALU
+            Store if ops.src[1] >= 32 && ops.src[1] != Operands::NONE => (&ops.src[..2], &[]),
             Store | Amo => (&ops.src[..1], &ops.src[1..2]),
             _ => (&ops.src[..], &[]),
         };
@@ -392,6 +404,8 @@ impl InOrder {
         if ops.dst != Operands::NONE {
             p.ready[ops.dst as usize] = result;
         }
+        p.last_t = t;
+        p.last_dst = ops.dst;
         // serialising instructions hold issue for their whole latency
         let end = if kind & K_SOLO != 0 { t + lat - 1 } else { t };
         let cost = end - p.now;
@@ -893,6 +907,12 @@ impl InOrder {
                     "returns that found the return-address stack empty (the BTB predicted them)",
                 ),
                 s(
+                    "bpred.decode_redirects",
+                    b.decode_redirects,
+                    "count",
+                    "direct jumps the BTB missed, sent to their target by decode (not mispredictions)",
+                ),
+                s(
                     "bpred.mispredict_cycles",
                     (b.cond_mispredicts + b.jump_mispredicts) * self.mispredict,
                     "cycles",
@@ -1034,6 +1054,36 @@ impl TimingModel for InOrder {
         let ok = self.bp.jump(pc, target, hint, link);
         let c = self.charge_redirect(true, ok);
         self.redirected(true, c)
+    }
+
+    #[inline(always)]
+    fn direct_jump(&mut self, pc: u64, target: u64, hint: JumpHint, link: u64) -> u64 {
+        let Some(penalty) = self.direct_miss_penalty else {
+            return self.jump(pc, target, hint, link);
+        };
+        let c = if self.bp.direct_jump(pc, target, hint, link) {
+            self.taken_penalty
+        } else {
+            penalty
+        };
+        self.state[FETCH] += c;
+        self.redirected(true, c)
+    }
+
+    fn divide(&mut self, dividend: u64, divisor: u64, word: bool) {
+        if let Some(p) = self.pipe.as_mut() {
+            if p.cfg.div_early_out > 0 {
+                let full = if word { self.lat_extra[class_index(InsnClass::Div)] + 1 } else { p.cfg.div_double };
+                let bits = |v: u64| 64 - v.leading_zeros() as u64;
+                let quotient_bits = (bits(dividend) + 1).saturating_sub(bits(divisor));
+                let latency = (p.cfg.div_early_out + quotient_bits).min(full);
+                let r = p.last_t + latency;
+                if p.last_dst != Operands::NONE {
+                    p.ready[p.last_dst as usize] = r;
+                }
+                p.div_free = r - 1;
+            }
+        }
     }
 
     fn trap(&mut self, cause: u64, interrupt: bool) -> u64 {
@@ -1207,6 +1257,7 @@ impl InOrder {
             INSTRUCTIONS => self.fetches(),
             CACHE_REFERENCES => c.l2_read_accesses + c.l2_write_accesses,
             CACHE_MISSES => c.l2_read_misses + c.l2_write_misses,
+            BRANCH_INSTRUCTIONS if self.branches_conditional => b.cond_branches,
             BRANCH_INSTRUCTIONS => b.cond_branches + b.jumps,
             BRANCH_MISSES => b.cond_mispredicts + b.jump_mispredicts,
             STALLED_CYCLES_FRONTEND => self.state[FETCH], // fetch holds no per-instruction part
@@ -1603,6 +1654,24 @@ mod tests {
         // a 32-bit divide after it, then a use of its result
         assert_eq!(issue(&mut m, InsnClass::Div, x(12, 1, 2)), p.div_double - 1);
         assert_eq!(issue(&mut m, InsnClass::Alu, x(13, 12, 0)), c.latency.div - 2);
+    }
+
+    #[test]
+    fn an_early_out_divider_takes_its_base_plus_a_cycle_per_quotient_bit() {
+        let (mut m, c) = u74();
+        let p = c.pipeline.clone().unwrap();
+        assert!(p.div_early_out > 0);
+        warm(&mut m);
+        let wide = |d: u8| Operands { flags: Operands::WIDE, ..x(d, 1, 2) };
+        // 1000 / 3: 10 - 2 + 1 = 9 quotient bits
+        assert_eq!(issue(&mut m, InsnClass::Div, wide(10)), 1);
+        m.divide(1000, 3, false);
+        let latency = p.div_early_out + 9;
+        assert_eq!(issue(&mut m, InsnClass::Alu, x(11, 10, 0)), latency - 2); // the ALU takes it late
+        // a huge quotient is capped at the full latency
+        assert_eq!(issue(&mut m, InsnClass::Div, wide(12)), 1);
+        m.divide(u64::MAX, 1, false);
+        assert_eq!(issue(&mut m, InsnClass::Div, wide(13)), p.div_double - 1);
     }
 
     #[test]

@@ -162,6 +162,18 @@ pub trait TimingModel {
     fn jump(&mut self, pc: u64, target: u64, _hint: JumpHint, _link: u64) -> u64 {
         self.branch(pc, true, target)
     }
+    /// A `jal` (its target in the instruction itself, so a core knows it at
+    /// decode); otherwise as [`TimingModel::jump`].
+    #[inline(always)]
+    fn direct_jump(&mut self, pc: u64, target: u64, hint: JumpHint, link: u64) -> u64 {
+        self.jump(pc, target, hint, link)
+    }
+    /// An integer divide or remainder (right after its `insn`): its
+    /// operands, as the signed magnitudes or unsigned values the operation
+    /// uses (`word`: the 32-bit form), for dividers whose latency depends
+    /// on them.
+    #[inline(always)]
+    fn divide(&mut self, _dividend: u64, _divisor: u64, _word: bool) {}
     /// A trap was taken (exception or interrupt).
     #[inline(always)]
     fn trap(&mut self, _cause: u64, _interrupt: bool) -> u64 {
