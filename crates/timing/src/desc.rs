@@ -230,6 +230,9 @@ pub struct BpredConfig {
     /// Cycles of a `jal` the BTB missed when decode redirects fetch to its
     /// target (not a misprediction); `None`: such a jump is mispredicted.
     pub direct_miss_penalty: Option<u64>,
+    /// The return-address stack is a ring without valid bits: popping it
+    /// empty returns the stale entry below (default: the BTB predicts).
+    pub ras_circular: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
@@ -360,6 +363,8 @@ struct RawBpred {
     mispredict_penalty: u64,
     taken_penalty: u64,
     direct_miss_penalty: Option<u64>,
+    #[serde(default)]
+    ras_circular: bool,
 }
 
 /// Largest latency or penalty accepted: more is surely a typo.
@@ -726,6 +731,7 @@ fn inorder(
             mispredict_penalty: bpred.mispredict_penalty,
             taken_penalty: bpred.taken_penalty,
             direct_miss_penalty: bpred.direct_miss_penalty,
+            ras_circular: bpred.ras_circular,
         },
         pmu_branches_conditional: match raw.pmu.as_ref().map(|p| p.branches.as_str()) {
             None | Some("all") => false,
