@@ -301,6 +301,10 @@ fn custom_annotate_and_source_lines_through_the_binary() {
         support::BOOT_DEADLINE,
     );
     support::assert_workload_finished(&out, 0);
+    // The flame graph's title names the profile's window as studies do.
+    let svg = std::fs::read_to_string(prof.join("flamegraph.svg")).unwrap();
+    let heading = format!(">custom — from phase `{LOOP}` to the end — ");
+    assert!(svg.contains(&heading), "no `{heading}` in the flame graph");
     let text = std::fs::read_to_string(prof.join("annotate-sys_getppid.txt")).unwrap();
     assert!(
         text.starts_with(" Percent | Samples | Disassembly of sys_getppid"),

@@ -217,6 +217,18 @@ fn profile_directory_through_the_binary() {
     let svg = read("flamegraph.svg");
     assert!(svg.starts_with("<?xml") && svg.trim_end().ends_with("</svg>"));
     assert!(svg.contains("n_tty_write"));
+    // Its title names the window (here the whole run, as no --profile-from
+    // was given), and it is interactive in a browser.
+    let heading = format!(">custom — the whole run — {} samples</text>", blocks.len());
+    assert!(svg.contains(&heading), "no `{heading}` in the flame graph");
+    assert!(
+        svg.contains("<script type=\"text/ecmascript\">") && svg.contains(">Reset zoom</text>"),
+        "the flame graph has no zoom script"
+    );
+    assert!(
+        hot.starts_with("# Hot functions — custom — the whole run\n"),
+        "{hot}"
+    );
 }
 
 /// Profiling observes a run without changing its figures (issue 10: the

@@ -869,7 +869,14 @@ fn write_outputs(
                 &empty
             }
         };
-        let title = args.image.clone().unwrap_or_else(|| "hartscope run".into());
+        // The window in the title, in the studies' words (the sampler
+        // starts at --profile-from's marker and runs to the end).
+        let window = match &args.profile_from {
+            Some(label) => format!("from phase `{label}` to the end"),
+            None => "the whole run".to_string(),
+        };
+        let image = args.image.as_deref().unwrap_or("hartscope run");
+        let title = format!("{image} — {window}");
         write_profile(dir, record, syms, &title).map_err(|e| e.to_string())?;
         eprintln!(
             "hartscope: profile of {} samples written to {}",

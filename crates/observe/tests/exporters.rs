@@ -198,14 +198,18 @@ fn flamegraph_exact_for_two_stacks() {
     let svg = flamegraph_svg(&folded, &opts);
     let expected = r#"<?xml version="1.0" standalone="no"?>
 <svg version="1.1" width="120" height="96" viewBox="0 0 120 96" xmlns="http://www.w3.org/2000/svg">
-<style>text { font-family: Verdana, sans-serif; font-size: 12px; fill: rgb(0,0,0); } g:hover rect { stroke: rgb(0,0,0); stroke-width: 0.5; }</style>
+<style>text { font-family: Verdana, sans-serif; font-size: 12px; fill: rgb(0,0,0); } g:hover rect { stroke: rgb(0,0,0); stroke-width: 0.5; } g[data-o], .control { cursor: pointer; } .control:hover { text-decoration: underline; }</style>
 <rect x="0" y="0" width="120" height="96" fill="rgb(248,248,248)"/>
 <text x="60.0" y="24.0" text-anchor="middle" style="font-size: 17px">t</text>
-<g><title>all (4 samples, 100.00%)</title><rect x="10.00" y="68.0" width="100.00" height="15" fill="rgb(COLOUR_ALL)" rx="2" ry="2"/><text x="13.00" y="79.5">all</text></g>
-<g><title>a (4 samples, 100.00%)</title><rect x="10.00" y="52.0" width="100.00" height="15" fill="rgb(COLOUR_A)" rx="2" ry="2"/><text x="13.00" y="63.5">a</text></g>
-<g><title>b (3 samples, 75.00%)</title><rect x="10.00" y="36.0" width="75.00" height="15" fill="rgb(COLOUR_B)" rx="2" ry="2"/><text x="13.00" y="47.5">b</text></g>
-<g><title>c&lt;x&gt; (1 sample, 25.00%)</title><rect x="85.00" y="36.0" width="25.00" height="15" fill="rgb(COLOUR_C)" rx="2" ry="2"/></g>
-</svg>
+<g data-o="0"><title>all (4 samples, 100.00%)</title><rect x="10.00" y="68.0" width="100.00" height="15" fill="rgb(COLOUR_ALL)" rx="2" ry="2"/><text x="13.00" y="79.5">all</text></g>
+<g data-o="0"><title>a (4 samples, 100.00%)</title><rect x="10.00" y="52.0" width="100.00" height="15" fill="rgb(COLOUR_A)" rx="2" ry="2"/><text x="13.00" y="63.5">a</text></g>
+<g data-o="0"><title>b (3 samples, 75.00%)</title><rect x="10.00" y="36.0" width="75.00" height="15" fill="rgb(COLOUR_B)" rx="2" ry="2"/><text x="13.00" y="47.5">b</text></g>
+<g data-o="3"><title>c&lt;x&gt; (1 sample, 25.00%)</title><rect x="85.00" y="36.0" width="25.00" height="15" fill="rgb(COLOUR_C)" rx="2" ry="2"/></g>
+<text id="unzoom" class="control" x="10.0" y="24.0" opacity="0.3" display="none">Reset zoom</text>
+<text id="search" class="control" x="110.0" y="24.0" text-anchor="end" display="none">Search</text>
+<text id="matched" x="110.0" y="94.0" text-anchor="end" display="none"></text>
+<script type="text/ecmascript"><![CDATA[
+var FLAME = { width: 120, pad: 10, charWidth: 7.080, frameHeight: 16 };
 "#;
     // Colours are a hash of the name: check they are stable and warm, then
     // compare the rest exactly.
@@ -230,7 +234,14 @@ fn flamegraph_exact_for_two_stacks() {
         );
         normalised.replace_range(fill_at..end, tag);
     }
-    assert_eq!(normalised, expected);
+    // The static picture exactly; the script after it is checked in
+    // flamegraph_is_interactive_and_well_formed.
+    let (picture, script) = normalised.split_at(expected.len());
+    assert_eq!(picture, expected);
+    assert!(
+        script.ends_with("})();\n]]></script>\n</svg>\n"),
+        "{script}"
+    );
     assert_eq!(flamegraph_svg(&folded, &opts), svg, "deterministic");
     // Same name, same colour, in any graph.
     let other = flamegraph_svg(&[("b".to_string(), 1)], &opts);
@@ -246,6 +257,243 @@ fn flamegraph_exact_for_two_stacks() {
 fn flamegraph_without_samples_is_still_an_svg() {
     let svg = flamegraph_svg(&[], &FlamegraphOptions::default());
     assert!(svg.contains("no samples") && svg.ends_with("</svg>\n"));
+    check_well_formed(&svg).unwrap_or_else(|e| panic!("{e}\n{svg}"));
+}
+
+/// Opened in a browser the graph zooms and searches: the script and its
+/// controls are there, the controls are hidden until the script shows them
+/// (so the picture without JavaScript is the static graph), and the whole
+/// file is still well-formed XML, also with frame names that would break a
+/// careless CDATA section or attribute.
+#[test]
+fn flamegraph_is_interactive_and_well_formed() {
+    let folded = vec![
+        ("sh;main;]]>&<\"'x".to_string(), 5),
+        ("sh;main;memcpy".to_string(), 3),
+        ("swapper/0;do_idle".to_string(), 2),
+    ];
+    let opts = FlamegraphOptions {
+        title: "debian — from phase `shell banner` to the end — 10 samples".into(),
+        ..FlamegraphOptions::default()
+    };
+    let svg = flamegraph_svg(&folded, &opts);
+    check_well_formed(&svg).unwrap_or_else(|e| panic!("{e}\n{svg}"));
+    assert_eq!(flamegraph_svg(&folded, &opts), svg, "deterministic");
+
+    assert_eq!(svg.matches("<script").count(), 1);
+    let open = "<script type=\"text/ecmascript\"><![CDATA[\n";
+    let at = svg.find(open).expect("an inline script") + open.len();
+    let end = svg
+        .find("]]></script>\n</svg>\n")
+        .expect("the script ends the SVG");
+    let script = &svg[at..end];
+    assert!(
+        !script.contains("]]>"),
+        "the script would end its CDATA early"
+    );
+    assert!(
+        !svg.contains("href") && !svg.contains("http://www.w3.org/1999/xlink"),
+        "no external resources"
+    );
+    for needle in [
+        "var FLAME = { width: 1200, pad: 10, charWidth: 7.080, frameHeight: 16 };",
+        "function zoom(z)",
+        "function unzoom()",
+        "function search(pattern)",
+        "new RegExp(pattern)",
+        "window.prompt(",
+        "\"Matched: \"",
+        "addEventListener(\"click\"",
+        "document.getElementById(\"unzoom\")",
+        "document.getElementById(\"search\")",
+        "document.getElementById(\"matched\")",
+    ] {
+        assert!(
+            script.contains(needle),
+            "`{needle}` missing from the script"
+        );
+    }
+    // The controls, hidden until the script removes `display`.
+    for control in [
+        "<text id=\"unzoom\" class=\"control\" x=\"10.0\" y=\"24.0\" opacity=\"0.3\" display=\"none\">Reset zoom</text>\n",
+        "<text id=\"search\" class=\"control\" x=\"1190.0\" y=\"24.0\" text-anchor=\"end\" display=\"none\">Search</text>\n",
+        "<text id=\"matched\" x=\"1190.0\" y=\"",
+    ] {
+        assert!(svg.contains(control), "`{control}` missing:\n{svg}");
+    }
+    // Every frame carries its first sample's offset, for exact zooming.
+    for (name, offset) in [
+        ("all", 0),
+        ("sh", 0),
+        ("main", 0),
+        ("]]&gt;&amp;&lt;&quot;&apos;x", 0),
+        ("memcpy", 5),
+        ("swapper/0", 8),
+        ("do_idle", 8),
+    ] {
+        let g = format!("<g data-o=\"{offset}\"><title>{name} (");
+        assert!(svg.contains(&g), "`{g}` missing:\n{svg}");
+    }
+    assert_eq!(svg.matches("<g data-o=").count(), 7);
+    // The title, with its window, is the visible heading.
+    assert!(svg.contains(">debian — from phase `shell banner` to the end — 10 samples</text>"));
+}
+
+/// A small XML well-formedness check: one root element, properly nested
+/// and closed tags, quoted and unique attributes, only the predefined or
+/// numeric entities, no stray `<` or `&` in text, CDATA sections closed.
+fn check_well_formed(doc: &str) -> Result<(), String> {
+    fn name_end(s: &str) -> usize {
+        s.find(|c: char| c.is_whitespace() || c == '>' || c == '/' || c == '=')
+            .unwrap_or(s.len())
+    }
+    fn check_text(t: &str, at: usize) -> Result<(), String> {
+        if t.contains('<') {
+            return Err(format!("raw `<` in text or attribute at {at}"));
+        }
+        let mut rest = t;
+        while let Some(i) = rest.find('&') {
+            let tail = &rest[i + 1..];
+            let semi = tail
+                .find(';')
+                .ok_or(format!("unterminated entity at {at}"))?;
+            let ent = &tail[..semi];
+            let ok = matches!(ent, "amp" | "lt" | "gt" | "quot" | "apos")
+                || ent
+                    .strip_prefix("#x")
+                    .is_some_and(|h| !h.is_empty() && h.chars().all(|c| c.is_ascii_hexdigit()))
+                || ent
+                    .strip_prefix('#')
+                    .is_some_and(|d| !d.is_empty() && d.chars().all(|c| c.is_ascii_digit()));
+            if !ok {
+                return Err(format!("unknown entity `&{ent};` at {at}"));
+            }
+            rest = &tail[semi + 1..];
+        }
+        Ok(())
+    }
+    let mut stack: Vec<&str> = Vec::new();
+    let mut roots = 0;
+    let mut i = 0;
+    if let Some(rest) = doc.strip_prefix("<?xml") {
+        i = 5 + rest.find("?>").ok_or("unterminated XML declaration")? + 2;
+    }
+    while i < doc.len() {
+        let rest = &doc[i..];
+        let Some(lt) = rest.find('<') else {
+            if !rest.trim().is_empty() {
+                return Err("text after the root element".into());
+            }
+            break;
+        };
+        let text = &rest[..lt];
+        if stack.is_empty() && !text.trim().is_empty() {
+            return Err(format!("text outside the root element at {i}"));
+        }
+        check_text(text, i)?;
+        i += lt;
+        let rest = &doc[i..];
+        if let Some(r) = rest.strip_prefix("<![CDATA[") {
+            if stack.is_empty() {
+                return Err("CDATA outside the root element".into());
+            }
+            i += 9 + r.find("]]>").ok_or("unterminated CDATA section")? + 3;
+        } else if let Some(r) = rest.strip_prefix("<!--") {
+            let end = r.find("-->").ok_or("unterminated comment")?;
+            if r[..end].contains("--") {
+                return Err("`--` inside a comment".into());
+            }
+            i += 4 + end + 3;
+        } else if let Some(r) = rest.strip_prefix("</") {
+            let n = name_end(r);
+            let name = &r[..n];
+            if !r[n..].trim_start().starts_with('>') {
+                return Err(format!("malformed end tag `</{name}` at {i}"));
+            }
+            match stack.pop() {
+                Some(open) if open == name => {}
+                other => return Err(format!("`</{name}>` closes {other:?} at {i}")),
+            }
+            i += 2 + r.find('>').unwrap() + 1;
+        } else {
+            let r = &rest[1..];
+            let n = name_end(r);
+            let name = &r[..n];
+            if name.is_empty() || !name.starts_with(|c: char| c.is_alphabetic() || c == '_') {
+                return Err(format!("bad tag name at {i}"));
+            }
+            if stack.is_empty() {
+                roots += 1;
+                if roots > 1 {
+                    return Err(format!("a second root element `{name}` at {i}"));
+                }
+            }
+            let mut j = n;
+            let mut seen: Vec<&str> = Vec::new();
+            loop {
+                let before = j;
+                j += r[j..].len() - r[j..].trim_start().len();
+                if r[j..].starts_with("/>") {
+                    j += 2;
+                    break;
+                }
+                if r[j..].starts_with('>') {
+                    j += 1;
+                    stack.push(name);
+                    break;
+                }
+                if j == before {
+                    return Err(format!("no space before an attribute in `<{name}` at {i}"));
+                }
+                let an = name_end(&r[j..]);
+                let attr = &r[j..j + an];
+                if attr.is_empty() || seen.contains(&attr) {
+                    return Err(format!(
+                        "bad or repeated attribute `{attr}` in `<{name}` at {i}"
+                    ));
+                }
+                seen.push(attr);
+                j += an;
+                let q = r[j..]
+                    .strip_prefix('=')
+                    .and_then(|v| v.chars().next())
+                    .filter(|c| *c == '"' || *c == '\'')
+                    .ok_or(format!("attribute `{attr}` without a quoted value at {i}"))?;
+                j += 2;
+                let close = r[j..]
+                    .find(q)
+                    .ok_or(format!("unterminated `{attr}` at {i}"))?;
+                check_text(&r[j..j + close], i)?;
+                j += close + 1;
+            }
+            i += 1 + j;
+        }
+    }
+    match stack.last() {
+        Some(open) => Err(format!("`<{open}>` is never closed")),
+        None if roots == 0 => Err("no root element".into()),
+        None => Ok(()),
+    }
+}
+
+#[test]
+fn the_well_formedness_check_can_fail() {
+    for bad in [
+        "<a><b></a></b>",
+        "<a>x & y</a>",
+        "<a x=\"1\" x=\"2\"/>",
+        "<a><![CDATA[ x </a>",
+        "<a/><b/>",
+        "<a x=1/>",
+        "<a>&nbsp;</a>",
+        "<a>",
+    ] {
+        assert!(check_well_formed(bad).is_err(), "{bad} passed");
+    }
+    check_well_formed(
+        "<?xml version=\"1.0\"?>\n<a x='1' y=\"&lt;\"><b/><![CDATA[<&]]>t&#233;&#x41;</a>\n",
+    )
+    .unwrap();
 }
 
 fn trace_events() -> Vec<Event> {
