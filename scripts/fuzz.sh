@@ -20,7 +20,7 @@ shift
 if [ "$#" -gt 0 ]; then
     targets=("$@")
 else
-    targets=(hart board boot_images machine_toml scenario_toml results_store btf)
+    targets=(hart board boot_images machine_toml scenario_toml results_store btf snapshot)
 fi
 if ! command -v cargo-fuzz > /dev/null; then
     echo "fuzz: installing cargo-fuzz from crates.io"

@@ -11,6 +11,7 @@ pub mod board;
 pub mod boot_images;
 pub mod btf;
 pub mod hart;
+pub mod snapshot;
 pub mod store;
 pub mod text_inputs;
 
@@ -23,6 +24,7 @@ pub const TARGETS: &[(&str, fn(&[u8]))] = &[
     ("scenario_toml", text_inputs::scenario_toml),
     ("results_store", store::run),
     ("btf", btf::run),
+    ("snapshot", snapshot::run),
 ];
 
 /// Reads fuzz input front to back; past the end every read is zero, so
