@@ -895,7 +895,7 @@ fn write_outputs(
 }
 
 /// Write `path` through a temporary file and a rename, so readers never see half a file.
-fn write_atomically(path: &Path, data: &[u8]) -> Result<(), String> {
+pub(crate) fn write_atomically(path: &Path, data: &[u8]) -> Result<(), String> {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

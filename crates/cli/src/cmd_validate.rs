@@ -14,6 +14,8 @@ use std::process::Command;
 use clap::Args;
 use hs_lab::validate;
 
+use crate::cmd_boot::write_atomically;
+
 #[derive(Args, Debug)]
 pub struct ValidateArgs {
     /// A checkout of https://github.com/darchr/riscv-validation (or a suite in its layout).
@@ -64,18 +66,15 @@ fn run_tool(cmd: &mut Command, what: &str) -> Result<String, String> {
     if !out.status.success() {
         let text = String::from_utf8_lossy(&out.stderr).to_string()
             + &String::from_utf8_lossy(&out.stdout);
-        let tail: Vec<&str> = text.lines().rev().take(6).collect();
-        let tail: Vec<&str> = tail.into_iter().rev().collect();
-        return Err(format!("{what} failed ({}):\n{}", out.status, tail.join("\n")));
+        return Err(format!("{what} failed ({}):\n{}", out.status, last_lines(&text, 6)));
     }
     Ok(String::from_utf8_lossy(&out.stdout).to_string())
 }
 
-/// Write `data` to `path` through a temporary file, so a reader never sees half of it.
-fn write_atomic(path: &Path, data: &[u8]) -> Result<(), String> {
-    let tmp = path.with_extension("partial");
-    std::fs::write(&tmp, data).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
-    std::fs::rename(&tmp, path).map_err(|e| format!("cannot write {}: {e}", path.display()))
+/// The last `n` lines of `text`, for error messages.
+fn last_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
 /// The suite's commit, as `git` sees the checkout.
@@ -228,14 +227,12 @@ pub fn run(args: ValidateArgs) -> Result<i32, String> {
     let host_seconds = started.elapsed().as_secs_f64();
     let console = String::from_utf8_lossy(&out.stdout).to_string();
     if !out.status.success() {
-        let tail: Vec<&str> = console.lines().rev().take(8).collect();
-        let tail: Vec<&str> = tail.into_iter().rev().collect();
         let err = String::from_utf8_lossy(&out.stderr);
         return Err(format!(
             "the benchmark run did not finish ({}): {}\n{}",
             out.status,
             err.lines().last().unwrap_or(""),
-            tail.join("\n")
+            last_lines(&console, 8)
         ));
     }
     let measured = validate::parse_console(&console);
@@ -285,13 +282,13 @@ pub fn run(args: ValidateArgs) -> Result<i32, String> {
     };
     let blocks = validate::report(&inputs);
     std::fs::create_dir_all(&args.out).map_err(|e| format!("cannot create {}: {e}", args.out.display()))?;
-    write_atomic(&args.out.join("report.md"), hs_lab::doc::markdown(&blocks).as_bytes())?;
-    write_atomic(
+    write_atomically(&args.out.join("report.md"), hs_lab::doc::markdown(&blocks).as_bytes())?;
+    write_atomically(
         &args.out.join("report.html"),
         hs_lab::doc::html("U74 validation", &blocks).as_bytes(),
     )?;
-    write_atomic(&args.out.join("results.csv"), validate::results_csv(&measured).as_bytes())?;
-    write_atomic(&args.out.join("console.txt"), console.as_bytes())?;
+    write_atomically(&args.out.join("results.csv"), validate::results_csv(&measured).as_bytes())?;
+    write_atomically(&args.out.join("console.txt"), console.as_bytes())?;
     let [ours, tuned, _] = validate::headline(&inputs);
     for (set, (o, t)) in ["all", "calibration", "validation"].iter().zip(ours.iter().zip(tuned.iter())) {
         println!(
