@@ -1675,6 +1675,19 @@ mod tests {
     }
 
     #[test]
+    fn the_branches_event_leaves_jumps_out_where_the_pmu_says_so() {
+        let count = |mut m: InOrder| {
+            m.insn(RAM, InsnClass::Branch, Operands::EMPTY);
+            m.branch(RAM, true, RAM + 64);
+            m.jump(RAM + 64, RAM, JumpHint::Plain, RAM + 68);
+            m.direct_jump(RAM + 68, RAM, JumpHint::Plain, RAM + 72);
+            m.hpm_counter(3, event::BRANCH_INSTRUCTIONS)
+        };
+        assert_eq!(count(u74().0), 1, "u74: [pmu] branches = \"conditional\"");
+        assert_eq!(count(model().0), 3, "inorder: every branch and jump");
+    }
+
+    #[test]
     fn misses_and_taken_branches_end_the_issue_cycle() {
         let (mut m, c) = u74();
         warm(&mut m);
