@@ -73,6 +73,14 @@ pub trait IrqLine {
     fn set_level(&self, high: bool);
 }
 
+/// An unconnected line: what a device's line is while its state is being
+/// restored, before the machine's own line is put back.
+impl Default for Box<dyn IrqLine> {
+    fn default() -> Self {
+        Box::new(WireIrq::new())
+    }
+}
+
 /// The simplest line: a shared boolean the interrupt controller polls.
 /// Cloning gives another handle on the same wire.
 #[derive(Clone, Default, Debug)]
@@ -168,6 +176,30 @@ impl Signal {
     /// Cycle of the last change made through [`Signal::set_level_at`].
     pub fn changed_at(&self) -> u64 {
         self.0.changed_at.get()
+    }
+    /// Everything the wire holds but the board's change counter, for a
+    /// snapshot: level, last flag, rises, falls, acks, time of the last change.
+    pub fn save(&self) -> [u64; 6] {
+        let s = &self.0;
+        [
+            s.level.get() as u64,
+            s.last.get() as u64,
+            s.rises.get(),
+            s.falls.get(),
+            s.acks.get(),
+            s.changed_at.get(),
+        ]
+    }
+    /// Put back what [`Signal::save`] gave (the board restores its change
+    /// counter itself).
+    pub fn restore(&self, v: [u64; 6]) {
+        let s = &self.0;
+        s.level.set(v[0] != 0);
+        s.last.set(v[1] != 0);
+        s.rises.set(v[2]);
+        s.falls.set(v[3]);
+        s.acks.set(v[4]);
+        s.changed_at.set(v[5]);
     }
     /// Drive the level to `high` at simulated cycle `now` (a change records
     /// `now`, so a device sampling the wire later knows when it moved).

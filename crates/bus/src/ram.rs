@@ -49,6 +49,14 @@ pub enum RamError {
     NoMemory(u64),
 }
 
+/// One detached page at address 0: a stand-in a device holds only while
+/// its state is being restored, before the machine's RAM is put back.
+impl Default for GuestRam {
+    fn default() -> Self {
+        GuestRam::new(0, 1 << PAGE_SHIFT).expect("one page of host memory")
+    }
+}
+
 impl GuestRam {
     /// Map `size` bytes of zeroed DRAM at physical address `base`. Not
     /// through the allocator: Rust's zeroed allocation at page alignment is

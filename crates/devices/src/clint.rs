@@ -17,7 +17,9 @@ pub const SIZE: u64 = 0x1_0000;
 /// Harts the register layout has room for (msip: 4 bytes each below 0x4000).
 pub const MAX_HARTS: usize = 4095;
 
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct Clint {
+    #[serde(skip)]
     clock: Clock,
     msip: Vec<bool>,
     /// Per hart: the cycle of the write that set its msip. Harts run one
@@ -32,6 +34,8 @@ pub struct Clint {
     stat_mtime_reads: u64,
     stat_mtime_writes_ignored: u64,
 }
+
+crate::persist_by_serde!(Clint, keep: [clock]);
 
 impl Clint {
     pub fn new(harts: usize, clock: Clock) -> Self {
@@ -142,6 +146,7 @@ fn reg64(offset: u64, size: u8) -> Result<(u64, u32, u64), BadAccess> {
 }
 
 impl Device for Clint {
+    crate::persistent!();
     fn name(&self) -> String {
         "clint".into()
     }

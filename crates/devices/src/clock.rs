@@ -16,10 +16,13 @@ pub const KIND: Kind = Kind {
     plug,
 };
 
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct FixedClock {
     name: String,
     hz: u32,
 }
+
+crate::persist_by_serde!(FixedClock);
 
 fn plug(cfg: &DeviceConfig) -> Result<Plug, ParamError> {
     let mut p = Params::new(cfg);
@@ -44,6 +47,7 @@ impl FixedClock {
 }
 
 impl Device for FixedClock {
+    crate::persistent!();
     fn name(&self) -> String {
         self.name.clone()
     }

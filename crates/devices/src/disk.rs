@@ -28,6 +28,63 @@ pub struct Disk {
     overlay: Option<BTreeMap<u64, Option<Box<[u8]>>>>,
 }
 
+/// No disk at all: a stand-in a device holds only while its state is
+/// being restored, before its own disk is put back.
+impl Default for Disk {
+    fn default() -> Self {
+        Disk {
+            path: PathBuf::new(),
+            file: None,
+            len: 0,
+            overlay: Some(BTreeMap::new()),
+        }
+    }
+}
+
+/// What a snapshot keeps of a disk: its size and the overlay. A disk
+/// written through has no overlay to keep (its writes are already in the
+/// file), so a snapshot of it is refused.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct SavedDisk {
+    len: u64,
+    overlay: BTreeMap<u64, Option<Box<[u8]>>>,
+}
+
+impl Disk {
+    /// The overlay for a snapshot; Err if the disk writes through.
+    pub fn save(&self) -> Result<Vec<u8>, String> {
+        let Some(overlay) = &self.overlay else {
+            return Err(format!(
+                "the disk `{}` writes through to its file, which a snapshot cannot hold (use the default copy-on-write overlay)",
+                self.path.display()
+            ));
+        };
+        let saved = SavedDisk {
+            len: self.len,
+            overlay: overlay.clone(),
+        };
+        hs_snapshot::state::encode(&saved)
+    }
+    /// Put back an overlay [`Disk::save`] gave, on the same image.
+    pub fn restore(&mut self, data: &[u8]) -> Result<(), String> {
+        let saved: SavedDisk = hs_snapshot::state::decode(data)?;
+        if saved.len != self.len || self.overlay.is_none() {
+            return Err(format!(
+                "the snapshot's disk was {} bytes with an overlay; `{}` is {} bytes{}",
+                saved.len,
+                self.path.display(),
+                self.len,
+                if self.overlay.is_none() { ", written through" } else { "" }
+            ));
+        }
+        if saved.overlay.values().flatten().any(|b| b.len() != BLOCK as usize) {
+            return Err("an overlay block of the snapshot's disk is not 4096 bytes".into());
+        }
+        self.overlay = Some(saved.overlay);
+        Ok(())
+    }
+}
+
 /// What a zero block of the overlay reads as.
 static ZERO_BLOCK: [u8; BLOCK as usize] = [0; BLOCK as usize];
 

@@ -22,7 +22,7 @@
 //! is as deterministic with the knob as without it.
 
 /// What the machine does with a cross-hart software interrupt.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum IpiPolicy {
     #[default]
     Deliver,
@@ -43,7 +43,7 @@ impl IpiPolicy {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 enum Hold {
     /// Visible from this cycle on.
     Until(u64),
@@ -51,7 +51,7 @@ enum Hold {
     UntilTick,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 struct Held {
     /// The sender's cycle at the write.
     since: u64,
@@ -70,7 +70,7 @@ pub enum Release {
 }
 
 /// Per-hart hold state of the software interrupts, and the knob's counters.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct IpiGate {
     policy: IpiPolicy,
     held: Vec<Option<Held>>,

@@ -51,6 +51,8 @@ pub use syscon::Syscon;
 pub use uart::Uart16550;
 pub use virtio_mmio::{VirtioBackend, VirtioMmio};
 
+pub use hs_snapshot::state::Persist;
+pub use hs_snapshot::persist_by_serde;
 pub use hs_bus::{
     Access, DmaAck, DmaRequest, GpioLine, GuestRam, IrqLine, Signal, WireIrq, WriteEffect,
 };
@@ -70,7 +72,7 @@ pub const KINDS: &[Kind] = &[
 
 /// How guest time relates to simulated cycles. Every device that shows time
 /// derives it from the cycle count of the access, never from the host clock.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Clock {
     /// Simulated core cycles per guest second.
     pub hz: u64,
@@ -179,7 +181,7 @@ pub trait Console {
 }
 
 /// What the guest asked the machine to do through a power-control device.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum StopRequest {
     PowerOff,
     Reset,
@@ -258,6 +260,28 @@ pub trait Device: AsAny {
     fn stop_request(&self) -> Option<StopRequest> {
         None
     }
+    /// This device's state for a snapshot ([`persistent!`]); None: it has
+    /// no save/restore, and a snapshot of a machine holding it is refused
+    /// by the device's name.
+    fn state(&self) -> Option<&dyn Persist> {
+        None
+    }
+    fn state_mut(&mut self) -> Option<&mut dyn Persist> {
+        None
+    }
+}
+
+/// The two [`Device::state`] methods of a device that is its own [`Persist`].
+#[macro_export]
+macro_rules! persistent {
+    () => {
+        fn state(&self) -> Option<&dyn $crate::Persist> {
+            Some(self)
+        }
+        fn state_mut(&mut self) -> Option<&mut dyn $crate::Persist> {
+            Some(self)
+        }
+    };
 }
 
 /// Access widths a hart can issue.

@@ -49,6 +49,7 @@ fn valid_mask(w: usize) -> u32 {
     m
 }
 
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct Plic {
     harts: usize,
     priority: Vec<u32>,
@@ -56,12 +57,40 @@ pub struct Plic {
     claimed: Bits,
     enable: Vec<Bits>,
     threshold: Vec<u32>,
+    #[serde(skip)]
     lines: Vec<(u32, WireIrq)>,
     output: Vec<bool>,
     stat_claims: Vec<u64>,
     stat_empty_claims: Vec<u64>,
     stat_source_claims: Vec<u64>,
     stat_completes: u64,
+}
+
+/// The PLIC's registers, and the level of every device line into it (the
+/// wires are the board's; their levels are state).
+impl crate::Persist for Plic {
+    fn save(&self) -> Result<Vec<u8>, String> {
+        let levels: Vec<bool> = self.lines.iter().map(|(_, w)| w.is_high()).collect();
+        hs_snapshot::state::encode(&(self, levels))
+    }
+    fn restore(&mut self, data: &[u8]) -> Result<(), String> {
+        let (mut fresh, levels): (Plic, Vec<bool>) = hs_snapshot::state::decode(data)?;
+        if levels.len() != self.lines.len() || fresh.harts != self.harts {
+            return Err(format!(
+                "the snapshot's PLIC has {} lines for {} harts; this machine's has {} for {}",
+                levels.len(),
+                fresh.harts,
+                self.lines.len(),
+                self.harts
+            ));
+        }
+        for ((_, wire), high) in self.lines.iter().zip(levels) {
+            hs_bus::IrqLine::set_level(wire, high);
+        }
+        std::mem::swap(&mut fresh.lines, &mut self.lines);
+        *self = fresh;
+        Ok(())
+    }
 }
 
 impl Plic {
@@ -172,6 +201,7 @@ impl Plic {
 }
 
 impl Device for Plic {
+    crate::persistent!();
     fn name(&self) -> String {
         "plic".into()
     }

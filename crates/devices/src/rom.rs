@@ -4,12 +4,15 @@
 use crate::fdt::{FdtCtx, FdtNode, Placement};
 use crate::{BadAccess, DevCtx, Device, Stat, WriteEffect};
 
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct Rom {
     name: String,
     data: Vec<u8>,
     size: u64,
     stat_writes: u64,
 }
+
+crate::persist_by_serde!(Rom);
 
 impl Rom {
     /// A window of `size` bytes whose first bytes are `data` (the rest reads 0).
@@ -25,6 +28,7 @@ impl Rom {
 }
 
 impl Device for Rom {
+    crate::persistent!();
     fn name(&self) -> String {
         self.name.clone()
     }

@@ -19,8 +19,11 @@ const ALARM_STATUS: u64 = 0x18;
 const CLEAR_INTERRUPT: u64 = 0x1c;
 const ALARM_TOKEN: u64 = 0;
 
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct GoldfishRtc {
+    #[serde(skip)]
     clock: Clock,
+    #[serde(skip)]
     irq: Box<dyn IrqLine>,
     epoch_ns: u64,
     /// Added (wrapping) to epoch + simulated time; set by guest writes.
@@ -33,6 +36,8 @@ pub struct GoldfishRtc {
     stat_alarms: u64,
     stat_time_reads: u64,
 }
+
+crate::persist_by_serde!(GoldfishRtc, keep: [clock, irq]);
 
 impl GoldfishRtc {
     pub fn new(clock: Clock, epoch_secs: u64, irq: Box<dyn IrqLine>) -> Self {
@@ -92,6 +97,7 @@ impl GoldfishRtc {
 }
 
 impl Device for GoldfishRtc {
+    crate::persistent!();
     fn name(&self) -> String {
         "rtc".into()
     }

@@ -15,11 +15,13 @@ pub const FAIL: u32 = 0x3333;
 /// What the guest asked the machine to do.
 pub use crate::StopRequest as SysconRequest;
 
-#[derive(Default)]
+#[derive(Default, serde::Serialize, serde::Deserialize)]
 pub struct Syscon {
     request: Option<SysconRequest>,
     stat_ignored: u64,
 }
+
+crate::persist_by_serde!(Syscon);
 
 impl Syscon {
     pub fn new() -> Self {
@@ -32,6 +34,7 @@ impl Syscon {
 }
 
 impl Device for Syscon {
+    crate::persistent!();
     fn name(&self) -> String {
         "syscon".into()
     }

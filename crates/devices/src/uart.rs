@@ -65,7 +65,9 @@ const MSR_RI: u8 = 0x40;
 const MSR_DCD: u8 = 0x80;
 const MSR_DELTAS: u8 = 0x0f;
 
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct Uart16550 {
+    #[serde(skip)]
     irq: Box<dyn IrqLine>,
     irq_level: bool,
     rx: VecDeque<u8>,
@@ -87,6 +89,8 @@ pub struct Uart16550 {
     stat_irqs: u64,
     stat_loopback: u64,
 }
+
+crate::persist_by_serde!(Uart16550, keep: [irq]);
 
 impl Uart16550 {
     pub fn new(irq: Box<dyn IrqLine>) -> Self {
@@ -332,6 +336,7 @@ impl Uart16550 {
 }
 
 impl Device for Uart16550 {
+    crate::persistent!();
     fn name(&self) -> String {
         "uart0".into()
     }

@@ -117,7 +117,7 @@ pub const CONFIG_SIZE: usize = 0x3c;
 const CHUNK: usize = 64 * 1024;
 
 /// Timing knobs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Timing {
     /// Cost of every request, in guest nanoseconds.
     pub latency_ns: u64,
@@ -145,7 +145,7 @@ impl Timing {
 }
 
 /// A request taken from the available ring, waiting for its completion cycle.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 struct Pending {
     done: u64,
     head: u16,
@@ -159,7 +159,7 @@ struct Pending {
     header: Option<(u32, u64)>,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 struct Counters {
     requests: u64,
     reads: u64,
@@ -180,10 +180,14 @@ struct Counters {
 }
 
 /// The virtio-blk device: queue handling, timing, and the [`Disk`].
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct VirtioBlk {
+    #[serde(skip)]
     ram: GuestRam,
+    #[serde(skip)]
     clock: Clock,
     timing: Timing,
+    #[serde(skip)]
     disk: Disk,
     read_only: bool,
     serial: [u8; ID_BYTES],
@@ -193,6 +197,23 @@ pub struct VirtioBlk {
     /// Cycle at which the device finishes the last request it accepted.
     busy_until: u64,
     c: Counters,
+}
+
+/// The queue state and counters; the disk's overlay rides along beside them.
+impl crate::Persist for VirtioBlk {
+    fn save(&self) -> Result<Vec<u8>, String> {
+        let disk = String::from_utf8(self.disk.save()?).map_err(|e| e.to_string())?;
+        hs_snapshot::state::encode(&(self, disk))
+    }
+    fn restore(&mut self, data: &[u8]) -> Result<(), String> {
+        let (mut fresh, disk): (VirtioBlk, String) = hs_snapshot::state::decode(data)?;
+        self.disk.restore(disk.as_bytes())?;
+        std::mem::swap(&mut fresh.ram, &mut self.ram);
+        std::mem::swap(&mut fresh.clock, &mut self.clock);
+        std::mem::swap(&mut fresh.disk, &mut self.disk);
+        *self = fresh;
+        Ok(())
+    }
 }
 
 impl VirtioBlk {
@@ -494,6 +515,7 @@ impl VirtioBlk {
 }
 
 impl VirtioBackend for VirtioBlk {
+    crate::persistent!();
     fn device_id(&self) -> u32 {
         DEVICE_ID
     }

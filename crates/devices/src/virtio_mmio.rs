@@ -20,7 +20,7 @@ pub const STATUS_NEEDS_RESET: u32 = 0x40;
 const CONFIG_BASE: u64 = 0x100;
 
 /// Where the driver put one virtqueue (guest physical addresses).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct QueueConfig {
     pub size: u16,
     pub ready: bool,
@@ -72,12 +72,23 @@ pub trait VirtioBackend: crate::AsAny {
     fn stats(&self, _prefix: &str) -> Vec<Stat> {
         Vec::new()
     }
+    /// Its state for a snapshot, as [`Device::state`]; None: a transport
+    /// holding it cannot be snapshotted.
+    fn state(&self) -> Option<&dyn crate::Persist> {
+        None
+    }
+    fn state_mut(&mut self) -> Option<&mut dyn crate::Persist> {
+        None
+    }
 }
 
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct VirtioMmio {
     /// Name for statistics (`virtioN` for the fixed slots, the board name otherwise).
     name: String,
+    #[serde(skip)]
     irq: Box<dyn IrqLine>,
+    #[serde(skip)]
     backend: Option<Box<dyn VirtioBackend>>,
     device_features_sel: u32,
     driver_features: u64,
@@ -89,6 +100,48 @@ pub struct VirtioMmio {
     config_generation: u32,
     stat_notifies: u64,
     stat_interrupts: u64,
+}
+
+/// The transport's registers, and the backend's state beside them.
+impl crate::Persist for VirtioMmio {
+    fn save(&self) -> Result<Vec<u8>, String> {
+        let backend = match &self.backend {
+            Some(b) => {
+                let st = b.state().ok_or("its backend has no save/restore")?;
+                Some(String::from_utf8(st.save()?).map_err(|e| e.to_string())?)
+            }
+            None => None,
+        };
+        hs_snapshot::state::encode(&(self, backend))
+    }
+    fn restore(&mut self, data: &[u8]) -> Result<(), String> {
+        let (mut fresh, backend): (VirtioMmio, Option<String>) = hs_snapshot::state::decode(data)?;
+        match (&mut self.backend, backend) {
+            (None, None) => {}
+            (Some(b), Some(saved)) => b
+                .state_mut()
+                .ok_or("its backend has no save/restore")?
+                .restore(saved.as_bytes())?,
+            (mine, _) => {
+                return Err(format!(
+                    "the snapshot's slot {} a device; this machine's {}",
+                    if mine.is_some() { "has no" } else { "holds" },
+                    if mine.is_some() { "does" } else { "is empty" }
+                ))
+            }
+        }
+        if fresh.queues.len() != self.queues.len() {
+            return Err(format!(
+                "{} queues saved for a device with {}",
+                fresh.queues.len(),
+                self.queues.len()
+            ));
+        }
+        std::mem::swap(&mut fresh.irq, &mut self.irq);
+        std::mem::swap(&mut fresh.backend, &mut self.backend);
+        *self = fresh;
+        Ok(())
+    }
 }
 
 impl VirtioMmio {
@@ -185,6 +238,19 @@ fn set_hi(v: &mut u64, x: u32) {
 }
 
 impl Device for VirtioMmio {
+    /// An empty slot, or one whose backend has save/restore.
+    fn state(&self) -> Option<&dyn crate::Persist> {
+        match &self.backend {
+            Some(b) => b.state().map(|_| self as &dyn crate::Persist),
+            None => Some(self),
+        }
+    }
+    fn state_mut(&mut self) -> Option<&mut dyn crate::Persist> {
+        if self.backend.as_ref().is_some_and(|b| b.state().is_none()) {
+            return None;
+        }
+        Some(self)
+    }
     fn name(&self) -> String {
         self.name.clone()
     }

@@ -22,7 +22,7 @@ pub const DESC_F_INDIRECT: u16 = 4;
 pub const AVAIL_F_NO_INTERRUPT: u16 = 1;
 
 /// One guest buffer of a chain.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Seg {
     pub addr: u64,
     pub len: u32,
@@ -49,7 +49,7 @@ impl Chain {
 
 /// The device's side of one queue: where it is in the available ring and
 /// the used ring.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Ring {
     pub last_avail: u16,
     pub used_idx: u16,

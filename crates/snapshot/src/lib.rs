@@ -18,6 +18,8 @@
 //! This crate knows nothing of what a section means; the machine decides
 //! which sections a snapshot needs and refuses one it cannot restore.
 
+pub mod state;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
