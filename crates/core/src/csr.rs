@@ -105,7 +105,7 @@ const COUNTINHIBIT_CY: u64 = 1;
 const COUNTINHIBIT_IR: u64 = 4;
 
 /// CSR values that are plain storage (derived values are computed on read).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Csrs {
     /// mstatus without SD (computed) and with UXL/SXL fixed.
     pub mstatus: u64,

@@ -35,6 +35,7 @@ mod fp;
 mod mem;
 mod mmu;
 mod pmp;
+mod state;
 #[cfg(test)]
 mod tests;
 mod trap;
@@ -43,6 +44,7 @@ use hs_bus::GuestRam;
 pub use hs_timing::{Atomic, TimingModel, TrapInfo};
 
 pub use pmp::PMP_ENTRIES;
+pub use state::HartState;
 pub use trap::{
     CAUSE_BREAKPOINT, CAUSE_FETCH_ACCESS, CAUSE_FETCH_PAGE_FAULT, CAUSE_ILLEGAL_INSN,
     CAUSE_LOAD_ACCESS, CAUSE_LOAD_PAGE_FAULT, CAUSE_MACHINE_ECALL, CAUSE_MISALIGNED_FETCH,
@@ -66,7 +68,7 @@ pub struct HartConfig {
 }
 
 /// Privilege mode.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub enum Priv {
     User = 0,
     Supervisor = 1,
@@ -110,7 +112,7 @@ pub enum Exit {
 
 /// Counters of the hart's internal slow paths (for tuning and reports;
 /// none of them is guest-visible).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct HartStats {
     /// Blocks decoded (block-cache misses).
     pub blocks_decoded: u64,

@@ -34,7 +34,7 @@ pub enum PageCheck {
     Mixed,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Pmp {
     cfg: [u8; PMP_ENTRIES],
     addr: [u64; PMP_ENTRIES],

@@ -178,6 +178,23 @@ impl Signals {
     pub fn names(&self) -> impl Iterator<Item = &str> + '_ {
         self.by_name.keys().map(String::as_str)
     }
+    /// Every wire's state ([`Signal::save`]) and the change counter, for a snapshot.
+    pub fn save(&self) -> (u64, BTreeMap<String, [u64; 6]>) {
+        let wires = self.by_name.iter().map(|(n, s)| (n.clone(), s.save())).collect();
+        (self.generation.get(), wires)
+    }
+    /// Put back what [`Signals::save`] gave; a wire this board lacks is
+    /// refused by name (the snapshot is of another board).
+    pub fn restore(&mut self, generation: u64, wires: &BTreeMap<String, [u64; 6]>) -> Result<(), String> {
+        if let Some(n) = wires.keys().find(|n| !self.by_name.contains_key(*n)) {
+            return Err(format!("the snapshot has a wire `{n}` this board does not"));
+        }
+        for (name, sig) in &self.by_name {
+            sig.restore(wires.get(name).copied().unwrap_or_default());
+        }
+        self.generation.set(generation);
+        Ok(())
+    }
 }
 
 /// What a device is built with: its grant, its interrupt lines, guest RAM

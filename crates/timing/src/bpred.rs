@@ -39,7 +39,7 @@ impl JumpHint {
     }
 }
 
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy, Default, serde::Serialize, serde::Deserialize)]
 struct BtbEntry {
     /// pc | 1 (0 = empty).
     tag: u64,
@@ -47,7 +47,7 @@ struct BtbEntry {
 }
 
 /// Prediction counts.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct BpredCounts {
     pub cond_branches: u64,
     pub cond_mispredicts: u64,
@@ -68,6 +68,7 @@ pub struct BpredCounts {
     pub decode_redirects: u64,
 }
 
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct Predictor {
     counters: Vec<u8>,
     index_mask: u64,
@@ -85,6 +86,16 @@ pub struct Predictor {
 }
 
 impl Predictor {
+    /// Same table sizes and stack, with the stack pointers in range.
+    pub(crate) fn same_shape(&self, o: &Predictor) -> bool {
+        (self.index_mask, self.history_mask, self.btb_mask, self.ras_circular)
+            == (o.index_mask, o.history_mask, o.btb_mask, o.ras_circular)
+            && o.counters.len() == self.counters.len()
+            && o.btb.len() == self.btb.len()
+            && o.ras.len() == self.ras.len()
+            && o.ras_top < o.ras.len().max(1)
+            && o.ras_len <= o.ras.len()
+    }
     pub fn new(cfg: &BpredConfig) -> Self {
         Predictor {
             counters: vec![1; cfg.entries], // weakly not taken

@@ -14,7 +14,7 @@ pub struct Outcome {
 }
 
 /// Hit and miss counts of one cache, split by reads and writes.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CacheCounts {
     pub read_accesses: u64,
     pub read_misses: u64,
@@ -23,6 +23,7 @@ pub struct CacheCounts {
     pub writebacks: u64,
 }
 
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct Cache {
     line_shift: u32,
     set_mask: u64,
@@ -42,6 +43,16 @@ pub struct Cache {
 }
 
 impl Cache {
+    /// Same geometry and policy (a snapshot's cache fits this one).
+    pub(crate) fn same_shape(&self, o: &Cache) -> bool {
+        (self.line_shift, self.set_mask, self.ways, self.replacement)
+            == (o.line_shift, o.set_mask, o.ways, o.replacement)
+            && o.tags.len() == self.tags.len()
+            && o.stamps.len() == self.tags.len()
+            && o.dirty.len() == self.tags.len()
+            && o.mru.len() == self.mru.len()
+            && o.mru.iter().all(|&w| (w as usize) < self.ways.max(1))
+    }
     pub fn new(cfg: &CacheConfig) -> Self {
         let n = (cfg.size / cfg.line) as usize;
         Cache {

@@ -145,6 +145,23 @@ pub struct PipelineConfig {
     pub div_early_out: u64,
 }
 
+impl PipelineConfig {
+    /// A stand-in a pipeline holds only while its state is being restored
+    /// (the machine's own configuration is put back).
+    pub(crate) fn placeholder() -> Self {
+        PipelineConfig {
+            issue_width: 1,
+            late_alu: 0,
+            load_to_use: 1,
+            fp_load_to_use: 1,
+            fp_double_extra: 0,
+            fp_div_double: 1,
+            div_double: 1,
+            div_early_out: 0,
+        }
+    }
+}
+
 /// Execute cycles of each instruction class (each >= 1; the first cycle is
 /// the one every instruction costs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
@@ -182,7 +199,7 @@ pub struct Latencies {
 }
 
 /// Replacement policy of a cache.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Replacement {
     Lru,

@@ -74,7 +74,7 @@ impl InOrderFactory {
 }
 
 /// The PTE accesses of one walk (reads, then the A/D write if any).
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
 struct WalkRec {
     ptes: [u64; 5],
     n: u8,
@@ -83,7 +83,7 @@ struct WalkRec {
     stamp: u64,
 }
 
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
 struct Counts {
     l2_read_accesses: u64,
     l2_read_misses: u64,
@@ -193,10 +193,13 @@ fn pair_kind(class: InsnClass) -> u8 {
 /// read, and whether the last issue cycle has room for a second instruction.
 /// `now` is the model's clock: the cycle the last instruction issued in,
 /// moved on by every cycle the model charges.
+#[derive(serde::Serialize, serde::Deserialize)]
 struct Pipe {
+    #[serde(skip, default = "PipelineConfig::placeholder")]
     cfg: PipelineConfig,
     now: u64,
     /// Cycle from which an instruction reading the register at issue may issue.
+    #[serde(with = "hs_snapshot::state::array")]
     ready: [u64; 64],
     /// The last issue cycle holds one instruction and a second may join it.
     open: bool,
@@ -1129,6 +1132,111 @@ impl TimingModel for InOrder {
     fn model_stats(&self) -> Option<ModelStats> {
         Some(self.all_stats())
     }
+    fn save_state(&self, shared: bool) -> Option<Result<Vec<u8>, String>> {
+        let l2 = self.l2.borrow();
+        let mut walks: Vec<(u64, WalkRec)> = self.walks.iter().map(|(k, v)| (*k, *v)).collect();
+        walks.sort_by_key(|w| w.0); // the same state, the same bytes
+        let learnt = Learnt {
+            l1i: &self.l1i,
+            l1d: &self.l1d,
+            l2: shared.then_some(&*l2),
+            itlb: &self.itlb,
+            dtlb: &self.dtlb,
+            bp: &self.bp,
+            pipe: self.pipe.as_deref(),
+            walks,
+            walk_clock: self.walk_clock,
+            pending: self.pending,
+            pending_n: self.pending_n,
+            last_iline: self.last_iline,
+            last_dline: self.last_dline,
+            last_dline_dirty: self.last_dline_dirty,
+            prv: self.prv,
+            levels: self.levels,
+            translating: self.translating,
+            last_class: self.last_class,
+            class_counts: self.class_counts,
+            same_line: self.same_line,
+            state: self.state,
+            mem_stall: self.mem_stall,
+            c: self.c,
+        };
+        Some(hs_snapshot::state::encode(&learnt))
+    }
+    fn restore_state(&mut self, data: &[u8], shared: bool) -> Result<(), String> {
+        let l: Learnt<Cache, Tlb, Predictor, Pipe> = hs_snapshot::state::decode(data)?;
+        let shape_ok = l.l1i.same_shape(&self.l1i)
+            && l.l1d.same_shape(&self.l1d)
+            && l.l2.as_ref().is_none_or(|c| c.same_shape(&self.l2.borrow()))
+            && l.l2.is_some() == shared
+            && l.itlb.same_shape(&self.itlb)
+            && l.dtlb.same_shape(&self.dtlb)
+            && l.bp.same_shape(&self.bp)
+            && l.pipe.is_some() == self.pipe.is_some()
+            && l.pending_n <= PENDING_MAX;
+        if !shape_ok {
+            return Err("the saved caches, TLBs, predictor or pipeline are not this machine description's".into());
+        }
+        self.l1i = l.l1i;
+        self.l1d = l.l1d;
+        if let Some(l2) = l.l2 {
+            *self.l2.borrow_mut() = l2;
+        }
+        self.itlb = l.itlb;
+        self.dtlb = l.dtlb;
+        self.bp = l.bp;
+        if let (Some(mine), Some(mut saved)) = (self.pipe.as_mut(), l.pipe) {
+            std::mem::swap(&mut saved.cfg, &mut mine.cfg);
+            **mine = saved;
+        }
+        self.walks = l.walks.into_iter().collect();
+        self.walk_clock = l.walk_clock;
+        self.pending = l.pending;
+        self.pending_n = l.pending_n;
+        self.last_iline = l.last_iline;
+        self.last_dline = l.last_dline;
+        self.last_dline_dirty = l.last_dline_dirty;
+        self.prv = l.prv;
+        self.levels = l.levels;
+        self.translating = l.translating;
+        self.last_class = l.last_class;
+        self.class_counts = l.class_counts;
+        self.same_line = l.same_line;
+        self.state = l.state;
+        self.mem_stall = l.mem_stall;
+        self.c = l.c;
+        Ok(())
+    }
+}
+
+/// What an in-order model has learnt and counted: everything in it but its
+/// parameters (which come from the machine description). Borrowed to save,
+/// owned to restore.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Learnt<C, T, P, Q> {
+    l1i: C,
+    l1d: C,
+    l2: Option<C>,
+    itlb: T,
+    dtlb: T,
+    bp: P,
+    pipe: Option<Q>,
+    walks: Vec<(u64, WalkRec)>,
+    walk_clock: u64,
+    pending: [u64; PENDING_MAX],
+    pending_n: usize,
+    last_iline: u64,
+    last_dline: u64,
+    last_dline_dirty: bool,
+    prv: u8,
+    levels: u32,
+    translating: bool,
+    last_class: InsnClass,
+    class_counts: [u64; CLASSES],
+    same_line: [u64; 4],
+    state: [u64; 6],
+    mem_stall: u64,
+    c: Counts,
 }
 
 impl InOrder {

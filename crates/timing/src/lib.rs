@@ -21,7 +21,7 @@ pub use inorder::{InOrder, InOrderFactory};
 pub use stats::{event, ModelStats, Stat, CYCLE_STATES};
 
 /// Coarse instruction class, enough to price an instruction.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum InsnClass {
     Alu,
     Branch,
@@ -220,10 +220,35 @@ pub trait TimingModel {
     fn model_stats(&self) -> Option<ModelStats> {
         None
     }
+    /// What the model has learnt and counted (caches, TLBs, predictor,
+    /// issue state, counters), for a snapshot; `shared`: also the state
+    /// all harts share (given for one hart only). None: the model has no
+    /// save/restore, and a restored run starts it cold. A wrapping model
+    /// forwards this.
+    fn save_state(&self, _shared: bool) -> Option<Result<Vec<u8>, String>> {
+        None
+    }
+    /// Go on from what [`TimingModel::save_state`] gave, for a model built
+    /// from the same description.
+    fn restore_state(&mut self, _data: &[u8], _shared: bool) -> Result<(), String> {
+        Err("this timing model has no save/restore".into())
+    }
 }
 
 /// One cycle per instruction, nothing else: the fastest model.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Atomic;
 
-impl TimingModel for Atomic {}
+/// Atomic learns and counts nothing: its state is empty.
+impl TimingModel for Atomic {
+    fn save_state(&self, _shared: bool) -> Option<Result<Vec<u8>, String>> {
+        Some(Ok(Vec::new()))
+    }
+    fn restore_state(&mut self, data: &[u8], _shared: bool) -> Result<(), String> {
+        if data.is_empty() {
+            Ok(())
+        } else {
+            Err("the state is not the atomic model's (which has none)".into())
+        }
+    }
+}

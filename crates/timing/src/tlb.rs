@@ -6,7 +6,7 @@
 //! the TLB is flushed on `sfence.vma` and `satp` writes as the hart's own
 //! is. The page size comes from the hart's page walks (see `inorder`).
 
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy, Default, serde::Serialize, serde::Deserialize)]
 struct Entry {
     /// Page base | 1 (0 = empty).
     base: u64,
@@ -18,6 +18,7 @@ struct Entry {
 /// Slots of the direct-mapped index from 4 KiB page number to entry.
 const INDEX: usize = 256;
 
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct Tlb {
     entries: Vec<Entry>,
     clock: u64,
@@ -25,12 +26,19 @@ pub struct Tlb {
     last: usize,
     /// A hint, not state: which entry held each 4 KiB page when last looked
     /// up (checked before use, so a stale hint only costs a search).
+    #[serde(with = "hs_snapshot::state::array")]
     index: [u16; INDEX],
     pub accesses: u64,
     pub misses: u64,
 }
 
 impl Tlb {
+    /// Same number of entries, with `last` and the index hints in range.
+    pub(crate) fn same_shape(&self, o: &Tlb) -> bool {
+        o.entries.len() == self.entries.len()
+            && o.last < o.entries.len().max(1)
+            && o.index.iter().all(|&i| (i as usize) < o.entries.len().max(1))
+    }
     pub fn new(n: usize) -> Self {
         Tlb {
             entries: vec![Entry::default(); n.max(1)],
