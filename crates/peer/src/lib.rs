@@ -28,6 +28,8 @@ use smoltcp::socket::{tcp, udp};
 use smoltcp::time::Instant;
 use smoltcp::wire::{EthernetAddress, IpAddress, IpCidr, IpEndpoint, Ipv4Address};
 
+mod state;
+
 /// The FNV-1a 64 of a byte stream (what the services fingerprint).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Fnv(pub u64);
@@ -66,7 +68,7 @@ pub fn pattern_fnv(n: u64) -> u64 {
 }
 
 /// A service the peer runs.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Service {
     /// Accept connections on `port`, one after another, and send each bytes of the pattern
     /// ([`pattern_byte`]), then close (ttcp -t towards the guest): `bytes`
@@ -139,7 +141,7 @@ fn listening_socket(buffer: usize, port: u16) -> tcp::Socket<'static> {
     sock
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PeerConfig {
     pub core_hz: u64,
     pub mac: [u8; 6],
@@ -173,7 +175,7 @@ impl PeerConfig {
 
 /// What a service did on its latest connection (and how many it took),
 /// for statistics and checks.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ServiceRecord {
     pub bytes: u64,
     pub fnv: u64,
@@ -343,6 +345,9 @@ pub struct Peer {
     stat_frames_out: u64,
     stat_bytes_out: u64,
     stat_malformed: u64,
+    /// Everything the peer was given since it was made, for a snapshot
+    /// (see [`state`]).
+    inputs: Vec<state::Input>,
 }
 
 impl Peer {
@@ -395,6 +400,7 @@ impl Peer {
             stat_frames_out: 0,
             stat_bytes_out: 0,
             stat_malformed: 0,
+            inputs: Vec::new(),
         };
         p.poll(0);
         p
@@ -423,9 +429,11 @@ impl Peer {
     /// A frame from the guest whose last bit left its NIC at cycle `now`.
     pub fn send(&mut self, frame: Vec<u8>, now: u64) {
         if frame.len() < 14 || frame.len() > 1514 {
+            self.inputs.push(state::Input::Malformed);
             self.stat_malformed += 1;
             return;
         }
+        self.inputs.push(state::Input::Send(now, state::Frame(frame.clone())));
         let at = now + self.ns_to_cycles(self.cfg.latency_ns);
         // Frames keep their order on the wire.
         let at = self.inbound.back().map_or(at, |(t, _)| at.max(*t));
@@ -456,6 +464,7 @@ impl Peer {
     /// Run the peer up to cycle `now`: frames from the guest are taken at
     /// their arrival cycles, smoltcp's timers fire at theirs.
     pub fn advance(&mut self, now: u64) {
+        state::note_advance(&mut self.inputs, now);
         loop {
             let next_in = self.inbound.front().map(|f| f.0).filter(|&t| t <= now);
             let next_poll = self.poll_at.filter(|&t| t <= now);

@@ -319,3 +319,142 @@ fn the_pattern_fingerprint_matches_a_direct_hash() {
     assert_eq!(pattern_fnv(1000), f.0);
     assert_eq!(pattern_fnv(0), Fnv::default().0);
 }
+
+/// What the guest's side did to the peer and what came back, in order.
+#[derive(Debug, PartialEq)]
+enum Step {
+    Recv(u64, Option<Vec<u8>>),
+    Send(u64, Vec<u8>),
+}
+
+/// [`run`], recording every call into the peer and its answer.
+fn run_recorded(peer: &mut Peer, g: &mut Guest, until: u64, steps: &mut Vec<Step>) {
+    let mut t = g.t;
+    while t < until {
+        t += 10_000;
+        loop {
+            let f = peer.recv(t);
+            steps.push(Step::Recv(t, f.clone()));
+            let Some(f) = f else { break };
+            g.q.rx.push_back(f);
+        }
+        let ts = Instant::from_micros((t / 1000) as i64);
+        g.iface.poll(ts, &mut g.q, &mut g.sockets);
+        for f in std::mem::take(&mut g.q.tx) {
+            steps.push(Step::Send(t, f.clone()));
+            peer.send(f, t);
+        }
+    }
+    g.t = t;
+}
+
+/// The same calls again; what the peer answers.
+fn replay(peer: &mut Peer, steps: &[Step]) -> Vec<Step> {
+    steps
+        .iter()
+        .map(|s| match s {
+            Step::Recv(t, _) => Step::Recv(*t, peer.recv(*t)),
+            Step::Send(t, f) => {
+                peer.send(f.clone(), *t);
+                Step::Send(*t, f.clone())
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn a_restored_peer_continues_a_tcp_transfer_byte_for_byte() {
+    use hs_snapshot::state::Persist;
+    let mut cfg = PeerConfig::new(HZ);
+    cfg.services = vec![
+        Service::TcpSource {
+            port: 5001,
+            bytes: None,
+        },
+        Service::UdpSink { port: 5004 },
+    ];
+    let mut peer = Peer::new(cfg.clone());
+    let mut g = Guest::new();
+    let rx = tcp::SocketBuffer::new(vec![0; 65536]);
+    let tx = tcp::SocketBuffer::new(vec![0; 4096]);
+    let h = g.sockets.add(tcp::Socket::new(rx, tx));
+    let cx = g.iface.context();
+    g.sockets
+        .get_mut::<tcp::Socket>(h)
+        .connect(cx, (IpAddress::v4(10, 0, 2, 2), 5001), 40000)
+        .unwrap();
+    let mut asked = false;
+    let mut got = 0usize;
+    // Into the middle of the transfer: a window in flight, frames on the wire.
+    run(&mut peer, &mut g, 60_000_000, |g| {
+        let s = g.sockets.get_mut::<tcp::Socket>(h);
+        if !asked && s.can_send() {
+            s.send_slice(&200_000u64.to_be_bytes()).unwrap();
+            asked = true;
+        }
+        while s.can_recv() {
+            got += s.recv(|b| (b.len(), b.len())).unwrap();
+        }
+        false
+    });
+    assert!(got > 10_000 && got < 200_000, "mid-transfer: {got} bytes");
+    let saved = peer.save().unwrap();
+    // The original goes on; every call into it and every answer is kept.
+    let mut steps = Vec::new();
+    let mut g2 = g;
+    for _ in 0..40 {
+        let until = g2.t + 5_000_000;
+        run_recorded(&mut peer, &mut g2, until, &mut steps);
+        let s = g2.sockets.get_mut::<tcp::Socket>(h);
+        while s.can_recv() {
+            got += s.recv(|b| (b.len(), b.len())).unwrap();
+        }
+    }
+    assert!(steps.iter().filter(|s| matches!(s, Step::Send(..))).count() > 20);
+    assert!(
+        got > 150_000,
+        "the transfer went on after the save: {got} bytes"
+    );
+    // A peer built the same way and restored answers the same calls with
+    // the same frames at the same cycles.
+    let mut again = Peer::new(cfg);
+    again.restore(&saved).unwrap();
+    assert_eq!(again.save().unwrap(), saved, "save of a restored peer");
+    let answers = replay(&mut again, &steps);
+    assert!(answers == steps, "the restored peer answered differently");
+    assert_eq!(again.records(), peer.records());
+    assert_eq!(again.stats(), peer.stats());
+    assert_eq!(again.next_event(), peer.next_event());
+    assert_eq!(again.save().unwrap(), peer.save().unwrap());
+}
+
+#[test]
+fn a_peer_refuses_a_foreign_or_damaged_section() {
+    use hs_snapshot::state::Persist;
+    let mut peer = Peer::new(PeerConfig::new(HZ));
+    peer.send(vec![0xff; 60], 10);
+    peer.send(vec![0; 3], 20);
+    peer.advance(1_000_000);
+    let saved = peer.save().unwrap();
+    let mut other_cfg = PeerConfig::new(HZ);
+    other_cfg.latency_ns = 7;
+    let mut other = Peer::new(other_cfg);
+    let e = other.restore(&saved).unwrap_err();
+    assert!(e.contains("configured"), "{e}");
+    let mut p = Peer::new(PeerConfig::new(HZ));
+    for bad in [&b"garbage"[..], b"{}", b"[1,2]", br#"{"level":3}"#] {
+        assert!(p.restore(bad).is_err());
+    }
+    // A history that does not lead to the saved state: refused.
+    let text = String::from_utf8(saved.clone()).unwrap();
+    let tampered = text.replacen(r#""Advance":1000000}"#, r#""Advance":999999}"#, 1);
+    assert_ne!(tampered, text);
+    let e = p.restore(tampered.as_bytes()).unwrap_err();
+    assert!(e.contains("did not rebuild"), "{e}");
+    let bad_hex = text.replacen("ffff", "fzff", 1);
+    let e = p.restore(bad_hex.as_bytes()).unwrap_err();
+    assert!(e.contains("inputs"), "{e}");
+    // Refusals changed nothing; the good section still restores.
+    p.restore(&saved).unwrap();
+    assert_eq!(p.stats(), peer.stats());
+}
