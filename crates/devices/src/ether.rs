@@ -18,6 +18,30 @@ pub trait EthernetLink {
     fn stats(&self, _prefix: &str) -> Vec<Stat> {
         Vec::new()
     }
+    /// The state of the link and what is on it, for a snapshot; None: a NIC
+    /// on this link cannot be snapshotted.
+    fn state(&self) -> Option<&dyn crate::Persist> {
+        None
+    }
+    fn state_mut(&mut self) -> Option<&mut dyn crate::Persist> {
+        None
+    }
+}
+
+/// A NIC's link in its snapshot section: the link's own section, or an
+/// error if the link has none.
+pub(crate) fn save_link(link: &dyn EthernetLink) -> Result<String, String> {
+    crate::nested_save(
+        link.state()
+            .ok_or("the far end of its wire has no save/restore")?,
+    )
+}
+
+/// Put back what [`save_link`] gave.
+pub(crate) fn restore_link(link: &mut dyn EthernetLink, saved: &str) -> Result<(), String> {
+    link.state_mut()
+        .ok_or("the far end of its wire has no save/restore")?
+        .restore(saved.as_bytes())
 }
 
 /// The deterministic peer (`hs_peer`) as the far end of the wire.
@@ -36,6 +60,12 @@ impl EthernetLink for hs_peer::Peer {
             .into_iter()
             .map(|(n, v, d)| Stat::new(format!("{prefix}.{n}"), v, d))
             .collect()
+    }
+    fn state(&self) -> Option<&dyn crate::Persist> {
+        Some(self)
+    }
+    fn state_mut(&mut self) -> Option<&mut dyn crate::Persist> {
+        Some(self)
     }
 }
 
@@ -69,7 +99,7 @@ pub fn wire_cycles(len: usize, bps: u64, core_hz: u64) -> u64 {
 /// peer's ttcp-style services; default none), `peer-tcp-buffer-kib` (the
 /// peer's TCP socket buffers, default 16). The guest is expected at
 /// 10.0.2.15/24, the peer is 10.0.2.2.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct WireConfig {
     pub mac: [u8; 6],
     pub link_mbps: u64,
@@ -158,4 +188,18 @@ impl WireConfig {
         }
         hs_peer::Peer::new(pc)
     }
+}
+
+/// An ARP request from `mac` at 10.0.2.15 for the peer's 10.0.2.2: what a
+/// NIC test sends to get the peer talking.
+#[cfg(test)]
+pub(crate) fn arp_request(mac: [u8; 6]) -> Vec<u8> {
+    let mut f = vec![0xff; 6];
+    f.extend_from_slice(&mac);
+    f.extend_from_slice(&[0x08, 0x06, 0, 1, 0x08, 0, 6, 4, 0, 1]);
+    f.extend_from_slice(&mac);
+    f.extend_from_slice(&[10, 0, 2, 15]);
+    f.extend_from_slice(&[0; 6]);
+    f.extend_from_slice(&[10, 0, 2, 2]);
+    f
 }

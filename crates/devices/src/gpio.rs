@@ -56,7 +56,7 @@ pub const CONFIG_REG1: u64 = 0x74;
 const VERSION: u32 = 0x3231_342a;
 
 /// One change of a level the GPIO drives.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct GpioChange {
     /// Simulated cycle of the register write that changed it.
     pub cycle: u64,
@@ -64,11 +64,13 @@ pub struct GpioChange {
     pub level: bool,
 }
 
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct DwApbGpio {
     name: String,
     ngpios: u32,
     /// Bits of the lines that exist.
     mask: u32,
+    #[serde(skip)]
     irq: Box<dyn IrqLine>,
     irq_level: bool,
     dr: u32,
@@ -88,9 +90,12 @@ pub struct DwApbGpio {
     pad: u32,
     /// Latched edge interrupts, cleared by `PORTA_EOI`.
     edges: u32,
+    /// Board wires (the board restores their levels and edge counts).
+    #[serde(skip)]
     in_wires: Vec<Signal>,
     /// (rises, falls) of each input wire when last sampled.
     in_seen: Vec<(u64, u64)>,
+    #[serde(skip)]
     out_wires: Vec<Signal>,
     changes: Vec<GpioChange>,
     stat_changes: u64,
@@ -99,6 +104,8 @@ pub struct DwApbGpio {
     stat_edges: u64,
     stat_ignored: u64,
 }
+
+crate::persist_checked!(DwApbGpio, keep: [irq, in_wires, out_wires]);
 
 fn plug(cfg: &DeviceConfig) -> Result<Plug, ParamError> {
     let mut p = Params::new(cfg);
@@ -190,6 +197,22 @@ impl DwApbGpio {
     /// Level of the interrupt output.
     pub fn irq_level(&self) -> bool {
         self.irq_level
+    }
+
+    /// A saved GPIO belongs here: same name and lines.
+    fn fits(&self, saved: &Self) -> Result<(), String> {
+        crate::same("GPIO", &(&saved.name, saved.ngpios), &(&self.name, self.ngpios))?;
+        if saved.mask != self.mask || saved.in_seen.len() != self.in_wires.len() {
+            return Err(format!(
+                "the snapshot's GPIO `{}` has mask {:#x} and {} input wires; this machine's {:#x} and {}",
+                saved.name,
+                saved.mask,
+                saved.in_seen.len(),
+                self.mask,
+                self.in_wires.len()
+            ));
+        }
+        Ok(())
     }
 
     /// The host drives input `line` to `level` (ignored for lines that do
@@ -305,6 +328,7 @@ impl DwApbGpio {
 }
 
 impl Device for DwApbGpio {
+    crate::persistent!();
     fn name(&self) -> String {
         self.name.clone()
     }
@@ -618,6 +642,78 @@ mod tests {
         // Consumers refer to the port: the phandle is there, not on the parent.
         assert_eq!(port.get("phandle"), Some(&crate::Prop::U32(9)));
         assert_eq!(n.get("phandle"), None);
+    }
+
+    /// Every register, the output record, the counters and the interrupt.
+    fn seen(g: &mut DwApbGpio) -> (Vec<u32>, Vec<GpioChange>, Vec<Stat>, bool) {
+        let regs = (0..SIZE).step_by(4).map(|o| rd(g, o)).collect();
+        (regs, g.changes().to_vec(), g.stats(), g.irq_level())
+    }
+
+    /// What the guest and the wires do after the snapshot.
+    fn go_on(g: &mut DwApbGpio, ins: &[Signal]) {
+        // The pulse on line 3 from before the snapshot is sampled now.
+        g.inputs_changed(&mut DevCtx::new(0, 100, &mut NoScheduler));
+        wr(g, 110, SWPORTA_DR, 0b10);
+        drive(g, &ins[2], false, 120);
+        wr(g, 130, PORTA_EOI, 0b0100);
+        drive(g, &ins[2], true, 140);
+        g.set_input(5, true, 150);
+    }
+
+    #[test]
+    fn a_restored_gpio_reads_and_goes_on_as_the_saved_one() {
+        use crate::Persist;
+        let (mut g, irq, ins, outs) = gpio(8);
+        wr(&mut g, 10, SWPORTA_DDR, 0b0011);
+        wr(&mut g, 20, SWPORTA_DR, 0b01);
+        wr(&mut g, 21, INTTYPE_LEVEL, 0b1100);
+        wr(&mut g, 22, INT_POLARITY, 0b0100);
+        wr(&mut g, 23, INT_BOTHEDGE, 0b1000);
+        wr(&mut g, 24, INTEN, 0b11_1100);
+        wr(&mut g, 25, DEBOUNCE, 0b1);
+        wr(&mut g, 26, LS_SYNC, 1);
+        wr(&mut g, 27, INTMASK, 0b10_0000);
+        drive(&mut g, &ins[2], true, 30); // latches line 2's rising edge
+        g.set_input(4, true, 40);
+        // A pulse on line 3 the GPIO has not sampled yet: only its wire knows.
+        hs_bus::GpioLine::set_level(&ins[3], true);
+        hs_bus::GpioLine::set_level(&ins[3], false);
+        let saved = g.save().unwrap();
+        let before = seen(&mut g);
+        assert_ne!(before.0[(INTSTATUS / 4) as usize], 0);
+
+        let (mut h, irq2, ins2, outs2) = gpio(8);
+        // The board puts its wires back; the device its own state.
+        let mine = ins.iter().chain(&outs).chain([&irq]);
+        for (a, b) in mine.zip(ins2.iter().chain(&outs2).chain([&irq2])) {
+            b.restore(a.save());
+        }
+        h.restore(&saved).unwrap();
+        assert_eq!(seen(&mut h), before);
+        assert_eq!(h.save().unwrap(), saved);
+
+        go_on(&mut g, &ins);
+        go_on(&mut h, &ins2);
+        let after = seen(&mut g);
+        assert_ne!(after, before);
+        assert_eq!(seen(&mut h), after);
+        assert_eq!((irq.is_high(), outs[1].is_high()), (irq2.is_high(), outs2[1].is_high()));
+    }
+
+    #[test]
+    fn a_gpio_refuses_garbage_and_another_devices_state() {
+        use crate::Persist;
+        let (mut g, _, _, _) = gpio(8);
+        let (wide, _, _, _) = gpio(16);
+        let e = g.restore(&wide.save().unwrap()).unwrap_err();
+        assert!(e.contains("16"), "{e}");
+        let e = g.restore(&crate::Syscon::new().save().unwrap()).unwrap_err();
+        assert!(e.contains("missing field"), "{e}");
+        assert!(g.restore(b"\xff\x00").is_err());
+        assert!(g.restore(b"").is_err());
+        wr(&mut g, 0, SWPORTA_DDR, 1);
+        assert_eq!(rd(&mut g, SWPORTA_DDR), 1, "still working after refusals");
     }
 
     #[test]

@@ -284,6 +284,50 @@ macro_rules! persistent {
     };
 }
 
+/// [`Persist`] for a serde type whose restore first asks the type's
+/// `fn fits(&self, saved: &Self) -> Result<(), String>` whether the saved
+/// value belongs on this machine (configuration, sizes the ties imply),
+/// then keeps the listed ties and replaces the rest.
+#[macro_export]
+macro_rules! persist_checked {
+    ($ty:ty, keep: [$($keep:ident),* $(,)?]) => {
+        impl $crate::Persist for $ty {
+            fn save(&self) -> Result<Vec<u8>, String> {
+                hs_snapshot::state::encode(self)
+            }
+            fn restore(&mut self, data: &[u8]) -> Result<(), String> {
+                #[allow(unused_mut)]
+                let mut fresh: $ty = hs_snapshot::state::decode(data)?;
+                self.fits(&fresh)?;
+                $(std::mem::swap(&mut fresh.$keep, &mut self.$keep);)*
+                *self = fresh;
+                Ok(())
+            }
+        }
+    };
+}
+
+/// Another owner's section (JSON) as a string inside this one's.
+pub(crate) fn nested_save(p: &dyn Persist) -> Result<String, String> {
+    String::from_utf8(p.save()?).map_err(|e| e.to_string())
+}
+
+/// `what` of the snapshot's device against this machine's: equal, or an
+/// error naming both.
+pub(crate) fn same<T: PartialEq + std::fmt::Debug>(
+    what: &str,
+    saved: &T,
+    mine: &T,
+) -> Result<(), String> {
+    if saved == mine {
+        Ok(())
+    } else {
+        Err(format!(
+            "the snapshot's {what} is {saved:?}; this machine's is {mine:?}"
+        ))
+    }
+}
+
 /// Access widths a hart can issue.
 pub(crate) fn size_ok(size: u8) -> bool {
     matches!(size, 1 | 2 | 4 | 8)

@@ -16,7 +16,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 /// The state of one handshake interface's request lines.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct DmaRequest {
     /// `dma_req`: a whole burst (the controller's MSIZE items) can move.
     pub burst: bool,

@@ -396,6 +396,17 @@ impl SsiDevice {
 }
 
 impl Device for SsiDevice {
+    /// The controller with its peripherals (the sinks' records are shared
+    /// with `sinks`: the sinks restore them in place).
+    fn state(&self) -> Option<&dyn crate::Persist> {
+        self.ssi.persistent().then_some(&self.ssi as &dyn crate::Persist)
+    }
+    fn state_mut(&mut self) -> Option<&mut dyn crate::Persist> {
+        if !self.ssi.persistent() {
+            return None;
+        }
+        Some(&mut self.ssi)
+    }
     fn name(&self) -> String {
         self.ssi.name().to_string()
     }

@@ -47,14 +47,14 @@ pub const PHY_ACCESS_NS: u64 = 10_240;
 pub use crate::ether::EthernetLink;
 
 /// Where the chip's INT pin goes, for the device tree.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct IntPin {
     /// The GPIO device (its port node is the interrupt controller).
     pub gpio: String,
     pub line: u32,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Enc28j60Config {
     pub core_hz: u64,
     /// `spi-max-frequency` (the datasheet allows 20 MHz).
@@ -145,7 +145,7 @@ const PHSTAT2_LSTAT: u16 = 1 << 10;
 const PHSTAT2_DPXSTAT: u16 = 1 << 9;
 
 /// What the bytes after the opcode mean, within one chip-select frame.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 enum Spi {
     /// Chip select released, or the next byte is an opcode.
     Opcode,
@@ -165,13 +165,14 @@ enum Spi {
 }
 
 /// A frame being shifted onto the wire.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 struct Sending {
     done: u64,
     frame: Vec<u8>,
 }
 
 /// The chip, on one chip select.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct Enc28j60 {
     name: String,
     cfg: Enc28j60Config,
@@ -189,7 +190,11 @@ pub struct Enc28j60 {
     mii_busy_until: u64,
     sending: Option<Sending>,
     spi: Spi,
+    /// Saved beside the chip's state, in its own section.
+    #[serde(skip)]
     link: Option<Box<dyn EthernetLink>>,
+    /// A board wire (the board restores its level).
+    #[serde(skip)]
     int_pin: Option<Signal>,
     now: u64,
     // Statistics.
@@ -221,7 +226,7 @@ pub struct Enc28j60 {
 /// cycles: arrival on the wire, the driver's next read of EIR (it learns of
 /// the frame: an interrupt's work or a poll), its first read of the frame's
 /// ring entry (the status vector), and PKTDEC releasing it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct FrameTrace {
     /// Which received frame (1-based) is followed.
     pub nth: u64,
@@ -237,7 +242,7 @@ pub struct FrameTrace {
 pub const TRACE_FRAME: u64 = 100;
 
 /// Count, sum and maximum of a latency, in cycles.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Latency {
     pub count: u64,
     pub sum: u64,
@@ -989,7 +994,60 @@ impl Enc28j60 {
     }
 }
 
+/// The chip's registers, buffer memory and counters, and the state of
+/// what is on its wire beside them.
+impl crate::Persist for Enc28j60 {
+    fn save(&self) -> Result<Vec<u8>, String> {
+        let link = match &self.link {
+            Some(l) => Some(crate::ether::save_link(l.as_ref())?),
+            None => None,
+        };
+        hs_snapshot::state::encode(&(self, link))
+    }
+    fn restore(&mut self, data: &[u8]) -> Result<(), String> {
+        let (mut fresh, link): (Enc28j60, Option<String>) = hs_snapshot::state::decode(data)?;
+        crate::same("ENC28J60", &(&fresh.name, &fresh.cfg), &(&self.name, &self.cfg))?;
+        if fresh.mem.len() != MEM_SIZE || fresh.rx_wr as usize >= MEM_SIZE {
+            return Err(format!(
+                "the snapshot's ENC28J60 `{}` has {} bytes of buffer memory and its write pointer at {:#x}",
+                fresh.name,
+                fresh.mem.len(),
+                fresh.rx_wr
+            ));
+        }
+        match (&mut self.link, link) {
+            (None, None) => {}
+            (Some(l), Some(saved)) => crate::ether::restore_link(l.as_mut(), &saved)?,
+            (mine, _) => {
+                return Err(format!(
+                    "the snapshot's ENC28J60 `{}` {} a network peer; this machine's {}",
+                    self.name,
+                    if mine.is_some() { "has no" } else { "has" },
+                    if mine.is_some() { "has" } else { "has none" }
+                ))
+            }
+        }
+        std::mem::swap(&mut fresh.link, &mut self.link);
+        std::mem::swap(&mut fresh.int_pin, &mut self.int_pin);
+        *self = fresh;
+        Ok(())
+    }
+}
+
 impl SpiPeripheral for Enc28j60 {
+    /// A chip with no wire, or one whose wire has save/restore.
+    fn state(&self) -> Option<&dyn crate::Persist> {
+        match &self.link {
+            Some(l) if l.state().is_none() => None,
+            _ => Some(self),
+        }
+    }
+    fn state_mut(&mut self) -> Option<&mut dyn crate::Persist> {
+        if self.link.as_ref().is_some_and(|l| l.state().is_none()) {
+            return None;
+        }
+        Some(self)
+    }
     fn select(&mut self, now: u64) {
         self.run_to(now);
         self.spi = Spi::Opcode;

@@ -50,4 +50,12 @@ pub trait SpiPeripheral {
     fn peripheral_stats(&self, _prefix: &str) -> Vec<Stat> {
         Vec::new()
     }
+    /// Its state for a snapshot, as [`crate::Device::state`]; None: a
+    /// controller holding it cannot be snapshotted.
+    fn state(&self) -> Option<&dyn crate::Persist> {
+        None
+    }
+    fn state_mut(&mut self) -> Option<&mut dyn crate::Persist> {
+        None
+    }
 }

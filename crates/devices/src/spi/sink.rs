@@ -14,7 +14,7 @@ use crate::fdt::FdtNode;
 pub const SPIDEV_COMPATIBLE: &str = "rohm,dh2228fv";
 
 /// One chip-select assertion: the bytes received while it was held.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SinkFrame {
     /// Chip select the sink sits on.
     pub cs: u32,
@@ -186,7 +186,52 @@ impl SpiSink {
     }
 }
 
+/// A sink in a snapshot: its settings and its record.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct SavedSink {
+    cs: u32,
+    max_hz: u32,
+    miso: u16,
+    selected: bool,
+    frames: Vec<SinkFrame>,
+}
+
+/// The record is shared with the host's [`SinkLog`] handles: a restore
+/// puts the frames back into it, so those handles see them.
+impl crate::Persist for SpiSink {
+    fn save(&self) -> Result<Vec<u8>, String> {
+        hs_snapshot::state::encode(&SavedSink {
+            cs: self.cs,
+            max_hz: self.max_hz,
+            miso: self.miso,
+            selected: self.selected,
+            frames: self.log.frames(),
+        })
+    }
+    fn restore(&mut self, data: &[u8]) -> Result<(), String> {
+        let s: SavedSink = hs_snapshot::state::decode(data)?;
+        crate::same(
+            "SPI sink (chip select, max-hz)",
+            &(s.cs, s.max_hz),
+            &(self.cs, self.max_hz),
+        )?;
+        if s.frames.iter().any(|f| f.bytes.len() != f.byte_times.len()) {
+            return Err("a frame of the snapshot's SPI sink has bytes without times".into());
+        }
+        self.miso = s.miso;
+        self.selected = s.selected;
+        *self.log.0.borrow_mut() = s.frames;
+        Ok(())
+    }
+}
+
 impl SpiPeripheral for SpiSink {
+    fn state(&self) -> Option<&dyn crate::Persist> {
+        Some(self)
+    }
+    fn state_mut(&mut self) -> Option<&mut dyn crate::Persist> {
+        Some(self)
+    }
     fn select(&mut self, now: u64) {
         self.selected = true;
         let frame = SinkFrame {

@@ -347,3 +347,90 @@ fn one_frame_is_followed_from_the_wire_to_its_release() {
     assert_eq!(get("c.trace.frame"), Some(2));
     assert_eq!(get("c.trace.freed_after"), Some(fr - 1_100_000));
 }
+
+/// The rig with the deterministic peer on the wire instead of a script.
+fn rig_with_peer() -> Rig {
+    let mut r = Rig::new(vec![]);
+    let mut pc = hs_peer::PeerConfig::new(1_000_000_000);
+    pc.link_bps = LINK_BPS;
+    r.chip.connect(Box::new(hs_peer::Peer::new(pc)));
+    r
+}
+
+/// Ask the peer for its address (an ARP request from the chip).
+fn send_arp(r: &mut Rig) {
+    let f = crate::ether::arp_request(MAC);
+    r.w16(0, ETXSTL, 0x1A00);
+    r.w16(0, ETXNDL, 0x1A00 + f.len() as u16);
+    r.write_mem(0x1A00, &[0]);
+    r.write_mem(0x1A01, &f);
+    r.xfer(&[0x80 | ECON1, ECON1_RXEN | ECON1_TXRTS]);
+}
+
+/// What the driver would see: registers of every bank, the ring, counters
+/// (the peer's among them), the INT pin.
+fn seen(r: &mut Rig) -> (Vec<u8>, Vec<u8>, Vec<crate::Stat>, bool) {
+    let mut regs = Vec::new();
+    for bank in 0..4u8 {
+        for addr in 0..0x1Fu8 {
+            regs.push(r.rcr(bank, addr));
+        }
+    }
+    let ring = r.read_mem(0, 256);
+    (regs, ring, r.chip.stats("eth"), r.pin.is_high())
+}
+
+#[test]
+fn a_restored_chip_and_its_peer_go_on_as_the_saved_ones() {
+    use crate::Persist;
+    let mut a = rig_with_peer();
+    a.linux_init();
+    send_arp(&mut a);
+    a.t += 200_000; // the request went out, the reply is in the ring
+    a.chip.run_to(a.t);
+    assert_eq!(a.rcr(1, EPKTCNT), 1, "the peer answered");
+    send_arp(&mut a); // a second request on the wire at the snapshot
+    assert!(a.chip.sending.is_some());
+    let saved = a.chip.save().unwrap();
+
+    let mut b = rig_with_peer();
+    b.pin.restore(a.pin.save()); // a board wire: the board puts it back
+    b.chip.restore(&saved).unwrap();
+    b.t = a.t;
+    assert_eq!(b.chip.save().unwrap(), saved);
+    assert_eq!(b.chip.next_event(), a.chip.next_event());
+    assert_eq!(seen(&mut b), seen(&mut a));
+    for r in [&mut a, &mut b] {
+        r.t += 300_000;
+        r.chip.run_to(r.t);
+        r.xfer(&[0x80 | ECON2, ECON2_PKTDEC | ECON2_AUTOINC]);
+        send_arp(r);
+        r.t += 300_000;
+        r.chip.run_to(r.t);
+    }
+    let after = seen(&mut a);
+    assert_eq!(seen(&mut b), after);
+    let pkts = after.2.iter().find(|s| s.name == "eth.rx_frames").unwrap();
+    assert_eq!(pkts.value, 3, "three answers from the peer");
+}
+
+#[test]
+fn a_chip_refuses_garbage_and_a_wire_without_save_restore() {
+    use crate::Persist;
+    let scripted = Rig::new(vec![]);
+    assert!(SpiPeripheral::state(&scripted.chip).is_none());
+    let mut c = rig_with_peer();
+    assert!(SpiPeripheral::state(&c.chip).is_some());
+    let saved = c.chip.save().unwrap();
+    let mut bare = Enc28j60::new("spi0.cs0", c.chip.cfg.clone(), None);
+    let e = bare.restore(&saved).unwrap_err();
+    assert!(e.contains("network peer"), "{e}");
+    let mut other = Enc28j60::new("spi1.cs0", c.chip.cfg.clone(), None);
+    let e = other.restore(&bare.save().unwrap()).unwrap_err();
+    assert!(e.contains("spi1.cs0"), "{e}");
+    for bad in [&b"{"[..], b"[null, null]", b"\"x\""] {
+        assert!(c.chip.restore(bad).is_err());
+    }
+    c.linux_init();
+    assert_eq!(c.rcr(0, ECON1) & ECON1_RXEN, ECON1_RXEN);
+}
