@@ -201,7 +201,11 @@ impl DwApbGpio {
 
     /// A saved GPIO belongs here: same name and lines.
     fn fits(&self, saved: &Self) -> Result<(), String> {
-        crate::same("GPIO", &(&saved.name, saved.ngpios), &(&self.name, self.ngpios))?;
+        crate::same(
+            "GPIO",
+            &(&saved.name, saved.ngpios),
+            &(&self.name, self.ngpios),
+        )?;
         if saved.mask != self.mask || saved.in_seen.len() != self.in_wires.len() {
             return Err(format!(
                 "the snapshot's GPIO `{}` has mask {:#x} and {} input wires; this machine's {:#x} and {}",
@@ -698,7 +702,10 @@ mod tests {
         let after = seen(&mut g);
         assert_ne!(after, before);
         assert_eq!(seen(&mut h), after);
-        assert_eq!((irq.is_high(), outs[1].is_high()), (irq2.is_high(), outs2[1].is_high()));
+        assert_eq!(
+            (irq.is_high(), outs[1].is_high()),
+            (irq2.is_high(), outs2[1].is_high())
+        );
     }
 
     #[test]
@@ -708,7 +715,9 @@ mod tests {
         let (wide, _, _, _) = gpio(16);
         let e = g.restore(&wide.save().unwrap()).unwrap_err();
         assert!(e.contains("16"), "{e}");
-        let e = g.restore(&crate::Syscon::new().save().unwrap()).unwrap_err();
+        let e = g
+            .restore(&crate::Syscon::new().save().unwrap())
+            .unwrap_err();
         assert!(e.contains("missing field"), "{e}");
         assert!(g.restore(b"\xff\x00").is_err());
         assert!(g.restore(b"").is_err());

@@ -51,11 +51,11 @@ pub use syscon::Syscon;
 pub use uart::Uart16550;
 pub use virtio_mmio::{VirtioBackend, VirtioMmio};
 
-pub use hs_snapshot::state::Persist;
-pub use hs_snapshot::persist_by_serde;
 pub use hs_bus::{
     Access, DmaAck, DmaRequest, GpioLine, GuestRam, IrqLine, Signal, WireIrq, WriteEffect,
 };
+pub use hs_snapshot::persist_by_serde;
+pub use hs_snapshot::state::Persist;
 
 /// Every kind of optional device a configuration (`[board.NAME] kind =
 /// "..."`) can name. Adding a device kind is its file plus one line here.

@@ -433,7 +433,8 @@ impl Peer {
             self.stat_malformed += 1;
             return;
         }
-        self.inputs.push(state::Input::Send(now, state::Frame(frame.clone())));
+        self.inputs
+            .push(state::Input::Send(now, state::Frame(frame.clone())));
         let at = now + self.ns_to_cycles(self.cfg.latency_ns);
         // Frames keep their order on the wire.
         let at = self.inbound.back().map_or(at, |(t, _)| at.max(*t));

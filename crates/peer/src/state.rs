@@ -103,10 +103,7 @@ impl Peer {
                 .map(|(t, f)| (*t, f.len()))
                 .collect::<Vec<_>>(),
             self.queues.tx.len() + self.queues.rx.len(),
-            self.stats()
-                .iter()
-                .map(|(_, v, _)| *v)
-                .collect::<Vec<_>>(),
+            self.stats().iter().map(|(_, v, _)| *v).collect::<Vec<_>>(),
         );
         for r in &self.services {
             let _ = write!(
@@ -166,11 +163,8 @@ impl Persist for Peer {
         }
         // Frames the NIC already took are gone from the saved queue: what
         // is left must be the replay's last ones.
-        let kept: VecDeque<(u64, Vec<u8>)> = saved
-            .outbound
-            .into_iter()
-            .map(|(t, f)| (t, f.0))
-            .collect();
+        let kept: VecDeque<(u64, Vec<u8>)> =
+            saved.outbound.into_iter().map(|(t, f)| (t, f.0)).collect();
         let taken = fresh.outbound.len().checked_sub(kept.len());
         let tail_matches = taken.is_some_and(|n| fresh.outbound.iter().skip(n).eq(kept.iter()));
         if !tail_matches || fresh.digest() != saved.digest {

@@ -124,7 +124,7 @@ const LLI_STATUS_LO: u64 = 0x30;
 pub const TRACE_LEN: usize = 4096;
 
 /// What a channel did, for the host's timeline.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum DmaEventKind {
     /// The channel was enabled (CHEN).
     Started,
@@ -136,7 +136,7 @@ pub enum DmaEventKind {
     Stopped(u32),
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct DmaEvent {
     pub cycle: u64,
     pub channel: u8,
@@ -144,7 +144,7 @@ pub struct DmaEvent {
 }
 
 /// Build-time parameters (mirrored in the device-tree node).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct AxiDmaConfig {
     /// Channels, 1..=8 (`dma-channels`).
     pub channels: u32,
@@ -193,7 +193,7 @@ pub struct AxiDmaFdt {
     pub clock: u32,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 enum Phase {
     Idle,
     FetchLli,
@@ -207,7 +207,7 @@ enum Side {
     Dst,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 struct Chan {
     sar: u64,
     dar: u64,
@@ -334,10 +334,14 @@ impl Chan {
 }
 
 /// The controller.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct AxiDma {
     name: String,
     cfg: AxiDmaConfig,
+    #[serde(skip)]
     irq: Box<dyn IrqLine>,
+    /// The request wires (the board's; it restores their levels).
+    #[serde(skip, default = "no_handshake")]
     hs: Box<dyn DmaHandshake>,
     now: u64,
     dmac_cfg: u64,
@@ -352,7 +356,36 @@ pub struct AxiDma {
     trace_dropped: u64,
 }
 
+/// A stand-in while a state is decoded (the machine's wires are kept).
+fn no_handshake() -> Box<dyn DmaHandshake> {
+    Box::new(crate::lines::SignalHandshake::default())
+}
+
+crate::persist_checked!(AxiDma, keep: [irq, hs]);
+
 impl AxiDma {
+    /// A saved controller belongs here: same name and configuration.
+    pub(crate) fn fits(&self, saved: &Self) -> Result<(), String> {
+        crate::same(
+            "DMA controller",
+            &(&saved.name, saved.cfg),
+            &(&self.name, self.cfg),
+        )?;
+        if saved.chans.len() != self.chans.len() {
+            return Err(format!(
+                "the snapshot's DMA controller has {} channels for {} configured",
+                saved.chans.len(),
+                saved.cfg.channels
+            ));
+        }
+        Ok(())
+    }
+    /// Move the machine's ties from `old` into this (restored) controller.
+    pub(crate) fn keep_ties(&mut self, old: &mut Self) {
+        std::mem::swap(&mut self.irq, &mut old.irq);
+        std::mem::swap(&mut self.hs, &mut old.hs);
+    }
+
     pub fn new(
         name: impl Into<String>,
         cfg: AxiDmaConfig,
@@ -1099,6 +1132,91 @@ mod tests {
             }
         }
         times
+    }
+
+    /// Every register of the common block and the channels.
+    fn all_regs(d: &mut AxiDma) -> Vec<u64> {
+        (0..SIZE)
+            .step_by(8)
+            .map(|o| d.read(o, 8, 0).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn a_restored_controller_goes_on_as_the_saved_one() {
+        use crate::Persist;
+        let (mut d, irq, _) = dma();
+        let mut m = VecMemory::new(RAM, 0x4000);
+        let src: Vec<u8> = (0..0x800u32).map(|i| (i * 7) as u8).collect();
+        m.put(RAM + 0x1000, &src);
+        // Two blocks of 256 words, the first asking for a block interrupt.
+        lli(
+            &mut m,
+            RAM,
+            RAM + 0x1000,
+            RAM + 0x2000,
+            255,
+            MEMCPY_CTL | CTL_LLI_VALID | CTL_IOC_BLKTFR,
+            RAM + 0x40,
+        );
+        lli(
+            &mut m,
+            RAM + 0x40,
+            RAM + 0x1400,
+            RAM + 0x2400,
+            255,
+            MEMCPY_CTL | CTL_LLI_VALID | CTL_LLI_LAST,
+            0,
+        );
+        w32(&mut d, ch(2, CH_INTSTATUS_ENA), IRQ_BLOCK_TRF as u64, 0);
+        start(&mut d, 0, 0, RAM, 10);
+        start(&mut d, 2, 0, RAM, 10); // the same chain again on another channel
+        w32(&mut d, DMAC_CFG, CFG_DMAC_EN | CFG_INT_EN, 10);
+        run(&mut d, &mut m, 1_500);
+        let before = all_regs(&mut d);
+        assert_ne!(before[(DMAC_CHEN / 8) as usize] & 0xff, 0, "mid-transfer");
+        let saved = d.save().unwrap();
+
+        let (mut e, irq2, _) = dma();
+        irq2.set_level(irq.is_high());
+        e.restore(&saved).unwrap();
+        assert_eq!(e.save().unwrap(), saved);
+        assert_eq!(all_regs(&mut e), before);
+        assert_eq!(e.next_event(), d.next_event());
+        let mut m2 = VecMemory::new(RAM, 0x4000);
+        m2.put(RAM, m.get(RAM, 0x4000));
+        let times = run(&mut d, &mut m, u64::MAX);
+        assert_eq!(run(&mut e, &mut m2, u64::MAX), times);
+        assert_eq!(m2.get(RAM, 0x4000), m.get(RAM, 0x4000));
+        assert_eq!(m.get(RAM + 0x2000, 0x800), &src[..]);
+        assert_eq!(all_regs(&mut e), all_regs(&mut d));
+        assert_eq!(e.stats(), d.stats());
+        assert_eq!(e.take_trace(), d.take_trace());
+        assert_eq!(irq2.is_high(), irq.is_high());
+    }
+
+    #[test]
+    fn a_controller_refuses_garbage_and_other_configurations() {
+        use crate::Persist;
+        let (mut d, _, _) = dma();
+        let few = AxiDma::new(
+            "dma0",
+            AxiDmaConfig {
+                channels: 2,
+                ..AxiDmaConfig::default()
+            },
+            Box::new(WireIrq::new()),
+            Box::new(HandshakeWires::new(4)),
+        );
+        let e = d.restore(&few.save().unwrap()).unwrap_err();
+        assert!(e.contains("channels: 2"), "{e}");
+        let mut text = String::from_utf8(d.save().unwrap()).unwrap();
+        text = text.replacen("\"chans\":[", "\"chans\":[{\"sar\":1},", 1);
+        assert!(d.restore(text.as_bytes()).is_err());
+        for bad in [&b"0"[..], b"{\"name\":\"dma0\"}", b"\x00"] {
+            assert!(d.restore(bad).is_err());
+        }
+        assert_eq!(r32(&mut d, DMAC_COMPVER) as u32, COMPVER_ID);
     }
 
     #[test]

@@ -86,6 +86,7 @@ fn plug(cfg: &DeviceConfig) -> Result<Plug, ParamError> {
 }
 
 /// The controller on the board.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct AxiDmaDevice {
     dma: AxiDma,
     clock: String,
@@ -93,6 +94,20 @@ pub struct AxiDmaDevice {
     trace_done: u64,
     trace_stopped: u64,
     last_done: u64,
+}
+
+impl crate::Persist for AxiDmaDevice {
+    fn save(&self) -> Result<Vec<u8>, String> {
+        hs_snapshot::state::encode(self)
+    }
+    fn restore(&mut self, data: &[u8]) -> Result<(), String> {
+        let mut fresh: AxiDmaDevice = hs_snapshot::state::decode(data)?;
+        self.dma.fits(&fresh.dma)?;
+        crate::same("DMA controller's clock", &fresh.clock, &self.clock)?;
+        fresh.dma.keep_ties(&mut self.dma);
+        *self = fresh;
+        Ok(())
+    }
 }
 
 impl AxiDmaDevice {
@@ -158,6 +173,7 @@ impl AxiDmaDevice {
 }
 
 impl Device for AxiDmaDevice {
+    crate::persistent!();
     fn name(&self) -> String {
         self.dma.name().to_string()
     }

@@ -399,7 +399,9 @@ impl Device for SsiDevice {
     /// The controller with its peripherals (the sinks' records are shared
     /// with `sinks`: the sinks restore them in place).
     fn state(&self) -> Option<&dyn crate::Persist> {
-        self.ssi.persistent().then_some(&self.ssi as &dyn crate::Persist)
+        self.ssi
+            .persistent()
+            .then_some(&self.ssi as &dyn crate::Persist)
     }
     fn state_mut(&mut self) -> Option<&mut dyn crate::Persist> {
         if !self.ssi.persistent() {

@@ -245,7 +245,11 @@ impl crate::Persist for DwSsi {
     }
     fn restore(&mut self, data: &[u8]) -> Result<(), String> {
         let (mut fresh, saved): (DwSsi, Vec<Option<String>>) = hs_snapshot::state::decode(data)?;
-        crate::same("SPI controller", &(&fresh.name, fresh.cfg), &(&self.name, self.cfg))?;
+        crate::same(
+            "SPI controller",
+            &(&fresh.name, fresh.cfg),
+            &(&self.name, self.cfg),
+        )?;
         let theirs: Vec<bool> = saved.iter().map(Option::is_some).collect();
         let mine: Vec<bool> = self.peripherals.iter().map(Option::is_some).collect();
         crate::same("SPI controller's chip selects in use", &theirs, &mine)?;
@@ -282,7 +286,10 @@ impl crate::Persist for DwSsi {
 impl DwSsi {
     /// Every peripheral has save/restore (else a snapshot is refused).
     pub fn persistent(&self) -> bool {
-        self.peripherals.iter().flatten().all(|p| p.state().is_some())
+        self.peripherals
+            .iter()
+            .flatten()
+            .all(|p| p.state().is_some())
     }
 
     /// A controller named `name` (`spi0`), with an optional interrupt output
@@ -1128,7 +1135,9 @@ mod tests {
         for bad in [&b"nonsense"[..], b"[]", b"[{}, []]"] {
             assert!(s.restore(bad).is_err());
         }
-        let e = s.restore(&crate::Syscon::new().save().unwrap()).unwrap_err();
+        let e = s
+            .restore(&crate::Syscon::new().save().unwrap())
+            .unwrap_err();
         assert!(!e.is_empty());
         // Another chip select layout.
         let mut bare = DwSsi::new("spi0", SsiConfig::default(), None, None, None);

@@ -1006,7 +1006,11 @@ impl crate::Persist for Enc28j60 {
     }
     fn restore(&mut self, data: &[u8]) -> Result<(), String> {
         let (mut fresh, link): (Enc28j60, Option<String>) = hs_snapshot::state::decode(data)?;
-        crate::same("ENC28J60", &(&fresh.name, &fresh.cfg), &(&self.name, &self.cfg))?;
+        crate::same(
+            "ENC28J60",
+            &(&fresh.name, &fresh.cfg),
+            &(&self.name, &self.cfg),
+        )?;
         if fresh.mem.len() != MEM_SIZE || fresh.rx_wr as usize >= MEM_SIZE {
             return Err(format!(
                 "the snapshot's ENC28J60 `{}` has {} bytes of buffer memory and its write pointer at {:#x}",
