@@ -40,7 +40,7 @@ pub const OCR_CCS: u32 = 1 << 30;
 pub const OCR_VOLTAGES: u32 = 0x00ff_8000;
 
 /// Card states (`CURRENT_STATE` of R1).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum State {
     Idle = 0,
     Ready = 1,
@@ -54,7 +54,7 @@ pub enum State {
 }
 
 /// A response as the card sends it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Response {
     /// No response: the host's command times out.
     None,
@@ -109,7 +109,7 @@ impl Reply {
 }
 
 /// Counters the host reports as statistics.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CardCounters {
     pub commands: u64,
     pub app_commands: u64,
@@ -121,7 +121,10 @@ pub struct CardCounters {
 }
 
 /// An SD memory card.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct SdCard {
+    /// Saved by its owner beside the card ([`Disk::save`]).
+    #[serde(skip)]
     disk: Disk,
     read_only: bool,
     state: State,
@@ -217,6 +220,9 @@ impl SdCard {
 
     pub fn disk(&self) -> &Disk {
         &self.disk
+    }
+    pub(crate) fn disk_mut(&mut self) -> &mut Disk {
+        &mut self.disk
     }
     pub fn state(&self) -> State {
         self.state

@@ -206,6 +206,14 @@ impl SdDevice {
 }
 
 impl Device for SdDevice {
+    /// The controller with its card (a card written through is refused
+    /// when saved).
+    fn state(&self) -> Option<&dyn crate::Persist> {
+        Some(&self.ctl)
+    }
+    fn state_mut(&mut self) -> Option<&mut dyn crate::Persist> {
+        Some(&mut self.ctl)
+    }
     fn name(&self) -> String {
         self.name.clone()
     }

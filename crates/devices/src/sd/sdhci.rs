@@ -152,7 +152,7 @@ pub const ADMA_MAX_EMPTY: u32 = 1024;
 pub const BUFFER_BLOCKS: usize = 2;
 
 /// Card-side timing, in guest nanoseconds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CardTiming {
     /// From a read command's response to its first block (the card's access time).
     pub read_latency_ns: u64,
@@ -173,7 +173,7 @@ impl Default for CardTiming {
 }
 
 /// Static facts of one controller.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SdhciConfig {
     /// The controller's base clock (the `core` clock), Hz.
     pub base_hz: u64,
@@ -181,13 +181,13 @@ pub struct SdhciConfig {
     pub timing: CardTiming,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 enum Dir {
     Read,
     Write,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 enum Engine {
     Pio,
     Sdma {
@@ -198,7 +198,7 @@ enum Engine {
     Adma(Adma),
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 struct Adma {
     /// Next descriptor to fetch.
     desc: u64,
@@ -213,14 +213,14 @@ struct Adma {
 }
 
 /// Where a data phase's bytes come from (reads) or go (writes) on the card side.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 enum CardData {
     Bytes(Vec<u8>),
     Blocks { next: u64, multi: bool },
 }
 
 /// One data phase in progress.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 struct Transfer {
     dir: Dir,
     card: CardData,
@@ -260,7 +260,7 @@ struct Transfer {
 }
 
 /// A command on the CMD line.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 struct PendingCmd {
     done_at: u64,
     response: Response,
@@ -274,7 +274,7 @@ struct PendingCmd {
 /// from its state at each call, so a stale call does nothing.
 const TOKEN_DATA: u64 = 1;
 
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
 struct Counters {
     commands: u64,
     cmd_timeouts: u64,
@@ -294,15 +294,21 @@ struct Counters {
 }
 
 /// An SDHCI host controller with one slot.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct Sdhci {
     name: String,
     cfg: SdhciConfig,
+    #[serde(skip)]
     clock: Clock,
+    #[serde(skip)]
     irq: Box<dyn IrqLine>,
     irq_level: bool,
+    /// The card's state; its disk's overlay is saved beside it.
     card: Option<SdCard>,
     /// Plain-storage image of the standard registers; dynamic ones are computed.
+    #[serde(with = "hs_snapshot::state::array")]
     regs: [u8; 0x100],
+    #[serde(with = "hs_snapshot::state::array")]
     vendor: [u8; 0x100],
     nis: u16,
     eis: u16,
@@ -324,6 +330,44 @@ fn rd16(r: &[u8], off: u64) -> u16 {
 }
 fn rd32(r: &[u8], off: u64) -> u32 {
     u32::from_le_bytes(r[off as usize..off as usize + 4].try_into().unwrap())
+}
+
+/// The controller's registers and data phase, the card's state, and the
+/// card's disk overlay beside them.
+impl crate::Persist for Sdhci {
+    fn save(&self) -> Result<Vec<u8>, String> {
+        let disk = match &self.card {
+            Some(c) => Some(String::from_utf8(c.disk().save()?).map_err(|e| e.to_string())?),
+            None => None,
+        };
+        hs_snapshot::state::encode(&(self, disk))
+    }
+    fn restore(&mut self, data: &[u8]) -> Result<(), String> {
+        let (mut fresh, disk): (Sdhci, Option<String>) = hs_snapshot::state::decode(data)?;
+        crate::same(
+            "SD host controller",
+            &(&fresh.name, fresh.cfg),
+            &(&self.name, self.cfg),
+        )?;
+        match (self.card.as_mut(), fresh.card.as_mut(), disk) {
+            (None, None, None) => {}
+            (Some(mine), Some(theirs), Some(disk)) => {
+                // The last step that can fail: nothing changed before it.
+                mine.disk_mut().restore(disk.as_bytes())?;
+                std::mem::swap(mine.disk_mut(), theirs.disk_mut());
+            }
+            _ => {
+                return Err(format!(
+                    "the snapshot's SD slot and this machine's `{}` differ in holding a card",
+                    self.name
+                ))
+            }
+        }
+        std::mem::swap(&mut fresh.clock, &mut self.clock);
+        std::mem::swap(&mut fresh.irq, &mut self.irq);
+        *self = fresh;
+        Ok(())
+    }
 }
 
 impl Sdhci {

@@ -535,3 +535,96 @@ fn register_accesses_outside_the_window_are_refused() {
     );
     assert_eq!(h.c.mmio_read(&mut ctx, HOST_VERSION, 2).unwrap(), 2);
 }
+
+/// The host with the same guest memory, time and pending event as `h`,
+/// and its controller restored from `saved` (the board keeps the line).
+fn restored_copy(h: &Host, saved: &[u8]) -> Host {
+    use crate::Persist;
+    let mut g = Host::new(1024, CardTiming::default());
+    g.irq.restore(h.irq.save());
+    g.c.restore(saved).unwrap();
+    g.mem = h.mem.clone();
+    g.now = h.now;
+    g.ev.0 = h.ev.0;
+    g.rca = h.rca;
+    g
+}
+
+#[test]
+fn a_restored_controller_and_card_go_on_as_the_saved_ones() {
+    use crate::Persist;
+    let mut h = Host::new(1024, CardTiming::default());
+    h.init(true);
+    // Blocks 8..12 rewritten by SDMA: they live in the disk's overlay.
+    let new: Vec<u8> = (0..4 * 512).map(|i| (i % 13) as u8).collect();
+    h.mem.put(RAM + 0x8000, &new);
+    assert_eq!(h.dma(false, 8, 4, RAM + 0x8000, None).0, 0);
+    // Then a PIO read stopped half way through its first block.
+    h.wr(BLOCK_SIZE, 2, 512);
+    h.wr(BLOCK_COUNT, 2, 3);
+    h.wr(
+        TRANSFER_MODE,
+        2,
+        (TRNS_READ | TRNS_MULTI | TRNS_BLK_CNT_EN) as u64,
+    );
+    h.wr(ARGUMENT, 4, 7);
+    h.wr(COMMAND, 2, ((18 << 8) | Host::R1 | CMD_DATA) as u64);
+    assert_eq!(h.wait(INT_CMD_COMPLETE).1, 0);
+    assert_eq!(h.wait(INT_BUF_READ_READY).1, 0);
+    let mut got: Vec<u32> = (0..64).map(|_| h.rd(BUFFER, 4) as u32).collect();
+    let saved = h.c.save().unwrap();
+
+    let mut g = restored_copy(&h, &saved);
+    assert_eq!(g.c.save().unwrap(), saved);
+    let mut got2 = got.clone();
+    for (host, out) in [(&mut h, &mut got), (&mut g, &mut got2)] {
+        out.extend((0..64).map(|_| host.rd(BUFFER, 4) as u32));
+        for _ in 0..2 {
+            assert_eq!(host.wait(INT_BUF_READ_READY).1, 0);
+            out.extend((0..128).map(|_| host.rd(BUFFER, 4) as u32));
+        }
+        assert_eq!(host.wait(INT_XFER_COMPLETE).1, 0);
+        host.cmd(12, 0, Host::R1B).unwrap();
+    }
+    assert_eq!(got2, got);
+    let bytes: Vec<u8> = got.iter().flat_map(|w| w.to_le_bytes()).collect();
+    assert_eq!(
+        &bytes[512..],
+        &new[..1024],
+        "blocks 8 and 9 from the overlay"
+    );
+    assert_eq!((g.now, g.c.stats()), (h.now, h.c.stats()));
+    assert_eq!(g.read_pio(10, 2), h.read_pio(10, 2));
+    assert_eq!(g.c.save().unwrap(), h.c.save().unwrap());
+}
+
+#[test]
+fn a_controller_refuses_garbage_and_another_card() {
+    use crate::Persist;
+    let mut h = Host::new(1024, CardTiming::default());
+    let saved = h.c.save().unwrap();
+    let mut big = Host::new(2048, CardTiming::default());
+    let e = big.c.restore(&saved).unwrap_err();
+    assert!(e.contains("bytes"), "{e}");
+    let mut empty = Sdhci::new(
+        "sd0",
+        SdhciConfig {
+            base_hz: BASE_HZ,
+            high_speed: true,
+            timing: CardTiming::default(),
+        },
+        Clock {
+            hz: HZ,
+            cycles_per_tick: 100,
+        },
+        Box::new(Signal::new()),
+        None,
+    );
+    let e = empty.restore(&saved).unwrap_err();
+    assert!(e.contains("holding a card"), "{e}");
+    for bad in [&b"[]"[..], b"[{}, null]", b"nul"] {
+        assert!(h.c.restore(bad).is_err());
+    }
+    h.init(true);
+    assert_eq!(h.read_pio(0, 1).0, h.image()[..512]);
+}
