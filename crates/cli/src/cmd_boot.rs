@@ -24,7 +24,7 @@ const DEFAULT_RAM_MIB: u64 = 512;
 /// Ctrl-A, QEMU's console escape.
 const ESCAPE: u8 = 0x01;
 
-#[derive(Args, Debug, Clone, PartialEq)]
+#[derive(Args, Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct BootArgs {
     /// Guest image to boot (see `hartscope guest build`); default `debian` unless -kernel is given.
     #[arg(long)]
@@ -108,6 +108,22 @@ pub struct BootArgs {
     /// an in-memory copy-on-write overlay and the file is never changed]. Repeatable.
     #[arg(long)]
     pub drive: Vec<String>,
+    /// Stop at the end of the slice in which the phase marker LABEL retires
+    /// and write the whole machine to --snapshot-out (go on from it with --restore).
+    #[arg(long, value_name = "LABEL", requires = "snapshot_out")]
+    pub snapshot_at: Option<String>,
+    /// Where --snapshot-at writes the snapshot.
+    #[arg(long, value_name = "FILE", requires = "snapshot_at")]
+    pub snapshot_out: Option<PathBuf>,
+    /// Go on from a snapshot, on the machine it was taken on (image, kernel command line,
+    /// harts, memory, devices and clock come from it). --machine may name another timing
+    /// model for the same board (its caches then start cold: fast-forward, then measure).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["image", "bios", "kernel", "initrd", "append", "mem", "workload", "drive"])]
+    pub restore: Option<PathBuf>,
+    /// With --restore: start the timing model's caches, TLBs and predictor empty even
+    /// when the snapshot holds them.
+    #[arg(long, requires = "restore")]
+    pub cold_timing: bool,
 }
 
 /// QEMU flags that take a value and their `boot` spelling.
@@ -444,6 +460,26 @@ fn check_output_paths(args: &BootArgs) -> Result<(), String> {
 
 pub fn run(args: BootArgs) -> Result<i32, String> {
     check_output_paths(&args)?;
+    if let Some(out) = &args.snapshot_out {
+        let dir = out.parent().filter(|p| !p.as_os_str().is_empty());
+        if out.is_dir() || dir.is_some_and(|d| !d.is_dir()) {
+            return Err(format!(
+                "--snapshot-out: `{}` is a directory or in a directory that does not exist (nothing was run)",
+                out.display()
+            ));
+        }
+    }
+    let (args, snap) = match args.restore.clone() {
+        Some(path) => {
+            if args.smp != 1 || args.mhz != 1000 || args.quantum != 10_000 {
+                return Err("--restore: the harts, clock and quantum are the snapshot's; leave out --smp, --mhz and --quantum".into());
+            }
+            let (a, s) = crate::boot_snapshot::restored_args(args, &path)?;
+            (a, Some(s))
+        }
+        None => (args, None),
+    };
+    let snap = snap.as_ref();
     let mut r = resolve(&args)?;
     let model = match &args.machine {
         Some(path) => {
@@ -457,11 +493,12 @@ pub fn run(args: BootArgs) -> Result<i32, String> {
     for (n, spec) in args.drive.iter().enumerate() {
         r.devices.push(drive_device(n, spec)?);
     }
+    let model_id = crate::boot_snapshot::model_id(args.machine.as_deref())?;
     match model {
-        hs_timing::ModelDesc::Atomic => boot(&args, r, |_| Atomic),
+        hs_timing::ModelDesc::Atomic => boot(&args, r, |_| Atomic, snap, &model_id),
         hs_timing::ModelDesc::InOrder(cfg) => {
             let harts = hs_timing::InOrderFactory::new(&cfg);
-            boot(&args, r, |_| harts.build())
+            boot(&args, r, |_| harts.build(), snap, &model_id)
         }
     }
 }
@@ -548,20 +585,30 @@ fn symbol_sources(args: &BootArgs, machine_kernel: Option<(u64, u64)>) -> Option
 
 /// Boot with `model(h)` as hart h's timing model (wrapped for observation
 /// when counters, a timeline or a trace are asked for).
+/// `restore`: the snapshot to go on from; `model_id` names the timing model
+/// (see [`crate::boot_snapshot::model_id`]).
 pub fn boot<M: TimingModel>(
     args: &BootArgs,
     r: Resolved,
     model: impl Fn(usize) -> M,
+    restore: Option<&hs_snapshot::Snapshot>,
+    model_id: &str,
 ) -> Result<i32, String> {
     let obs = observed(args)?;
     let cfg = machine_config(args, r);
     if obs.wrap {
-        let machine =
+        let mut machine =
             Machine::with_observing(cfg, &obs.options, model).map_err(|e| e.to_string())?;
-        finish(args, &obs, machine)
+        if let Some(s) = restore {
+            crate::boot_snapshot::restore(&mut machine, s, args, model_id)?;
+        }
+        finish(args, &obs, machine, model_id)
     } else {
-        let machine = Machine::with_timing(cfg, model).map_err(|e| e.to_string())?;
-        finish(args, &obs, machine)
+        let mut machine = Machine::with_timing(cfg, model).map_err(|e| e.to_string())?;
+        if let Some(s) = restore {
+            crate::boot_snapshot::restore(&mut machine, s, args, model_id)?;
+        }
+        finish(args, &obs, machine, model_id)
     }
 }
 
@@ -590,7 +637,11 @@ fn finish<T: TimingModel>(
     args: &BootArgs,
     obs: &Observed,
     mut machine: Machine<T>,
+    model_id: &str,
 ) -> Result<i32, String> {
+    if let Some(label) = &args.snapshot_at {
+        machine.set_snapshot_at(label);
+    }
     let symbols = if args.profile.is_some() || obs.itrace.is_some() || args.trace.is_some() {
         let sources = symbol_sources(args, machine.kernel_extent());
         match sources.map(|s| GuestSymbols::load(&s)).transpose() {
@@ -658,6 +709,9 @@ fn finish<T: TimingModel>(
         machine.run()
     };
 
+    if stop == StopReason::SnapshotPoint {
+        crate::boot_snapshot::write(&machine, args, model_id)?;
+    }
     let summary = machine.summary();
     if let Some(dir) = &args.channels_dir {
         machine.write_channels(dir).map_err(|e| e.to_string())?;
@@ -768,6 +822,12 @@ fn finish<T: TimingModel>(
             }
         );
         return Ok(EXIT_CYCLE_LIMIT);
+    }
+    if let (StopReason::SnapshotPoint, Some(label)) = (stop, args.snapshot_at.as_ref()) {
+        if args.snapshot_out.is_some() {
+            return Ok(0);
+        }
+        return Err(format!("stopped at phase `{label}` with nowhere to write the snapshot"));
     }
     if args.workload.is_some() {
         return match machine.markers().exit_status {

@@ -3,6 +3,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod boot_snapshot;
 mod cmd_bench;
 mod cmd_boot;
 mod cmd_compare;

@@ -393,6 +393,46 @@ impl<T: TimingModel> Hart<T> {
         exit
     }
 
+    /// The virtual-pc mappings to blocks that are live now, in any fetch
+    /// context (an entry of another context revives when the hart returns
+    /// to it): (pc, physical address, context). A host cache, but a hit in
+    /// it skips translation, so what it holds decides which page walks the
+    /// hart makes and reports to the timing model; a snapshot keeps it.
+    pub(crate) fn live_vblocks(&self) -> Vec<(u64, u64, u8)> {
+        let live = self.tlb.gen_bits | self.blocks.vgen as u64;
+        self.blocks
+            .vcache
+            .iter()
+            .filter(|v| v.stamp & !(3 << 40) == live && v.start != 0)
+            .map(|v| (v.pc, v.pa, ((v.stamp >> 40) & 3) as u8))
+            .collect()
+    }
+
+    /// Decode the blocks `live_vblocks` named and map them again. An entry
+    /// that no longer decodes is left out; were the arena to fill midway,
+    /// its flush would leave the entries made before it stale (never wrong).
+    pub(crate) fn restore_vblocks(&mut self, entries: &[(u64, u64, u8)]) {
+        for &(pc, pa, ctx) in entries {
+            if ctx > 3 {
+                continue;
+            }
+            let Ok((start, n, pa)) = self.decode_block(pc, pa) else {
+                continue;
+            };
+            if start == 0 {
+                continue; // an uncached single instruction
+            }
+            let stamp = self.tlb.gen_bits | ((ctx as u64) << 40) | self.blocks.vgen as u64;
+            self.blocks.vcache[Blocks::vslot(pc)] = VEntry {
+                pc,
+                stamp,
+                start: start as u32,
+                n: n as u32,
+                pa,
+            };
+        }
+    }
+
     /// Find or decode the block at `pc`: (first op index, op count).
     #[inline(always)]
     fn fetch_block(&mut self) -> Result<(usize, usize, u64), Trap> {

@@ -23,7 +23,7 @@ use crate::events::EventQueue;
 use crate::layout::*;
 
 /// Which device a map range or an event belongs to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Target {
     Plic,
     Clint,
@@ -121,6 +121,16 @@ impl BoardLog {
             self.ipis.push((from, cycle, to));
         }
     }
+}
+
+/// The board's own part of a snapshot.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct BoardState {
+    signals: (u64, BTreeMap<String, [u64; 6]>),
+    seen_generation: u64,
+    events: Vec<((u64, u64), (Target, u64))>,
+    delivered: Vec<u64>,
+    counts: [u64; 4],
 }
 
 pub struct Board {
@@ -415,6 +425,121 @@ impl Board {
     /// Names of the board's wires.
     pub fn signal_names(&self) -> Vec<String> {
         self.signals.names().map(str::to_string).collect()
+    }
+
+    /// Every device that cannot be snapshotted, by name.
+    pub fn unsaveable(&self) -> Vec<String> {
+        self.devs
+            .iter()
+            .filter(|d| d.state().is_none())
+            .map(|d| d.name())
+            .collect()
+    }
+
+    /// The board's state as snapshot sections: its own (`board`: wires,
+    /// pending device events, what each hart was last given, counters) and
+    /// one per device (`dev.NAME`). Refuses a board holding a device
+    /// without save/restore, by name.
+    pub fn save(&self, out: &mut BTreeMap<String, Vec<u8>>) -> Result<(), MachineError> {
+        let refused = self.unsaveable();
+        if !refused.is_empty() {
+            return Err(MachineError::Snapshot(format!(
+                "device{} {} ha{} no save/restore yet, so this machine cannot be snapshotted",
+                if refused.len() == 1 { "" } else { "s" },
+                refused.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", "),
+                if refused.len() == 1 { "s" } else { "ve" },
+            )));
+        }
+        let fail = |name: &str, e: String| MachineError::Snapshot(format!("device `{name}`: {e}"));
+        let own = BoardState {
+            signals: self.signals.save(),
+            seen_generation: self.seen_generation,
+            events: self.events.entries(),
+            delivered: self.delivered.clone(),
+            counts: [
+                self.stat_unmapped,
+                self.stat_bad_access,
+                self.stat_mmio_reads,
+                self.stat_mmio_writes,
+            ],
+        };
+        out.insert(
+            "board".into(),
+            hs_snapshot::state::encode(&own).map_err(|e| fail("board", e))?,
+        );
+        use hs_devices::Persist;
+        out.insert("dev.plic".into(), self.plic.save().map_err(|e| fail("plic", e))?);
+        out.insert("dev.clint".into(), self.clint.save().map_err(|e| fail("clint", e))?);
+        for (d, g) in self.devs.iter().zip(&self.grants) {
+            let st = d.state().expect("checked above");
+            out.insert(format!("dev.{}", g.name), st.save().map_err(|e| fail(&g.name, e))?);
+        }
+        Ok(())
+    }
+
+    /// Put back what [`Board::save`] wrote, on a board built the same way.
+    pub fn restore(&mut self, sections: &BTreeMap<String, Vec<u8>>) -> Result<(), MachineError> {
+        let fail = |name: &str, e: String| MachineError::Snapshot(format!("device `{name}`: {e}"));
+        let get = |name: &str| {
+            sections
+                .get(&format!("dev.{name}"))
+                .ok_or_else(|| fail(name, "the snapshot has no state for it (taken on another board?)".into()))
+        };
+        let theirs = sections.keys().filter_map(|k| k.strip_prefix("dev.")).count();
+        if theirs != self.devs.len() + 2 {
+            return Err(MachineError::Snapshot(format!(
+                "the snapshot holds {theirs} devices; this board has {} (taken on another board?)",
+                self.devs.len() + 2
+            )));
+        }
+        let own: BoardState = sections
+            .get("board")
+            .ok_or_else(|| fail("board", "missing from the snapshot".into()))
+            .and_then(|b| hs_snapshot::state::decode(b).map_err(|e| fail("board", e)))?;
+        if own.delivered.len() != self.delivered.len() {
+            return Err(MachineError::Snapshot(format!(
+                "the snapshot is of {} harts; this machine has {}",
+                own.delivered.len(),
+                self.delivered.len()
+            )));
+        }
+        for (_, (t, _)) in &own.events {
+            if let Target::Dev(i) = t {
+                if *i as usize >= self.devs.len() {
+                    return Err(fail("board", format!("an event is for device {i}, which this board lacks")));
+                }
+            }
+        }
+        let mut devs = std::mem::take(&mut self.devs);
+        let restored = (|| {
+            for (d, g) in devs.iter_mut().zip(&self.grants) {
+                let data = get(&g.name)?;
+                let st = d
+                    .state_mut()
+                    .ok_or_else(|| fail(&g.name, "it has no save/restore".into()))?;
+                st.restore(data).map_err(|e| fail(&g.name, e))?;
+            }
+            Ok::<(), MachineError>(())
+        })();
+        self.devs = devs;
+        restored?;
+        use hs_devices::Persist;
+        self.plic.restore(get("plic")?).map_err(|e| fail("plic", e))?;
+        self.clint.restore(get("clint")?).map_err(|e| fail("clint", e))?;
+        let (generation, wires) = &own.signals;
+        self.signals
+            .restore(*generation, wires)
+            .map_err(|e| fail("board", e))?;
+        self.seen_generation = own.seen_generation;
+        self.events = EventQueue::from_entries(own.events);
+        self.delivered = own.delivered;
+        [
+            self.stat_unmapped,
+            self.stat_bad_access,
+            self.stat_mmio_reads,
+            self.stat_mmio_writes,
+        ] = own.counts;
+        Ok(())
     }
 
     /// Let listening devices sample their inputs if any wire changed, then

@@ -57,6 +57,8 @@ pub enum MachineError {
     InitrdWithoutKernel,
     #[error("nothing to run: give -bios FILE and/or -kernel FILE")]
     NothingToRun,
+    #[error("snapshot: {0}")]
+    Snapshot(String),
     #[error("device map: {0}")]
     DeviceMap(#[from] hs_devices::MapError),
     #[error("board wiring: {0}")]

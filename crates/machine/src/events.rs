@@ -58,6 +58,27 @@ impl<K: Copy + Eq + Hash> EventQueue<K> {
     pub fn len(&self) -> usize {
         self.order.len()
     }
+    /// Every pending event with its place in the order, for a snapshot.
+    pub fn entries(&self) -> Vec<((u64, u64), K)> {
+        self.order.iter().map(|(p, k)| (*p, *k)).collect()
+    }
+    /// A queue holding what [`EventQueue::entries`] gave (a key given twice
+    /// keeps its later place, as a re-armed event would).
+    pub fn from_entries(entries: Vec<((u64, u64), K)>) -> Self {
+        let mut q = Self::default();
+        for (pos, key) in entries {
+            if let Some(old) = q.pending.insert(key, pos) {
+                q.order.remove(&old);
+            }
+            if let Some(other) = q.order.insert(pos, key) {
+                if other != key {
+                    q.pending.remove(&other); // two events at one place: the later one stays
+                }
+            }
+            q.next_seq = q.next_seq.max(pos.1.saturating_add(1));
+        }
+        q
+    }
     pub fn is_empty(&self) -> bool {
         self.order.is_empty()
     }

@@ -18,6 +18,7 @@ pub mod observation;
 pub mod observing;
 pub mod reports;
 pub mod sampler;
+pub mod snapshot;
 pub mod symbols;
 pub mod task;
 
@@ -35,5 +36,6 @@ pub use markers::{MarkerLog, Phase};
 pub use observation::{ItraceSpec, ItraceWindow, ObserveOptions, ObserveSetupError, BOOT_PHASE};
 pub use observing::{HartTally, Observing};
 pub use sampler::{SamplerConfig, SpaceMark};
+pub use snapshot::TimingRestore;
 pub use symbols::{GuestSymbols, KernelSymbolSource, SymbolSources};
 pub use task::TaskReader;

@@ -128,6 +128,10 @@ pub enum StopReason {
     GuestPanic,
     /// The host user interrupted the run (SIGINT, [`Machine::set_interrupt_flag`]).
     Interrupted,
+    /// The phase marker [`Machine::set_snapshot_at`] named retired; the
+    /// machine stands between two slices, ready to be snapshotted, and
+    /// `run` goes on from there if called again.
+    SnapshotPoint,
     /// A hart did nothing but trap at one place for [`STUCK_SLICES`] slices:
     /// code that is not a program for this machine (or a broken one).
     TrapStorm {
@@ -161,6 +165,7 @@ impl std::fmt::Display for StopReason {
             StopReason::HartStop => write!(f, "a hart stopped"),
             StopReason::GuestPanic => write!(f, "the guest kernel panicked"),
             StopReason::Interrupted => write!(f, "interrupted by the user (Ctrl-C)"),
+            StopReason::SnapshotPoint => write!(f, "the snapshot point was reached"),
             StopReason::TrapStorm { hart, cause, pc, tvec } => write!(
                 f,
                 "hart {hart} makes no progress: it traps again and again at pc {pc:#x} (cause {cause}, trap vector {tvec:#x}); is this a program for this machine?"
@@ -237,25 +242,25 @@ const INPUT_POLL_SLICES: u64 = 64;
 const IDLE_INPUT_WAIT: Duration = Duration::from_millis(20);
 
 pub struct Machine<T: TimingModel = Atomic> {
-    ram: GuestRam,
+    pub(crate) ram: GuestRam,
     pub(crate) harts: Vec<Hart<T>>,
     pub(crate) board: Board,
     plan: BootPlan,
-    dtb: Vec<u8>,
-    clock: Clock,
-    quantum: u64,
+    pub(crate) dtb: Vec<u8>,
+    pub(crate) clock: Clock,
+    pub(crate) quantum: u64,
     max_cycles: Option<u64>,
     /// Start of the current slice (all harts have reached it).
-    now: u64,
-    idle: Vec<bool>,
+    pub(crate) now: u64,
+    pub(crate) idle: Vec<bool>,
     /// Cycles each hart has spent asleep in `wfi` (always kept: busy cycles,
     /// and so CPI, must not depend on whether the run is observed).
-    idle_cycles: Vec<u64>,
+    pub(crate) idle_cycles: Vec<u64>,
     /// `idle_cycles` at each phase marker, in marker order.
-    phase_idle: Vec<Vec<u64>>,
+    pub(crate) phase_idle: Vec<Vec<u64>>,
     /// What an idle hart saw when it went idle; it must run again once this changes.
-    idle_sig: Vec<(u64, bool)>,
-    stop: Option<StopReason>,
+    pub(crate) idle_sig: Vec<(u64, bool)>,
+    pub(crate) stop: Option<StopReason>,
     /// Set from outside (a signal handler) to end the run at the next slice.
     interrupt: Option<&'static std::sync::atomic::AtomicBool>,
     /// Called about once a second of host time while running; it draws a
@@ -265,24 +270,28 @@ pub struct Machine<T: TimingModel = Atomic> {
     progress_shown: bool,
     /// Per hart: (instret, exceptions, trap place) at the last slice's end
     /// and how many slices in a row it only trapped there.
-    progress: Vec<((u64, u64, [u64; 4]), u32)>,
-    markers: MarkerLog,
+    pub(crate) progress: Vec<((u64, u64, [u64; 4]), u32)>,
+    pub(crate) markers: MarkerLog,
     htif: Option<HtifSymbols>,
     echo: bool,
     capture: bool,
-    console: Vec<u8>,
-    console_dropped: u64,
+    pub(crate) console: Vec<u8>,
+    pub(crate) console_dropped: u64,
     /// Watches the console for a kernel panic.
-    panic: PanicWatch,
+    pub(crate) panic: PanicWatch,
     input: Option<Box<dyn ConsoleInput>>,
-    input_queue: VecDeque<u8>,
-    slices: u64,
+    pub(crate) input_queue: VecDeque<u8>,
+    pub(crate) slices: u64,
     host_time: Duration,
     /// When the current `run` call began (host time of a phase marker is
     /// `host_time` plus the time since).
     run_started: Option<Instant>,
     /// Host seconds into the run at each phase marker, in phase order.
-    phase_host: Vec<f64>,
+    pub(crate) phase_host: Vec<f64>,
+    /// Stop between slices once a phase with this label begins.
+    snapshot_at: Option<String>,
+    /// That phase began during the current slice.
+    snapshot_due: bool,
     hart_host_time: Vec<Duration>,
     /// Sampling and observation bookkeeping (None: a plain run).
     pub(crate) obs: Option<Box<crate::observation::MachineObs>>,
@@ -428,6 +437,8 @@ impl<T: TimingModel> Machine<T> {
             host_time: Duration::ZERO,
             run_started: None,
             phase_host: Vec::new(),
+            snapshot_at: None,
+            snapshot_due: false,
             hart_host_time: vec![Duration::ZERO; cfg.harts],
             obs: None,
             rec_of: None,
@@ -507,6 +518,9 @@ impl<T: TimingModel> Machine<T> {
 
     /// Run until the machine stops.
     pub fn run(&mut self) -> StopReason {
+        if self.stop == Some(StopReason::SnapshotPoint) {
+            self.stop = None;
+        }
         let started = Instant::now();
         self.run_started = Some(started);
         let mut last_report = started;
@@ -762,6 +776,16 @@ impl<T: TimingModel> Machine<T> {
         self.flush_console();
         self.slices += 1;
         self.check_progress();
+        if std::mem::take(&mut self.snapshot_due) && self.stop.is_none() {
+            self.stop = Some(StopReason::SnapshotPoint);
+        }
+    }
+
+    /// Stop (with [`StopReason::SnapshotPoint`]) at the end of the slice in
+    /// which the next phase marker labelled `label` retires: the first point
+    /// after it at which the machine can be snapshotted.
+    pub fn set_snapshot_at(&mut self, label: &str) {
+        self.snapshot_at = Some(label.to_string());
     }
 
     /// Hart `h` slept in `wfi` from `from` to `to`.
@@ -784,6 +808,11 @@ impl<T: TimingModel> Machine<T> {
         self.markers
             .handle(m.op, m.args, h, &HartView(&self.harts[h]), cycles, instret);
         if self.markers.phases.len() > phases {
+            let label = self.markers.phases.last().map(|p| p.label.as_str());
+            if self.snapshot_at.is_some() && self.snapshot_at.as_deref() == label {
+                self.snapshot_at = None;
+                self.snapshot_due = true;
+            }
             let now = self.host_time + self.run_started.map_or(Duration::ZERO, |t| t.elapsed());
             self.phase_host.push(now.as_secs_f64());
             self.phase_idle.push(self.idle_cycles.clone());
@@ -1142,8 +1171,8 @@ pub fn build_board(
 }
 
 /// Recognises a Linux kernel panic in console output, across writes.
-#[derive(Default)]
-struct PanicWatch {
+#[derive(Clone, Default, serde::Serialize, serde::Deserialize)]
+pub(crate) struct PanicWatch {
     /// The current (unfinished) console line, bounded.
     partial: Vec<u8>,
     /// The first panic line seen.

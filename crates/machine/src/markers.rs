@@ -20,7 +20,7 @@ pub const MAX_PHASES: usize = 100_000;
 pub const MAX_CHANNEL_BYTES: usize = 256 << 20;
 
 /// A phase boundary: where every hart stood when the marker retired.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Phase {
     pub label: String,
     /// Hart that executed the marker.
@@ -32,13 +32,13 @@ pub struct Phase {
     pub instret: Vec<u64>,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Channel {
     pub data: Vec<u8>,
     pub closed: bool,
 }
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
 pub struct MarkerLog {
     pub phases: Vec<Phase>,
     /// From the EXIT marker (a0, as the signed value the agent passed).

@@ -206,6 +206,11 @@ pub(crate) struct MachineObs {
     /// Index in `machine_events` of each hart's last idle span (to merge).
     last_idle: Vec<Option<usize>>,
     pub snapshots: Vec<Snapshot>,
+    /// Phases up to this index began before a restored snapshot's cut (or
+    /// hold it): nothing observed them whole, so they get no observed counters.
+    pub unobserved_phases: usize,
+    /// The machine's time when observation began (0, or a restore's cut).
+    pub observed_from: u64,
     /// A phase trace window is open.
     phase_window_open: bool,
 }
@@ -222,6 +227,8 @@ impl MachineObs {
             events_dropped: 0,
             last_idle: vec![None; harts],
             snapshots: Vec::new(),
+            unobserved_phases: 0,
+            observed_from: 0,
             phase_window_open: false,
         }
     }
@@ -479,6 +486,35 @@ impl<T: TimingModel> Machine<T> {
 
     /// A phase marker was accepted: snapshot the counters, mark the
     /// timeline, open or close a phase trace window.
+    /// The machine was restored from a snapshot: observation starts here.
+    /// Phases already begun are known (their cycles and instructions) but
+    /// were not observed whole, so they stand at this point's counters and
+    /// get none of their own; the sampler starts (or keeps waiting for its
+    /// phase) from the harts' new clocks.
+    pub(crate) fn obs_restored(&mut self) {
+        let Some(mut obs) = self.obs.take() else {
+            return;
+        };
+        let cycles: Vec<u64> = self.harts.iter().map(|x| x.cycle()).collect();
+        let labels: Vec<String> = self.markers().phases.iter().map(|p| p.label.clone()).collect();
+        if let Some(s) = obs.sampler.as_mut() {
+            for l in &labels {
+                s.phase(l, &cycles);
+            }
+            s.restart(&cycles);
+        }
+        let here = Snapshot {
+            tallies: self.tallies(),
+            board: self.board.log.as_ref().map(|l| l.counts.clone()).unwrap_or_default(),
+            idle: self.idle_cycles().0.to_vec(),
+            model: self.harts.iter().map(|x| x.timing.model_stats()).collect(),
+        };
+        obs.snapshots = vec![here; labels.len()];
+        obs.unobserved_phases = labels.len();
+        obs.observed_from = self.now();
+        self.obs = Some(obs);
+    }
+
     pub(crate) fn obs_phase(&mut self, h: usize, cycle: u64, label: &str) {
         let Some(mut obs) = self.obs.take() else {
             return;
@@ -650,6 +686,8 @@ impl<T: TimingModel> Machine<T> {
         // Per-phase counters need a snapshot at every marker (a machine that
         // was not observed from reset has none).
         let per_phase = snaps.len() == markers.len();
+        // Phases a restored run did not see whole (see `obs_restored`).
+        let unobserved = self.obs.as_ref().map_or(0, |o| o.unobserved_phases);
 
         let summary = self.summary();
         let mut total = StatBlock::new("total");
@@ -696,6 +734,15 @@ impl<T: TimingModel> Machine<T> {
         }
         add_model_stats(&mut total, &end, &bounds[0]);
         if observed {
+            let from = self.obs.as_ref().map_or(0, |o| o.observed_from);
+            if from > 0 {
+                let _ = total.add_u64(
+                    "observation.startCycle",
+                    from,
+                    Unit::Cycle,
+                    "Cycle from which the counters below count (the run went on from a snapshot)",
+                );
+            }
             add_counts(&mut total, &end, &bounds[0]);
         }
         let phase_stats = phases
@@ -725,6 +772,7 @@ impl<T: TimingModel> Machine<T> {
                         "Busy cycles per instruction",
                     );
                 }
+                let per_phase = per_phase && (unobserved == 0 || i > unobserved);
                 if let (true, Some(a), Some(z)) = (per_phase, bounds.get(i), bounds.get(i + 1)) {
                     add_model_stats(&mut b, z, a);
                 }

@@ -738,6 +738,12 @@ impl<M: TimingModel> TimingModel for Observing<M> {
     fn model_stats(&self) -> Option<hs_timing::ModelStats> {
         self.inner.model_stats()
     }
+    fn save_state(&self, shared: bool) -> Option<Result<Vec<u8>, String>> {
+        self.inner.save_state(shared)
+    }
+    fn restore_state(&mut self, data: &[u8], shared: bool) -> Result<(), String> {
+        self.inner.restore_state(data, shared)
+    }
 }
 
 #[cfg(test)]

@@ -150,6 +150,16 @@ impl Sampler {
         }
     }
 
+    /// The harts' clocks jumped to `cycles` (a restored snapshot): the
+    /// next samples are one period on from there, not the time in between.
+    pub fn restart(&mut self, cycles: &[u64]) {
+        for (n, c) in self.next.iter_mut().zip(cycles) {
+            if *n != u64::MAX {
+                *n = c.saturating_add(self.cfg.period);
+            }
+        }
+    }
+
     /// Hart `h` idled (clock stopped) up to `to`: no samples for that time.
     pub fn skip_idle(&mut self, h: usize, to: u64) {
         if let Some(next) = self.next.get_mut(h) {

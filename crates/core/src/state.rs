@@ -1,0 +1,181 @@
+//! The hart's architectural state apart from its machinery (issue 17):
+//! what a snapshot keeps. Host-side caches — the software TLB, decoded
+//! blocks, the fetch stamp — are not state; they are dropped on restore
+//! and rebuild themselves as the hart runs.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{csr::Csrs, mmu, pmp::Pmp, Hart, HartStats, Priv, TimingModel};
+
+/// The virtual page number bits of a software-TLB tag (below the generation).
+const VPN_MASK: u64 = (1 << 52) - 1;
+
+/// Everything a hart needs to go on exactly where it was.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct HartState {
+    hart_id: u64,
+    cycles_per_tick: u64,
+    x: [u64; 32],
+    f: [u64; 32],
+    pc: u64,
+    prv: Priv,
+    cycle: u64,
+    stall: u64,
+    csr: Csrs,
+    pmp: Pmp,
+    reservation: Option<u64>,
+    /// Guest-visible event counts (traps taken) and the slow-path counters,
+    /// so totals carry on across the cut.
+    stats: HartStats,
+    /// The software TLB's live entries, by guest address. A host cache, but
+    /// what it holds decides which page walks the hart makes (and reports
+    /// to the timing model) and whether a stale translation is still used,
+    /// so a restored hart must start with the same entries.
+    tlb: Vec<TlbSaved>,
+    /// The virtual-pc block mappings, for the same reason (a hit skips
+    /// translation): (pc, physical address, fetch context).
+    vblocks: Vec<(u64, u64, u8)>,
+}
+
+/// One live software-TLB entry: which array, the virtual page number, and
+/// the physical page it maps (RAM or device).
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+struct TlbSaved {
+    kind: u8,
+    ctx: u8,
+    vpn: u64,
+    mmio: bool,
+    pa: u64,
+}
+
+impl<T: TimingModel> Hart<T> {
+    /// This hart's architectural state.
+    pub fn save_state(&self) -> HartState {
+        let mut x = [0; 32];
+        x.copy_from_slice(&self.x[..32]);
+        HartState {
+            hart_id: self.cfg.hart_id,
+            cycles_per_tick: self.cfg.cycles_per_tick,
+            x,
+            f: self.f,
+            pc: self.pc,
+            prv: self.prv,
+            cycle: self.cycle,
+            stall: self.stall,
+            csr: self.csr.clone(),
+            pmp: self.pmp.clone(),
+            reservation: self.reservation,
+            stats: self.stats,
+            tlb: self.save_tlb(),
+            vblocks: self.live_vblocks(),
+        }
+    }
+
+    fn save_tlb(&self) -> Vec<TlbSaved> {
+        let gen = self.tlb.gen_bits;
+        let ram_host = self.ram.host_ptr(self.ram.base()) as u64;
+        let mut out = Vec::new();
+        for (kind, ctxs) in self.tlb.e.iter().enumerate() {
+            for (ctx, entries) in ctxs.iter().enumerate() {
+                for e in entries {
+                    let tag = e.tag & !mmu::TLB_MMIO;
+                    if e.tag == 0 || tag & !VPN_MASK != gen {
+                        continue;
+                    }
+                    let vpn = tag & VPN_MASK;
+                    let va = vpn << 12;
+                    let mmio = e.tag & mmu::TLB_MMIO != 0;
+                    let pa = if mmio {
+                        va.wrapping_add(e.addend)
+                    } else {
+                        va.wrapping_add(e.addend)
+                            .wrapping_sub(ram_host)
+                            .wrapping_add(self.ram.base())
+                    };
+                    out.push(TlbSaved {
+                        kind: kind as u8,
+                        ctx: ctx as u8,
+                        vpn,
+                        mmio,
+                        pa,
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    /// Put saved entries into the (flushed) software TLB; refuses an entry
+    /// that is not where its page number puts it or whose page is not RAM
+    /// when it claims to be (and the reverse).
+    fn restore_tlb(&mut self, saved: &[TlbSaved]) -> Result<(), String> {
+        for t in saved {
+            let slot = (t.vpn as usize) & (mmu::TLB_SIZE - 1);
+            let fits = (t.kind as usize) < 3
+                && (t.ctx as usize) < 4
+                && t.vpn <= VPN_MASK
+                && t.pa & 0xfff == 0
+                && self.ram.contains(t.pa, 4096) != t.mmio;
+            if !fits {
+                return Err(format!(
+                    "a software-TLB entry (page {:#x} → {:#x}) does not fit this machine",
+                    t.vpn << 12,
+                    t.pa
+                ));
+            }
+            let va = t.vpn << 12;
+            let entry = if t.mmio {
+                mmu::TlbEntry {
+                    tag: t.vpn | self.tlb.gen_bits | mmu::TLB_MMIO,
+                    addend: t.pa.wrapping_sub(va),
+                }
+            } else {
+                mmu::TlbEntry {
+                    tag: t.vpn | self.tlb.gen_bits,
+                    addend: (self.ram.host_ptr(t.pa) as u64).wrapping_sub(va),
+                }
+            };
+            self.tlb.e[t.kind as usize][t.ctx as usize][slot] = entry;
+        }
+        Ok(())
+    }
+
+    /// Go on from `s`: registers, CSRs, PMP and local time replaced, host
+    /// caches dropped. Refused (nothing changed) if `s` is another hart's
+    /// or was taken at another timer rate.
+    pub fn restore_state(&mut self, s: &HartState) -> Result<(), String> {
+        if s.hart_id != self.cfg.hart_id || s.cycles_per_tick != self.cfg.cycles_per_tick {
+            return Err(format!(
+                "the state is hart {}'s at {} cycles per timer tick; this is hart {} at {}",
+                s.hart_id, s.cycles_per_tick, self.cfg.hart_id, self.cfg.cycles_per_tick
+            ));
+        }
+        if s.x[0] != 0 {
+            return Err("register x0 holds a value other than 0".into());
+        }
+        self.x = [0; 256];
+        self.x[..32].copy_from_slice(&s.x);
+        self.f = s.f;
+        self.pc = s.pc;
+        self.prv = s.prv;
+        self.cycle = s.cycle;
+        self.stall = s.stall;
+        self.csr = s.csr.clone();
+        self.pmp = s.pmp.clone();
+        self.reservation = s.reservation;
+        self.stats = s.stats;
+        self.exit = None;
+        self.tlb.flush();
+        if let Err(e) = self.restore_tlb(&s.tlb) {
+            self.tlb.flush();
+            return Err(e);
+        }
+        self.flush_blocks();
+        self.restore_vblocks(&s.vblocks);
+        self.stats.block_flushes = s.stats.block_flushes;
+        self.update_stimecmp_cycle();
+        self.update_modes();
+        self.checks |= crate::CHECK_IRQ | crate::CHECK_CODE;
+        Ok(())
+    }
+}
