@@ -28,6 +28,22 @@ pub trait EthernetLink {
     }
 }
 
+/// No wire: what a NIC holds while its state is decoded, before its own
+/// wire is put back.
+pub(crate) fn no_link() -> Box<dyn EthernetLink> {
+    struct Unplugged;
+    impl EthernetLink for Unplugged {
+        fn send(&mut self, _frame: Vec<u8>, _now: u64) {}
+        fn recv(&mut self, _now: u64) -> Option<Vec<u8>> {
+            None
+        }
+        fn next_event(&self) -> Option<u64> {
+            None
+        }
+    }
+    Box::new(Unplugged)
+}
+
 /// A NIC's link in its snapshot section: the link's own section, or an
 /// error if the link has none.
 pub(crate) fn save_link(link: &dyn EthernetLink) -> Result<String, String> {

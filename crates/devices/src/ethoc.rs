@@ -125,7 +125,7 @@ pub const PHY_ADDRESS: u8 = 1;
 /// The smallest frame on the wire without FCS.
 const MIN_FRAME: usize = 60;
 
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 struct Counters {
     tx_frames: u64,
     tx_bytes: u64,
@@ -141,6 +141,7 @@ struct Counters {
 
 /// The frame on the wire now: its descriptor finishes when its last bit
 /// has left.
+#[derive(serde::Serialize, serde::Deserialize)]
 struct Sending {
     bd: usize,
     done: u64,
@@ -149,7 +150,7 @@ struct Sending {
 }
 
 /// A validated `[board.NAME] kind = "ethoc"` table.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct EthocConfig {
     pub wire: WireConfig,
     pub buffer_bytes: u64,
@@ -185,17 +186,22 @@ impl EthocConfig {
     }
 }
 
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct Ethoc {
     name: String,
     cfg: EthocConfig,
     /// Physical address of the window (descriptors hold physical addresses).
     base: u64,
+    #[serde(skip)]
     irq: Box<dyn IrqLine>,
     regs: [u32; (REGS_END / 4) as usize],
     /// (status, address) of each descriptor.
+    #[serde(with = "hs_snapshot::state::array")]
     bd: [[u32; 2]; NUM_BD],
     buf: Vec<u8>,
     phy: Phy,
+    /// Saved beside the MAC, in its own section.
+    #[serde(skip, default = "crate::ether::no_link")]
     link: Box<dyn EthernetLink>,
     core_hz: u64,
     tx_next: usize,
@@ -204,6 +210,40 @@ pub struct Ethoc {
     /// Frames to take in at this event: from the wire, or looped back.
     arrived: VecDeque<Vec<u8>>,
     c: Counters,
+}
+
+/// The MAC's registers, descriptors, packet memory and frame in flight,
+/// and the state of what is on its wire beside them.
+impl crate::Persist for Ethoc {
+    fn save(&self) -> Result<Vec<u8>, String> {
+        let link = crate::ether::save_link(self.link.as_ref())?;
+        hs_snapshot::state::encode(&(self, link))
+    }
+    fn restore(&mut self, data: &[u8]) -> Result<(), String> {
+        let (mut fresh, link): (Ethoc, String) = hs_snapshot::state::decode(data)?;
+        crate::same(
+            "OpenCores Ethernet MAC",
+            &(&fresh.name, &fresh.cfg, fresh.base, fresh.core_hz),
+            &(&self.name, &self.cfg, self.base, self.core_hz),
+        )?;
+        if fresh.buf.len() != self.buf.len()
+            || fresh.tx_next >= NUM_BD
+            || fresh.rx_next >= NUM_BD
+            || fresh.sending.as_ref().is_some_and(|s| s.bd >= NUM_BD)
+        {
+            return Err(format!(
+                "the snapshot's `{}` has {} bytes of packet memory (this one {}) or a descriptor index past {NUM_BD}",
+                fresh.name,
+                fresh.buf.len(),
+                self.buf.len()
+            ));
+        }
+        crate::ether::restore_link(self.link.as_mut(), &link)?;
+        std::mem::swap(&mut fresh.irq, &mut self.irq);
+        std::mem::swap(&mut fresh.link, &mut self.link);
+        *self = fresh;
+        Ok(())
+    }
 }
 
 impl Ethoc {
@@ -536,6 +576,14 @@ pub fn crc32(data: &[u8]) -> u32 {
 }
 
 impl Device for Ethoc {
+    /// Only with a wire that has save/restore (the peer has).
+    fn state(&self) -> Option<&dyn crate::Persist> {
+        self.link.state().map(|_| self as &dyn crate::Persist)
+    }
+    fn state_mut(&mut self) -> Option<&mut dyn crate::Persist> {
+        self.link.state()?;
+        Some(self)
+    }
     fn name(&self) -> String {
         self.name.clone()
     }

@@ -27,7 +27,7 @@ pub const ADVERTISE_DEFAULT: u16 = 0x01e1;
 pub const LPA_VALUE: u16 = 0x4000 | 0x01e1;
 
 /// One PHY at one MDIO address.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Phy {
     pub address: u8,
     bmcr: u16,

@@ -56,7 +56,7 @@ pub const RX_BACKLOG: usize = 256;
 /// Largest frame without FCS (1500 bytes of payload).
 pub const MAX_FRAME: usize = 1514;
 
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 struct Counters {
     tx_frames: u64,
     tx_bytes: u64,
@@ -71,15 +71,20 @@ struct Counters {
 }
 
 /// A frame on its way out: its buffer returns when its last bit has left.
+#[derive(serde::Serialize, serde::Deserialize)]
 struct TxPending {
     done: u64,
     head: u16,
     frame: Option<Vec<u8>>,
 }
 
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct VirtioNet {
+    #[serde(skip)]
     ram: GuestRam,
     mac: [u8; 6],
+    /// Saved beside the device, in its own section.
+    #[serde(skip, default = "crate::ether::no_link")]
     link: Box<dyn EthernetLink>,
     /// Cycles per byte-time of the link, as a rate (bits per second).
     link_bps: u64,
@@ -92,6 +97,28 @@ pub struct VirtioNet {
     backlog: VecDeque<Vec<u8>>,
     active: bool,
     c: Counters,
+}
+
+/// The device's rings, frames in flight and backlog, and the state of
+/// what is on its wire beside them.
+impl crate::Persist for VirtioNet {
+    fn save(&self) -> Result<Vec<u8>, String> {
+        let link = crate::ether::save_link(self.link.as_ref())?;
+        hs_snapshot::state::encode(&(self, link))
+    }
+    fn restore(&mut self, data: &[u8]) -> Result<(), String> {
+        let (mut fresh, link): (VirtioNet, String) = hs_snapshot::state::decode(data)?;
+        crate::same(
+            "virtio-net device (MAC, link bit/s, core Hz)",
+            &(fresh.mac, fresh.link_bps, fresh.core_hz),
+            &(self.mac, self.link_bps, self.core_hz),
+        )?;
+        crate::ether::restore_link(self.link.as_mut(), &link)?;
+        std::mem::swap(&mut fresh.ram, &mut self.ram);
+        std::mem::swap(&mut fresh.link, &mut self.link);
+        *self = fresh;
+        Ok(())
+    }
 }
 
 impl VirtioNet {
@@ -237,6 +264,14 @@ impl VirtioNet {
 }
 
 impl VirtioBackend for VirtioNet {
+    /// Only with a wire that has save/restore (the peer has).
+    fn state(&self) -> Option<&dyn crate::Persist> {
+        self.link.state().map(|_| self as &dyn crate::Persist)
+    }
+    fn state_mut(&mut self) -> Option<&mut dyn crate::Persist> {
+        self.link.state()?;
+        Some(self)
+    }
     fn device_id(&self) -> u32 {
         DEVICE_ID
     }
