@@ -215,6 +215,39 @@ impl GuestRam {
             .then(|| self.0.code_log[(gen % CODE_WRITE_LOG as u64) as usize].get())
     }
 
+    /// The code-page tracking, for a snapshot: the pages flagged as code
+    /// (by index), the code generation and the recent-write log.
+    pub fn code_state(&self) -> (Vec<u64>, u64, Vec<u64>) {
+        let b = &self.0;
+        let pages = (b.code.iter().enumerate())
+            .filter(|(_, c)| c.get())
+            .map(|(i, _)| i as u64)
+            .collect();
+        let log = b.code_log.iter().map(Cell::get).collect();
+        (pages, b.code_gen.get(), log)
+    }
+
+    /// Put back what [`Self::code_state`] gave; refuses a page beyond this
+    /// RAM or a log of another length.
+    pub fn restore_code_state(&self, pages: &[u64], gen: u64, log: &[u64]) -> Result<(), String> {
+        let b = &self.0;
+        if log.len() != b.code_log.len() {
+            return Err(format!("a code-write log of {} entries, not {}", log.len(), b.code_log.len()));
+        }
+        if let Some(p) = pages.iter().find(|&&p| p >= b.code.len() as u64) {
+            return Err(format!("code page {p} lies beyond this RAM"));
+        }
+        b.code.iter().for_each(|c| c.set(false));
+        for &p in pages {
+            b.code[p as usize].set(true);
+        }
+        b.code_gen.set(gen);
+        for (c, &v) in b.code_log.iter().zip(log) {
+            c.set(v);
+        }
+        Ok(())
+    }
+
     /// Called by every store path that bypasses [`Self::write`] (e.g. a
     /// hart's fast path through a host pointer, or DMA).
     #[inline(always)]

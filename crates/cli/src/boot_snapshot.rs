@@ -60,6 +60,7 @@ pub fn restored_args(cur: BootArgs, path: &Path) -> Result<(BootArgs, Snapshot),
         cold_timing: cur.cold_timing,
         snapshot_at: cur.snapshot_at,
         snapshot_out: cur.snapshot_out,
+        continue_after_snapshot: cur.continue_after_snapshot,
         ..cur
     };
     Ok((args, snap))
@@ -104,6 +105,7 @@ pub fn write<T: TimingModel>(machine: &Machine<T>, args: &BootArgs, model: &str)
         restore: None,
         snapshot_at: None,
         snapshot_out: None,
+        continue_after_snapshot: false,
         ..args.clone()
     };
     let encoded = hs_snapshot::state::encode(&saved)?;

@@ -24,7 +24,10 @@ const DEFAULT_RAM_MIB: u64 = 512;
 /// Ctrl-A, QEMU's console escape.
 const ESCAPE: u8 = 0x01;
 
-#[derive(Args, Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+/// (serde: a snapshot keeps the command line that built its machine;
+/// options added since read as their defaults.)
+#[derive(Args, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct BootArgs {
     /// Guest image to boot (see `hartscope guest build`); default `debian` unless -kernel is given.
     #[arg(long)]
@@ -115,6 +118,10 @@ pub struct BootArgs {
     /// Where --snapshot-at writes the snapshot.
     #[arg(long, value_name = "FILE", requires = "snapshot_at")]
     pub snapshot_out: Option<PathBuf>,
+    /// With --snapshot-at: keep running after writing the snapshot (the run
+    /// is the one it would have been without it), instead of stopping there.
+    #[arg(long, requires = "snapshot_at")]
+    pub continue_after_snapshot: bool,
     /// Go on from a snapshot, on the machine it was taken on (image, kernel command line,
     /// harts, memory, devices and clock come from it). --machine may name another timing
     /// model for the same board (its caches then start cold: fast-forward, then measure).
@@ -701,16 +708,21 @@ fn finish<T: TimingModel>(
             );
         }));
     }
-    let stop = if args.workload.is_some() {
-        machine.run()
-    } else {
-        let _terminal = RawTerminal::enter();
-        machine.set_console_input(Box::new(StdinInput::new()));
-        machine.run()
+    let run = |machine: &mut Machine<T>| {
+        if args.workload.is_some() {
+            machine.run()
+        } else {
+            let _terminal = RawTerminal::enter();
+            machine.set_console_input(Box::new(StdinInput::new()));
+            machine.run()
+        }
     };
-
+    let mut stop = run(&mut machine);
     if stop == StopReason::SnapshotPoint {
         crate::boot_snapshot::write(&machine, args, model_id)?;
+        if args.continue_after_snapshot {
+            stop = run(&mut machine);
+        }
     }
     let summary = machine.summary();
     if let Some(dir) = &args.channels_dir {

@@ -52,6 +52,19 @@ const MAX_BLOCK_INSNS: usize = 64;
 /// direct-mapped table leave garbage behind).
 const ARENA_LIMIT: usize = 1 << 20;
 
+/// A block cache's contents as [`Hart::save_blocks`] describes them.
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+pub(crate) struct BlocksSaved {
+    /// (slot, physical address) of each live second-level entry.
+    table: Vec<(u32, u64)>,
+    /// (pc, physical address, fetch context) of each live first-level entry.
+    vcache: Vec<(u64, u64, u8)>,
+    page_slots: Vec<(u64, Vec<u32>)>,
+    /// Ops in the arena.
+    arena: usize,
+    code_gen_seen: u64,
+}
+
 /// Decoded blocks keyed by physical address. `ops[0]` is a scratch slot for
 /// instructions that cannot be cached (page-crossing, PMP-split pages).
 ///
@@ -393,44 +406,98 @@ impl<T: TimingModel> Hart<T> {
         exit
     }
 
-    /// The virtual-pc mappings to blocks that are live now, in any fetch
-    /// context (an entry of another context revives when the hart returns
-    /// to it): (pc, physical address, context). A host cache, but a hit in
-    /// it skips translation, so what it holds decides which page walks the
-    /// hart makes and reports to the timing model; a snapshot keeps it.
-    pub(crate) fn live_vblocks(&self) -> Vec<(u64, u64, u8)> {
-        let live = self.tlb.gen_bits | self.blocks.vgen as u64;
-        self.blocks
-            .vcache
-            .iter()
-            .filter(|v| v.stamp & !(3 << 40) == live && v.start != 0)
-            .map(|v| (v.pc, v.pa, ((v.stamp >> 40) & 3) as u8))
-            .collect()
+    /// What the block cache holds, for a snapshot. A host cache, but its
+    /// contents show through: a virtual-pc hit skips translation (so what
+    /// it holds decides which page walks the hart makes and reports to the
+    /// timing model), a code write drops blocks only of pages that have
+    /// some, and a full arena flushes everything. A restored hart decodes
+    /// the same blocks again and starts with the same cache.
+    pub(crate) fn save_blocks(&self) -> BlocksSaved {
+        let b = &self.blocks;
+        let live = self.tlb.gen_bits | b.vgen as u64;
+        let mut page_slots: Vec<(u64, Vec<u32>)> =
+            b.page_slots.iter().map(|(p, v)| (*p, v.clone())).collect();
+        page_slots.sort();
+        BlocksSaved {
+            table: b
+                .table
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| e.gen == b.gen && e.start != 0)
+                .map(|(i, e)| (i as u32, e.pa))
+                .collect(),
+            vcache: b
+                .vcache
+                .iter()
+                .filter(|v| v.stamp & !(3 << 40) == live && v.start != 0)
+                .map(|v| (v.pc, v.pa, ((v.stamp >> 40) & 3) as u8))
+                .collect(),
+            page_slots,
+            arena: b.ops.len(),
+            code_gen_seen: b.code_gen_seen,
+        }
     }
 
-    /// Decode the blocks `live_vblocks` named and map them again. An entry
-    /// that no longer decodes is left out; were the arena to fill midway,
-    /// its flush would leave the entries made before it stale (never wrong).
-    pub(crate) fn restore_vblocks(&mut self, entries: &[(u64, u64, u8)]) {
-        for &(pc, pa, ctx) in entries {
+    /// Rebuild what [`Hart::save_blocks`] described, on a flushed cache.
+    /// An entry that no longer decodes (or names a slot it cannot be in) is
+    /// left out: the cache is then less full than it was, never wrong.
+    pub(crate) fn restore_blocks(&mut self, saved: &BlocksSaved) {
+        let mut by_pa: HashMap<u64, (u32, u32)> = HashMap::new();
+        let mut decode = |h: &mut Self, pc: u64, pa: u64| -> Option<(u32, u32)> {
+            if let Some(&d) = by_pa.get(&pa) {
+                return Some(d);
+            }
+            match h.decode_block(pc, pa) {
+                Ok((start, n, _)) if start != 0 => {
+                    by_pa.insert(pa, (start as u32, n as u32));
+                    Some((start as u32, n as u32))
+                }
+                _ => None,
+            }
+        };
+        for &(slot, pa) in &saved.table {
+            if slot as usize == Blocks::slot(pa) {
+                decode(self, pa, pa);
+            }
+        }
+        for &(pc, pa, ctx) in &saved.vcache {
             if ctx > 3 {
                 continue;
             }
-            let Ok((start, n, pa)) = self.decode_block(pc, pa) else {
+            let Some((start, n)) = decode(self, pc, pa) else {
                 continue;
             };
-            if start == 0 {
-                continue; // an uncached single instruction
-            }
             let stamp = self.tlb.gen_bits | ((ctx as u64) << 40) | self.blocks.vgen as u64;
             self.blocks.vcache[Blocks::vslot(pc)] = VEntry {
                 pc,
                 stamp,
-                start: start as u32,
-                n: n as u32,
+                start,
+                n,
                 pa,
             };
         }
+        // The table as it was: decoding for the first level may have put
+        // blocks in slots that held others (or nothing).
+        let gen = self.blocks.gen;
+        self.blocks.table.fill(BlockEntry::default());
+        for &(slot, pa) in &saved.table {
+            if let (true, Some(&(start, n))) = (slot as usize == Blocks::slot(pa), by_pa.get(&pa)) {
+                self.blocks.table[slot as usize] = BlockEntry { pa, gen, start, n };
+            }
+        }
+        let slots = self.blocks.table.len() as u32;
+        self.blocks.page_slots = saved
+            .page_slots
+            .iter()
+            .map(|(p, v)| (*p, v.iter().copied().filter(|&s| s < slots).collect()))
+            .collect();
+        // The arena as full as it was, so it fills (and is flushed) when it did.
+        let scratch = self.blocks.ops[0];
+        let want = saved.arena.min(ARENA_LIMIT + MAX_BLOCK_INSNS);
+        while self.blocks.ops.len() < want {
+            self.blocks.ops.push(scratch);
+        }
+        self.blocks.code_gen_seen = saved.code_gen_seen;
     }
 
     /// Find or decode the block at `pc`: (first op index, op count).

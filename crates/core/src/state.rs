@@ -32,9 +32,8 @@ pub struct HartState {
     /// to the timing model) and whether a stale translation is still used,
     /// so a restored hart must start with the same entries.
     tlb: Vec<TlbSaved>,
-    /// The virtual-pc block mappings, for the same reason (a hit skips
-    /// translation): (pc, physical address, fetch context).
-    vblocks: Vec<(u64, u64, u8)>,
+    /// The block cache, for the same reason (see `Hart::save_blocks`).
+    blocks: crate::exec::BlocksSaved,
 }
 
 /// One live software-TLB entry: which array, the virtual page number, and
@@ -67,7 +66,7 @@ impl<T: TimingModel> Hart<T> {
             reservation: self.reservation,
             stats: self.stats,
             tlb: self.save_tlb(),
-            vblocks: self.live_vblocks(),
+            blocks: self.save_blocks(),
         }
     }
 
@@ -171,8 +170,9 @@ impl<T: TimingModel> Hart<T> {
             return Err(e);
         }
         self.flush_blocks();
-        self.restore_vblocks(&s.vblocks);
+        self.restore_blocks(&s.blocks);
         self.stats.block_flushes = s.stats.block_flushes;
+        self.stats.blocks_decoded = s.stats.blocks_decoded;
         self.update_stimecmp_cycle();
         self.update_modes();
         self.checks |= crate::CHECK_IRQ | crate::CHECK_CODE;

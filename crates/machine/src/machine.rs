@@ -247,6 +247,8 @@ pub struct Machine<T: TimingModel = Atomic> {
     pub(crate) board: Board,
     plan: BootPlan,
     pub(crate) dtb: Vec<u8>,
+    /// SHA-256 of the device tree without the PMU's events (see `with_timing`).
+    pub(crate) board_sha256: String,
     pub(crate) clock: Clock,
     pub(crate) quantum: u64,
     max_cycles: Option<u64>,
@@ -290,6 +292,8 @@ pub struct Machine<T: TimingModel = Atomic> {
     pub(crate) phase_host: Vec<f64>,
     /// Stop between slices once a phase with this label begins.
     snapshot_at: Option<String>,
+    /// Or once any phase begins.
+    snapshot_at_first: bool,
     /// That phase began during the current slice.
     snapshot_due: bool,
     hart_host_time: Vec<Duration>,
@@ -364,6 +368,17 @@ impl<T: TimingModel> Machine<T> {
         let plan = loader::plan(&cfg.images, cfg.ram_bytes, size_guess)?;
         params.initrd = plan.initrd;
         let dtb = dtb::build(&params, &nodes)?;
+        // The board as a snapshot must find it again: the device tree
+        // without the timing model's PMU events (which another model may
+        // count differently on the same board).
+        let board_sha256 = {
+            use sha2::Digest;
+            let board = DtbParams {
+                hpm_events: Vec::new(),
+                ..params.clone()
+            };
+            format!("{:x}", sha2::Sha256::digest(dtb::build(&board, &nodes)?))
+        };
         if dtb.len() as u64 != size_guess {
             return Err(MachineError::Fdt(format!(
                 "blob size changed from {size_guess} to {}",
@@ -416,6 +431,7 @@ impl<T: TimingModel> Machine<T> {
             board,
             plan,
             dtb,
+            board_sha256,
             clock,
             quantum: cfg.quantum,
             max_cycles: cfg.max_cycles,
@@ -438,6 +454,7 @@ impl<T: TimingModel> Machine<T> {
             run_started: None,
             phase_host: Vec::new(),
             snapshot_at: None,
+            snapshot_at_first: false,
             snapshot_due: false,
             hart_host_time: vec![Duration::ZERO; cfg.harts],
             obs: None,
@@ -788,6 +805,11 @@ impl<T: TimingModel> Machine<T> {
         self.snapshot_at = Some(label.to_string());
     }
 
+    /// As [`Machine::set_snapshot_at`], at the next phase marker whatever its label.
+    pub fn set_snapshot_at_first(&mut self) {
+        self.snapshot_at_first = true;
+    }
+
     /// Hart `h` slept in `wfi` from `from` to `to`.
     fn note_idle(&mut self, h: usize, from: u64, to: u64) {
         self.idle_cycles[h] += to.saturating_sub(from);
@@ -809,8 +831,11 @@ impl<T: TimingModel> Machine<T> {
             .handle(m.op, m.args, h, &HartView(&self.harts[h]), cycles, instret);
         if self.markers.phases.len() > phases {
             let label = self.markers.phases.last().map(|p| p.label.as_str());
-            if self.snapshot_at.is_some() && self.snapshot_at.as_deref() == label {
+            if self.snapshot_at_first
+                || (self.snapshot_at.is_some() && self.snapshot_at.as_deref() == label)
+            {
                 self.snapshot_at = None;
+                self.snapshot_at_first = false;
                 self.snapshot_due = true;
             }
             let now = self.host_time + self.run_started.map_or(Duration::ZERO, |t| t.elapsed());

@@ -17,7 +17,6 @@ use hs_core::HartState;
 use hs_snapshot::Snapshot;
 use hs_timing::TimingModel;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use crate::error::MachineError;
 use crate::machine::{Machine, PanicWatch};
@@ -41,11 +40,16 @@ struct MachineState {
     slices: u64,
     phase_host: Vec<f64>,
     harts: Vec<HartState>,
+    /// RAM's code-page tracking: flagged pages, generation, write log.
+    code: (Vec<u64>, u64, Vec<u64>),
 }
 
 /// What shaped the machine: a snapshot restores only onto a machine that
 /// agrees on all of it. The device tree carries the harts, RAM, devices,
-/// their addresses and lines, the timer rate and the kernel command line.
+/// their addresses and lines, the timer rate and the kernel command line;
+/// it is hashed without the PMU's event list, which is the timing model's
+/// (a snapshot may go on under another model: the guest keeps the list it
+/// booted with).
 #[derive(Serialize, Deserialize, PartialEq, Eq)]
 struct Fingerprint {
     harts: usize,
@@ -82,7 +86,7 @@ impl<T: TimingModel> Machine<T> {
             ram_bytes: self.ram.size(),
             hz: self.clock.hz,
             quantum: self.quantum,
-            dtb_sha256: format!("{:x}", Sha256::digest(&self.dtb)),
+            dtb_sha256: self.board_sha256.clone(),
         }
     }
 
@@ -107,6 +111,7 @@ impl<T: TimingModel> Machine<T> {
             slices: self.slices,
             phase_host: self.phase_host.clone(),
             harts: self.harts.iter().map(|h| h.save_state()).collect(),
+            code: self.ram.code_state(),
         };
         let enc = |name: &str, r: Result<Vec<u8>, String>| {
             r.map_err(|e| err(format!("{name}: {e}")))
@@ -205,6 +210,11 @@ impl<T: TimingModel> Machine<T> {
             hart.restore_state(hs)
                 .map_err(|e| err(format!("hart {h}: {e}")))?;
         }
+        // (after the harts: decoding their blocks again flags pages as code)
+        let (pages, gen, log) = &state.code;
+        self.ram
+            .restore_code_state(pages, *gen, log)
+            .map_err(|e| err(format!("machine: {e}")))?;
         if timing == TimingRestore::Warm {
             for (h, hart) in self.harts.iter_mut().enumerate() {
                 hart.timing
