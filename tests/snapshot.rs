@@ -48,13 +48,26 @@ fn phase_stats(s: &serde_json::Value, i: usize) -> Vec<(String, String)> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|x| (x["name"].as_str().unwrap().to_string(), x["value"].to_string()))
+        .map(|x| {
+            (
+                x["name"].as_str().unwrap().to_string(),
+                x["value"].to_string(),
+            )
+        })
         .filter(|(n, _)| !n.contains("syscallCycles") && !n.contains("syscallMeanCycles"))
         .collect()
 }
 
 fn boot_args<'a>(smp: &'a str, machine: Option<&'a str>, workload: &'a str) -> Vec<&'a str> {
-    let mut a = vec!["boot", "--image", "debian", "--smp", smp, "--workload", workload];
+    let mut a = vec![
+        "boot",
+        "--image",
+        "debian",
+        "--smp",
+        smp,
+        "--workload",
+        workload,
+    ];
     if let Some(m) = machine {
         a.extend(["--machine", m]);
     }
@@ -80,7 +93,11 @@ fn cut_and_restore(name: &str, smp: usize, machine: Option<&str>) -> (Scratch, R
     ]);
     let a = run(&whole, &dir, "whole.json");
     assert!(a.stderr.contains("snapshot at cycle"), "{}", a.stderr);
-    let c = run(&["boot", "--restore", snap.to_str().unwrap()], &dir, "restored.json");
+    let c = run(
+        &["boot", "--restore", snap.to_str().unwrap()],
+        &dir,
+        "restored.json",
+    );
     assert!(
         c.stderr.contains("timing model warm"),
         "the same model description keeps its state: {}",
@@ -106,20 +123,34 @@ fn cut_and_restore(name: &str, smp: usize, machine: Option<&str>) -> (Scratch, R
     // Counts: cycles, instructions, phases, devices, per hart (host-side
     // slow-path counters too: the host caches are rebuilt as they were).
     let diffs = json_differences(&summary(&a.stats), &summary(&c.stats), 10);
-    assert!(diffs.is_empty(), "counts differ after a restore:\n{}", diffs.join("\n"));
-    assert_eq!(a.stats["harts"].as_array().unwrap().len(), smp.parse::<usize>().unwrap());
+    assert!(
+        diffs.is_empty(),
+        "counts differ after a restore:\n{}",
+        diffs.join("\n")
+    );
+    assert_eq!(
+        a.stats["harts"].as_array().unwrap().len(),
+        smp.parse::<usize>().unwrap()
+    );
 
     // Observed counters of every phase begun after the cut.
     let phases = a.stats["phases"].as_array().unwrap();
     let cut = phases.iter().position(|p| p["label"] == CUT).unwrap();
     // (stats phases start with the boot phase: marker k is stats phase k + 1)
     let first = cut + 2;
-    assert!(phases.len() + 1 - first >= 5, "few phases after the cut: {}", phases.len());
+    assert!(
+        phases.len() + 1 - first >= 5,
+        "few phases after the cut: {}",
+        phases.len()
+    );
     for i in first..=phases.len() {
         let (x, y) = (phase_stats(&a.stats, i), phase_stats(&c.stats, i));
         assert!(x.len() > 20, "phase {i} has few counters: {x:?}");
         let differ: Vec<_> = x.iter().filter(|s| !y.contains(s)).take(5).collect();
-        assert!(differ.is_empty(), "phase {i}: whole run has {differ:?}; restored: {y:?}");
+        assert!(
+            differ.is_empty(),
+            "phase {i}: whole run has {differ:?}; restored: {y:?}"
+        );
     }
     (dir, a, c)
 }
@@ -129,16 +160,33 @@ fn atomic_1_hart_restores_exactly_and_the_snapshot_changes_nothing() {
     let (dir, a, _) = cut_and_restore("atomic-1", 1, None);
     // Writing a snapshot on the way did not change the run.
     let workload = root().join("guest/workloads/p87-shell");
-    let plain = run(&boot_args("1", None, workload.to_str().unwrap()), &dir, "plain.json");
-    assert_eq!(plain.console, a.console, "a snapshot on the way changed the console");
+    let plain = run(
+        &boot_args("1", None, workload.to_str().unwrap()),
+        &dir,
+        "plain.json",
+    );
+    assert_eq!(
+        plain.console, a.console,
+        "a snapshot on the way changed the console"
+    );
     let diffs = json_differences(&summary(&plain.stats), &summary(&a.stats), 10);
-    assert!(diffs.is_empty(), "a snapshot on the way changed counts:\n{}", diffs.join("\n"));
+    assert!(
+        diffs.is_empty(),
+        "a snapshot on the way changed counts:\n{}",
+        diffs.join("\n")
+    );
 
     // Fast-forward, then measure: the atomic snapshot goes on under the in-order model.
     let snap = dir.path("cut.snap");
     let inorder = root().join("machines/inorder.toml");
     let d = run(
-        &["boot", "--restore", snap.to_str().unwrap(), "--machine", inorder.to_str().unwrap()],
+        &[
+            "boot",
+            "--restore",
+            snap.to_str().unwrap(),
+            "--machine",
+            inorder.to_str().unwrap(),
+        ],
         &dir,
         "switched.json",
     );
@@ -161,7 +209,12 @@ fn atomic_1_hart_restores_exactly_and_the_snapshot_changes_nothing() {
     );
     // CPI from the cut on (the boot before it ran on the atomic model in both).
     let cpi = |s: &serde_json::Value| {
-        let cut = s["phases"].as_array().unwrap().iter().find(|p| p["label"] == CUT).unwrap();
+        let cut = s["phases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["label"] == CUT)
+            .unwrap();
         let c = s["cycles"].as_f64().unwrap() - cut["cycles"][0].as_f64().unwrap();
         let i = s["instret"].as_f64().unwrap() - cut["instret"][0].as_f64().unwrap();
         c / i
@@ -194,7 +247,11 @@ fn bad_snapshots_are_one_sentence_and_nothing_runs() {
     let dir = Scratch::new("snapshot-bad");
     let path = dir.path("junk.snap");
     std::fs::write(&path, b"HSSNAP\r\n\x01\x00\x00\x00garbage").unwrap();
-    let out = hartscope(&["boot", "--restore", path.to_str().unwrap()], &dir, BOOT_DEADLINE);
+    let out = hartscope(
+        &["boot", "--restore", path.to_str().unwrap()],
+        &dir,
+        BOOT_DEADLINE,
+    );
     assert_ne!(out.code(), Some(0));
     assert!(
         out.stderr.contains("junk.snap") && out.stderr.trim().lines().count() == 1,
@@ -202,12 +259,22 @@ fn bad_snapshots_are_one_sentence_and_nothing_runs() {
         out.stderr
     );
     let missing = dir.path("none.snap");
-    let out = hartscope(&["boot", "--restore", missing.to_str().unwrap()], &dir, BOOT_DEADLINE);
+    let out = hartscope(
+        &["boot", "--restore", missing.to_str().unwrap()],
+        &dir,
+        BOOT_DEADLINE,
+    );
     assert_ne!(out.code(), Some(0));
     assert!(out.stderr.contains("none.snap"), "{}", out.stderr);
     // The machine is the snapshot's: options that would build another are refused.
     let out = hartscope(
-        &["boot", "--restore", path.to_str().unwrap(), "--append", "quiet"],
+        &[
+            "boot",
+            "--restore",
+            path.to_str().unwrap(),
+            "--append",
+            "quiet",
+        ],
         &dir,
         BOOT_DEADLINE,
     );

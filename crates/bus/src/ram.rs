@@ -232,7 +232,11 @@ impl GuestRam {
     pub fn restore_code_state(&self, pages: &[u64], gen: u64, log: &[u64]) -> Result<(), String> {
         let b = &self.0;
         if log.len() != b.code_log.len() {
-            return Err(format!("a code-write log of {} entries, not {}", log.len(), b.code_log.len()));
+            return Err(format!(
+                "a code-write log of {} entries, not {}",
+                log.len(),
+                b.code_log.len()
+            ));
         }
         if let Some(p) = pages.iter().find(|&&p| p >= b.code.len() as u64) {
             return Err(format!("code page {p} lies beyond this RAM"));

@@ -22,7 +22,9 @@ pub fn model_id(machine: Option<&Path>) -> Result<String, String> {
     };
     let data = std::fs::read(path)
         .map_err(|e| format!("--machine: cannot read {}: {e}", path.display()))?;
-    let name = path.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    let name = path
+        .file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
     Ok(format!("{name} sha256:{:.16x}", Sha256::digest(&data)))
 }
 
@@ -81,9 +83,13 @@ pub fn restore<T: TimingModel>(
         .markers()
         .phases
         .last()
-        .map_or(hs_machine::BOOT_PHASE.to_string(), |p| format!("`{}`", p.label));
+        .map_or(hs_machine::BOOT_PHASE.to_string(), |p| {
+            format!("`{}`", p.label)
+        });
     let timing = match how {
-        TimingRestore::Warm => "timing model warm (its caches, TLBs and predictor as saved)".to_string(),
+        TimingRestore::Warm => {
+            "timing model warm (its caches, TLBs and predictor as saved)".to_string()
+        }
         TimingRestore::Cold(why) => format!("timing model cold: {why}"),
     };
     eprintln!(
@@ -95,7 +101,11 @@ pub fn restore<T: TimingModel>(
 }
 
 /// Write the machine as it stands, with the command line that built it.
-pub fn write<T: TimingModel>(machine: &Machine<T>, args: &BootArgs, model: &str) -> Result<(), String> {
+pub fn write<T: TimingModel>(
+    machine: &Machine<T>,
+    args: &BootArgs,
+    model: &str,
+) -> Result<(), String> {
     let Some(out) = args.snapshot_out.as_deref() else {
         return Ok(());
     };

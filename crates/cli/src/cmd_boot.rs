@@ -839,7 +839,9 @@ fn finish<T: TimingModel>(
         if args.snapshot_out.is_some() {
             return Ok(0);
         }
-        return Err(format!("stopped at phase `{label}` with nowhere to write the snapshot"));
+        return Err(format!(
+            "stopped at phase `{label}` with nowhere to write the snapshot"
+        ));
     }
     if args.workload.is_some() {
         return match machine.markers().exit_status {

@@ -35,6 +35,17 @@ pub struct StudyArgs {
     /// Stop a run that has not finished after this much guest time (over `workload.max_guest_seconds`).
     #[arg(long)]
     pub max_guest_seconds: Option<f64>,
+    /// How runs start, replacing the study's `[study] boot`: `each` (every run boots
+    /// from reset), `shared` (runs with the same guest and machine boot once, snapshotted
+    /// at the first phase marker and cached), `fast-forward` (the same, the boot on the
+    /// atomic model; each run goes on under its own model, caches cold).
+    #[arg(long, value_parser = parse_boot)]
+    pub boot: Option<hs_lab::shared_boot::BootMode>,
+}
+
+fn parse_boot(s: &str) -> Result<hs_lab::shared_boot::BootMode, String> {
+    hs_lab::shared_boot::BootMode::parse(s)
+        .ok_or_else(|| format!("{s:?}: give `each`, `shared` or `fast-forward`"))
 }
 
 pub fn run(args: StudyArgs) -> Result<i32, String> {
@@ -83,6 +94,7 @@ pub fn run(args: StudyArgs) -> Result<i32, String> {
         repeat: args.repeat,
         db: args.db.unwrap_or_else(hs_lab::store::default_path),
         interrupt: Some(crate::sigint::install()),
+        boot: args.boot,
     };
     eprintln!(
         "hartscope study: {} — {} variants × {} run(s), {} at a time; results in {}",

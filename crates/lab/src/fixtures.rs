@@ -215,6 +215,7 @@ pub fn run(variant: &str, cycles: u64, phases: &[(&str, u64)], profile: bool) ->
             kind: "console".into(),
             path: format!("studies/results/console-path/{variant}/console.txt"),
         }],
+        shared_boot: None,
         started_at: "2026-01-02T03:04:05Z".into(),
         finished_at: "2026-01-02T03:04:07Z".into(),
     }

@@ -23,6 +23,7 @@ pub mod report_guest;
 pub mod report_itrace;
 pub mod run;
 pub mod scenario;
+pub mod shared_boot;
 pub mod store;
 pub mod study;
 pub mod timestamp;

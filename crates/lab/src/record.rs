@@ -30,6 +30,9 @@ pub struct RunRecord {
     #[serde(default)]
     pub guest_metrics: BTreeMap<String, crate::guest_metrics::GuestValue>,
     pub artefacts: Vec<Artefact>,
+    /// The shared boot this run went on from (`[study] boot`); None: it booted itself.
+    #[serde(default)]
+    pub shared_boot: Option<crate::shared_boot::SharedBootInfo>,
     /// Host wall-clock times (RFC 3339, UTC): provenance only, never guest-visible.
     pub started_at: String,
     pub finished_at: String,

@@ -19,6 +19,7 @@ use hs_observe::{Observations, Symbolizer, Unit};
 use crate::error::{io_err, LabError, Result};
 use crate::record::*;
 use crate::scenario::{merge_cmdline, Scenario, Variant};
+use crate::shared_boot::Start;
 
 /// Label of the stretch before the guest's first phase marker.
 pub use hs_machine::BOOT_PHASE;
@@ -119,6 +120,8 @@ pub struct Finished {
 struct Outputs<'a> {
     artefacts_dir: &'a Path,
     interrupt: Option<&'static std::sync::atomic::AtomicBool>,
+    /// A shared boot to go on from (None: boot from reset).
+    start: Option<&'a Start>,
 }
 
 /// Boot the variant, run the workload to its end and make the record.
@@ -131,8 +134,31 @@ pub fn execute(
     repeat: u32,
     artefacts_dir: &Path,
     interrupt: Option<&'static std::sync::atomic::AtomicBool>,
+    start: Option<&Start>,
 ) -> Result<Finished> {
-    let v = &p.variant;
+    let (model, ipi, devices) = machine_parts(&p.variant)?;
+    let out = Outputs {
+        artefacts_dir,
+        interrupt,
+        start,
+    };
+    match model {
+        ModelDesc::Atomic => execute_with(p, scenario, repeat, out, devices, ipi, |_| Atomic),
+        ModelDesc::InOrder(cfg) => {
+            let harts = InOrderFactory::new(&cfg);
+            execute_with(p, scenario, repeat, out, devices, ipi, |_| harts.build())
+        }
+    }
+}
+
+/// The variant's timing model, IPI policy and board devices (from its machine description).
+pub(crate) fn machine_parts(
+    v: &Variant,
+) -> Result<(
+    ModelDesc,
+    hs_machine::hs_devices::IpiPolicy,
+    Vec<hs_machine::hs_devices::DeviceConfig>,
+)> {
     let run_err = |message: String| LabError::Run {
         variant: v.name.clone(),
         message,
@@ -148,17 +174,46 @@ pub fn execute(
         Some(path) => hs_machine::load_devices(path).map_err(|e| run_err(e.to_string()))?,
         None => Vec::new(),
     };
-    let out = Outputs {
-        artefacts_dir,
-        interrupt,
+    Ok((model, ipi, devices))
+}
+
+/// The machine the variant boots: its images, workload, command line and board.
+pub(crate) fn machine_config(
+    p: &Prepared,
+    devices: Vec<hs_machine::hs_devices::DeviceConfig>,
+    ipi: hs_machine::hs_devices::IpiPolicy,
+) -> Result<MachineConfig> {
+    let v = &p.variant;
+    let run_err = |message: String| LabError::Run {
+        variant: v.name.clone(),
+        message,
     };
-    match model {
-        ModelDesc::Atomic => execute_with(p, scenario, repeat, out, devices, ipi, |_| Atomic),
-        ModelDesc::InOrder(cfg) => {
-            let harts = InOrderFactory::new(&cfg);
-            execute_with(p, scenario, repeat, out, devices, ipi, |_| harts.build())
-        }
-    }
+    let read = |what, path: &Path| BootFile::read(what, path).map_err(|e| run_err(e.to_string()));
+    Ok(MachineConfig {
+        harts: v.harts,
+        ram_bytes: v.memory_bytes,
+        hz: v.mhz * 1_000_000,
+        quantum: v.quantum,
+        images: BootImages {
+            firmware: Some(read("firmware", &p.image.firmware)?),
+            kernel: Some(read("kernel", &p.image.kernel)?),
+            initrd: Some(BootFile::from_bytes(
+                format!(
+                    "{} + workload {}",
+                    p.image.initrd.display(),
+                    v.workload.display()
+                ),
+                p.initrd.clone(),
+            )),
+        },
+        bootargs: p.bootargs.clone(),
+        devices,
+        ipi,
+        max_cycles: v.max_cycles,
+        echo_console: false,
+        capture_console: true,
+        ..MachineConfig::default()
+    })
 }
 
 /// The files that name the guest's code in `image`.
@@ -207,32 +262,7 @@ fn execute_with<M: TimingModel>(
         message,
     };
     let started_at = crate::timestamp::now_rfc3339();
-    let read = |what, path: &Path| BootFile::read(what, path).map_err(|e| run_err(e.to_string()));
-    let cfg = MachineConfig {
-        harts: v.harts,
-        ram_bytes: v.memory_bytes,
-        hz: v.mhz * 1_000_000,
-        quantum: v.quantum,
-        images: BootImages {
-            firmware: Some(read("firmware", &p.image.firmware)?),
-            kernel: Some(read("kernel", &p.image.kernel)?),
-            initrd: Some(BootFile::from_bytes(
-                format!(
-                    "{} + workload {}",
-                    p.image.initrd.display(),
-                    v.workload.display()
-                ),
-                p.initrd.clone(),
-            )),
-        },
-        bootargs: p.bootargs.clone(),
-        devices,
-        ipi,
-        max_cycles: v.max_cycles,
-        echo_console: false,
-        capture_console: true,
-        ..MachineConfig::default()
-    };
+    let cfg = machine_config(p, devices, ipi)?;
     let options = ObserveOptions {
         events: scenario.timeline,
         max_events: 0,
@@ -261,6 +291,21 @@ fn execute_with<M: TimingModel>(
         machine.set_interrupt_flag(flag);
     }
     let artefacts_dir = out.artefacts_dir;
+    let shared_boot = match out.start {
+        Some(start) => {
+            let model = crate::shared_boot::model_id(v.machine_desc_text.as_deref());
+            let how = machine
+                .restore(&start.snapshot, &model, true)
+                .map_err(|e| run_err(format!("going on from the shared boot: {e}")))?;
+            let mut info = start.info.clone();
+            info.timing = match how {
+                hs_machine::TimingRestore::Warm => "warm".into(),
+                hs_machine::TimingRestore::Cold(why) => format!("cold: {why}"),
+            };
+            Some(info)
+        }
+        None => None,
+    };
     let stop = machine.run();
     let console = machine.console_output().to_vec();
     let exit_status = machine.markers().exit_status;
@@ -517,6 +562,7 @@ fn execute_with<M: TimingModel>(
         profile,
         guest_metrics,
         artefacts,
+        shared_boot,
         started_at,
         finished_at: crate::timestamp::now_rfc3339(),
     };

@@ -220,6 +220,9 @@ struct RawStudy {
     profile_from: Option<String>,
     /// The profile ends where this phase begins (default: the run's end).
     profile_to: Option<String>,
+    /// How runs start: `each` boots from reset (default), `shared` boots
+    /// once per guest and machine, `fast-forward` boots once on the atomic model.
+    boot: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -385,6 +388,8 @@ pub struct Scenario {
     pub tables: Vec<PivotTable>,
     /// `[[groups]]`: how the profile is split (`group[NAME]`).
     pub groups: Vec<ProfileGroup>,
+    /// `[study] boot`: how runs start (see [`crate::shared_boot`]).
+    pub boot: crate::shared_boot::BootMode,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -787,7 +792,17 @@ impl Scenario {
             ));
         }
 
+        let boot = match raw.study.boot.as_deref() {
+            None => Default::default(),
+            Some(b) => crate::shared_boot::BootMode::parse(b).ok_or_else(|| {
+                err(
+                    "study.boot",
+                    format!("{b:?} is not `each`, `shared` or `fast-forward`"),
+                )
+            })?,
+        };
         Ok(Scenario {
+            boot,
             path: path.to_path_buf(),
             text: text.to_string(),
             sha256: crate::sha256_hex(text.as_bytes()),

@@ -25,6 +25,8 @@ pub struct StudyOptions {
     /// Set by the caller's Ctrl-C handler: running runs stop at their next
     /// slice, no new run starts, and the report covers the finished runs.
     pub interrupt: Option<&'static AtomicBool>,
+    /// Replaces the scenario's `[study] boot`.
+    pub boot: Option<crate::shared_boot::BootMode>,
 }
 
 pub struct StudyOutcome {
@@ -97,6 +99,30 @@ pub fn run_study(
     let _ = std::fs::remove_dir_all(&scratch);
     let prepared = prepared?;
 
+    // Shared boots: one per distinct boot, before any run needs it.
+    let boot_mode = opts.boot.unwrap_or(scenario.boot);
+    let mut starts: Vec<Option<std::sync::Arc<crate::shared_boot::Start>>> = Vec::new();
+    if boot_mode != crate::shared_boot::BootMode::Each {
+        let mut by_key: BTreeMap<String, std::sync::Arc<crate::shared_boot::Start>> =
+            BTreeMap::new();
+        for p in &prepared {
+            let key = crate::shared_boot::boot_key(p, boot_mode)?;
+            let start = match by_key.get(&key) {
+                Some(s) => s.clone(),
+                None => {
+                    let say = |l: &str| progress(&format!("{}: {l}", p.variant.name));
+                    let (s, key) = crate::shared_boot::shared_boot(p, boot_mode, &say)?;
+                    let s = std::sync::Arc::new(s);
+                    by_key.insert(key, s.clone());
+                    s
+                }
+            };
+            starts.push(Some(start));
+        }
+    } else {
+        starts.resize_with(prepared.len(), || None);
+    }
+
     let batch = format!("{}-{}", crate::timestamp::now_rfc3339(), std::process::id());
     let queue: Mutex<VecDeque<(usize, u32)>> = Mutex::new(
         (0..repeat)
@@ -129,7 +155,7 @@ pub fn run_study(
     std::thread::scope(|s| {
         for _ in 0..jobs.min(total) {
             let tx = tx.clone();
-            let (queue, running, prepared) = (&queue, &running, &prepared);
+            let (queue, running, prepared, starts) = (&queue, &running, &prepared, &starts);
             s.spawn(move || loop {
                 if interrupted() {
                     break;
@@ -153,7 +179,7 @@ pub fn run_study(
                 let dir = run::artefacts_dir(&opts.out, &p.variant.name, r);
                 // A panic in one run must not take the others (or their stored results) down.
                 let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    run::execute(p, scenario, r, &dir, opts.interrupt)
+                    run::execute(p, scenario, r, &dir, opts.interrupt, starts[vi].as_deref())
                 }))
                 .unwrap_or_else(|_| {
                     Err(LabError::Run {

@@ -77,7 +77,11 @@ pub fn read_table(path: &Path) -> Result<BTreeMap<String, Counts>, String> {
         };
         let name = cells.get(b).copied().unwrap_or("").to_string();
         if name.is_empty() {
-            return Err(format!("{} line {}: no benchmark name", path.display(), n + 2));
+            return Err(format!(
+                "{} line {}: no benchmark name",
+                path.display(),
+                n + 2
+            ));
         }
         let counts = Counts {
             instructions: num(i, "instructions")?,
@@ -134,7 +138,9 @@ pub fn parse_console(console: &str) -> BTreeMap<String, Measured> {
             }
         }
         let get = |k: &str| kv.get(k).copied().filter(|&v| v >= 0).map(|v| v as f64);
-        let Some(&status) = kv.get("status") else { continue };
+        let Some(&status) = kv.get("status") else {
+            continue;
+        };
         out.insert(
             name.to_string(),
             Measured {
@@ -226,7 +232,11 @@ fn rows(inp: &Inputs) -> Vec<Row> {
 /// The summaries for (all, calibration set, validation set), over the
 /// benchmarks hartscope measured and not reported apart:
 /// `sim` picks the simulator's counts of a row.
-fn summaries(rows: &[Row], apart: &BTreeMap<String, String>, sim: fn(&Row) -> Option<Counts>) -> [Summary; 3] {
+fn summaries(
+    rows: &[Row],
+    apart: &BTreeMap<String, String>,
+    sim: fn(&Row) -> Option<Counts>,
+) -> [Summary; 3] {
     let kept = || {
         rows.iter()
             .filter(|r| !apart.contains_key(&r.name) && r.ours.is_some())
@@ -234,8 +244,16 @@ fn summaries(rows: &[Row], apart: &BTreeMap<String, String>, sim: fn(&Row) -> Op
     };
     [
         summarise(kept().map(|(_, s, b)| (s, b))),
-        summarise(kept().filter(|(r, ..)| is_calibration(&r.name)).map(|(_, s, b)| (s, b))),
-        summarise(kept().filter(|(r, ..)| !is_calibration(&r.name)).map(|(_, s, b)| (s, b))),
+        summarise(
+            kept()
+                .filter(|(r, ..)| is_calibration(&r.name))
+                .map(|(_, s, b)| (s, b)),
+        ),
+        summarise(
+            kept()
+                .filter(|(r, ..)| !is_calibration(&r.name))
+                .map(|(_, s, b)| (s, b)),
+        ),
     ]
 }
 
@@ -271,10 +289,20 @@ pub fn report(inp: &Inputs) -> Vec<Block> {
         "Each benchmark of the suite's `microbench-vertical` set, built by the suite's own Makefile, runs as a Linux process; `hsperfstat` counts it as `perf stat -e cycles,instructions,branches,branch-misses` did on the board (the whole process, user and kernel). Board and gem5 figures are the suite's own tables (named below). Error = |ln(IPC_sim / IPC_board)|; \"±15%\" counts benchmarks whose IPC is within 15% of the board's.".into(),
     ));
     let mut s = Table::new(
-        &["simulator", "set", "benchmarks", "mean |ln IPC ratio|", "within ±15%"],
+        &[
+            "simulator",
+            "set",
+            "benchmarks",
+            "mean |ln IPC ratio|",
+            "within ±15%",
+        ],
         &[false, false, true, true, true],
     );
-    let sets = ["all", "calibration (C*, E*, D*)", "validation (M*, ML2*, ST*)"];
+    let sets = [
+        "all",
+        "calibration (C*, E*, D*)",
+        "validation (M*, ML2*, ST*)",
+    ];
     for (sim, name) in h.iter().zip(["hartscope", "gem5 tuned", "gem5 original"]) {
         for (sum, set) in sim.iter().zip(sets) {
             s.row(vec![
@@ -358,7 +386,11 @@ pub fn report(inp: &Inputs) -> Vec<Block> {
     out.push(Block::Table(t));
     out.push(Block::Chart(chart));
     if !inp.apart.is_empty() {
-        let list: Vec<String> = inp.apart.iter().map(|(n, why)| format!("{n}: {why}")).collect();
+        let list: Vec<String> = inp
+            .apart
+            .iter()
+            .map(|(n, why)| format!("{n}: {why}"))
+            .collect();
         out.push(Block::Para(format!(
             "Reported apart (in no summary): {}.",
             list.join("; ")
@@ -438,9 +470,16 @@ mod tests {
         assert_eq!(t.len(), 2);
         assert_eq!(t["CCa"].ipc(), 1.25);
         assert_eq!(t["MC"].miss_rate(), 40.0);
-        std::fs::write(&p, "Benchmark,Instructions,Cycles,Seconds,Branches,Branch-misses\nCCa,1x0,80,0.1,10,1\n").unwrap();
+        std::fs::write(
+            &p,
+            "Benchmark,Instructions,Cycles,Seconds,Branches,Branch-misses\nCCa,1x0,80,0.1,10,1\n",
+        )
+        .unwrap();
         let e = read_table(&p).unwrap_err();
-        assert!(e.contains("line 2: instructions `1x0` is not a count"), "{e}");
+        assert!(
+            e.contains("line 2: instructions `1x0` is not a count"),
+            "{e}"
+        );
         std::fs::write(&p, "Benchmark,Instructions,Cycles\n").unwrap();
         let e = read_table(&p).unwrap_err();
         assert!(e.contains("no `branches` column"), "{e}");
@@ -479,7 +518,8 @@ mod tests {
         board.insert("CRd".to_string(), counts(100.0, 100.0));
         measured.insert("CRd".to_string(), m(300.0, 100.0));
         board.insert("DPT".to_string(), counts(100.0, 100.0));
-        let apart: BTreeMap<String, String> = [("CRd".to_string(), "different binary".to_string())].into();
+        let apart: BTreeMap<String, String> =
+            [("CRd".to_string(), "different binary".to_string())].into();
         let empty = BTreeMap::new();
         let inp = Inputs {
             board: &board,
@@ -496,8 +536,14 @@ mod tests {
         assert_eq!((ours[1].n, ours[2].n), (2, 1));
         assert_eq!(tuned[0].n, 0);
         let md = crate::doc::markdown(&report(&inp));
-        assert!(md.contains("NOT RUN or not counted (left out of every summary): DPT."), "{md}");
-        assert!(md.contains("| EI | calibration | 1.000 | 0.900 | -10.0% |"), "{md}");
+        assert!(
+            md.contains("NOT RUN or not counted (left out of every summary): DPT."),
+            "{md}"
+        );
+        assert!(
+            md.contains("| EI | calibration | 1.000 | 0.900 | -10.0% |"),
+            "{md}"
+        );
         assert!(md.contains("CRd: different binary"), "{md}");
     }
 }

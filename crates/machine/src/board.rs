@@ -446,7 +446,11 @@ impl Board {
             return Err(MachineError::Snapshot(format!(
                 "device{} {} ha{} no save/restore yet, so this machine cannot be snapshotted",
                 if refused.len() == 1 { "" } else { "s" },
-                refused.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", "),
+                refused
+                    .iter()
+                    .map(|n| format!("`{n}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
                 if refused.len() == 1 { "s" } else { "ve" },
             )));
         }
@@ -468,11 +472,20 @@ impl Board {
             hs_snapshot::state::encode(&own).map_err(|e| fail("board", e))?,
         );
         use hs_devices::Persist;
-        out.insert("dev.plic".into(), self.plic.save().map_err(|e| fail("plic", e))?);
-        out.insert("dev.clint".into(), self.clint.save().map_err(|e| fail("clint", e))?);
+        out.insert(
+            "dev.plic".into(),
+            self.plic.save().map_err(|e| fail("plic", e))?,
+        );
+        out.insert(
+            "dev.clint".into(),
+            self.clint.save().map_err(|e| fail("clint", e))?,
+        );
         for (d, g) in self.devs.iter().zip(&self.grants) {
             let st = d.state().expect("checked above");
-            out.insert(format!("dev.{}", g.name), st.save().map_err(|e| fail(&g.name, e))?);
+            out.insert(
+                format!("dev.{}", g.name),
+                st.save().map_err(|e| fail(&g.name, e))?,
+            );
         }
         Ok(())
     }
@@ -481,11 +494,17 @@ impl Board {
     pub fn restore(&mut self, sections: &BTreeMap<String, Vec<u8>>) -> Result<(), MachineError> {
         let fail = |name: &str, e: String| MachineError::Snapshot(format!("device `{name}`: {e}"));
         let get = |name: &str| {
-            sections
-                .get(&format!("dev.{name}"))
-                .ok_or_else(|| fail(name, "the snapshot has no state for it (taken on another board?)".into()))
+            sections.get(&format!("dev.{name}")).ok_or_else(|| {
+                fail(
+                    name,
+                    "the snapshot has no state for it (taken on another board?)".into(),
+                )
+            })
         };
-        let theirs = sections.keys().filter_map(|k| k.strip_prefix("dev.")).count();
+        let theirs = sections
+            .keys()
+            .filter_map(|k| k.strip_prefix("dev."))
+            .count();
         if theirs != self.devs.len() + 2 {
             return Err(MachineError::Snapshot(format!(
                 "the snapshot holds {theirs} devices; this board has {} (taken on another board?)",
@@ -506,7 +525,10 @@ impl Board {
         for (_, (t, _)) in &own.events {
             if let Target::Dev(i) = t {
                 if *i as usize >= self.devs.len() {
-                    return Err(fail("board", format!("an event is for device {i}, which this board lacks")));
+                    return Err(fail(
+                        "board",
+                        format!("an event is for device {i}, which this board lacks"),
+                    ));
                 }
             }
         }
@@ -524,8 +546,12 @@ impl Board {
         self.devs = devs;
         restored?;
         use hs_devices::Persist;
-        self.plic.restore(get("plic")?).map_err(|e| fail("plic", e))?;
-        self.clint.restore(get("clint")?).map_err(|e| fail("clint", e))?;
+        self.plic
+            .restore(get("plic")?)
+            .map_err(|e| fail("plic", e))?;
+        self.clint
+            .restore(get("clint")?)
+            .map_err(|e| fail("clint", e))?;
         let (generation, wires) = &own.signals;
         self.signals
             .restore(*generation, wires)

@@ -241,12 +241,18 @@ const INPUT_POLL_SLICES: u64 = 64;
 /// Longest host wait for console input while the guest idles.
 const IDLE_INPUT_WAIT: Duration = Duration::from_millis(20);
 
+/// Per hart: (instret, exceptions, trap place) at a slice's end, and how
+/// many slices in a row it only trapped there.
+pub(crate) type ProgressMark = ((u64, u64, [u64; 4]), u32);
+
 pub struct Machine<T: TimingModel = Atomic> {
     pub(crate) ram: GuestRam,
     pub(crate) harts: Vec<Hart<T>>,
     pub(crate) board: Board,
     plan: BootPlan,
     pub(crate) dtb: Vec<u8>,
+    /// Nothing has run yet: RAM holds only what the loader put there.
+    pub(crate) fresh: bool,
     /// SHA-256 of the device tree without the PMU's events (see `with_timing`).
     pub(crate) board_sha256: String,
     pub(crate) clock: Clock,
@@ -272,7 +278,7 @@ pub struct Machine<T: TimingModel = Atomic> {
     progress_shown: bool,
     /// Per hart: (instret, exceptions, trap place) at the last slice's end
     /// and how many slices in a row it only trapped there.
-    pub(crate) progress: Vec<((u64, u64, [u64; 4]), u32)>,
+    pub(crate) progress: Vec<ProgressMark>,
     pub(crate) markers: MarkerLog,
     htif: Option<HtifSymbols>,
     echo: bool,
@@ -431,6 +437,7 @@ impl<T: TimingModel> Machine<T> {
             board,
             plan,
             dtb,
+            fresh: true,
             board_sha256,
             clock,
             quantum: cfg.quantum,
@@ -535,6 +542,7 @@ impl<T: TimingModel> Machine<T> {
 
     /// Run until the machine stops.
     pub fn run(&mut self) -> StopReason {
+        self.fresh = false;
         if self.stop == Some(StopReason::SnapshotPoint) {
             self.stop = None;
         }

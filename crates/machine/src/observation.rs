@@ -496,7 +496,12 @@ impl<T: TimingModel> Machine<T> {
             return;
         };
         let cycles: Vec<u64> = self.harts.iter().map(|x| x.cycle()).collect();
-        let labels: Vec<String> = self.markers().phases.iter().map(|p| p.label.clone()).collect();
+        let labels: Vec<String> = self
+            .markers()
+            .phases
+            .iter()
+            .map(|p| p.label.clone())
+            .collect();
         if let Some(s) = obs.sampler.as_mut() {
             for l in &labels {
                 s.phase(l, &cycles);
@@ -505,7 +510,12 @@ impl<T: TimingModel> Machine<T> {
         }
         let here = Snapshot {
             tallies: self.tallies(),
-            board: self.board.log.as_ref().map(|l| l.counts.clone()).unwrap_or_default(),
+            board: self
+                .board
+                .log
+                .as_ref()
+                .map(|l| l.counts.clone())
+                .unwrap_or_default(),
             idle: self.idle_cycles().0.to_vec(),
             model: self.harts.iter().map(|x| x.timing.model_stats()).collect(),
         };

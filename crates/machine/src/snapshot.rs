@@ -19,7 +19,7 @@ use hs_timing::TimingModel;
 use serde::{Deserialize, Serialize};
 
 use crate::error::MachineError;
-use crate::machine::{Machine, PanicWatch};
+use crate::machine::{Machine, PanicWatch, ProgressMark};
 use crate::markers::MarkerLog;
 
 /// What the machine itself keeps (the board and the harts' models are
@@ -31,7 +31,7 @@ struct MachineState {
     idle_cycles: Vec<u64>,
     phase_idle: Vec<Vec<u64>>,
     idle_sig: Vec<(u64, bool)>,
-    progress: Vec<((u64, u64, [u64; 4]), u32)>,
+    progress: Vec<ProgressMark>,
     markers: MarkerLog,
     console: Vec<u8>,
     console_dropped: u64,
@@ -113,14 +113,18 @@ impl<T: TimingModel> Machine<T> {
             harts: self.harts.iter().map(|h| h.save_state()).collect(),
             code: self.ram.code_state(),
         };
-        let enc = |name: &str, r: Result<Vec<u8>, String>| {
-            r.map_err(|e| err(format!("{name}: {e}")))
-        };
-        snap.sections
-            .insert("machine".into(), enc("machine", hs_snapshot::state::encode(&state))?);
+        let enc =
+            |name: &str, r: Result<Vec<u8>, String>| r.map_err(|e| err(format!("{name}: {e}")));
+        snap.sections.insert(
+            "machine".into(),
+            enc("machine", hs_snapshot::state::encode(&state))?,
+        );
         snap.sections.insert(
             "fingerprint".into(),
-            enc("fingerprint", hs_snapshot::state::encode(&self.fingerprint()))?,
+            enc(
+                "fingerprint",
+                hs_snapshot::state::encode(&self.fingerprint()),
+            )?,
         );
         let timing: Option<Vec<Vec<u8>>> = self
             .harts
@@ -131,13 +135,30 @@ impl<T: TimingModel> Machine<T> {
             .transpose()
             .map_err(|e| err(format!("the timing model: {e}")))?;
         if let Some(states) = timing {
-            snap.sections.insert("timing.model".into(), model.as_bytes().to_vec());
+            snap.sections
+                .insert("timing.model".into(), model.as_bytes().to_vec());
             for (h, data) in states.into_iter().enumerate() {
                 snap.sections.insert(format!("timing.{h}"), data);
             }
         }
         snap.set_ram(self.ram.base(), self.ram_bytes());
         Ok(snap)
+    }
+
+    /// Page-aligned `[start, end)` of everything the loader wrote to RAM.
+    fn loaded_pages(&self) -> Vec<(u64, u64)> {
+        let plan = self.plan();
+        let page = |a: u64| a & !0xfff;
+        let mut r: Vec<(u64, u64)> = plan
+            .segments
+            .iter()
+            .map(|s| (page(s.addr), page(s.addr + s.data.len() as u64 + 0xfff)))
+            .collect();
+        r.push((
+            page(plan.dtb_addr),
+            page(plan.dtb_addr + self.dtb.len() as u64 + 0xfff),
+        ));
+        r
     }
 
     /// Guest RAM as bytes.
@@ -167,11 +188,22 @@ impl<T: TimingModel> Machine<T> {
             let what = if theirs.harts != mine.harts {
                 format!("{} harts, this machine {}", theirs.harts, mine.harts)
             } else if theirs.ram_bytes != mine.ram_bytes {
-                format!("{} MiB of RAM, this machine {}", theirs.ram_bytes >> 20, mine.ram_bytes >> 20)
+                format!(
+                    "{} MiB of RAM, this machine {}",
+                    theirs.ram_bytes >> 20,
+                    mine.ram_bytes >> 20
+                )
             } else if theirs.hz != mine.hz {
-                format!("a {} MHz clock, this machine {}", theirs.hz / 1_000_000, mine.hz / 1_000_000)
+                format!(
+                    "a {} MHz clock, this machine {}",
+                    theirs.hz / 1_000_000,
+                    mine.hz / 1_000_000
+                )
             } else if theirs.quantum != mine.quantum {
-                format!("a quantum of {} cycles, this machine {}", theirs.quantum, mine.quantum)
+                format!(
+                    "a quantum of {} cycles, this machine {}",
+                    theirs.quantum, mine.quantum
+                )
             } else {
                 "another device tree (another kernel command line, board or device)".to_string()
             };
@@ -202,9 +234,20 @@ impl<T: TimingModel> Machine<T> {
         // SAFETY: as `ram_bytes`; the harts hold no references into RAM
         // across this call (their host caches are dropped below).
         let ram = unsafe {
-            std::slice::from_raw_parts_mut(self.ram.host_ptr(self.ram.base()), self.ram.size() as usize)
+            std::slice::from_raw_parts_mut(
+                self.ram.host_ptr(self.ram.base()),
+                self.ram.size() as usize,
+            )
         };
-        snap.restore_ram(ram).map_err(err)?;
+        // A machine that has not run holds only what the loader wrote.
+        let (base, loaded) = (self.ram.base(), self.loaded_pages());
+        snap.restore_ram_where(ram, |i| {
+            !self.fresh
+                || loaded
+                    .iter()
+                    .any(|&(a, b)| (a..b).contains(&(base + i * 4096)))
+        })
+        .map_err(err)?;
         self.board.restore(&snap.sections)?;
         for (h, (hart, hs)) in self.harts.iter_mut().zip(&state.harts).enumerate() {
             hart.restore_state(hs)
@@ -236,6 +279,7 @@ impl<T: TimingModel> Machine<T> {
         self.slices = state.slices;
         self.phase_host = state.phase_host;
         self.stop = None;
+        self.fresh = false;
         self.obs_restored();
         Ok(timing)
     }
@@ -253,7 +297,9 @@ impl<T: TimingModel> Machine<T> {
             ));
         };
         if !keep_timing {
-            return Ok(TimingRestore::Cold("asked to start the timing model cold".into()));
+            return Ok(TimingRestore::Cold(
+                "asked to start the timing model cold".into(),
+            ));
         }
         if saved.as_slice() != model.as_bytes() {
             return Ok(TimingRestore::Cold(format!(

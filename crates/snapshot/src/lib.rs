@@ -73,6 +73,17 @@ impl Snapshot {
     /// Write the saved RAM into `ram` (which must be `ram_size` bytes);
     /// pages not stored are zeroed.
     pub fn restore_ram(&self, ram: &mut [u8]) -> Result<(), String> {
+        self.restore_ram_where(ram, |_| true)
+    }
+
+    /// As [`Snapshot::restore_ram`], zeroing only the pages not stored for
+    /// which `dirty(page index)` holds: a caller that knows the rest is
+    /// already zero (fresh RAM) need not write, and so touch, every page.
+    pub fn restore_ram_where(
+        &self,
+        ram: &mut [u8],
+        dirty: impl Fn(u64) -> bool,
+    ) -> Result<(), String> {
         if ram.len() as u64 != self.ram_size {
             return Err(format!(
                 "the snapshot holds {} bytes of RAM; this machine has {}",
@@ -83,7 +94,8 @@ impl Snapshot {
         for (i, chunk) in ram.chunks_mut(PAGE).enumerate() {
             match self.pages.get(&(i as u64)) {
                 Some(p) => chunk.copy_from_slice(&p[..chunk.len()]),
-                None => chunk.fill(0),
+                None if dirty(i as u64) => chunk.fill(0),
+                None => {}
             }
         }
         Ok(())
@@ -178,12 +190,18 @@ impl Snapshot {
         let pages = r.u64("the page count")?;
         let max_pages = s.ram_size.div_ceil(PAGE as u64);
         if pages > max_pages {
-            return Err(format!("{pages} RAM pages stored for {} bytes of RAM", s.ram_size));
+            return Err(format!(
+                "{pages} RAM pages stored for {} bytes of RAM",
+                s.ram_size
+            ));
         }
         for _ in 0..pages {
             let i = r.u64("a page index")?;
             if i >= max_pages {
-                return Err(format!("RAM page {i} lies beyond the RAM's {} bytes", s.ram_size));
+                return Err(format!(
+                    "RAM page {i} lies beyond the RAM's {} bytes",
+                    s.ram_size
+                ));
             }
             let data = r.take(PAGE, &format!("RAM page {i}"))?;
             let mut page = Box::new([0u8; PAGE]);
@@ -260,7 +278,10 @@ mod tests {
         want[64 * PAGE + 99] = 0x55;
         assert_eq!(ram, want, "stored pages back, the rest zeroed");
         let e = back.restore_ram(&mut [0u8; 16]).unwrap_err();
-        assert!(e.contains("holds 262244 bytes of RAM; this machine has 16"), "{e}");
+        assert!(
+            e.contains("holds 262244 bytes of RAM; this machine has 16"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -274,7 +295,9 @@ mod tests {
         std::fs::write(&p, b"ELF...").unwrap();
         let e = Snapshot::read(&p).unwrap_err().to_string();
         assert!(e.contains("boot.snap: not a hartscope snapshot"), "{e}");
-        let e = Snapshot::read(&dir.join("missing.snap")).unwrap_err().to_string();
+        let e = Snapshot::read(&dir.join("missing.snap"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("missing.snap"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
@@ -284,7 +307,10 @@ mod tests {
         let mut b = sample().encode();
         b[8..12].copy_from_slice(&2u32.to_le_bytes());
         let e = Snapshot::decode(&b).unwrap_err();
-        assert!(e.contains("format version 2; this hartscope reads version 1"), "{e}");
+        assert!(
+            e.contains("format version 2; this hartscope reads version 1"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -119,7 +119,10 @@ mod tests {
         let e = a.restore(br#"{"level":300,"big":[]}"#).unwrap_err();
         assert!(e.contains("`level`"), "{e}");
         let e = a.restore(br#"{"level":1,"big":[1,2]}"#).unwrap_err();
-        assert!(e.contains("`big`") && e.contains("2 elements where 40"), "{e}");
+        assert!(
+            e.contains("`big`") && e.contains("2 elements where 40"),
+            "{e}"
+        );
         let e = a.restore(b"{").unwrap_err();
         assert!(!e.is_empty());
         assert_eq!(a.level, 0, "a refused restore changes nothing");

@@ -1,6 +1,6 @@
 //! The hot-functions table: which symbols the samples landed in.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
 
 use super::text::{md_cell, percent, thousands};
@@ -76,43 +76,64 @@ impl HotFunctions {
         symbolizer: &Symbolizer<R>,
         period: u64,
     ) -> HotFunctions {
-        let mut counts: BTreeMap<(String, String), u64> = BTreeMap::new();
-        type TaskAcc = (BTreeMap<u16, u64>, BTreeMap<(String, String), u64>);
-        let mut tasks: BTreeMap<(String, u32), TaskAcc> = BTreeMap::new();
-        let mut harts: BTreeMap<u16, BTreeMap<(String, u32), u64>> = BTreeMap::new();
+        // Accumulated under borrowed names (no allocation per sample), then
+        // turned into owned, ordered maps: the same output as counting in them.
+        type Key<'k> = (&'k str, &'k str);
+        let mut counts: HashMap<Key, u64> = HashMap::new();
+        type TaskAcc<'k> = (BTreeMap<u16, u64>, HashMap<Key<'k>, u64>);
+        let mut tasks: HashMap<(&str, u32), TaskAcc> = HashMap::new();
+        let mut harts: BTreeMap<u16, HashMap<(&str, u32), u64>> = BTreeMap::new();
         // (place, symbol) -> (total, self)
-        let mut inclusive: BTreeMap<(String, String), (u64, u64)> = BTreeMap::new();
+        let mut inclusive: HashMap<Key, (u64, u64)> = HashMap::new();
+        let mut on_stack: Vec<Key> = Vec::new();
         for s in samples {
             let r = symbolizer.resolve_sample(s);
             // A recursive symbol counts once per sample, as perf does.
-            let mut on_stack: Vec<(&str, &str)> = Vec::with_capacity(r.frames.len());
+            on_stack.clear();
             for f in &r.frames {
                 let k = (f.where_name(), f.symbol.unwrap_or(UNKNOWN));
                 if !on_stack.contains(&k) {
                     on_stack.push(k);
                 }
             }
-            for (i, (place, sym)) in on_stack.iter().enumerate() {
-                let e = inclusive
-                    .entry((place.to_string(), sym.to_string()))
-                    .or_default();
+            for (i, k) in on_stack.iter().enumerate() {
+                let e = inclusive.entry(*k).or_default();
                 e.0 += 1;
                 if i == 0 {
                     e.1 += 1;
                 }
             }
             let leaf = &r.frames[0];
-            let key = (
-                leaf.where_name().to_string(),
-                leaf.symbol.unwrap_or(UNKNOWN).to_string(),
-            );
-            let task = (r.comm.to_string(), r.pid);
-            let t = tasks.entry(task.clone()).or_default();
+            let key = (leaf.where_name(), leaf.symbol.unwrap_or(UNKNOWN));
+            let task = (r.comm, r.pid);
+            let t = tasks.entry(task).or_default();
             *t.0.entry(s.hart).or_default() += 1;
-            *t.1.entry((key.1.clone(), key.0.clone())).or_default() += 1;
+            *t.1.entry((key.1, key.0)).or_default() += 1;
             *harts.entry(s.hart).or_default().entry(task).or_default() += 1;
             *counts.entry(key).or_default() += 1;
         }
+        fn owned<V>(m: HashMap<(&str, &str), V>) -> BTreeMap<(String, String), V> {
+            m.into_iter()
+                .map(|((a, b), v)| ((a.to_string(), b.to_string()), v))
+                .collect()
+        }
+        let counts = owned(counts);
+        let inclusive = owned(inclusive);
+        type OwnedTaskAcc = (BTreeMap<u16, u64>, BTreeMap<(String, String), u64>);
+        let tasks: BTreeMap<(String, u32), OwnedTaskAcc> = tasks
+            .into_iter()
+            .map(|((comm, pid), (h, syms))| ((comm.to_string(), pid), (h, owned(syms))))
+            .collect();
+        let harts: BTreeMap<u16, BTreeMap<(String, u32), u64>> = harts
+            .into_iter()
+            .map(|(hart, t)| {
+                let t = t
+                    .into_iter()
+                    .map(|((c, p), n)| ((c.to_string(), p), n))
+                    .collect();
+                (hart, t)
+            })
+            .collect();
         let mut tasks: Vec<TaskRow> = tasks
             .into_iter()
             .map(|((comm, pid), (harts, syms))| TaskRow {

@@ -187,9 +187,9 @@ pub struct Frame<'a> {
     pub offset: u64,
 }
 
-impl Frame<'_> {
+impl<'a> Frame<'a> {
     /// `kernel`, `firmware`, or the user binary's name.
-    pub fn where_name(&self) -> &str {
+    pub fn where_name(&self) -> &'a str {
         match self.space {
             Space::Firmware => "firmware",
             Space::Kernel => "kernel",
