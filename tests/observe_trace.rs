@@ -242,7 +242,10 @@ fn chrome_trace_and_stats_of_p87_on_two_harts() {
             .iter()
             .filter(|e| e["cat"] == "idle" && e["tid"] == h + 1)
             .collect();
-        merged += slices.iter().filter(|e| e["args"]["wakes"].is_u64()).count();
+        merged += slices
+            .iter()
+            .filter(|e| e["args"]["wakes"].is_u64())
+            .count();
         let idle_us: f64 = slices
             .iter()
             .map(|e| {

@@ -12,7 +12,9 @@ use std::path::{Path, PathBuf};
 use support::*;
 
 fn repo(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(rel)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(rel)
 }
 
 fn validate(s: &Scratch, suite: &Path, out: &str) -> Output {
@@ -38,7 +40,12 @@ fn counts(csv: &str, name: &str) -> [f64; 4] {
         .lines()
         .find(|l| l.starts_with(&format!("{name},")))
         .unwrap_or_else(|| panic!("{name} in results.csv:\n{csv}"));
-    let v: Vec<f64> = line.split(',').skip(1).take(4).map(|c| c.parse().unwrap()).collect();
+    let v: Vec<f64> = line
+        .split(',')
+        .skip(1)
+        .take(4)
+        .map(|c| c.parse().unwrap())
+        .collect();
     [v[0], v[1], v[2], v[3]]
 }
 
@@ -54,13 +61,20 @@ fn validate_counts_each_benchmark_as_perf_stat_would_and_repeats_exactly() {
     // plus the static C runtime and exec/exit in the kernel (~tens of thousands)
     let [i, c, b, m] = counts(&csv, "CLoop");
     assert!((4.0e6..4.6e6).contains(&i), "CLoop instructions {i}");
-    assert!((2.0e6..2.3e6).contains(&b), "CLoop branches {b} (conditional only on the U74)");
+    assert!(
+        (2.0e6..2.3e6).contains(&b),
+        "CLoop branches {b} (conditional only on the U74)"
+    );
     assert!(m < 0.02 * b, "a counted loop is predicted: {m} misses");
     let ipc = i / c;
     assert!((0.3..2.0).contains(&ipc), "CLoop IPC {ipc}");
     // MChase: every step a dependent load that misses the L1: far below 1 IPC
     let [mi, mc, ..] = counts(&csv, "MChase");
-    assert!(mi / mc < ipc / 2.0, "MChase IPC {} against CLoop {ipc}", mi / mc);
+    assert!(
+        mi / mc < ipc / 2.0,
+        "MChase IPC {} against CLoop {ipc}",
+        mi / mc
+    );
     let report = std::fs::read_to_string(s.path("first/report.md")).unwrap();
     for want in [
         "| CLoop | calibration |",
@@ -71,12 +85,18 @@ fn validate_counts_each_benchmark_as_perf_stat_would_and_repeats_exactly() {
     ] {
         assert!(report.contains(want), "report lacks `{want}`:\n{report}");
     }
-    assert!(report.contains("not a git checkout") || report.contains("at commit "), "{report}");
+    assert!(
+        report.contains("not a git checkout") || report.contains("at commit "),
+        "{report}"
+    );
     assert!(s.path("first/report.html").is_file() && s.path("first/console.txt").is_file());
     // the same run again: the same counts and the same report
     let again = validate(&s, &suite, "second");
     assert_eq!(again.code(), Some(0), "{}", again.tail());
-    assert_eq!(csv, std::fs::read_to_string(s.path("second/results.csv")).unwrap());
+    assert_eq!(
+        csv,
+        std::fs::read_to_string(s.path("second/results.csv")).unwrap()
+    );
     let strip_host_time = |r: &str| {
         r.lines()
             .filter(|l| !l.contains("host time"))
@@ -92,7 +112,12 @@ fn a_suite_that_is_not_one_is_refused_in_one_sentence() {
     let s = Scratch::new("validate-bad");
     let out = validate(&s, &s.path("nowhere"), "out");
     assert_eq!(out.code(), Some(1), "{}", out.tail());
-    assert!(out.stderr.contains("microbench-vertical/Makefile is missing"), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("microbench-vertical/Makefile is missing"),
+        "{}",
+        out.stderr
+    );
     // the layout, but one of the tables missing
     let suite = s.path("suite");
     std::fs::create_dir_all(suite.join("microbench-vertical")).unwrap();
@@ -100,7 +125,8 @@ fn a_suite_that_is_not_one_is_refused_in_one_sentence() {
     let out = validate(&s, &suite, "out");
     assert_eq!(out.code(), Some(1), "{}", out.tail());
     assert!(
-        out.stderr.contains("perf_VRG_microbenchmarks.csv is missing"),
+        out.stderr
+            .contains("perf_VRG_microbenchmarks.csv is missing"),
         "{}",
         out.stderr
     );
@@ -120,6 +146,10 @@ fn a_suite_that_is_not_one_is_refused_in_one_sentence() {
     }
     let out = validate(&s, &suite, "out");
     assert_eq!(out.code(), Some(1), "{}", out.tail());
-    assert!(out.stderr.contains("line 2: cycles `oops` is not a count"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("line 2: cycles `oops` is not a count"),
+        "{}",
+        out.stderr
+    );
     assert!(!s.path("out").exists(), "nothing written on bad input");
 }

@@ -66,7 +66,11 @@ fn run_tool(cmd: &mut Command, what: &str) -> Result<String, String> {
     if !out.status.success() {
         let text = String::from_utf8_lossy(&out.stderr).to_string()
             + &String::from_utf8_lossy(&out.stdout);
-        return Err(format!("{what} failed ({}):\n{}", out.status, last_lines(&text, 6)));
+        return Err(format!(
+            "{what} failed ({}):\n{}",
+            out.status,
+            last_lines(&text, 6)
+        ));
     }
     Ok(String::from_utf8_lossy(&out.stdout).to_string())
 }
@@ -91,7 +95,10 @@ fn suite_commit(suite: &Path) -> String {
     };
     // a directory inside some other repository (a test suite here) has no commit of its own
     let top = git(&["rev-parse", "--show-toplevel"]).map(PathBuf::from);
-    let own = match (top.and_then(|t| t.canonicalize().ok()), suite.canonicalize().ok()) {
+    let own = match (
+        top.and_then(|t| t.canonicalize().ok()),
+        suite.canonicalize().ok(),
+    ) {
         (Some(t), Some(s)) => t == s,
         _ => false,
     };
@@ -135,15 +142,24 @@ pub fn run(args: ValidateArgs) -> Result<i32, String> {
     })?;
     let commit = suite_commit(suite);
 
-    let scratch = Scratch(std::env::temp_dir().join(format!("hartscope-validate-{}", std::process::id())));
+    let scratch =
+        Scratch(std::env::temp_dir().join(format!("hartscope-validate-{}", std::process::id())));
     let _ = std::fs::remove_dir_all(&scratch.0);
-    std::fs::create_dir_all(&scratch.0).map_err(|e| format!("cannot create {}: {e}", scratch.0.display()))?;
+    std::fs::create_dir_all(&scratch.0)
+        .map_err(|e| format!("cannot create {}: {e}", scratch.0.display()))?;
     let build = scratch.0.join("suite");
     run_tool(
-        Command::new("cp").arg("-a").arg(suite.join(BENCHES)).arg(&build),
+        Command::new("cp")
+            .arg("-a")
+            .arg(suite.join(BENCHES))
+            .arg(&build),
         "copying the suite",
     )?;
-    eprintln!("validate: building {BENCHES} of {} ({commit}) with {}", suite.display(), args.cc);
+    eprintln!(
+        "validate: building {BENCHES} of {} ({commit}) with {}",
+        suite.display(),
+        args.cc
+    );
     run_tool(
         Command::new("make")
             .arg("-C")
@@ -161,7 +177,10 @@ pub fn run(args: ValidateArgs) -> Result<i32, String> {
         .collect();
     names.sort();
     if names.is_empty() {
-        return Err(format!("--suite {}: the build produced no bench.RISCV", suite.display()));
+        return Err(format!(
+            "--suite {}: the build produced no bench.RISCV",
+            suite.display()
+        ));
     }
     if !args.only.is_empty() {
         if let Some(bad) = args.only.iter().find(|n| !names.contains(n)) {
@@ -176,7 +195,8 @@ pub fn run(args: ValidateArgs) -> Result<i32, String> {
     // The workload: hsperfstat, the benchmarks (stripped: symbols are never
     // loaded, so the counts are the same) and a script running each in turn.
     let wl = scratch.0.join("workload");
-    std::fs::create_dir_all(wl.join("bench")).map_err(|e| format!("cannot create {}: {e}", wl.display()))?;
+    std::fs::create_dir_all(wl.join("bench"))
+        .map_err(|e| format!("cannot create {}: {e}", wl.display()))?;
     let guest_dir = hs_guest::Builder::from_env().guest_dir;
     run_tool(
         Command::new(&args.cc)
@@ -201,7 +221,8 @@ pub fn run(args: ValidateArgs) -> Result<i32, String> {
                 .is_ok_and(|st| st.success())
         });
         if !stripped {
-            std::fs::copy(&from, &to).map_err(|e| format!("cannot copy {}: {e}", from.display()))?;
+            std::fs::copy(&from, &to)
+                .map_err(|e| format!("cannot copy {}: {e}", from.display()))?;
         }
         script.push_str(&format!("./hsperfstat {n} ./bench/{n}\n"));
     }
@@ -215,7 +236,8 @@ pub fn run(args: ValidateArgs) -> Result<i32, String> {
         args.image,
         args.mhz
     );
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find the hartscope binary: {e}"))?;
+    let exe =
+        std::env::current_exe().map_err(|e| format!("cannot find the hartscope binary: {e}"))?;
     let started = std::time::Instant::now();
     let out = Command::new(exe)
         .args(["boot", "--image", &args.image, "--machine"])
@@ -238,7 +260,11 @@ pub fn run(args: ValidateArgs) -> Result<i32, String> {
     let measured = validate::parse_console(&console);
     for n in &names {
         match measured.get(n) {
-            None => return Err(format!("benchmark {n} printed no hsperfstat line (console in the boot's output)")),
+            None => {
+                return Err(format!(
+                    "benchmark {n} printed no hsperfstat line (console in the boot's output)"
+                ))
+            }
             Some(m) if m.status != 0 => {
                 return Err(format!("benchmark {n} exited with status {}", m.status))
             }
@@ -258,8 +284,10 @@ pub fn run(args: ValidateArgs) -> Result<i32, String> {
         }
     }
     // only what ran is compared (a --only run reports its own benchmarks)
-    let board: BTreeMap<String, validate::Counts> =
-        board.into_iter().filter(|(n, _)| names.contains(n)).collect();
+    let board: BTreeMap<String, validate::Counts> = board
+        .into_iter()
+        .filter(|(n, _)| names.contains(n))
+        .collect();
     let provenance = vec![
         format!("Suite: {} at commit {commit} (https://github.com/darchr/riscv-validation); benchmarks built by its `{BENCHES}` Makefile with `{}` (`CC_RISCV`).", suite.display(), args.cc),
         format!("Board: {BOARD} (perf stat on a HiFive Unmatched, SiFive U74 at 1.2 GHz). gem5: {GEM5_TUNED} (tuned to the board) and {GEM5_ORIGINAL} (before tuning) — the figures of the riscv-validation project, gem5 workshop at ISCA 2023."),
@@ -281,16 +309,26 @@ pub fn run(args: ValidateArgs) -> Result<i32, String> {
         provenance: &provenance,
     };
     let blocks = validate::report(&inputs);
-    std::fs::create_dir_all(&args.out).map_err(|e| format!("cannot create {}: {e}", args.out.display()))?;
-    write_atomically(&args.out.join("report.md"), hs_lab::doc::markdown(&blocks).as_bytes())?;
+    std::fs::create_dir_all(&args.out)
+        .map_err(|e| format!("cannot create {}: {e}", args.out.display()))?;
+    write_atomically(
+        &args.out.join("report.md"),
+        hs_lab::doc::markdown(&blocks).as_bytes(),
+    )?;
     write_atomically(
         &args.out.join("report.html"),
         hs_lab::doc::html("U74 validation", &blocks).as_bytes(),
     )?;
-    write_atomically(&args.out.join("results.csv"), validate::results_csv(&measured).as_bytes())?;
+    write_atomically(
+        &args.out.join("results.csv"),
+        validate::results_csv(&measured).as_bytes(),
+    )?;
     write_atomically(&args.out.join("console.txt"), console.as_bytes())?;
     let [ours, tuned, _] = validate::headline(&inputs);
-    for (set, (o, t)) in ["all", "calibration", "validation"].iter().zip(ours.iter().zip(tuned.iter())) {
+    for (set, (o, t)) in ["all", "calibration", "validation"]
+        .iter()
+        .zip(ours.iter().zip(tuned.iter()))
+    {
         println!(
             "{set:<12} hartscope mean |ln IPC ratio| {:.3}, {} of {} within ±15%   (gem5 tuned {:.3}, {} of {})",
             o.mean_log_error, o.within_15, o.n, t.mean_log_error, t.within_15, t.n

@@ -306,9 +306,10 @@ pub(crate) fn operands_of(i: &Insn) -> Operands {
         | SfenceVma { rs1, rs2 } => op(n, x(rs1), x(rs2), n, false),
         Fsw { rs1, rs2, .. } | Fsd { rs1, rs2, .. } => op(n, x(rs1), f(rs2), n, false),
         Flw { rd, rs1, .. } | Fld { rd, rs1, .. } => op(f(rd), x(rs1), n, n, false),
-        Div { rd, rs1, rs2 } | Divu { rd, rs1, rs2 } | Rem { rd, rs1, rs2 } | Remu { rd, rs1, rs2 } => {
-            op(x(rd), x(rs1), x(rs2), n, true)
-        }
+        Div { rd, rs1, rs2 }
+        | Divu { rd, rs1, rs2 }
+        | Rem { rd, rs1, rs2 }
+        | Remu { rd, rs1, rs2 } => op(x(rd), x(rs1), x(rs2), n, true),
         Add { rd, rs1, rs2 }
         | Sub { rd, rs1, rs2 }
         | Sll { rd, rs1, rs2 }
@@ -337,8 +338,21 @@ pub(crate) fn operands_of(i: &Insn) -> Operands {
         | ScD { rd, rs1, rs2, .. }
         | AmoW { rd, rs1, rs2, .. }
         | AmoD { rd, rs1, rs2, .. } => op(x(rd), x(rs1), x(rs2), n, false),
-        Fma { dbl, rd, rs1, rs2, rs3, .. } => op(f(rd), f(rs1), f(rs2), f(rs3), dbl),
-        Fp { op: o, rd, rs1, rs2, .. } => {
+        Fma {
+            dbl,
+            rd,
+            rs1,
+            rs2,
+            rs3,
+            ..
+        } => op(f(rd), f(rs1), f(rs2), f(rs3), dbl),
+        Fp {
+            op: o,
+            rd,
+            rs1,
+            rs2,
+            ..
+        } => {
             let d = if o.rd_is_int() { x(rd) } else { f(rd) };
             let a = if o.rs1_is_int() { x(rs1) } else { f(rs1) };
             let b = if o.sources() > 1 { f(rs2) } else { n };
@@ -799,9 +813,9 @@ impl<T: TimingModel> Hart<T> {
                 Auipc { rd, imm } => self.wxs(rd, pc!().wrapping_add(imm as i64 as u64)),
                 Jal { rd, imm } => {
                     let t = pc!().wrapping_add(imm as i64 as u64);
-                    let extra = self
-                        .timing
-                        .direct_jump(pc!(), t, JumpHint::of(rd as u8, None), next!());
+                    let extra =
+                        self.timing
+                            .direct_jump(pc!(), t, JumpHint::of(rd as u8, None), next!());
                     cyc += extra;
                     self.stall = self.stall.wrapping_add(extra);
                     self.wxs(rd, next!());
@@ -933,7 +947,11 @@ impl<T: TimingModel> Hart<T> {
                     (a as i64).wrapping_div(b as i64) as u64
                 }),
                 Divu { rd, rs1, rs2 } => {
-                    div_r!(rd, rs1, rs2, false, false, |a, b| if b == 0 { u64::MAX } else { a / b })
+                    div_r!(rd, rs1, rs2, false, false, |a, b| if b == 0 {
+                        u64::MAX
+                    } else {
+                        a / b
+                    })
                 }
                 Rem { rd, rs1, rs2 } => {
                     div_r!(rd, rs1, rs2, false, true, |a, b| if b == 0 {
@@ -943,7 +961,11 @@ impl<T: TimingModel> Hart<T> {
                     })
                 }
                 Remu { rd, rs1, rs2 } => {
-                    div_r!(rd, rs1, rs2, false, false, |a, b| if b == 0 { a } else { a % b })
+                    div_r!(rd, rs1, rs2, false, false, |a, b| if b == 0 {
+                        a
+                    } else {
+                        a % b
+                    })
                 }
                 Mulw { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, |a, b| sext32(a.wrapping_mul(b))),
                 Divw { rd, rs1, rs2 } => div_r!(rd, rs1, rs2, true, true, |a, b| {

@@ -68,7 +68,9 @@ pub struct HartConfig {
 }
 
 /// Privilege mode.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub enum Priv {
     User = 0,
     Supervisor = 1,

@@ -1040,15 +1040,50 @@ fn operands_name_the_registers_each_instruction_reads_and_writes() {
     let n = Operands::NONE;
     let ops = |w: u32| operands_of(&hs_isa::decode(w).0);
     // add x3, x1, x2
-    assert_eq!(ops(0x0020_81b3), Operands { dst: 3, src: [1, 2, n], flags: 0 });
+    assert_eq!(
+        ops(0x0020_81b3),
+        Operands {
+            dst: 3,
+            src: [1, 2, n],
+            flags: 0
+        }
+    );
     // ld x5, 8(x10): the base first
-    assert_eq!(ops(0x0085_3283), Operands { dst: 5, src: [10, n, n], flags: 0 });
+    assert_eq!(
+        ops(0x0085_3283),
+        Operands {
+            dst: 5,
+            src: [10, n, n],
+            flags: 0
+        }
+    );
     // sd x6, 16(x11): base, then data
-    assert_eq!(ops(0x0065_b823), Operands { dst: n, src: [11, 6, n], flags: 0 });
+    assert_eq!(
+        ops(0x0065_b823),
+        Operands {
+            dst: n,
+            src: [11, 6, n],
+            flags: 0
+        }
+    );
     // fadd.d f1, f2, f3: FP registers are 32..63, double is wide
-    assert_eq!(ops(0x0231_00d3), Operands { dst: 33, src: [34, 35, n], flags: Operands::WIDE });
+    assert_eq!(
+        ops(0x0231_00d3),
+        Operands {
+            dst: 33,
+            src: [34, 35, n],
+            flags: Operands::WIDE
+        }
+    );
     // div x7, x8, x9 (64-bit: wide) and divw (not)
-    assert_eq!(ops(0x0294_43b3), Operands { dst: 7, src: [8, 9, n], flags: Operands::WIDE });
+    assert_eq!(
+        ops(0x0294_43b3),
+        Operands {
+            dst: 7,
+            src: [8, 9, n],
+            flags: Operands::WIDE
+        }
+    );
     assert_eq!(ops(0x0294_43bb).flags, 0);
     // addi x0, x0, 0 (nop) touches no register
     assert_eq!(ops(0x0000_0013), Operands::EMPTY);

@@ -74,10 +74,19 @@ impl Disk {
                 saved.len,
                 self.path.display(),
                 self.len,
-                if self.overlay.is_none() { ", written through" } else { "" }
+                if self.overlay.is_none() {
+                    ", written through"
+                } else {
+                    ""
+                }
             ));
         }
-        if saved.overlay.values().flatten().any(|b| b.len() != BLOCK as usize) {
+        if saved
+            .overlay
+            .values()
+            .flatten()
+            .any(|b| b.len() != BLOCK as usize)
+        {
             return Err("an overlay block of the snapshot's disk is not 4096 bytes".into());
         }
         self.overlay = Some(saved.overlay);

@@ -180,12 +180,20 @@ impl Signals {
     }
     /// Every wire's state ([`Signal::save`]) and the change counter, for a snapshot.
     pub fn save(&self) -> (u64, BTreeMap<String, [u64; 6]>) {
-        let wires = self.by_name.iter().map(|(n, s)| (n.clone(), s.save())).collect();
+        let wires = self
+            .by_name
+            .iter()
+            .map(|(n, s)| (n.clone(), s.save()))
+            .collect();
         (self.generation.get(), wires)
     }
     /// Put back what [`Signals::save`] gave; a wire this board lacks is
     /// refused by name (the snapshot is of another board).
-    pub fn restore(&mut self, generation: u64, wires: &BTreeMap<String, [u64; 6]>) -> Result<(), String> {
+    pub fn restore(
+        &mut self,
+        generation: u64,
+        wires: &BTreeMap<String, [u64; 6]>,
+    ) -> Result<(), String> {
         if let Some(n) = wires.keys().find(|n| !self.by_name.contains_key(*n)) {
             return Err(format!("the snapshot has a wire `{n}` this board does not"));
         }

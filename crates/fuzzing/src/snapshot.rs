@@ -10,7 +10,8 @@ pub fn run(data: &[u8]) {
     assert_eq!(again, s, "a snapshot survives encode/decode");
     if s.ram_size <= 1 << 20 {
         let mut ram = vec![0u8; s.ram_size as usize];
-        s.restore_ram(&mut ram).expect("RAM of the named size restores");
+        s.restore_ram(&mut ram)
+            .expect("RAM of the named size restores");
     }
 }
 

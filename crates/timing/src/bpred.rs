@@ -88,8 +88,12 @@ pub struct Predictor {
 impl Predictor {
     /// Same table sizes and stack, with the stack pointers in range.
     pub(crate) fn same_shape(&self, o: &Predictor) -> bool {
-        (self.index_mask, self.history_mask, self.btb_mask, self.ras_circular)
-            == (o.index_mask, o.history_mask, o.btb_mask, o.ras_circular)
+        (
+            self.index_mask,
+            self.history_mask,
+            self.btb_mask,
+            self.ras_circular,
+        ) == (o.index_mask, o.history_mask, o.btb_mask, o.ras_circular)
             && o.counters.len() == self.counters.len()
             && o.btb.len() == self.btb.len()
             && o.ras.len() == self.ras.len()
@@ -359,28 +363,37 @@ mod tests {
         let mut p = Predictor::new(&cfg(PredictorKind::Bimodal, 0));
         assert!(!p.direct_jump(0x100, 0x800, JumpHint::Plain, 0x104));
         assert!(p.direct_jump(0x100, 0x800, JumpHint::Plain, 0x104));
-        assert_eq!((p.counts.decode_redirects, p.counts.jump_mispredicts), (1, 0));
+        assert_eq!(
+            (p.counts.decode_redirects, p.counts.jump_mispredicts),
+            (1, 0)
+        );
         // an indirect jump the BTB missed is a misprediction
         assert!(!p.jump(0x200, 0x900, JumpHint::Plain, 0x204));
-        assert_eq!((p.counts.decode_redirects, p.counts.jump_mispredicts), (1, 1));
+        assert_eq!(
+            (p.counts.decode_redirects, p.counts.jump_mispredicts),
+            (1, 1)
+        );
         assert_eq!(p.counts.jumps, 3);
     }
-
 
     #[test]
     fn a_circular_return_stack_predicts_deep_recursion_from_stale_entries() {
         let deep = |circular: bool| {
-            let mut p = Predictor::new(&BpredConfig { ras_circular: circular, ..cfg(PredictorKind::Bimodal, 0) });
+            let mut p = Predictor::new(&BpredConfig {
+                ras_circular: circular,
+                ..cfg(PredictorKind::Bimodal, 0)
+            });
             // 20 nested calls from one site (depth 4 stack), then 20 returns to it
             for _ in 0..20 {
                 p.jump(0x100, 0x100, JumpHint::Call, 0x104);
             }
-            let hits = (0..20).filter(|_| p.jump(0x180, 0x104, JumpHint::Return, 0)).count();
+            let hits = (0..20)
+                .filter(|_| p.jump(0x180, 0x104, JumpHint::Return, 0))
+                .count();
             (hits, p.counts.ras_underflows)
         };
         assert_eq!(deep(true), (20, 16));
         // without: the BTB predicts the underflows (its entry for 0x180 is learnt after the first)
         assert_eq!(deep(false), (19, 16));
     }
-
 }

@@ -718,7 +718,10 @@ fn inorder(
         if !(1..=2).contains(&p.issue_width) {
             return Err(key_err(
                 "pipeline.issue_width",
-                format!("{} is not an issue width this model has (1 or 2)", p.issue_width),
+                format!(
+                    "{} is not an issue width this model has (1 or 2)",
+                    p.issue_width
+                ),
             ));
         }
         cycles("pipeline.late_alu", p.late_alu, 0)?;

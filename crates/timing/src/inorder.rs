@@ -356,7 +356,13 @@ impl InOrder {
         // operands: read at issue, or (ALU, branch, store data) up to
         // `late_alu` stages later
         let late = p.cfg.late_alu;
-        let ready = |r: u8| if r == Operands::NONE { 0 } else { p.ready[r as usize] };
+        let ready = |r: u8| {
+            if r == Operands::NONE {
+                0
+            } else {
+                p.ready[r as usize]
+            }
+        };
         let (early, late_src): (&[u8], &[u8]) = match class {
             Alu | Branch => (&[], &ops.src[..]),
             // FP store data comes from the FPU, not the late integer ALU
@@ -1076,7 +1082,11 @@ impl TimingModel for InOrder {
     fn divide(&mut self, dividend: u64, divisor: u64, word: bool) {
         if let Some(p) = self.pipe.as_mut() {
             if p.cfg.div_early_out > 0 {
-                let full = if word { self.lat_extra[class_index(InsnClass::Div)] + 1 } else { p.cfg.div_double };
+                let full = if word {
+                    self.lat_extra[class_index(InsnClass::Div)] + 1
+                } else {
+                    p.cfg.div_double
+                };
                 let bits = |v: u64| 64 - v.leading_zeros() as u64;
                 let quotient_bits = (bits(dividend) + 1).saturating_sub(bits(divisor));
                 let latency = (p.cfg.div_early_out + quotient_bits).min(full);
@@ -1167,7 +1177,9 @@ impl TimingModel for InOrder {
         let l: Learnt<Cache, Tlb, Predictor, Pipe> = hs_snapshot::state::decode(data)?;
         let shape_ok = l.l1i.same_shape(&self.l1i)
             && l.l1d.same_shape(&self.l1d)
-            && l.l2.as_ref().is_none_or(|c| c.same_shape(&self.l2.borrow()))
+            && l.l2
+                .as_ref()
+                .is_none_or(|c| c.same_shape(&self.l2.borrow()))
             && l.l2.is_some() == shared
             && l.itlb.same_shape(&self.itlb)
             && l.dtlb.same_shape(&self.dtlb)
@@ -1175,7 +1187,10 @@ impl TimingModel for InOrder {
             && l.pipe.is_some() == self.pipe.is_some()
             && l.pending_n <= PENDING_MAX;
         if !shape_ok {
-            return Err("the saved caches, TLBs, predictor or pipeline are not this machine description's".into());
+            return Err(
+                "the saved caches, TLBs, predictor or pipeline are not this machine description's"
+                    .into(),
+            );
         }
         self.l1i = l.l1i;
         self.l1d = l.l1d;
@@ -1454,7 +1469,10 @@ mod tests {
         // the hart calls insn() after every fetch(); writeback comes with insn()
         let mut step = |pc: u64, len: u8| {
             let f = m.fetch(pc, pc, len);
-            assert_eq!(m.insn(pc, InsnClass::Alu, Operands::EMPTY), c.latency.alu - 1 + wb);
+            assert_eq!(
+                m.insn(pc, InsnClass::Alu, Operands::EMPTY),
+                c.latency.alu - 1 + wb
+            );
             f
         };
         assert_eq!(step(RAM, 4), miss);
@@ -1462,7 +1480,10 @@ mod tests {
         assert_eq!(step(RAM + c.l1i.line, 2), miss);
         assert_eq!(step(RAM, 4), c.l1i.latency);
         // fence.i empties the I-cache
-        assert_eq!(m.insn(RAM, InsnClass::FenceI, Operands::EMPTY), c.latency.fence_i - 1 + wb);
+        assert_eq!(
+            m.insn(RAM, InsnClass::FenceI, Operands::EMPTY),
+            c.latency.fence_i - 1 + wb
+        );
         assert_eq!(m.fetch(RAM, RAM, 4), c.l1i.latency + c.l2.latency);
         m.insn(RAM, InsnClass::Alu, Operands::EMPTY);
         let s = m.model_stats().unwrap();
@@ -1695,13 +1716,22 @@ mod tests {
     fn independent_alu_instructions_issue_two_a_cycle() {
         let (mut m, _) = u74();
         warm(&mut m);
-        let costs: Vec<u64> = (0..4).map(|k| issue(&mut m, InsnClass::Alu, x(10 + k, 1, 2))).collect();
+        let costs: Vec<u64> = (0..4)
+            .map(|k| issue(&mut m, InsnClass::Alu, x(10 + k, 1, 2)))
+            .collect();
         assert_eq!(costs, [1, 0, 1, 0]); // two pairs: 2 cycles for 4 instructions
         assert_eq!(m.insn(RAM, InsnClass::Alu, x(5, 1, 2)), 0);
-        assert_eq!(m.insn(RAM, InsnClass::Alu, x(6, 1, 2)), crate::ISSUED_WITH_PREVIOUS);
+        assert_eq!(
+            m.insn(RAM, InsnClass::Alu, x(6, 1, 2)),
+            crate::ISSUED_WITH_PREVIOUS
+        );
         let s = m.model_stats().unwrap();
         assert_eq!(s.get("pipeline.dual_issued"), Some(3));
-        assert_eq!(s.get("cycles.busy"), s.get("cycles.execute").map(|e| e + s.get("cycles.mem").unwrap() + s.get("cycles.fetch").unwrap()));
+        assert_eq!(
+            s.get("cycles.busy"),
+            s.get("cycles.execute")
+                .map(|e| e + s.get("cycles.mem").unwrap() + s.get("cycles.fetch").unwrap())
+        );
     }
 
     #[test]
@@ -1723,7 +1753,10 @@ mod tests {
             (InsnClass::Branch, 0),
             (InsnClass::Branch, 0),
         ];
-        let costs: Vec<u64> = seq.iter().map(|&(c, d)| issue(&mut m, c, x(d, 1, 2))).collect();
+        let costs: Vec<u64> = seq
+            .iter()
+            .map(|&(c, d)| issue(&mut m, c, x(d, 1, 2)))
+            .collect();
         assert_eq!(costs, [1, 1, 0, 1, 0, 1]);
         // an ALU op joins the branch; nothing pairs with a CSR access
         assert_eq!(issue(&mut m, InsnClass::Alu, x(25, 1, 2)), 0);
@@ -1747,7 +1780,10 @@ mod tests {
         assert_eq!(issue(&mut m, InsnClass::Load, x(8, 7, 0)), p.load_to_use);
         assert_eq!(issue(&mut m, InsnClass::Load, x(9, 8, 0)), p.load_to_use);
         let s = m.model_stats().unwrap();
-        assert_eq!(s.get("pipeline.interlock_cycles"), Some(2 * (p.load_to_use - 1) + late_ready - 2));
+        assert_eq!(
+            s.get("pipeline.interlock_cycles"),
+            Some(2 * (p.load_to_use - 1) + late_ready - 2)
+        );
     }
 
     #[test]
@@ -1755,13 +1791,19 @@ mod tests {
         let (mut m, c) = u74();
         let p = c.pipeline.clone().unwrap();
         warm(&mut m);
-        let wide = |d: u8| Operands { flags: Operands::WIDE, ..x(d, 1, 2) };
+        let wide = |d: u8| Operands {
+            flags: Operands::WIDE,
+            ..x(d, 1, 2)
+        };
         assert_eq!(issue(&mut m, InsnClass::Div, wide(10)), 1);
         // independent, but the divider is busy until one cycle before the result
         assert_eq!(issue(&mut m, InsnClass::Div, wide(11)), p.div_double - 1);
         // a 32-bit divide after it, then a use of its result
         assert_eq!(issue(&mut m, InsnClass::Div, x(12, 1, 2)), p.div_double - 1);
-        assert_eq!(issue(&mut m, InsnClass::Alu, x(13, 12, 0)), c.latency.div - 2);
+        assert_eq!(
+            issue(&mut m, InsnClass::Alu, x(13, 12, 0)),
+            c.latency.div - 2
+        );
     }
 
     #[test]
@@ -1770,13 +1812,16 @@ mod tests {
         let p = c.pipeline.clone().unwrap();
         assert!(p.div_early_out > 0);
         warm(&mut m);
-        let wide = |d: u8| Operands { flags: Operands::WIDE, ..x(d, 1, 2) };
+        let wide = |d: u8| Operands {
+            flags: Operands::WIDE,
+            ..x(d, 1, 2)
+        };
         // 1000 / 3: 10 - 2 + 1 = 9 quotient bits
         assert_eq!(issue(&mut m, InsnClass::Div, wide(10)), 1);
         m.divide(1000, 3, false);
         let latency = p.div_early_out + 9;
         assert_eq!(issue(&mut m, InsnClass::Alu, x(11, 10, 0)), latency - 2); // the ALU takes it late
-        // a huge quotient is capped at the full latency
+                                                                              // a huge quotient is capped at the full latency
         assert_eq!(issue(&mut m, InsnClass::Div, wide(12)), 1);
         m.divide(u64::MAX, 1, false);
         assert_eq!(issue(&mut m, InsnClass::Div, wide(13)), p.div_double - 1);
@@ -1818,15 +1863,30 @@ mod tests {
         let mut n = 0u64;
         let mut pc = RAM;
         for k in 0..2000u64 {
-            let class = [InsnClass::Alu, InsnClass::Load, InsnClass::Mul, InsnClass::Alu, InsnClass::Branch][k as usize % 5];
+            let class = [
+                InsnClass::Alu,
+                InsnClass::Load,
+                InsnClass::Mul,
+                InsnClass::Alu,
+                InsnClass::Branch,
+            ][k as usize % 5];
             let ops = x((k % 7 + 5) as u8, (k % 5 + 5) as u8, 1);
-            charged = charged.wrapping_add(1).wrapping_add(m.fetch(pc, pc, 4)).wrapping_add(m.insn(pc, class, ops));
+            charged = charged
+                .wrapping_add(1)
+                .wrapping_add(m.fetch(pc, pc, 4))
+                .wrapping_add(m.insn(pc, class, ops));
             match class {
-                InsnClass::Load => charged += m.mem(RAM + 0x10_0000 + (k * 72) % 0x8000, 8, MemKind::Load, false),
+                InsnClass::Load => {
+                    charged += m.mem(RAM + 0x10_0000 + (k * 72) % 0x8000, 8, MemKind::Load, false)
+                }
                 InsnClass::Branch => charged += m.branch(pc, k % 3 == 0, RAM),
                 _ => {}
             }
-            pc = if class == InsnClass::Branch && k % 3 == 0 { RAM } else { pc + 4 };
+            pc = if class == InsnClass::Branch && k % 3 == 0 {
+                RAM
+            } else {
+                pc + 4
+            };
             n += 1;
         }
         let s = m.model_stats().unwrap();
@@ -1835,5 +1895,4 @@ mod tests {
         assert_eq!(s.get("insts.fetched"), Some(n));
         assert!(s.get("pipeline.dual_issued").unwrap() > n / 10, "{s:?}");
     }
-
 }

@@ -37,7 +37,9 @@ impl Tlb {
     pub(crate) fn same_shape(&self, o: &Tlb) -> bool {
         o.entries.len() == self.entries.len()
             && o.last < o.entries.len().max(1)
-            && o.index.iter().all(|&i| (i as usize) < o.entries.len().max(1))
+            && o.index
+                .iter()
+                .all(|&i| (i as usize) < o.entries.len().max(1))
     }
     pub fn new(n: usize) -> Self {
         Tlb {
