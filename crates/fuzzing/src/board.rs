@@ -46,15 +46,27 @@ const MACHINES: &[(&str, &str)] = &[
 ];
 
 /// Serve every device event due by `t`, in time order (the machine's loop).
-fn run_to(b: &mut Board, t: u64) {
+pub(crate) fn run_to(b: &mut Board, t: u64) {
     let fired = b.fire_events_through(t, 1_000_000);
     assert!(fired < 1_000_000, "device events never end");
 }
 
 pub fn run(data: &[u8]) {
     let mut input = Input::new(data);
-    let (name, text) = MACHINES[input.u8() as usize % MACHINES.len()];
+    let machine = input.u8() as usize % MACHINES.len();
     let ram = GuestRam::new(DRAM_BASE, RAM).expect("1 MiB of RAM");
+    let mut board = build(machine, &ram);
+    let now = drive(&mut board, &ram, &mut input, 4000);
+    run_to(&mut board, now + 20_000_000);
+    // What a run reports at its end, and the device tree, still work.
+    let _ = board.device_stats();
+    let ctx = board.fdt_ctx(vec![1, 2]);
+    let _ = board.fdt_nodes(&ctx);
+}
+
+/// The board of `MACHINES[machine]` for 2 harts on `ram`.
+pub(crate) fn build(machine: usize, ram: &GuestRam) -> Board {
+    let (name, text) = MACHINES[machine % MACHINES.len()];
     let mut cfg = MachineConfig {
         harts: 2,
         devices: if text.is_empty() {
@@ -70,8 +82,14 @@ pub fn run(data: &[u8]) {
         hz: cfg.hz,
         cycles_per_tick: cfg.hz / 10_000_000,
     };
-    let (mut board, _) = hs_machine::machine::build_board(&mut cfg, clock, &ram)
+    let (board, _) = hs_machine::machine::build_board(&mut cfg, clock, ram)
         .unwrap_or_else(|e| panic!("{name}: the board does not build: {e}"));
+    board
+}
+
+/// Up to `max_ops` guest actions from `input` (MMIO, RAM contents, time);
+/// returns the time reached.
+pub(crate) fn drive(board: &mut Board, ram: &GuestRam, input: &mut Input, max_ops: usize) -> u64 {
     // Device windows, and RAM addresses worth pointing at.
     let windows: Vec<(u64, u64)> = board
         .windows()
@@ -89,10 +107,10 @@ pub fn run(data: &[u8]) {
     };
     let mut now = 0u64;
     let mut ops = 0;
-    while !input.is_empty() && ops < 4000 {
+    while !input.is_empty() && ops < max_ops {
         ops += 1;
         now += u64::from(input.u16()) * 8;
-        run_to(&mut board, now);
+        run_to(board, now);
         let acc = Access {
             hart: (input.u8() & 1) as usize,
             now,
@@ -109,14 +127,14 @@ pub fn run(data: &[u8]) {
             // A pointer into RAM, so a ring or chain leads somewhere.
             1 => {
                 let at = DRAM_BASE + u64::from(input.u16()) * 8 % RAM;
-                let p = pointer(&mut input);
+                let p = pointer(input);
                 assert!(ram.write(at, 8, p));
             }
             // A device register written with a pointer (a ring or buffer base).
             2 => {
                 let (base, size) = windows[input.u8() as usize % windows.len()];
                 let off = u64::from(input.u16()) % size & !3;
-                let p = pointer(&mut input);
+                let p = pointer(input);
                 let _ = board.mmio_write(acc, base + off, 4, p);
             }
             // Any access at any offset in or just past a window.
@@ -133,9 +151,5 @@ pub fn run(data: &[u8]) {
         }
         let _ = board.irq_bits(0, now);
     }
-    run_to(&mut board, now + 20_000_000);
-    // What a run reports at its end, and the device tree, still work.
-    let _ = board.device_stats();
-    let ctx = board.fdt_ctx(vec![1, 2]);
-    let _ = board.fdt_nodes(&ctx);
+    now
 }

@@ -8,6 +8,7 @@
 //! the committed seeds and a fixed set of pseudo-random inputs on stable.
 
 pub mod board;
+pub mod board_snapshot;
 pub mod boot_images;
 pub mod btf;
 pub mod hart;
@@ -25,6 +26,7 @@ pub const TARGETS: &[(&str, fn(&[u8]))] = &[
     ("results_store", store::run),
     ("btf", btf::run),
     ("snapshot", snapshot::run),
+    ("board_snapshot", board_snapshot::run),
 ];
 
 /// Reads fuzz input front to back; past the end every read is zero, so
