@@ -1114,6 +1114,39 @@ pub fn build(input: &ReportInput) -> Vec<Block> {
         ]);
     }
     b.push(Block::Table(t));
+    // Runs that went on from a shared boot (`[study] boot`) name its snapshot.
+    let shared: Vec<_> = runs
+        .iter()
+        .zip(&labels)
+        .filter_map(|(r, l)| r.record.shared_boot.as_ref().map(|s| (l, s)))
+        .collect();
+    if !shared.is_empty() {
+        b.push(Block::Para(
+            "These runs did not boot themselves: each went on from a snapshot of a shared boot, cut at the guest's first phase marker (what was observed before the cut is not in their profiles or observed counters; cycles and instructions are whole).".into(),
+        ));
+        let mut t = Table::new(
+            &[
+                "variant",
+                "snapshot",
+                "cut at",
+                "boot model",
+                "timing after the cut",
+                "from the cache",
+            ],
+            &[false, false, false, false, false, false],
+        );
+        for (l, s) in shared {
+            t.row(vec![
+                l.clone(),
+                format!("`{}`", short(&s.key)),
+                format!("phase `{}`, cycle {}", s.phase, thousands(s.cycle as i64)),
+                s.boot_model.clone(),
+                s.timing.clone(),
+                if s.cached { "yes" } else { "no" }.into(),
+            ]);
+        }
+        b.push(Block::Table(t));
+    }
     let mut seen = BTreeSet::new();
     for r in runs {
         let img = &r.record.image;
