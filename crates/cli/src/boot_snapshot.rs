@@ -76,6 +76,7 @@ pub fn restore<T: TimingModel>(
     model: &str,
 ) -> Result<(), String> {
     let path = args.restore.as_deref().unwrap_or(Path::new("?"));
+    let t0 = std::time::Instant::now();
     let how = machine
         .restore(snap, model, !args.cold_timing)
         .map_err(|e| format!("cannot restore {}: {e}", path.display()))?;
@@ -93,9 +94,10 @@ pub fn restore<T: TimingModel>(
         TimingRestore::Cold(why) => format!("timing model cold: {why}"),
     };
     eprintln!(
-        "hartscope: restored {} at cycle {} (phase {phase}); {timing}",
+        "hartscope: restored {} at cycle {} (phase {phase}) in {:.2} s; {timing}",
         path.display(),
-        machine.now()
+        machine.now(),
+        t0.elapsed().as_secs_f64()
     );
     Ok(())
 }

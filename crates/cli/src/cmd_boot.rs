@@ -476,12 +476,20 @@ pub fn run(args: BootArgs) -> Result<i32, String> {
             ));
         }
     }
+    let read_started = std::time::Instant::now();
     let (args, snap) = match args.restore.clone() {
         Some(path) => {
             if args.smp != 1 || args.mhz != 1000 || args.quantum != 10_000 {
                 return Err("--restore: the harts, clock and quantum are the snapshot's; leave out --smp, --mhz and --quantum".into());
             }
             let (a, s) = crate::boot_snapshot::restored_args(args, &path)?;
+            eprintln!(
+                "hartscope: read and checked {} ({} sections, {} RAM pages) in {:.2} s",
+                path.display(),
+                s.sections.len(),
+                s.pages.len(),
+                read_started.elapsed().as_secs_f64()
+            );
             (a, Some(s))
         }
         None => (args, None),
