@@ -13,6 +13,26 @@ use crate::cmd_boot::BootArgs;
 
 /// The section holding the command line that built the machine.
 const ARGS_SECTION: &str = "boot.args";
+/// The disk images the machine's drives read, as they were (path, size,
+/// modification time): a restore refuses a changed image, whose blocks the
+/// saved overlay no longer matches.
+const DRIVES_SECTION: &str = "boot.drives";
+
+fn drive_files(args: &BootArgs) -> Vec<(String, u64, u64)> {
+    args.drive
+        .iter()
+        .filter_map(|spec| {
+            let path = spec.split(',').find_map(|kv| kv.strip_prefix("file="))?;
+            let meta = std::fs::metadata(path).ok()?;
+            let mtime = meta
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_nanos() as u64);
+            Some((path.to_string(), meta.len(), mtime))
+        })
+        .collect()
+}
 
 /// Names the timing model: `atomic`, or the machine description's file
 /// name and content hash (state is restored only under the same one).
@@ -42,6 +62,17 @@ pub fn restored_args(cur: BootArgs, path: &Path) -> Result<(BootArgs, Snapshot),
     })?;
     let saved: BootArgs = hs_snapshot::state::decode(saved)
         .map_err(|e| format!("snapshot {}: its command line: {e}", path.display()))?;
+    if let Some(files) = snap.sections.get(DRIVES_SECTION) {
+        let then: Vec<(String, u64, u64)> = hs_snapshot::state::decode(files)
+            .map_err(|e| format!("snapshot {}: its drives: {e}", path.display()))?;
+        let now = drive_files(&saved);
+        if let Some((file, ..)) = then.iter().find(|f| !now.contains(f)) {
+            return Err(format!(
+                "snapshot {}: the disk image `{file}` has changed (or gone) since the snapshot was taken",
+                path.display()
+            ));
+        }
+    }
     let args = BootArgs {
         // what built the machine
         image: saved.image,
@@ -122,6 +153,10 @@ pub fn write<T: TimingModel>(
     };
     let encoded = hs_snapshot::state::encode(&saved)?;
     snap.sections.insert(ARGS_SECTION.into(), encoded);
+    snap.sections.insert(
+        DRIVES_SECTION.into(),
+        hs_snapshot::state::encode(&drive_files(args))?,
+    );
     snap.write_atomic(out).map_err(|e| e.to_string())?;
     let size = std::fs::metadata(out).map(|m| m.len()).unwrap_or(0);
     eprintln!(

@@ -461,6 +461,16 @@ impl<T: TimingModel> Hart<T> {
             if let Some(&d) = by_pa.get(&pa) {
                 return Some(d);
             }
+            // Never let the arena fill (its flush would leave the entries
+            // made so far pointing past its end), and never take the
+            // uncached single-instruction path (it translates and times).
+            if h.blocks.ops.len() + MAX_BLOCK_INSNS > ARENA_LIMIT {
+                return None;
+            }
+            let len = insn_len(h.ram.read(pa, 2)? as u16) as u64;
+            if (pa & 0xfff) + len > 0x1000 {
+                return None;
+            }
             match h.decode_block(pc, pa) {
                 Ok((start, n, _)) if start != 0 => {
                     by_pa.insert(pa, (start as u32, n as u32));
@@ -505,6 +515,20 @@ impl<T: TimingModel> Hart<T> {
             .iter()
             .map(|(p, v)| (*p, v.iter().copied().filter(|&s| s < slots).collect()))
             .collect();
+        // Every entry lies inside the arena (checked, not assumed: the run
+        // loop follows them without bounds checks).
+        let ops = self.blocks.ops.len() as u64;
+        let inside = |start: u32, n: u32| start != 0 && start as u64 + n as u64 <= ops;
+        for v in self.blocks.vcache.iter_mut() {
+            if !inside(v.start, v.n) {
+                *v = VEntry::default();
+            }
+        }
+        for e in self.blocks.table.iter_mut() {
+            if !inside(e.start, e.n) {
+                *e = BlockEntry::default();
+            }
+        }
         // The arena as full as it was, so it fills (and is flushed) when it did.
         let scratch = self.blocks.ops[0];
         let want = saved.arena.min(ARENA_LIMIT + MAX_BLOCK_INSNS);
@@ -1301,5 +1325,68 @@ impl<T: TimingModel> Hart<T> {
         self.phys_write(bus, pa, n, new)
             .map_err(|_| access_fault(KIND_STORE, va))?;
         Ok(old)
+    }
+}
+
+#[cfg(test)]
+mod restore_tests {
+    use super::*;
+    use hs_bus::GuestRam;
+
+    /// A snapshot naming more blocks than the arena holds (and naming some
+    /// twice) restores what fits: no live entry points past the arena's end,
+    /// which the run loop would follow without a bounds check.
+    #[test]
+    fn restored_blocks_never_point_past_the_arena() {
+        const BASE: u64 = 0x8000_0000;
+        const SIZE: u64 = 8 << 20;
+        let ram = GuestRam::new(BASE, SIZE).unwrap();
+        for a in (0..SIZE).step_by(4) {
+            ram.write(BASE + a, 4, 0x13); // nop: blocks of 64 instructions
+        }
+        let cfg = crate::HartConfig {
+            hart_id: 0,
+            cycles_per_tick: 100,
+        };
+        let mut h = Hart::new(cfg, ram, hs_timing::Atomic);
+        let blocks: Vec<(u64, u64, u8)> = (0..SIZE / 256)
+            .map(|i| (BASE + i * 256, BASE + i * 256, 1))
+            .collect();
+        let mut vcache = blocks.clone();
+        vcache.extend(blocks.iter().map(|&(pc, pa, _)| (pc, pa, 3)));
+        let saved = BlocksSaved {
+            table: blocks
+                .iter()
+                .map(|&(_, pa, _)| (Blocks::slot(pa) as u32, pa))
+                .collect(),
+            vcache,
+            page_slots: Vec::new(),
+            arena: 0,
+            code_gen_seen: 0,
+        };
+        h.flush_blocks();
+        h.restore_blocks(&saved);
+        let ops = h.blocks.ops.len() as u64;
+        assert!(ops <= (ARENA_LIMIT + MAX_BLOCK_INSNS) as u64, "{ops} ops");
+        let live = h.tlb.gen_bits | h.blocks.vgen as u64;
+        let mut n = 0;
+        for v in h.blocks.vcache.iter() {
+            if v.stamp & !(3 << 40) == live && v.start != 0 {
+                n += 1;
+                assert!(
+                    v.start as u64 + v.n as u64 <= ops,
+                    "an entry points past the arena"
+                );
+            }
+        }
+        for e in h.blocks.table.iter() {
+            if e.gen == h.blocks.gen && e.start != 0 {
+                assert!(
+                    e.start as u64 + e.n as u64 <= ops,
+                    "a table entry points past the arena"
+                );
+            }
+        }
+        assert!(n >= 64, "some blocks were restored ({n})");
     }
 }

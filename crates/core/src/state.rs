@@ -104,18 +104,23 @@ impl<T: TimingModel> Hart<T> {
         out
     }
 
+    /// A saved entry names an array this TLB has, and RAM that is RAM (a
+    /// device page that is not): its host address stays inside guest RAM.
+    fn tlb_entry_fits(&self, t: &TlbSaved) -> bool {
+        (t.kind as usize) < 3
+            && (t.ctx as usize) < 4
+            && t.vpn <= VPN_MASK
+            && t.pa & 0xfff == 0
+            && self.ram.contains(t.pa, 4096) != t.mmio
+    }
+
     /// Put saved entries into the (flushed) software TLB; refuses an entry
     /// that is not where its page number puts it or whose page is not RAM
     /// when it claims to be (and the reverse).
     fn restore_tlb(&mut self, saved: &[TlbSaved]) -> Result<(), String> {
         for t in saved {
             let slot = (t.vpn as usize) & (mmu::TLB_SIZE - 1);
-            let fits = (t.kind as usize) < 3
-                && (t.ctx as usize) < 4
-                && t.vpn <= VPN_MASK
-                && t.pa & 0xfff == 0
-                && self.ram.contains(t.pa, 4096) != t.mmio;
-            if !fits {
+            if !self.tlb_entry_fits(t) {
                 return Err(format!(
                     "a software-TLB entry (page {:#x} → {:#x}) does not fit this machine",
                     t.vpn << 12,
@@ -140,8 +145,9 @@ impl<T: TimingModel> Hart<T> {
     }
 
     /// Go on from `s`: registers, CSRs, PMP and local time replaced, host
-    /// caches dropped. Refused (nothing changed) if `s` is another hart's
-    /// or was taken at another timer rate.
+    /// caches rebuilt as they were. Refused before anything changes if `s`
+    /// is another hart's, was taken at another timer rate or names a
+    /// software-TLB entry this machine cannot hold.
     pub fn restore_state(&mut self, s: &HartState) -> Result<(), String> {
         if s.hart_id != self.cfg.hart_id || s.cycles_per_tick != self.cfg.cycles_per_tick {
             return Err(format!(
@@ -151,6 +157,13 @@ impl<T: TimingModel> Hart<T> {
         }
         if s.x[0] != 0 {
             return Err("register x0 holds a value other than 0".into());
+        }
+        if let Some(t) = s.tlb.iter().find(|t| !self.tlb_entry_fits(t)) {
+            return Err(format!(
+                "a software-TLB entry (page {:#x} → {:#x}) does not fit this machine",
+                t.vpn << 12,
+                t.pa
+            ));
         }
         self.x = [0; 256];
         self.x[..32].copy_from_slice(&s.x);

@@ -35,7 +35,31 @@ pub struct Clint {
     stat_mtime_writes_ignored: u64,
 }
 
-crate::persist_by_serde!(Clint, keep: [clock]);
+/// Registers, IPI gate and counters; the clock and the IPI policy are the
+/// machine's (a snapshot under another policy is refused, not converted).
+impl crate::Persist for Clint {
+    fn save(&self) -> Result<Vec<u8>, String> {
+        hs_snapshot::state::encode(self)
+    }
+    fn restore(&mut self, data: &[u8]) -> Result<(), String> {
+        let mut fresh: Clint = hs_snapshot::state::decode(data)?;
+        let harts = self.msip.len();
+        let lens = [fresh.msip.len(), fresh.msip_at.len(), fresh.mtimecmp.len()];
+        if lens.iter().any(|&l| l != harts) || !fresh.ipi.fits(harts) {
+            return Err(format!("the saved CLINT is not for {harts} harts"));
+        }
+        if fresh.ipi.policy() != self.ipi.policy() {
+            return Err(format!(
+                "the snapshot's IPI policy is {:?}; this machine's is {:?}",
+                fresh.ipi.policy(),
+                self.ipi.policy()
+            ));
+        }
+        fresh.clock = self.clock;
+        *self = fresh;
+        Ok(())
+    }
+}
 
 impl Clint {
     pub fn new(harts: usize, clock: Clock) -> Self {

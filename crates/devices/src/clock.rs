@@ -22,7 +22,7 @@ pub struct FixedClock {
     hz: u32,
 }
 
-crate::persist_by_serde!(FixedClock);
+crate::persist_by_serde!(FixedClock, keep: [name, hz]);
 
 fn plug(cfg: &DeviceConfig) -> Result<Plug, ParamError> {
     let mut p = Params::new(cfg);

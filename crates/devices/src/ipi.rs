@@ -101,6 +101,11 @@ impl IpiGate {
         }
     }
 
+    /// A restored gate is for `harts` harts (its per-hart lists are that long).
+    pub(crate) fn fits(&self, harts: usize) -> bool {
+        self.held.len() == harts && self.sstc.len() == harts
+    }
+
     pub fn policy(&self) -> IpiPolicy {
         self.policy
     }

@@ -75,7 +75,15 @@ impl crate::Persist for Plic {
     }
     fn restore(&mut self, data: &[u8]) -> Result<(), String> {
         let (mut fresh, levels): (Plic, Vec<bool>) = hs_snapshot::state::decode(data)?;
-        if levels.len() != self.lines.len() || fresh.harts != self.harts {
+        let ctxs = self.threshold.len();
+        let lens_ok = fresh.priority.len() == self.priority.len()
+            && fresh.enable.len() == ctxs
+            && fresh.threshold.len() == ctxs
+            && fresh.output.len() == ctxs
+            && fresh.stat_claims.len() == ctxs
+            && fresh.stat_empty_claims.len() == ctxs
+            && fresh.stat_source_claims.len() == self.stat_source_claims.len();
+        if levels.len() != self.lines.len() || fresh.harts != self.harts || !lens_ok {
             return Err(format!(
                 "the snapshot's PLIC has {} lines for {} harts; this machine's has {} for {}",
                 levels.len(),

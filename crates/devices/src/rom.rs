@@ -12,7 +12,7 @@ pub struct Rom {
     stat_writes: u64,
 }
 
-crate::persist_by_serde!(Rom);
+crate::persist_by_serde!(Rom, keep: [name, data, size]);
 
 impl Rom {
     /// A window of `size` bytes whose first bytes are `data` (the rest reads 0).

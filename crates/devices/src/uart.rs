@@ -90,7 +90,25 @@ pub struct Uart16550 {
     stat_loopback: u64,
 }
 
-crate::persist_by_serde!(Uart16550, keep: [irq]);
+/// Registers with their FIFOs and counters; the interrupt line is the machine's.
+impl crate::Persist for Uart16550 {
+    fn save(&self) -> Result<Vec<u8>, String> {
+        hs_snapshot::state::encode(self)
+    }
+    fn restore(&mut self, data: &[u8]) -> Result<(), String> {
+        let mut fresh: Uart16550 = hs_snapshot::state::decode(data)?;
+        if fresh.rx.len() > FIFO_LEN || !matches!(fresh.rx_trigger, 1 | 4 | 8 | 14) {
+            return Err(format!(
+                "the saved receive FIFO holds {} bytes (at most {FIFO_LEN}) with a trigger level of {}",
+                fresh.rx.len(),
+                fresh.rx_trigger
+            ));
+        }
+        std::mem::swap(&mut fresh.irq, &mut self.irq);
+        *self = fresh;
+        Ok(())
+    }
+}
 
 impl Uart16550 {
     pub fn new(irq: Box<dyn IrqLine>) -> Self {

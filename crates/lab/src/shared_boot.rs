@@ -101,6 +101,22 @@ pub fn boot_key(p: &Prepared, mode: BootMode) -> Result<String> {
     h.update(format!("{} {} {} {}", v.harts, v.memory_bytes, v.mhz, v.quantum).as_bytes());
     let (_, ipi, devices) = machine_parts(v)?;
     h.update(format!("{ipi:?} {devices:?}").as_bytes());
+    // A device backed by a file (a disk image): the file as it is now, by
+    // size and modification time (a changed image must not reuse the boot).
+    for d in &devices {
+        for value in d.params.values() {
+            if let hs_machine::hs_devices::ParamValue::Str(path) = value {
+                if let Ok(meta) = std::fs::metadata(path) {
+                    let mtime = meta
+                        .modified()
+                        .ok()
+                        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+                    h.update(format!("{path} {} {mtime:?}", meta.len()).as_bytes());
+                }
+            }
+        }
+    }
+    h.update(format!("max cycles {:?}", v.max_cycles).as_bytes());
     if mode == BootMode::Shared {
         h.update(model_id(v.machine_desc_text.as_deref()).as_bytes());
     }

@@ -95,6 +95,7 @@ impl Predictor {
             self.ras_circular,
         ) == (o.index_mask, o.history_mask, o.btb_mask, o.ras_circular)
             && o.counters.len() == self.counters.len()
+            && o.counters.iter().all(|&c| c <= 3)
             && o.btb.len() == self.btb.len()
             && o.ras.len() == self.ras.len()
             && o.ras_top < o.ras.len().max(1)

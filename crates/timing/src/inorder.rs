@@ -1185,6 +1185,13 @@ impl TimingModel for InOrder {
             && l.dtlb.same_shape(&self.dtlb)
             && l.bp.same_shape(&self.bp)
             && l.pipe.is_some() == self.pipe.is_some()
+            && l.pipe.as_ref().is_none_or(|p| {
+                let reg = |r: u8| r == Operands::NONE || (r as usize) < p.ready.len();
+                reg(p.last_dst) && reg(p.open_dst)
+            })
+            && l.walks
+                .iter()
+                .all(|(_, w)| w.n as usize <= w.ptes.len() && (w.n > 0 || !w.wrote))
             && l.pending_n <= PENDING_MAX;
         if !shape_ok {
             return Err(
