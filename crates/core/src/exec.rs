@@ -1251,7 +1251,7 @@ impl<T: TimingModel> Hart<T> {
         }
         let pa = self.translate(va, n, KIND_LOAD)?;
         let v = self
-            .phys_read(bus, pa, n)
+            .phys_read(bus, va, pa, n)
             .map_err(|_| access_fault(KIND_LOAD, va))?;
         self.reservation = Some(pa);
         Ok(v)
@@ -1273,7 +1273,7 @@ impl<T: TimingModel> Hart<T> {
         if !ok {
             return Ok(1);
         }
-        self.phys_write(bus, pa, n, v)
+        self.phys_write(bus, va, pa, n, v)
             .map_err(|_| access_fault(KIND_STORE, va))?;
         Ok(0)
     }
@@ -1292,7 +1292,7 @@ impl<T: TimingModel> Hart<T> {
         let pa = self.translate(va, n, KIND_STORE)?;
         // phys_read and phys_write report the two halves to the timing model
         let old = self
-            .phys_read(bus, pa, n)
+            .phys_read(bus, va, pa, n)
             .map_err(|_| access_fault(KIND_STORE, va))?;
         let (a, b) = if n == 4 {
             (sext32(old), sext32(src))
@@ -1322,7 +1322,7 @@ impl<T: TimingModel> Hart<T> {
                 }
             }
         };
-        self.phys_write(bus, pa, n, new)
+        self.phys_write(bus, va, pa, n, new)
             .map_err(|_| access_fault(KIND_STORE, va))?;
         Ok(old)
     }

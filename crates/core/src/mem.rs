@@ -51,7 +51,7 @@ impl<T: TimingModel> Hart<T> {
             let host = va.wrapping_add(e.addend);
             let extra = self
                 .timing
-                .mem(self.host_to_pa(host), N as u8, MemKind::Load, false);
+                .mem(va, self.host_to_pa(host), N as u8, MemKind::Load, false);
             *cyc += extra;
             self.stall = self.stall.wrapping_add(extra);
             // SAFETY: the entry maps this whole page to RAM (checked at fill)
@@ -77,7 +77,7 @@ impl<T: TimingModel> Hart<T> {
         if e.tag == vpn | self.tlb.gen_bits && (va & 0xfff) <= 4096 - N {
             let host = va.wrapping_add(e.addend);
             let pa = self.host_to_pa(host);
-            let extra = self.timing.mem(pa, N as u8, MemKind::Store, false);
+            let extra = self.timing.mem(va, pa, N as u8, MemKind::Store, false);
             *cyc += extra;
             self.stall = self.stall.wrapping_add(extra);
             // SAFETY: as in `load_c`.
@@ -110,14 +110,23 @@ impl<T: TimingModel> Hart<T> {
                     pa1 + (i - first)
                 };
                 let b = self
-                    .phys_read(bus, pa, 1)
+                    .phys_read(
+                        bus,
+                        if i < first {
+                            va.wrapping_add(i)
+                        } else {
+                            va1.wrapping_add(i - first)
+                        },
+                        pa,
+                        1,
+                    )
                     .map_err(|_| access_fault(KIND_LOAD, if i < first { va } else { va1 }))?;
                 v |= b << (8 * i);
             }
             return Ok(v);
         }
         let pa = self.translate(va, n, KIND_LOAD)?;
-        self.phys_read(bus, pa, n)
+        self.phys_read(bus, va, pa, n)
             .map_err(|_| access_fault(KIND_LOAD, va))
     }
 
@@ -153,7 +162,7 @@ impl<T: TimingModel> Hart<T> {
             return Ok(());
         }
         let pa = self.translate(va, n, KIND_STORE)?;
-        self.phys_write(bus, pa, n, v)
+        self.phys_write(bus, va, pa, n, v)
             .map_err(|_| access_fault(KIND_STORE, va))?;
         if self.exit.is_some() {
             return Err(Trap::exit()); // the device wants the machine's attention now
@@ -166,18 +175,19 @@ impl<T: TimingModel> Hart<T> {
     pub(crate) fn phys_read<B: SystemBus>(
         &mut self,
         bus: &mut B,
+        va: u64,
         pa: u64,
         n: u64,
     ) -> Result<u64, ()> {
         if let Some(v) = self.ram.read(pa, n as u8) {
-            let extra = self.timing.mem(pa, n as u8, MemKind::Load, false);
+            let extra = self.timing.mem(va, pa, n as u8, MemKind::Load, false);
             self.charge(extra);
             return Ok(v);
         }
         if pa & (n - 1) != 0 {
             return Err(());
         }
-        let extra = self.timing.mem(pa, n as u8, MemKind::Load, true);
+        let extra = self.timing.mem(va, pa, n as u8, MemKind::Load, true);
         self.charge(extra);
         let acc = Access {
             hart: self.cfg.hart_id as usize,
@@ -189,20 +199,21 @@ impl<T: TimingModel> Hart<T> {
     pub(crate) fn phys_write<B: SystemBus>(
         &mut self,
         bus: &mut B,
+        va: u64,
         pa: u64,
         n: u64,
         v: u64,
     ) -> Result<(), ()> {
         if self.ram.write(pa, n as u8, v) {
             self.note_ram_write();
-            let extra = self.timing.mem(pa, n as u8, MemKind::Store, false);
+            let extra = self.timing.mem(va, pa, n as u8, MemKind::Store, false);
             self.charge(extra);
             return Ok(());
         }
         if pa & (n - 1) != 0 {
             return Err(());
         }
-        let extra = self.timing.mem(pa, n as u8, MemKind::Store, true);
+        let extra = self.timing.mem(va, pa, n as u8, MemKind::Store, true);
         self.charge(extra);
         let acc = Access {
             hart: self.cfg.hart_id as usize,

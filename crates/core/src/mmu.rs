@@ -281,7 +281,7 @@ impl<T: TimingModel> Hart<T> {
         let w = self.walk(va, kind, ctx, true, &mut trace);
         self.note_ram_write(); // A/D updates
         for &pte in &trace.ptes[..trace.n] {
-            let extra = self.timing.mem(pte, 8, MemKind::Walk, false);
+            let extra = self.timing.mem(va, pte, 8, MemKind::Walk, false);
             self.charge(extra);
         }
         let w = w?;

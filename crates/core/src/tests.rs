@@ -677,7 +677,7 @@ impl TimingModel for Counting {
         self.insns += 1;
         0
     }
-    fn mem(&mut self, _pa: u64, _size: u8, kind: hs_timing::MemKind, _mmio: bool) -> u64 {
+    fn mem(&mut self, _va: u64, _pa: u64, _size: u8, kind: hs_timing::MemKind, _mmio: bool) -> u64 {
         match kind {
             hs_timing::MemKind::Fetch => panic!("the hart reports fetches through fetch()"),
             hs_timing::MemKind::Load => {
@@ -763,7 +763,7 @@ struct Recording {
     count7: u64,
 }
 impl TimingModel for Recording {
-    fn mem(&mut self, pa: u64, _size: u8, kind: hs_timing::MemKind, _mmio: bool) -> u64 {
+    fn mem(&mut self, _va: u64, pa: u64, _size: u8, kind: hs_timing::MemKind, _mmio: bool) -> u64 {
         if kind == hs_timing::MemKind::Walk {
             self.evs.push(Ev::Walk(pa));
         }

@@ -673,8 +673,8 @@ impl<M: TimingModel> TimingModel for Observing<M> {
         c
     }
     #[inline(always)]
-    fn mem(&mut self, pa: u64, size: u8, kind: MemKind, mmio: bool) -> u64 {
-        let c = self.inner.mem(pa, size, kind, mmio);
+    fn mem(&mut self, va: u64, pa: u64, size: u8, kind: MemKind, mmio: bool) -> u64 {
+        let c = self.inner.mem(va, pa, size, kind, mmio);
         self.rec.on_mem(pa, kind, mmio, c);
         c
     }
@@ -763,7 +763,7 @@ mod tests {
         fn fetch(&mut self, _pc: u64, _pa: u64, _len: u8) -> u64 {
             self.fetch
         }
-        fn mem(&mut self, _pa: u64, _size: u8, kind: MemKind, _mmio: bool) -> u64 {
+        fn mem(&mut self, _va: u64, _pa: u64, _size: u8, kind: MemKind, _mmio: bool) -> u64 {
             if kind == MemKind::Load {
                 self.load
             } else {
@@ -800,7 +800,7 @@ mod tests {
         m.trap_info(&ecall(0x1000));
         m.fetch(0xffff_0000, RAM + 0x2000, 4);
         m.insn(0xffff_0000, InsnClass::Load, Operands::EMPTY);
-        m.mem(RAM + 0x3008, 8, MemKind::Load, false);
+        m.mem(RAM + 0x3008, RAM + 0x3008, 8, MemKind::Load, false);
         m.fetch(0xffff_0004, RAM + 0x2004, 4);
         m.insn(0xffff_0004, InsnClass::Xret, Operands::EMPTY);
         m.xret(0x1004, 1, 0);

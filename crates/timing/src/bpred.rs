@@ -125,7 +125,7 @@ impl Predictor {
     pub fn branch(&mut self, pc: u64, taken: bool) -> bool {
         self.counts.cond_branches += 1;
         // bimodal keeps no history (its mask is 0), so the xor is a no-op there
-        let idx = (pc >> 1) ^ self.history;
+        let idx = (pc >> 1) ^ self.folded_history();
         let c = &mut self.counters[(idx & self.index_mask) as usize];
         let predicted = *c >= 2;
         if taken {
@@ -138,6 +138,20 @@ impl Predictor {
             self.counts.cond_mispredicts += 1;
         }
         predicted == taken
+    }
+
+    /// The global history xor-folded to the index width (a history longer
+    /// than the index is folded in, as predictors with long histories do).
+    #[inline(always)]
+    fn folded_history(&self) -> u64 {
+        let bits = self.index_mask.count_ones();
+        let mut h = self.history;
+        let mut f = 0;
+        while h != 0 {
+            f ^= h & self.index_mask;
+            h >>= bits.max(1);
+        }
+        f
     }
 
     fn btb_slot(&self, pc: u64) -> usize {

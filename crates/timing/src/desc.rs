@@ -12,6 +12,11 @@
 //! [l1i] [l1d] [l2]  size = "16KiB"  ways = 4  line = 64  latency = 1  replacement = "lru"
 //! [memory]    latency = 80
 //! [itlb] [dtlb]  entries = 16
+//! [l2tlb]     entries = 512  latency = 6     # optional: a direct-mapped second-level TLB
+//! [walker]    pte_latency = 3                # optional: cycles per page-table read that hits
+//!             # the L1 D-cache (default: l1d.latency)
+//! [l1d]       dirty_victim = "written-first" # optional: a miss writes its dirty victim to
+//!             # the L2 before fetching its line (default "buffered": free)
 //! [bpred]     kind = "gshare"  entries = 1024  history_bits = 8  btb_entries = 256
 //!             ras_depth = 8  mispredict_penalty = 3  taken_penalty = 1
 //! [devices]   mmio = 20  irq_delivery = 10  ipi_delivery = 30
@@ -100,6 +105,14 @@ pub struct InOrderConfig {
     pub memory_latency: u64,
     pub itlb_entries: usize,
     pub dtlb_entries: usize,
+    /// `[l2tlb]`: (entries, hit latency) of a second-level TLB that first-level
+    /// misses look in before walking.
+    pub l2tlb: Option<(usize, u64)>,
+    /// Cycles a page-table read costs when it hits the L1 D-cache.
+    pub walk_pte_latency: u64,
+    /// `[l1d] dirty_victim = "written-first"`: a miss that evicts a dirty line
+    /// waits for its write to the L2 before its own fill (no write-back buffer).
+    pub dirty_victim_first: bool,
     pub bpred: BpredConfig,
     pub devices: DeviceLatencies,
     /// `[pipeline]`: a pipelined core (register dependencies, dual issue);
@@ -143,6 +156,11 @@ pub struct PipelineConfig {
     /// latencies above; 0 = always the full latency.
     #[serde(default)]
     pub div_early_out: u64,
+    /// Cycles from a store's issue until a load that reads any of its bytes
+    /// may issue (a load of data still on its way to the cache waits for
+    /// it); 0 = the store's data is forwarded at once.
+    #[serde(default)]
+    pub store_to_load: u64,
 }
 
 impl PipelineConfig {
@@ -158,6 +176,7 @@ impl PipelineConfig {
             fp_div_double: 1,
             div_double: 1,
             div_early_out: 0,
+            store_to_load: 0,
         }
     }
 }
@@ -279,6 +298,8 @@ struct RawDesc {
     memory: Option<RawMemory>,
     itlb: Option<RawTlb>,
     dtlb: Option<RawTlb>,
+    l2tlb: Option<RawL2Tlb>,
+    walker: Option<RawWalker>,
     bpred: Option<RawBpred>,
     devices: Option<DeviceLatencies>,
     pipeline: Option<PipelineConfig>,
@@ -354,6 +375,8 @@ struct RawCache {
     line: u64,
     latency: u64,
     replacement: Replacement,
+    /// Only in `[l1d]`: "buffered" (default) or "written-first".
+    dirty_victim: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -366,6 +389,19 @@ struct RawMemory {
 #[serde(deny_unknown_fields)]
 struct RawTlb {
     entries: u64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawL2Tlb {
+    entries: u64,
+    latency: u64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWalker {
+    pte_latency: u64,
 }
 
 #[derive(Deserialize)]
@@ -535,6 +571,8 @@ impl MachineDesc {
                     ("memory", raw.memory.is_some()),
                     ("itlb", raw.itlb.is_some()),
                     ("dtlb", raw.dtlb.is_some()),
+                    ("l2tlb", raw.l2tlb.is_some()),
+                    ("walker", raw.walker.is_some()),
                     ("bpred", raw.bpred.is_some()),
                     ("devices", raw.devices.is_some()),
                     ("pipeline", raw.pipeline.is_some()),
@@ -605,8 +643,19 @@ fn inorder(
     let dtlb = raw.dtlb.ok_or_else(|| missing("dtlb"))?;
     let bpred = raw.bpred.ok_or_else(|| missing("bpred"))?;
     let devices = raw.devices.ok_or_else(|| missing("devices"))?;
+    let raw_l1d = raw.l1d.ok_or_else(|| missing("l1d"))?;
+    let dirty_victim_first = match raw_l1d.dirty_victim.as_deref() {
+        None | Some("buffered") => false,
+        Some("written-first") => true,
+        Some(other) => {
+            return Err(key_err(
+                "l1d.dirty_victim",
+                format!("`{other}` is not a write-back policy (\"buffered\" or \"written-first\")"),
+            ))
+        }
+    };
     let l1i = cache("l1i", raw.l1i.ok_or_else(|| missing("l1i"))?, key_err)?;
-    let l1d = cache("l1d", raw.l1d.ok_or_else(|| missing("l1d"))?, key_err)?;
+    let l1d = cache("l1d", raw_l1d, key_err)?;
     let l2 = cache("l2", raw.l2.ok_or_else(|| missing("l2"))?, key_err)?;
 
     let cycles = |k: &str, v: u64, min: u64| {
@@ -672,6 +721,26 @@ fn inorder(
     };
     let itlb_entries = tlb("itlb.entries", itlb.entries)?;
     let dtlb_entries = tlb("dtlb.entries", dtlb.entries)?;
+    let l2tlb = match &raw.l2tlb {
+        None => None,
+        Some(t) => {
+            if t.entries == 0 || t.entries > 1 << 16 || !t.entries.is_power_of_two() {
+                return Err(key_err(
+                    "l2tlb.entries",
+                    format!("{} is not a power of two from 1 to 65536", t.entries),
+                ));
+            }
+            cycles("l2tlb.latency", t.latency, 0)?;
+            Some((t.entries as usize, t.latency))
+        }
+    };
+    let walk_pte_latency = match &raw.walker {
+        None => l1d.latency,
+        Some(w) => {
+            cycles("walker.pte_latency", w.pte_latency, 0)?;
+            w.pte_latency
+        }
+    };
     let pow2 = |k: &str, n: u64, max: u64| {
         if !n.is_power_of_two() || n > max {
             Err(key_err(k, format!("{n} is not a power of two up to {max}")))
@@ -689,11 +758,11 @@ fn inorder(
     }
     let index_bits = entries.trailing_zeros();
     match bpred.kind {
-        PredictorKind::Gshare if bpred.history_bits == 0 || bpred.history_bits > index_bits => {
+        PredictorKind::Gshare if bpred.history_bits == 0 || bpred.history_bits > 60 => {
             return Err(key_err(
                 "bpred.history_bits",
                 format!(
-                    "{} is out of range for gshare (1 to log2(entries) = {index_bits})",
+                    "{} is out of range for gshare (1 to 60; more than log2(entries) = {index_bits} is folded into the index)",
                     bpred.history_bits
                 ),
             ));
@@ -731,6 +800,7 @@ fn inorder(
         cycles("pipeline.fp_div_double", p.fp_div_double, 1)?;
         cycles("pipeline.div_double", p.div_double, 1)?;
         cycles("pipeline.div_early_out", p.div_early_out, 0)?;
+        cycles("pipeline.store_to_load", p.store_to_load, 0)?;
     }
     Ok(InOrderConfig {
         pipeline: raw.pipeline,
@@ -742,6 +812,9 @@ fn inorder(
         memory_latency: memory.latency,
         itlb_entries,
         dtlb_entries,
+        l2tlb,
+        walk_pte_latency,
+        dirty_victim_first,
         bpred: BpredConfig {
             kind: bpred.kind,
             entries,
@@ -773,6 +846,13 @@ fn cache(
     key_err: &dyn Fn(&str, String) -> DescError,
 ) -> Result<CacheConfig, DescError> {
     let k = |field: &str| format!("{name}.{field}");
+    if name != "l1d" && raw.dirty_victim.is_some() {
+        return Err(key_err(
+            &k("dirty_victim"),
+            "only [l1d] has a write-back policy (the model's L2 writes back to memory for free)"
+                .into(),
+        ));
+    }
     let size = parse_size(&raw.size).map_err(|m| key_err(&k("size"), m))?;
     if size == 0 || !size.is_power_of_two() {
         return Err(key_err(
@@ -891,6 +971,51 @@ mod tests {
             (16 << 10, 64, 256 << 10)
         );
         assert_eq!(c.bpred.kind, PredictorKind::Gshare);
+    }
+
+    #[test]
+    fn second_level_tlb_walker_and_write_back_policy_are_optional_and_checked() {
+        let good = preset("inorder.toml");
+        let ModelDesc::InOrder(c) = MachineDesc::parse(Path::new("m.toml"), &good)
+            .unwrap()
+            .model
+        else {
+            panic!()
+        };
+        assert_eq!(c.l2tlb, None);
+        assert_eq!(c.walk_pte_latency, c.l1d.latency);
+        assert!(!c.dirty_victim_first);
+        let more =
+            format!("{good}\n[l2tlb]\nentries = 512\nlatency = 6\n[walker]\npte_latency = 3\n")
+                .replacen(
+                    "\n[l1d]\n",
+                    "\n[l1d]\ndirty_victim = \"written-first\"\n",
+                    1,
+                );
+        let ModelDesc::InOrder(c) = MachineDesc::parse(Path::new("m.toml"), &more)
+            .unwrap()
+            .model
+        else {
+            panic!()
+        };
+        assert_eq!(
+            (c.l2tlb, c.walk_pte_latency, c.dirty_victim_first),
+            (Some((512, 6)), 3, true)
+        );
+        let e = err(&more.replace("entries = 512", "entries = 500"));
+        assert!(
+            e.contains("key `l2tlb.entries`: 500 is not a power of two"),
+            "{e}"
+        );
+        let e = err(&more.replace("written-first", "eventually"));
+        assert!(
+            e.contains("key `l1d.dirty_victim`: `eventually` is not a write-back policy"),
+            "{e}"
+        );
+        let e = err(&good.replacen("[l2]", "[l2]\ndirty_victim = \"buffered\"", 1));
+        assert!(e.contains("key `l2.dirty_victim`: only [l1d]"), "{e}");
+        let e = err("model = \"atomic\"\n[l2tlb]\nentries = 4\nlatency = 1\n");
+        assert!(e.contains("l2tlb"), "{e}");
     }
 
     #[test]

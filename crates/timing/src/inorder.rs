@@ -29,7 +29,7 @@ use crate::bpred::Predictor;
 use crate::cache::Cache;
 use crate::desc::{InOrderConfig, PipelineConfig};
 use crate::stats::{event, ModelStats, Stat};
-use crate::tlb::Tlb;
+use crate::tlb::{L2Tlb, Tlb};
 use crate::{InsnClass, JumpHint, MemKind, Operands, TimingModel, TrapInfo};
 
 const FETCH: usize = 0;
@@ -135,6 +135,13 @@ pub struct InOrder {
     l2: SharedL2,
     itlb: Tlb,
     dtlb: Tlb,
+    /// `[l2tlb]`: where first-level TLB misses look before walking.
+    l2tlb: Option<L2Tlb>,
+    l2tlb_lat: u64,
+    walk_pte_lat: u64,
+    dirty_victim_first: bool,
+    /// `[pipeline] store_to_load` is not 0.
+    store_to_load: bool,
     bp: Predictor,
     walks: HashMap<u64, WalkRec>,
     walk_clock: u64,
@@ -148,6 +155,9 @@ pub struct InOrder {
     /// Address of the line fetched last (u64::MAX: none; no line address has its low bits set).
     last_iline: u64,
     last_dline: u64,
+    /// Virtual line of the last data access (the same physical line seen
+    /// through another virtual page is another TLB lookup).
+    last_dvline: u64,
     last_dline_dirty: bool,
     // architectural context seen through the hooks
     prv: u8,
@@ -214,7 +224,18 @@ struct Pipe {
     paired: u64,
     /// Cycles an instruction waited for a register or a busy divider.
     interlock: u64,
+    /// The last stores: (virtual address, size, cycle from which a load may
+    /// read them), for `store_to_load`.
+    stores: [(u64, u64, u64); STORES_KEPT],
+    store_next: usize,
+    /// Loads that waited for a store's data, and the cycles they waited.
+    store_waits: u64,
+    store_wait_cycles: u64,
 }
+
+/// Stores a load is checked against (more are long gone by the time a load
+/// could meet them at any `store_to_load` a core has).
+const STORES_KEPT: usize = 4;
 
 impl Pipe {
     /// Charge `c` cycles the model returned outside `insn` (misses,
@@ -295,6 +316,11 @@ impl InOrder {
             l2,
             itlb: Tlb::new(cfg.itlb_entries),
             dtlb: Tlb::new(cfg.dtlb_entries),
+            l2tlb: cfg.l2tlb.map(|(n, _)| L2Tlb::new(n)),
+            l2tlb_lat: cfg.l2tlb.map_or(0, |(_, lat)| lat),
+            walk_pte_lat: cfg.walk_pte_latency,
+            dirty_victim_first: cfg.dirty_victim_first,
+            store_to_load: cfg.pipeline.as_ref().is_some_and(|p| p.store_to_load > 0),
             bp: Predictor::new(&cfg.bpred),
             walks: HashMap::new(),
             walk_clock: 0,
@@ -305,6 +331,7 @@ impl InOrder {
             dshift: cfg.l1d.line.trailing_zeros(),
             last_iline: u64::MAX,
             last_dline: u64::MAX,
+            last_dvline: u64::MAX,
             last_dline_dirty: false,
             prv: 3,
             levels: 0,
@@ -329,6 +356,10 @@ impl InOrder {
                     last_dst: Operands::NONE,
                     paired: 0,
                     interlock: 0,
+                    stores: [(0, 0, 0); STORES_KEPT],
+                    store_next: 0,
+                    store_waits: 0,
+                    store_wait_cycles: 0,
                 })
             }),
         }
@@ -441,6 +472,40 @@ impl InOrder {
         c
     }
 
+    /// Pipelined with `store_to_load`: remember a store, or make a load that
+    /// reads bytes of a recent store wait until that store's data can reach
+    /// it. Cycles the load waits (the pipeline stalls, and its result is
+    /// later by as much).
+    #[inline(never)]
+    fn store_load_order(&mut self, va: u64, size: u8, write: bool) -> u64 {
+        let Some(p) = self.pipe.as_mut() else {
+            return 0;
+        };
+        let size = size as u64;
+        if write {
+            p.stores[p.store_next] = (va, size, p.last_t + p.cfg.store_to_load);
+            p.store_next = (p.store_next + 1) % STORES_KEPT;
+            return 0;
+        }
+        let mut until = 0;
+        for &(a, n, t) in &p.stores {
+            if n != 0 && va < a.wrapping_add(n) && a < va.wrapping_add(size) {
+                until = until.max(t);
+            }
+        }
+        if until <= p.last_t {
+            return 0;
+        }
+        let wait = until - p.last_t;
+        if p.last_dst != Operands::NONE {
+            p.ready[p.last_dst as usize] += wait;
+        }
+        p.store_waits += 1;
+        p.store_wait_cycles += wait;
+        self.state[MEM] += wait;
+        wait
+    }
+
     /// Instructions fetched (each reaches `insn`, retired or not).
     fn fetches(&self) -> u64 {
         self.class_counts.iter().sum()
@@ -472,13 +537,18 @@ impl InOrder {
         // the next accesses look at the TLBs again
         self.last_iline = u64::MAX;
         self.last_dline = u64::MAX;
+        self.last_dvline = u64::MAX;
     }
 
     fn flush_tlbs(&mut self) {
         self.itlb.flush();
         self.dtlb.flush();
+        if let Some(t) = self.l2tlb.as_mut() {
+            t.flush();
+        }
         self.last_iline = u64::MAX;
         self.last_dline = u64::MAX;
+        self.last_dvline = u64::MAX;
     }
 
     /// L1D counts including the same-line fast path.
@@ -531,28 +601,39 @@ impl InOrder {
         self.last_dline = pa >> self.dshift;
         self.last_dline_dirty = write;
         let mut stall = 0;
-        if !o.hit {
-            stall = self.l2_access(pa, false);
-        }
-        if let Some(victim) = o.writeback {
-            // buffered: updates the L2, costs the hart nothing
-            self.l2_access(victim, true);
+        match o.writeback {
+            Some(victim) if self.dirty_victim_first => {
+                // no write-back buffer: the victim goes to the L2 before the
+                // line is requested, and the hart waits for both
+                stall = self.l2_access(victim, true);
+                stall += self.l2_access(pa, false);
+            }
+            victim => {
+                if !o.hit {
+                    stall = self.l2_access(pa, false);
+                }
+                if let Some(victim) = victim {
+                    // buffered: updates the L2, costs the hart nothing
+                    self.l2_access(victim, true);
+                }
+            }
         }
         (self.l1d_lat + stall, stall)
     }
 
-    /// A TLB lookup that may follow a hart walk: consume the pending walk
-    /// (remember it), and on a miss walk through the caches. Walker cycles.
+    /// A TLB lookup of virtual address `va` that may follow a hart walk:
+    /// consume the pending walk (remember it), and on a miss look in the
+    /// second-level TLB, else walk through the caches. Walker cycles.
     #[inline(never)]
-    fn tlb_step(&mut self, itlb: bool, pa: u64, hit: bool, write: bool) -> u64 {
+    fn tlb_step(&mut self, itlb: bool, va: u64, hit: bool, write: bool) -> u64 {
         let rec = if self.pending_n > 0 {
             let (shift, r) = self.take_pending();
-            self.remember_walk(pa, shift, r);
+            self.remember_walk(va, shift, r);
             Some((shift, r))
         } else if hit {
             None
         } else {
-            self.recorded_walk(pa)
+            self.recorded_walk(va)
         };
         if hit {
             return 0;
@@ -560,23 +641,35 @@ impl InOrder {
         if !itlb && write && self.translating {
             self.c.dtlb_write_misses += 1;
         }
+        if let Some(shift) = self.l2tlb.as_mut().and_then(|t| t.lookup(va)) {
+            if itlb {
+                self.itlb.fill(va, shift);
+            } else {
+                self.dtlb.fill(va, shift);
+            }
+            self.state[WALKER] += self.l2tlb_lat;
+            return self.l2tlb_lat;
+        }
         self.c.walks += 1;
         let (shift, cycles) = match rec {
             Some((shift, r)) => (shift, self.replay_walk(&r)),
             None => {
                 // no walk of this page seen (e.g. MPRV): a walk that misses everywhere
                 self.c.walks_unrecorded += 1;
-                let per = self.l1d_lat + self.l2_lat + self.mem_lat;
+                let per = self.walk_pte_lat + self.l2_lat + self.mem_lat;
                 let levels = self.levels.max(3) as u64;
-                self.mem_stall += levels * (per - self.l1d_lat);
+                self.mem_stall += levels * (per - self.walk_pte_lat);
                 self.state[WALKER] += levels * per;
                 (12, levels * per)
             }
         };
         if itlb {
-            self.itlb.fill(pa, shift);
+            self.itlb.fill(va, shift);
         } else {
-            self.dtlb.fill(pa, shift);
+            self.dtlb.fill(va, shift);
+        }
+        if let Some(t) = self.l2tlb.as_mut() {
+            t.fill(va, shift);
         }
         cycles
     }
@@ -599,8 +692,8 @@ impl InOrder {
         (shift, r)
     }
 
-    /// Keep a walk of the page holding `pa` for later TLB misses.
-    fn remember_walk(&mut self, pa: u64, shift: u32, mut r: WalkRec) {
+    /// Keep a walk of the page holding `va` for later TLB misses.
+    fn remember_walk(&mut self, va: u64, shift: u32, mut r: WalkRec) {
         self.walk_clock += 1;
         r.stamp = self.walk_clock;
         // a walk writes A/D once; later walks of the page only read
@@ -608,14 +701,14 @@ impl InOrder {
             r.n -= 1;
             r.wrote = false;
         }
-        self.walks.insert((pa >> shift << shift) | shift as u64, r);
+        self.walks.insert((va >> shift << shift) | shift as u64, r);
     }
 
-    /// The freshest recorded walk of a page holding `pa`.
-    fn recorded_walk(&self, pa: u64) -> Option<(u32, WalkRec)> {
+    /// The freshest recorded walk of a page holding `va`.
+    fn recorded_walk(&self, va: u64) -> Option<(u32, WalkRec)> {
         let mut best: Option<(u32, WalkRec)> = None;
         for shift in [12u32, 21, 30, 39] {
-            if let Some(r) = self.walks.get(&((pa >> shift << shift) | shift as u64)) {
+            if let Some(r) = self.walks.get(&((va >> shift << shift) | shift as u64)) {
                 if best.map_or(true, |(_, b)| r.stamp > b.stamp) {
                     best = Some((shift, *r));
                 }
@@ -630,7 +723,9 @@ impl InOrder {
         for i in 0..r.n as usize {
             let write = r.wrote && i + 1 == r.n as usize;
             let (c, stall) = self.data_access(r.ptes[i], write);
-            cycles += c;
+            // each read waits for the one before: a hit costs the walker's
+            // own latency, not the pipeline's (which hides the L1's)
+            cycles += c - self.l1d_lat + self.walk_pte_lat;
             self.mem_stall += stall;
         }
         self.c.walk_accesses += r.n as u64;
@@ -639,12 +734,12 @@ impl InOrder {
     }
 
     #[inline(never)]
-    fn fetch_new_line(&mut self, pa: u64, tlb_hit: bool) -> u64 {
+    fn fetch_new_line(&mut self, pc: u64, pa: u64, tlb_hit: bool) -> u64 {
         let mut cycles = 0;
         if self.translating || self.pending_n > 0 {
-            let hit = self.translating && (tlb_hit || self.itlb.lookup(pa));
+            let hit = self.translating && (tlb_hit || self.itlb.lookup(pc));
             if !hit || self.pending_n > 0 {
-                cycles += self.tlb_step(true, pa, hit, false);
+                cycles += self.tlb_step(true, pc, hit, false);
             }
         }
         self.last_iline = pa & self.iline_mask;
@@ -689,6 +784,18 @@ impl InOrder {
                 value: p.interlock,
                 unit: "cycles",
                 desc: "cycles an instruction waited for a register it reads or a busy divider (in execute)",
+            });
+            m.stats.push(Stat {
+                name: "pipeline.store_to_load_waits",
+                value: p.store_waits,
+                unit: "count",
+                desc: "loads that read bytes of a recent store and waited for its data",
+            });
+            m.stats.push(Stat {
+                name: "pipeline.store_to_load_cycles",
+                value: p.store_wait_cycles,
+                unit: "cycles",
+                desc: "cycles those loads waited (in mem)",
             });
         }
         m
@@ -850,6 +957,18 @@ impl InOrder {
                 ),
                 s("dtlb.misses", self.dtlb.misses, "count", "D-TLB misses"),
                 s(
+                    "l2tlb.accesses",
+                    self.l2tlb.as_ref().map_or(0, |t| t.accesses),
+                    "count",
+                    "second-level TLB lookups (after an I- or D-TLB miss; 0 without [l2tlb])",
+                ),
+                s(
+                    "l2tlb.misses",
+                    self.l2tlb.as_ref().map_or(0, |t| t.misses),
+                    "count",
+                    "second-level TLB misses (each a page walk)",
+                ),
+                s(
                     "walker.walks",
                     c.walks,
                     "count",
@@ -983,19 +1102,19 @@ impl InOrder {
 
 impl TimingModel for InOrder {
     #[inline(always)]
-    fn fetch(&mut self, _pc: u64, pa: u64, _len: u8) -> u64 {
+    fn fetch(&mut self, pc: u64, pa: u64, _len: u8) -> u64 {
         if pa & self.iline_mask == self.last_iline {
             return 0; // (a pending walk clears last_iline)
         }
         let line = pa >> self.ishift;
         // a new line: the usual case is the last I-TLB entry and the MRU way of its set
-        let tlb_hit = self.translating && self.itlb.last_hit(pa);
+        let tlb_hit = self.translating && self.itlb.last_hit(pc);
         if self.pending_n == 0 && (tlb_hit || !self.translating) && self.l1i.mru_hit(line, false) {
             self.last_iline = pa & self.iline_mask;
             self.state[FETCH] += self.l1i_lat;
             return self.charged(self.l1i_lat);
         }
-        let c = self.fetch_new_line(pa, tlb_hit);
+        let c = self.fetch_new_line(pc, pa, tlb_hit);
         self.charged(c)
     }
 
@@ -1015,7 +1134,7 @@ impl TimingModel for InOrder {
     }
 
     #[inline(always)]
-    fn mem(&mut self, pa: u64, _size: u8, kind: MemKind, mmio: bool) -> u64 {
+    fn mem(&mut self, va: u64, pa: u64, size: u8, kind: MemKind, mmio: bool) -> u64 {
         let write = match kind {
             MemKind::Load | MemKind::Fetch => false,
             MemKind::Store => true,
@@ -1027,16 +1146,26 @@ impl TimingModel for InOrder {
                 // the access this walk serves must take the slow path
                 self.last_iline = u64::MAX;
                 self.last_dline = u64::MAX;
+                self.last_dvline = u64::MAX;
                 return 0;
             }
         };
+        let wait = if self.store_to_load && !mmio {
+            self.store_load_order(va, size, write)
+        } else {
+            0
+        };
         // the line of the last data access, nothing pending: the same page
         // (a TLB hit) and an L1 hit that changes no replacement state
-        if pa >> self.dshift == self.last_dline && !mmio && (!write || self.last_dline_dirty) {
+        if pa >> self.dshift == self.last_dline
+            && va >> self.dshift == self.last_dvline
+            && !mmio
+            && (!write || self.last_dline_dirty)
+        {
             self.same_line[(self.translating as usize) << 1 | write as usize] += 1;
-            return self.charged(self.l1d_lat);
+            return self.charged(self.l1d_lat + wait);
         }
-        let tlb_hit = self.translating && self.dtlb.last_hit(pa);
+        let tlb_hit = self.translating && self.dtlb.last_hit(va);
         if self.pending_n == 0
             && !mmio
             && (tlb_hit || !self.translating)
@@ -1044,12 +1173,13 @@ impl TimingModel for InOrder {
         {
             self.c.dtlb_write_accesses += (write && tlb_hit) as u64;
             self.last_dline = pa >> self.dshift;
+            self.last_dvline = va >> self.dshift;
             self.last_dline_dirty = write;
             self.state[MEM] += self.l1d_lat;
-            return self.charged(self.l1d_lat);
+            return self.charged(self.l1d_lat + wait);
         }
-        let c = self.mem_slow(pa, write, mmio, tlb_hit);
-        self.charged(c)
+        let c = self.mem_slow(va, pa, write, mmio, tlb_hit);
+        self.charged(c + wait)
     }
 
     #[inline(always)]
@@ -1152,6 +1282,7 @@ impl TimingModel for InOrder {
             l2: shared.then_some(&*l2),
             itlb: &self.itlb,
             dtlb: &self.dtlb,
+            l2tlb: self.l2tlb.as_ref(),
             bp: &self.bp,
             pipe: self.pipe.as_deref(),
             walks,
@@ -1160,6 +1291,7 @@ impl TimingModel for InOrder {
             pending_n: self.pending_n,
             last_iline: self.last_iline,
             last_dline: self.last_dline,
+            last_dvline: self.last_dvline,
             last_dline_dirty: self.last_dline_dirty,
             prv: self.prv,
             levels: self.levels,
@@ -1174,7 +1306,7 @@ impl TimingModel for InOrder {
         Some(hs_snapshot::state::encode(&learnt))
     }
     fn restore_state(&mut self, data: &[u8], shared: bool) -> Result<(), String> {
-        let l: Learnt<Cache, Tlb, Predictor, Pipe> = hs_snapshot::state::decode(data)?;
+        let l: Learnt<Cache, Tlb, L2Tlb, Predictor, Pipe> = hs_snapshot::state::decode(data)?;
         let shape_ok = l.l1i.same_shape(&self.l1i)
             && l.l1d.same_shape(&self.l1d)
             && l.l2
@@ -1183,6 +1315,11 @@ impl TimingModel for InOrder {
             && l.l2.is_some() == shared
             && l.itlb.same_shape(&self.itlb)
             && l.dtlb.same_shape(&self.dtlb)
+            && l.l2tlb.is_some() == self.l2tlb.is_some()
+            && l.l2tlb
+                .as_ref()
+                .zip(self.l2tlb.as_ref())
+                .is_none_or(|(saved, mine)| mine.same_shape(saved))
             && l.bp.same_shape(&self.bp)
             && l.pipe.is_some() == self.pipe.is_some()
             && l.pipe.as_ref().is_none_or(|p| {
@@ -1206,6 +1343,7 @@ impl TimingModel for InOrder {
         }
         self.itlb = l.itlb;
         self.dtlb = l.dtlb;
+        self.l2tlb = l.l2tlb;
         self.bp = l.bp;
         if let (Some(mine), Some(mut saved)) = (self.pipe.as_mut(), l.pipe) {
             std::mem::swap(&mut saved.cfg, &mut mine.cfg);
@@ -1217,6 +1355,7 @@ impl TimingModel for InOrder {
         self.pending_n = l.pending_n;
         self.last_iline = l.last_iline;
         self.last_dline = l.last_dline;
+        self.last_dvline = l.last_dvline;
         self.last_dline_dirty = l.last_dline_dirty;
         self.prv = l.prv;
         self.levels = l.levels;
@@ -1235,12 +1374,13 @@ impl TimingModel for InOrder {
 /// parameters (which come from the machine description). Borrowed to save,
 /// owned to restore.
 #[derive(serde::Serialize, serde::Deserialize)]
-struct Learnt<C, T, P, Q> {
+struct Learnt<C, T, U, P, Q> {
     l1i: C,
     l1d: C,
     l2: Option<C>,
     itlb: T,
     dtlb: T,
+    l2tlb: Option<U>,
     bp: P,
     pipe: Option<Q>,
     walks: Vec<(u64, WalkRec)>,
@@ -1249,6 +1389,7 @@ struct Learnt<C, T, P, Q> {
     pending_n: usize,
     last_iline: u64,
     last_dline: u64,
+    last_dvline: u64,
     last_dline_dirty: bool,
     prv: u8,
     levels: u32,
@@ -1264,15 +1405,15 @@ struct Learnt<C, T, P, Q> {
 impl InOrder {
     /// A data access the fast path in `mem` did not cover.
     #[inline(never)]
-    fn mem_slow(&mut self, pa: u64, write: bool, mmio: bool, tlb_hit: bool) -> u64 {
+    fn mem_slow(&mut self, va: u64, pa: u64, write: bool, mmio: bool, tlb_hit: bool) -> u64 {
         let mut cycles = 0;
         if self.translating || self.pending_n > 0 {
-            let hit = self.translating && (tlb_hit || self.dtlb.lookup(pa));
+            let hit = self.translating && (tlb_hit || self.dtlb.lookup(va));
             if write {
                 self.c.dtlb_write_accesses += self.translating as u64;
             }
             if !hit || self.pending_n > 0 {
-                cycles += self.tlb_step(false, pa, hit, write);
+                cycles += self.tlb_step(false, va, hit, write);
             }
         }
         if mmio {
@@ -1281,6 +1422,7 @@ impl InOrder {
             return cycles + self.mmio;
         }
         let (c, stall) = self.data_access(pa, write);
+        self.last_dvline = va >> self.dshift;
         self.state[MEM] += c;
         self.mem_stall += stall;
         cycles + c
@@ -1442,15 +1584,18 @@ mod tests {
     fn loads_pay_each_level_they_reach() {
         let (mut m, c) = model();
         let (l1, l2, mem) = (c.l1d.latency, c.l2.latency, c.memory_latency);
-        assert_eq!(m.mem(RAM, 8, MemKind::Load, false), l1 + l2 + mem);
-        assert_eq!(m.mem(RAM + 8, 8, MemKind::Load, false), l1);
+        assert_eq!(m.mem(RAM, RAM, 8, MemKind::Load, false), l1 + l2 + mem);
+        assert_eq!(m.mem(RAM + 8, RAM + 8, 8, MemKind::Load, false), l1);
         // ways + 1 lines in one L1 set: the first leaves the L1, stays in the L2
         let stride = c.l1d.sets() * c.l1d.line;
         for k in 1..=c.l1d.ways {
-            m.mem(RAM + k * stride, 8, MemKind::Store, false);
+            m.mem(RAM + k * stride, RAM + k * stride, 8, MemKind::Store, false);
         }
-        assert_eq!(m.mem(RAM, 8, MemKind::Load, false), l1 + l2);
-        assert_eq!(m.mem(0x1000_0000, 1, MemKind::Store, true), c.devices.mmio);
+        assert_eq!(m.mem(RAM, RAM, 8, MemKind::Load, false), l1 + l2);
+        assert_eq!(
+            m.mem(0x1000_0000, 0x1000_0000, 1, MemKind::Store, true),
+            c.devices.mmio
+        );
         let s = m.model_stats().unwrap();
         assert_eq!(s.get("dcache.read_misses"), Some(2));
         assert_eq!(s.get("dcache.write_misses"), Some(c.l1d.ways));
@@ -1513,19 +1658,28 @@ mod tests {
         let (l1, l2, mem) = (c.l1d.latency, c.l2.latency, c.memory_latency);
         let ptes = [RAM + 0x10_000, RAM + 0x11_000, RAM + 0x12_008];
         for p in ptes {
-            m.mem(p, 8, MemKind::Walk, false);
+            m.mem(p, p, 8, MemKind::Walk, false);
         }
-        m.mem(ptes[2], 8, MemKind::Walk, false); // A/D update of the leaf
+        m.mem(ptes[2], ptes[2], 8, MemKind::Walk, false); // A/D update of the leaf
         let page = RAM + 0x40_000;
         // 3 cold PTE reads + the A/D write (an L1 hit now) + the load
         let walk = 3 * (l1 + l2 + mem) + l1;
-        assert_eq!(m.mem(page, 8, MemKind::Load, false), walk + l1 + l2 + mem);
-        assert_eq!(m.mem(page + 0xff8, 8, MemKind::Load, false), l1 + l2 + mem); // TLB hit
-                                                                                 // the hart's TLB still holds the page, ours was flushed: replay the walk (PTEs now in L1)
+        assert_eq!(
+            m.mem(page, page, 8, MemKind::Load, false),
+            walk + l1 + l2 + mem
+        );
+        assert_eq!(
+            m.mem(page + 0xff8, page + 0xff8, 8, MemKind::Load, false),
+            l1 + l2 + mem
+        ); // TLB hit
+           // the hart's TLB still holds the page, ours was flushed: replay the walk (PTEs now in L1)
         m.insn(0, InsnClass::SfenceVma, Operands::EMPTY);
-        assert_eq!(m.mem(page + 8, 8, MemKind::Load, false), 3 * l1 + l1);
+        assert_eq!(
+            m.mem(page + 8, page + 8, 8, MemKind::Load, false),
+            3 * l1 + l1
+        );
         // a 4 KiB page: the next page is not covered
-        assert!(m.mem(page + 0x1000, 8, MemKind::Load, false) > l1 + l2 + mem);
+        assert!(m.mem(page + 0x1000, page + 0x1000, 8, MemKind::Load, false) > l1 + l2 + mem);
         let s = m.model_stats().unwrap();
         assert_eq!(s.get("walker.walks"), Some(3));
         assert_eq!(s.get("walker.unrecorded"), Some(1));
@@ -1537,16 +1691,85 @@ mod tests {
     }
 
     #[test]
+    fn virtual_pages_sharing_a_frame_each_miss_the_tlb_and_the_second_level_catches_them() {
+        // The kernel maps untouched memory to its one zero page: many
+        // virtual pages, one frame. TLBs are tagged by virtual page.
+        let mut c = cfg();
+        c.dtlb_entries = 2;
+        c.l2tlb = Some((512, 6));
+        c.walk_pte_latency = 5;
+        let mut m = InOrderFactory::new(&c).build();
+        translating(&mut m);
+        let (l1, l2, mem, pte) = (c.l1d.latency, c.l2.latency, c.memory_latency, 5);
+        let zero = RAM + 0x70_000; // the shared frame
+        let ptes = |leaf: u64| [RAM + 0x10_000, RAM + 0x11_000, leaf];
+        let mut walk_and_load = |m: &mut InOrder, va: u64, leaf: u64| {
+            for p in ptes(leaf) {
+                m.mem(va, p, 8, MemKind::Walk, false);
+            }
+            m.mem(va, zero, 8, MemKind::Load, false)
+        };
+        let a = 0x10_0000;
+        assert_eq!(
+            walk_and_load(&mut m, a, RAM + 0x12_000),
+            3 * (pte + l2 + mem) + l1 + l2 + mem
+        );
+        // another virtual page on the same frame: a TLB miss and a walk
+        // (its PTEs hit the L1 now), though the data line is the same
+        assert_eq!(
+            walk_and_load(&mut m, a + 0x1000, RAM + 0x12_008),
+            3 * pte + l1
+        );
+        assert_eq!(
+            walk_and_load(&mut m, a + 0x2000, RAM + 0x12_010),
+            3 * pte + l1
+        );
+        // `a` left the 2-entry D-TLB; the second level still has it
+        assert_eq!(m.mem(a + 8, zero + 8, 8, MemKind::Load, false), 6 + l1);
+        // the same virtual line again: no lookup at all
+        assert_eq!(m.mem(a + 16, zero + 16, 8, MemKind::Load, false), l1);
+        let s = m.model_stats().unwrap();
+        assert_eq!(s.get("dtlb.misses"), Some(4));
+        assert_eq!(
+            (s.get("l2tlb.accesses"), s.get("l2tlb.misses")),
+            (Some(4), Some(3))
+        );
+        assert_eq!(s.get("walker.walks"), Some(3));
+    }
+
+    #[test]
+    fn a_dirty_victim_written_first_costs_one_more_l2_access() {
+        let mut c = cfg();
+        let (l1, l2, mem) = (c.l1d.latency, c.l2.latency, c.memory_latency);
+        let ways = c.l1d.ways;
+        let stride = c.l1d.sets() * c.l1d.line; // same set every time
+        for first in [false, true] {
+            c.dirty_victim_first = first;
+            let mut m = InOrderFactory::new(&c).build();
+            for k in 0..ways {
+                let pa = RAM + k * stride;
+                assert_eq!(m.mem(pa, pa, 8, MemKind::Store, false), l1 + l2 + mem);
+            }
+            // the set is full of dirty lines: the next miss evicts one
+            let pa = RAM + ways * stride;
+            let cost = m.mem(pa, pa, 8, MemKind::Store, false);
+            let victim_write = if first { l2 } else { 0 }; // the victim is in the L2: a hit
+            assert_eq!(cost, l1 + victim_write + l2 + mem, "written first: {first}");
+            assert_eq!(m.model_stats().unwrap().get("dcache.writebacks"), Some(1));
+        }
+    }
+
+    #[test]
     fn walk_depth_gives_the_page_size() {
         let (mut m, c) = model();
         translating(&mut m);
-        m.mem(RAM + 0x10_000, 8, MemKind::Walk, false);
-        m.mem(RAM + 0x11_000, 8, MemKind::Walk, false); // two levels: a 2 MiB leaf
+        m.mem(RAM + 0x10_000, RAM + 0x10_000, 8, MemKind::Walk, false);
+        m.mem(RAM + 0x11_000, RAM + 0x11_000, 8, MemKind::Walk, false); // two levels: a 2 MiB leaf
         let page = RAM + 0x20_0000;
-        m.mem(page, 8, MemKind::Load, false);
+        m.mem(page, page, 8, MemKind::Load, false);
         let l1 = c.l1d.latency;
         let far = page + 0x1f_f000;
-        let cost = m.mem(far, 8, MemKind::Load, false);
+        let cost = m.mem(far, far, 8, MemKind::Load, false);
         assert_eq!(
             cost,
             l1 + c.l2.latency + c.memory_latency,
@@ -1564,7 +1787,13 @@ mod tests {
             a7: 0,
         });
         let before = m.model_stats().unwrap().get("dtlb.accesses");
-        m.mem(RAM + 0x4000_0000, 8, MemKind::Load, false);
+        m.mem(
+            RAM + 0x4000_0000,
+            RAM + 0x4000_0000,
+            8,
+            MemKind::Load,
+            false,
+        );
         assert_eq!(m.model_stats().unwrap().get("dtlb.accesses"), before);
     }
 
@@ -1645,6 +1874,7 @@ mod tests {
                 InsnClass::Load => {
                     charged += m.mem(
                         RAM + 0x10_0000 + 64 * (i * 7 % 900),
+                        RAM + 0x10_0000 + 64 * (i * 7 % 900),
                         8,
                         MemKind::Load,
                         false,
@@ -1681,9 +1911,9 @@ mod tests {
         let c = cfg();
         let f = InOrderFactory::new(&c);
         let (mut a, mut b) = (f.build(), f.build());
-        a.mem(RAM, 8, MemKind::Load, false);
+        a.mem(RAM, RAM, 8, MemKind::Load, false);
         assert_eq!(
-            b.mem(RAM, 8, MemKind::Load, false),
+            b.mem(RAM, RAM, 8, MemKind::Load, false),
             c.l1d.latency + c.l2.latency
         );
     }
@@ -1716,7 +1946,7 @@ mod tests {
     fn warm(m: &mut InOrder) {
         // the first fetch and data access miss; keep them out of the sums
         m.fetch(RAM, RAM, 4);
-        m.mem(RAM + 0x1000, 8, MemKind::Load, false);
+        m.mem(RAM + 0x1000, RAM + 0x1000, 8, MemKind::Load, false);
     }
 
     #[test]
@@ -1794,6 +2024,42 @@ mod tests {
     }
 
     #[test]
+    fn a_load_of_a_recent_stores_bytes_waits_for_its_data() {
+        let (_, mut c) = u74();
+        c.pipeline.as_mut().unwrap().store_to_load = 5;
+        let mut m = InOrderFactory::new(&c).build();
+        warm(&mut m);
+        let a = RAM + 0x1000; // a line warm() brought in
+        let store = Operands {
+            dst: Operands::NONE,
+            src: [Operands::x(1), Operands::x(2), Operands::NONE],
+            flags: 0,
+        };
+        issue(&mut m, InsnClass::Store, store); // t
+        assert_eq!(m.mem(a, a, 4, MemKind::Store, false), 0);
+        // other bytes of the same doubleword: no wait
+        assert_eq!(issue(&mut m, InsnClass::Load, x(5, 1, 0)), 1); // t+1
+        assert_eq!(m.mem(a + 4, a + 4, 4, MemKind::Load, false), 0);
+        // the stored bytes: wait until t+5
+        assert_eq!(issue(&mut m, InsnClass::Load, x(6, 1, 0)), 1); // t+2
+        assert_eq!(m.mem(a + 2, a + 2, 2, MemKind::Load, false), 3);
+        // its value is as late: an address use issues at (t+5) + load_to_use
+        let ltu = c.pipeline.as_ref().unwrap().load_to_use;
+        assert_eq!(issue(&mut m, InsnClass::Load, x(8, 6, 0)), ltu);
+        let s = m.model_stats().unwrap();
+        assert_eq!(s.get("pipeline.store_to_load_waits"), Some(1));
+        assert_eq!(s.get("pipeline.store_to_load_cycles"), Some(3));
+        // without store_to_load nothing waits
+        c.pipeline.as_mut().unwrap().store_to_load = 0;
+        let mut m = InOrderFactory::new(&c).build();
+        warm(&mut m);
+        issue(&mut m, InsnClass::Store, store);
+        m.mem(a, a, 4, MemKind::Store, false);
+        issue(&mut m, InsnClass::Load, x(6, 1, 0));
+        assert_eq!(m.mem(a, a, 4, MemKind::Load, false), 0);
+    }
+
+    #[test]
     fn the_divider_takes_one_operation_at_a_time() {
         let (mut m, c) = u74();
         let p = c.pipeline.clone().unwrap();
@@ -1857,7 +2123,7 @@ mod tests {
         m.branch(RAM, true, RAM);
         assert_eq!(issue(&mut m, InsnClass::Alu, x(11, 1, 2)), 1);
         // a load that misses the L1 (and the L2) stalls; nothing pairs across it
-        let miss = m.mem(RAM + 0x40_0000, 8, MemKind::Load, false);
+        let miss = m.mem(RAM + 0x40_0000, RAM + 0x40_0000, 8, MemKind::Load, false);
         assert_eq!(miss, c.l2.latency + c.memory_latency);
         assert_eq!(issue(&mut m, InsnClass::Alu, x(12, 1, 2)), 1);
         assert_eq!(issue(&mut m, InsnClass::Alu, x(13, 1, 2)), 0);
@@ -1884,7 +2150,13 @@ mod tests {
                 .wrapping_add(m.insn(pc, class, ops));
             match class {
                 InsnClass::Load => {
-                    charged += m.mem(RAM + 0x10_0000 + (k * 72) % 0x8000, 8, MemKind::Load, false)
+                    charged += m.mem(
+                        RAM + 0x10_0000 + (k * 72) % 0x8000,
+                        RAM + 0x10_0000 + (k * 72) % 0x8000,
+                        8,
+                        MemKind::Load,
+                        false,
+                    )
                 }
                 InsnClass::Branch => charged += m.branch(pc, k % 3 == 0, RAM),
                 _ => {}

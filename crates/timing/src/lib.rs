@@ -130,7 +130,7 @@ pub struct TrapInfo {
 /// Order per instruction: `fetch`, `insn`, then whatever it does (`mem`,
 /// `branch`, `csr`/`csr_write`, `wfi`, `xret`, or `trap` + `trap_info` when
 /// it faults). Page-table walks report each PTE read and A/D write as
-/// `mem(pte, 8, MemKind::Walk, false)` before the access they serve.
+/// `mem(va, pte, 8, MemKind::Walk, false)` before the access they serve.
 /// Interrupts call `trap` + `trap_info` between instructions.
 pub trait TimingModel {
     /// Every instruction, before `insn()`: its virtual pc, physical address
@@ -145,9 +145,13 @@ pub trait TimingModel {
     fn insn(&mut self, _pc: u64, _class: InsnClass, _ops: Operands) -> u64 {
         0
     }
-    /// A memory access at physical address `pa`; `mmio` when it left RAM.
+    /// A memory access at virtual address `va` (equal to `pa` when the hart
+    /// does not translate; for a page-walk access, the address being
+    /// translated) and physical address `pa`; `mmio` when it left RAM.
+    /// TLBs are tagged by `va`: many virtual pages may share one physical
+    /// page (the kernel's zero page behind untouched memory).
     #[inline(always)]
-    fn mem(&mut self, _pa: u64, _size: u8, _kind: MemKind, _mmio: bool) -> u64 {
+    fn mem(&mut self, _va: u64, _pa: u64, _size: u8, _kind: MemKind, _mmio: bool) -> u64 {
         0
     }
     /// A conditional branch resolved; `taken` and its `target`.

@@ -1,10 +1,11 @@
-//! A fully associative, LRU TLB of pages of any size.
+//! A fully associative, LRU TLB of pages of any size, and a direct-mapped
+//! second-level TLB.
 //!
-//! The hooks give the model physical addresses only (and the pc for
-//! fetches), so entries are keyed by the physical page: within one address
-//! space a physical page has one virtual mapping in the common case, and
-//! the TLB is flushed on `sfence.vma` and `satp` writes as the hart's own
-//! is. The page size comes from the hart's page walks (see `inorder`).
+//! Entries are keyed by the virtual page (the hooks give the model each
+//! access's virtual address, and the pc for fetches). They carry no address
+//! space: the TLBs are flushed on `sfence.vma` and `satp` writes, as the
+//! hart's own is. The page size comes from the hart's page walks (see
+//! `inorder`).
 
 #[derive(Clone, Copy, Default, serde::Serialize, serde::Deserialize)]
 struct Entry {
@@ -53,35 +54,35 @@ impl Tlb {
     }
 
     #[inline(always)]
-    fn matches(e: &Entry, pa: u64) -> bool {
-        (pa & !e.mask) | 1 == e.base
+    fn matches(e: &Entry, va: u64) -> bool {
+        (va & !e.mask) | 1 == e.base
     }
 
     /// A lookup that hits the entry that hit last; false, having done
     /// nothing, otherwise.
     #[inline(always)]
-    pub fn last_hit(&mut self, pa: u64) -> bool {
-        if Self::matches(&self.entries[self.last], pa) {
+    pub fn last_hit(&mut self, va: u64) -> bool {
+        if Self::matches(&self.entries[self.last], va) {
             self.accesses += 1;
             return true;
         }
         false
     }
 
-    /// Look `pa` up; true on a hit.
+    /// Look `va` up; true on a hit.
     #[inline]
-    pub fn lookup(&mut self, pa: u64) -> bool {
+    pub fn lookup(&mut self, va: u64) -> bool {
         self.accesses += 1;
-        if Self::matches(&self.entries[self.last], pa) {
+        if Self::matches(&self.entries[self.last], va) {
             return true;
         }
         self.clock += 1;
-        let slot = (pa >> 12) as usize % INDEX;
+        let slot = (va >> 12) as usize % INDEX;
         let hint = self.index[slot] as usize;
-        let found = if hint < self.entries.len() && Self::matches(&self.entries[hint], pa) {
+        let found = if hint < self.entries.len() && Self::matches(&self.entries[hint], va) {
             Some(hint)
         } else {
-            self.entries.iter().position(|e| Self::matches(e, pa))
+            self.entries.iter().position(|e| Self::matches(e, va))
         };
         if let Some(i) = found {
             self.entries[i].stamp = self.clock;
@@ -93,8 +94,8 @@ impl Tlb {
         false
     }
 
-    /// Fill the page holding `pa`, `1 << shift` bytes large, replacing the LRU entry.
-    pub fn fill(&mut self, pa: u64, shift: u32) {
+    /// Fill the page holding `va`, `1 << shift` bytes large, replacing the LRU entry.
+    pub fn fill(&mut self, va: u64, shift: u32) {
         self.clock += 1;
         let mask = (1u64 << shift) - 1;
         let mut v = 0;
@@ -108,16 +109,75 @@ impl Tlb {
             }
         }
         self.entries[v] = Entry {
-            base: (pa & !mask) | 1,
+            base: (va & !mask) | 1,
             mask,
             stamp: self.clock,
         };
         self.last = v;
-        self.index[(pa >> 12) as usize % INDEX] = v as u16;
+        self.index[(va >> 12) as usize % INDEX] = v as u16;
     }
 
     pub fn flush(&mut self) {
         self.entries.fill(Entry::default());
+    }
+}
+
+/// A direct-mapped second-level TLB (the U74's 512-entry L2 TLB), looked
+/// up after a first-level miss: indexed by the 4 KiB virtual page number,
+/// one entry per slot, any page size. A page larger than 4 KiB is filled at
+/// the slot of the page number that missed, so another part of it misses
+/// once more; the manual does not say how the core indexes large pages.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub struct L2Tlb {
+    slots: Vec<Entry>,
+    pub accesses: u64,
+    pub misses: u64,
+}
+
+impl L2Tlb {
+    pub fn new(n: usize) -> Self {
+        L2Tlb {
+            slots: vec![Entry::default(); n.max(1)],
+            accesses: 0,
+            misses: 0,
+        }
+    }
+
+    pub(crate) fn same_shape(&self, o: &L2Tlb) -> bool {
+        o.slots.len() == self.slots.len()
+            && o.slots
+                .iter()
+                .all(|e| e.base == 0 || (e.mask + 1).is_power_of_two())
+    }
+
+    fn slot(&self, va: u64) -> usize {
+        (va >> 12) as usize % self.slots.len()
+    }
+
+    /// Look `va` up: the page shift of the entry that holds it, or None.
+    pub fn lookup(&mut self, va: u64) -> Option<u32> {
+        self.accesses += 1;
+        let e = &self.slots[self.slot(va)];
+        if e.base != 0 && Tlb::matches(e, va) {
+            return Some((e.mask + 1).trailing_zeros());
+        }
+        self.misses += 1;
+        None
+    }
+
+    /// Fill the page holding `va`, `1 << shift` bytes large.
+    pub fn fill(&mut self, va: u64, shift: u32) {
+        let mask = (1u64 << shift) - 1;
+        let i = self.slot(va);
+        self.slots[i] = Entry {
+            base: (va & !mask) | 1,
+            mask,
+            stamp: 0,
+        };
+    }
+
+    pub fn flush(&mut self) {
+        self.slots.fill(Entry::default());
     }
 }
 
@@ -139,5 +199,23 @@ mod tests {
         t.flush();
         assert!(!t.lookup(0x8000_1000));
         assert_eq!((t.accesses, t.misses), (9, 4));
+    }
+
+    #[test]
+    fn the_second_level_is_direct_mapped_by_4k_page_number() {
+        let mut t = L2Tlb::new(4);
+        assert_eq!(t.lookup(0x1000), None);
+        t.fill(0x1234, 12);
+        assert_eq!(t.lookup(0x1ff8), Some(12));
+        // 0x5000 has the same slot (page 5 % 4 == 1): it replaces page 1
+        t.fill(0x5000, 12);
+        assert_eq!((t.lookup(0x1000), t.lookup(0x5008)), (None, Some(12)));
+        // a 2 MiB page lives in the slot of the page that missed
+        t.fill(0x4020_3000, 21);
+        assert_eq!(t.lookup(0x4020_3ff0), Some(21));
+        assert_eq!(t.lookup(0x4020_0000), None); // slot 0: never filled
+        t.flush();
+        assert_eq!(t.lookup(0x4020_3ff0), None);
+        assert_eq!((t.accesses, t.misses), (7, 4));
     }
 }
