@@ -239,11 +239,14 @@ pub fn run(args: ValidateArgs) -> Result<i32, String> {
     let exe =
         std::env::current_exe().map_err(|e| format!("cannot find the hartscope binary: {e}"))?;
     let started = std::time::Instant::now();
+    let stats_json = scratch.0.join("stats.json");
     let out = Command::new(exe)
         .args(["boot", "--image", &args.image, "--machine"])
         .arg(&args.machine)
         .args(["--mhz", &args.mhz.to_string(), "--workload"])
         .arg(&wl)
+        .arg("--stats-json")
+        .arg(&stats_json)
         .output()
         .map_err(|e| format!("cannot start the boot: {e}"))?;
     let host_seconds = started.elapsed().as_secs_f64();
@@ -258,6 +261,12 @@ pub fn run(args: ValidateArgs) -> Result<i32, String> {
         ));
     }
     let measured = validate::parse_console(&console);
+    // hartscope's own counters per benchmark phase (the report's last table)
+    let observed = std::fs::read(&stats_json)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .map(|v| validate::observed_from_stats(&v))
+        .unwrap_or_default();
     for n in &names {
         match measured.get(n) {
             None => {
@@ -305,6 +314,7 @@ pub fn run(args: ValidateArgs) -> Result<i32, String> {
         gem5_tuned: &gem5_tuned,
         gem5_original: &gem5_original,
         measured: &measured,
+        observed: &observed,
         apart: &apart,
         provenance: &provenance,
     };

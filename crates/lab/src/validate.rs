@@ -155,6 +155,83 @@ pub fn parse_console(console: &str) -> BTreeMap<String, Measured> {
     out
 }
 
+/// hartscope's own counters of one benchmark: its phase (from the marker
+/// hsperfstat writes before it to the one after), summed over harts.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Observed {
+    pub instructions: u64,
+    /// Cycles the timing model accounted for, and their cycle shape.
+    pub busy: u64,
+    pub fetch: u64,
+    pub execute: u64,
+    pub mem: u64,
+    pub walker: u64,
+    pub l1i_misses: u64,
+    pub l1d_misses: u64,
+    pub l2_misses: u64,
+    pub dtlb_misses: u64,
+    pub l2tlb_misses: u64,
+    pub writebacks: u64,
+}
+
+/// Per-benchmark counters from a boot's `--stats-json` (phases named after
+/// the benchmarks); a benchmark without a phase is left out.
+pub fn observed_from_stats(stats: &serde_json::Value) -> BTreeMap<String, Observed> {
+    let mut out = BTreeMap::new();
+    let Some(phases) = stats.pointer("/stats/phases").and_then(|p| p.as_array()) else {
+        return out;
+    };
+    for p in phases {
+        let Some(label) = p.get("label").and_then(|l| l.as_str()) else {
+            continue;
+        };
+        // "phase N: NAME"
+        let name = label.split_once(": ").map_or(label, |(_, n)| n);
+        let mut o = Observed::default();
+        for st in p
+            .get("stats")
+            .and_then(|s| s.as_array())
+            .into_iter()
+            .flatten()
+        {
+            let (Some(n), Some(v)) = (
+                st.get("name").and_then(|n| n.as_str()),
+                st.get("value").and_then(|v| v.as_u64()),
+            ) else {
+                continue;
+            };
+            // system.cpuN.<what>
+            let Some(what) = n
+                .strip_prefix("system.cpu")
+                .and_then(|r| r.split_once('.'))
+                .map(|(_, w)| w)
+            else {
+                continue;
+            };
+            let slot = match what {
+                "instret" => &mut o.instructions,
+                "model.cycles.busy" => &mut o.busy,
+                "cycleShape.fetch" => &mut o.fetch,
+                "cycleShape.execute" => &mut o.execute,
+                "cycleShape.mem" => &mut o.mem,
+                "cycleShape.walker" => &mut o.walker,
+                "model.icache.misses" => &mut o.l1i_misses,
+                "model.dcache.read_misses" | "model.dcache.write_misses" => &mut o.l1d_misses,
+                "model.l2.read_misses" | "model.l2.write_misses" => &mut o.l2_misses,
+                "model.dtlb.misses" => &mut o.dtlb_misses,
+                "model.l2tlb.misses" => &mut o.l2tlb_misses,
+                "model.dcache.writebacks" => &mut o.writebacks,
+                _ => continue,
+            };
+            *slot += v;
+        }
+        if o.instructions > 0 {
+            out.insert(name.to_string(), o);
+        }
+    }
+    out
+}
+
 /// The set a benchmark belongs to: parameters may be tuned on the
 /// control/execution/data-parallel ones only; the memory ones validate.
 pub fn is_calibration(name: &str) -> bool {
@@ -178,6 +255,8 @@ pub struct Inputs<'a> {
     pub gem5_tuned: &'a BTreeMap<String, Counts>,
     pub gem5_original: &'a BTreeMap<String, Counts>,
     pub measured: &'a BTreeMap<String, Measured>,
+    /// hartscope's own counters per benchmark (may be empty).
+    pub observed: &'a BTreeMap<String, Observed>,
     /// Benchmarks reported apart (the suite's binary differs from the
     /// board's), with the reason.
     pub apart: &'a BTreeMap<String, String>,
@@ -425,6 +504,53 @@ pub fn report(inp: &Inputs) -> Vec<Block> {
     }
     out.push(Block::Heading(2, "Branches and branch misses".into()));
     out.push(Block::Table(m));
+    if !inp.observed.is_empty() {
+        out.push(Block::Heading(2, "Where hartscope's cycles go".into()));
+        out.push(Block::Para(
+            "hartscope's own counters for each benchmark's phase (the window hsperfstat marks around it, so a little more than the process): the cycle shape as shares of the cycles the timing model accounted for (fetch: I-cache and branch redirects; execute: issue, dependencies and latencies; mem: D-cache latency and misses; walker: TLB misses), and misses per thousand instructions. The board has no such counters in the suite's tables; this is what the model says the time is.".into(),
+        ));
+        let mut w = Table::new(
+            &[
+                "benchmark",
+                "CPI",
+                "fetch",
+                "execute",
+                "mem",
+                "walker",
+                "L1I MPKI",
+                "L1D MPKI",
+                "L2 MPKI",
+                "D-TLB MPKI",
+                "L2 TLB MPKI",
+                "write-backs PKI",
+            ],
+            &[
+                false, true, true, true, true, true, true, true, true, true, true, true,
+            ],
+        );
+        for (name, o) in inp.observed {
+            if !inp.measured.contains_key(name) {
+                continue;
+            }
+            let share = |v: u64| format!("{:.0}%", 100.0 * v as f64 / o.busy.max(1) as f64);
+            let pki = |v: u64| format!("{:.2}", 1000.0 * v as f64 / o.instructions as f64);
+            w.row(vec![
+                name.clone(),
+                format!("{:.2}", o.busy as f64 / o.instructions as f64),
+                share(o.fetch),
+                share(o.execute),
+                share(o.mem),
+                share(o.walker),
+                pki(o.l1i_misses),
+                pki(o.l1d_misses),
+                pki(o.l2_misses),
+                pki(o.dtlb_misses),
+                pki(o.l2tlb_misses),
+                pki(o.writebacks),
+            ]);
+        }
+        out.push(Block::Table(w));
+    }
     out.push(Block::Heading(2, "Provenance".into()));
     out.push(Block::Para(inp.provenance.join("\n\n")));
     out
@@ -526,6 +652,7 @@ mod tests {
             gem5_tuned: &empty,
             gem5_original: &empty,
             measured: &measured,
+            observed: &BTreeMap::new(),
             apart: &apart,
             provenance: &[],
         };
@@ -545,5 +672,30 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("CRd: different binary"), "{md}");
+    }
+
+    #[test]
+    fn observed_counters_come_from_the_benchmarks_phases_summed_over_harts() {
+        let stat = |n: &str, v: u64| serde_json::json!({"name": n, "value": v, "unit": "count", "desc": ""});
+        let stats = serde_json::json!({"stats": {"phases": [
+            {"label": "phase 1: boot to first marker", "stats": [stat("system.cpu0.instret", 5)]},
+            {"label": "phase 2: MC", "stats": [
+                stat("phase.cycles", 999),
+                stat("system.cpu0.instret", 1000),
+                stat("system.cpu1.instret", 10),
+                stat("system.cpu0.model.cycles.busy", 1500),
+                stat("system.cpu0.cycleShape.mem", 600),
+                stat("system.cpu0.model.dcache.read_misses", 7),
+                stat("system.cpu0.model.dcache.write_misses", 3),
+                stat("system.cpu0.model.l2tlb.misses", 2),
+            ]},
+            {"label": "phase 3: MC done", "stats": []},
+        ]}});
+        let o = observed_from_stats(&stats);
+        assert_eq!(o.keys().collect::<Vec<_>>(), ["MC", "boot to first marker"]);
+        let mc = &o["MC"];
+        assert_eq!((mc.instructions, mc.busy, mc.mem), (1010, 1500, 600));
+        assert_eq!((mc.l1d_misses, mc.l2tlb_misses, mc.fetch), (10, 2, 0));
+        assert!(observed_from_stats(&serde_json::json!({"x": 1})).is_empty());
     }
 }
