@@ -1,0 +1,140 @@
+//! `boot --engine-check`: the block engine and the reference engine (every
+//! instruction decoded afresh) run in lockstep. A Linux boot with the P87
+//! workload on two harts and every bare-metal ISA program of `tests/isa`
+//! must run to the end with both agreeing, and give the console output and
+//! guest counts of a plain run. (The checker's failure side, a divergence
+//! found and named by its pc, is `crates/machine/tests/lockstep.rs`.)
+
+#[path = "support/mod.rs"]
+mod support;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use support::*;
+
+const AGREED: &str = "engine check: the block engine and the reference agreed to the end";
+
+#[test]
+fn a_linux_boot_agrees_under_the_engine_check() {
+    let _ = image("debian");
+    let dir = Scratch::new("engine-check-linux");
+    let workload = root().join("guest/workloads/p87-shell");
+    let run = |check: bool, n: usize| {
+        let stats = dir.path(&format!("stats-{n}.json"));
+        let mut args = vec![
+            "boot",
+            "--image",
+            "debian",
+            "--smp",
+            "2",
+            "--workload",
+            workload.to_str().unwrap(),
+            "--stats-json",
+            stats.to_str().unwrap(),
+        ];
+        if check {
+            args.push("--engine-check");
+        }
+        let out = hartscope(&args, &dir, BOOT_DEADLINE);
+        assert_workload_finished(&out, 0);
+        assert_eq!(out.stderr.contains(AGREED), check, "{}", out.tail());
+        (
+            out.stdout,
+            guest_stats(&std::fs::read_to_string(&stats).unwrap()),
+        )
+    };
+    let (plain_console, plain) = run(false, 1);
+    let (checked_console, checked) = run(true, 2);
+    assert!(plain_console == checked_console, "console output differs");
+    let diffs = json_differences(&plain, &checked, 10);
+    assert!(
+        diffs.is_empty(),
+        "guest counts differ:\n{}",
+        diffs.join("\n")
+    );
+    assert!(plain["instret"].as_u64().unwrap() > 100_000_000, "{plain}");
+}
+
+#[test]
+fn the_isa_programs_agree_under_the_engine_check() {
+    let isa = root().join("tests/isa");
+    let mut srcs = Vec::new();
+    let mut dirs = vec![isa.clone()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|e| e == "S") {
+                srcs.push(p);
+            }
+        }
+    }
+    srcs.sort();
+    assert!(srcs.len() >= 20, "found {} ISA programs", srcs.len());
+    let dir = Scratch::new("engine-check-isa");
+    let mut failures = Vec::new();
+    for src in &srcs {
+        let rel = src.strip_prefix(&isa).unwrap();
+        let elf = dir
+            .path(&rel.to_string_lossy().replace('/', "_"))
+            .with_extension("elf");
+        build(src, &elf);
+        let out = hartscope(
+            &[
+                "-bios",
+                "none",
+                "-kernel",
+                elf.to_str().unwrap(),
+                "-m",
+                "64M",
+                "--engine-check",
+            ],
+            &dir,
+            Duration::from_secs(300),
+        );
+        if out.code() == Some(0) && out.stderr.contains(AGREED) {
+            eprintln!("ok   {}", rel.display());
+        } else {
+            failures.push(format!(
+                "{}: exit {:?}: {}",
+                rel.display(),
+                out.code(),
+                out.tail()
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// As `isa_machine.rs` builds them: the program's own directory gives
+/// `link.ld` and `hs_test.h`.
+fn build(src: &Path, out: &Path) {
+    let dir = src.parent().unwrap();
+    let res = Command::new("riscv64-unknown-elf-gcc")
+        .args([
+            "-nostdlib",
+            "-nostartfiles",
+            "-static",
+            "-march=rv64gc",
+            "-mabi=lp64d",
+            "-mcmodel=medany",
+        ])
+        .arg("-T")
+        .arg(dir.join("link.ld"))
+        .arg("-I")
+        .arg(dir)
+        .arg(src)
+        .arg("-o")
+        .arg(out)
+        .output()
+        .expect("riscv64-unknown-elf-gcc (Debian package gcc-riscv64-unknown-elf)");
+    assert!(
+        res.status.success(),
+        "{} does not build:\n{}",
+        src.display(),
+        String::from_utf8_lossy(&res.stderr)
+    );
+}
