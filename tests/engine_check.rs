@@ -1,15 +1,15 @@
 //! `boot --engine-check`: the block engine and the reference engine (every
 //! instruction decoded afresh) run in lockstep. A Linux boot with the P87
-//! workload on two harts and every bare-metal ISA program of `tests/isa`
-//! must run to the end with both agreeing, and give the console output and
-//! guest counts of a plain run. (The checker's failure side, a divergence
+//! workload on two harts, and every bare-metal ISA program of `tests/isa` on
+//! the atomic and the in-order model, must run to the end with both
+//! agreeing; the checked boot gives the console output and guest counts of
+//! a plain run. (The checker's failure side, a divergence
 //! found and named by its pc, is `crates/machine/tests/lockstep.rs`.)
 
 #[path = "support/mod.rs"]
 mod support;
 
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 use support::*;
@@ -61,29 +61,25 @@ fn a_linux_boot_agrees_under_the_engine_check() {
 fn the_isa_programs_agree_under_the_engine_check() {
     let isa = root().join("tests/isa");
     let mut srcs = Vec::new();
-    let mut dirs = vec![isa.clone()];
-    while let Some(d) = dirs.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                dirs.push(p);
-            } else if p.extension().is_some_and(|e| e == "S") {
-                srcs.push(p);
-            }
-        }
-    }
-    srcs.sort();
+    programs(&isa, &mut srcs);
     assert!(srcs.len() >= 20, "found {} ISA programs", srcs.len());
     let dir = Scratch::new("engine-check-isa");
     let mut failures = Vec::new();
     for src in &srcs {
         let rel = src.strip_prefix(&isa).unwrap();
-        let elf = dir
-            .path(&rel.to_string_lossy().replace('/', "_"))
-            .with_extension("elf");
-        build(src, &elf);
-        let out = hartscope(
-            &[
+        let rel = Path::new("engine-check").join(rel);
+        let elf = match build_isa_program(src, &rel, src.parent().unwrap()) {
+            Ok(e) => e,
+            Err(e) => {
+                failures.push(e);
+                continue;
+            }
+        };
+        // on the atomic model and on the in-order one (its caches,
+        // predictor and walker make cycles depend on every access)
+        let inorder = root().join("machines/inorder.toml");
+        for machine in [None, Some(inorder.to_str().unwrap())] {
+            let mut args = vec![
                 "-bios",
                 "none",
                 "-kernel",
@@ -91,50 +87,23 @@ fn the_isa_programs_agree_under_the_engine_check() {
                 "-m",
                 "64M",
                 "--engine-check",
-            ],
-            &dir,
-            Duration::from_secs(300),
-        );
-        if out.code() == Some(0) && out.stderr.contains(AGREED) {
-            eprintln!("ok   {}", rel.display());
-        } else {
-            failures.push(format!(
-                "{}: exit {:?}: {}",
-                rel.display(),
-                out.code(),
-                out.tail()
-            ));
+            ];
+            if let Some(m) = machine {
+                args.extend(["--machine", m]);
+            }
+            let out = hartscope(&args, &dir, Duration::from_secs(300));
+            let model = machine.map_or("atomic", |_| "in-order");
+            if out.code() == Some(0) && out.stderr.contains(AGREED) {
+                eprintln!("ok   {} ({model})", rel.display());
+            } else {
+                failures.push(format!(
+                    "{} ({model}): exit {:?}: {}",
+                    rel.display(),
+                    out.code(),
+                    out.tail()
+                ));
+            }
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-}
-
-/// As `isa_machine.rs` builds them: the program's own directory gives
-/// `link.ld` and `hs_test.h`.
-fn build(src: &Path, out: &Path) {
-    let dir = src.parent().unwrap();
-    let res = Command::new("riscv64-unknown-elf-gcc")
-        .args([
-            "-nostdlib",
-            "-nostartfiles",
-            "-static",
-            "-march=rv64gc",
-            "-mabi=lp64d",
-            "-mcmodel=medany",
-        ])
-        .arg("-T")
-        .arg(dir.join("link.ld"))
-        .arg("-I")
-        .arg(dir)
-        .arg(src)
-        .arg("-o")
-        .arg(out)
-        .output()
-        .expect("riscv64-unknown-elf-gcc (Debian package gcc-riscv64-unknown-elf)");
-    assert!(
-        res.status.success(),
-        "{} does not build:\n{}",
-        src.display(),
-        String::from_utf8_lossy(&res.stderr)
-    );
 }

@@ -518,10 +518,20 @@ pub fn run(args: BootArgs) -> Result<i32, String> {
     }
     let model_id = crate::boot_snapshot::model_id(args.machine.as_deref())?;
     match model {
-        hs_timing::ModelDesc::Atomic => boot(&args, r, |_| Atomic, snap, &model_id),
+        hs_timing::ModelDesc::Atomic => boot(&args, r, |_| Atomic, |_| Atomic, snap, &model_id),
         hs_timing::ModelDesc::InOrder(cfg) => {
             let harts = hs_timing::InOrderFactory::new(&cfg);
-            boot(&args, r, |_| harts.build(), snap, &model_id)
+            // The reference machine of --engine-check gets models of its
+            // own: the harts of one factory share their L2.
+            let reference = hs_timing::InOrderFactory::new(&cfg);
+            boot(
+                &args,
+                r,
+                |_| harts.build(),
+                |_| reference.build(),
+                snap,
+                &model_id,
+            )
         }
     }
 }
@@ -610,13 +620,16 @@ fn symbol_sources(args: &BootArgs, machine_kernel: Option<(u64, u64)>) -> Option
 }
 
 /// Boot with `model(h)` as hart h's timing model (wrapped for observation
-/// when counters, a timeline or a trace are asked for).
+/// when counters, a timeline or a trace are asked for); with
+/// --engine-check, `reference_model(h)` for the reference machine's (no
+/// state may be shared between the two machines).
 /// `restore`: the snapshot to go on from; `model_id` names the timing model
 /// (see [`crate::boot_snapshot::model_id`]).
 pub fn boot<M: TimingModel>(
     args: &BootArgs,
     r: Resolved,
     model: impl Fn(usize) -> M,
+    reference_model: impl Fn(usize) -> M,
     restore: Option<&hs_snapshot::Snapshot>,
     model_id: &str,
 ) -> Result<i32, String> {
@@ -631,24 +644,24 @@ pub fn boot<M: TimingModel>(
     cfg.capture_console |= args.engine_check;
     if obs.wrap {
         let mut machine =
-            Machine::with_observing(cfg, &obs.options, &model).map_err(|e| e.to_string())?;
+            Machine::with_observing(cfg, &obs.options, model).map_err(|e| e.to_string())?;
         if let Some(s) = restore {
             crate::boot_snapshot::restore(&mut machine, s, args, model_id)?;
         }
         let reference = args
             .engine_check
-            .then(|| Machine::with_observing(reference_cfg, &obs.options, &model))
+            .then(|| Machine::with_observing(reference_cfg, &obs.options, reference_model))
             .transpose()
             .map_err(|e| e.to_string())?;
         finish(args, &obs, machine, reference, model_id)
     } else {
-        let mut machine = Machine::with_timing(cfg, &model).map_err(|e| e.to_string())?;
+        let mut machine = Machine::with_timing(cfg, model).map_err(|e| e.to_string())?;
         if let Some(s) = restore {
             crate::boot_snapshot::restore(&mut machine, s, args, model_id)?;
         }
         let reference = args
             .engine_check
-            .then(|| Machine::with_timing(reference_cfg, &model))
+            .then(|| Machine::with_timing(reference_cfg, reference_model))
             .transpose()
             .map_err(|e| e.to_string())?;
         finish(args, &obs, machine, reference, model_id)

@@ -70,7 +70,14 @@ pub(crate) struct Blocks {
     pub vgen: u32,
     pub code_gen_seen: u64,
     page_slots: HashMap<u64, Vec<u32>>,
+    /// Ops by instruction word, so a re-decoded block (after a flush, an
+    /// eviction or a code write) mostly copies instead of decoding: an op
+    /// is a pure function of its word (and its offset, set on use).
+    memo: Box<[Op]>,
 }
+
+/// Entries of `Blocks::memo` (a power of two).
+const MEMO_BITS: u32 = 12;
 
 impl Blocks {
     pub fn new() -> Self {
@@ -90,7 +97,20 @@ impl Blocks {
             vgen: 1,
             code_gen_seen: 0,
             page_slots: HashMap::new(),
+            // every entry holds word 0 decoded, so a hit is always right
+            memo: vec![Op::decoded(0, 0); 1 << MEMO_BITS].into_boxed_slice(),
         }
+    }
+
+    /// `Op::decoded(word, off)`, from the memo when it holds `word`.
+    #[inline]
+    fn decode_word(&mut self, word: u32, off: u16) -> Op {
+        let i = (word.wrapping_mul(0x9e37_79b1) >> (32 - MEMO_BITS)) as usize;
+        let m = &mut self.memo[i];
+        if m.bits != word {
+            *m = Op::decoded(word, 0);
+        }
+        Op { off, ..*m }
     }
     pub fn flush(&mut self) {
         self.ops.truncate(1);
@@ -399,7 +419,7 @@ impl<T: TimingModel> Hart<T> {
             } else {
                 lo as u32
             };
-            let op = Op::decoded(word, (a - pa) as u16);
+            let op = self.blocks.decode_word(word, (a - pa) as u16);
             self.blocks.ops.push(op);
             a += len;
             if ends_block(&op.insn)

@@ -180,7 +180,7 @@ impl<T: TimingModel> Hart<T> {
                 .fetch(pc, pa, op.len)
                 .wrapping_add(self.timing.insn(pc, op.class, op.ops));
             let next = pc.wrapping_add(op.len as u64);
-            let flow = self.execute(bus, &op, pc, &mut cyc);
+            let flow = self.execute(bus, &op, block_pc, &mut cyc);
             if let Flow::Trap(t) = flow {
                 self.cycle = cyc;
                 return Ok(self.end_at_trap(t, &op, pc, extra));

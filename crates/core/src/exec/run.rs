@@ -82,9 +82,10 @@ impl<T: TimingModel> Hart<T> {
     /// [`Hart::execute`] is inlined into the loop, so each instruction's arm
     /// either continues with the next op or leaves the block itself.
     ///
-    /// A taken branch or jump whose target block is in the virtual-pc cache
-    /// chains straight into it, unless the run loop has work (`checks`) or
-    /// `limit` (budget or Sstc deadline) is reached.
+    /// A block that ends (taken branch, jump, or its last op) chains straight
+    /// into the next one if the virtual-pc cache holds it, unless the run
+    /// loop has work (`checks`) or `limit` (budget or Sstc deadline) is
+    /// reached: exactly what the run loop would do, without going there.
     ///
     /// `LOG`: keep a [`CheckRecord`] per instruction (a second copy of this
     /// function, used only by differential checks).
@@ -133,11 +134,12 @@ impl<T: TimingModel> Hart<T> {
                     }
                 }};
             }
-            // leave the block at `target` (taken branch, jump, xRET)
-            macro_rules! jump {
+            // Go on at `t` after the block's last instruction retired: chain
+            // into the block cached for `t` when the run loop has nothing
+            // to do (it would only look the block up itself), else return.
+            macro_rules! leave {
                 ($target:expr) => {{
                     let t = $target;
-                    retire!();
                     if cyc < limit && self.checks == 0 {
                         if let Some((s, n, pa)) = self.blocks.lookup(t, self.fetch_stamp) {
                             // SAFETY: as above; the stamp proves the entry
@@ -154,16 +156,20 @@ impl<T: TimingModel> Hart<T> {
                     return None;
                 }};
             }
-            match self.execute(bus, op, pc!(), &mut cyc) {
+            match self.execute(bus, op, base_pc, &mut cyc) {
                 Flow::Next => {}
-                Flow::Jump(t) => jump!(t),
+                // a taken branch, jump or xRET ends the block
+                Flow::Jump(t) => {
+                    retire!();
+                    leave!(t)
+                }
                 Flow::Trap(t) => break 'run (t, op, extra),
             }
             retire!();
             if p == end {
-                self.cycle = cyc;
-                self.pc = pc!().wrapping_add(op.len as u64);
-                return None;
+                // the block ran to its end (64 instructions, the page end
+                // or a block-ending instruction that did not jump)
+                leave!(pc!().wrapping_add(op.len as u64))
             }
         };
         self.cycle = cyc;

@@ -29,7 +29,10 @@ pub(crate) enum Flow {
 }
 
 impl<T: TimingModel> Hart<T> {
-    /// Execute `op` at `pc`. `cyc` is the caller's copy of the cycle count
+    /// Execute `op` at `base_pc + op.off` (the block's pc and the op's
+    /// offset: pc and the next pc are computed only in the arms that use
+    /// them, so straight-line ALU ops never pay for them). `cyc` is the
+    /// caller's copy of the cycle count
     /// (kept in a register by the block engine): charges add to it, and
     /// `self.cycle` is synced to it around every slow path that reads it.
     ///
@@ -40,11 +43,20 @@ impl<T: TimingModel> Hart<T> {
         &mut self,
         bus: &mut B,
         op: &Op,
-        pc: u64,
+        base_pc: u64,
         cyc: &mut u64,
     ) -> Flow {
         use Insn::*;
-        let next = pc.wrapping_add(op.len as u64);
+        macro_rules! pc {
+            () => {
+                base_pc.wrapping_add(op.off as u64)
+            };
+        }
+        macro_rules! next {
+            () => {
+                pc!().wrapping_add(op.len as u64)
+            };
+        }
         macro_rules! tri {
             ($e:expr) => {
                 match $e {
@@ -88,9 +100,9 @@ impl<T: TimingModel> Hart<T> {
         }
         macro_rules! br {
             ($cond:expr, $imm:expr) => {{
-                let target = pc.wrapping_add($imm as i64 as u64);
+                let target = pc!().wrapping_add($imm as i64 as u64);
                 let taken = $cond;
-                let extra = self.timing.branch(pc, taken, target);
+                let extra = self.timing.branch(pc!(), taken, target);
                 *cyc += extra;
                 self.stall = self.stall.wrapping_add(extra);
                 if taken {
@@ -101,25 +113,25 @@ impl<T: TimingModel> Hart<T> {
         match op.insn {
             Addi { rd, rs1, imm } => alu_i!(rd, rs1, imm, |a, b| a.wrapping_add(b)),
             Lui { rd, imm } => self.wxs(rd, imm as i64 as u64),
-            Auipc { rd, imm } => self.wxs(rd, pc.wrapping_add(imm as i64 as u64)),
+            Auipc { rd, imm } => self.wxs(rd, pc!().wrapping_add(imm as i64 as u64)),
             Jal { rd, imm } => {
-                let t = pc.wrapping_add(imm as i64 as u64);
+                let t = pc!().wrapping_add(imm as i64 as u64);
                 let extra = self
                     .timing
-                    .direct_jump(pc, t, JumpHint::of(rd as u8, None), next);
+                    .direct_jump(pc!(), t, JumpHint::of(rd as u8, None), next!());
                 *cyc += extra;
                 self.stall = self.stall.wrapping_add(extra);
-                self.wxs(rd, next);
+                self.wxs(rd, next!());
                 return Flow::Jump(t);
             }
             Jalr { rd, rs1, imm } => {
                 let t = addr!(rs1, imm) & !1;
                 let extra = self
                     .timing
-                    .jump(pc, t, JumpHint::of(rd as u8, Some(rs1 as u8)), next);
+                    .jump(pc!(), t, JumpHint::of(rd as u8, Some(rs1 as u8)), next!());
                 *cyc += extra;
                 self.stall = self.stall.wrapping_add(extra);
-                self.wxs(rd, next);
+                self.wxs(rd, next!());
                 return Flow::Jump(t);
             }
             Beq { rs1, rs2, imm } => br!(self.rx(rs1) == self.rx(rs2), imm),
@@ -317,10 +329,10 @@ impl<T: TimingModel> Hart<T> {
             | Fma { .. }
             | Fp { .. } => {
                 self.cycle = *cyc;
-                let r = self.exec_rare(bus, op, pc);
+                let r = self.exec_rare(bus, op, pc!());
                 *cyc = self.cycle;
                 let t = tri!(r);
-                if t != next {
+                if t != next!() {
                     return Flow::Jump(t);
                 }
             }
