@@ -10,65 +10,11 @@
 #[path = "support/mod.rs"]
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
 use support::*;
-
-const GCC: &str = "riscv64-unknown-elf-gcc";
-
-fn programs(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    entries.sort();
-    for p in entries {
-        if p.is_dir() {
-            programs(&p, out);
-        } else if p.extension().is_some_and(|e| e == "S") {
-            out.push(p);
-        }
-    }
-}
-
-/// Builds `src` with `link.ld` and `hs_test.h` from `dir`.
-fn build(src: &Path, rel: &Path, dir: &Path) -> Result<PathBuf, String> {
-    let out = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("isa-machine")
-        .join(rel)
-        .with_extension("elf");
-    std::fs::create_dir_all(out.parent().unwrap()).unwrap();
-    let res = Command::new(GCC)
-        .args([
-            "-nostdlib",
-            "-nostartfiles",
-            "-static",
-            "-march=rv64gc",
-            "-mabi=lp64d",
-            "-mcmodel=medany",
-        ])
-        .arg("-T")
-        .arg(dir.join("link.ld"))
-        .arg("-I")
-        .arg(dir)
-        .arg(src)
-        .arg("-o")
-        .arg(&out)
-        .output()
-        .map_err(|e| {
-            format!("cannot run {GCC} (install Debian package gcc-riscv64-unknown-elf): {e}")
-        })?;
-    if !res.status.success() {
-        return Err(format!(
-            "{} does not build:\n{}",
-            src.display(),
-            String::from_utf8_lossy(&res.stderr)
-        ));
-    }
-    Ok(out)
-}
 
 #[test]
 fn isa_programs_pass_on_the_whole_machine() {
@@ -85,7 +31,7 @@ fn isa_programs_pass_on_the_whole_machine() {
     let mut failures = Vec::new();
     for src in &srcs {
         let rel = src.strip_prefix(&isa).unwrap();
-        let elf = match build(src, rel, src.parent().unwrap()) {
+        let elf = match build_isa_program(src, rel, src.parent().unwrap()) {
             Ok(e) => e,
             Err(e) => {
                 failures.push(e);
@@ -171,7 +117,7 @@ fn platform_programs_pass_on_the_whole_machine_and_qemu_virt() {
     let mut failures = Vec::new();
     for src in &srcs {
         let rel = Path::new("platform").join(src.strip_prefix(&platform).unwrap());
-        let elf = match build(src, &rel, &isa) {
+        let elf = match build_isa_program(src, &rel, &isa) {
             Ok(e) => e,
             Err(e) => {
                 failures.push(e);

@@ -131,6 +131,13 @@ pub struct BootArgs {
     /// when the snapshot holds them.
     #[arg(long, requires = "restore")]
     pub cold_timing: bool,
+    /// Differential check of the execution engines: run a second machine
+    /// alike on the reference engine (every instruction decoded afresh, no
+    /// block cache) in lockstep and stop at the first difference in steps,
+    /// registers, CSRs, counts or console output, naming its pc and
+    /// instruction (exit status 3). Slow: meant for tests and CI.
+    #[arg(long, conflicts_with_all = ["restore", "snapshot_at", "profile", "trace", "itrace"])]
+    pub engine_check: bool,
 }
 
 /// QEMU flags that take a value and their `boot` spelling.
@@ -338,6 +345,7 @@ fn parse_mem(s: &str) -> Result<u64, String> {
 }
 
 /// What to load, resolved from an image and/or explicit files.
+#[derive(Clone)]
 pub struct Resolved {
     images: BootImages,
     bootargs: String,
@@ -510,13 +518,26 @@ pub fn run(args: BootArgs) -> Result<i32, String> {
     }
     let model_id = crate::boot_snapshot::model_id(args.machine.as_deref())?;
     match model {
-        hs_timing::ModelDesc::Atomic => boot(&args, r, |_| Atomic, snap, &model_id),
+        hs_timing::ModelDesc::Atomic => boot(&args, r, |_| Atomic, |_| Atomic, snap, &model_id),
         hs_timing::ModelDesc::InOrder(cfg) => {
             let harts = hs_timing::InOrderFactory::new(&cfg);
-            boot(&args, r, |_| harts.build(), snap, &model_id)
+            // The reference machine of --engine-check gets models of its
+            // own: the harts of one factory share their L2.
+            let reference = hs_timing::InOrderFactory::new(&cfg);
+            boot(
+                &args,
+                r,
+                |_| harts.build(),
+                |_| reference.build(),
+                snap,
+                &model_id,
+            )
         }
     }
 }
+
+/// Exit status of a run whose --engine-check found a divergence.
+pub const ENGINE_CHECK_FAILED: i32 = 3;
 
 /// What the run records beyond its summary.
 struct Observed {
@@ -599,31 +620,51 @@ fn symbol_sources(args: &BootArgs, machine_kernel: Option<(u64, u64)>) -> Option
 }
 
 /// Boot with `model(h)` as hart h's timing model (wrapped for observation
-/// when counters, a timeline or a trace are asked for).
+/// when counters, a timeline or a trace are asked for); with
+/// --engine-check, `reference_model(h)` for the reference machine's (no
+/// state may be shared between the two machines).
 /// `restore`: the snapshot to go on from; `model_id` names the timing model
 /// (see [`crate::boot_snapshot::model_id`]).
 pub fn boot<M: TimingModel>(
     args: &BootArgs,
     r: Resolved,
     model: impl Fn(usize) -> M,
+    reference_model: impl Fn(usize) -> M,
     restore: Option<&hs_snapshot::Snapshot>,
     model_id: &str,
 ) -> Result<i32, String> {
     let obs = observed(args)?;
-    let cfg = machine_config(args, r);
+    // the engine check compares console output as both machines capture it
+    let reference_cfg = MachineConfig {
+        echo_console: false,
+        capture_console: true,
+        ..machine_config(args, r.clone())
+    };
+    let mut cfg = machine_config(args, r);
+    cfg.capture_console |= args.engine_check;
     if obs.wrap {
         let mut machine =
             Machine::with_observing(cfg, &obs.options, model).map_err(|e| e.to_string())?;
         if let Some(s) = restore {
             crate::boot_snapshot::restore(&mut machine, s, args, model_id)?;
         }
-        finish(args, &obs, machine, model_id)
+        let reference = args
+            .engine_check
+            .then(|| Machine::with_observing(reference_cfg, &obs.options, reference_model))
+            .transpose()
+            .map_err(|e| e.to_string())?;
+        finish(args, &obs, machine, reference, model_id)
     } else {
         let mut machine = Machine::with_timing(cfg, model).map_err(|e| e.to_string())?;
         if let Some(s) = restore {
             crate::boot_snapshot::restore(&mut machine, s, args, model_id)?;
         }
-        finish(args, &obs, machine, model_id)
+        let reference = args
+            .engine_check
+            .then(|| Machine::with_timing(reference_cfg, reference_model))
+            .transpose()
+            .map_err(|e| e.to_string())?;
+        finish(args, &obs, machine, reference, model_id)
     }
 }
 
@@ -648,10 +689,13 @@ fn machine_config(args: &BootArgs, r: Resolved) -> MachineConfig {
     }
 }
 
+/// `reference`: with --engine-check, the machine alike that runs the
+/// reference engine in lockstep with `machine`.
 fn finish<T: TimingModel>(
     args: &BootArgs,
     obs: &Observed,
     mut machine: Machine<T>,
+    mut reference: Option<Machine<T>>,
     model_id: &str,
 ) -> Result<i32, String> {
     if let Some(label) = &args.snapshot_at {
@@ -716,20 +760,36 @@ fn finish<T: TimingModel>(
             );
         }));
     }
-    let run = |machine: &mut Machine<T>| {
-        if args.workload.is_some() {
+    let mut run = |machine: &mut Machine<T>| {
+        if let Some(r) = reference.as_mut() {
+            // no console input: both machines must see the same
+            return match hs_machine::lockstep(machine, r) {
+                Ok(stop) => {
+                    eprintln!("\nhartscope: engine check: the block engine and the reference agreed to the end");
+                    Ok(stop)
+                }
+                Err(d) => Err(d),
+            };
+        }
+        Ok(if args.workload.is_some() {
             machine.run()
         } else {
             let _terminal = RawTerminal::enter();
             machine.set_console_input(Box::new(StdinInput::new()));
             machine.run()
+        })
+    };
+    let mut stop = match run(&mut machine) {
+        Ok(s) => s,
+        Err(d) => {
+            eprintln!("\nhartscope: engine check: {d}");
+            return Ok(ENGINE_CHECK_FAILED);
         }
     };
-    let mut stop = run(&mut machine);
     if stop == StopReason::SnapshotPoint {
         crate::boot_snapshot::write(&machine, args, model_id)?;
         if args.continue_after_snapshot {
-            stop = run(&mut machine);
+            stop = run(&mut machine).map_err(|d| d.to_string())?;
         }
     }
     let summary = machine.summary();

@@ -7,7 +7,7 @@
 //! the machine must handle; see [`Hart::run`] and [`Exit`].
 //!
 //! How it is fast:
-//! * Decoded blocks, cached by physical address (`exec::Blocks`), with a
+//! * Decoded blocks, cached by physical address (`exec::cache`), with a
 //!   first level keyed by virtual pc. Blocks run through conditional
 //!   branches and end at jumps, system instructions, 64 instructions or the
 //!   page end. Interrupts, the budget and code changes are checked between
@@ -43,6 +43,7 @@ mod trap;
 use hs_bus::GuestRam;
 pub use hs_timing::{Atomic, TimingModel, TrapInfo};
 
+pub use exec::{CheckKind, CheckRecord, Engine};
 pub use pmp::PMP_ENTRIES;
 pub use state::HartState;
 pub use trap::{
@@ -171,6 +172,10 @@ pub struct Hart<T: TimingModel = Atomic> {
     /// Everything the virtual-pc block lookup depends on (see `refresh_stamp`).
     fetch_stamp: u64,
     stats: HartStats,
+    /// Which engine runs instructions (see `exec::reference`).
+    engine: Engine,
+    /// Per-step records for a differential check; None normally.
+    check_log: Option<Vec<CheckRecord>>,
 }
 
 impl<T: TimingModel> Hart<T> {
@@ -200,6 +205,8 @@ impl<T: TimingModel> Hart<T> {
             checks: CHECK_IRQ | CHECK_CODE,
             fetch_stamp: 0,
             stats: HartStats::default(),
+            engine: Engine::Blocks,
+            check_log: None,
         };
         h.reset(0);
         h

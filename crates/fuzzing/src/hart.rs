@@ -2,9 +2,15 @@
 //! data in RAM, arbitrary CSR state set by the guest's own `csrw`s (so the
 //! CSRs' write rules apply), then the hart runs. It must never fault the
 //! host; every wild access ends as a trap or a device error.
+//!
+//! Each input runs twice, on the block engine and on the reference engine
+//! (every instruction decoded afresh), and both must take the same steps
+//! and end in the same state, unless the code stored to its own code pages
+//! (then the block engine may run the op it decoded before the store until
+//! its block ends, as hardware without `fence.i` may).
 
 use hs_bus::{Access, BusFault, GuestRam, SystemBus, WriteEffect};
-use hs_core::{Exit, Hart, HartConfig};
+use hs_core::{Atomic, CheckRecord, Engine, Exit, Hart, HartConfig};
 use hs_isa::csr::*;
 
 use crate::Input;
@@ -67,6 +73,34 @@ fn csrw(csr: u16, rs1: u32) -> u32 {
 const MRET: u32 = 0x3020_0073;
 
 pub fn run(data: &[u8]) {
+    differential(data);
+}
+
+/// Run `data` on both engines and compare them (panics where they differ);
+/// false when the code wrote to its own code pages, so nothing was compared.
+pub fn differential(data: &[u8]) -> bool {
+    let (blocks, blocks_log) = run_on(data, Engine::Blocks);
+    let (reference, reference_log) = run_on(data, Engine::Reference);
+    let wrote_code = |h: &Hart<Atomic>| h.stats().code_invalidations > 0;
+    if wrote_code(&blocks) || wrote_code(&reference) {
+        return false;
+    }
+    if let Some(i) = (0..blocks_log.len().max(reference_log.len()))
+        .find(|&i| blocks_log.get(i) != reference_log.get(i))
+    {
+        panic!(
+            "the engines diverge at step {i}: block engine {:x?}, reference {:x?}",
+            blocks_log.get(i),
+            reference_log.get(i)
+        );
+    }
+    let diff = blocks.arch_diff(&reference);
+    assert!(diff.is_empty(), "the engines end apart: {diff:?}");
+    true
+}
+
+/// Run `data` on `engine`; the hart afterwards and its check log.
+fn run_on(data: &[u8], engine: Engine) -> (Hart<Atomic>, Vec<CheckRecord>) {
     let mut input = Input::new(data);
     let ram = GuestRam::new(BASE, RAM).expect("64 KiB of RAM");
     let mut hart = Hart::new(
@@ -78,6 +112,9 @@ pub fn run(data: &[u8]) {
         hs_core::Atomic,
     );
     hart.reset(BASE);
+    hart.set_engine(engine);
+    hart.set_check_log(true);
+    let mut log = Vec::new();
     // Register values: CSR values for the prologue, then pointers into (or
     // just past) RAM or raw values for the fuzzed code.
     let satp_mode = input.pick(&[0u64, 8, 9]);
@@ -134,7 +171,9 @@ pub fn run(data: &[u8]) {
         while hart.cycle() < until && stops == 0 {
             calls += 1;
             assert!(calls < 100_000, "the hart keeps returning without progress");
-            match hart.run(&mut bus, until) {
+            let exit = hart.run(&mut bus, until);
+            log.append(&mut hart.take_check_log());
+            match exit {
                 Exit::Idle => hart.advance_to(until),
                 Exit::Stop => stops += 1,
                 Exit::Budget => {
@@ -162,4 +201,5 @@ pub fn run(data: &[u8]) {
         "the hart ran its budget"
     );
     assert!(ram.read(BASE + RAM - 8, 8).is_some(), "RAM is intact");
+    (hart, log)
 }

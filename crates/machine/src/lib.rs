@@ -12,6 +12,7 @@ pub mod error;
 pub mod events;
 pub mod layout;
 pub mod loader;
+pub mod lockstep;
 pub mod machine;
 pub mod markers;
 pub mod observation;
@@ -28,6 +29,7 @@ pub use error::MachineError;
 pub use hs_devices;
 pub use hs_timing;
 pub use loader::{BootFile, BootImages};
+pub use lockstep::{lockstep, Divergence};
 pub use machine::{
     ConsoleInput, InputEvent, Machine, MachineConfig, Progress, RunSummary, StopReason,
     VirtioDevice,

@@ -585,6 +585,29 @@ impl<T: TimingModel> Machine<T> {
         self.stop.unwrap_or(StopReason::HartStop)
     }
 
+    /// One slice for a differential check (`crate::lockstep`): what `run`
+    /// does around a slice, without progress lines. The stop reason, once
+    /// the machine stops.
+    pub(crate) fn lockstep_slice(&mut self) -> Option<StopReason> {
+        self.fresh = false;
+        if self.stop.is_none()
+            && self
+                .interrupt
+                .is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed))
+        {
+            self.stop = Some(StopReason::Interrupted);
+        }
+        if self.stop.is_none() {
+            let t0 = Instant::now();
+            self.run_slice();
+            self.host_time += t0.elapsed();
+        }
+        if self.stop.is_some() {
+            self.flush_console();
+        }
+        self.stop
+    }
+
     /// Earliest future cycle at which something raises an interrupt.
     /// Deadlines centuries away (a guest writing a huge compare value) count
     /// as never, so time cannot be driven to overflow.

@@ -1,0 +1,213 @@
+//! The run loop and the block engine: between blocks, interrupts, the
+//! cycle budget, code changes and counter overflow are looked at; a block
+//! runs its cached ops back to back and chains into the next block while
+//! nothing needs looking at.
+
+use hs_bus::SystemBus;
+use hs_timing::TimingModel;
+
+use super::reference::CheckKind;
+use super::semantics::Flow;
+use super::{Engine, Op};
+use crate::trap::{Trap, CAUSE_EXIT};
+use crate::{Exit, Hart, CHECK_CODE, CHECK_IRQ};
+
+/// Cycles between two checks for hpm counter overflow while one is watched.
+const HPM_CHECK: u64 = 256;
+
+impl<T: TimingModel> Hart<T> {
+    /// Run until `cycle() >= until_cycle` or another exit.
+    pub fn run<B: SystemBus>(&mut self, bus: &mut B, until_cycle: u64) -> Exit {
+        // other harts and DMA may have written code since our last slice
+        self.checks |= CHECK_CODE | CHECK_IRQ;
+        // one compare per block covers both the budget and the Sstc timer
+        let mut limit = until_cycle.min(self.stimecmp_cycle);
+        let exit = loop {
+            if self.cycle >= limit || self.checks != 0 {
+                if self.cycle >= until_cycle {
+                    break Exit::Budget;
+                }
+                self.checks &= !CHECK_IRQ;
+                if let Some(irq) = self.interrupt_to_take() {
+                    self.stats.interrupts += 1;
+                    self.cycle += 1;
+                    self.stall = self.stall.wrapping_add(1);
+                    let pc = self.pc;
+                    self.take_trap(irq, true, 0);
+                    self.log_step(CheckKind::Interrupt(irq), pc, None, self.cycle);
+                }
+                if self.checks & CHECK_CODE != 0 {
+                    self.checks &= !CHECK_CODE;
+                    self.drop_written_code();
+                }
+                limit = until_cycle.min(self.stimecmp_cycle);
+                if self.csr.hpm_watch != 0 {
+                    // Sscofpmf: look for counter overflow every HPM_CHECK
+                    // cycles (the interrupt's skid is at most that).
+                    self.check_hpm_overflow();
+                    limit = limit.min(self.cycle + HPM_CHECK);
+                }
+            }
+            let r = match self.engine {
+                Engine::Blocks => self.fetch_block().map(|(start, n, pa)| {
+                    if self.check_log.is_none() {
+                        self.exec_block::<B, false>(bus, start, n, pa, limit)
+                    } else {
+                        self.exec_block_logged(bus, start, n, pa, limit)
+                    }
+                }),
+                Engine::Reference => self.exec_reference_block(bus),
+            };
+            match r {
+                Ok(None) => {}
+                Ok(Some(e)) => break e,
+                Err(t) => {
+                    // an instruction-fetch fault: nothing retires
+                    self.cycle += 1;
+                    self.stall = self.stall.wrapping_add(1);
+                    let pc = self.pc;
+                    self.take_trap(t.cause, false, t.tval);
+                    self.log_step(CheckKind::FetchFault(t.cause), pc, None, self.cycle);
+                }
+            }
+        };
+        // LR/SC reservations do not survive the end of a slice: another
+        // hart (or DMA) may store to the reserved address before we resume.
+        self.reservation = None;
+        exit
+    }
+
+    /// Execute `n` ops starting at `start`; `Some` when the run loop must return.
+    ///
+    /// [`Hart::execute`] is inlined into the loop, so each instruction's arm
+    /// either continues with the next op or leaves the block itself.
+    ///
+    /// A block that ends (taken branch, jump, or its last op) chains straight
+    /// into the next one if the virtual-pc cache holds it, unless the run
+    /// loop has work (`checks`) or `limit` (budget or Sstc deadline) is
+    /// reached: exactly what the run loop would do, without going there.
+    ///
+    /// `LOG`: keep a [`CheckRecord`] per instruction (a second copy of this
+    /// function, used only by differential checks).
+    fn exec_block<B: SystemBus, const LOG: bool>(
+        &mut self,
+        bus: &mut B,
+        start: usize,
+        n: usize,
+        block_pa: u64,
+        limit: u64,
+    ) -> Option<Exit> {
+        debug_assert!(n > 0 && start + n <= self.blocks.arena_len());
+        // SAFETY (for the pointer arithmetic here and the reads below):
+        // `fetch_block` returned an in-bounds range, and nothing that runs
+        // while a block executes reallocates `ops`: decoding happens between
+        // blocks, and `fence.i` (which may truncate the arena, keeping its
+        // allocation) ends its block.
+        let ops = self.blocks.ops_ptr();
+        let mut p = unsafe { ops.add(start) };
+        let mut end = unsafe { p.add(n) };
+        let mut block_pa = block_pa;
+        // pc and the cycle count live in registers while the block runs;
+        // `self.cycle` is synced around every slow path that may read it.
+        let mut base_pc = self.pc;
+        let mut cyc = self.cycle;
+        let (trap, op, extra) = 'run: loop {
+            let op: &Op = unsafe { &*p };
+            p = unsafe { p.add(1) };
+            // computed where used, so straight-line ALU ops never pay for them
+            macro_rules! pc {
+                () => {
+                    base_pc.wrapping_add(op.off as u64)
+                };
+            }
+            // wrapping: `insn` returns -1 for the second of a dual-issue pair
+            let extra = self
+                .timing
+                .fetch(pc!(), block_pa + op.off as u64, op.len)
+                .wrapping_add(self.timing.insn(pc!(), op.class, op.ops));
+            macro_rules! retire {
+                () => {{
+                    cyc = cyc.wrapping_add(1).wrapping_add(extra);
+                    self.stall = self.stall.wrapping_add(extra);
+                    if LOG {
+                        self.log_step(CheckKind::Retired, pc!(), Some(op), cyc);
+                    }
+                }};
+            }
+            // Go on at `t` after the block's last instruction retired: chain
+            // into the block cached for `t` when the run loop has nothing
+            // to do (it would only look the block up itself), else return.
+            macro_rules! leave {
+                ($target:expr) => {{
+                    let t = $target;
+                    if cyc < limit && self.checks == 0 {
+                        if let Some((s, n, pa)) = self.blocks.lookup(t, self.fetch_stamp) {
+                            // SAFETY: as above; the stamp proves the entry
+                            // belongs to the current arena generation.
+                            p = unsafe { ops.add(s) };
+                            end = unsafe { p.add(n) };
+                            base_pc = t;
+                            block_pa = pa;
+                            continue 'run;
+                        }
+                    }
+                    self.cycle = cyc;
+                    self.pc = t;
+                    return None;
+                }};
+            }
+            match self.execute(bus, op, base_pc, &mut cyc) {
+                Flow::Next => {}
+                // a taken branch, jump or xRET ends the block
+                Flow::Jump(t) => {
+                    retire!();
+                    leave!(t)
+                }
+                Flow::Trap(t) => break 'run (t, op, extra),
+            }
+            retire!();
+            if p == end {
+                // the block ran to its end (64 instructions, the page end
+                // or a block-ending instruction that did not jump)
+                leave!(pc!().wrapping_add(op.len as u64))
+            }
+        };
+        self.cycle = cyc;
+        self.end_at_trap(trap, op, base_pc.wrapping_add(op.off as u64), extra)
+    }
+
+    /// `exec_block` keeping a check log, out of line so the run loop holds
+    /// one copy of the interpreter only.
+    #[inline(never)]
+    fn exec_block_logged<B: SystemBus>(
+        &mut self,
+        bus: &mut B,
+        start: usize,
+        n: usize,
+        block_pa: u64,
+        limit: u64,
+    ) -> Option<Exit> {
+        self.exec_block::<B, true>(bus, start, n, block_pa, limit)
+    }
+
+    /// Finish a block at `op` (at `pc`) that raised `trap`; `self.cycle` is
+    /// the count before it, `extra` its timing charge.
+    pub(super) fn end_at_trap(&mut self, trap: Trap, op: &Op, pc: u64, extra: u64) -> Option<Exit> {
+        let extra_cycles = extra.wrapping_add(1);
+        if trap.cause == CAUSE_EXIT {
+            // the instruction retired; the machine must act now
+            self.cycle = self.cycle.wrapping_add(extra_cycles);
+            self.stall = self.stall.wrapping_add(extra);
+            self.pc = pc.wrapping_add(op.len as u64);
+            self.log_step(CheckKind::Retired, pc, Some(op), self.cycle);
+            return Some(self.exit.take().unwrap_or(Exit::IrqCheck));
+        }
+        // the faulting instruction does not retire but takes time
+        self.cycle = self.cycle.wrapping_add(extra_cycles);
+        self.stall = self.stall.wrapping_add(extra_cycles);
+        self.pc = pc;
+        self.take_trap(trap.cause, false, trap.tval);
+        self.log_step(CheckKind::Exception(trap.cause), pc, Some(op), self.cycle);
+        self.exit.take()
+    }
+}
