@@ -147,6 +147,11 @@ pub struct InOrder {
     walk_clock: u64,
     pending: [u64; PENDING_MAX],
     pending_n: usize,
+    /// The address the pending walk translates.
+    pending_va: u64,
+    /// The PTE a finished walk wrote back (A/D update), charged with the
+    /// access the walk served (0: none).
+    ad_write: u64,
     // fast-path memos
     ishift: u32,
     /// Clears the offset within an L1I line.
@@ -326,6 +331,8 @@ impl InOrder {
             walk_clock: 0,
             pending: [0; PENDING_MAX],
             pending_n: 0,
+            pending_va: 0,
+            ad_write: 0,
             ishift: cfg.l1i.line.trailing_zeros(),
             iline_mask: !(cfg.l1i.line - 1),
             dshift: cfg.l1d.line.trailing_zeros(),
@@ -621,23 +628,11 @@ impl InOrder {
         (self.l1d_lat + stall, stall)
     }
 
-    /// A TLB lookup of virtual address `va` that may follow a hart walk:
-    /// consume the pending walk (remember it), and on a miss look in the
-    /// second-level TLB, else walk through the caches. Walker cycles.
+    /// A miss in this model's TLB for virtual address `va`: look in the
+    /// second-level TLB, else walk through the caches with the PTE
+    /// addresses of the hart's last walk of the page. Walker cycles.
     #[inline(never)]
-    fn tlb_step(&mut self, itlb: bool, va: u64, hit: bool, write: bool) -> u64 {
-        let rec = if self.pending_n > 0 {
-            let (shift, r) = self.take_pending();
-            self.remember_walk(va, shift, r);
-            Some((shift, r))
-        } else if hit {
-            None
-        } else {
-            self.recorded_walk(va)
-        };
-        if hit {
-            return 0;
-        }
+    fn tlb_miss(&mut self, itlb: bool, va: u64, write: bool) -> u64 {
         if !itlb && write && self.translating {
             self.c.dtlb_write_misses += 1;
         }
@@ -651,8 +646,8 @@ impl InOrder {
             return self.l2tlb_lat;
         }
         self.c.walks += 1;
-        let (shift, cycles) = match rec {
-            Some((shift, r)) => (shift, self.replay_walk(&r)),
+        let (shift, cycles) = match self.recorded_walk(va) {
+            Some((shift, r)) => (shift, self.replay_walk(&r) + self.charge_ad_write()),
             None => {
                 // no walk of this page seen (e.g. MPRV): a walk that misses everywhere
                 self.c.walks_unrecorded += 1;
@@ -704,6 +699,38 @@ impl InOrder {
         self.walks.insert((va >> shift << shift) | shift as u64, r);
     }
 
+    /// The hart finished a page walk (its accesses are pending): keep it
+    /// as the page's record for this model's own TLB misses, and note the
+    /// A/D write it made, if any, to be charged with the access the walk
+    /// serves (the walker writes the PTE back whatever the TLBs here hold).
+    /// Nothing else depends on when the hart walks: its software TLB and
+    /// block cache are host caches, and what they hold must not show in
+    /// cycles or counts. Walker cycles (of an earlier walk's write).
+    fn finish_walk(&mut self) -> u64 {
+        let va = self.pending_va;
+        let (shift, r) = self.take_pending();
+        let earlier = self.charge_ad_write();
+        if r.wrote {
+            self.ad_write = r.ptes[r.n as usize - 1];
+        }
+        self.remember_walk(va, shift, r);
+        earlier
+    }
+
+    /// Charge the A/D write of the last walk, if not yet: walker cycles.
+    fn charge_ad_write(&mut self) -> u64 {
+        if self.ad_write == 0 {
+            return 0;
+        }
+        let (c, stall) = self.data_access(self.ad_write, true);
+        self.ad_write = 0;
+        let cycles = c - self.l1d_lat + self.walk_pte_lat;
+        self.mem_stall += stall;
+        self.state[WALKER] += cycles;
+        self.c.walk_accesses += 1;
+        cycles
+    }
+
     /// The freshest recorded walk of a page holding `va`.
     fn recorded_walk(&self, va: u64) -> Option<(u32, WalkRec)> {
         let mut best: Option<(u32, WalkRec)> = None;
@@ -733,14 +760,48 @@ impl InOrder {
         cycles
     }
 
+    #[inline(always)]
+    fn fetch_plain(&mut self, pc: u64, pa: u64) -> u64 {
+        if pa & self.iline_mask == self.last_iline {
+            return 0;
+        }
+        let line = pa >> self.ishift;
+        // a new line: the usual case is the last I-TLB entry and the MRU way of its set
+        let tlb_hit = self.translating && self.itlb.last_hit(pc);
+        if (tlb_hit || !self.translating) && self.l1i.mru_hit(line, false) {
+            self.last_iline = pa & self.iline_mask;
+            self.state[FETCH] += self.l1i_lat;
+            return self.charged(self.l1i_lat);
+        }
+        let c = self.fetch_new_line(pc, pa, tlb_hit);
+        self.charged(c)
+    }
+
+    /// A fetch right after the hart walked (for it): the walk is recorded
+    /// first, its A/D write charged after the fetch's own TLB lookup.
+    #[inline(never)]
+    fn fetch_after_walk(&mut self, pc: u64, pa: u64) -> u64 {
+        let earlier = self.finish_walk();
+        let c = self.fetch_plain(pc, pa);
+        let w = self.charge_ad_write();
+        c + self.charged(earlier + w)
+    }
+
+    /// A data access right after the hart walked (for it), as
+    /// [`InOrder::fetch_after_walk`].
+    #[inline(never)]
+    fn mem_after_walk(&mut self, va: u64, pa: u64, size: u8, write: bool, mmio: bool) -> u64 {
+        let earlier = self.finish_walk();
+        let c = self.mem_plain(va, pa, size, write, mmio);
+        let w = self.charge_ad_write();
+        c + self.charged(earlier + w)
+    }
+
     #[inline(never)]
     fn fetch_new_line(&mut self, pc: u64, pa: u64, tlb_hit: bool) -> u64 {
         let mut cycles = 0;
-        if self.translating || self.pending_n > 0 {
-            let hit = self.translating && (tlb_hit || self.itlb.lookup(pc));
-            if !hit || self.pending_n > 0 {
-                cycles += self.tlb_step(true, pc, hit, false);
-            }
+        if self.translating && !(tlb_hit || self.itlb.lookup(pc)) {
+            cycles += self.tlb_miss(true, pc, false);
         }
         self.last_iline = pa & self.iline_mask;
         let o = self.l1i.access(pa, false);
@@ -1103,19 +1164,10 @@ impl InOrder {
 impl TimingModel for InOrder {
     #[inline(always)]
     fn fetch(&mut self, pc: u64, pa: u64, _len: u8) -> u64 {
-        if pa & self.iline_mask == self.last_iline {
-            return 0; // (a pending walk clears last_iline)
+        if self.pending_n > 0 {
+            return self.fetch_after_walk(pc, pa);
         }
-        let line = pa >> self.ishift;
-        // a new line: the usual case is the last I-TLB entry and the MRU way of its set
-        let tlb_hit = self.translating && self.itlb.last_hit(pc);
-        if self.pending_n == 0 && (tlb_hit || !self.translating) && self.l1i.mru_hit(line, false) {
-            self.last_iline = pa & self.iline_mask;
-            self.state[FETCH] += self.l1i_lat;
-            return self.charged(self.l1i_lat);
-        }
-        let c = self.fetch_new_line(pc, pa, tlb_hit);
-        self.charged(c)
+        self.fetch_plain(pc, pa)
     }
 
     #[inline(always)]
@@ -1139,47 +1191,24 @@ impl TimingModel for InOrder {
             MemKind::Load | MemKind::Fetch => false,
             MemKind::Store => true,
             MemKind::Walk => {
+                // a walk of another page: the one pending is complete
+                let walked = if self.pending_n > 0 && (va ^ self.pending_va) >> 12 != 0 {
+                    self.finish_walk()
+                } else {
+                    0
+                };
                 if self.pending_n < PENDING_MAX {
                     self.pending[self.pending_n] = pa;
                     self.pending_n += 1;
                 }
-                // the access this walk serves must take the slow path
-                self.last_iline = u64::MAX;
-                self.last_dline = u64::MAX;
-                self.last_dvline = u64::MAX;
-                return 0;
+                self.pending_va = va;
+                return self.charged(walked);
             }
         };
-        let wait = if self.store_to_load && !mmio {
-            self.store_load_order(va, size, write)
-        } else {
-            0
-        };
-        // the line of the last data access, nothing pending: the same page
-        // (a TLB hit) and an L1 hit that changes no replacement state
-        if pa >> self.dshift == self.last_dline
-            && va >> self.dshift == self.last_dvline
-            && !mmio
-            && (!write || self.last_dline_dirty)
-        {
-            self.same_line[(self.translating as usize) << 1 | write as usize] += 1;
-            return self.charged(self.l1d_lat + wait);
+        if self.pending_n > 0 {
+            return self.mem_after_walk(va, pa, size, write, mmio);
         }
-        let tlb_hit = self.translating && self.dtlb.last_hit(va);
-        if self.pending_n == 0
-            && !mmio
-            && (tlb_hit || !self.translating)
-            && self.l1d.mru_hit(pa >> self.dshift, write)
-        {
-            self.c.dtlb_write_accesses += (write && tlb_hit) as u64;
-            self.last_dline = pa >> self.dshift;
-            self.last_dvline = va >> self.dshift;
-            self.last_dline_dirty = write;
-            self.state[MEM] += self.l1d_lat;
-            return self.charged(self.l1d_lat + wait);
-        }
-        let c = self.mem_slow(va, pa, write, mmio, tlb_hit);
-        self.charged(c + wait)
+        self.mem_plain(va, pa, size, write, mmio)
     }
 
     #[inline(always)]
@@ -1289,6 +1318,8 @@ impl TimingModel for InOrder {
             walk_clock: self.walk_clock,
             pending: self.pending,
             pending_n: self.pending_n,
+            pending_va: self.pending_va,
+            ad_write: self.ad_write,
             last_iline: self.last_iline,
             last_dline: self.last_dline,
             last_dvline: self.last_dvline,
@@ -1353,6 +1384,8 @@ impl TimingModel for InOrder {
         self.walk_clock = l.walk_clock;
         self.pending = l.pending;
         self.pending_n = l.pending_n;
+        self.pending_va = l.pending_va;
+        self.ad_write = l.ad_write;
         self.last_iline = l.last_iline;
         self.last_dline = l.last_dline;
         self.last_dvline = l.last_dvline;
@@ -1387,6 +1420,8 @@ struct Learnt<C, T, U, P, Q> {
     walk_clock: u64,
     pending: [u64; PENDING_MAX],
     pending_n: usize,
+    pending_va: u64,
+    ad_write: u64,
     last_iline: u64,
     last_dline: u64,
     last_dvline: u64,
@@ -1403,17 +1438,46 @@ struct Learnt<C, T, U, P, Q> {
 }
 
 impl InOrder {
+    /// A load or store with no walk pending.
+    #[inline(always)]
+    fn mem_plain(&mut self, va: u64, pa: u64, size: u8, write: bool, mmio: bool) -> u64 {
+        let wait = if self.store_to_load && !mmio {
+            self.store_load_order(va, size, write)
+        } else {
+            0
+        };
+        // the line of the last data access, nothing pending: the same page
+        // (a TLB hit) and an L1 hit that changes no replacement state
+        if pa >> self.dshift == self.last_dline
+            && va >> self.dshift == self.last_dvline
+            && !mmio
+            && (!write || self.last_dline_dirty)
+        {
+            self.same_line[(self.translating as usize) << 1 | write as usize] += 1;
+            return self.charged(self.l1d_lat + wait);
+        }
+        let tlb_hit = self.translating && self.dtlb.last_hit(va);
+        if !mmio && (tlb_hit || !self.translating) && self.l1d.mru_hit(pa >> self.dshift, write) {
+            self.c.dtlb_write_accesses += (write && tlb_hit) as u64;
+            self.last_dline = pa >> self.dshift;
+            self.last_dvline = va >> self.dshift;
+            self.last_dline_dirty = write;
+            self.state[MEM] += self.l1d_lat;
+            return self.charged(self.l1d_lat + wait);
+        }
+        let c = self.mem_slow(va, pa, write, mmio, tlb_hit);
+        self.charged(c + wait)
+    }
+
     /// A data access the fast path in `mem` did not cover.
     #[inline(never)]
     fn mem_slow(&mut self, va: u64, pa: u64, write: bool, mmio: bool, tlb_hit: bool) -> u64 {
         let mut cycles = 0;
-        if self.translating || self.pending_n > 0 {
-            let hit = self.translating && (tlb_hit || self.dtlb.lookup(va));
-            if write {
-                self.c.dtlb_write_accesses += self.translating as u64;
-            }
-            if !hit || self.pending_n > 0 {
-                cycles += self.tlb_step(false, va, hit, write);
+        if self.translating {
+            let hit = tlb_hit || self.dtlb.lookup(va);
+            self.c.dtlb_write_accesses += write as u64;
+            if !hit {
+                cycles += self.tlb_miss(false, va, write);
             }
         }
         if mmio {
@@ -1657,12 +1721,13 @@ mod tests {
         translating(&mut m);
         let (l1, l2, mem) = (c.l1d.latency, c.l2.latency, c.memory_latency);
         let ptes = [RAM + 0x10_000, RAM + 0x11_000, RAM + 0x12_008];
-        for p in ptes {
-            m.mem(p, p, 8, MemKind::Walk, false);
-        }
-        m.mem(ptes[2], ptes[2], 8, MemKind::Walk, false); // A/D update of the leaf
         let page = RAM + 0x40_000;
-        // 3 cold PTE reads + the A/D write (an L1 hit now) + the load
+        // walk accesses carry the address they translate
+        for p in ptes {
+            m.mem(page, p, 8, MemKind::Walk, false);
+        }
+        m.mem(page, ptes[2], 8, MemKind::Walk, false); // A/D update of the leaf
+                                                       // 3 cold PTE reads + the A/D write (an L1 hit now) + the load
         let walk = 3 * (l1 + l2 + mem) + l1;
         assert_eq!(
             m.mem(page, page, 8, MemKind::Load, false),
@@ -1759,13 +1824,52 @@ mod tests {
         }
     }
 
+    /// The hart's software TLB is a host cache: whether it walks again for
+    /// a page it walked before (its entry evicted, its block cache
+    /// re-translating) must not change the model's cycles or counts.
+    #[test]
+    fn a_repeated_hart_walk_changes_nothing() {
+        let run = |rewalk: bool| {
+            let (mut m, _) = model();
+            translating(&mut m);
+            let page = RAM + 0x40_000;
+            let code = RAM + 0x80_000;
+            let ptes = [RAM + 0x10_000, RAM + 0x11_000, RAM + 0x12_008];
+            let mut total = 0u64;
+            for round in 0..4u64 {
+                for va in [code, page] {
+                    if round == 0 || rewalk {
+                        for p in ptes {
+                            total += m.mem(va, p + (va >> 9 & 8), 8, MemKind::Walk, false);
+                        }
+                    }
+                }
+                total += m.fetch(code + round * 2, code + round * 2, 2);
+                total = total.wrapping_add(m.insn(code, InsnClass::Load, Operands::EMPTY));
+                total += m.mem(page + round * 8, page + round * 8, 8, MemKind::Load, false);
+            }
+            let s = m.model_stats().unwrap();
+            let keep = |n: &str| !n.starts_with("walker.") || n == "walker.walks";
+            let counts: Vec<(String, u64)> = s
+                .stats
+                .iter()
+                .filter(|st| keep(st.name))
+                .map(|st| (st.name.to_string(), st.value))
+                .collect();
+            (total, counts)
+        };
+        let (once, again) = (run(false), run(true));
+        assert_eq!(once.0, again.0, "cycles");
+        assert_eq!(once.1, again.1);
+    }
+
     #[test]
     fn walk_depth_gives_the_page_size() {
         let (mut m, c) = model();
         translating(&mut m);
-        m.mem(RAM + 0x10_000, RAM + 0x10_000, 8, MemKind::Walk, false);
-        m.mem(RAM + 0x11_000, RAM + 0x11_000, 8, MemKind::Walk, false); // two levels: a 2 MiB leaf
         let page = RAM + 0x20_0000;
+        m.mem(page, RAM + 0x10_000, 8, MemKind::Walk, false);
+        m.mem(page, RAM + 0x11_000, 8, MemKind::Walk, false); // two levels: a 2 MiB leaf
         m.mem(page, page, 8, MemKind::Load, false);
         let l1 = c.l1d.latency;
         let far = page + 0x1f_f000;
