@@ -57,6 +57,76 @@ fn a_linux_boot_agrees_under_the_engine_check() {
     assert!(plain["instret"].as_u64().unwrap() > 100_000_000, "{plain}");
 }
 
+/// The in-order model on four harts, its block cache churning (1,024
+/// instructions, emptied tens of thousands of times): the block engine
+/// agrees with the reference step by step, and the run gives the console
+/// output and every guest and model count of a plain run with the default
+/// cache. What a host cache holds must never show in results (the ground
+/// a translating engine stands on).
+#[test]
+fn a_linux_boot_on_the_inorder_model_agrees_on_four_harts_whatever_the_block_cache() {
+    let _ = image("debian");
+    let dir = Scratch::new("engine-check-inorder");
+    let workload = root().join("guest/workloads/p87-shell");
+    let machine = root().join("machines/inorder.toml");
+    let run = |check: bool| {
+        let stats = dir.path(&format!("stats-{check}.json"));
+        let mut args = vec![
+            "boot",
+            "--image",
+            "debian",
+            "--smp",
+            "4",
+            "--machine",
+            machine.to_str().unwrap(),
+            "--workload",
+            workload.to_str().unwrap(),
+            "--stats-json",
+            stats.to_str().unwrap(),
+        ];
+        if check {
+            args.extend(["--engine-check", "--block-cache-ops", "1024"]);
+        }
+        let out = hartscope(&args, &dir, BOOT_DEADLINE);
+        assert_workload_finished(&out, 0);
+        assert_eq!(out.stderr.contains(AGREED), check, "{}", out.tail());
+        let mut counts = guest_stats(&std::fs::read_to_string(&stats).unwrap());
+        // the block cache's own counters, and the software TLB's walks
+        let mut flushes = 0;
+        for h in counts["harts"].as_array_mut().unwrap() {
+            let h = h.as_object_mut().unwrap();
+            flushes += h["block_flushes"].as_u64().unwrap();
+            for host in [
+                "blocks_decoded",
+                "block_flushes",
+                "page_walks",
+                "block_cache_bytes",
+            ] {
+                assert!(h.remove(host).is_some(), "no {host} in --stats-json");
+            }
+        }
+        (out.stdout, counts, flushes)
+    };
+    let (plain_console, plain, plain_flushes) = run(false);
+    let (checked_console, checked, checked_flushes) = run(true);
+    assert!(
+        checked_flushes > 100 * plain_flushes.max(1),
+        "the small cache was emptied {checked_flushes} times, the default {plain_flushes}"
+    );
+    assert!(plain_console == checked_console, "console output differs");
+    let diffs = json_differences(&plain, &checked, 10);
+    assert!(
+        diffs.is_empty(),
+        "guest or model counts differ:\n{}",
+        diffs.join("\n")
+    );
+    let stats = plain["stats"].to_string();
+    assert!(
+        stats.contains("itlb.accesses"),
+        "the in-order model's counts are compared"
+    );
+}
+
 #[test]
 fn the_isa_programs_agree_under_the_engine_check() {
     let isa = root().join("tests/isa");

@@ -138,6 +138,13 @@ pub struct BootArgs {
     /// instruction (exit status 3). Slow: meant for tests and CI.
     #[arg(long, conflicts_with_all = ["restore", "snapshot_at", "profile", "trace", "itrace"])]
     pub engine_check: bool,
+    /// Decoded instructions each hart's block cache holds before it is
+    /// emptied and refilled (as QEMU's tb-size; default 1048576, taken
+    /// between 1024 and 16777216). A host cache: the guest's output and
+    /// every count are the same at any size; only host time and memory
+    /// change (reported per hart as block_cache_bytes in --stats-json).
+    #[arg(long, value_name = "OPS")]
+    pub block_cache_ops: Option<usize>,
 }
 
 /// QEMU flags that take a value and their `boot` spelling.
@@ -700,6 +707,22 @@ fn finish<T: TimingModel>(
 ) -> Result<i32, String> {
     if let Some(label) = &args.snapshot_at {
         machine.set_snapshot_at(label);
+    }
+    if let Some(ops) = args.block_cache_ops {
+        if !(hs_machine::hs_core::BLOCK_CACHE_OPS_MIN..=hs_machine::hs_core::BLOCK_CACHE_OPS_MAX)
+            .contains(&ops)
+        {
+            return Err(format!(
+                "--block-cache-ops {ops}: a block cache holds between {} and {} instructions",
+                hs_machine::hs_core::BLOCK_CACHE_OPS_MIN,
+                hs_machine::hs_core::BLOCK_CACHE_OPS_MAX
+            ));
+        }
+        for m in std::iter::once(&mut machine).chain(reference.as_mut()) {
+            for h in m.harts_mut() {
+                h.set_block_cache_ops(ops);
+            }
+        }
     }
     let symbols = if args.profile.is_some() || obs.itrace.is_some() || args.trace.is_some() {
         let sources = symbol_sources(args, machine.kernel_extent());

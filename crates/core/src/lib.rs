@@ -43,7 +43,7 @@ mod trap;
 use hs_bus::GuestRam;
 pub use hs_timing::{Atomic, TimingModel, TrapInfo};
 
-pub use exec::{CheckKind, CheckRecord, Engine};
+pub use exec::{CheckKind, CheckRecord, Engine, BLOCK_CACHE_OPS_MAX, BLOCK_CACHE_OPS_MIN};
 pub use pmp::PMP_ENTRIES;
 pub use state::HartState;
 pub use trap::{

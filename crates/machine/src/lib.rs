@@ -26,6 +26,7 @@ pub mod task;
 pub use board::{Board, DevId};
 pub use config::{ipi_policy, load_devices};
 pub use error::MachineError;
+pub use hs_core;
 pub use hs_devices;
 pub use hs_timing;
 pub use loader::{BootFile, BootImages};

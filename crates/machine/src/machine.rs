@@ -200,6 +200,9 @@ pub struct HartSummary {
     pub blocks_decoded: u64,
     pub block_flushes: u64,
     pub page_walks: u64,
+    /// Host memory the hart's block cache (its translation cache) holds
+    /// at the end, in bytes.
+    pub block_cache_bytes: u64,
     pub tlb_flushes: u64,
     pub exceptions: u64,
     pub interrupts: u64,
@@ -1101,6 +1104,7 @@ impl<T: TimingModel> Machine<T> {
                     blocks_decoded: st.blocks_decoded,
                     block_flushes: st.block_flushes,
                     page_walks: st.page_walks,
+                    block_cache_bytes: h.block_cache_bytes() as u64,
                     tlb_flushes: st.tlb_flushes,
                     exceptions: st.exceptions,
                     interrupts: st.interrupts,

@@ -12,14 +12,18 @@
 //! (TLB misses) + CSR, trap and interrupt-delivery cycles (execute).
 //!
 //! Page sizes and walker addresses: the hart reports its own page walks as
-//! `Walk` accesses right before the access they serve. The model keeps them
-//! (per physical page, with the page size the walk depth implies) and, on
-//! a TLB miss of its own, sends the page's PTE accesses through the caches.
+//! `Walk` accesses (carrying the address translated) right before the
+//! access they serve. The model keeps each as the page's record (with the
+//! page size the walk depth implies), charges the A/D write a walk made
+//! with the access it serves, and on a TLB miss of its own sends the
+//! recorded PTE reads through the caches. When the hart walks again for a
+//! page it walked before is up to its software TLB and block cache (host
+//! caches), so nothing else depends on it.
 //!
 //! Not modelled: coherence between harts' L1s (each hart's L1 ignores the
 //! others' stores, DMA bypasses the caches), ASIDs (the TLBs flush on every
 //! `satp` write and `sfence.vma`, as the hart's do), MPRV translation in
-//! M-mode beyond the accesses the hart walks for.
+//! M-mode (its accesses pay no walk).
 
 use std::cell::RefCell;
 use std::collections::HashMap;

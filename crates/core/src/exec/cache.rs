@@ -37,8 +37,12 @@ const TABLE_BITS: u32 = 15;
 const VCACHE_BITS: u32 = 14;
 pub(crate) const MAX_BLOCK_INSNS: usize = 64;
 /// The arena is reset when it holds this many ops (blocks evicted from the
-/// direct-mapped table leave garbage behind).
+/// direct-mapped table leave garbage behind), unless
+/// [`Hart::set_block_cache_ops`] chose another size.
 pub(crate) const ARENA_LIMIT: usize = 1 << 20;
+/// The smallest and largest arena [`Hart::set_block_cache_ops`] takes.
+pub const BLOCK_CACHE_OPS_MIN: usize = 16 * MAX_BLOCK_INSNS;
+pub const BLOCK_CACHE_OPS_MAX: usize = 1 << 24;
 
 /// A block cache's contents as [`Hart::save_blocks`] describes them.
 #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
@@ -74,6 +78,8 @@ pub(crate) struct Blocks {
     /// eviction or a code write) mostly copies instead of decoding: an op
     /// is a pure function of its word (and its offset, set on use).
     memo: Box<[Op]>,
+    /// Ops the arena holds before it is reset.
+    limit: usize,
 }
 
 /// Entries of `Blocks::memo` (a power of two).
@@ -99,7 +105,23 @@ impl Blocks {
             page_slots: HashMap::new(),
             // every entry holds word 0 decoded, so a hit is always right
             memo: vec![Op::decoded(0, 0); 1 << MEMO_BITS].into_boxed_slice(),
+            limit: ARENA_LIMIT,
         }
+    }
+
+    /// Host memory the cache holds: the arena as allocated, both lookup
+    /// levels, the decode memo and the per-page lists.
+    pub fn bytes(&self) -> usize {
+        use std::mem::size_of;
+        self.ops.capacity() * size_of::<Op>()
+            + self.vcache.len() * size_of::<VEntry>()
+            + self.table.len() * size_of::<BlockEntry>()
+            + self.memo.len() * size_of::<Op>()
+            + self
+                .page_slots
+                .values()
+                .map(|v| v.capacity() * 4 + 16)
+                .sum::<usize>()
     }
 
     /// `Op::decoded(word, off)`, from the memo when it holds `word`.
@@ -172,6 +194,22 @@ impl Blocks {
 }
 
 impl<T: TimingModel> Hart<T> {
+    /// Size the block cache's arena: `ops` decoded instructions (clamped to
+    /// [`BLOCK_CACHE_OPS_MIN`]..=[`BLOCK_CACHE_OPS_MAX`]) before it is
+    /// emptied and refilled, as QEMU's `tb-size`. A host cache: what the
+    /// guest sees and every count the timing model keeps are the same
+    /// whatever its size (`tests/engine_check.rs` holds a Linux boot to
+    /// that); only host time and memory change. Empties the cache.
+    pub fn set_block_cache_ops(&mut self, ops: usize) {
+        self.blocks.limit = ops.clamp(BLOCK_CACHE_OPS_MIN, BLOCK_CACHE_OPS_MAX);
+        self.flush_blocks();
+    }
+
+    /// Host memory the block cache holds, in bytes.
+    pub fn block_cache_bytes(&self) -> usize {
+        self.blocks.bytes()
+    }
+
     /// What the block cache holds, for a snapshot. A host cache, but its
     /// contents show through: a virtual-pc hit skips translation (so what
     /// it holds decides which page walks the hart makes and reports to the
@@ -216,7 +254,7 @@ impl<T: TimingModel> Hart<T> {
             // Never let the arena fill (its flush would leave the entries
             // made so far pointing past its end), and never take the
             // uncached single-instruction path (it translates and times).
-            if h.blocks.ops.len() + MAX_BLOCK_INSNS > ARENA_LIMIT {
+            if h.blocks.ops.len() + MAX_BLOCK_INSNS > h.blocks.limit {
                 return None;
             }
             let len = insn_len(h.ram.read(pa, 2)? as u16) as u64;
@@ -283,7 +321,7 @@ impl<T: TimingModel> Hart<T> {
         }
         // The arena as full as it was, so it fills (and is flushed) when it did.
         let scratch = self.blocks.ops[0];
-        let want = saved.arena.min(ARENA_LIMIT + MAX_BLOCK_INSNS);
+        let want = saved.arena.min(self.blocks.limit + MAX_BLOCK_INSNS);
         while self.blocks.ops.len() < want {
             self.blocks.ops.push(scratch);
         }
@@ -399,7 +437,7 @@ impl<T: TimingModel> Hart<T> {
 
     #[inline(never)]
     fn decode_block(&mut self, pc: u64, pa: u64) -> Result<(usize, usize, u64), Trap> {
-        if self.blocks.ops.len() > ARENA_LIMIT {
+        if self.blocks.ops.len() > self.blocks.limit {
             self.flush_blocks();
         }
         let page_end = (pa | 0xfff) + 1;
