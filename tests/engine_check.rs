@@ -130,8 +130,7 @@ fn a_linux_boot_on_the_inorder_model_agrees_on_four_harts_whatever_the_block_cac
 #[test]
 fn the_isa_programs_agree_under_the_engine_check() {
     let isa = root().join("tests/isa");
-    let mut srcs = Vec::new();
-    programs(&isa, &mut srcs);
+    let srcs = programs(&isa);
     assert!(srcs.len() >= 20, "found {} ISA programs", srcs.len());
     let dir = Scratch::new("engine-check-isa");
     let mut failures = Vec::new();

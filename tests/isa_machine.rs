@@ -19,8 +19,7 @@ use support::*;
 #[test]
 fn isa_programs_pass_on_the_whole_machine() {
     let isa = root().join("tests/isa");
-    let mut srcs = Vec::new();
-    programs(&isa, &mut srcs);
+    let srcs = programs(&isa);
     assert!(
         srcs.len() >= 20,
         "expected the ISA programs under {}, found {}",
@@ -106,8 +105,7 @@ fn run_qemu_virt(elf: &Path) -> Result<i32, String> {
 #[test]
 fn platform_programs_pass_on_the_whole_machine_and_qemu_virt() {
     let (isa, platform) = (root().join("tests/isa"), root().join("tests/platform"));
-    let mut srcs = Vec::new();
-    programs(&platform, &mut srcs);
+    let srcs = programs(&platform);
     assert!(
         !srcs.is_empty(),
         "expected programs under {}",

@@ -397,24 +397,8 @@ pub fn run_study(study: &str, env: &[&str]) -> StudyRun {
     }
 }
 
-/// The bare-metal cross compiler of the ISA programs.
-pub const RISCV_GCC: &str = "riscv64-unknown-elf-gcc";
-
-/// The bare-metal programs (`*.S`) below `dir`, sorted.
-pub fn programs(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    entries.sort();
-    for p in entries {
-        if p.is_dir() {
-            programs(&p, out);
-        } else if p.extension().is_some_and(|e| e == "S") {
-            out.push(p);
-        }
-    }
-}
+#[allow(unused_imports)] // each test file uses a different part
+pub use hs_test_support::isa::programs;
 
 /// Builds `src` with `link.ld` and `hs_test.h` from `dir` into the
 /// test's scratch area under `rel` (with extension `.elf`).
@@ -423,33 +407,5 @@ pub fn build_isa_program(src: &Path, rel: &Path, dir: &Path) -> Result<PathBuf, 
         .join("isa-machine")
         .join(rel)
         .with_extension("elf");
-    std::fs::create_dir_all(out.parent().unwrap()).unwrap();
-    let res = Command::new(RISCV_GCC)
-        .args([
-            "-nostdlib",
-            "-nostartfiles",
-            "-static",
-            "-march=rv64gc",
-            "-mabi=lp64d",
-            "-mcmodel=medany",
-        ])
-        .arg("-T")
-        .arg(dir.join("link.ld"))
-        .arg("-I")
-        .arg(dir)
-        .arg(src)
-        .arg("-o")
-        .arg(&out)
-        .output()
-        .map_err(|e| {
-            format!("cannot run {RISCV_GCC} (install Debian package gcc-riscv64-unknown-elf): {e}")
-        })?;
-    if !res.status.success() {
-        return Err(format!(
-            "{} does not build:\n{}",
-            src.display(),
-            String::from_utf8_lossy(&res.stderr)
-        ));
-    }
-    Ok(out)
+    hs_test_support::isa::build(src, dir, &out)
 }

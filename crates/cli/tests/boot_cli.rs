@@ -1,10 +1,7 @@
 //! `hartscope` end to end on a bare-metal ELF: QEMU-style top-level flags,
 //! HTIF console and exit code, and `--stats-json`.
 
-#[path = "../../machine/tests/common/mod.rs"]
-mod common;
-
-use common::*;
+use hs_test_support::asm::*;
 use std::process::Command;
 
 fn program(exit_code: u64) -> Vec<u8> {

@@ -7,9 +7,9 @@ use std::process::Command;
 
 use hs_bus::{Access, BusFault, GuestRam, SystemBus, WriteEffect};
 use hs_core::{Exit, Hart, HartConfig};
+use hs_test_support::isa;
 use object::{Object, ObjectSegment, ObjectSymbol};
 
-const GCC: &str = "riscv64-unknown-elf-gcc";
 const QEMU: &str = "qemu-system-riscv64";
 const RAM_BASE: u64 = 0x8000_0000;
 const RAM_SIZE: u64 = 64 << 20;
@@ -48,61 +48,14 @@ fn root() -> PathBuf {
         .unwrap()
 }
 
-fn programs(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    entries.sort();
-    for p in entries {
-        if p.is_dir() {
-            programs(&p, out);
-        } else if p.extension().is_some_and(|e| e == "S") {
-            out.push(p);
-        }
-    }
-}
-
+/// Build `src` (with the `link.ld` beside it) into this test's scratch area.
 fn build(src: &Path) -> Result<PathBuf, String> {
-    let dir = src.parent().unwrap();
-    let ld = dir.join("link.ld");
-    if !ld.exists() {
-        return Err(format!("{} has no link.ld beside it", src.display()));
-    }
     let rel = src.strip_prefix(root().join("tests/isa")).unwrap();
     let out = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join("isa")
         .join(rel)
         .with_extension("elf");
-    std::fs::create_dir_all(out.parent().unwrap()).unwrap();
-    let res = Command::new(GCC)
-        .args([
-            "-nostdlib",
-            "-nostartfiles",
-            "-static",
-            "-march=rv64gc",
-            "-mabi=lp64d",
-            "-mcmodel=medany",
-        ])
-        .arg("-T")
-        .arg(&ld)
-        .arg("-I")
-        .arg(dir)
-        .arg(src)
-        .arg("-o")
-        .arg(&out)
-        .output()
-        .map_err(|e| {
-            format!("cannot run {GCC} (install Debian package gcc-riscv64-unknown-elf): {e}")
-        })?;
-    if !res.status.success() {
-        return Err(format!(
-            "{} does not build:\n{}",
-            src.display(),
-            String::from_utf8_lossy(&res.stderr)
-        ));
-    }
-    Ok(out)
+    isa::build(src, src.parent().unwrap(), &out)
 }
 
 #[derive(Debug, PartialEq)]
@@ -212,8 +165,7 @@ fn run_qemu(elf: &Path, virt: bool) -> Result<Outcome, String> {
 
 #[test]
 fn isa_programs_pass_on_hart_and_qemu() {
-    let mut srcs = Vec::new();
-    programs(&root().join("tests/isa"), &mut srcs);
+    let srcs = isa::programs(&root().join("tests/isa"));
     assert!(!srcs.is_empty(), "no programs in tests/isa");
     let only = std::env::var("HS_ISA_ONLY").ok();
     let mut failures = Vec::new();

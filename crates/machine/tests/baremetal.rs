@@ -4,24 +4,13 @@
 
 mod common;
 
-use common::*;
 use hs_machine::{BootFile, BootImages, Machine, MachineConfig, StopReason};
+use hs_test_support::asm::*;
 
 const BASE: u64 = 0x8000_0000;
 
 fn machine(harts: usize, elf_bytes: Vec<u8>) -> Machine {
-    let cfg = MachineConfig {
-        harts,
-        ram_bytes: 64 << 20,
-        images: BootImages {
-            firmware: None,
-            kernel: Some(BootFile::from_bytes("prog.elf", elf_bytes)),
-            initrd: None,
-        },
-        max_cycles: Some(2_000_000_000),
-        ..MachineConfig::default()
-    };
-    Machine::new(cfg).unwrap()
+    common::bare_metal(harts, elf_bytes, 2_000_000_000)
 }
 
 /// Data section shared by all programs: HTIF mailbox.

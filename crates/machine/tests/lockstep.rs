@@ -6,24 +6,13 @@
 
 mod common;
 
-use common::*;
-use hs_machine::{lockstep, BootFile, BootImages, Machine, MachineConfig, StopReason};
+use hs_machine::{lockstep, Machine, StopReason};
+use hs_test_support::asm::*;
 
 const BASE: u64 = 0x8000_0000;
 
 fn machine(elf_bytes: Vec<u8>) -> Machine {
-    let cfg = MachineConfig {
-        harts: 2,
-        ram_bytes: 64 << 20,
-        images: BootImages {
-            firmware: None,
-            kernel: Some(BootFile::from_bytes("prog.elf", elf_bytes)),
-            initrd: None,
-        },
-        max_cycles: Some(200_000_000),
-        ..MachineConfig::default()
-    };
-    Machine::new(cfg).unwrap()
+    common::bare_metal(2, elf_bytes, 200_000_000)
 }
 
 /// Hart 0 prints on the UART, sums in a loop (the loop's `addi` is at the
