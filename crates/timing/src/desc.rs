@@ -1323,4 +1323,20 @@ mod tests {
         let e = err(&good.replace("history_bits = 6\n", "history_bits = 6\ntage_tables = 4\n"));
         assert_eq!(e, "machine description m.toml: key `bpred.tage_tables`: has no effect with kind = \"gshare\" (remove it, or use kind = \"tage\")");
     }
+
+    #[test]
+    fn the_u74_predictor_keeps_to_its_documented_budget() {
+        // [M] a 3.6 KiB branch history table: the direction predictor's
+        // state is within a tenth of it
+        let d = MachineDesc::parse(Path::new("u74.toml"), &preset("u74.toml")).unwrap();
+        let ModelDesc::InOrder(c) = d.model else {
+            panic!()
+        };
+        let bits = c.bpred.direction_bits() as f64;
+        let budget = 3.6 * 1024.0 * 8.0;
+        assert!(
+            (bits / budget - 1.0).abs() < 0.1,
+            "{bits} bits against {budget}"
+        );
+    }
 }
