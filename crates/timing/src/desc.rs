@@ -19,6 +19,8 @@
 //!             # the L2 before fetching its line (default "buffered": free)
 //! [bpred]     kind = "gshare"  entries = 1024  history_bits = 8  btb_entries = 256
 //!             ras_depth = 8  mispredict_penalty = 3  taken_penalty = 1
+//!             # kind = "tage" (history_bits: the longest history) also takes
+//!             # tage_tables = 4  tage_entries = 512  tage_tag_bits = 8  tage_min_history = 4
 //! [devices]   mmio = 20  irq_delivery = 10  ipi_delivery = 30
 //! [pipeline]  issue_width = 2  late_alu = 2  load_to_use = 3 ...  # optional: a pipelined,
 //!             # dual-issue core ([`PipelineConfig`]; machines/u74.toml)
@@ -251,6 +253,46 @@ pub enum PredictorKind {
     Bimodal,
     /// Two-bit counters indexed by pc xor global history.
     Gshare,
+    /// A bimodal base table and tagged tables indexed by pc hashed with
+    /// global histories of geometric lengths (TAGE: Seznec and Michaud,
+    /// "A case for (partially) TAgged GEometric history length branch
+    /// prediction", JILP 2006).
+    Tage,
+}
+
+/// The tagged tables of `kind = "tage"` (`[bpred] tage_*` keys). The base
+/// table is `entries` two-bit counters; `history_bits` is the longest
+/// history, used by the last table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TageConfig {
+    /// Tagged tables (1 to 8).
+    pub tables: usize,
+    /// Entries of each tagged table (a power of two).
+    pub entries: usize,
+    /// Tag width in bits.
+    pub tag_bits: u32,
+    /// History length of the first tagged table; the others grow
+    /// geometrically up to `history_bits`.
+    pub min_history: u32,
+}
+
+impl TageConfig {
+    /// Bits of a tagged entry: a 3-bit counter, the tag and a 2-bit
+    /// usefulness counter.
+    pub const fn entry_bits(&self) -> u64 {
+        3 + self.tag_bits as u64 + 2
+    }
+
+    /// The history length of tagged table `i` (of `tables`): geometric from
+    /// `min_history` to `max`, rounded to the nearest whole number.
+    pub fn history_length(&self, i: usize, max: u32) -> u32 {
+        if self.tables == 1 {
+            return max;
+        }
+        let ratio = max as f64 / self.min_history as f64;
+        let l = self.min_history as f64 * ratio.powf(i as f64 / (self.tables - 1) as f64);
+        (l.round() as u32).clamp(1, max)
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -269,6 +311,21 @@ pub struct BpredConfig {
     /// The return-address stack is a ring without valid bits: popping it
     /// empty returns the stale entry below (default: the BTB predicts).
     pub ras_circular: bool,
+    /// `kind = "tage"`: its tagged tables.
+    pub tage: Option<TageConfig>,
+}
+
+impl BpredConfig {
+    /// Bits of direction-predictor state (counters, tags, usefulness; not
+    /// the BTB or the return-address stack): what a core's "branch history
+    /// table" size is compared with.
+    pub fn direction_bits(&self) -> u64 {
+        let base = 2 * self.entries as u64;
+        match self.tage {
+            Some(t) => base + (t.tables * t.entries) as u64 * t.entry_bits(),
+            None => base,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
@@ -418,7 +475,16 @@ struct RawBpred {
     direct_miss_penalty: Option<u64>,
     #[serde(default)]
     ras_circular: bool,
+    tage_tables: Option<u64>,
+    tage_entries: Option<u64>,
+    tage_tag_bits: Option<u64>,
+    tage_min_history: Option<u64>,
 }
+
+/// Longest global history of `kind = "tage"` (bits the predictor keeps).
+pub const MAX_TAGE_HISTORY: u32 = 256;
+/// Most tagged tables of `kind = "tage"`.
+pub const MAX_TAGE_TABLES: usize = 8;
 
 /// Largest latency or penalty accepted: more is surely a typo.
 const MAX_CYCLES: u64 = 1_000_000;
@@ -767,6 +833,15 @@ fn inorder(
                 ),
             ));
         }
+        PredictorKind::Tage if bpred.history_bits == 0 || bpred.history_bits > MAX_TAGE_HISTORY => {
+            return Err(key_err(
+                "bpred.history_bits",
+                format!(
+                    "{} is out of range for tage (1 to {MAX_TAGE_HISTORY}: the longest history, of the last tagged table)",
+                    bpred.history_bits
+                ),
+            ));
+        }
         PredictorKind::Bimodal if bpred.history_bits != 0 => {
             return Err(key_err(
                 "bpred.history_bits",
@@ -775,6 +850,69 @@ fn inorder(
         }
         _ => {}
     }
+    let tage_keys = [
+        ("bpred.tage_tables", bpred.tage_tables),
+        ("bpred.tage_entries", bpred.tage_entries),
+        ("bpred.tage_tag_bits", bpred.tage_tag_bits),
+        ("bpred.tage_min_history", bpred.tage_min_history),
+    ];
+    let tage = if bpred.kind == PredictorKind::Tage {
+        let need = |k: &str, v: Option<u64>| {
+            v.ok_or_else(|| key_err(k, "is missing (kind = \"tage\" needs it)".into()))
+        };
+        let tables = need(tage_keys[0].0, tage_keys[0].1)?;
+        if tables == 0 || tables > MAX_TAGE_TABLES as u64 {
+            return Err(key_err(
+                "bpred.tage_tables",
+                format!("{tables} is out of range (1 to {MAX_TAGE_TABLES} tagged tables)"),
+            ));
+        }
+        let t_entries = need(tage_keys[1].0, tage_keys[1].1)?;
+        if !t_entries.is_power_of_two() || !(16..=1 << 16).contains(&t_entries) {
+            return Err(key_err(
+                "bpred.tage_entries",
+                format!("{t_entries} is not a power of two from 16 to 65536"),
+            ));
+        }
+        let t_entries = t_entries as usize;
+        let tag_bits = need(tage_keys[2].0, tage_keys[2].1)?;
+        if !(4..=16).contains(&tag_bits) {
+            return Err(key_err(
+                "bpred.tage_tag_bits",
+                format!("{tag_bits} is out of range (4 to 16 bits)"),
+            ));
+        }
+        let min_history = need(tage_keys[3].0, tage_keys[3].1)?;
+        if min_history == 0 || min_history > bpred.history_bits as u64 {
+            return Err(key_err(
+                "bpred.tage_min_history",
+                format!(
+                    "{min_history} is out of range (1 to history_bits = {}, the longest history)",
+                    bpred.history_bits
+                ),
+            ));
+        }
+        Some(TageConfig {
+            tables: tables as usize,
+            entries: t_entries,
+            tag_bits: tag_bits as u32,
+            min_history: min_history as u32,
+        })
+    } else {
+        if let Some((k, _)) = tage_keys.iter().find(|(_, v)| v.is_some()) {
+            return Err(key_err(
+                k,
+                format!(
+                    "has no effect with kind = \"{}\" (remove it, or use kind = \"tage\")",
+                    match bpred.kind {
+                        PredictorKind::Bimodal => "bimodal",
+                        _ => "gshare",
+                    }
+                ),
+            ));
+        }
+        None
+    };
     cycles("bpred.mispredict_penalty", bpred.mispredict_penalty, 0)?;
     cycles("bpred.taken_penalty", bpred.taken_penalty, 0)?;
     if let Some(p) = bpred.direct_miss_penalty {
@@ -825,6 +963,7 @@ fn inorder(
             taken_penalty: bpred.taken_penalty,
             direct_miss_penalty: bpred.direct_miss_penalty,
             ras_circular: bpred.ras_circular,
+            tage,
         },
         pmu_branches_conditional: match raw.pmu.as_ref().map(|p| p.branches.as_str()) {
             None | Some("all") => false,
@@ -1140,5 +1279,64 @@ mod tests {
         assert_eq!(parse_size(&Size::Text("64".into())), Ok(64));
         assert_eq!(parse_size(&Size::Bytes(4096)), Ok(4096));
         assert!(parse_size(&Size::Text("99999999999999G".into())).is_err());
+    }
+
+    #[test]
+    fn tage_keys_are_read_and_checked() {
+        let good = preset("inorder.toml");
+        let tage = good.replace(
+            "kind = \"gshare\"\nentries = 512\nhistory_bits = 6\n",
+            "kind = \"tage\"\nentries = 512\nhistory_bits = 64\ntage_tables = 4\ntage_entries = 256\ntage_tag_bits = 8\ntage_min_history = 4\n",
+        );
+        assert_ne!(tage, good);
+        let ModelDesc::InOrder(c) = MachineDesc::parse(Path::new("m.toml"), &tage)
+            .unwrap()
+            .model
+        else {
+            panic!()
+        };
+        let t = c.bpred.tage.unwrap();
+        assert_eq!(c.bpred.kind, PredictorKind::Tage);
+        assert_eq!(
+            (t.tables, t.entries, t.tag_bits, t.min_history),
+            (4, 256, 8, 4)
+        );
+        let lengths: Vec<u32> = (0..4).map(|i| t.history_length(i, 64)).collect();
+        assert_eq!(lengths, [4, 10, 25, 64]);
+        // 512 two-bit counters, 4 x 256 entries of 3 + 8 + 2 bits
+        assert_eq!(c.bpred.direction_bits(), 1024 + 4 * 256 * 13);
+        let e = err(&tage.replace("tage_tables = 4", "tage_tables = 9"));
+        assert_eq!(e, "machine description m.toml: key `bpred.tage_tables`: 9 is out of range (1 to 8 tagged tables)");
+        let e = err(&tage.replace("tage_entries = 256", "tage_entries = 300"));
+        assert_eq!(e, "machine description m.toml: key `bpred.tage_entries`: 300 is not a power of two from 16 to 65536");
+        let e = err(&tage.replace("tage_tag_bits = 8", "tage_tag_bits = 20"));
+        assert_eq!(e, "machine description m.toml: key `bpred.tage_tag_bits`: 20 is out of range (4 to 16 bits)");
+        let e = err(&tage.replace("tage_min_history = 4", "tage_min_history = 65"));
+        assert_eq!(e, "machine description m.toml: key `bpred.tage_min_history`: 65 is out of range (1 to history_bits = 64, the longest history)");
+        let e = err(&tage.replace("history_bits = 64", "history_bits = 300"));
+        assert!(
+            e.contains("key `bpred.history_bits`: 300 is out of range for tage (1 to 256"),
+            "{e}"
+        );
+        let e = err(&tage.replace("tage_tag_bits = 8\n", ""));
+        assert_eq!(e, "machine description m.toml: key `bpred.tage_tag_bits`: is missing (kind = \"tage\" needs it)");
+        let e = err(&good.replace("history_bits = 6\n", "history_bits = 6\ntage_tables = 4\n"));
+        assert_eq!(e, "machine description m.toml: key `bpred.tage_tables`: has no effect with kind = \"gshare\" (remove it, or use kind = \"tage\")");
+    }
+
+    #[test]
+    fn the_u74_predictor_keeps_to_its_documented_budget() {
+        // [M] a 3.6 KiB branch history table: the direction predictor's
+        // state is within a tenth of it
+        let d = MachineDesc::parse(Path::new("u74.toml"), &preset("u74.toml")).unwrap();
+        let ModelDesc::InOrder(c) = d.model else {
+            panic!()
+        };
+        let bits = c.bpred.direction_bits() as f64;
+        let budget = 3.6 * 1024.0 * 8.0;
+        assert!(
+            (bits / budget - 1.0).abs() < 0.1,
+            "{bits} bits against {budget}"
+        );
     }
 }
