@@ -14,6 +14,8 @@
 
 mod common;
 
+use hs_test_support::isa;
+
 use common::Rng;
 use hs_fpu as fpu;
 use hs_fpu::{Flags, RDN, RMM, RNE, RTZ, RUP};
@@ -1011,17 +1013,7 @@ fn generated_programs_are_current() {
 
 // ---- running on QEMU ---------------------------------------------------
 
-const CC: &str = "riscv64-unknown-elf-gcc";
 const QEMU: &str = "qemu-system-riscv64";
-
-fn tool_available(name: &str) -> bool {
-    Command::new(name)
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
 
 /// Exit status of QEMU, or None if it ran past the deadline (then killed).
 fn run_with_deadline(mut cmd: Command, deadline: Duration) -> Option<std::process::ExitStatus> {
@@ -1051,18 +1043,13 @@ fn programs_pass_on_qemu() {
         eprintln!("HS_FPU_SKIP_QEMU=1: not running the F/D programs on QEMU");
         return;
     }
-    for tool in [CC, QEMU] {
-        assert!(tool_available(tool), "{tool} not found: install gcc-riscv64-unknown-elf and qemu-system-misc, or set HS_FPU_SKIP_QEMU=1");
+    for tool in [isa::RISCV_GCC, QEMU] {
+        assert!(isa::tool_available(tool), "{tool} not found: install gcc-riscv64-unknown-elf and qemu-system-misc, or set HS_FPU_SKIP_QEMU=1");
     }
     let dir = isa_dir();
     let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("isa-fp");
     std::fs::create_dir_all(&out).expect("create output directory");
-    let mut programs: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("read tests/isa/fp")
-        .map(|e| e.expect("dir entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "S"))
-        .collect();
-    programs.sort();
+    let programs = isa::programs(&dir);
     assert!(
         programs.len() >= 10,
         "expected the F/D programs in {}",
@@ -1072,30 +1059,8 @@ fn programs_pass_on_qemu() {
     for src in &programs {
         let name = src.file_stem().unwrap().to_string_lossy().into_owned();
         let elf = out.join(format!("{name}.elf"));
-        let cc = Command::new(CC)
-            .args([
-                "-nostdlib",
-                "-nostartfiles",
-                "-static",
-                "-march=rv64gc",
-                "-mabi=lp64d",
-                "-mcmodel=medany",
-                "-Wl,--no-warn-rwx-segments",
-            ])
-            .arg("-I")
-            .arg(&dir)
-            .arg("-T")
-            .arg(dir.join("link.ld"))
-            .arg(src)
-            .arg("-o")
-            .arg(&elf)
-            .output()
-            .expect("run the cross compiler");
-        if !cc.status.success() {
-            failures.push(format!(
-                "{name}: does not assemble:\n{}",
-                String::from_utf8_lossy(&cc.stderr)
-            ));
+        if let Err(e) = isa::build(src, &dir, &elf) {
+            failures.push(format!("{name}: {e}"));
             continue;
         }
         let mut qemu = Command::new(QEMU);

@@ -47,6 +47,7 @@ pub fn build(src: &Path, dir: &Path, out: &Path) -> Result<PathBuf, String> {
             "-march=rv64gc",
             "-mabi=lp64d",
             "-mcmodel=medany",
+            "-Wl,--no-warn-rwx-segments",
         ])
         .arg("-T")
         .arg(&ld)
