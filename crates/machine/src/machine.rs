@@ -200,8 +200,8 @@ pub struct HartSummary {
     pub blocks_decoded: u64,
     pub block_flushes: u64,
     pub page_walks: u64,
-    /// Host memory the hart's block cache (its translation cache) holds
-    /// at the end, in bytes.
+    /// Host memory the contents of the hart's block cache (its
+    /// translation cache) take at the end, in bytes.
     pub block_cache_bytes: u64,
     pub tlb_flushes: u64,
     pub exceptions: u64,

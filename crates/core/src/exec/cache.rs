@@ -109,18 +109,20 @@ impl Blocks {
         }
     }
 
-    /// Host memory the cache holds: the arena as allocated, both lookup
-    /// levels, the decode memo and the per-page lists.
+    /// Host memory the cache's contents take: the ops in the arena, both
+    /// lookup levels, the decode memo and the per-page lists (what is in
+    /// use, not what the allocator reserved, so a restored hart reports
+    /// what the hart it was saved from did).
     pub fn bytes(&self) -> usize {
         use std::mem::size_of;
-        self.ops.capacity() * size_of::<Op>()
+        self.ops.len() * size_of::<Op>()
             + self.vcache.len() * size_of::<VEntry>()
             + self.table.len() * size_of::<BlockEntry>()
             + self.memo.len() * size_of::<Op>()
             + self
                 .page_slots
                 .values()
-                .map(|v| v.capacity() * 4 + 16)
+                .map(|v| v.len() * 4 + 16)
                 .sum::<usize>()
     }
 
