@@ -76,16 +76,7 @@ fn htif_console_uart_and_exit_code() {
 fn timer_interrupt_after_idle_skip() {
     let mut a = Asm::new(BASE);
     a.la(T0, "handler").csrw(CSR_MTVEC, T0);
-    a.li(T0, 0x0200_bff8)
-        .ld(T1, T0, 0)
-        .li(T2, 1_000_000)
-        .add(T1, T1, T2);
-    a.li(T0, 0x0200_4000).sd(T1, T0, 0);
-    a.li(T0, 0x80)
-        .csrs(CSR_MIE, T0)
-        .li(T0, 0x8)
-        .csrs(CSR_MSTATUS, T0);
-    a.label("idle").wfi().j("idle");
+    common::timer_then_idle(&mut a, 1_000_000);
     a.align(4)
         .label("handler")
         .csrr(A0, CSR_MCAUSE)

@@ -31,16 +31,7 @@ fn program() -> (Vec<u8>, u64) {
     a.label("loop_check").bltu(T0, T2, "loop");
     a.word(0); // illegal: the handler skips it
                // a timer interrupt 5000 cycles from now, then wait for it
-    a.li(T0, 0x0200_bff8)
-        .ld(T1, T0, 0)
-        .li(T2, 500)
-        .add(T1, T1, T2);
-    a.li(T0, 0x0200_4000).sd(T1, T0, 0);
-    a.li(T0, 0x80)
-        .csrs(CSR_MIE, T0)
-        .li(T0, 0x8)
-        .csrs(CSR_MSTATUS, T0);
-    a.label("idle").wfi().j("idle");
+    common::timer_then_idle(&mut a, 500);
     a.label("other").li(T0, 0);
     a.label("spin")
         .addi(T0, T0, 1)

@@ -1,6 +1,7 @@
 //! The machine the bare-metal tests of this crate boot.
 
 use hs_machine::{BootFile, BootImages, Machine, MachineConfig};
+use hs_test_support::asm::*;
 
 /// `harts` harts and 64 MiB of RAM booting `elf_bytes` with no firmware
 /// (`-bios none`), stopped at `max_cycles`.
@@ -17,4 +18,20 @@ pub fn bare_metal(harts: usize, elf_bytes: Vec<u8>, max_cycles: u64) -> Machine 
         ..MachineConfig::default()
     };
     Machine::new(cfg).unwrap()
+}
+
+/// Emit: hart 0's CLINT timer (mtimecmp) set `ticks` ahead of mtime, the
+/// machine timer interrupt enabled (MTIE, then MIE), and a `wfi` loop at
+/// label `idle` to wait in.
+pub fn timer_then_idle(a: &mut Asm, ticks: u64) {
+    a.li(T0, 0x0200_bff8)
+        .ld(T1, T0, 0)
+        .li(T2, ticks)
+        .add(T1, T1, T2);
+    a.li(T0, 0x0200_4000).sd(T1, T0, 0);
+    a.li(T0, 0x80)
+        .csrs(CSR_MIE, T0)
+        .li(T0, 0x8)
+        .csrs(CSR_MSTATUS, T0);
+    a.label("idle").wfi().j("idle");
 }
