@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use support::*;
 
-const AGREED: &str = "engine check: the block engine and the reference agreed to the end";
+const AGREED: &str = "engine check: the translating engine and the reference agreed to the end";
 
 #[test]
 fn a_linux_boot_agrees_under_the_engine_check() {

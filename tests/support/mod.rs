@@ -165,6 +165,10 @@ pub fn guest_stats(json: &str) -> serde_json::Value {
                 map.remove("host_seconds");
                 map.remove("phase_host_seconds");
                 map.remove("mips");
+                // what translating took: memory and host time
+                map.remove("translation_bytes");
+                map.remove("translation_seconds");
+                map.remove("translation_share");
                 map.values_mut().for_each(strip);
             }
             serde_json::Value::Array(items) => items.iter_mut().for_each(strip),

@@ -193,6 +193,14 @@ impl GuestRam {
         }
     }
 
+    /// The code-page flags (one byte per 4 KiB page from [`Self::base`],
+    /// nonzero = code) and how many there are, for translated code that
+    /// tests them inline after a store. Valid while this `GuestRam` (or a
+    /// clone) is alive; read only, on this thread.
+    pub fn code_flags(&self) -> (*const u8, usize) {
+        (self.0.code.as_ptr().cast::<u8>(), self.0.code.len())
+    }
+
     /// Is the page holding `pa` flagged as code?
     #[inline(always)]
     pub fn is_code(&self, pa: u64) -> bool {

@@ -145,6 +145,17 @@ pub struct BootArgs {
     /// change (reported per hart as block_cache_bytes in --stats-json).
     #[arg(long, value_name = "OPS")]
     pub block_cache_ops: Option<usize>,
+    /// Execution engine: `translated` (the default: blocks that ran
+    /// --translate-after times run as x86-64 code, the rest interpreted;
+    /// on the atomic model, and on other hosts or models the same as
+    /// `blocks`) or `blocks` (the block interpreter only). The guest's
+    /// output and every count are the same on either.
+    #[arg(long, value_name = "ENGINE", value_parser = ["translated", "blocks"])]
+    pub engine: Option<String>,
+    /// Runs of a block before the translating engine translates it (default
+    /// 16, taken between 1 and 65536; 1 translates every block, for checks).
+    #[arg(long, value_name = "RUNS")]
+    pub translate_after: Option<u32>,
 }
 
 /// QEMU flags that take a value and their `boot` spelling.
@@ -724,6 +735,23 @@ fn finish<T: TimingModel>(
             }
         }
     }
+    if let Some(runs) = args.translate_after {
+        if !(1..=65_536).contains(&runs) {
+            return Err(format!(
+                "--translate-after {runs}: a block is translated after between 1 and 65536 runs"
+            ));
+        }
+    }
+    for m in std::iter::once(&mut machine).chain(reference.as_mut()) {
+        for h in m.harts_mut() {
+            if args.engine.as_deref() == Some("blocks") {
+                h.set_engine(hs_machine::hs_core::Engine::Blocks);
+            }
+            if let Some(runs) = args.translate_after {
+                h.set_translate_after(runs);
+            }
+        }
+    }
     let symbols = if args.profile.is_some() || obs.itrace.is_some() || args.trace.is_some() {
         let sources = symbol_sources(args, machine.kernel_extent());
         match sources.map(|s| GuestSymbols::load(&s)).transpose() {
@@ -788,7 +816,7 @@ fn finish<T: TimingModel>(
             // no console input: both machines must see the same
             return match hs_machine::lockstep(machine, r) {
                 Ok(stop) => {
-                    eprintln!("\nhartscope: engine check: the block engine and the reference agreed to the end");
+                    eprintln!("\nhartscope: engine check: the translating engine and the reference agreed to the end");
                     Ok(stop)
                 }
                 Err(d) => Err(d),

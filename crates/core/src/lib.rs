@@ -43,7 +43,10 @@ mod trap;
 use hs_bus::GuestRam;
 pub use hs_timing::{Atomic, TimingModel, TrapInfo};
 
-pub use exec::{CheckKind, CheckRecord, Engine, BLOCK_CACHE_OPS_MAX, BLOCK_CACHE_OPS_MIN};
+pub use exec::{
+    CheckKind, CheckRecord, Engine, TranslationStats, BLOCK_CACHE_OPS_MAX, BLOCK_CACHE_OPS_MIN,
+    TRANSLATE_AFTER,
+};
 pub use pmp::PMP_ENTRIES;
 pub use state::HartState;
 pub use trap::{
@@ -176,6 +179,8 @@ pub struct Hart<T: TimingModel = Atomic> {
     engine: Engine,
     /// Per-step records for a differential check; None normally.
     check_log: Option<Vec<CheckRecord>>,
+    /// What translated code and its helpers share (see `exec::jit`).
+    jit_frame: exec::JitFrame,
 }
 
 impl<T: TimingModel> Hart<T> {
@@ -205,8 +210,9 @@ impl<T: TimingModel> Hart<T> {
             checks: CHECK_IRQ | CHECK_CODE,
             fetch_stamp: 0,
             stats: HartStats::default(),
-            engine: Engine::Blocks,
+            engine: Engine::default(),
             check_log: None,
+            jit_frame: exec::JitFrame::default(),
         };
         h.reset(0);
         h

@@ -76,26 +76,44 @@ pub fn run(data: &[u8]) {
     differential(data);
 }
 
-/// Run `data` on both engines and compare them (panics where they differ);
-/// false when the code wrote to its own code pages, so nothing was compared.
+/// Run `data` on the block engine, the translating engine (translating
+/// every block on its first run) and the reference, and compare each with
+/// the reference (panics where they differ); false when the code wrote to
+/// its own code pages, so nothing was compared.
 pub fn differential(data: &[u8]) -> bool {
-    let (blocks, blocks_log) = run_on(data, Engine::Blocks);
     let (reference, reference_log) = run_on(data, Engine::Reference);
+    for engine in [Engine::Blocks, Engine::Translated] {
+        if !compare(data, engine, &reference, &reference_log) {
+            return false;
+        }
+    }
+    true
+}
+
+fn compare(data: &[u8], engine: Engine, reference: &Hart<Atomic>, reference_log: &[CheckRecord]) -> bool {
+    let (blocks, blocks_log) = run_on(data, engine);
+    if engine == Engine::Translated {
+        // every block it fetched was translated (on its first run)
+        assert!(
+            blocks.translation_stats().blocks > 0 || blocks.stats().blocks_decoded == 0,
+            "the translating engine translated nothing"
+        );
+    }
     let wrote_code = |h: &Hart<Atomic>| h.stats().code_invalidations > 0;
-    if wrote_code(&blocks) || wrote_code(&reference) {
+    if wrote_code(&blocks) || wrote_code(reference) {
         return false;
     }
     if let Some(i) = (0..blocks_log.len().max(reference_log.len()))
         .find(|&i| blocks_log.get(i) != reference_log.get(i))
     {
         panic!(
-            "the engines diverge at step {i}: block engine {:x?}, reference {:x?}",
+            "the engines diverge at step {i}: {engine:?} {:x?}, reference {:x?}",
             blocks_log.get(i),
             reference_log.get(i)
         );
     }
-    let diff = blocks.arch_diff(&reference);
-    assert!(diff.is_empty(), "the engines end apart: {diff:?}");
+    let diff = blocks.arch_diff(reference);
+    assert!(diff.is_empty(), "{engine:?} and the reference end apart: {diff:?}");
     true
 }
 
@@ -113,6 +131,7 @@ fn run_on(data: &[u8], engine: Engine) -> (Hart<Atomic>, Vec<CheckRecord>) {
     );
     hart.reset(BASE);
     hart.set_engine(engine);
+    hart.set_translate_after(1);
     hart.set_check_log(true);
     let mut log = Vec::new();
     // Register values: CSR values for the prologue, then pointers into (or

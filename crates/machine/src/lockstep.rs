@@ -1,5 +1,7 @@
 //! Differential check of the execution engines: two machines built alike,
-//! one running the block engine and one the reference engine (every
+//! one running the translating engine (hot blocks as host code, the block
+//! interpreter for the rest: what a normal run uses) and one the reference
+//! engine (every
 //! instruction decoded afresh, no block cache), stepped slice by slice.
 //! After each slice every hart's steps (retired instructions, traps,
 //! interrupts, each with its pc, bits, written register and counts) are
@@ -79,7 +81,8 @@ impl fmt::Display for Divergence {
     }
 }
 
-/// Run `blocks` on the block engine and `reference` on the reference
+/// Run `blocks` on its engine (the translating engine unless chosen
+/// otherwise) and `reference` on the reference
 /// engine, built from the same configuration, in lockstep until either
 /// stops; the stop reason, or the first [`Divergence`]. Console output is
 /// compared as far as both machines capture it.
@@ -99,7 +102,9 @@ pub fn lockstep<T: TimingModel, U: TimingModel>(
         }));
     }
     for h in blocks.harts_mut() {
-        h.set_engine(Engine::Blocks);
+        if h.engine() == Engine::Reference {
+            h.set_engine(Engine::Translated);
+        }
         h.set_check_log(true);
     }
     for h in reference.harts_mut() {

@@ -203,6 +203,13 @@ pub struct HartSummary {
     /// Host memory the contents of the hart's block cache (its
     /// translation cache) take at the end, in bytes.
     pub block_cache_bytes: u64,
+    /// The translating engine: blocks translated to host code, the host
+    /// memory their translations take at the end, the host time spent
+    /// translating and its share of this hart's host time.
+    pub translated_blocks: u64,
+    pub translation_bytes: u64,
+    pub translation_seconds: f64,
+    pub translation_share: f64,
     pub tlb_flushes: u64,
     pub exceptions: u64,
     pub interrupts: u64,
@@ -1095,6 +1102,8 @@ impl<T: TimingModel> Machine<T> {
                     0.0
                 };
                 let st = h.stats();
+                let tr = h.translation_stats();
+                let tr_s = tr.nanos as f64 * 1e-9;
                 HartSummary {
                     hart: i,
                     cycles: h.cycle(),
@@ -1105,6 +1114,10 @@ impl<T: TimingModel> Machine<T> {
                     block_flushes: st.block_flushes,
                     page_walks: st.page_walks,
                     block_cache_bytes: h.block_cache_bytes() as u64,
+                    translated_blocks: tr.blocks,
+                    translation_bytes: tr.bytes,
+                    translation_seconds: tr_s,
+                    translation_share: if hs > 0.0 { tr_s / hs } else { 0.0 },
                     tlb_flushes: st.tlb_flushes,
                     exceptions: st.exceptions,
                     interrupts: st.interrupts,

@@ -646,6 +646,19 @@ impl<M> Observing<M> {
 }
 
 impl<M: TimingModel> TimingModel for Observing<M> {
+    // Not free: `fetch` moves the recorder's cursor. Skippable while no
+    // instruction trace records each one: `skipped` moves it as n fetches
+    // of cost 0 would.
+    #[inline(always)]
+    fn hooks_skippable(&self) -> bool {
+        self.inner.hooks_skippable() && !self.rec.tracing
+    }
+    #[inline(always)]
+    fn skipped(&mut self, n: u64) {
+        self.inner.skipped(n);
+        self.rec.start = self.rec.cursor + n - 1;
+        self.rec.cursor += n;
+    }
     #[inline(always)]
     fn fetch(&mut self, pc: u64, pa: u64, len: u8) -> u64 {
         let c = self.inner.fetch(pc, pa, len);

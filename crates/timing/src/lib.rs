@@ -133,6 +133,24 @@ pub struct TrapInfo {
 /// `mem(va, pte, 8, MemKind::Walk, false)` before the access they serve.
 /// Interrupts call `trap` + `trap_info` between instructions.
 pub trait TimingModel {
+    /// True when `fetch`, `insn`, `mem`, `branch`, `jump`, `direct_jump`
+    /// and `divide` charge nothing and record nothing (so skipping them
+    /// changes no count): the translating engine then runs hot blocks as
+    /// host code without calling them. A wrapping model leaves it false.
+    const INSN_HOOKS_FREE: bool = false;
+    /// Whether those hooks may be skipped now (a wrapping model may say no
+    /// while it records every instruction); skipped instructions are then
+    /// reported through [`TimingModel::skipped`].
+    #[inline(always)]
+    fn hooks_skippable(&self) -> bool {
+        Self::INSN_HOOKS_FREE
+    }
+    /// `n` instructions retired, one cycle each, without their `fetch`,
+    /// `insn`, `mem`, `branch`, `jump`, `direct_jump` or `divide` calls
+    /// (only while [`TimingModel::hooks_skippable`]); called before the
+    /// next hook, so a model that counts instructions stays exact.
+    #[inline(always)]
+    fn skipped(&mut self, _n: u64) {}
     /// Every instruction, before `insn()`: its virtual pc, physical address
     /// and length (2 or 4).
     #[inline(always)]
@@ -245,6 +263,7 @@ pub struct Atomic;
 
 /// Atomic learns and counts nothing: its state is empty.
 impl TimingModel for Atomic {
+    const INSN_HOOKS_FREE: bool = true;
     fn save_state(&self, _shared: bool) -> Option<Result<Vec<u8>, String>> {
         Some(Ok(Vec::new()))
     }

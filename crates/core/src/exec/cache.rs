@@ -80,6 +80,8 @@ pub(crate) struct Blocks {
     memo: Box<[Op]>,
     /// Ops the arena holds before it is reset.
     limit: usize,
+    /// Hot blocks translated to host code (keyed by arena index).
+    pub jit: super::jit::Jit,
 }
 
 /// Entries of `Blocks::memo` (a power of two).
@@ -106,6 +108,7 @@ impl Blocks {
             // every entry holds word 0 decoded, so a hit is always right
             memo: vec![Op::decoded(0, 0); 1 << MEMO_BITS].into_boxed_slice(),
             limit: ARENA_LIMIT,
+            jit: super::jit::Jit::new(),
         }
     }
 
@@ -138,6 +141,7 @@ impl Blocks {
     }
     pub fn flush(&mut self) {
         self.ops.truncate(1);
+        self.jit.reset();
         self.page_slots.clear();
         self.gen = self.gen.wrapping_add(1);
         if self.gen == 0 {

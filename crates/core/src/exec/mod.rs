@@ -7,11 +7,13 @@
 //! * [`semantics`]: what each instruction does, one definition that every
 //!   engine calls;
 //! * [`run`]: the run loop and the block engine that runs cached blocks;
+//! * [`jit`]: the translating engine, hot blocks compiled to host code;
 //! * [`reference`]: a single-step engine that decodes every instruction
 //!   afresh, the reference the block engine is checked against (see
 //!   [`Engine`]).
 
 mod cache;
+mod jit;
 mod predecode;
 mod reference;
 mod run;
@@ -21,6 +23,8 @@ use hs_isa::Insn;
 use hs_timing::{InsnClass, Operands};
 
 pub(crate) use cache::{Blocks, BlocksSaved};
+pub(crate) use jit::JitFrame;
+pub use jit::{TranslationStats, TRANSLATE_AFTER};
 pub use cache::{BLOCK_CACHE_OPS_MAX, BLOCK_CACHE_OPS_MIN};
 #[cfg(test)]
 pub(crate) use predecode::operands_of;

@@ -31,9 +31,13 @@ use crate::{Exit, Hart};
 /// Which engine runs a hart's instructions.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Engine {
-    /// Decoded-block cache with chaining (the default, fast).
-    #[default]
+    /// Decoded-block cache with chaining.
     Blocks,
+    /// The block cache, with hot blocks translated to host code (the
+    /// default, fastest; where the timing model has per-instruction hooks
+    /// or the host is not x86-64, the same as [`Engine::Blocks`]).
+    #[default]
+    Translated,
     /// One instruction at a time, decoded afresh each time (slow; the
     /// reference for `--engine-check`).
     Reference,

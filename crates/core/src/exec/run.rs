@@ -49,7 +49,10 @@ impl<T: TimingModel> Hart<T> {
                 }
             }
             let r = match self.engine {
-                Engine::Blocks => self.fetch_block().map(|(start, n, pa)| {
+                Engine::Translated if self.translating() => self
+                    .fetch_block()
+                    .map(|(start, n, pa)| self.exec_translated(bus, start, n, pa, limit)),
+                Engine::Blocks | Engine::Translated => self.fetch_block().map(|(start, n, pa)| {
                     if self.check_log.is_none() {
                         self.exec_block::<B, false>(bus, start, n, pa, limit)
                     } else {
@@ -89,7 +92,7 @@ impl<T: TimingModel> Hart<T> {
     ///
     /// `LOG`: keep a [`CheckRecord`] per instruction (a second copy of this
     /// function, used only by differential checks).
-    fn exec_block<B: SystemBus, const LOG: bool>(
+    pub(super) fn exec_block<B: SystemBus, const LOG: bool>(
         &mut self,
         bus: &mut B,
         start: usize,
@@ -140,7 +143,9 @@ impl<T: TimingModel> Hart<T> {
             macro_rules! leave {
                 ($target:expr) => {{
                     let t = $target;
-                    if cyc < limit && self.checks == 0 {
+                    // (translating, the caller chains: a hot block must
+                    // be found hot whichever block precedes it)
+                    if cyc < limit && self.checks == 0 && !self.translating() {
                         if let Some((s, n, pa)) = self.blocks.lookup(t, self.fetch_stamp) {
                             // SAFETY: as above; the stamp proves the entry
                             // belongs to the current arena generation.
@@ -179,7 +184,7 @@ impl<T: TimingModel> Hart<T> {
     /// `exec_block` keeping a check log, out of line so the run loop holds
     /// one copy of the interpreter only.
     #[inline(never)]
-    fn exec_block_logged<B: SystemBus>(
+    pub(super) fn exec_block_logged<B: SystemBus>(
         &mut self,
         bus: &mut B,
         start: usize,

@@ -1,0 +1,559 @@
+//! x86-64 code for one block of [`Op`]s: integer ALU ops, branches,
+//! jumps, loads and stores inline (loads and stores through the hart's
+//! software TLB, exactly its fast path); every other op, and every TLB
+//! miss, through one call into the interpreter's own definition of the
+//! instruction ([`super::Layout::op_helper`]).
+//!
+//! Registers while a block runs (all callee-saved, so helper calls keep
+//! them): rbx the hart, r12 the bus, r13 the cycle count at the last sync
+//! (ops retired since then are counted at translation time, `pending`),
+//! r14 the block's virtual pc, r15 the load row of the data TLB, rbp the
+//! TLB generation bits. A helper may change the TLB, the data context or
+//! anything else; r15 and rbp are reloaded from the frame after each call.
+//!
+//! The block returns 0 or 1 with the frame's cycle count and next pc set
+//! (it ran to its end, or jumped), or 2 when a helper ended it at a trap
+//! (the hart's own state is then final).
+
+use dynasmrt::x64::X64Relocation;
+use dynasmrt::{dynasm, DynamicLabel, DynasmApi, DynasmLabelApi, VecAssembler};
+use hs_isa::Insn;
+
+use super::super::Op;
+use super::Layout;
+
+/// Bytes from the data TLB's load row to its store row (same context).
+pub(super) const STORE_ROW_DELTA: i32 = 4 * (crate::mmu::TLB_SIZE as i32) * 16;
+
+/// What an exit stub needs: where it starts, the ops retired on the way
+/// (including the one that exits) and the target's offset from the block pc.
+struct Taken {
+    label: DynamicLabel,
+    retired: i32,
+    target_off: i64,
+    /// the op to log (a check log is kept)
+    log_op: Option<u64>,
+}
+
+/// A TLB miss (or page-crossing access): the op runs in the interpreter.
+struct Slow {
+    label: DynamicLabel,
+    back: DynamicLabel,
+    pending: i32,
+    op: u64,
+}
+
+/// A store that hit a page flagged as code.
+struct CodeStore {
+    label: DynamicLabel,
+    back: DynamicLabel,
+    len: i32,
+}
+
+pub(super) struct Emitter<'a> {
+    a: VecAssembler<X64Relocation>,
+    lay: &'a Layout,
+    /// ops retired since r13 was last synced
+    pending: i32,
+    taken: Vec<Taken>,
+    slow: Vec<Slow>,
+    code_stores: Vec<CodeStore>,
+    ret: DynamicLabel,
+}
+
+/// `op`'s address (a stable copy the helpers read), for the op at `i`.
+pub(super) type OpAddr<'b> = &'b dyn Fn(usize) -> u64;
+
+impl<'a> Emitter<'a> {
+    pub(super) fn new(lay: &'a Layout) -> Self {
+        let mut a = VecAssembler::new(0);
+        let ret = a.new_dynamic_label();
+        Emitter {
+            a,
+            lay,
+            pending: 0,
+            taken: Vec::new(),
+            slow: Vec::new(),
+            code_stores: Vec::new(),
+            ret,
+        }
+    }
+
+    fn x(&self, r: u8) -> i32 {
+        self.lay.x + 8 * r as i32
+    }
+
+    /// The whole block; `None` if the assembler refused something (the
+    /// block then stays interpreted).
+    pub(super) fn block(mut self, ops: &[Op], op_addr: OpAddr) -> Option<Vec<u8>> {
+        self.prologue();
+        let mut ended = false;
+        for (i, op) in ops.iter().enumerate() {
+            if self.op(op, op_addr(i)) {
+                ended = true;
+                break;
+            }
+            if self.lay.log && inline(op) {
+                self.log(op_addr(i), self.pending);
+            }
+        }
+        if !ended {
+            // ran to its end: the next pc is the one after the last op
+            let last = ops.last()?;
+            let off = last.off as i64 + last.len as i64;
+            self.exit_at(self.pending, off);
+        }
+        self.stubs();
+        self.a.finalize().ok()
+    }
+
+    fn prologue(&mut self) {
+        let lay = self.lay;
+        dynasm!(self.a
+            ; .arch x64
+            ; push rbx
+            ; push rbp
+            ; push r12
+            ; push r13
+            ; push r14
+            ; push r15
+            ; sub rsp, 8
+            ; mov rbx, rdi
+            ; mov r12, rsi
+            ; mov r13, QWORD [rbx + lay.f_cyc]
+            ; mov r14, QWORD [rbx + lay.f_base_pc]
+            ; mov r15, QWORD [rbx + lay.f_row]
+            ; mov rbp, QWORD [rbx + lay.f_gen]
+        );
+    }
+
+    /// Set the frame's cycle count (`retired` more ops) and next pc
+    /// (block pc + `off`), return 0.
+    fn exit_at(&mut self, retired: i32, off: i64) {
+        let lay = self.lay;
+        dynasm!(self.a
+            ; .arch x64
+            ; lea rax, [r13 + retired]
+            ; mov QWORD [rbx + lay.f_cyc], rax
+            ; mov rax, QWORD off
+            ; add rax, r14
+            ; mov QWORD [rbx + lay.f_pc], rax
+            ; xor eax, eax
+            ; jmp =>self.ret
+        );
+    }
+
+    /// Write the cycle count (`retired` ops past r13) to the frame.
+    fn sync(&mut self, retired: i32) {
+        let lay = self.lay;
+        dynasm!(self.a
+            ; .arch x64
+            ; lea rax, [r13 + retired]
+            ; mov QWORD [rbx + lay.f_cyc], rax
+        );
+    }
+
+    /// Call `f(hart, bus, arg)`, then reload what a helper may change.
+    fn call(&mut self, f: usize, arg: u64) {
+        let lay = self.lay;
+        dynasm!(self.a
+            ; .arch x64
+            ; mov rdi, rbx
+            ; mov rsi, r12
+            ; mov rdx, QWORD arg as i64
+            ; mov rax, QWORD f as i64
+            ; call rax
+            ; mov r15, QWORD [rbx + lay.f_row]
+            ; mov rbp, QWORD [rbx + lay.f_gen]
+        );
+    }
+
+    /// Append a check-log record for `op` with `retired` ops past r13.
+    fn log(&mut self, op: u64, retired: i32) {
+        self.sync(retired);
+        self.call(self.lay.log_helper, op);
+    }
+
+    /// Emit one op; true when it ends the block (a jump).
+    fn op(&mut self, op: &Op, addr: u64) -> bool {
+        use Insn::*;
+        let lay = self.lay;
+        macro_rules! ld {
+            ($r:expr, $reg:tt) => {{
+                let d = self.x($r);
+                dynasm!(self.a ; .arch x64 ; mov $reg, QWORD [rbx + d]);
+            }};
+        }
+        macro_rules! st_rax {
+            ($rd:expr) => {{
+                let d = self.x($rd);
+                dynasm!(self.a ; .arch x64 ; mov QWORD [rbx + d], rax);
+            }};
+        }
+        macro_rules! alu_i {
+            ($rd:expr, $rs1:expr, $($body:tt)*) => {{
+                ld!($rs1, rax);
+                dynasm!(self.a ; .arch x64 ; $($body)*);
+                st_rax!($rd);
+                self.pending += 1;
+            }};
+        }
+        macro_rules! alu_r {
+            ($rd:expr, $rs1:expr, $rs2:expr, $($body:tt)*) => {{
+                ld!($rs1, rax);
+                ld!($rs2, rcx);
+                dynasm!(self.a ; .arch x64 ; $($body)*);
+                st_rax!($rd);
+                self.pending += 1;
+            }};
+        }
+        let off = op.off as i64;
+        match op.insn {
+            Addi { rd, rs1, imm } => alu_i!(rd, rs1, add rax, imm),
+            Slti { rd, rs1, imm } => alu_i!(rd, rs1, cmp rax, imm ; setl al ; movzx eax, al),
+            Sltiu { rd, rs1, imm } => alu_i!(rd, rs1, cmp rax, imm ; setb al ; movzx eax, al),
+            Xori { rd, rs1, imm } => alu_i!(rd, rs1, xor rax, imm),
+            Ori { rd, rs1, imm } => alu_i!(rd, rs1, or rax, imm),
+            Andi { rd, rs1, imm } => alu_i!(rd, rs1, and rax, imm),
+            Slli { rd, rs1, imm } => alu_i!(rd, rs1, shl rax, (imm & 63) as i8),
+            Srli { rd, rs1, imm } => alu_i!(rd, rs1, shr rax, (imm & 63) as i8),
+            Srai { rd, rs1, imm } => alu_i!(rd, rs1, sar rax, (imm & 63) as i8),
+            Addiw { rd, rs1, imm } => alu_i!(rd, rs1, add eax, imm ; movsxd rax, eax),
+            Slliw { rd, rs1, imm } => alu_i!(rd, rs1, shl eax, (imm & 31) as i8 ; movsxd rax, eax),
+            Srliw { rd, rs1, imm } => alu_i!(rd, rs1, shr eax, (imm & 31) as i8 ; movsxd rax, eax),
+            Sraiw { rd, rs1, imm } => alu_i!(rd, rs1, sar eax, (imm & 31) as i8 ; movsxd rax, eax),
+            Lui { rd, imm } => {
+                dynasm!(self.a ; .arch x64 ; mov rax, QWORD imm as i64);
+                st_rax!(rd);
+                self.pending += 1;
+            }
+            Auipc { rd, imm } => {
+                dynasm!(self.a ; .arch x64 ; mov rax, QWORD off + imm as i64 ; add rax, r14);
+                st_rax!(rd);
+                self.pending += 1;
+            }
+            Add { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, add rax, rcx),
+            Sub { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, sub rax, rcx),
+            Xor { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, xor rax, rcx),
+            Or { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, or rax, rcx),
+            And { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, and rax, rcx),
+            Sll { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, shl rax, cl),
+            Srl { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, shr rax, cl),
+            Sra { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, sar rax, cl),
+            Slt { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, cmp rax, rcx ; setl al ; movzx eax, al),
+            Sltu { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, cmp rax, rcx ; setb al ; movzx eax, al),
+            Addw { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, add eax, ecx ; movsxd rax, eax),
+            Subw { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, sub eax, ecx ; movsxd rax, eax),
+            Sllw { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, shl eax, cl ; movsxd rax, eax),
+            Srlw { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, shr eax, cl ; movsxd rax, eax),
+            Sraw { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, sar eax, cl ; movsxd rax, eax),
+            Mul { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, imul rax, rcx),
+            Mulw { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, imul eax, ecx ; movsxd rax, eax),
+
+            Beq { rs1, rs2, imm } => self.branch(op, addr, rs1, rs2, imm, 0),
+            Bne { rs1, rs2, imm } => self.branch(op, addr, rs1, rs2, imm, 1),
+            Blt { rs1, rs2, imm } => self.branch(op, addr, rs1, rs2, imm, 2),
+            Bge { rs1, rs2, imm } => self.branch(op, addr, rs1, rs2, imm, 3),
+            Bltu { rs1, rs2, imm } => self.branch(op, addr, rs1, rs2, imm, 4),
+            Bgeu { rs1, rs2, imm } => self.branch(op, addr, rs1, rs2, imm, 5),
+            Jal { rd, imm } => {
+                let link = off + op.len as i64;
+                dynasm!(self.a ; .arch x64 ; mov rax, QWORD link ; add rax, r14);
+                st_rax!(rd);
+                let retired = self.pending + 1;
+                if lay.log {
+                    self.log(addr, retired);
+                }
+                self.exit_at(retired, off + imm as i64);
+                return true;
+            }
+            Jalr { rd, rs1, imm } => {
+                // the target first: rd may be rs1
+                let link = off + op.len as i64;
+                ld!(rs1, rcx);
+                dynasm!(self.a
+                    ; .arch x64
+                    ; add rcx, imm
+                    ; and rcx, -2
+                    ; mov QWORD [rbx + lay.f_pc], rcx
+                    ; mov rax, QWORD link
+                    ; add rax, r14
+                );
+                st_rax!(rd);
+                let retired = self.pending + 1;
+                if lay.log {
+                    self.log(addr, retired);
+                }
+                dynasm!(self.a
+                    ; .arch x64
+                    ; lea rax, [r13 + retired]
+                    ; mov QWORD [rbx + lay.f_cyc], rax
+                    ; xor eax, eax
+                    ; jmp =>self.ret
+                );
+                return true;
+            }
+
+            Lb { rd, rs1, imm } => self.load(addr, rd, rs1, imm, 1, true),
+            Lh { rd, rs1, imm } => self.load(addr, rd, rs1, imm, 2, true),
+            Lw { rd, rs1, imm } => self.load(addr, rd, rs1, imm, 4, true),
+            Ld { rd, rs1, imm } => self.load(addr, rd, rs1, imm, 8, false),
+            Lbu { rd, rs1, imm } => self.load(addr, rd, rs1, imm, 1, false),
+            Lhu { rd, rs1, imm } => self.load(addr, rd, rs1, imm, 2, false),
+            Lwu { rd, rs1, imm } => self.load(addr, rd, rs1, imm, 4, false),
+            Sb { rs1, rs2, imm } => self.store(addr, rs1, rs2, imm, 1),
+            Sh { rs1, rs2, imm } => self.store(addr, rs1, rs2, imm, 2),
+            Sw { rs1, rs2, imm } => self.store(addr, rs1, rs2, imm, 4),
+            Sd { rs1, rs2, imm } => self.store(addr, rs1, rs2, imm, 8),
+
+            _ => {
+                // the interpreter's definition, retiring (and logging) it
+                let p = self.pending;
+                self.sync(p);
+                self.call(lay.op_helper, addr);
+                dynasm!(self.a
+                    ; .arch x64
+                    ; mov r13, QWORD [rbx + lay.f_cyc]
+                    ; test eax, eax
+                    ; jnz =>self.ret
+                );
+                self.pending = 0;
+            }
+        }
+        false
+    }
+
+    fn branch(&mut self, op: &Op, addr: u64, rs1: u8, rs2: u8, imm: i32, cond: u8) {
+        let (d1, d2) = (self.x(rs1), self.x(rs2));
+        let label = self.a.new_dynamic_label();
+        dynasm!(self.a
+            ; .arch x64
+            ; mov rax, QWORD [rbx + d1]
+            ; cmp rax, QWORD [rbx + d2]
+        );
+        match cond {
+            0 => dynasm!(self.a ; .arch x64 ; je =>label),
+            1 => dynasm!(self.a ; .arch x64 ; jne =>label),
+            2 => dynasm!(self.a ; .arch x64 ; jl =>label),
+            3 => dynasm!(self.a ; .arch x64 ; jge =>label),
+            4 => dynasm!(self.a ; .arch x64 ; jb =>label),
+            _ => dynasm!(self.a ; .arch x64 ; jae =>label),
+        }
+        self.pending += 1;
+        self.taken.push(Taken {
+            label,
+            retired: self.pending,
+            target_off: op.off as i64 + imm as i64,
+            log_op: self.lay.log.then_some(addr),
+        });
+    }
+
+    /// rsi = x[rs1] + imm; jump to a new slow stub unless the load (or
+    /// store, `row_delta`) TLB row maps the page and the `n` bytes stay in
+    /// it; rsi is then the host address.
+    fn translate(&mut self, addr: u64, rs1: u8, imm: i32, n: i32, row_delta: i32) -> DynamicLabel {
+        let d1 = self.x(rs1);
+        let slow = self.a.new_dynamic_label();
+        let back = self.a.new_dynamic_label();
+        dynasm!(self.a
+            ; .arch x64
+            ; mov rsi, QWORD [rbx + d1]
+            ; add rsi, imm
+            ; mov rax, rsi
+            ; shr rax, 12
+            ; mov ecx, eax
+            ; and ecx, (crate::mmu::TLB_SIZE - 1) as i32
+            ; shl ecx, 4
+            ; or rax, rbp
+            ; cmp rax, QWORD [r15 + rcx + row_delta]
+            ; jne =>slow
+        );
+        if n > 1 {
+            dynasm!(self.a
+                ; .arch x64
+                ; mov eax, esi
+                ; and eax, 0xfff
+                ; cmp eax, 4096 - n
+                ; ja =>slow
+            );
+        }
+        dynasm!(self.a
+            ; .arch x64
+            ; add rsi, QWORD [r15 + rcx + row_delta + 8]
+        );
+        self.slow.push(Slow {
+            label: slow,
+            back,
+            pending: self.pending,
+            op: addr,
+        });
+        back
+    }
+
+    fn load(&mut self, addr: u64, rd: u8, rs1: u8, imm: i32, n: i32, signed: bool) {
+        let back = self.translate(addr, rs1, imm, n, 0);
+        match (n, signed) {
+            (1, true) => dynasm!(self.a ; .arch x64 ; movsx rax, BYTE [rsi]),
+            (1, false) => dynasm!(self.a ; .arch x64 ; movzx eax, BYTE [rsi]),
+            (2, true) => dynasm!(self.a ; .arch x64 ; movsx rax, WORD [rsi]),
+            (2, false) => dynasm!(self.a ; .arch x64 ; movzx eax, WORD [rsi]),
+            (4, true) => dynasm!(self.a ; .arch x64 ; movsxd rax, DWORD [rsi]),
+            (4, false) => dynasm!(self.a ; .arch x64 ; mov eax, DWORD [rsi]),
+            _ => dynasm!(self.a ; .arch x64 ; mov rax, QWORD [rsi]),
+        }
+        let d = self.x(rd);
+        dynasm!(self.a
+            ; .arch x64
+            ; mov QWORD [rbx + d], rax
+            ; =>back
+        );
+        self.pending += 1;
+    }
+
+    fn store(&mut self, addr: u64, rs1: u8, rs2: u8, imm: i32, n: i32) {
+        let back = self.translate(addr, rs1, imm, n, STORE_ROW_DELTA);
+        let d2 = self.x(rs2);
+        dynasm!(self.a ; .arch x64 ; mov rcx, QWORD [rbx + d2]);
+        match n {
+            1 => dynasm!(self.a ; .arch x64 ; mov BYTE [rsi], cl),
+            2 => dynasm!(self.a ; .arch x64 ; mov WORD [rsi], cx),
+            4 => dynasm!(self.a ; .arch x64 ; mov DWORD [rsi], ecx),
+            _ => dynasm!(self.a ; .arch x64 ; mov QWORD [rsi], rcx),
+        }
+        // a store into a page some hart decoded code from: tell the RAM
+        // and the run loop, as the interpreter's fast path does
+        let code = self.a.new_dynamic_label();
+        let lay = self.lay;
+        dynasm!(self.a
+            ; .arch x64
+            ; mov rax, rsi
+            ; mov rcx, QWORD lay.ram_host as i64
+            ; sub rax, rcx
+            ; shr rax, 12
+            ; mov rcx, QWORD lay.code_pages as i64
+            ; cmp rax, rcx
+            ; jae =>back
+            ; mov rcx, QWORD lay.code_flags as i64
+            ; cmp BYTE [rcx + rax], 0
+            ; jne =>code
+            ; =>back
+        );
+        self.code_stores.push(CodeStore {
+            label: code,
+            back,
+            len: n,
+        });
+        self.pending += 1;
+    }
+
+    /// The out-of-line paths, after the block's straight line.
+    fn stubs(&mut self) {
+        let lay = self.lay;
+        for t in std::mem::take(&mut self.taken) {
+            dynasm!(self.a ; .arch x64 ; =>t.label);
+            if let Some(op) = t.log_op {
+                self.log(op, t.retired);
+            }
+            self.exit_at(t.retired, t.target_off);
+        }
+        for s in std::mem::take(&mut self.slow) {
+            // the interpreter runs the op (walk, MMIO, page crossing,
+            // fault) and retires it; back on the straight line r13 counts
+            // it among `pending + 1`
+            dynasm!(self.a ; .arch x64 ; =>s.label);
+            self.sync(s.pending);
+            self.call(lay.mem_helper, s.op);
+            dynasm!(self.a
+                ; .arch x64
+                ; mov r13, QWORD [rbx + lay.f_cyc]
+                ; sub r13, s.pending + 1
+                ; test eax, eax
+                ; jnz =>self.ret
+                ; jmp =>s.back
+            );
+        }
+        for c in std::mem::take(&mut self.code_stores) {
+            dynasm!(self.a ; .arch x64 ; =>c.label);
+            // rsi: the host address stored to
+            dynasm!(self.a
+                ; .arch x64
+                ; mov rdi, rbx
+                ; mov edx, c.len
+                ; mov rax, QWORD lay.code_store_helper as i64
+                ; call rax
+                ; jmp =>c.back
+            );
+        }
+        let ret = self.ret;
+        dynasm!(self.a
+            ; .arch x64
+            ; =>ret
+            ; add rsp, 8
+            ; pop r15
+            ; pop r14
+            ; pop r13
+            ; pop r12
+            ; pop rbp
+            ; pop rbx
+            ; ret
+        );
+    }
+}
+
+/// Whether [`Emitter::op`] emits `op` inline (else a helper runs it, and
+/// logs it).
+pub(super) fn inline(op: &Op) -> bool {
+    use Insn::*;
+    matches!(
+        op.insn,
+        Addi { .. }
+            | Slti { .. }
+            | Sltiu { .. }
+            | Xori { .. }
+            | Ori { .. }
+            | Andi { .. }
+            | Slli { .. }
+            | Srli { .. }
+            | Srai { .. }
+            | Addiw { .. }
+            | Slliw { .. }
+            | Srliw { .. }
+            | Sraiw { .. }
+            | Lui { .. }
+            | Auipc { .. }
+            | Add { .. }
+            | Sub { .. }
+            | Xor { .. }
+            | Or { .. }
+            | And { .. }
+            | Sll { .. }
+            | Srl { .. }
+            | Sra { .. }
+            | Slt { .. }
+            | Sltu { .. }
+            | Addw { .. }
+            | Subw { .. }
+            | Sllw { .. }
+            | Srlw { .. }
+            | Sraw { .. }
+            | Mul { .. }
+            | Mulw { .. }
+            | Beq { .. }
+            | Bne { .. }
+            | Blt { .. }
+            | Bge { .. }
+            | Bltu { .. }
+            | Bgeu { .. }
+            | Lb { .. }
+            | Lh { .. }
+            | Lw { .. }
+            | Ld { .. }
+            | Lbu { .. }
+            | Lhu { .. }
+            | Lwu { .. }
+            | Sb { .. }
+            | Sh { .. }
+            | Sw { .. }
+            | Sd { .. }
+    )
+}

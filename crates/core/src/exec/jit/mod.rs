@@ -1,0 +1,450 @@
+//! The translating engine ([`Engine::Translated`]): a block of the block
+//! cache that has run [`TRANSLATE_AFTER`] times is compiled to x86-64 (see [`emit`])
+//! and from then on runs as host code; cold blocks stay with the block
+//! interpreter, and so does every hart whose timing model has per-
+//! instruction hooks (only [`TimingModel::INSN_HOOKS_FREE`] models, the
+//! atomic one, are translated: what the hooks of others see must not
+//! depend on which engine ran).
+//!
+//! What a translated block does is the interpreter's block semantics
+//! exactly: the same ops (decoded once, by the block cache), the same
+//! TLB fast path for loads and stores (the same entries, so translated
+//! code reaches only the guest RAM the TLB maps, as the interpreter does),
+//! everything else through the interpreter's own [`Hart::execute`], and
+//! chaining between blocks under the same conditions (budget, `checks`).
+//! With a check log on, translated code logs every step, so
+//! `hs_machine::lockstep` compares it against the reference engine.
+//!
+//! Compiled code is keyed by the block's first op in the cache's arena,
+//! which is only reused after the arena is emptied: emptying it (a flush,
+//! a full arena) drops every translation; dropping one page's blocks
+//! leaves their code unreachable, like their ops.
+
+#[cfg(target_arch = "x86_64")]
+mod emit;
+
+use std::time::Instant;
+
+use hs_bus::SystemBus;
+use hs_timing::TimingModel;
+
+use super::reference::CheckKind;
+use super::semantics::Flow;
+use super::{Engine, Op};
+use crate::mmu::KIND_LOAD;
+use crate::{Exit, Hart, CHECK_CODE};
+
+/// Runs of a block before it is translated, unless
+/// [`Hart::set_translate_after`] chose another count.
+pub const TRANSLATE_AFTER: u32 = 16;
+/// A slot with this bit holds the offset of the block's code.
+const COMPILED: u32 = 1 << 31;
+/// Executable memory per hart; full, it is emptied like the arena.
+const REGION_BYTES: usize = 64 << 20;
+/// Ops copied for the helpers (fixed capacity: their addresses are in code).
+const OP_COPIES: usize = 1 << 18;
+
+/// What translated code and its helpers share, in the hart: the cycle
+/// count and next pc on exit, the block pc, the data TLB's load row and
+/// generation (refreshed after every helper), and the exit of a block a
+/// helper ended.
+#[repr(C)]
+#[derive(Default)]
+pub(crate) struct JitFrame {
+    cyc: u64,
+    pc: u64,
+    base_pc: u64,
+    row: u64,
+    gen: u64,
+    /// the block's physical address (for the hooks of helper-run ops)
+    base_pa: u64,
+    /// the cycle count up to which the timing model has been told of
+    /// every instruction (see `TimingModel::skipped`)
+    seen: u64,
+    exit: Option<Exit>,
+}
+
+/// Offsets and addresses the emitter builds code from.
+pub(super) struct Layout {
+    x: i32,
+    f_cyc: i32,
+    f_pc: i32,
+    f_base_pc: i32,
+    f_row: i32,
+    f_gen: i32,
+    op_helper: usize,
+    mem_helper: usize,
+    log_helper: usize,
+    code_store_helper: usize,
+    ram_host: u64,
+    code_flags: u64,
+    code_pages: u64,
+    log: bool,
+}
+
+/// Translated code: an executable region, and per block (by its first
+/// op's arena index) either how often it ran or where its code starts.
+pub(crate) struct Jit {
+    region: *mut u8,
+    used: usize,
+    slots: Vec<u32>,
+    ops: Vec<Op>,
+    /// The op helper the code calls (it names the bus type) and whether
+    /// it logs: code built for another is dropped.
+    key: (usize, bool),
+    /// runs before a block is translated
+    hot: u32,
+    pub blocks: u64,
+    pub nanos: u64,
+    pub flushes: u64,
+}
+
+impl Jit {
+    pub fn new() -> Self {
+        Jit {
+            region: std::ptr::null_mut(),
+            used: 0,
+            slots: Vec::new(),
+            ops: Vec::new(),
+            key: (0, false),
+            hot: TRANSLATE_AFTER,
+            blocks: 0,
+            nanos: 0,
+            flushes: 0,
+        }
+    }
+
+    /// Drop every translation (the arena was emptied, or code must change).
+    pub fn reset(&mut self) {
+        if self.used != 0 || !self.ops.is_empty() {
+            self.flushes += 1;
+        }
+        self.used = 0;
+        self.slots.clear();
+        self.ops.clear();
+    }
+
+    /// Host memory translations take: code and op copies in use.
+    pub fn bytes(&self) -> usize {
+        self.used + self.ops.len() * std::mem::size_of::<Op>() + self.slots.len() * 4
+    }
+
+    /// The block at arena index `start`: its code, or whether it just
+    /// became hot (counting this run).
+    #[inline(always)]
+    fn code_or_heat(&mut self, start: usize, arena_len: usize) -> Result<*const u8, bool> {
+        if start >= self.slots.len() {
+            self.slots.resize(arena_len.max(start + 1), 0);
+        }
+        let s = &mut self.slots[start];
+        if *s & COMPILED != 0 {
+            // SAFETY: the offset was stored by `install`, inside the region.
+            return Ok(unsafe { self.region.add((*s & !COMPILED) as usize) });
+        }
+        if *s < self.hot {
+            *s += 1;
+            return Err(*s == self.hot && start != 0);
+        }
+        Err(false)
+    }
+
+    /// Copy `code` into the region for the block at `start`; false when
+    /// the region is full.
+    fn install(&mut self, start: usize, code: &[u8]) -> bool {
+        if self.region.is_null() {
+            // SAFETY: a fresh private anonymous mapping, owned by `self`.
+            let p = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    REGION_BYTES,
+                    libc::PROT_READ | libc::PROT_WRITE | libc::PROT_EXEC,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                    -1,
+                    0,
+                )
+            };
+            if p == libc::MAP_FAILED {
+                return false;
+            }
+            self.region = p.cast();
+        }
+        let at = self.used;
+        if at + code.len() > REGION_BYTES {
+            return false;
+        }
+        // SAFETY: in bounds of the region (checked above); no translated
+        // code runs while a block is installed.
+        unsafe { std::ptr::copy_nonoverlapping(code.as_ptr(), self.region.add(at), code.len()) };
+        self.used = (at + code.len() + 15) & !15;
+        self.slots[start] = COMPILED | at as u32;
+        true
+    }
+}
+
+impl Drop for Jit {
+    fn drop(&mut self) {
+        if !self.region.is_null() {
+            // SAFETY: mapped by `install` with this length.
+            unsafe { libc::munmap(self.region.cast(), REGION_BYTES) };
+        }
+    }
+}
+
+/// What the translating engine did on one hart (host figures only: a
+/// restored hart starts with no translations).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TranslationStats {
+    /// Blocks translated to host code.
+    pub blocks: u64,
+    /// Host memory translations take now: code, op copies, slots.
+    pub bytes: u64,
+    /// Host time spent translating, in nanoseconds.
+    pub nanos: u64,
+    /// Times every translation was dropped (arena or region emptied).
+    pub flushes: u64,
+}
+
+impl<T: TimingModel> Hart<T> {
+    /// Translate a block once it has run `runs` times (1..=65,536;
+    /// default [`TRANSLATE_AFTER`]). A host choice: results are the same
+    /// whatever it is; 1 translates every cached block (for checks).
+    /// Drops every translation.
+    pub fn set_translate_after(&mut self, runs: u32) {
+        self.blocks.jit.hot = runs.clamp(1, 1 << 16);
+        self.blocks.jit.reset();
+    }
+
+    /// What the translating engine did on this hart.
+    pub fn translation_stats(&self) -> TranslationStats {
+        let j = &self.blocks.jit;
+        TranslationStats {
+            blocks: j.blocks,
+            bytes: j.bytes() as u64,
+            nanos: j.nanos,
+            flushes: j.flushes,
+        }
+    }
+
+    /// Whether hot blocks run as translated code.
+    #[inline(always)]
+    pub(super) fn translating(&self) -> bool {
+        self.engine == Engine::Translated && self.timing.hooks_skippable()
+    }
+
+    /// Run the block at `start` (and the blocks it chains into) translated
+    /// where translated, interpreted where not; `Some` when the run loop
+    /// must return. Chains exactly as the interpreter's `leave`.
+    pub(super) fn exec_translated<B: SystemBus>(
+        &mut self,
+        bus: &mut B,
+        mut start: usize,
+        mut n: usize,
+        mut pa: u64,
+        limit: u64,
+    ) -> Option<Exit> {
+        let log = self.check_log.is_some();
+        let key = (jit_op::<T, B, true> as *const () as usize, log);
+        if self.blocks.jit.key != key {
+            self.blocks.jit.reset();
+            self.blocks.jit.key = key;
+        }
+        loop {
+            let arena = self.blocks.arena_len();
+            match self.blocks.jit.code_or_heat(start, arena) {
+                Ok(code) => {
+                    self.jit_frame.cyc = self.cycle;
+                    self.jit_frame.seen = self.cycle;
+                    self.jit_frame.base_pc = self.pc;
+                    self.jit_frame.base_pa = pa;
+                    self.jit_refresh_frame();
+                    // SAFETY: code `emit` built for this hart type and bus
+                    // type (the key), entered with the hart and bus it
+                    // expects; it touches guest RAM only through TLB
+                    // entries, and the hart only at offsets of `Layout`.
+                    let f: extern "sysv64" fn(*mut Hart<T>, *mut B) -> u64 =
+                        unsafe { std::mem::transmute(code) };
+                    if f(self, bus) == 2 {
+                        return self.jit_frame.exit.take();
+                    }
+                    self.cycle = self.jit_frame.cyc;
+                    self.pc = self.jit_frame.pc;
+                    let k = self.cycle - self.jit_frame.seen;
+                    if k != 0 {
+                        self.timing.skipped(k);
+                    }
+                }
+                Err(hot) => {
+                    if hot && self.jit_compile::<B>(start, n) {
+                        continue;
+                    }
+                    let r = if log {
+                        self.exec_block_logged(bus, start, n, pa, limit)
+                    } else {
+                        self.exec_block::<B, false>(bus, start, n, pa, limit)
+                    };
+                    if r.is_some() {
+                        return r;
+                    }
+                }
+            }
+            if self.cycle < limit && self.checks == 0 {
+                if let Some((s, m, p)) = self.blocks.lookup(self.pc, self.fetch_stamp) {
+                    (start, n, pa) = (s, m, p);
+                    continue;
+                }
+            }
+            return None;
+        }
+    }
+
+    /// Translate the `n` ops at arena index `start`; false if it could
+    /// not be (then it stays interpreted).
+    #[inline(never)]
+    fn jit_compile<B: SystemBus>(&mut self, start: usize, n: usize) -> bool {
+        if !cfg!(target_arch = "x86_64") {
+            return false;
+        }
+        let t0 = Instant::now();
+        let ops: Vec<Op> = (start..start + n)
+            // SAFETY: `fetch_block` gave an in-bounds range.
+            .map(|i| unsafe { *self.blocks.ops_ptr().add(i) })
+            .collect();
+        let jit = &mut self.blocks.jit;
+        if jit.ops.capacity() == 0 {
+            jit.ops.reserve_exact(OP_COPIES);
+        }
+        if jit.ops.len() + n > OP_COPIES || jit.used + 64 * 1024 > REGION_BYTES {
+            let key = jit.key;
+            let slots = jit.slots.len();
+            jit.reset();
+            jit.key = key;
+            jit.slots.resize(slots, jit.hot - 1);
+        }
+        let first = jit.ops.len();
+        jit.ops.extend_from_slice(&ops);
+        let copies = jit.ops.as_ptr();
+        let op_addr = |i: usize| unsafe { copies.add(first + i) } as u64;
+        let (code_flags, code_pages) = self.ram.code_flags();
+        let frame = std::mem::offset_of!(Hart<T>, jit_frame) as i32;
+        let lay = Layout {
+            x: std::mem::offset_of!(Hart<T>, x) as i32,
+            f_cyc: frame + std::mem::offset_of!(JitFrame, cyc) as i32,
+            f_pc: frame + std::mem::offset_of!(JitFrame, pc) as i32,
+            f_base_pc: frame + std::mem::offset_of!(JitFrame, base_pc) as i32,
+            f_row: frame + std::mem::offset_of!(JitFrame, row) as i32,
+            f_gen: frame + std::mem::offset_of!(JitFrame, gen) as i32,
+            op_helper: if self.blocks.jit.key.1 {
+                jit_op::<T, B, true> as *const () as usize
+            } else {
+                jit_op::<T, B, false> as *const () as usize
+            },
+            mem_helper: jit_op::<T, B, false> as *const () as usize,
+            log_helper: jit_log::<T> as *const () as usize,
+            code_store_helper: jit_code_store::<T> as *const () as usize,
+            ram_host: self.ram_host as u64,
+            code_flags: code_flags as u64,
+            code_pages: code_pages as u64,
+            log: self.blocks.jit.key.1,
+        };
+        #[cfg(target_arch = "x86_64")]
+        let code = emit::Emitter::new(&lay).block(&ops, &op_addr);
+        #[cfg(not(target_arch = "x86_64"))]
+        let code: Option<Vec<u8>> = {
+            let _ = (&lay, &op_addr);
+            None
+        };
+        let jit = &mut self.blocks.jit;
+        if let (Some(d), Some(c)) = (std::env::var_os("HS_JIT_DUMP"), code.as_ref()) {
+            let _ = std::fs::write(std::path::Path::new(&d).join(format!("{:08x}.bin", self.pc)), c);
+        }
+        let ok = match code {
+            Some(code) => jit.install(start, &code),
+            None => false,
+        };
+        if ok {
+            jit.blocks += 1;
+        }
+        jit.nanos += t0.elapsed().as_nanos() as u64;
+        ok
+    }
+
+    fn jit_refresh_frame(&mut self) {
+        self.jit_frame.row = &self.tlb.e[KIND_LOAD][self.data_ctx & 3][0] as *const _ as u64;
+        self.jit_frame.gen = self.tlb.gen_bits;
+    }
+
+    /// One op the translated code does not inline, by the interpreter's
+    /// definition: 0 it retired and the block goes on, 1 it jumped (the
+    /// frame's pc set), 2 it trapped (the hart's state is final).
+    #[inline(always)]
+    fn jit_run_op<B: SystemBus, const LOG: bool>(&mut self, bus: &mut B, op: &Op) -> u64 {
+        let base = self.jit_frame.base_pc;
+        let pc = base.wrapping_add(op.off as u64);
+        let mut cyc = self.jit_frame.cyc;
+        let k = cyc - self.jit_frame.seen;
+        if k != 0 {
+            self.timing.skipped(k);
+        }
+        // what the interpreter's block loop charges before an op
+        let extra = self
+            .timing
+            .fetch(pc, self.jit_frame.base_pa + op.off as u64, op.len)
+            .wrapping_add(self.timing.insn(pc, op.class, op.ops));
+        let r = match self.execute(bus, op, base, &mut cyc) {
+            Flow::Next => 0,
+            Flow::Jump(t) => {
+                self.jit_frame.pc = t;
+                1
+            }
+            Flow::Trap(t) => {
+                self.cycle = cyc;
+                self.jit_frame.exit = self.end_at_trap(t, op, pc, extra);
+                self.jit_refresh_frame();
+                return 2;
+            }
+        };
+        cyc = cyc.wrapping_add(1).wrapping_add(extra);
+        self.stall = self.stall.wrapping_add(extra);
+        self.jit_frame.seen = cyc;
+        if LOG {
+            self.log_step(CheckKind::Retired, pc, Some(op), cyc);
+        }
+        self.jit_frame.cyc = cyc;
+        self.jit_refresh_frame();
+        r
+    }
+}
+
+/// Translated code's call into [`Hart::jit_run_op`] (`LOG`: log it).
+extern "sysv64" fn jit_op<T: TimingModel, B: SystemBus, const LOG: bool>(
+    h: *mut Hart<T>,
+    bus: *mut B,
+    op: *const Op,
+) -> u64 {
+    // SAFETY: called only by translated code that `exec_translated`
+    // entered with these two (exclusively borrowed there), and `op` is
+    // one of the jit's op copies, which outlive the code.
+    let (h, bus, op) = unsafe { (&mut *h, &mut *bus, &*op) };
+    h.jit_run_op::<B, LOG>(bus, op)
+}
+
+/// Translated code's check-log record of an inline op (cycle count in
+/// the frame).
+extern "sysv64" fn jit_log<T: TimingModel>(h: *mut Hart<T>, _bus: *mut u8, op: *const Op) -> u64 {
+    // SAFETY: as `jit_op`.
+    let (h, op) = unsafe { (&mut *h, &*op) };
+    let pc = h.jit_frame.base_pc.wrapping_add(op.off as u64);
+    h.log_step(CheckKind::Retired, pc, Some(op), h.jit_frame.cyc);
+    h.jit_refresh_frame();
+    0
+}
+
+/// Translated code stored `len` bytes at `host` in a page flagged as code:
+/// what the interpreter's store fast path does then.
+extern "sysv64" fn jit_code_store<T: TimingModel>(h: *mut Hart<T>, host: u64, len: u64) {
+    // SAFETY: as `jit_op`.
+    let h = unsafe { &mut *h };
+    let pa = h.host_to_pa(host);
+    h.ram.note_store(pa, len);
+    h.checks |= CHECK_CODE;
+}
