@@ -200,6 +200,8 @@ pub struct HartSummary {
     pub blocks_decoded: u64,
     pub block_flushes: u64,
     pub page_walks: u64,
+    /// Code pages whose decoded blocks a store (or DMA) made the hart drop.
+    pub code_invalidations: u64,
     /// Host memory the contents of the hart's block cache (its
     /// translation cache) take at the end, in bytes.
     pub block_cache_bytes: u64,
@@ -1113,6 +1115,7 @@ impl<T: TimingModel> Machine<T> {
                     blocks_decoded: st.blocks_decoded,
                     block_flushes: st.block_flushes,
                     page_walks: st.page_walks,
+                    code_invalidations: st.code_invalidations,
                     block_cache_bytes: h.block_cache_bytes() as u64,
                     translated_blocks: tr.blocks,
                     translation_bytes: tr.bytes,

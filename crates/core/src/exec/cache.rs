@@ -25,7 +25,7 @@ struct BlockEntry {
 /// pc → block mapping depends on: the TLB generation (no flush since),
 /// the fetch context and the block-cache generation.
 #[derive(Clone, Copy, Default)]
-struct VEntry {
+pub(crate) struct VEntry {
     pc: u64,
     stamp: u64,
     start: u32,
@@ -177,6 +177,23 @@ impl Blocks {
     pub(crate) fn lookup(&self, pc: u64, stamp: u64) -> Option<(usize, usize, u64)> {
         let v = &self.vcache[Self::vslot(pc)];
         (v.pc == pc && v.stamp == stamp).then_some((v.start as usize, v.n as usize, v.pa))
+    }
+    /// Where translated code finds the first level: its entries' address
+    /// (stable: allocated once), slot mask, entry size and field offsets
+    /// (pc, stamp, start, pa).
+    pub(crate) fn vcache_layout(&self) -> (u64, u32, u32, [i32; 4]) {
+        use std::mem::{offset_of, size_of};
+        (
+            self.vcache.as_ptr() as u64,
+            (1 << VCACHE_BITS) - 1,
+            size_of::<VEntry>() as u32,
+            [
+                offset_of!(VEntry, pc) as i32,
+                offset_of!(VEntry, stamp) as i32,
+                offset_of!(VEntry, start) as i32,
+                offset_of!(VEntry, pa) as i32,
+            ],
+        )
     }
     /// The arena's first op. Valid while no block is decoded: the run loop
     /// reads blocks through it (see `exec_block`).

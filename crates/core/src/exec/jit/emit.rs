@@ -58,7 +58,13 @@ pub(super) struct Emitter<'a> {
     taken: Vec<Taken>,
     slow: Vec<Slow>,
     code_stores: Vec<CodeStore>,
+    /// link cells of the static exits (see `exit_at`)
+    cells: Vec<DynamicLabel>,
     ret: DynamicLabel,
+    /// returns 0 (the frame's cycle count and pc set)
+    ret0: DynamicLabel,
+    /// where a chained jump enters (after the prologue's pushes)
+    chain_entry: usize,
 }
 
 /// `op`'s address (a stable copy the helpers read), for the op at `i`.
@@ -68,6 +74,7 @@ impl<'a> Emitter<'a> {
     pub(super) fn new(lay: &'a Layout) -> Self {
         let mut a = VecAssembler::new(0);
         let ret = a.new_dynamic_label();
+        let ret0 = a.new_dynamic_label();
         Emitter {
             a,
             lay,
@@ -75,7 +82,10 @@ impl<'a> Emitter<'a> {
             taken: Vec::new(),
             slow: Vec::new(),
             code_stores: Vec::new(),
+            cells: Vec::new(),
             ret,
+            ret0,
+            chain_entry: 0,
         }
     }
 
@@ -83,9 +93,9 @@ impl<'a> Emitter<'a> {
         self.lay.x + 8 * r as i32
     }
 
-    /// The whole block; `None` if the assembler refused something (the
-    /// block then stays interpreted).
-    pub(super) fn block(mut self, ops: &[Op], op_addr: OpAddr) -> Option<Vec<u8>> {
+    /// The whole block and where a chained jump enters it; `None` if the
+    /// assembler refused something (the block then stays interpreted).
+    pub(super) fn block(mut self, ops: &[Op], op_addr: OpAddr) -> Option<(Vec<u8>, usize)> {
         self.prologue();
         let mut ended = false;
         for (i, op) in ops.iter().enumerate() {
@@ -104,7 +114,8 @@ impl<'a> Emitter<'a> {
             self.exit_at(self.pending, off);
         }
         self.stubs();
-        self.a.finalize().ok()
+        let entry = self.chain_entry;
+        self.a.finalize().ok().map(|code| (code, entry))
     }
 
     fn prologue(&mut self) {
@@ -120,6 +131,10 @@ impl<'a> Emitter<'a> {
             ; sub rsp, 8
             ; mov rbx, rdi
             ; mov r12, rsi
+        );
+        self.chain_entry = self.a.offset().0;
+        dynasm!(self.a
+            ; .arch x64
             ; mov r13, QWORD [rbx + lay.f_cyc]
             ; mov r14, QWORD [rbx + lay.f_base_pc]
             ; mov r15, QWORD [rbx + lay.f_row]
@@ -128,18 +143,51 @@ impl<'a> Emitter<'a> {
     }
 
     /// Set the frame's cycle count (`retired` more ops) and next pc
-    /// (block pc + `off`), return 0.
+    /// (block pc + `off`), then chain into the next block or return 0.
+    ///
+    /// Chaining: each such exit has a link cell (the arena index of a
+    /// block and the address a chained jump enters its code), filled by
+    /// `Hart::jit_link` after the exit returned once. The exit jumps there
+    /// itself only when the run loop would have chained into that block:
+    /// the budget not reached, no `checks`, and the first level of the
+    /// block cache mapping the pc, under the current stamp, to the cell's
+    /// block. So a cell never needs invalidating: a stale one fails the test.
     fn exit_at(&mut self, retired: i32, off: i64) {
         let lay = self.lay;
+        let cell = self.a.new_dynamic_label();
+        self.cells.push(cell);
+        let (vbase, vmask, vsize, [vpc, vstamp, vstart, vpa]) = lay.vcache;
         dynasm!(self.a
             ; .arch x64
             ; lea rax, [r13 + retired]
             ; mov QWORD [rbx + lay.f_cyc], rax
-            ; mov rax, QWORD off
-            ; add rax, r14
-            ; mov QWORD [rbx + lay.f_pc], rax
-            ; xor eax, eax
-            ; jmp =>self.ret
+            ; mov rdx, QWORD off
+            ; add rdx, r14
+            ; mov QWORD [rbx + lay.f_pc], rdx
+            ; lea rcx, [=>cell]
+            ; mov QWORD [rbx + lay.f_link], rcx
+            ; cmp rax, QWORD [rbx + lay.f_limit]
+            ; jae =>self.ret0
+            ; cmp BYTE [rbx + lay.checks], 0
+            ; jne =>self.ret0
+            ; mov r8, rdx
+            ; shr r8, 1
+            ; and r8d, vmask as i32
+            ; imul r8d, r8d, vsize as i32
+            ; mov r9, QWORD vbase as i64
+            ; add r8, r9
+            ; cmp QWORD [r8 + vpc], rdx
+            ; jne =>self.ret0
+            ; mov rsi, QWORD [rbx + lay.fetch_stamp]
+            ; cmp QWORD [r8 + vstamp], rsi
+            ; jne =>self.ret0
+            ; mov esi, DWORD [r8 + vstart]
+            ; cmp rsi, QWORD [rcx]
+            ; jne =>self.ret0
+            ; mov rsi, QWORD [r8 + vpa]
+            ; mov QWORD [rbx + lay.f_base_pa], rsi
+            ; mov QWORD [rbx + lay.f_base_pc], rdx
+            ; jmp QWORD [rcx + 8]
         );
     }
 
@@ -484,9 +532,11 @@ impl<'a> Emitter<'a> {
                 ; jmp =>c.back
             );
         }
-        let ret = self.ret;
+        let (ret, ret0) = (self.ret, self.ret0);
         dynasm!(self.a
             ; .arch x64
+            ; =>ret0
+            ; xor eax, eax
             ; =>ret
             ; add rsp, 8
             ; pop r15
@@ -496,7 +546,17 @@ impl<'a> Emitter<'a> {
             ; pop rbp
             ; pop rbx
             ; ret
+            ; .align 16
         );
+        // the link cells: arena index 0 (no block) until filled
+        for cell in std::mem::take(&mut self.cells) {
+            dynasm!(self.a
+                ; .arch x64
+                ; =>cell
+                ; .u64 0
+                ; .u64 0
+            );
+        }
     }
 }
 

@@ -61,6 +61,11 @@ pub(crate) struct JitFrame {
     /// the cycle count up to which the timing model has been told of
     /// every instruction (see `TimingModel::skipped`)
     seen: u64,
+    /// the run's budget: chaining stops when the cycle count reaches it
+    limit: u64,
+    /// the link cell of the exit the block left by (0: none), for
+    /// `exec_translated` to fill (see `emit`'s chaining)
+    link: u64,
     exit: Option<Exit>,
 }
 
@@ -72,6 +77,13 @@ pub(super) struct Layout {
     f_base_pc: i32,
     f_row: i32,
     f_gen: i32,
+    f_base_pa: i32,
+    f_limit: i32,
+    f_link: i32,
+    checks: i32,
+    fetch_stamp: i32,
+    /// the first level of the block cache (see `Blocks::vcache_layout`)
+    vcache: (u64, u32, u32, [i32; 4]),
     op_helper: usize,
     mem_helper: usize,
     log_helper: usize,
@@ -89,6 +101,8 @@ pub(crate) struct Jit {
     used: usize,
     slots: Vec<u32>,
     ops: Vec<Op>,
+    /// bytes from a block's code to where a chained jump enters it
+    chain_entry: usize,
     /// The op helper the code calls (it names the bus type) and whether
     /// it logs: code built for another is dropped.
     key: (usize, bool),
@@ -106,6 +120,7 @@ impl Jit {
             used: 0,
             slots: Vec::new(),
             ops: Vec::new(),
+            chain_entry: 0,
             key: (0, false),
             hot: TRANSLATE_AFTER,
             blocks: 0,
@@ -256,6 +271,8 @@ impl<T: TimingModel> Hart<T> {
                     self.jit_frame.seen = self.cycle;
                     self.jit_frame.base_pc = self.pc;
                     self.jit_frame.base_pa = pa;
+                    self.jit_frame.limit = limit;
+                    self.jit_frame.link = 0;
                     self.jit_refresh_frame();
                     // SAFETY: code `emit` built for this hart type and bus
                     // type (the key), entered with the hart and bus it
@@ -268,6 +285,7 @@ impl<T: TimingModel> Hart<T> {
                     }
                     self.cycle = self.jit_frame.cyc;
                     self.pc = self.jit_frame.pc;
+                    self.jit_link();
                     let k = self.cycle - self.jit_frame.seen;
                     if k != 0 {
                         self.timing.skipped(k);
@@ -333,6 +351,12 @@ impl<T: TimingModel> Hart<T> {
             f_base_pc: frame + std::mem::offset_of!(JitFrame, base_pc) as i32,
             f_row: frame + std::mem::offset_of!(JitFrame, row) as i32,
             f_gen: frame + std::mem::offset_of!(JitFrame, gen) as i32,
+            f_base_pa: frame + std::mem::offset_of!(JitFrame, base_pa) as i32,
+            f_limit: frame + std::mem::offset_of!(JitFrame, limit) as i32,
+            f_link: frame + std::mem::offset_of!(JitFrame, link) as i32,
+            checks: std::mem::offset_of!(Hart<T>, checks) as i32,
+            fetch_stamp: std::mem::offset_of!(Hart<T>, fetch_stamp) as i32,
+            vcache: self.blocks.vcache_layout(),
             op_helper: if self.blocks.jit.key.1 {
                 jit_op::<T, B, true> as *const () as usize
             } else {
@@ -349,16 +373,16 @@ impl<T: TimingModel> Hart<T> {
         #[cfg(target_arch = "x86_64")]
         let code = emit::Emitter::new(&lay).block(&ops, &op_addr);
         #[cfg(not(target_arch = "x86_64"))]
-        let code: Option<Vec<u8>> = {
+        let code: Option<(Vec<u8>, usize)> = {
             let _ = (&lay, &op_addr);
             None
         };
         let jit = &mut self.blocks.jit;
-        if let (Some(d), Some(c)) = (std::env::var_os("HS_JIT_DUMP"), code.as_ref()) {
-            let _ = std::fs::write(std::path::Path::new(&d).join(format!("{:08x}.bin", self.pc)), c);
-        }
         let ok = match code {
-            Some(code) => jit.install(start, &code),
+            Some((code, entry)) => {
+                jit.chain_entry = entry;
+                jit.install(start, &code)
+            }
             None => false,
         };
         if ok {
@@ -366,6 +390,35 @@ impl<T: TimingModel> Hart<T> {
         }
         jit.nanos += t0.elapsed().as_nanos() as u64;
         ok
+    }
+
+    /// The block just left by an exit with a link cell: if the run loop
+    /// would chain into a translated block there, point the cell at it,
+    /// so next time the exit jumps there itself (after the same checks:
+    /// budget, `checks`, and the first level mapping the pc to that block).
+    #[inline(always)]
+    fn jit_link(&mut self) {
+        let cell = std::mem::take(&mut self.jit_frame.link);
+        if cell == 0 || self.cycle >= self.jit_frame.limit || self.checks != 0 {
+            return;
+        }
+        let Some((s, _, _)) = self.blocks.lookup(self.pc, self.fetch_stamp) else {
+            return;
+        };
+        let jit = &self.blocks.jit;
+        let Some(&slot) = jit.slots.get(s) else {
+            return;
+        };
+        if slot & COMPILED == 0 {
+            return;
+        }
+        let entry = jit.region as u64 + (slot & !COMPILED) as u64 + jit.chain_entry as u64;
+        // SAFETY: `cell` is a link cell of code in the region (16 bytes,
+        // aligned; see `emit`), and no translated code runs now.
+        unsafe {
+            (cell as *mut u64).write(s as u64);
+            (cell as *mut u64).add(1).write(entry);
+        }
     }
 
     fn jit_refresh_frame(&mut self) {
