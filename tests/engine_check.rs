@@ -42,13 +42,23 @@ fn a_linux_boot_agrees_under_the_engine_check() {
         let out = hartscope(&args, &dir, BOOT_DEADLINE);
         assert_workload_finished(&out, 0);
         assert_eq!(out.stderr.contains(AGREED), check, "{}", out.tail());
-        (
-            out.stdout,
-            guest_stats(&std::fs::read_to_string(&stats).unwrap()),
-        )
+        let json = std::fs::read_to_string(&stats).unwrap();
+        let raw: serde_json::Value = serde_json::from_str(&json).unwrap();
+        let translated: u64 = raw["harts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["translated_blocks"].as_u64().unwrap())
+            .sum();
+        (out.stdout, guest_stats(&json), translated)
     };
-    let (plain_console, plain) = run(false, 1);
-    let (checked_console, checked) = run(true, 2);
+    let (plain_console, plain, plain_translated) = run(false, 1);
+    let (checked_console, checked, checked_translated) = run(true, 2);
+    // both ran translated code; the checked run translated every block
+    assert!(
+        plain_translated > 10_000 && checked_translated > 10 * plain_translated,
+        "translated blocks: plain {plain_translated}, checked {checked_translated}"
+    );
     assert!(plain_console == checked_console, "console output differs");
     let diffs = json_differences(&plain, &checked, 10);
     assert!(

@@ -166,6 +166,7 @@ pub fn guest_stats(json: &str) -> serde_json::Value {
                 map.remove("phase_host_seconds");
                 map.remove("mips");
                 // what translating took: memory and host time
+                map.remove("translated_blocks");
                 map.remove("translation_bytes");
                 map.remove("translation_seconds");
                 map.remove("translation_share");
