@@ -19,7 +19,7 @@ use dynasmrt::x64::X64Relocation;
 use dynasmrt::{dynasm, DynamicLabel, DynasmApi, DynasmLabelApi, VecAssembler};
 use hs_isa::Insn;
 
-use super::super::Op;
+use super::super::{Op, SINK};
 use super::Layout;
 
 /// Bytes from the data TLB's load row to its store row (same context).
@@ -65,6 +65,9 @@ pub(super) struct Emitter<'a> {
     ret0: DynamicLabel,
     /// where a chained jump enters (after the prologue's pushes)
     chain_entry: usize,
+    /// the guest register rax holds, when the previous op left it there
+    /// (straight-line ALU ops only: the next op need not reload it)
+    rax_holds: Option<u8>,
 }
 
 /// `op`'s address (a stable copy the helpers read), for the op at `i`.
@@ -86,6 +89,7 @@ impl<'a> Emitter<'a> {
             ret,
             ret0,
             chain_entry: 0,
+            rax_holds: None,
         }
     }
 
@@ -105,6 +109,7 @@ impl<'a> Emitter<'a> {
             }
             if self.lay.log && inline(op) {
                 self.log(op_addr(i), self.pending);
+                self.rax_holds = None;
             }
         }
         if !ended {
@@ -226,32 +231,50 @@ impl<'a> Emitter<'a> {
     fn op(&mut self, op: &Op, addr: u64) -> bool {
         use Insn::*;
         let lay = self.lay;
+        // what rax holds on entry; only an ALU op says so on exit
+        let fwd = self.rax_holds.take();
         macro_rules! ld {
             ($r:expr, $reg:tt) => {{
                 let d = self.x($r);
                 dynasm!(self.a ; .arch x64 ; mov $reg, QWORD [rbx + d]);
             }};
         }
+        macro_rules! ld_rax {
+            ($r:expr) => {{
+                if fwd != Some($r) {
+                    ld!($r, rax);
+                }
+            }};
+        }
+        // (x0 is never written: a write to it goes to the sink, as the
+        // predecoder arranges for these ops anyway)
         macro_rules! st_rax {
             ($rd:expr) => {{
-                let d = self.x($rd);
+                let rd = if $rd == 0 { SINK } else { $rd };
+                let d = self.x(rd);
                 dynasm!(self.a ; .arch x64 ; mov QWORD [rbx + d], rax);
+                rd
             }};
         }
         macro_rules! alu_i {
             ($rd:expr, $rs1:expr, $($body:tt)*) => {{
-                ld!($rs1, rax);
+                ld_rax!($rs1);
                 dynasm!(self.a ; .arch x64 ; $($body)*);
-                st_rax!($rd);
+                self.rax_holds = Some(st_rax!($rd));
                 self.pending += 1;
             }};
         }
         macro_rules! alu_r {
             ($rd:expr, $rs1:expr, $rs2:expr, $($body:tt)*) => {{
-                ld!($rs1, rax);
-                ld!($rs2, rcx);
+                if fwd == Some($rs2) && fwd != Some($rs1) {
+                    dynasm!(self.a ; .arch x64 ; mov rcx, rax);
+                    ld!($rs1, rax);
+                } else {
+                    ld_rax!($rs1);
+                    ld!($rs2, rcx);
+                }
                 dynasm!(self.a ; .arch x64 ; $($body)*);
-                st_rax!($rd);
+                self.rax_holds = Some(st_rax!($rd));
                 self.pending += 1;
             }};
         }
@@ -272,12 +295,12 @@ impl<'a> Emitter<'a> {
             Sraiw { rd, rs1, imm } => alu_i!(rd, rs1, sar eax, (imm & 31) as i8 ; movsxd rax, eax),
             Lui { rd, imm } => {
                 dynasm!(self.a ; .arch x64 ; mov rax, QWORD imm as i64);
-                st_rax!(rd);
+                self.rax_holds = Some(st_rax!(rd));
                 self.pending += 1;
             }
             Auipc { rd, imm } => {
                 dynasm!(self.a ; .arch x64 ; mov rax, QWORD off + imm as i64 ; add rax, r14);
-                st_rax!(rd);
+                self.rax_holds = Some(st_rax!(rd));
                 self.pending += 1;
             }
             Add { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, add rax, rcx),
@@ -298,12 +321,12 @@ impl<'a> Emitter<'a> {
             Mul { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, imul rax, rcx),
             Mulw { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, imul eax, ecx ; movsxd rax, eax),
 
-            Beq { rs1, rs2, imm } => self.branch(op, addr, rs1, rs2, imm, 0),
-            Bne { rs1, rs2, imm } => self.branch(op, addr, rs1, rs2, imm, 1),
-            Blt { rs1, rs2, imm } => self.branch(op, addr, rs1, rs2, imm, 2),
-            Bge { rs1, rs2, imm } => self.branch(op, addr, rs1, rs2, imm, 3),
-            Bltu { rs1, rs2, imm } => self.branch(op, addr, rs1, rs2, imm, 4),
-            Bgeu { rs1, rs2, imm } => self.branch(op, addr, rs1, rs2, imm, 5),
+            Beq { rs1, rs2, imm } => self.branch(op, addr, fwd, (rs1, rs2), imm, 0),
+            Bne { rs1, rs2, imm } => self.branch(op, addr, fwd, (rs1, rs2), imm, 1),
+            Blt { rs1, rs2, imm } => self.branch(op, addr, fwd, (rs1, rs2), imm, 2),
+            Bge { rs1, rs2, imm } => self.branch(op, addr, fwd, (rs1, rs2), imm, 3),
+            Bltu { rs1, rs2, imm } => self.branch(op, addr, fwd, (rs1, rs2), imm, 4),
+            Bgeu { rs1, rs2, imm } => self.branch(op, addr, fwd, (rs1, rs2), imm, 5),
             Jal { rd, imm } => {
                 let link = off + op.len as i64;
                 dynasm!(self.a ; .arch x64 ; mov rax, QWORD link ; add rax, r14);
@@ -342,17 +365,17 @@ impl<'a> Emitter<'a> {
                 return true;
             }
 
-            Lb { rd, rs1, imm } => self.load(addr, rd, rs1, imm, 1, true),
-            Lh { rd, rs1, imm } => self.load(addr, rd, rs1, imm, 2, true),
-            Lw { rd, rs1, imm } => self.load(addr, rd, rs1, imm, 4, true),
-            Ld { rd, rs1, imm } => self.load(addr, rd, rs1, imm, 8, false),
-            Lbu { rd, rs1, imm } => self.load(addr, rd, rs1, imm, 1, false),
-            Lhu { rd, rs1, imm } => self.load(addr, rd, rs1, imm, 2, false),
-            Lwu { rd, rs1, imm } => self.load(addr, rd, rs1, imm, 4, false),
-            Sb { rs1, rs2, imm } => self.store(addr, rs1, rs2, imm, 1),
-            Sh { rs1, rs2, imm } => self.store(addr, rs1, rs2, imm, 2),
-            Sw { rs1, rs2, imm } => self.store(addr, rs1, rs2, imm, 4),
-            Sd { rs1, rs2, imm } => self.store(addr, rs1, rs2, imm, 8),
+            Lb { rd, rs1, imm } => self.load(addr, fwd, rd, rs1, imm, 1, true),
+            Lh { rd, rs1, imm } => self.load(addr, fwd, rd, rs1, imm, 2, true),
+            Lw { rd, rs1, imm } => self.load(addr, fwd, rd, rs1, imm, 4, true),
+            Ld { rd, rs1, imm } => self.load(addr, fwd, rd, rs1, imm, 8, false),
+            Lbu { rd, rs1, imm } => self.load(addr, fwd, rd, rs1, imm, 1, false),
+            Lhu { rd, rs1, imm } => self.load(addr, fwd, rd, rs1, imm, 2, false),
+            Lwu { rd, rs1, imm } => self.load(addr, fwd, rd, rs1, imm, 4, false),
+            Sb { rs1, rs2, imm } => self.store(addr, fwd, rs1, rs2, imm, 1),
+            Sh { rs1, rs2, imm } => self.store(addr, fwd, rs1, rs2, imm, 2),
+            Sw { rs1, rs2, imm } => self.store(addr, fwd, rs1, rs2, imm, 4),
+            Sd { rs1, rs2, imm } => self.store(addr, fwd, rs1, rs2, imm, 8),
 
             _ => {
                 // the interpreter's definition, retiring (and logging) it
@@ -371,14 +394,14 @@ impl<'a> Emitter<'a> {
         false
     }
 
-    fn branch(&mut self, op: &Op, addr: u64, rs1: u8, rs2: u8, imm: i32, cond: u8) {
+    /// A conditional branch (`fwd`: the register rax holds on entry).
+    fn branch(&mut self, op: &Op, addr: u64, fwd: Option<u8>, (rs1, rs2): (u8, u8), imm: i32, cond: u8) {
         let (d1, d2) = (self.x(rs1), self.x(rs2));
         let label = self.a.new_dynamic_label();
-        dynasm!(self.a
-            ; .arch x64
-            ; mov rax, QWORD [rbx + d1]
-            ; cmp rax, QWORD [rbx + d2]
-        );
+        if fwd != Some(rs1) {
+            dynasm!(self.a ; .arch x64 ; mov rax, QWORD [rbx + d1]);
+        }
+        dynasm!(self.a ; .arch x64 ; cmp rax, QWORD [rbx + d2]);
         match cond {
             0 => dynasm!(self.a ; .arch x64 ; je =>label),
             1 => dynasm!(self.a ; .arch x64 ; jne =>label),
@@ -399,14 +422,20 @@ impl<'a> Emitter<'a> {
     /// rsi = x[rs1] + imm; jump to a new slow stub unless the load (or
     /// store, `row_delta`) TLB row maps the page and the `n` bytes stay in
     /// it; rsi is then the host address.
-    fn translate(&mut self, addr: u64, rs1: u8, imm: i32, n: i32, row_delta: i32) -> DynamicLabel {
+    fn translate(&mut self, addr: u64, fwd: Option<u8>, rs1: u8, imm: i32, n: i32, row_delta: i32) -> DynamicLabel {
         let d1 = self.x(rs1);
         let slow = self.a.new_dynamic_label();
         let back = self.a.new_dynamic_label();
+        if fwd == Some(rs1) {
+            dynasm!(self.a ; .arch x64 ; mov rsi, rax);
+        } else {
+            dynasm!(self.a ; .arch x64 ; mov rsi, QWORD [rbx + d1]);
+        }
+        if imm != 0 {
+            dynasm!(self.a ; .arch x64 ; add rsi, imm);
+        }
         dynasm!(self.a
             ; .arch x64
-            ; mov rsi, QWORD [rbx + d1]
-            ; add rsi, imm
             ; mov rax, rsi
             ; shr rax, 12
             ; mov ecx, eax
@@ -438,8 +467,8 @@ impl<'a> Emitter<'a> {
         back
     }
 
-    fn load(&mut self, addr: u64, rd: u8, rs1: u8, imm: i32, n: i32, signed: bool) {
-        let back = self.translate(addr, rs1, imm, n, 0);
+    fn load(&mut self, addr: u64, fwd: Option<u8>, rd: u8, rs1: u8, imm: i32, n: i32, signed: bool) {
+        let back = self.translate(addr, fwd, rs1, imm, n, 0);
         match (n, signed) {
             (1, true) => dynasm!(self.a ; .arch x64 ; movsx rax, BYTE [rsi]),
             (1, false) => dynasm!(self.a ; .arch x64 ; movzx eax, BYTE [rsi]),
@@ -458,8 +487,8 @@ impl<'a> Emitter<'a> {
         self.pending += 1;
     }
 
-    fn store(&mut self, addr: u64, rs1: u8, rs2: u8, imm: i32, n: i32) {
-        let back = self.translate(addr, rs1, imm, n, STORE_ROW_DELTA);
+    fn store(&mut self, addr: u64, fwd: Option<u8>, rs1: u8, rs2: u8, imm: i32, n: i32) {
+        let back = self.translate(addr, fwd, rs1, imm, n, STORE_ROW_DELTA);
         let d2 = self.x(rs2);
         dynasm!(self.a ; .arch x64 ; mov rcx, QWORD [rbx + d2]);
         match n {
