@@ -31,7 +31,7 @@ pub struct Divergence {
     pub blocks: Option<CheckRecord>,
     pub reference: Option<CheckRecord>,
     /// Architectural state differences at the end of the slice
-    /// (`register: block engine != reference`), or what else differs.
+    /// (`register: checked engine != reference`), or what else differs.
     pub state: Vec<String>,
     /// Guest cycle at the end of the slice in which it was found.
     pub slice_end: u64,
@@ -71,8 +71,8 @@ impl fmt::Display for Divergence {
         }
         let show = |r: &Option<CheckRecord>| r.as_ref().map_or("no step".to_string(), describe);
         if self.blocks.is_some() || self.reference.is_some() {
-            writeln!(f, "  block engine: {}", show(&self.blocks))?;
-            writeln!(f, "  reference:    {}", show(&self.reference))?;
+            writeln!(f, "  checked:   {}", show(&self.blocks))?;
+            writeln!(f, "  reference: {}", show(&self.reference))?;
         }
         for s in &self.state {
             writeln!(f, "  {s}")?;

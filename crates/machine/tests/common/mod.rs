@@ -1,4 +1,5 @@
 //! The machine the bare-metal tests of this crate boot.
+#![allow(dead_code)] // each test file uses its part
 
 use hs_machine::{BootFile, BootImages, Machine, MachineConfig};
 use hs_test_support::asm::*;

@@ -1,0 +1,98 @@
+//! The translating engine against the reference engine (every instruction
+//! decoded afresh), step by step (`hs_machine::lockstep`), on what a
+//! translation could get wrong: code rewritten under a translated block,
+//! a timer interrupt landing inside a hot translated loop, and chained
+//! blocks. Every block is translated on its first run.
+
+mod common;
+
+use hs_machine::{lockstep, Machine, StopReason};
+use hs_test_support::asm::*;
+
+const BASE: u64 = 0x8000_0000;
+const FENCE_I: u32 = 0x0000_100f;
+
+fn translating(elf: &[u8]) -> Machine {
+    let mut m = common::bare_metal(1, elf.to_vec(), 50_000_000);
+    for h in m.harts_mut() {
+        h.set_translate_after(1);
+    }
+    m
+}
+
+/// Exit through HTIF with the code in `reg`.
+fn exit_with(a: &mut Asm, reg: u32) {
+    a.slli(T2, reg, 1).addi(T2, T2, 1).la(T3, "tohost").sd(T2, T3, 0);
+    a.label("hang").j("hang");
+}
+
+fn finish(mut a: Asm) -> Vec<u8> {
+    a.align(8).label("tohost").data(&[0; 8]);
+    a.label("fromhost").data(&[0; 8]);
+    let syms = [
+        ("tohost", a.addr("tohost")),
+        ("fromhost", a.addr("fromhost")),
+    ];
+    let image = a.finish();
+    elf(BASE, &image, &syms)
+}
+
+fn check(elf: &[u8]) -> (StopReason, Machine) {
+    let (mut translated, mut reference) = (translating(elf), common::bare_metal(1, elf.to_vec(), 50_000_000));
+    let stop = lockstep(&mut translated, &mut reference).unwrap_or_else(|d| panic!("{d}"));
+    let h = &translated.harts()[0];
+    assert!(
+        h.translation_stats().blocks >= 3,
+        "translated {} blocks",
+        h.translation_stats().blocks
+    );
+    (stop, translated)
+}
+
+/// A loop runs a block it stores into every time round (then `fence.i`),
+/// the same instruction 50 times, then another: the translated loop runs
+/// the old instruction 50 times and the new one 50. (Every round stores,
+/// so the store's own translation meets the code page through its inline
+/// fast path, not only on its first, TLB-filling run.)
+#[test]
+fn rewritten_code_is_retranslated() {
+    let addi_t1 = |imm: u32| (imm << 20) | (T1 << 15) | (T1 << 7) | 0x13;
+    let mut a = Asm::new(BASE);
+    a.li(T0, 0).li(T1, 0).li(A1, 100).li(A2, 50);
+    a.label("loop").addi(T0, T0, 1).j("patched");
+    a.label("patched").addi(T1, T1, 3).j("cont");
+    a.label("cont")
+        .la(A3, "patched")
+        .li(SP, addi_t1(3) as u64)
+        .bltu(T0, A2, "store");
+    a.li(SP, addi_t1(5) as u64);
+    a.label("store").sw(SP, A3, 0);
+    a.word(FENCE_I);
+    a.bltu(T0, A1, "loop");
+    exit_with(&mut a, T1);
+    let (stop, m) = check(&finish(a));
+    assert_eq!(stop, StopReason::HtifExit(50 * 3 + 50 * 5));
+    assert!(m.harts()[0].stats().code_invalidations >= 1);
+}
+
+/// A timer interrupt lands inside a hot loop of translated, chained
+/// blocks: on the same instruction, at the same cycle, as the reference.
+#[test]
+fn an_interrupt_lands_where_the_reference_takes_it() {
+    let mut a = Asm::new(BASE);
+    a.la(T0, "handler").csrw(CSR_MTVEC, T0);
+    // mtimecmp 2,000 ticks ahead, MTIE and MIE on
+    a.li(T0, 0x0200_bff8).ld(T1, T0, 0).li(T2, 2_000).add(T1, T1, T2);
+    a.li(T0, 0x0200_4000).sd(T1, T0, 0);
+    a.li(T0, 0x80).csrs(CSR_MIE, T0).li(T0, 0x8).csrs(CSR_MSTATUS, T0);
+    a.li(T0, 0).li(T1, 0).li(A1, 1 << 40);
+    // two blocks chained into each other, with a load and a store
+    a.label("loop").addi(T0, T0, 1).add(T1, T1, T0).la(A3, "cell").sd(T1, A3, 0).j("second");
+    a.label("second").ld(SP, A3, 0).add(T1, T1, SP).bltu(T0, A1, "loop");
+    a.align(4).label("handler").li(A0, 1);
+    exit_with(&mut a, A0);
+    a.align(8).label("cell").data(&[0; 8]);
+    let (stop, m) = check(&finish(a));
+    assert_eq!(stop, StopReason::HtifExit(1));
+    assert!(m.harts()[0].instret() > 10_000, "the loop ran");
+}
