@@ -501,3 +501,23 @@ extern "sysv64" fn jit_code_store<T: TimingModel>(h: *mut Hart<T>, host: u64, le
     h.ram.note_store(pa, len);
     h.checks |= CHECK_CODE;
 }
+
+#[cfg(all(test, target_arch = "x86_64"))]
+mod tests {
+    use crate::mmu::{Tlb, TlbEntry, KIND_LOAD, KIND_STORE};
+
+    /// Translated code finds a TLB entry as (tag, addend) at 16 bytes an
+    /// entry, and the store row at a fixed distance from the load row.
+    #[test]
+    fn translated_code_finds_the_tlb_where_it_is() {
+        assert_eq!(std::mem::size_of::<TlbEntry>(), 16);
+        assert_eq!(std::mem::offset_of!(TlbEntry, tag), 0);
+        assert_eq!(std::mem::offset_of!(TlbEntry, addend), 8);
+        let t = Tlb::new();
+        for ctx in 0..4 {
+            let load = &t.e[KIND_LOAD][ctx][0] as *const TlbEntry as isize;
+            let store = &t.e[KIND_STORE][ctx][0] as *const TlbEntry as isize;
+            assert_eq!(store - load, super::emit::STORE_ROW_DELTA as isize);
+        }
+    }
+}
