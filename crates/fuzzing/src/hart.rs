@@ -90,7 +90,12 @@ pub fn differential(data: &[u8]) -> bool {
     true
 }
 
-fn compare(data: &[u8], engine: Engine, reference: &Hart<Atomic>, reference_log: &[CheckRecord]) -> bool {
+fn compare(
+    data: &[u8],
+    engine: Engine,
+    reference: &Hart<Atomic>,
+    reference_log: &[CheckRecord],
+) -> bool {
     let (blocks, blocks_log) = run_on(data, engine);
     if engine == Engine::Translated {
         // every block it fetched was translated (on its first run)
@@ -113,7 +118,10 @@ fn compare(data: &[u8], engine: Engine, reference: &Hart<Atomic>, reference_log:
         );
     }
     let diff = blocks.arch_diff(reference);
-    assert!(diff.is_empty(), "{engine:?} and the reference end apart: {diff:?}");
+    assert!(
+        diff.is_empty(),
+        "{engine:?} and the reference end apart: {diff:?}"
+    );
     true
 }
 

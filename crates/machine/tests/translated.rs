@@ -22,7 +22,10 @@ fn translating(elf: &[u8]) -> Machine {
 
 /// Exit through HTIF with the code in `reg`.
 fn exit_with(a: &mut Asm, reg: u32) {
-    a.slli(T2, reg, 1).addi(T2, T2, 1).la(T3, "tohost").sd(T2, T3, 0);
+    a.slli(T2, reg, 1)
+        .addi(T2, T2, 1)
+        .la(T3, "tohost")
+        .sd(T2, T3, 0);
     a.label("hang").j("hang");
 }
 
@@ -38,7 +41,10 @@ fn finish(mut a: Asm) -> Vec<u8> {
 }
 
 fn check(elf: &[u8]) -> (StopReason, Machine) {
-    let (mut translated, mut reference) = (translating(elf), common::bare_metal(1, elf.to_vec(), 50_000_000));
+    let (mut translated, mut reference) = (
+        translating(elf),
+        common::bare_metal(1, elf.to_vec(), 50_000_000),
+    );
     let stop = lockstep(&mut translated, &mut reference).unwrap_or_else(|d| panic!("{d}"));
     let h = &translated.harts()[0];
     assert!(
@@ -82,13 +88,27 @@ fn an_interrupt_lands_where_the_reference_takes_it() {
     let mut a = Asm::new(BASE);
     a.la(T0, "handler").csrw(CSR_MTVEC, T0);
     // mtimecmp 2,000 ticks ahead, MTIE and MIE on
-    a.li(T0, 0x0200_bff8).ld(T1, T0, 0).li(T2, 2_000).add(T1, T1, T2);
+    a.li(T0, 0x0200_bff8)
+        .ld(T1, T0, 0)
+        .li(T2, 2_000)
+        .add(T1, T1, T2);
     a.li(T0, 0x0200_4000).sd(T1, T0, 0);
-    a.li(T0, 0x80).csrs(CSR_MIE, T0).li(T0, 0x8).csrs(CSR_MSTATUS, T0);
+    a.li(T0, 0x80)
+        .csrs(CSR_MIE, T0)
+        .li(T0, 0x8)
+        .csrs(CSR_MSTATUS, T0);
     a.li(T0, 0).li(T1, 0).li(A1, 1 << 40);
     // two blocks chained into each other, with a load and a store
-    a.label("loop").addi(T0, T0, 1).add(T1, T1, T0).la(A3, "cell").sd(T1, A3, 0).j("second");
-    a.label("second").ld(SP, A3, 0).add(T1, T1, SP).bltu(T0, A1, "loop");
+    a.label("loop")
+        .addi(T0, T0, 1)
+        .add(T1, T1, T0)
+        .la(A3, "cell")
+        .sd(T1, A3, 0)
+        .j("second");
+    a.label("second")
+        .ld(SP, A3, 0)
+        .add(T1, T1, SP)
+        .bltu(T0, A1, "loop");
     a.align(4).label("handler").li(A0, 1);
     exit_with(&mut a, A0);
     a.align(8).label("cell").data(&[0; 8]);

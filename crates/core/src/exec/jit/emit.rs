@@ -395,7 +395,15 @@ impl<'a> Emitter<'a> {
     }
 
     /// A conditional branch (`fwd`: the register rax holds on entry).
-    fn branch(&mut self, op: &Op, addr: u64, fwd: Option<u8>, (rs1, rs2): (u8, u8), imm: i32, cond: u8) {
+    fn branch(
+        &mut self,
+        op: &Op,
+        addr: u64,
+        fwd: Option<u8>,
+        (rs1, rs2): (u8, u8),
+        imm: i32,
+        cond: u8,
+    ) {
         let (d1, d2) = (self.x(rs1), self.x(rs2));
         let label = self.a.new_dynamic_label();
         if fwd != Some(rs1) {
@@ -422,7 +430,15 @@ impl<'a> Emitter<'a> {
     /// rsi = x[rs1] + imm; jump to a new slow stub unless the load (or
     /// store, `row_delta`) TLB row maps the page and the `n` bytes stay in
     /// it; rsi is then the host address.
-    fn translate(&mut self, addr: u64, fwd: Option<u8>, rs1: u8, imm: i32, n: i32, row_delta: i32) -> DynamicLabel {
+    fn translate(
+        &mut self,
+        addr: u64,
+        fwd: Option<u8>,
+        rs1: u8,
+        imm: i32,
+        n: i32,
+        row_delta: i32,
+    ) -> DynamicLabel {
         let d1 = self.x(rs1);
         let slow = self.a.new_dynamic_label();
         let back = self.a.new_dynamic_label();
@@ -467,7 +483,16 @@ impl<'a> Emitter<'a> {
         back
     }
 
-    fn load(&mut self, addr: u64, fwd: Option<u8>, rd: u8, rs1: u8, imm: i32, n: i32, signed: bool) {
+    fn load(
+        &mut self,
+        addr: u64,
+        fwd: Option<u8>,
+        rd: u8,
+        rs1: u8,
+        imm: i32,
+        n: i32,
+        signed: bool,
+    ) {
         let back = self.translate(addr, fwd, rs1, imm, n, 0);
         match (n, signed) {
             (1, true) => dynasm!(self.a ; .arch x64 ; movsx rax, BYTE [rsi]),
