@@ -87,16 +87,7 @@ fn rewritten_code_is_retranslated() {
 fn an_interrupt_lands_where_the_reference_takes_it() {
     let mut a = Asm::new(BASE);
     a.la(T0, "handler").csrw(CSR_MTVEC, T0);
-    // mtimecmp 2,000 ticks ahead, MTIE and MIE on
-    a.li(T0, 0x0200_bff8)
-        .ld(T1, T0, 0)
-        .li(T2, 2_000)
-        .add(T1, T1, T2);
-    a.li(T0, 0x0200_4000).sd(T1, T0, 0);
-    a.li(T0, 0x80)
-        .csrs(CSR_MIE, T0)
-        .li(T0, 0x8)
-        .csrs(CSR_MSTATUS, T0);
+    common::arm_timer(&mut a, 2_000);
     a.li(T0, 0).li(T1, 0).li(A1, 1 << 40);
     // two blocks chained into each other, with a load and a store
     a.label("loop")

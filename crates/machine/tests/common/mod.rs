@@ -21,10 +21,16 @@ pub fn bare_metal(harts: usize, elf_bytes: Vec<u8>, max_cycles: u64) -> Machine 
     Machine::new(cfg).unwrap()
 }
 
-/// Emit: hart 0's CLINT timer (mtimecmp) set `ticks` ahead of mtime, the
-/// machine timer interrupt enabled (MTIE, then MIE), and a `wfi` loop at
+/// Emit: hart 0's CLINT timer armed (`arm_timer`) and a `wfi` loop at
 /// label `idle` to wait in.
 pub fn timer_then_idle(a: &mut Asm, ticks: u64) {
+    arm_timer(a, ticks);
+    a.label("idle").wfi().j("idle");
+}
+
+/// Emit: hart 0's CLINT timer (mtimecmp) set `ticks` ahead of mtime and
+/// the machine timer interrupt enabled (MTIE, then MIE); uses t0–t2.
+pub fn arm_timer(a: &mut Asm, ticks: u64) {
     a.li(T0, 0x0200_bff8)
         .ld(T1, T0, 0)
         .li(T2, ticks)
@@ -34,5 +40,4 @@ pub fn timer_then_idle(a: &mut Asm, ticks: u64) {
         .csrs(CSR_MIE, T0)
         .li(T0, 0x8)
         .csrs(CSR_MSTATUS, T0);
-    a.label("idle").wfi().j("idle");
 }

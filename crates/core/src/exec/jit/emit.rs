@@ -50,6 +50,16 @@ struct CodeStore {
     len: i32,
 }
 
+/// How [`Emitter::op`] emitted an op.
+enum Emitted {
+    /// inline, the block going on after it
+    Inline,
+    /// as a call of the interpreter's definition (which also logs it)
+    Helper,
+    /// inline, ending the block (a jump)
+    Jumped,
+}
+
 pub(super) struct Emitter<'a> {
     a: VecAssembler<X64Relocation>,
     lay: &'a Layout,
@@ -103,13 +113,17 @@ impl<'a> Emitter<'a> {
         self.prologue();
         let mut ended = false;
         for (i, op) in ops.iter().enumerate() {
-            if self.op(op, op_addr(i)) {
-                ended = true;
-                break;
-            }
-            if self.lay.log && inline(op) {
-                self.log(op_addr(i), self.pending);
-                self.rax_holds = None;
+            match self.op(op, op_addr(i)) {
+                Emitted::Jumped => {
+                    ended = true;
+                    break;
+                }
+                // a helper logs the ops it runs; inline ones log here
+                Emitted::Inline if self.lay.log => {
+                    self.log(op_addr(i), self.pending);
+                    self.rax_holds = None;
+                }
+                _ => {}
             }
         }
         if !ended {
@@ -227,8 +241,8 @@ impl<'a> Emitter<'a> {
         self.call(self.lay.log_helper, op);
     }
 
-    /// Emit one op; true when it ends the block (a jump).
-    fn op(&mut self, op: &Op, addr: u64) -> bool {
+    /// Emit one op; how (see [`Emitted`]).
+    fn op(&mut self, op: &Op, addr: u64) -> Emitted {
         use Insn::*;
         let lay = self.lay;
         // what rax holds on entry; only an ALU op says so on exit
@@ -336,7 +350,7 @@ impl<'a> Emitter<'a> {
                     self.log(addr, retired);
                 }
                 self.exit_at(retired, off + imm as i64);
-                return true;
+                return Emitted::Jumped;
             }
             Jalr { rd, rs1, imm } => {
                 // the target first: rd may be rs1
@@ -362,7 +376,7 @@ impl<'a> Emitter<'a> {
                     ; xor eax, eax
                     ; jmp =>self.ret
                 );
-                return true;
+                return Emitted::Jumped;
             }
 
             Lb { rd, rs1, imm } => self.load(addr, fwd, rd, rs1, imm, 1, true),
@@ -389,9 +403,10 @@ impl<'a> Emitter<'a> {
                     ; jnz =>self.ret
                 );
                 self.pending = 0;
+                return Emitted::Helper;
             }
         }
-        false
+        Emitted::Inline
     }
 
     /// A conditional branch (`fwd`: the register rax holds on entry).
@@ -612,62 +627,4 @@ impl<'a> Emitter<'a> {
             );
         }
     }
-}
-
-/// Whether [`Emitter::op`] emits `op` inline (else a helper runs it, and
-/// logs it).
-pub(super) fn inline(op: &Op) -> bool {
-    use Insn::*;
-    matches!(
-        op.insn,
-        Addi { .. }
-            | Slti { .. }
-            | Sltiu { .. }
-            | Xori { .. }
-            | Ori { .. }
-            | Andi { .. }
-            | Slli { .. }
-            | Srli { .. }
-            | Srai { .. }
-            | Addiw { .. }
-            | Slliw { .. }
-            | Srliw { .. }
-            | Sraiw { .. }
-            | Lui { .. }
-            | Auipc { .. }
-            | Add { .. }
-            | Sub { .. }
-            | Xor { .. }
-            | Or { .. }
-            | And { .. }
-            | Sll { .. }
-            | Srl { .. }
-            | Sra { .. }
-            | Slt { .. }
-            | Sltu { .. }
-            | Addw { .. }
-            | Subw { .. }
-            | Sllw { .. }
-            | Srlw { .. }
-            | Sraw { .. }
-            | Mul { .. }
-            | Mulw { .. }
-            | Beq { .. }
-            | Bne { .. }
-            | Blt { .. }
-            | Bge { .. }
-            | Bltu { .. }
-            | Bgeu { .. }
-            | Lb { .. }
-            | Lh { .. }
-            | Lw { .. }
-            | Ld { .. }
-            | Lbu { .. }
-            | Lhu { .. }
-            | Lwu { .. }
-            | Sb { .. }
-            | Sh { .. }
-            | Sw { .. }
-            | Sd { .. }
-    )
 }
