@@ -53,7 +53,7 @@ fn debian_p87_samples_and_switches_name_tasks_from_the_kernel() {
     let task = |s: &hs_observe::Sample| s.task.clone().unwrap();
 
     // The shell and its children: `sh` with pids above init's, in user mode too.
-    let sh: Vec<_> = samples.iter().filter(|s| task(s).comm == "sh").collect();
+    let sh: Vec<_> = samples.iter().filter(|s| &*task(s).comm == "sh").collect();
     assert!(sh.len() > 500, "{} samples of sh", sh.len());
     assert!(sh.iter().all(|s| task(s).pid > 1));
     assert!(
@@ -73,8 +73,8 @@ fn debian_p87_samples_and_switches_name_tasks_from_the_kernel() {
         assert_eq!(t.pid == 0, t.tid == 0, "{t:?}");
         if t.pid == 0 {
             assert_eq!(
-                t.comm,
-                format!("swapper/{}", s.hart),
+                &*t.comm,
+                format!("swapper/{}", s.hart).as_str(),
                 "idle on hart {}",
                 s.hart
             );

@@ -293,6 +293,10 @@ impl<T: TimingModel> Hart<T> {
         while done < buf.len() {
             let a = va.wrapping_add(done as u64);
             let chunk = ((4096 - (a & 0xfff)) as usize).min(buf.len() - done);
+            if self.tlb_peek(a, self.data_ctx, &mut buf[done..done + chunk]) {
+                done += chunk;
+                continue;
+            }
             let pa = self.translate_peek(a, mmu::KIND_LOAD).ok_or(())?;
             if !self.ram.read_bytes(pa, &mut buf[done..done + chunk]) {
                 return Err(());
@@ -315,6 +319,10 @@ impl<T: TimingModel> Hart<T> {
         while done < buf.len() {
             let a = va.wrapping_add(done as u64);
             let chunk = ((4096 - (a & 0xfff)) as usize).min(buf.len() - done);
+            if self.tlb_peek(a, mmu::CTX_S, &mut buf[done..done + chunk]) {
+                done += chunk;
+                continue;
+            }
             let w = self
                 .walk(
                     a,

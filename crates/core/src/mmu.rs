@@ -319,6 +319,25 @@ impl<T: TimingModel> Hart<T> {
             .wrapping_add(self.ram_base)
     }
 
+    /// Observation: copy `buf.len()` bytes at `va` (all in `va`'s page)
+    /// through the data TLB's load entry for `ctx`, if it holds the page
+    /// as RAM: the very translation the hart's own load would use (entries
+    /// are exact to a walk under the current `satp`, PMP and MXR: changing
+    /// any of them flushes the TLB). False if it does not hold it.
+    pub(crate) fn tlb_peek(&self, va: u64, ctx: usize, buf: &mut [u8]) -> bool {
+        let vpn = va >> 12;
+        let e = &self.tlb.e[KIND_LOAD][ctx & 3][(vpn as usize) & (TLB_SIZE - 1)];
+        if e.tag != vpn | self.tlb.gen_bits || (va & 0xfff) as usize + buf.len() > 4096 {
+            return false;
+        }
+        let host = va.wrapping_add(e.addend) as *const u8;
+        // SAFETY: the entry maps this whole page to RAM (checked at fill:
+        // an MMIO entry's tag carries TLB_MMIO and never matches here) and
+        // the bytes stay inside the page.
+        unsafe { std::ptr::copy_nonoverlapping(host, buf.as_mut_ptr(), buf.len()) };
+        true
+    }
+
     /// Observation-only translation: no A/D update, no TLB fill, no trap.
     pub(crate) fn translate_peek(&self, va: u64, kind: usize) -> Option<u64> {
         let ctx = if kind == KIND_FETCH {

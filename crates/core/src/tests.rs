@@ -506,6 +506,33 @@ fn read_virt_follows_translation() {
     assert!(h.read_virt(0x4000_3000, &mut buf).is_err());
 }
 
+/// Observation reads a page the TLB holds through the TLB entry: what the
+/// hart's own load would read (a remap without `sfence.vma` is not seen by
+/// the guest, nor by observation, until the fence).
+#[test]
+fn observation_reads_a_page_the_tlb_holds_as_the_harts_loads_do() {
+    let (mut h, ram) = hart_with(&[]);
+    sv39(&mut h, &ram);
+    h.set_priv(Priv::Supervisor);
+    h.update_modes();
+    ram.write_bytes(BASE + 0x20010, b"old!");
+    ram.write_bytes(BASE + 0x23010, b"new!");
+    assert_eq!(h.translate(0x4000_0010, 4, KIND_LOAD), Ok(BASE + 0x20010));
+    // the page table now maps the page elsewhere, no fence yet
+    ram.write(BASE + 0x12000, 8, ((BASE + 0x23000) >> 12) << 10 | 0xc7);
+    let mut buf = [0u8; 4];
+    h.read_kernel_virt(0x4000_0010, &mut buf).unwrap();
+    assert_eq!(&buf, b"old!");
+    h.read_virt(0x4000_0010, &mut buf).unwrap();
+    assert_eq!(&buf, b"old!");
+    assert_eq!(h.translate(0x4000_0010, 4, KIND_LOAD), Ok(BASE + 0x20010));
+    h.tlb_flush();
+    h.read_kernel_virt(0x4000_0010, &mut buf).unwrap();
+    assert_eq!(&buf, b"new!");
+    h.read_virt(0x4000_0010, &mut buf).unwrap();
+    assert_eq!(&buf, b"new!");
+}
+
 #[test]
 fn read_kernel_virt_sees_supervisor_pages_from_any_mode() {
     let (mut h, ram) = hart_with(&[]);

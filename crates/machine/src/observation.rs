@@ -379,7 +379,7 @@ impl<T: TimingModel> Machine<T> {
                 let kind = EventKind::TaskSwitch {
                     pid: task.pid,
                     tid: task.tid,
-                    comm: task.comm,
+                    comm: task.comm.to_string(),
                 };
                 obs.push(Event {
                     hart: h as u16,

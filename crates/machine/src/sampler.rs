@@ -64,8 +64,10 @@ pub struct SpaceMark {
 /// 16 KiB (32 KiB with KASAN), a user stack grows to 8 MiB by default.
 const KERNEL_STACK_SPAN: u64 = 64 << 10;
 const USER_STACK_SPAN: u64 = 8 << 20;
-/// Bytes read at once while unwinding (frames are usually close together).
-const WINDOW: usize = 1024;
+/// Bytes read at once while unwinding: frames are usually close together,
+/// and a read the hart's TLB serves costs little more than the copy, so a
+/// small window (cleared and copied on every sample) is the cheaper one.
+const WINDOW: usize = 256;
 
 pub struct Sampler {
     cfg: SamplerConfig,

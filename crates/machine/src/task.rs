@@ -102,14 +102,22 @@ impl TaskReader {
         if tid > PID_MAX || pid > PID_MAX || (tid == 0) != (pid == 0) {
             return None;
         }
-        let comm = read_comm(hart, ptr, l)?;
+        let mut buf = [0u8; TaskLayout::MAX_COMM as usize];
+        let name = read_comm(hart, ptr, l, &mut buf)?;
+        // The task this hart ran last time (the usual case): share its name.
+        if let Some(Some((p, t))) = self.last.get(h) {
+            if *p == ptr && t.pid == pid && t.tid == tid && (tid == 0 || t.comm.as_bytes() == name)
+            {
+                return Some(t.clone());
+            }
+        }
         // Idle: the kernel names it `swapper` until the scheduler starts,
         // then `swapper/CPU` by its own CPU number; name it by the hart, as
         // the sample's CPU column is.
         let comm = if tid == 0 {
-            format!("swapper/{h}")
+            format!("swapper/{h}").into()
         } else {
-            comm
+            String::from_utf8_lossy(name).into()
         };
         let t = Task { pid, tid, comm };
         if let Some(slot) = self.last.get_mut(h) {
@@ -121,8 +129,12 @@ impl TaskReader {
 
 /// `comm` up to its NUL; None unless it is printable ASCII (a wrong pointer
 /// reads garbage).
-fn read_comm<T: TimingModel>(hart: &Hart<T>, ptr: u64, l: &TaskLayout) -> Option<String> {
-    let mut buf = [0u8; TaskLayout::MAX_COMM as usize];
+fn read_comm<'b, T: TimingModel>(
+    hart: &Hart<T>,
+    ptr: u64,
+    l: &TaskLayout,
+    buf: &'b mut [u8; TaskLayout::MAX_COMM as usize],
+) -> Option<&'b [u8]> {
     let buf = &mut buf[..l.comm_len as usize];
     hart.read_kernel_virt(ptr.checked_add(l.comm as u64)?, buf)
         .ok()?;
@@ -131,7 +143,7 @@ fn read_comm<T: TimingModel>(hart: &Hart<T>, ptr: u64, l: &TaskLayout) -> Option
     if name.is_empty() || !name.iter().all(|&b| (0x20..0x7f).contains(&b)) {
         return None;
     }
-    Some(String::from_utf8_lossy(name).into_owned())
+    Some(name)
 }
 
 #[cfg(test)]
@@ -309,7 +321,7 @@ mod tests {
         let idle = r.current(0, &h).unwrap();
         assert!(idle.is_idle());
         assert_eq!(
-            idle.comm, "swapper/0",
+            &*idle.comm, "swapper/0",
             "named by the hart, whatever the kernel calls it yet"
         );
         // A thread id of 0 with a process id that is not: not a task.

@@ -1,6 +1,7 @@
 //! PC samples with their call stacks.
 
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// RISC-V privilege mode a hart was in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -31,8 +32,9 @@ pub struct Task {
     pub pid: u32,
     /// Thread id: the kernel's `pid`, perf's `tid`.
     pub tid: u32,
-    /// `comm` (at most 15 bytes in Linux); idle is `swapper/N`.
-    pub comm: String,
+    /// `comm` (at most 15 bytes in Linux); idle is `swapper/N`. Shared:
+    /// consecutive samples of one task hold the same name.
+    pub comm: Arc<str>,
 }
 
 impl Task {

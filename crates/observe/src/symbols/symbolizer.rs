@@ -287,20 +287,23 @@ impl<R: UserResolver> Symbolizer<R> {
         addr: u64,
         caller: bool,
     ) -> Frame<'_> {
+        // (the kernel symbol of a return address, when looking for it
+        // already found it: the same lookup `from_table` would make)
+        let mut kernel_caller = None;
         let space = match privilege {
             Privilege::Machine => Space::Firmware,
             Privilege::User => Space::User,
             Privilege::Supervisor if !caller => Space::Kernel,
             // A kernel call chain may run into the user stack it came from.
             Privilege::Supervisor => {
-                let kernel_has = self
+                kernel_caller = self
                     .kernel
                     .as_ref()
-                    .is_some_and(|k| k.lookup(addr.wrapping_sub(1)).is_some());
+                    .and_then(|k| k.lookup_symbol(addr.wrapping_sub(1)));
                 let physical = self
                     .kernel_physical
                     .is_some_and(|(lo, hi, _)| (lo..hi).contains(&addr));
-                if kernel_has || physical || addr >> 63 == 1 {
+                if kernel_caller.is_some() || physical || addr >> 63 == 1 {
                     Space::Kernel
                 } else {
                     Space::User
@@ -319,7 +322,13 @@ impl<R: UserResolver> Symbolizer<R> {
             fallback: &'static str,
             probe: u64,
         ) -> (&'t str, Option<&'t Symbol>) {
-            let sym = table.and_then(|t| t.lookup_symbol(probe));
+            from_symbol(table, fallback, table.and_then(|t| t.lookup_symbol(probe)))
+        }
+        fn from_symbol<'t>(
+            table: Option<&'t SymbolTable>,
+            fallback: &'static str,
+            sym: Option<&'t Symbol>,
+        ) -> (&'t str, Option<&'t Symbol>) {
             let dso = match (sym.and_then(|s| s.module.as_deref()), table) {
                 (Some(module), _) => module,
                 (None, Some(t)) => t.name(),
@@ -337,7 +346,12 @@ impl<R: UserResolver> Symbolizer<R> {
                     Some((lo, hi, va)) if (lo..hi).contains(&addr) => addr - lo + va,
                     _ => addr,
                 };
-                let (dso, sym) = from_table(self.kernel.as_ref(), KERNEL_DSO, probe(link));
+                let (dso, sym) = match kernel_caller {
+                    Some(sym) if link == addr => {
+                        from_symbol(self.kernel.as_ref(), KERNEL_DSO, Some(sym))
+                    }
+                    _ => from_table(self.kernel.as_ref(), KERNEL_DSO, probe(link)),
+                };
                 (dso, link, sym)
             }
             Space::User => match self.user.image(at, addr) {
@@ -376,7 +390,7 @@ impl<R: UserResolver> Symbolizer<R> {
                 .map(|&ra| self.resolve(s.privilege, at, ra, true)),
         );
         let (comm, pid, tid) = match (&s.task, self.user.process(at)) {
-            (Some(t), _) => (t.comm.as_str(), t.pid, t.tid),
+            (Some(t), _) => (&*t.comm, t.pid, t.tid),
             (None, Some(p)) => (p.comm, p.pid, p.pid),
             (None, None) => match s.privilege {
                 Privilege::Machine => ("[firmware]", 0, 0),
