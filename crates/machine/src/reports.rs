@@ -11,7 +11,7 @@ use hs_observe::export::{
     annotate, chrome_trace, flamegraph_svg, fold, folded_text, itrace_text, perf_script,
     FlamegraphOptions, FoldOptions, HotFunctions,
 };
-use hs_observe::{ItraceLine, Observations};
+use hs_observe::{ItraceLine, Observations, Symbolizer, UserResolver};
 
 use crate::observation::{ItraceSpec, ItraceWindow, ObserveSetupError};
 use crate::symbols::GuestSymbols;
@@ -41,6 +41,44 @@ pub fn write_profile(
     title: &str,
 ) -> Result<Vec<PathBuf>, ObserveSetupError> {
     std::fs::create_dir_all(dir).map_err(write_err(dir))?;
+    let sym = symbols.symbolizer();
+    // perf.script (the largest by far) is written on a second thread while
+    // this one writes the rest: they read the same samples and symbols.
+    std::thread::scope(|scope| {
+        let perf = scope.spawn(|| write_perf_script(dir, obs, sym));
+        let mut written = write_profile_summaries(dir, obs, symbols, title)?;
+        let perf = perf
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+        written.insert(1, perf);
+        Ok(written)
+    })
+}
+
+/// `perf.script` of every sample (in pieces: for a long run it is large).
+fn write_perf_script<R: UserResolver>(
+    dir: &Path,
+    obs: &Observations,
+    sym: &Symbolizer<R>,
+) -> Result<PathBuf, ObserveSetupError> {
+    let path = dir.join("perf.script");
+    let file = std::fs::File::create(&path).map_err(write_err(&path))?;
+    let mut out = std::io::BufWriter::new(file);
+    for chunk in obs.samples.chunks(4096) {
+        let text = perf_script(chunk, sym, obs.guest_hz, obs.sample_period.max(1))?;
+        out.write_all(text.as_bytes()).map_err(write_err(&path))?;
+    }
+    out.flush().map_err(write_err(&path))?;
+    Ok(path)
+}
+
+/// `hot.md`, `folded.txt` and `flamegraph.svg` in `dir`.
+fn write_profile_summaries(
+    dir: &Path,
+    obs: &Observations,
+    symbols: &GuestSymbols,
+    title: &str,
+) -> Result<Vec<PathBuf>, ObserveSetupError> {
     let sym = symbols.symbolizer();
     let mut written = Vec::new();
 
@@ -75,17 +113,6 @@ pub fn write_profile(
         let _ = writeln!(md, "- {n}");
     }
     written.push(write_file(&dir.join("hot.md"), md.as_bytes())?);
-
-    // perf script text for a long run is large: write it in pieces.
-    let path = dir.join("perf.script");
-    let file = std::fs::File::create(&path).map_err(write_err(&path))?;
-    let mut out = std::io::BufWriter::new(file);
-    for chunk in obs.samples.chunks(4096) {
-        let text = perf_script(chunk, sym, obs.guest_hz, obs.sample_period.max(1))?;
-        out.write_all(text.as_bytes()).map_err(write_err(&path))?;
-    }
-    out.flush().map_err(write_err(&path))?;
-    written.push(path);
 
     let folded = fold(
         &obs.samples,

@@ -1,6 +1,6 @@
 //! Folded stacks (`root;…;leaf count`), the input of flamegraph tools.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 
 use crate::sample::Sample;
 use crate::symbols::{Frame, Symbolizer, UserResolver, UNKNOWN};
@@ -30,17 +30,26 @@ fn kernel_dso(dso: &str) -> bool {
 /// in brackets when the symbol is unknown (`[busybox]`,
 /// `[[kernel.kallsyms]]`; an unknown binary stays `[unknown]`). `;` would
 /// split the frame, so it becomes `:`.
-pub(crate) fn frame_name(f: &Frame<'_>, annotate_kernel: bool) -> String {
-    let mut name = match f.symbol {
-        Some(s) => s.to_string(),
-        None if f.dso == UNKNOWN => UNKNOWN.to_string(),
-        None => format!("[{}]", f.dso.rsplit('/').next().unwrap_or(f.dso)),
+fn push_frame_name(out: &mut String, f: &Frame<'_>, annotate_kernel: bool) {
+    let push = |out: &mut String, s: &str| {
+        if s.contains(';') {
+            out.push_str(&s.replace(';', ":"));
+        } else {
+            out.push_str(s);
+        }
     };
-    name = name.replace(';', ":");
-    if annotate_kernel && kernel_dso(f.dso) {
-        name.push_str("_[k]");
+    match f.symbol {
+        Some(s) => push(out, s),
+        None if f.dso == UNKNOWN => out.push_str(UNKNOWN),
+        None => {
+            out.push('[');
+            push(out, f.dso.rsplit('/').next().unwrap_or(f.dso));
+            out.push(']');
+        }
     }
-    name
+    if annotate_kernel && kernel_dso(f.dso) {
+        out.push_str("_[k]");
+    }
 }
 
 /// A task's root frame: its `comm`, spaces and `;` replaced.
@@ -54,22 +63,35 @@ pub fn fold<R: UserResolver>(
     symbolizer: &Symbolizer<R>,
     opts: FoldOptions,
 ) -> Vec<(String, u64)> {
-    let mut counts: BTreeMap<String, u64> = BTreeMap::new();
+    // Counted by stack text in a hash map (one key allocation per distinct
+    // stack, a buffer reused for every sample), then sorted once.
+    let mut counts: HashMap<String, u64> = HashMap::new();
+    let mut line = String::new();
     for s in samples {
         let r = symbolizer.resolve_sample(s);
-        let mut parts: Vec<String> = Vec::with_capacity(r.frames.len() + 1);
+        line.clear();
+        let mut first = true;
         if opts.include_comm {
-            parts.push(comm_frame(r.comm));
+            line.push_str(&comm_frame(r.comm));
+            first = false;
         }
-        parts.extend(
-            r.frames
-                .iter()
-                .rev()
-                .map(|f| frame_name(f, opts.annotate_kernel)),
-        );
-        *counts.entry(parts.join(";")).or_default() += 1;
+        for f in r.frames.iter().rev() {
+            if !first {
+                line.push(';');
+            }
+            first = false;
+            push_frame_name(&mut line, f, opts.annotate_kernel);
+        }
+        match counts.get_mut(line.as_str()) {
+            Some(n) => *n += 1,
+            None => {
+                counts.insert(line.clone(), 1);
+            }
+        }
     }
-    counts.into_iter().collect()
+    let mut folded: Vec<(String, u64)> = counts.into_iter().collect();
+    folded.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    folded
 }
 
 /// Folded stacks as text, one `stack count` line each.

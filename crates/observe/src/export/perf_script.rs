@@ -47,12 +47,68 @@ pub fn perf_script<R: UserResolver>(
             } else {
                 f.addr
             };
-            let _ = match f.symbol {
-                Some(name) => writeln!(out, "\t{addr:>16x} {name}+{:#x} ({})", f.offset, f.dso),
-                None => writeln!(out, "\t{addr:>16x} {UNKNOWN} ({})", f.dso),
-            };
+            // (by hand: the formatting machinery was most of the time
+            // this takes on a long run's millions of frames)
+            out.push('\t');
+            push_hex(&mut out, addr, 16);
+            out.push(' ');
+            match f.symbol {
+                Some(name) => {
+                    out.push_str(name);
+                    out.push_str("+0x");
+                    push_hex(&mut out, f.offset, 0);
+                }
+                None => out.push_str(UNKNOWN),
+            }
+            out.push_str(" (");
+            out.push_str(f.dso);
+            out.push_str(")\n");
         }
         out.push('\n');
     }
     Ok(out)
+}
+
+/// `v` in lower-case hex, right-aligned in `width` columns (as `{:>width$x}`).
+fn push_hex(out: &mut String, v: u64, width: usize) {
+    let mut digits = [0u8; 16];
+    let mut n = 0;
+    let mut v = v;
+    loop {
+        digits[15 - n] = b"0123456789abcdef"[(v & 15) as usize];
+        n += 1;
+        v >>= 4;
+        if v == 0 {
+            break;
+        }
+    }
+    for _ in n..width {
+        out.push(' ');
+    }
+    // ASCII hex digits only
+    out.push_str(std::str::from_utf8(&digits[16 - n..]).unwrap_or_default());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::push_hex;
+
+    #[test]
+    fn hex_is_what_the_formatter_writes() {
+        for v in [
+            0u64,
+            1,
+            0xf,
+            0x10,
+            0xdead_beef,
+            u64::MAX,
+            0xffff_ffff_8000_1234,
+        ] {
+            for w in [0, 1, 16, 20] {
+                let mut s = String::new();
+                push_hex(&mut s, v, w);
+                assert_eq!(s, format!("{v:>w$x}"));
+            }
+        }
+    }
 }

@@ -1,7 +1,9 @@
 //! Symbol tables of one binary (ELF) or one kernel (`/proc/kallsyms`), with
 //! address lookups by binary search.
 
+use std::collections::HashMap;
 use std::path::Path;
+use std::sync::Arc;
 
 use object::{
     Object, ObjectKind, ObjectSection, ObjectSegment, ObjectSymbol, SectionKind, SymbolKind,
@@ -13,6 +15,8 @@ use crate::error::{ObserveError, Result};
 /// Assumed size of a kallsyms symbol that no later symbol bounds: kallsyms
 /// carries no sizes, and a page is a generous bound for the last function.
 const LAST_KALLSYMS_SYMBOL_SPAN: u64 = 4096;
+/// Starts per step of a table's coarse index.
+const COARSE: usize = 32;
 
 /// A function (or code label) covering `[start, end)`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -20,8 +24,9 @@ pub struct Symbol {
     pub start: u64,
     pub end: u64,
     pub name: String,
-    /// Kernel module the symbol belongs to (kallsyms `[mod]` suffix).
-    pub module: Option<String>,
+    /// Kernel module the symbol belongs to (kallsyms `[mod]` suffix;
+    /// one shared name per module).
+    pub module: Option<Arc<str>>,
 }
 
 /// A loadable segment of an ELF file, for turning a runtime mapping into a
@@ -45,6 +50,10 @@ pub struct SymbolTable {
     /// `max_end[i]` = largest `end` among `symbols[..=i]`: lets a lookup stop
     /// early and still find a symbol that encloses a nested one.
     max_end: Vec<u64>,
+    /// Every [`COARSE`]-th start: a first search in a few cache lines,
+    /// then one within `COARSE` starts (a kernel with its modules has
+    /// some 400,000 symbols).
+    coarse: Vec<u64>,
     segments: Vec<LoadSegment>,
     /// Position-independent (ET_DYN): runtime addresses carry a load bias.
     position_independent: bool,
@@ -66,7 +75,7 @@ struct Candidate {
     /// Upper bound for an unsized symbol (end of its section).
     limit: u64,
     name: String,
-    module: Option<String>,
+    module: Option<Arc<str>>,
     typed_function: bool,
     binding: Binding,
 }
@@ -97,7 +106,11 @@ impl SymbolTable {
 
     /// The innermost symbol covering `addr`.
     pub fn lookup_symbol(&self, addr: u64) -> Option<&Symbol> {
-        let mut i = self.starts.partition_point(|&s| s <= addr);
+        // the first start above `addr` is in the coarse step it falls in
+        let c = self.coarse.partition_point(|&s| s <= addr);
+        let lo = c.saturating_sub(1) * COARSE;
+        let hi = (c * COARSE).min(self.starts.len());
+        let mut i = lo + self.starts[lo..hi].partition_point(|&s| s <= addr);
         while i > 0 {
             i -= 1;
             if self.max_end[i] <= addr {
@@ -264,22 +277,36 @@ impl SymbolTable {
         }
 
         // Bounds come from every located symbol of the same kernel/module,
-        // so a function before a data object ends at the object.
-        let mut bounds: Vec<(Option<&str>, u64)> = lines
+        // so a function before a data object ends at the object. (Modules
+        // are numbered, 0 the kernel, so bounds compare as integers.)
+        let mut module_ids: HashMap<Option<&str>, u32> = HashMap::new();
+        let mut modules: Vec<Option<Arc<str>>> = Vec::new();
+        let ids: Vec<u32> = lines
             .iter()
-            .filter(|l| !matches!(l.kind, 'a' | 'A' | 'U' | 'u'))
-            .map(|l| (l.module, l.addr))
+            .map(|l| {
+                *module_ids.entry(l.module).or_insert_with(|| {
+                    modules.push(l.module.map(Arc::from));
+                    modules.len() as u32 - 1
+                })
+            })
+            .collect();
+        let mut bounds: Vec<(u32, u64)> = lines
+            .iter()
+            .zip(&ids)
+            .filter(|(l, _)| !matches!(l.kind, 'a' | 'A' | 'U' | 'u'))
+            .map(|(l, &m)| (m, l.addr))
             .collect();
         bounds.sort_unstable();
         bounds.dedup();
 
         let candidates = lines
             .iter()
-            .filter(|l| matches!(l.kind, 't' | 'T' | 'w' | 'W'))
-            .map(|l| {
-                let first_above = bounds.partition_point(|&(m, a)| (m, a) <= (l.module, l.addr));
+            .zip(&ids)
+            .filter(|(l, _)| matches!(l.kind, 't' | 'T' | 'w' | 'W'))
+            .map(|(l, &id)| {
+                let first_above = bounds.partition_point(|&b| b <= (id, l.addr));
                 let limit = match bounds.get(first_above) {
-                    Some(&(m, a)) if m == l.module => a,
+                    Some(&(m, a)) if m == id => a,
                     _ => l.addr.saturating_add(LAST_KALLSYMS_SYMBOL_SPAN),
                 };
                 Candidate {
@@ -287,7 +314,7 @@ impl SymbolTable {
                     size: None,
                     limit,
                     name: clean_name(l.name.as_bytes()),
-                    module: l.module.map(str::to_string),
+                    module: modules[id as usize].clone(),
                     typed_function: true,
                     binding: match l.kind {
                         'T' => Binding::Global,
@@ -419,7 +446,8 @@ fn from_symbols(
 ) -> SymbolTable {
     symbols.sort_by_key(|s| s.start);
     symbols.dedup_by_key(|s| s.start);
-    let starts = symbols.iter().map(|s| s.start).collect();
+    let starts: Vec<u64> = symbols.iter().map(|s| s.start).collect();
+    let coarse = starts.iter().step_by(COARSE).copied().collect();
     let mut max_end = Vec::with_capacity(symbols.len());
     let mut m = 0;
     for s in &symbols {
@@ -431,6 +459,7 @@ fn from_symbols(
         symbols,
         starts,
         max_end,
+        coarse,
         segments,
         position_independent: pi,
     }
@@ -537,6 +566,10 @@ fn collect_elf_symbols<'d, 'f>(
 /// Symbol names may come from the guest (kallsyms channel): keep them on one
 /// line and valid UTF-8.
 fn clean_name(raw: &[u8]) -> String {
+    if raw.iter().all(|b| b.is_ascii_graphic()) {
+        // (the usual name: nothing to replace)
+        return String::from_utf8_lossy(raw).into_owned();
+    }
     String::from_utf8_lossy(raw)
         .chars()
         .map(|c| {
@@ -586,20 +619,7 @@ fn build(name: &str, mut candidates: Vec<Candidate>) -> SymbolTable {
             module: c.module,
         });
     }
-    let mut max_end = Vec::with_capacity(symbols.len());
-    let mut m = 0;
-    for s in &symbols {
-        m = m.max(s.end);
-        max_end.push(m);
-    }
-    SymbolTable {
-        name: name.to_string(),
-        symbols,
-        starts,
-        max_end,
-        segments: Vec::new(),
-        position_independent: false,
-    }
+    from_symbols(name, symbols, Vec::new(), false)
 }
 
 /// One line of `/proc/<pid>/maps`.
