@@ -4,12 +4,21 @@
 //! miss, through one call into the interpreter's own definition of the
 //! instruction ([`super::Layout::op_helper`]).
 //!
-//! Registers while a block runs (all callee-saved, so helper calls keep
-//! them): rbx the hart, r12 the bus, r13 the cycle count at the last sync
-//! (ops retired since then are counted at translation time, `pending`),
-//! r14 the block's virtual pc, r15 the load row of the data TLB, rbp the
-//! TLB generation bits. A helper may change the TLB, the data context or
-//! anything else; r15 and rbp are reloaded from the frame after each call.
+//! Registers while a block runs (callee-saved, so helper calls keep them):
+//! rbx the hart, r13 the cycle count at the last sync (ops retired since
+//! then are counted at translation time, `pending`), r15 the load row of
+//! the data TLB. The block's virtual pc, the bus and the TLB generation
+//! bits are read from the frame where needed. A helper may change the TLB,
+//! the data context or anything else; r15 is reloaded after each call.
+//!
+//! Guest registers live in the hart (`x`), and within a block also in six
+//! caller-saved host registers ([`RegCache`]): an op reads its sources
+//! from there (loading them on first use) and leaves its result there,
+//! written back to the hart only when the register is evicted, before any
+//! call out (a helper reads and writes the hart's registers) and at every
+//! exit. Out-of-line paths (a TLB miss, a taken branch) carry the cache's
+//! state at their branch-off point, so they write back exactly what the
+//! straight line would have, and reload what it expects after the call.
 //!
 //! The block returns 0 or 1 with the frame's cycle count and next pc set
 //! (it ran to its end, or jumped), or 2 when a helper ended it at a trap
@@ -25,10 +34,39 @@ use super::Layout;
 /// Bytes from the data TLB's load row to its store row (same context).
 pub(super) const STORE_ROW_DELTA: i32 = 4 * (crate::mmu::TLB_SIZE as i32) * 16;
 
+/// Host registers that cache guest registers: rdi, rdx, r8–r11 (caller-
+/// saved), rbp, r12, r14 (callee-saved, restored by the epilogue). Every
+/// call out writes them back first and forgets or reloads them after.
+const CACHE_REGS: [u8; 9] = [7, 2, 8, 9, 10, 11, 5, 12, 14];
+
+/// Which guest register each cache register holds, whether it changed
+/// since it was loaded, and when it was last used (for eviction).
+#[derive(Clone, Copy, Default)]
+struct Slot {
+    guest: Option<u8>,
+    dirty: bool,
+    used: u32,
+}
+
+/// The register cache's state at one point of the emitted code.
+#[derive(Clone, Copy, Default)]
+struct RegCache {
+    slots: [Slot; CACHE_REGS.len()],
+    clock: u32,
+}
+
+impl RegCache {
+    fn find(&self, g: u8) -> Option<usize> {
+        self.slots.iter().position(|s| s.guest == Some(g))
+    }
+}
+
 /// What an exit stub needs: where it starts, the ops retired on the way
 /// (including the one that exits) and the target's offset from the block pc.
 struct Taken {
     label: DynamicLabel,
+    /// the register cache where the branch leaves the straight line
+    regs: RegCache,
     retired: i32,
     target_off: i64,
     /// the op to log (a check log is kept)
@@ -41,6 +79,10 @@ struct Slow {
     back: DynamicLabel,
     pending: i32,
     op: u64,
+    /// written back before the call (the cache before the op)
+    before: RegCache,
+    /// reloaded after it (the cache the straight line has after the op)
+    after: RegCache,
 }
 
 /// A store that hit a page flagged as code.
@@ -48,6 +90,7 @@ struct CodeStore {
     label: DynamicLabel,
     back: DynamicLabel,
     len: i32,
+    regs: RegCache,
 }
 
 /// How [`Emitter::op`] emitted an op.
@@ -75,9 +118,8 @@ pub(super) struct Emitter<'a> {
     ret0: DynamicLabel,
     /// where a chained jump enters (after the prologue's pushes)
     chain_entry: usize,
-    /// the guest register rax holds, when the previous op left it there
-    /// (straight-line ALU ops only: the next op need not reload it)
-    rax_holds: Option<u8>,
+    /// guest registers in host registers, at the current point
+    regs: RegCache,
 }
 
 /// `op`'s address (a stable copy the helpers read), for the op at `i`.
@@ -99,7 +141,7 @@ impl<'a> Emitter<'a> {
             ret,
             ret0,
             chain_entry: 0,
-            rax_holds: None,
+            regs: RegCache::default(),
         }
     }
 
@@ -118,10 +160,23 @@ impl<'a> Emitter<'a> {
                     ended = true;
                     break;
                 }
-                // a helper logs the ops it runs; inline ones log here
+                // a helper logs the ops it runs; inline ones log here,
+                // with the registers written back for the log to read and
+                // the cache kept (so checked code caches as unchecked does)
                 Emitted::Inline if self.lay.log => {
+                    let regs = self.regs;
+                    self.store_dirty(&regs);
+                    // (the call needs rsp 16-byte aligned, as at entry)
+                    let pad = (CACHE_REGS.len() % 2 * 8) as i32;
+                    for &r in &CACHE_REGS {
+                        dynasm!(self.a ; .arch x64 ; push Rq(r));
+                    }
+                    dynasm!(self.a ; .arch x64 ; sub rsp, pad);
                     self.log(op_addr(i), self.pending);
-                    self.rax_holds = None;
+                    dynasm!(self.a ; .arch x64 ; add rsp, pad);
+                    for &r in CACHE_REGS.iter().rev() {
+                        dynasm!(self.a ; .arch x64 ; pop Rq(r));
+                    }
                 }
                 _ => {}
             }
@@ -130,6 +185,8 @@ impl<'a> Emitter<'a> {
             // ran to its end: the next pc is the one after the last op
             let last = ops.last()?;
             let off = last.off as i64 + last.len as i64;
+            let regs = self.regs;
+            self.store_dirty(&regs);
             self.exit_at(self.pending, off);
         }
         self.stubs();
@@ -149,20 +206,19 @@ impl<'a> Emitter<'a> {
             ; push r15
             ; sub rsp, 8
             ; mov rbx, rdi
-            ; mov r12, rsi
+            ; mov QWORD [rbx + lay.f_bus], rsi
         );
         self.chain_entry = self.a.offset().0;
         dynasm!(self.a
             ; .arch x64
             ; mov r13, QWORD [rbx + lay.f_cyc]
-            ; mov r14, QWORD [rbx + lay.f_base_pc]
             ; mov r15, QWORD [rbx + lay.f_row]
-            ; mov rbp, QWORD [rbx + lay.f_gen]
         );
     }
 
     /// Set the frame's cycle count (`retired` more ops) and next pc
-    /// (block pc + `off`), then chain into the next block or return 0.
+    /// (block pc + `off`), then chain into the next block or return 0
+    /// (the guest registers already written back).
     ///
     /// Chaining: each such exit has a link cell (the arena index of a
     /// block and the address a chained jump enters its code), filled by
@@ -181,7 +237,7 @@ impl<'a> Emitter<'a> {
             ; lea rax, [r13 + retired]
             ; mov QWORD [rbx + lay.f_cyc], rax
             ; mov rdx, QWORD off
-            ; add rdx, r14
+            ; add rdx, QWORD [rbx + lay.f_base_pc]
             ; mov QWORD [rbx + lay.f_pc], rdx
             ; lea rcx, [=>cell]
             ; mov QWORD [rbx + lay.f_link], rcx
@@ -210,6 +266,88 @@ impl<'a> Emitter<'a> {
         );
     }
 
+    /// Store every dirty cached register of `regs` to the hart.
+    fn store_dirty(&mut self, regs: &RegCache) {
+        for (i, s) in regs.slots.iter().enumerate() {
+            if let (Some(g), true) = (s.guest, s.dirty) {
+                let (d, r) = (self.x(g), CACHE_REGS[i]);
+                dynasm!(self.a ; .arch x64 ; mov QWORD [rbx + d], Rq(r));
+            }
+        }
+    }
+
+    /// Load every cached register of `regs` from the hart.
+    fn reload(&mut self, regs: &RegCache) {
+        for (i, s) in regs.slots.iter().enumerate() {
+            if let Some(g) = s.guest {
+                let (d, r) = (self.x(g), CACHE_REGS[i]);
+                dynasm!(self.a ; .arch x64 ; mov Rq(r), QWORD [rbx + d]);
+            }
+        }
+    }
+
+    /// Write back and forget every cached register (before a call that
+    /// may read or write the hart's registers).
+    fn flush_regs(&mut self) {
+        let regs = self.regs;
+        self.store_dirty(&regs);
+        self.regs = RegCache::default();
+    }
+
+    /// A slot for guest register `g`: the least recently used (written
+    /// back first when dirty).
+    fn claim(&mut self, g: u8) -> usize {
+        let i = (0..CACHE_REGS.len())
+            .min_by_key(|&i| (self.regs.slots[i].guest.is_some(), self.regs.slots[i].used))
+            .unwrap_or(0);
+        let old = self.regs.slots[i];
+        if let (Some(e), true) = (old.guest, old.dirty) {
+            let (d, r) = (self.x(e), CACHE_REGS[i]);
+            dynasm!(self.a ; .arch x64 ; mov QWORD [rbx + d], Rq(r));
+        }
+        self.regs.slots[i] = Slot {
+            guest: Some(g),
+            dirty: false,
+            used: 0,
+        };
+        i
+    }
+
+    fn touch(&mut self, i: usize) {
+        self.regs.clock += 1;
+        self.regs.slots[i].used = self.regs.clock;
+    }
+
+    /// The host register holding source register `g` (loaded if needed).
+    fn src(&mut self, g: u8) -> u8 {
+        let i = match self.regs.find(g) {
+            Some(i) => i,
+            None => {
+                let i = self.claim(g);
+                let (d, r) = (self.x(g), CACHE_REGS[i]);
+                dynasm!(self.a ; .arch x64 ; mov Rq(r), QWORD [rbx + d]);
+                i
+            }
+        };
+        self.touch(i);
+        CACHE_REGS[i]
+    }
+
+    /// Set destination register `rd` from rax (x0: to the sink, never
+    /// cached, as the predecoder arranges for these ops anyway).
+    fn set_rd(&mut self, rd: u8) {
+        if rd == 0 {
+            let d = self.x(SINK);
+            dynasm!(self.a ; .arch x64 ; mov QWORD [rbx + d], rax);
+            return;
+        }
+        let i = self.regs.find(rd).unwrap_or_else(|| self.claim(rd));
+        self.touch(i);
+        self.regs.slots[i].dirty = true;
+        let r = CACHE_REGS[i];
+        dynasm!(self.a ; .arch x64 ; mov Rq(r), rax);
+    }
+
     /// Write the cycle count (`retired` ops past r13) to the frame.
     fn sync(&mut self, retired: i32) {
         let lay = self.lay;
@@ -226,12 +364,11 @@ impl<'a> Emitter<'a> {
         dynasm!(self.a
             ; .arch x64
             ; mov rdi, rbx
-            ; mov rsi, r12
+            ; mov rsi, QWORD [rbx + lay.f_bus]
             ; mov rdx, QWORD arg as i64
             ; mov rax, QWORD f as i64
             ; call rax
             ; mov r15, QWORD [rbx + lay.f_row]
-            ; mov rbp, QWORD [rbx + lay.f_gen]
         );
     }
 
@@ -245,50 +382,22 @@ impl<'a> Emitter<'a> {
     fn op(&mut self, op: &Op, addr: u64) -> Emitted {
         use Insn::*;
         let lay = self.lay;
-        // what rax holds on entry; only an ALU op says so on exit
-        let fwd = self.rax_holds.take();
-        macro_rules! ld {
-            ($r:expr, $reg:tt) => {{
-                let d = self.x($r);
-                dynasm!(self.a ; .arch x64 ; mov $reg, QWORD [rbx + d]);
-            }};
-        }
-        macro_rules! ld_rax {
-            ($r:expr) => {{
-                if fwd != Some($r) {
-                    ld!($r, rax);
-                }
-            }};
-        }
-        // (x0 is never written: a write to it goes to the sink, as the
-        // predecoder arranges for these ops anyway)
-        macro_rules! st_rax {
-            ($rd:expr) => {{
-                let rd = if $rd == 0 { SINK } else { $rd };
-                let d = self.x(rd);
-                dynasm!(self.a ; .arch x64 ; mov QWORD [rbx + d], rax);
-                rd
-            }};
-        }
+        // (results are computed in rax and moved to rd's host register:
+        // register moves cost next to nothing on current x86 cores)
         macro_rules! alu_i {
             ($rd:expr, $rs1:expr, $($body:tt)*) => {{
-                ld_rax!($rs1);
-                dynasm!(self.a ; .arch x64 ; $($body)*);
-                self.rax_holds = Some(st_rax!($rd));
+                let r1 = self.src($rs1);
+                dynasm!(self.a ; .arch x64 ; mov rax, Rq(r1) ; $($body)*);
+                self.set_rd($rd);
                 self.pending += 1;
             }};
         }
         macro_rules! alu_r {
             ($rd:expr, $rs1:expr, $rs2:expr, $($body:tt)*) => {{
-                if fwd == Some($rs2) && fwd != Some($rs1) {
-                    dynasm!(self.a ; .arch x64 ; mov rcx, rax);
-                    ld!($rs1, rax);
-                } else {
-                    ld_rax!($rs1);
-                    ld!($rs2, rcx);
-                }
-                dynasm!(self.a ; .arch x64 ; $($body)*);
-                self.rax_holds = Some(st_rax!($rd));
+                let r1 = self.src($rs1);
+                let r2 = self.src($rs2);
+                dynasm!(self.a ; .arch x64 ; mov rax, Rq(r1) ; mov rcx, Rq(r2) ; $($body)*);
+                self.set_rd($rd);
                 self.pending += 1;
             }};
         }
@@ -309,12 +418,12 @@ impl<'a> Emitter<'a> {
             Sraiw { rd, rs1, imm } => alu_i!(rd, rs1, sar eax, (imm & 31) as i8 ; movsxd rax, eax),
             Lui { rd, imm } => {
                 dynasm!(self.a ; .arch x64 ; mov rax, QWORD imm as i64);
-                self.rax_holds = Some(st_rax!(rd));
+                self.set_rd(rd);
                 self.pending += 1;
             }
             Auipc { rd, imm } => {
-                dynasm!(self.a ; .arch x64 ; mov rax, QWORD off + imm as i64 ; add rax, r14);
-                self.rax_holds = Some(st_rax!(rd));
+                dynasm!(self.a ; .arch x64 ; mov rax, QWORD off + imm as i64 ; add rax, QWORD [rbx + lay.f_base_pc]);
+                self.set_rd(rd);
                 self.pending += 1;
             }
             Add { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, add rax, rcx),
@@ -335,16 +444,22 @@ impl<'a> Emitter<'a> {
             Mul { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, imul rax, rcx),
             Mulw { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, imul eax, ecx ; movsxd rax, eax),
 
-            Beq { rs1, rs2, imm } => self.branch(op, addr, fwd, (rs1, rs2), imm, 0),
-            Bne { rs1, rs2, imm } => self.branch(op, addr, fwd, (rs1, rs2), imm, 1),
-            Blt { rs1, rs2, imm } => self.branch(op, addr, fwd, (rs1, rs2), imm, 2),
-            Bge { rs1, rs2, imm } => self.branch(op, addr, fwd, (rs1, rs2), imm, 3),
-            Bltu { rs1, rs2, imm } => self.branch(op, addr, fwd, (rs1, rs2), imm, 4),
-            Bgeu { rs1, rs2, imm } => self.branch(op, addr, fwd, (rs1, rs2), imm, 5),
+            Beq { rs1, rs2, imm } => self.branch(op, addr, (rs1, rs2), imm, 0),
+            Bne { rs1, rs2, imm } => self.branch(op, addr, (rs1, rs2), imm, 1),
+            Blt { rs1, rs2, imm } => self.branch(op, addr, (rs1, rs2), imm, 2),
+            Bge { rs1, rs2, imm } => self.branch(op, addr, (rs1, rs2), imm, 3),
+            Bltu { rs1, rs2, imm } => self.branch(op, addr, (rs1, rs2), imm, 4),
+            Bgeu { rs1, rs2, imm } => self.branch(op, addr, (rs1, rs2), imm, 5),
             Jal { rd, imm } => {
                 let link = off + op.len as i64;
-                dynasm!(self.a ; .arch x64 ; mov rax, QWORD link ; add rax, r14);
-                st_rax!(rd);
+                self.flush_regs();
+                let d = self.x(if rd == 0 { SINK } else { rd });
+                dynasm!(self.a
+                    ; .arch x64
+                    ; mov rax, QWORD link
+                    ; add rax, QWORD [rbx + lay.f_base_pc]
+                    ; mov QWORD [rbx + d], rax
+                );
                 let retired = self.pending + 1;
                 if lay.log {
                     self.log(addr, retired);
@@ -355,16 +470,18 @@ impl<'a> Emitter<'a> {
             Jalr { rd, rs1, imm } => {
                 // the target first: rd may be rs1
                 let link = off + op.len as i64;
-                ld!(rs1, rcx);
+                self.flush_regs();
+                let (d1, d) = (self.x(rs1), self.x(if rd == 0 { SINK } else { rd }));
                 dynasm!(self.a
                     ; .arch x64
+                    ; mov rcx, QWORD [rbx + d1]
                     ; add rcx, imm
                     ; and rcx, -2
                     ; mov QWORD [rbx + lay.f_pc], rcx
                     ; mov rax, QWORD link
-                    ; add rax, r14
+                    ; add rax, QWORD [rbx + lay.f_base_pc]
+                    ; mov QWORD [rbx + d], rax
                 );
-                st_rax!(rd);
                 let retired = self.pending + 1;
                 if lay.log {
                     self.log(addr, retired);
@@ -379,20 +496,21 @@ impl<'a> Emitter<'a> {
                 return Emitted::Jumped;
             }
 
-            Lb { rd, rs1, imm } => self.load(addr, fwd, rd, rs1, imm, 1, true),
-            Lh { rd, rs1, imm } => self.load(addr, fwd, rd, rs1, imm, 2, true),
-            Lw { rd, rs1, imm } => self.load(addr, fwd, rd, rs1, imm, 4, true),
-            Ld { rd, rs1, imm } => self.load(addr, fwd, rd, rs1, imm, 8, false),
-            Lbu { rd, rs1, imm } => self.load(addr, fwd, rd, rs1, imm, 1, false),
-            Lhu { rd, rs1, imm } => self.load(addr, fwd, rd, rs1, imm, 2, false),
-            Lwu { rd, rs1, imm } => self.load(addr, fwd, rd, rs1, imm, 4, false),
-            Sb { rs1, rs2, imm } => self.store(addr, fwd, rs1, rs2, imm, 1),
-            Sh { rs1, rs2, imm } => self.store(addr, fwd, rs1, rs2, imm, 2),
-            Sw { rs1, rs2, imm } => self.store(addr, fwd, rs1, rs2, imm, 4),
-            Sd { rs1, rs2, imm } => self.store(addr, fwd, rs1, rs2, imm, 8),
+            Lb { rd, rs1, imm } => self.load(addr, rd, rs1, imm, 1, true),
+            Lh { rd, rs1, imm } => self.load(addr, rd, rs1, imm, 2, true),
+            Lw { rd, rs1, imm } => self.load(addr, rd, rs1, imm, 4, true),
+            Ld { rd, rs1, imm } => self.load(addr, rd, rs1, imm, 8, false),
+            Lbu { rd, rs1, imm } => self.load(addr, rd, rs1, imm, 1, false),
+            Lhu { rd, rs1, imm } => self.load(addr, rd, rs1, imm, 2, false),
+            Lwu { rd, rs1, imm } => self.load(addr, rd, rs1, imm, 4, false),
+            Sb { rs1, rs2, imm } => self.store(addr, rs1, rs2, imm, 1),
+            Sh { rs1, rs2, imm } => self.store(addr, rs1, rs2, imm, 2),
+            Sw { rs1, rs2, imm } => self.store(addr, rs1, rs2, imm, 4),
+            Sd { rs1, rs2, imm } => self.store(addr, rs1, rs2, imm, 8),
 
             _ => {
                 // the interpreter's definition, retiring (and logging) it
+                self.flush_regs();
                 let p = self.pending;
                 self.sync(p);
                 self.call(lay.op_helper, addr);
@@ -409,22 +527,12 @@ impl<'a> Emitter<'a> {
         Emitted::Inline
     }
 
-    /// A conditional branch (`fwd`: the register rax holds on entry).
-    fn branch(
-        &mut self,
-        op: &Op,
-        addr: u64,
-        fwd: Option<u8>,
-        (rs1, rs2): (u8, u8),
-        imm: i32,
-        cond: u8,
-    ) {
-        let (d1, d2) = (self.x(rs1), self.x(rs2));
+    /// A conditional branch.
+    fn branch(&mut self, op: &Op, addr: u64, (rs1, rs2): (u8, u8), imm: i32, cond: u8) {
         let label = self.a.new_dynamic_label();
-        if fwd != Some(rs1) {
-            dynasm!(self.a ; .arch x64 ; mov rax, QWORD [rbx + d1]);
-        }
-        dynasm!(self.a ; .arch x64 ; cmp rax, QWORD [rbx + d2]);
+        let r1 = self.src(rs1);
+        let r2 = self.src(rs2);
+        dynasm!(self.a ; .arch x64 ; cmp Rq(r1), Rq(r2));
         match cond {
             0 => dynasm!(self.a ; .arch x64 ; je =>label),
             1 => dynasm!(self.a ; .arch x64 ; jne =>label),
@@ -436,35 +544,21 @@ impl<'a> Emitter<'a> {
         self.pending += 1;
         self.taken.push(Taken {
             label,
+            regs: self.regs,
             retired: self.pending,
             target_off: op.off as i64 + imm as i64,
             log_op: self.lay.log.then_some(addr),
         });
     }
 
-    /// rsi = x[rs1] + imm; jump to a new slow stub unless the load (or
-    /// store, `row_delta`) TLB row maps the page and the `n` bytes stay in
-    /// it; rsi is then the host address.
-    fn translate(
-        &mut self,
-        addr: u64,
-        fwd: Option<u8>,
-        rs1: u8,
-        imm: i32,
-        n: i32,
-        row_delta: i32,
-    ) -> DynamicLabel {
-        let d1 = self.x(rs1);
+    /// With the guest address in rsi: jump to a new slow stub unless the
+    /// load (or store, `row_delta`) TLB row maps the page and the `n` bytes
+    /// stay in it; rsi is then the host address. The stub writes back
+    /// `before`'s registers and reloads the current ones.
+    fn translate(&mut self, addr: u64, before: RegCache, n: i32, row_delta: i32) -> DynamicLabel {
         let slow = self.a.new_dynamic_label();
         let back = self.a.new_dynamic_label();
-        if fwd == Some(rs1) {
-            dynasm!(self.a ; .arch x64 ; mov rsi, rax);
-        } else {
-            dynasm!(self.a ; .arch x64 ; mov rsi, QWORD [rbx + d1]);
-        }
-        if imm != 0 {
-            dynasm!(self.a ; .arch x64 ; add rsi, imm);
-        }
+        let lay = self.lay;
         dynasm!(self.a
             ; .arch x64
             ; mov rax, rsi
@@ -472,7 +566,7 @@ impl<'a> Emitter<'a> {
             ; mov ecx, eax
             ; and ecx, (crate::mmu::TLB_SIZE - 1) as i32
             ; shl ecx, 4
-            ; or rax, rbp
+            ; or rax, QWORD [rbx + lay.f_gen]
             ; cmp rax, QWORD [r15 + rcx + row_delta]
             ; jne =>slow
         );
@@ -494,21 +588,31 @@ impl<'a> Emitter<'a> {
             back,
             pending: self.pending,
             op: addr,
+            before,
+            after: self.regs,
         });
         back
     }
 
-    fn load(
-        &mut self,
-        addr: u64,
-        fwd: Option<u8>,
-        rd: u8,
-        rs1: u8,
-        imm: i32,
-        n: i32,
-        signed: bool,
-    ) {
-        let back = self.translate(addr, fwd, rs1, imm, n, 0);
+    /// rsi = x[rs1] + imm.
+    fn address(&mut self, rs1: u8, imm: i32) {
+        let r1 = self.src(rs1);
+        dynasm!(self.a ; .arch x64 ; mov rsi, Rq(r1));
+        if imm != 0 {
+            dynasm!(self.a ; .arch x64 ; add rsi, imm);
+        }
+    }
+
+    fn load(&mut self, addr: u64, rd: u8, rs1: u8, imm: i32, n: i32, signed: bool) {
+        self.address(rs1, imm);
+        let before = self.regs;
+        // rd's host register is claimed before the TLB check, so the slow
+        // path reloads it with what the interpreter loaded
+        if rd != 0 {
+            let i = self.regs.find(rd).unwrap_or_else(|| self.claim(rd));
+            self.touch(i);
+        }
+        let back = self.translate(addr, before, n, 0);
         match (n, signed) {
             (1, true) => dynasm!(self.a ; .arch x64 ; movsx rax, BYTE [rsi]),
             (1, false) => dynasm!(self.a ; .arch x64 ; movzx eax, BYTE [rsi]),
@@ -518,19 +622,16 @@ impl<'a> Emitter<'a> {
             (4, false) => dynasm!(self.a ; .arch x64 ; mov eax, DWORD [rsi]),
             _ => dynasm!(self.a ; .arch x64 ; mov rax, QWORD [rsi]),
         }
-        let d = self.x(rd);
-        dynasm!(self.a
-            ; .arch x64
-            ; mov QWORD [rbx + d], rax
-            ; =>back
-        );
+        self.set_rd(rd);
+        dynasm!(self.a ; .arch x64 ; =>back);
         self.pending += 1;
     }
 
-    fn store(&mut self, addr: u64, fwd: Option<u8>, rs1: u8, rs2: u8, imm: i32, n: i32) {
-        let back = self.translate(addr, fwd, rs1, imm, n, STORE_ROW_DELTA);
-        let d2 = self.x(rs2);
-        dynasm!(self.a ; .arch x64 ; mov rcx, QWORD [rbx + d2]);
+    fn store(&mut self, addr: u64, rs1: u8, rs2: u8, imm: i32, n: i32) {
+        self.address(rs1, imm);
+        let r2 = self.src(rs2);
+        let back = self.translate(addr, self.regs, n, STORE_ROW_DELTA);
+        dynasm!(self.a ; .arch x64 ; mov rcx, Rq(r2));
         match n {
             1 => dynasm!(self.a ; .arch x64 ; mov BYTE [rsi], cl),
             2 => dynasm!(self.a ; .arch x64 ; mov WORD [rsi], cx),
@@ -541,16 +642,15 @@ impl<'a> Emitter<'a> {
         // and the run loop, as the interpreter's fast path does
         let code = self.a.new_dynamic_label();
         let lay = self.lay;
+        // (rsi is in guest RAM: a store TLB entry maps RAM pages of this
+        // hart's RAM only, so the flag of its page is
+        // `code_flags[(rsi - ram_host) >> 12]`, ram_host page-aligned)
+        let flags_by_host_page = lay.code_flags.wrapping_sub(lay.ram_host >> 12);
         dynasm!(self.a
             ; .arch x64
             ; mov rax, rsi
-            ; mov rcx, QWORD lay.ram_host as i64
-            ; sub rax, rcx
             ; shr rax, 12
-            ; mov rcx, QWORD lay.code_pages as i64
-            ; cmp rax, rcx
-            ; jae =>back
-            ; mov rcx, QWORD lay.code_flags as i64
+            ; mov rcx, QWORD flags_by_host_page as i64
             ; cmp BYTE [rcx + rax], 0
             ; jne =>code
             ; =>back
@@ -559,6 +659,7 @@ impl<'a> Emitter<'a> {
             label: code,
             back,
             len: n,
+            regs: self.regs,
         });
         self.pending += 1;
     }
@@ -568,6 +669,7 @@ impl<'a> Emitter<'a> {
         let lay = self.lay;
         for t in std::mem::take(&mut self.taken) {
             dynasm!(self.a ; .arch x64 ; =>t.label);
+            self.store_dirty(&t.regs);
             if let Some(op) = t.log_op {
                 self.log(op, t.retired);
             }
@@ -578,6 +680,7 @@ impl<'a> Emitter<'a> {
             // fault) and retires it; back on the straight line r13 counts
             // it among `pending + 1`
             dynasm!(self.a ; .arch x64 ; =>s.label);
+            self.store_dirty(&s.before);
             self.sync(s.pending);
             self.call(lay.mem_helper, s.op);
             dynasm!(self.a
@@ -586,20 +689,24 @@ impl<'a> Emitter<'a> {
                 ; sub r13, s.pending + 1
                 ; test eax, eax
                 ; jnz =>self.ret
-                ; jmp =>s.back
             );
+            self.reload(&s.after);
+            dynasm!(self.a ; .arch x64 ; jmp =>s.back);
         }
         for c in std::mem::take(&mut self.code_stores) {
             dynasm!(self.a ; .arch x64 ; =>c.label);
-            // rsi: the host address stored to
+            // rsi: the host address stored to (the helper reads no guest
+            // register, but the call clobbers the cache's)
+            self.store_dirty(&c.regs);
             dynasm!(self.a
                 ; .arch x64
                 ; mov rdi, rbx
                 ; mov edx, c.len
                 ; mov rax, QWORD lay.code_store_helper as i64
                 ; call rax
-                ; jmp =>c.back
             );
+            self.reload(&c.regs);
+            dynasm!(self.a ; .arch x64 ; jmp =>c.back);
         }
         let (ret, ret0) = (self.ret, self.ret0);
         dynasm!(self.a

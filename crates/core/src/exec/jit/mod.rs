@@ -66,6 +66,8 @@ pub(crate) struct JitFrame {
     /// the link cell of the exit the block left by (0: none), for
     /// `exec_translated` to fill (see `emit`'s chaining)
     link: u64,
+    /// the bus the block was entered with (for helper calls)
+    bus: u64,
     exit: Option<Exit>,
 }
 
@@ -80,6 +82,7 @@ pub(super) struct Layout {
     f_base_pa: i32,
     f_limit: i32,
     f_link: i32,
+    f_bus: i32,
     checks: i32,
     fetch_stamp: i32,
     /// the first level of the block cache (see `Blocks::vcache_layout`)
@@ -89,8 +92,8 @@ pub(super) struct Layout {
     log_helper: usize,
     code_store_helper: usize,
     ram_host: u64,
+    /// one byte per page of guest RAM, set for pages code was decoded from
     code_flags: u64,
-    code_pages: u64,
     log: bool,
 }
 
@@ -319,7 +322,9 @@ impl<T: TimingModel> Hart<T> {
     /// not be (then it stays interpreted).
     #[inline(never)]
     fn jit_compile<B: SystemBus>(&mut self, start: usize, n: usize) -> bool {
-        if !cfg!(target_arch = "x86_64") {
+        // (translated stores find a page's code flag by host page number:
+        // guest RAM is mapped page-aligned)
+        if !cfg!(target_arch = "x86_64") || self.ram_host as u64 & 0xfff != 0 {
             return false;
         }
         let t0 = Instant::now();
@@ -342,7 +347,7 @@ impl<T: TimingModel> Hart<T> {
         jit.ops.extend_from_slice(&ops);
         let copies = jit.ops.as_ptr();
         let op_addr = |i: usize| unsafe { copies.add(first + i) } as u64;
-        let (code_flags, code_pages) = self.ram.code_flags();
+        let (code_flags, _) = self.ram.code_flags();
         let frame = std::mem::offset_of!(Hart<T>, jit_frame) as i32;
         let lay = Layout {
             x: std::mem::offset_of!(Hart<T>, x) as i32,
@@ -354,6 +359,7 @@ impl<T: TimingModel> Hart<T> {
             f_base_pa: frame + std::mem::offset_of!(JitFrame, base_pa) as i32,
             f_limit: frame + std::mem::offset_of!(JitFrame, limit) as i32,
             f_link: frame + std::mem::offset_of!(JitFrame, link) as i32,
+            f_bus: frame + std::mem::offset_of!(JitFrame, bus) as i32,
             checks: std::mem::offset_of!(Hart<T>, checks) as i32,
             fetch_stamp: std::mem::offset_of!(Hart<T>, fetch_stamp) as i32,
             vcache: self.blocks.vcache_layout(),
@@ -367,7 +373,6 @@ impl<T: TimingModel> Hart<T> {
             code_store_helper: jit_code_store::<T> as *const () as usize,
             ram_host: self.ram_host as u64,
             code_flags: code_flags as u64,
-            code_pages: code_pages as u64,
             log: self.blocks.jit.key.1,
         };
         #[cfg(target_arch = "x86_64")]
