@@ -122,6 +122,34 @@ fn bench_runs_hartscope_and_qemu_side_by_side() {
         text.contains("## TCP receive of 4 MiB over virtio-net"),
         "{text}"
     );
+    // The models table: the boot on atomic and in-order, plain and
+    // sampled; a sampled mode is set against its plain mode.
+    let m = &v["models"];
+    let modes: Vec<&str> = m["median"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no models table in {v}"))
+        .iter()
+        .map(|x| x["mode"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        modes,
+        [
+            "atomic",
+            "atomic + profile",
+            "in-order",
+            "in-order + profile"
+        ],
+        "{m}"
+    );
+    for (i, x) in m["median"].as_array().unwrap().iter().enumerate() {
+        assert!(x["mips"].as_f64().unwrap() > 0.0, "{x}");
+        assert!(x["run_s"].as_f64().unwrap() > 0.0, "{x}");
+        let r = &m["runs"][0][i];
+        let expected = (i % 2 == 1)
+            .then(|| r["run_s"].as_f64().unwrap() / m["runs"][0][i - 1]["run_s"].as_f64().unwrap());
+        assert_eq!(x["run_vs_plain"].as_f64(), expected, "{m}");
+    }
+    assert!(text.contains("| in-order + profile |"), "{text}");
 }
 
 #[test]
@@ -158,6 +186,7 @@ fn bench_without_qemu_reports_hartscope_alone() {
             "0",
             "--net-mib",
             "0",
+            "--no-models",
             "--json",
         ])
         .arg(&json)
@@ -189,6 +218,7 @@ fn bench_without_qemu_reports_hartscope_alone() {
         v["qemu_version"].is_null() && v["qemu_not_run"].is_string(),
         "{v}"
     );
+    assert!(v["models"].is_null(), "--no-models: {v}");
     for section in ["linux_boot", "cpubound"] {
         let r = &v[section]["runs"][0];
         assert!(r["hartscope"]["mips"].as_f64().unwrap() > 0.0, "{r}");

@@ -54,6 +54,14 @@ pub struct BenchArgs {
     /// through QEMU's user networking.
     #[arg(long, default_value_t = 16)]
     pub net_mib: u64,
+    /// Machine description of the in-order rows of the models table
+    /// (default: the repository's machines/inorder.toml).
+    #[arg(long)]
+    pub inorder_machine: Option<PathBuf>,
+    /// Skip the models table (the Linux boot on the atomic and in-order
+    /// models, each plain and sampled).
+    #[arg(long)]
+    pub no_models: bool,
     /// Also write the figures as JSON to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -143,7 +151,57 @@ pub struct BenchReport {
     pub cpubound_not_measured: Option<String>,
     pub disk_read: Option<ThroughputSection>,
     pub net_receive: Option<ThroughputSection>,
+    pub models: Option<ModelsSection>,
 }
+
+/// hartscope alone on the Linux boot (QEMU has neither a timing model
+/// nor a guest sampler): the atomic and in-order models, each plain and
+/// with `--profile`, interleaved per repetition.
+#[derive(Clone, Debug, Serialize)]
+pub struct ModelsSection {
+    pub what: String,
+    pub inorder_machine: String,
+    /// The sampler's period (`--sample-period`, cycles of each hart).
+    pub sample_period: u64,
+    /// Per repetition, one run per mode (in `MODES` order).
+    pub runs: Vec<Vec<ModeRun>>,
+    pub median: Vec<ModeMedian>,
+    pub note: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ModeRun {
+    pub mode: String,
+    pub wall_s: f64,
+    /// Host time inside the harts' runs (`host_seconds` of the stats):
+    /// simulation and sampling, without start-up or report writing.
+    pub run_s: f64,
+    pub mips: f64,
+    pub instret: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ModeMedian {
+    pub mode: String,
+    pub wall_s: f64,
+    pub run_s: f64,
+    pub mips: f64,
+    /// For a sampled mode: median over repetitions of its run time over
+    /// the plain mode's run time (the sampler's cost while simulating).
+    pub run_vs_plain: Option<f64>,
+    /// The same for wall time (adds symbol loading and report writing).
+    pub wall_vs_plain: Option<f64>,
+}
+
+/// The models table's modes: (name, in-order?, sampled?).
+const MODES: [(&str, bool, bool); 4] = [
+    ("atomic", false, false),
+    ("atomic + profile", false, true),
+    ("in-order", true, false),
+    ("in-order + profile", true, true),
+];
+/// The sampler's period in the models table (`boot`'s default).
+const MODES_SAMPLE_PERIOD: u64 = 1024;
 
 /// A device-throughput benchmark (virtio-blk reads, virtio-net TCP
 /// receive): how fast each simulator moves the data, in MiB per second of
@@ -249,6 +307,11 @@ pub fn run(args: BenchArgs) -> Result<i32, String> {
     } else {
         None
     };
+    let models = if args.no_models {
+        None
+    } else {
+        Some(bench_models(&args, &me, &guest_dir, &workload, &scratch.0)?)
+    };
     let report = BenchReport {
         image: args.image.clone(),
         smp: args.smp,
@@ -264,6 +327,7 @@ pub fn run(args: BenchArgs) -> Result<i32, String> {
         cpubound: cpubound.ok(),
         disk_read,
         net_receive,
+        models,
     };
     print!("{}", render(&report));
     if let Some(path) = &args.json {
@@ -273,6 +337,131 @@ pub fn run(args: BenchArgs) -> Result<i32, String> {
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     Ok(0)
+}
+
+fn bench_models(
+    args: &BenchArgs,
+    me: &Path,
+    guest_dir: &Path,
+    workload: &Path,
+    scratch: &Path,
+) -> Result<ModelsSection, String> {
+    let machine = match &args.inorder_machine {
+        Some(m) => m.clone(),
+        None => guest_dir
+            .parent()
+            .unwrap_or(guest_dir)
+            .join("machines/inorder.toml"),
+    };
+    if !machine.is_file() {
+        return Err(format!(
+            "{}: no such machine description for the models table (give --inorder-machine, or --no-models)",
+            machine.display()
+        ));
+    }
+    let stats = scratch.join("models-stats.json");
+    let profile = scratch.join("models-profile");
+    let command = |inorder: bool, sampled: bool| {
+        let mut hs = Command::new(me);
+        hs.arg("boot")
+            .args([
+                "--image",
+                &args.image,
+                "--smp",
+                &args.smp.to_string(),
+                "-m",
+                &format!("{}M", args.mem_mib),
+            ])
+            .arg("--workload")
+            .arg(workload)
+            .arg("--stats-json")
+            .arg(&stats);
+        if inorder {
+            hs.arg("--machine").arg(&machine);
+        }
+        if sampled {
+            hs.arg("--profile")
+                .arg(&profile)
+                .args(["--sample-period", &MODES_SAMPLE_PERIOD.to_string()]);
+        }
+        hs
+    };
+    let mut runs = Vec::new();
+    for rep in 1..=args.repeat {
+        let mut row = Vec::new();
+        for (mode, inorder, sampled) in MODES {
+            eprintln!("hartscope bench: models {rep}/{}: {mode}", args.repeat);
+            let console = scratch.join("models-console.txt");
+            let mut hs = command(inorder, sampled);
+            let t = timed(&mut hs, &console, &scratch.join("models-stderr.txt"))?;
+            agent_status(&console)
+                .ok_or_else(|| run_failed(&format!("hartscope ({mode})"), &console))?;
+            let h = hartscope_run(t, &stats)?;
+            let run_s = stats_number(&stats, "host_seconds")?;
+            row.push(ModeRun {
+                mode: mode.into(),
+                wall_s: h.wall_s,
+                run_s,
+                mips: h.mips,
+                instret: h.instret,
+            });
+        }
+        runs.push(row);
+    }
+    let median_of =
+        |i: usize, f: &dyn Fn(&ModeRun) -> f64| median(runs.iter().map(|r| f(&r[i])).collect());
+    let median = MODES
+        .iter()
+        .enumerate()
+        .map(|(i, &(mode, _, sampled))| {
+            // a sampled mode follows its plain one
+            let ratio = |f: &dyn Fn(&ModeRun) -> f64| {
+                sampled
+                    .then(|| median(runs.iter().map(|r| f(&r[i]) / f(&r[i - 1])).collect()))
+                    .flatten()
+            };
+            ModeMedian {
+                mode: mode.into(),
+                wall_s: median_of(i, &|r| r.wall_s).unwrap_or(0.0),
+                run_s: median_of(i, &|r| r.run_s).unwrap_or(0.0),
+                mips: median_of(i, &|r| r.mips).unwrap_or(0.0),
+                run_vs_plain: ratio(&|r| r.run_s),
+                wall_vs_plain: ratio(&|r| r.wall_s),
+            }
+        })
+        .collect();
+    Ok(ModelsSection {
+        what: format!(
+            "Models: Linux boot of image `{}` with workload {}, hartscope alone",
+            args.image,
+            workload.display()
+        ),
+        inorder_machine: machine.display().to_string(),
+        sample_period: MODES_SAMPLE_PERIOD,
+        runs,
+        median,
+        note: "QEMU has neither a timing model nor a guest sampler, so nothing to pair with. \
+               `run s` is the host time inside the harts' runs (simulation and sampling); wall time \
+               adds start-up, the symbol tables a profile loads and writing its reports. A sampled \
+               mode's ratios are to the plain mode of the same model, per repetition."
+            .into(),
+    })
+}
+
+/// A number at the top level of hartscope's stats JSON.
+fn stats_number(stats: &Path, key: &str) -> Result<f64, String> {
+    let text = std::fs::read_to_string(stats)
+        .map_err(|e| format!("cannot read hartscope's stats {}: {e}", stats.display()))?;
+    let v: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| format!("hartscope's stats {} are not JSON: {e}", stats.display()))?;
+    v.get(key)
+        .and_then(serde_json::Value::as_f64)
+        .ok_or_else(|| {
+            format!(
+                "hartscope's stats {} have no number `{key}`",
+                stats.display()
+            )
+        })
 }
 
 fn bench_linux(
@@ -990,6 +1179,31 @@ pub fn render(r: &BenchReport) -> String {
             fmt_opt(d.qemu_mibps, 1)
         ));
     }
+    if let Some(m) = &r.models {
+        s.push_str(&models_table(m));
+    }
+    s
+}
+
+fn models_table(m: &ModelsSection) -> String {
+    let mut s = format!(
+        "\n## {}\n\nin-order machine: `{}`; sampling every {} cycles of each hart\n{}\n\n",
+        m.what, m.inorder_machine, m.sample_period, m.note
+    );
+    s.push_str("| mode | wall s | run s | MIPS | run vs plain | wall vs plain |\n");
+    s.push_str("|--|--:|--:|--:|--:|--:|\n");
+    for x in &m.median {
+        s.push_str(&format!(
+            "| {} | {:.2} | {:.2} | {:.1} | {} | {} |\n",
+            x.mode,
+            x.wall_s,
+            x.run_s,
+            x.mips,
+            fmt_opt(x.run_vs_plain, 3),
+            fmt_opt(x.wall_vs_plain, 2)
+        ));
+    }
+    s.push_str(&format!("(medians of {} repetition(s))\n", m.runs.len()));
     s
 }
 
