@@ -97,6 +97,9 @@ pub struct HartscopeRun {
     pub instret: u64,
     pub cycles: u64,
     pub guest_s: f64,
+    /// Host time inside the harts' runs (`host_seconds` of its stats):
+    /// wall time without start-up and report writing.
+    pub run_s: f64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -362,20 +365,7 @@ fn bench_models(
     let stats = scratch.join("models-stats.json");
     let profile = scratch.join("models-profile");
     let command = |inorder: bool, sampled: bool| {
-        let mut hs = Command::new(me);
-        hs.arg("boot")
-            .args([
-                "--image",
-                &args.image,
-                "--smp",
-                &args.smp.to_string(),
-                "-m",
-                &format!("{}M", args.mem_mib),
-            ])
-            .arg("--workload")
-            .arg(workload)
-            .arg("--stats-json")
-            .arg(&stats);
+        let mut hs = hartscope_boot(me, args, args.smp, workload, &stats);
         if inorder {
             hs.arg("--machine").arg(&machine);
         }
@@ -397,11 +387,10 @@ fn bench_models(
             agent_status(&console)
                 .ok_or_else(|| run_failed(&format!("hartscope ({mode})"), &console))?;
             let h = hartscope_run(t, &stats)?;
-            let run_s = stats_number(&stats, "host_seconds")?;
             row.push(ModeRun {
                 mode: mode.into(),
                 wall_s: h.wall_s,
-                run_s,
+                run_s: h.run_s,
                 mips: h.mips,
                 instret: h.instret,
             });
@@ -448,20 +437,12 @@ fn bench_models(
     })
 }
 
-/// A number at the top level of hartscope's stats JSON.
-fn stats_number(stats: &Path, key: &str) -> Result<f64, String> {
+/// hartscope's stats JSON at `stats`.
+fn read_stats(stats: &Path) -> Result<serde_json::Value, String> {
     let text = std::fs::read_to_string(stats)
         .map_err(|e| format!("cannot read hartscope's stats {}: {e}", stats.display()))?;
-    let v: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| format!("hartscope's stats {} are not JSON: {e}", stats.display()))?;
-    v.get(key)
-        .and_then(serde_json::Value::as_f64)
-        .ok_or_else(|| {
-            format!(
-                "hartscope's stats {} have no number `{key}`",
-                stats.display()
-            )
-        })
+    serde_json::from_str(&text)
+        .map_err(|e| format!("hartscope's stats {} are not JSON: {e}", stats.display()))
 }
 
 fn bench_linux(
@@ -474,20 +455,7 @@ fn bench_linux(
     scratch: &Path,
 ) -> Result<Section, String> {
     let stats = scratch.join("boot-stats.json");
-    let mut hs = Command::new(me);
-    hs.arg("boot")
-        .args([
-            "--image",
-            &args.image,
-            "--smp",
-            &args.smp.to_string(),
-            "-m",
-            &format!("{}M", args.mem_mib),
-        ])
-        .arg("--workload")
-        .arg(workload)
-        .arg("--stats-json")
-        .arg(&stats);
+    let mut hs = hartscope_boot(me, args, args.smp, workload, &stats);
     let boot = hs_guest::qemu::QemuBoot {
         firmware: &image.firmware,
         kernel: &image.kernel,
@@ -640,10 +608,7 @@ fn bench_throughput(
         let console = scratch.join(format!("{}-hartscope-console.txt", t.tag));
         let err = scratch.join(format!("{}-hartscope-stderr.txt", t.tag));
         timed(&mut t.hartscope, &console, &err)?;
-        let text = std::fs::read_to_string(&t.stats)
-            .map_err(|e| format!("cannot read hartscope's stats {}: {e}", t.stats.display()))?;
-        let v: serde_json::Value = serde_json::from_str(&text)
-            .map_err(|e| format!("hartscope's stats {} are not JSON: {e}", t.stats.display()))?;
+        let v = read_stats(&t.stats)?;
         let at = |label: &str| {
             let i = v["phases"]
                 .as_array()?
@@ -702,15 +667,15 @@ fn workload_initrd(
     Ok((wl, initrd))
 }
 
-/// `hartscope boot` of the bench's image on one hart with `wl`, stats to `stats`.
-fn hartscope_boot(me: &Path, args: &BenchArgs, wl: &Path, stats: &Path) -> Command {
+/// `hartscope boot` of the bench's image on `smp` harts with `wl`, stats to `stats`.
+fn hartscope_boot(me: &Path, args: &BenchArgs, smp: usize, wl: &Path, stats: &Path) -> Command {
     let mut hs = Command::new(me);
     hs.args([
         "boot",
         "--image",
         &args.image,
         "--smp",
-        "1",
+        &smp.to_string(),
         "-m",
         &format!("{}M", args.mem_mib),
     ])
@@ -743,7 +708,7 @@ fn bench_disk(
     std::fs::write(&disk, &data).map_err(|e| format!("cannot write {}: {e}", disk.display()))?;
     drop(data);
     let stats = scratch.join("disk-stats.json");
-    let mut hs = hartscope_boot(me, args, &wl, &stats);
+    let mut hs = hartscope_boot(me, args, 1, &wl, &stats);
     hs.arg("-drive")
         .arg(format!("file={},format=raw,if=virtio", disk.display()));
     let qemu = hs_guest::qemu::QemuBoot {
@@ -842,7 +807,7 @@ fn bench_net(
     )
     .map_err(|e| format!("cannot write {}: {e}", machine.display()))?;
     let stats = scratch.join("net-stats.json");
-    let mut hs = hartscope_boot(me, args, &wl, &stats);
+    let mut hs = hartscope_boot(me, args, 1, &wl, &stats);
     hs.arg("--machine").arg(&machine);
     let qemu = hs_guest::qemu::QemuBoot {
         firmware: &image.firmware,
@@ -994,10 +959,7 @@ fn children_cpu_seconds() -> f64 {
 }
 
 fn hartscope_run(t: Timing, stats: &Path) -> Result<HartscopeRun, String> {
-    let text = std::fs::read_to_string(stats)
-        .map_err(|e| format!("cannot read hartscope's stats {}: {e}", stats.display()))?;
-    let v: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| format!("hartscope's stats {} are not JSON: {e}", stats.display()))?;
+    let v = read_stats(stats)?;
     let num = |k: &str| v.get(k).and_then(serde_json::Value::as_f64);
     let field = |k: &str| {
         num(k).ok_or_else(|| format!("hartscope's stats {} have no number `{k}`", stats.display()))
@@ -1015,6 +977,7 @@ fn hartscope_run(t: Timing, stats: &Path) -> Result<HartscopeRun, String> {
             .and_then(serde_json::Value::as_u64)
             .unwrap_or(0),
         guest_s: field("guest_seconds")?,
+        run_s: field("host_seconds")?,
     })
 }
 
@@ -1289,6 +1252,7 @@ mod tests {
             instret: 1_000_000_000,
             cycles: 1,
             guest_s: 1.0,
+            run_s: wall,
         };
         pair(
             h,
