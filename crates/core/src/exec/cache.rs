@@ -384,6 +384,12 @@ impl<T: TimingModel> Hart<T> {
             return self.fetch_block_slow();
         }
         let pa = self.host_to_pa(pc.wrapping_add(e.addend));
+        self.cached_or_decoded(pc, pa)
+    }
+
+    /// The block at physical `pa` (virtual `pc`) from the table, or decoded.
+    #[inline(always)]
+    fn cached_or_decoded(&mut self, pc: u64, pa: u64) -> Result<(usize, usize, u64), Trap> {
         let b = self.blocks.table[Blocks::slot(pa)];
         if b.pa == pa && b.gen == self.blocks.gen {
             return Ok((b.start as usize, b.n as usize, pa));
@@ -400,7 +406,10 @@ impl<T: TimingModel> Hart<T> {
             return Err(Trap::new(CAUSE_FETCH_ACCESS, pc));
         }
         if self.fetch_tlb_holds(pc) {
-            return self.decode_block(pc, pa);
+            // The walk refilled the TLB (after an `sfence.vma`, a satp
+            // write or an eviction): the block may well still be cached,
+            // and decoding it afresh would also lose its translation.
+            return self.cached_or_decoded(pc, pa);
         }
         // PMP splits this page: one checked instruction at a time
         self.single_op(pc, pa)
