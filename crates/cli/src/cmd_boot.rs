@@ -653,12 +653,12 @@ pub fn boot<M: TimingModel>(
 ) -> Result<i32, String> {
     let obs = observed(args)?;
     // the engine check compares console output as both machines capture it
-    let reference_cfg = MachineConfig {
+    let reference_cfg = || MachineConfig {
         echo_console: false,
         capture_console: true,
         ..machine_config(args, r.clone())
     };
-    let mut cfg = machine_config(args, r);
+    let mut cfg = machine_config(args, r.clone());
     cfg.capture_console |= args.engine_check;
     if obs.wrap {
         let mut machine =
@@ -668,7 +668,7 @@ pub fn boot<M: TimingModel>(
         }
         let reference = args
             .engine_check
-            .then(|| Machine::with_observing(reference_cfg, &obs.options, reference_model))
+            .then(|| Machine::with_observing(reference_cfg(), &obs.options, reference_model))
             .transpose()
             .map_err(|e| e.to_string())?;
         finish(args, &obs, machine, reference, model_id)
@@ -679,7 +679,7 @@ pub fn boot<M: TimingModel>(
         }
         let reference = args
             .engine_check
-            .then(|| Machine::with_timing(reference_cfg, reference_model))
+            .then(|| Machine::with_timing(reference_cfg(), reference_model))
             .transpose()
             .map_err(|e| e.to_string())?;
         finish(args, &obs, machine, reference, model_id)

@@ -243,7 +243,7 @@ pub fn find(name: &str) -> Result<ImageDir, GuestError> {
 /// copied to /workload. Byte-identical for the same inputs.
 pub fn workload_initrd(image: &ImageDir, workload: &Path) -> Result<Vec<u8>, GuestError> {
     let base = std::fs::read(&image.initrd).map_err(error::io_err("read", &image.initrd))?;
-    rootfs::with_workload(&base, workload)
+    rootfs::append_workload(base, workload)
 }
 
 impl ImageDir {

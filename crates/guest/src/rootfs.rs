@@ -127,6 +127,12 @@ pub fn base_archive(c: &BaseContents) -> Result<Vec<u8>> {
 /// under /workload: a script becomes /workload/run.sh; a directory is copied
 /// whole and must hold run.sh.
 pub fn with_workload(base: &[u8], workload: &Path) -> Result<Vec<u8>> {
+    append_workload(base.to_vec(), workload)
+}
+
+/// [`with_workload`] appending to `base` itself (no copy of a large
+/// initramfs).
+pub fn append_workload(base: Vec<u8>, workload: &Path) -> Result<Vec<u8>> {
     let bad = |message: String| GuestError::Workload {
         path: workload.to_path_buf(),
         message,
@@ -144,7 +150,7 @@ pub fn with_workload(base: &[u8], workload: &Path) -> Result<Vec<u8>> {
         return Err(bad("it is neither a file nor a directory".into()));
     }
     entries.sort_by(|a, b| a.name.cmp(&b.name));
-    let mut out = base.to_vec();
+    let mut out = base;
     write_archive(&mut out, &entries)?;
     Ok(out)
 }

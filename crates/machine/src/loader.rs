@@ -8,6 +8,7 @@
 //! * DTB 2 MiB-aligned just below min(end of RAM, 3 GiB).
 
 use std::path::Path;
+use std::sync::Arc;
 
 use object::elf;
 use object::read::elf::{ElfFile64, FileHeader, ProgramHeader};
@@ -16,11 +17,14 @@ use object::{Endianness, Object, ObjectSymbol};
 use crate::error::MachineError;
 use crate::layout::*;
 
-/// An image as given by the user: a name for messages and its bytes.
+/// An image as given by the user: a name for messages and its bytes
+/// (shared: a plan and a second machine's configuration refer to the
+/// same bytes, where copying tens of megabytes each time showed in a
+/// boot's start-up).
 #[derive(Clone, Debug)]
 pub struct BootFile {
     pub name: String,
-    pub data: Vec<u8>,
+    pub data: Arc<Vec<u8>>,
 }
 
 impl BootFile {
@@ -33,14 +37,62 @@ impl BootFile {
         })?;
         Ok(Self {
             name: path.display().to_string(),
-            data,
+            data: Arc::new(data),
         })
     }
     pub fn from_bytes(name: impl Into<String>, data: Vec<u8>) -> Self {
         Self {
             name: name.into(),
-            data,
+            data: Arc::new(data),
         }
+    }
+}
+
+/// Bytes of a segment: a range of its image file's bytes, shared with the
+/// file (reads as a `[u8]`).
+#[derive(Clone, Default)]
+pub struct SegmentBytes {
+    file: Arc<Vec<u8>>,
+    start: usize,
+    len: usize,
+}
+
+impl SegmentBytes {
+    /// `file[start..start + len]`; the range must lie within the file.
+    fn of(file: &Arc<Vec<u8>>, start: usize, len: usize) -> Self {
+        assert!(
+            start + len <= file.len(),
+            "a segment's range lies within its file"
+        );
+        SegmentBytes {
+            file: file.clone(),
+            start,
+            len,
+        }
+    }
+    /// All of `file`.
+    fn whole(file: &Arc<Vec<u8>>) -> Self {
+        SegmentBytes::of(file, 0, file.len())
+    }
+}
+
+impl std::ops::Deref for SegmentBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.file[self.start..self.start + self.len]
+    }
+}
+
+impl PartialEq for SegmentBytes {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+impl Eq for SegmentBytes {}
+
+impl std::fmt::Debug for SegmentBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} bytes", self.len)
     }
 }
 
@@ -49,7 +101,7 @@ impl BootFile {
 pub struct Segment {
     pub addr: u64,
     /// Bytes copied from the file.
-    pub data: Vec<u8>,
+    pub data: SegmentBytes,
     /// Bytes reserved in memory (≥ data; the rest is zero).
     pub mem_size: u64,
 }
@@ -145,7 +197,7 @@ fn parse(what: &'static str, f: &BootFile) -> Result<Parsed, MachineError> {
         name: f.name.clone(),
         segments: vec![Segment {
             addr: 0,
-            data: f.data.clone(),
+            data: SegmentBytes::whole(&f.data),
             mem_size,
         }],
         entry: None,
@@ -157,7 +209,8 @@ fn parse(what: &'static str, f: &BootFile) -> Result<Parsed, MachineError> {
 
 type ElfParts = (Vec<Segment>, u64, Option<HtifSymbols>);
 
-fn parse_elf(data: &[u8]) -> Result<ElfParts, String> {
+fn parse_elf(bytes_of_file: &Arc<Vec<u8>>) -> Result<ElfParts, String> {
+    let data: &[u8] = bytes_of_file;
     let file = ElfFile64::<Endianness>::parse(data)
         .map_err(|e| format!("not a valid 64-bit ELF file ({e})"))?;
     let e = file.endian();
@@ -177,9 +230,11 @@ fn parse_elf(data: &[u8]) -> Result<ElfParts, String> {
         if filesz > memsz {
             return Err("a segment's file size exceeds its memory size".into());
         }
+        // (the object crate hands back a subslice of `data`)
+        let start = bytes.as_ptr() as usize - data.as_ptr() as usize;
         segments.push(Segment {
             addr: ph.p_paddr(e),
-            data: bytes.to_vec(),
+            data: SegmentBytes::of(bytes_of_file, start, bytes.len()),
             mem_size: memsz,
         });
     }
@@ -226,9 +281,8 @@ struct Region {
     end: u64,
 }
 
-/// Whether a placement copies the images' bytes: trial placements (the
-/// search for enough RAM) need only addresses, and copying a large kernel
-/// tens of thousands of times would hang the host.
+/// Whether a placement carries the images' bytes: trial placements (the
+/// search for enough RAM) need only addresses.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Bytes {
     Copy,
@@ -240,7 +294,7 @@ impl Bytes {
         let data = if self == Bytes::Copy {
             s.data.clone()
         } else {
-            Vec::new()
+            SegmentBytes::default()
         };
         Segment {
             addr,
@@ -394,9 +448,9 @@ fn place(
         let len = rd.data.len() as u64;
         let end = start.saturating_add(len);
         let data = if bytes == Bytes::Copy {
-            rd.data.clone()
+            SegmentBytes::whole(&rd.data)
         } else {
-            Vec::new()
+            SegmentBytes::default()
         };
         add(
             "initrd",
@@ -713,7 +767,7 @@ mod tests {
     fn segments_spanning_the_address_space_are_refused() {
         let seg = |addr| Segment {
             addr,
-            data: vec![0x13; 16],
+            data: SegmentBytes::whole(&Arc::new(vec![0x13; 16])),
             mem_size: 0x1000,
         };
         let kernel = Parsed {
