@@ -100,7 +100,8 @@ impl std::fmt::Debug for SegmentBytes {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Segment {
     pub addr: u64,
-    /// Bytes copied from the file.
+    /// Bytes from the file, copied into RAM at `addr` (shared with the
+    /// file, not a copy of it).
     pub data: SegmentBytes,
     /// Bytes reserved in memory (≥ data; the rest is zero).
     pub mem_size: u64,
