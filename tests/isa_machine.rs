@@ -154,3 +154,60 @@ fn platform_programs_pass_on_the_whole_machine_and_qemu_virt() {
         failures.join("\n")
     );
 }
+
+/// `--perf-map` names every translated block in `/tmp/perf-PID.map` by hart
+/// and guest pc, in the format `perf report` reads (hex start, hex size,
+/// name), and the run is otherwise the same.
+#[test]
+fn perf_map_names_translated_blocks_by_guest_pc() {
+    let isa = root().join("tests/isa");
+    let src = isa.join("rv64i.S");
+    let elf = build_isa_program(&src, Path::new("rv64i.S"), &isa).expect("build rv64i.S");
+    let child = Command::new(HARTSCOPE)
+        .args(["boot", "--bios", "none", "--kernel"])
+        .arg(&elf)
+        .args(["--translate-after", "1", "--perf-map"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start hartscope");
+    let pid = child.id();
+    let out = child.wait_with_output().expect("wait for hartscope");
+    let map_path = format!("/tmp/perf-{pid}.map");
+    let map = std::fs::read_to_string(&map_path).unwrap_or_default();
+    let _ = std::fs::remove_file(&map_path);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<&str> = map.lines().collect();
+    assert!(
+        lines.len() >= 10,
+        "a handful of translated blocks, got:\n{map}"
+    );
+    let mut ends = Vec::new();
+    for l in &lines {
+        let f: Vec<&str> = l.split(' ').collect();
+        assert_eq!(f.len(), 3, "three fields in `{l}`");
+        let start = u64::from_str_radix(f[0], 16).expect("hex start");
+        let size = u64::from_str_radix(f[1], 16).expect("hex size");
+        let pc = f[2]
+            .strip_prefix("hart0@0x")
+            .map(|p| u64::from_str_radix(p, 16).expect("hex pc"))
+            .unwrap_or_else(|| panic!("`{}` names hart 0 and a pc", f[2]));
+        assert!(size > 0 && start > 0, "`{l}`");
+        // (link.ld places the program at the start of RAM)
+        assert!(
+            (0x8000_0000..0x8010_0000).contains(&pc),
+            "`{l}`: a pc in the program"
+        );
+        ends.push((start, start + size));
+    }
+    ends.sort();
+    assert!(
+        ends.windows(2).all(|w| w[0].1 <= w[1].0),
+        "blocks' code does not overlap:\n{map}"
+    );
+}

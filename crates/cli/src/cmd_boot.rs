@@ -156,6 +156,11 @@ pub struct BootArgs {
     /// 16, taken between 1 and 65536; 1 translates every block, for checks).
     #[arg(long, value_name = "RUNS")]
     pub translate_after: Option<u32>,
+    /// Name each translated block in /tmp/perf-PID.map (hart and guest
+    /// pc, as QEMU's -perfmap), so `perf record` on the host attributes
+    /// translated code to guest addresses. A host aid: no count changes.
+    #[arg(long)]
+    pub perf_map: bool,
 }
 
 /// QEMU flags that take a value and their `boot` spelling.
@@ -750,6 +755,16 @@ fn finish<T: TimingModel>(
             if let Some(runs) = args.translate_after {
                 h.set_translate_after(runs);
             }
+        }
+    }
+    if args.perf_map {
+        for (i, h) in machine.harts_mut().iter_mut().enumerate() {
+            h.set_perf_map(&format!("hart{i}@")).map_err(|e| {
+                format!(
+                    "--perf-map: cannot open /tmp/perf-{}.map: {e}",
+                    std::process::id()
+                )
+            })?;
         }
     }
     let symbols = if args.profile.is_some() || obs.itrace.is_some() || args.trace.is_some() {

@@ -114,6 +114,9 @@ pub(crate) struct Jit {
     pub blocks: u64,
     pub nanos: u64,
     pub flushes: u64,
+    /// `/tmp/perf-PID.map`, when asked for (see [`Hart::set_perf_map`]),
+    /// and the name prefix of this hart's blocks in it
+    perf_map: Option<(std::fs::File, String)>,
 }
 
 impl Jit {
@@ -129,6 +132,7 @@ impl Jit {
             blocks: 0,
             nanos: 0,
             flushes: 0,
+            perf_map: None,
         }
     }
 
@@ -166,9 +170,9 @@ impl Jit {
         Err(false)
     }
 
-    /// Copy `code` into the region for the block at `start`; false when
-    /// the region is full.
-    fn install(&mut self, start: usize, code: &[u8]) -> bool {
+    /// Copy `code` into the region for the block at `start` (guest `pc`);
+    /// false when the region is full.
+    fn install(&mut self, start: usize, code: &[u8], pc: u64) -> bool {
         if self.region.is_null() {
             // SAFETY: a fresh private anonymous mapping, owned by `self`.
             let p = unsafe {
@@ -195,6 +199,12 @@ impl Jit {
         unsafe { std::ptr::copy_nonoverlapping(code.as_ptr(), self.region.add(at), code.len()) };
         self.used = (at + code.len() + 15) & !15;
         self.slots[start] = COMPILED | at as u32;
+        if let Some((file, name)) = &mut self.perf_map {
+            use std::io::Write;
+            // (a failed write loses names for the host profile, nothing else)
+            let host = self.region as usize + at;
+            let _ = writeln!(file, "{host:x} {:x} {name}{pc:#x}", code.len());
+        }
         true
     }
 }
@@ -230,6 +240,19 @@ impl<T: TimingModel> Hart<T> {
     pub fn set_translate_after(&mut self, runs: u32) {
         self.blocks.jit.hot = runs.clamp(1, 1 << 16);
         self.blocks.jit.reset();
+    }
+
+    /// Name every block translated from now on in `/tmp/perf-PID.map`
+    /// (as QEMU's `-perfmap`), as `name` and the guest pc it was entered
+    /// at, so host `perf report` shows translated code by guest address.
+    pub fn set_perf_map(&mut self, name: &str) -> std::io::Result<()> {
+        let path = format!("/tmp/perf-{}.map", std::process::id());
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?;
+        self.blocks.jit.perf_map = Some((file, name.to_string()));
+        Ok(())
     }
 
     /// What the translating engine did on this hart.
@@ -386,7 +409,7 @@ impl<T: TimingModel> Hart<T> {
         let ok = match code {
             Some((code, entry)) => {
                 jit.chain_entry = entry;
-                jit.install(start, &code)
+                jit.install(start, &code, self.pc)
             }
             None => false,
         };
