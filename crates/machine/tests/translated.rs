@@ -1,8 +1,9 @@
 //! The translating engine against the reference engine (every instruction
 //! decoded afresh), step by step (`hs_machine::lockstep`), on what a
 //! translation could get wrong: code rewritten under a translated block,
-//! a timer interrupt landing inside a hot translated loop, and chained
-//! blocks. Every block is translated on its first run.
+//! a timer interrupt landing inside a hot translated loop, chained blocks,
+//! a block that loops on itself and calls returning through `jalr`. Every
+//! block is translated on its first run.
 
 mod common;
 
@@ -106,4 +107,71 @@ fn an_interrupt_lands_where_the_reference_takes_it() {
     let (stop, m) = check(&finish(a));
     assert_eq!(stop, StopReason::HtifExit(1));
     assert!(m.harts()[0].instret() > 10_000, "the loop ran");
+}
+
+/// A one-block loop (its taken branch goes back to its own first op, so
+/// translated code goes round without leaving) stores a new first
+/// instruction every time round: from round 64 on, `addi t1, t1, 1`. The
+/// store ends the loop's run at the branch (the page holds code), so each
+/// next round runs what was stored, as on the reference: 64 rounds add 1.
+#[test]
+fn a_loop_on_itself_sees_its_own_code_change() {
+    let addi_t1 = |imm: u32| (imm << 20) | (T1 << 15) | (T1 << 7) | 0x13;
+    let mut a = Asm::new(BASE);
+    a.li(T0, 0).li(T1, 0).li(A1, 128).li(A2, addi_t1(0) as u64);
+    a.la(A3, "loop");
+    a.label("loop")
+        .addi(T1, T1, 0)
+        .addi(T0, T0, 1)
+        .srli(SP, T0, 6)
+        .slli(SP, SP, 20)
+        .add(SP, SP, A2)
+        .sw(SP, A3, 0)
+        .bltu(T0, A1, "loop");
+    exit_with(&mut a, T1);
+    let (stop, m) = check(&finish(a));
+    assert_eq!(stop, StopReason::HtifExit(64));
+    assert!(m.harts()[0].stats().code_invalidations >= 64);
+}
+
+/// A timer interrupt lands in a hot one-block loop that calls a function
+/// (`jal ra`, returning with `jalr zero, 0(ra)`: translated code chains
+/// through the return itself), on the same instruction as the reference.
+#[test]
+fn an_interrupt_lands_in_a_loop_of_calls_and_returns() {
+    let mut a = Asm::new(BASE);
+    a.la(T0, "handler").csrw(CSR_MTVEC, T0);
+    common::arm_timer(&mut a, 3_000);
+    a.li(T0, 0).li(T1, 0).li(A1, 1 << 40);
+    a.label("loop").jal(RA, "f");
+    a.label("back").bltu(T0, A1, "loop");
+    a.label("f")
+        .addi(T0, T0, 1)
+        .add(T1, T1, T0)
+        .jalr(ZERO, RA, 0);
+    a.align(4).label("handler").li(A0, 1);
+    exit_with(&mut a, A0);
+    let (stop, m) = check(&finish(a));
+    assert_eq!(stop, StopReason::HtifExit(1));
+    assert!(m.harts()[0].instret() > 3_000, "the loop ran");
+}
+
+/// A timer interrupt lands in a hot one-block loop (translated code going
+/// round it without leaving, each round testing the cycle budget) on the
+/// same instruction, at the same cycle, as the reference.
+#[test]
+fn an_interrupt_lands_in_a_loop_on_itself() {
+    let mut a = Asm::new(BASE);
+    a.la(T0, "handler").csrw(CSR_MTVEC, T0);
+    common::arm_timer(&mut a, 2_500);
+    a.li(T0, 0).li(T1, 0).li(A1, 1 << 40);
+    a.label("loop")
+        .addi(T0, T0, 1)
+        .add(T1, T1, T0)
+        .bltu(T0, A1, "loop");
+    a.align(4).label("handler").li(A0, 1);
+    exit_with(&mut a, A0);
+    let (stop, m) = check(&finish(a));
+    assert_eq!(stop, StopReason::HtifExit(1));
+    assert!(m.harts()[0].instret() > 2_500, "the loop ran");
 }

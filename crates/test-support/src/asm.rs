@@ -107,6 +107,9 @@ impl Asm {
     pub fn slli(&mut self, rd: u32, rs1: u32, sh: u32) -> &mut Self {
         self.word(i(0x13, rd, 1, rs1, sh as i32))
     }
+    pub fn srli(&mut self, rd: u32, rs1: u32, sh: u32) -> &mut Self {
+        self.word(i(0x13, rd, 5, rs1, sh as i32))
+    }
     pub fn or(&mut self, rd: u32, rs1: u32, rs2: u32) -> &mut Self {
         self.word(r(0x33, rd, 6, rs1, rs2, 0))
     }
@@ -174,11 +177,19 @@ impl Asm {
         self.branch(6, rs1, rs2, l)
     }
     pub fn j(&mut self, l: &str) -> &mut Self {
+        self.jal(ZERO, l)
+    }
+    /// `jal rd, l` (a call with rd = ra).
+    pub fn jal(&mut self, rd: u32, l: &str) -> &mut Self {
         self.fixups.push(Fixup::Jal {
             at: self.bytes.len(),
             label: l.into(),
         });
-        self.word(0x6f)
+        self.word(0x6f | rd << 7)
+    }
+    /// `jalr rd, off(rs1)` (`ret` is `jalr zero, 0(ra)`).
+    pub fn jalr(&mut self, rd: u32, rs1: u32, off: i32) -> &mut Self {
+        self.word(i(0x67, rd, 0, rs1, off))
     }
     pub fn la(&mut self, rd: u32, l: &str) -> &mut Self {
         self.fixups.push(Fixup::La {

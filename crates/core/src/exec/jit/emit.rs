@@ -20,6 +20,11 @@
 //! state at their branch-off point, so they write back exactly what the
 //! straight line would have, and reload what it expects after the call.
 //!
+//! A block leaves by `exit_at` (a static target: chained through a link
+//! cell), `loop_or_exit` (a jump to its own first op: round again) or
+//! `indirect_exit` (`jalr`: chained through the block cache's first level
+//! and the jit's slots), each under the run loop's conditions.
+//!
 //! The block returns 0 or 1 with the frame's cycle count and next pc set
 //! (it ran to its end, or jumped), or 2 when a helper ended it at a trap
 //! (the hart's own state is then final).
@@ -118,6 +123,8 @@ pub(super) struct Emitter<'a> {
     ret0: DynamicLabel,
     /// where a chained jump enters (after the prologue's pushes)
     chain_entry: usize,
+    /// the first op's code (r13 and r15 loaded, no guest register cached)
+    top: DynamicLabel,
     /// guest registers in host registers, at the current point
     regs: RegCache,
 }
@@ -130,6 +137,7 @@ impl<'a> Emitter<'a> {
         let mut a = VecAssembler::new(0);
         let ret = a.new_dynamic_label();
         let ret0 = a.new_dynamic_label();
+        let top = a.new_dynamic_label();
         Emitter {
             a,
             lay,
@@ -141,6 +149,7 @@ impl<'a> Emitter<'a> {
             ret,
             ret0,
             chain_entry: 0,
+            top,
             regs: RegCache::default(),
         }
     }
@@ -213,6 +222,7 @@ impl<'a> Emitter<'a> {
             ; .arch x64
             ; mov r13, QWORD [rbx + lay.f_cyc]
             ; mov r15, QWORD [rbx + lay.f_row]
+            ; =>self.top
         );
     }
 
@@ -259,10 +269,85 @@ impl<'a> Emitter<'a> {
             ; mov esi, DWORD [r8 + vstart]
             ; cmp rsi, QWORD [rcx]
             ; jne =>self.ret0
+            ; mov QWORD [rbx + lay.f_stamp], rsi
             ; mov rsi, QWORD [r8 + vpa]
             ; mov QWORD [rbx + lay.f_base_pa], rsi
             ; mov QWORD [rbx + lay.f_base_pc], rdx
             ; jmp QWORD [rcx + 8]
+        );
+    }
+
+    /// A jump back to the block's own first op (a loop): the run loop would
+    /// chain into this block again when the budget is not reached, nothing
+    /// is to be looked at and the first level still maps the pc to it, which
+    /// it does while the fetch stamp is the one the block was entered under
+    /// (only the run loop fills the first level, and whatever empties it or
+    /// changes the mapping changes the stamp). Then go on at the first op
+    /// with `retired` more cycles, else exit as `exit_at`. The guest
+    /// registers are written back.
+    fn loop_or_exit(&mut self, retired: i32) {
+        let lay = self.lay;
+        let exit = self.a.new_dynamic_label();
+        dynasm!(self.a
+            ; .arch x64
+            ; lea rax, [r13 + retired]
+            ; cmp rax, QWORD [rbx + lay.f_limit]
+            ; jae =>exit
+            ; cmp BYTE [rbx + lay.checks], 0
+            ; jne =>exit
+            ; mov rcx, QWORD [rbx + lay.fetch_stamp]
+            ; cmp rcx, QWORD [rbx + lay.f_stamp]
+            ; jne =>exit
+            ; mov r13, rax
+            ; jmp =>self.top
+            ; =>exit
+        );
+        self.exit_at(retired, 0);
+    }
+
+    /// After a `jalr` (frame's pc and cycle count set): chain into the
+    /// target's translated code where the run loop would (as `exit_at`,
+    /// with the target's slot read from the jit's slots instead of a link
+    /// cell), else return 0.
+    fn indirect_exit(&mut self, retired: i32) {
+        let lay = self.lay;
+        let (vbase, vmask, vsize, [vpc, vstamp, vstart, vpa]) = lay.vcache;
+        let entry = lay.region.wrapping_add(self.chain_entry as u64);
+        dynasm!(self.a
+            ; .arch x64
+            ; lea rax, [r13 + retired]
+            ; mov QWORD [rbx + lay.f_cyc], rax
+            ; cmp rax, QWORD [rbx + lay.f_limit]
+            ; jae =>self.ret0
+            ; cmp BYTE [rbx + lay.checks], 0
+            ; jne =>self.ret0
+            ; mov rdx, QWORD [rbx + lay.f_pc]
+            ; mov r8, rdx
+            ; shr r8, 1
+            ; and r8d, vmask as i32
+            ; imul r8d, r8d, vsize as i32
+            ; mov r9, QWORD vbase as i64
+            ; add r8, r9
+            ; cmp QWORD [r8 + vpc], rdx
+            ; jne =>self.ret0
+            ; mov rsi, QWORD [rbx + lay.fetch_stamp]
+            ; cmp QWORD [r8 + vstamp], rsi
+            ; jne =>self.ret0
+            ; mov ecx, DWORD [r8 + vstart]
+            ; cmp rcx, QWORD [rbx + lay.f_slots_len]
+            ; jae =>self.ret0
+            ; mov r9, QWORD [rbx + lay.f_slots]
+            ; mov ecx, DWORD [r9 + rcx * 4]
+            ; test ecx, super::COMPILED as i32
+            ; jz =>self.ret0
+            ; and ecx, !super::COMPILED as i32
+            ; mov r9, QWORD entry as i64
+            ; add rcx, r9
+            ; mov QWORD [rbx + lay.f_stamp], rsi
+            ; mov rsi, QWORD [r8 + vpa]
+            ; mov QWORD [rbx + lay.f_base_pa], rsi
+            ; mov QWORD [rbx + lay.f_base_pc], rdx
+            ; jmp rcx
         );
     }
 
@@ -464,7 +549,11 @@ impl<'a> Emitter<'a> {
                 if lay.log {
                     self.log(addr, retired);
                 }
-                self.exit_at(retired, off + imm as i64);
+                if off + imm as i64 == 0 {
+                    self.loop_or_exit(retired);
+                } else {
+                    self.exit_at(retired, off + imm as i64);
+                }
                 return Emitted::Jumped;
             }
             Jalr { rd, rs1, imm } => {
@@ -486,13 +575,7 @@ impl<'a> Emitter<'a> {
                 if lay.log {
                     self.log(addr, retired);
                 }
-                dynasm!(self.a
-                    ; .arch x64
-                    ; lea rax, [r13 + retired]
-                    ; mov QWORD [rbx + lay.f_cyc], rax
-                    ; xor eax, eax
-                    ; jmp =>self.ret
-                );
+                self.indirect_exit(retired);
                 return Emitted::Jumped;
             }
 
@@ -673,7 +756,11 @@ impl<'a> Emitter<'a> {
             if let Some(op) = t.log_op {
                 self.log(op, t.retired);
             }
-            self.exit_at(t.retired, t.target_off);
+            if t.target_off == 0 {
+                self.loop_or_exit(t.retired);
+            } else {
+                self.exit_at(t.retired, t.target_off);
+            }
         }
         for s in std::mem::take(&mut self.slow) {
             // the interpreter runs the op (walk, MMIO, page crossing,

@@ -68,6 +68,12 @@ pub(crate) struct JitFrame {
     link: u64,
     /// the bus the block was entered with (for helper calls)
     bus: u64,
+    /// the fetch stamp the running block was entered under (a block that
+    /// jumps to its own start goes on while it holds, see `emit`)
+    stamp: u64,
+    /// the jit's slots and their number, for `jalr`'s chaining in code
+    slots: u64,
+    slots_len: u64,
     exit: Option<Exit>,
 }
 
@@ -83,6 +89,11 @@ pub(super) struct Layout {
     f_limit: i32,
     f_link: i32,
     f_bus: i32,
+    f_stamp: i32,
+    f_slots: i32,
+    f_slots_len: i32,
+    /// the executable region (mapped before any code is emitted)
+    region: u64,
     checks: i32,
     fetch_stamp: i32,
     /// the first level of the block cache (see `Blocks::vcache_layout`)
@@ -170,9 +181,8 @@ impl Jit {
         Err(false)
     }
 
-    /// Copy `code` into the region for the block at `start` (guest `pc`);
-    /// false when the region is full.
-    fn install(&mut self, start: usize, code: &[u8], pc: u64) -> bool {
+    /// Map the executable region if it is not yet; false if it cannot be.
+    fn ensure_region(&mut self) -> bool {
         if self.region.is_null() {
             // SAFETY: a fresh private anonymous mapping, owned by `self`.
             let p = unsafe {
@@ -190,6 +200,12 @@ impl Jit {
             }
             self.region = p.cast();
         }
+        true
+    }
+
+    /// Copy `code` into the region for the block at `start` (guest `pc`);
+    /// false when the region is full.
+    fn install(&mut self, start: usize, code: &[u8], pc: u64) -> bool {
         let at = self.used;
         if at + code.len() > REGION_BYTES {
             return false;
@@ -299,6 +315,10 @@ impl<T: TimingModel> Hart<T> {
                     self.jit_frame.base_pa = pa;
                     self.jit_frame.limit = limit;
                     self.jit_frame.link = 0;
+                    self.jit_frame.stamp = self.fetch_stamp;
+                    let slots = &self.blocks.jit.slots;
+                    self.jit_frame.slots = slots.as_ptr() as u64;
+                    self.jit_frame.slots_len = slots.len() as u64;
                     self.jit_refresh_frame();
                     // SAFETY: code `emit` built for this hart type and bus
                     // type (the key), entered with the hart and bus it
@@ -350,6 +370,9 @@ impl<T: TimingModel> Hart<T> {
         if !cfg!(target_arch = "x86_64") || self.ram_host as u64 & 0xfff != 0 {
             return false;
         }
+        if !self.blocks.jit.ensure_region() {
+            return false;
+        }
         let t0 = Instant::now();
         let ops: Vec<Op> = (start..start + n)
             // SAFETY: `fetch_block` gave an in-bounds range.
@@ -383,6 +406,10 @@ impl<T: TimingModel> Hart<T> {
             f_limit: frame + std::mem::offset_of!(JitFrame, limit) as i32,
             f_link: frame + std::mem::offset_of!(JitFrame, link) as i32,
             f_bus: frame + std::mem::offset_of!(JitFrame, bus) as i32,
+            f_stamp: frame + std::mem::offset_of!(JitFrame, stamp) as i32,
+            f_slots: frame + std::mem::offset_of!(JitFrame, slots) as i32,
+            f_slots_len: frame + std::mem::offset_of!(JitFrame, slots_len) as i32,
+            region: self.blocks.jit.region as u64,
             checks: std::mem::offset_of!(Hart<T>, checks) as i32,
             fetch_stamp: std::mem::offset_of!(Hart<T>, fetch_stamp) as i32,
             vcache: self.blocks.vcache_layout(),
