@@ -433,6 +433,17 @@ impl<'a> Emitter<'a> {
         dynasm!(self.a ; .arch x64 ; mov Rq(r), rax);
     }
 
+    /// The host register for destination `rd`, to compute its new value
+    /// in (x0 writes the sink, as `set_rd`): marked written, loaded with
+    /// nothing.
+    fn dst(&mut self, rd: u8) -> u8 {
+        let g = if rd == 0 { SINK } else { rd };
+        let i = self.regs.find(g).unwrap_or_else(|| self.claim(g));
+        self.touch(i);
+        self.regs.slots[i].dirty = true;
+        CACHE_REGS[i]
+    }
+
     /// Write the cycle count (`retired` ops past r13) to the frame.
     fn sync(&mut self, retired: i32) {
         let lay = self.lay;
@@ -486,17 +497,61 @@ impl<'a> Emitter<'a> {
                 self.pending += 1;
             }};
         }
+        // in rd's own host register where the op allows: `d` is it,
+        // holding rs1 (the result is written there)
+        macro_rules! alu_i_at {
+            ($rd:expr, $rs1:expr, |$d:ident| $($body:tt)*) => {{
+                let r1 = self.src($rs1);
+                let $d = self.dst($rd);
+                if $d != r1 {
+                    dynasm!(self.a ; .arch x64 ; mov Rq($d), Rq(r1));
+                }
+                dynasm!(self.a ; .arch x64 ; $($body)*);
+                self.pending += 1;
+            }};
+        }
+        // `d op= s` with d rd's host register holding rs1 and s rs2's; when
+        // rd's register is rs2's, `commutes` ops take rs1 as s, others go
+        // through rax
+        macro_rules! alu_r_at {
+            ($rd:expr, $rs1:expr, $rs2:expr, $commutes:expr, |$d:ident, $s:ident| $($body:tt)*) => {{
+                let r1 = self.src($rs1);
+                let r2 = self.src($rs2);
+                let d = self.dst($rd);
+                if d == r2 && d != r1 {
+                    if $commutes {
+                        let ($d, $s) = (d, r1);
+                        dynasm!(self.a ; .arch x64 ; $($body)*);
+                    } else {
+                        let ($d, $s) = (0u8, r2);
+                        dynasm!(self.a ; .arch x64 ; mov rax, Rq(r1) ; $($body)* ; mov Rq(d), rax);
+                    }
+                } else {
+                    if d != r1 {
+                        dynasm!(self.a ; .arch x64 ; mov Rq(d), Rq(r1));
+                    }
+                    let ($d, $s) = (d, r2);
+                    dynasm!(self.a ; .arch x64 ; $($body)*);
+                }
+                self.pending += 1;
+            }};
+        }
         let off = op.off as i64;
         match op.insn {
-            Addi { rd, rs1, imm } => alu_i!(rd, rs1, add rax, imm),
+            Addi { rd, rs1, imm } => {
+                let r1 = self.src(rs1);
+                let d = self.dst(rd);
+                dynasm!(self.a ; .arch x64 ; lea Rq(d), [Rq(r1) + imm]);
+                self.pending += 1;
+            }
             Slti { rd, rs1, imm } => alu_i!(rd, rs1, cmp rax, imm ; setl al ; movzx eax, al),
             Sltiu { rd, rs1, imm } => alu_i!(rd, rs1, cmp rax, imm ; setb al ; movzx eax, al),
-            Xori { rd, rs1, imm } => alu_i!(rd, rs1, xor rax, imm),
-            Ori { rd, rs1, imm } => alu_i!(rd, rs1, or rax, imm),
-            Andi { rd, rs1, imm } => alu_i!(rd, rs1, and rax, imm),
-            Slli { rd, rs1, imm } => alu_i!(rd, rs1, shl rax, (imm & 63) as i8),
-            Srli { rd, rs1, imm } => alu_i!(rd, rs1, shr rax, (imm & 63) as i8),
-            Srai { rd, rs1, imm } => alu_i!(rd, rs1, sar rax, (imm & 63) as i8),
+            Xori { rd, rs1, imm } => alu_i_at!(rd, rs1, |d| xor Rq(d), imm),
+            Ori { rd, rs1, imm } => alu_i_at!(rd, rs1, |d| or Rq(d), imm),
+            Andi { rd, rs1, imm } => alu_i_at!(rd, rs1, |d| and Rq(d), imm),
+            Slli { rd, rs1, imm } => alu_i_at!(rd, rs1, |d| shl Rq(d), (imm & 63) as i8),
+            Srli { rd, rs1, imm } => alu_i_at!(rd, rs1, |d| shr Rq(d), (imm & 63) as i8),
+            Srai { rd, rs1, imm } => alu_i_at!(rd, rs1, |d| sar Rq(d), (imm & 63) as i8),
             Addiw { rd, rs1, imm } => alu_i!(rd, rs1, add eax, imm ; movsxd rax, eax),
             Slliw { rd, rs1, imm } => alu_i!(rd, rs1, shl eax, (imm & 31) as i8 ; movsxd rax, eax),
             Srliw { rd, rs1, imm } => alu_i!(rd, rs1, shr eax, (imm & 31) as i8 ; movsxd rax, eax),
@@ -511,11 +566,11 @@ impl<'a> Emitter<'a> {
                 self.set_rd(rd);
                 self.pending += 1;
             }
-            Add { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, add rax, rcx),
-            Sub { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, sub rax, rcx),
-            Xor { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, xor rax, rcx),
-            Or { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, or rax, rcx),
-            And { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, and rax, rcx),
+            Add { rd, rs1, rs2 } => alu_r_at!(rd, rs1, rs2, true, |d, s| add Rq(d), Rq(s)),
+            Sub { rd, rs1, rs2 } => alu_r_at!(rd, rs1, rs2, false, |d, s| sub Rq(d), Rq(s)),
+            Xor { rd, rs1, rs2 } => alu_r_at!(rd, rs1, rs2, true, |d, s| xor Rq(d), Rq(s)),
+            Or { rd, rs1, rs2 } => alu_r_at!(rd, rs1, rs2, true, |d, s| or Rq(d), Rq(s)),
+            And { rd, rs1, rs2 } => alu_r_at!(rd, rs1, rs2, true, |d, s| and Rq(d), Rq(s)),
             Sll { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, shl rax, cl),
             Srl { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, shr rax, cl),
             Sra { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, sar rax, cl),
@@ -526,7 +581,7 @@ impl<'a> Emitter<'a> {
             Sllw { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, shl eax, cl ; movsxd rax, eax),
             Srlw { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, shr eax, cl ; movsxd rax, eax),
             Sraw { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, sar eax, cl ; movsxd rax, eax),
-            Mul { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, imul rax, rcx),
+            Mul { rd, rs1, rs2 } => alu_r_at!(rd, rs1, rs2, true, |d, s| imul Rq(d), Rq(s)),
             Mulw { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, imul eax, ecx ; movsxd rax, eax),
 
             Beq { rs1, rs2, imm } => self.branch(op, addr, (rs1, rs2), imm, 0),
@@ -642,26 +697,21 @@ impl<'a> Emitter<'a> {
         let slow = self.a.new_dynamic_label();
         let back = self.a.new_dynamic_label();
         let lay = self.lay;
+        // (the tag compared is the last byte's page: an access crossing
+        // into the next page finds the entry of its first page, whose tag
+        // differs in the page number's low bits, and takes the slow path)
         dynasm!(self.a
             ; .arch x64
-            ; mov rax, rsi
+            ; lea rax, [rsi + n - 1]
             ; shr rax, 12
-            ; mov ecx, eax
+            ; mov ecx, esi
+            ; shr ecx, 12
             ; and ecx, (crate::mmu::TLB_SIZE - 1) as i32
             ; shl ecx, 4
             ; or rax, QWORD [rbx + lay.f_gen]
             ; cmp rax, QWORD [r15 + rcx + row_delta]
             ; jne =>slow
         );
-        if n > 1 {
-            dynasm!(self.a
-                ; .arch x64
-                ; mov eax, esi
-                ; and eax, 0xfff
-                ; cmp eax, 4096 - n
-                ; ja =>slow
-            );
-        }
         dynasm!(self.a
             ; .arch x64
             ; add rsi, QWORD [r15 + rcx + row_delta + 8]
@@ -680,10 +730,7 @@ impl<'a> Emitter<'a> {
     /// rsi = x[rs1] + imm.
     fn address(&mut self, rs1: u8, imm: i32) {
         let r1 = self.src(rs1);
-        dynasm!(self.a ; .arch x64 ; mov rsi, Rq(r1));
-        if imm != 0 {
-            dynasm!(self.a ; .arch x64 ; add rsi, imm);
-        }
+        dynasm!(self.a ; .arch x64 ; lea rsi, [Rq(r1) + imm]);
     }
 
     fn load(&mut self, addr: u64, rd: u8, rs1: u8, imm: i32, n: i32, signed: bool) {
@@ -714,12 +761,12 @@ impl<'a> Emitter<'a> {
         self.address(rs1, imm);
         let r2 = self.src(rs2);
         let back = self.translate(addr, self.regs, n, STORE_ROW_DELTA);
-        dynasm!(self.a ; .arch x64 ; mov rcx, Rq(r2));
         match n {
-            1 => dynasm!(self.a ; .arch x64 ; mov BYTE [rsi], cl),
-            2 => dynasm!(self.a ; .arch x64 ; mov WORD [rsi], cx),
-            4 => dynasm!(self.a ; .arch x64 ; mov DWORD [rsi], ecx),
-            _ => dynasm!(self.a ; .arch x64 ; mov QWORD [rsi], rcx),
+            // (through cl: not every cache register has a byte form without REX)
+            1 => dynasm!(self.a ; .arch x64 ; mov rcx, Rq(r2) ; mov BYTE [rsi], cl),
+            2 => dynasm!(self.a ; .arch x64 ; mov WORD [rsi], Rw(r2)),
+            4 => dynasm!(self.a ; .arch x64 ; mov DWORD [rsi], Rd(r2)),
+            _ => dynasm!(self.a ; .arch x64 ; mov QWORD [rsi], Rq(r2)),
         }
         // a store into a page some hart decoded code from: tell the RAM
         // and the run loop, as the interpreter's fast path does
