@@ -705,9 +705,8 @@ impl<'a> Emitter<'a> {
             ; lea rax, [rsi + n - 1]
             ; shr rax, 12
             ; mov ecx, esi
-            ; shr ecx, 12
-            ; and ecx, (crate::mmu::TLB_SIZE - 1) as i32
-            ; shl ecx, 4
+            ; shr ecx, 8
+            ; and ecx, ((crate::mmu::TLB_SIZE - 1) << 4) as i32
             ; or rax, QWORD [rbx + lay.f_gen]
             ; cmp rax, QWORD [r15 + rcx + row_delta]
             ; jne =>slow
@@ -738,21 +737,27 @@ impl<'a> Emitter<'a> {
         let before = self.regs;
         // rd's host register is claimed before the TLB check, so the slow
         // path reloads it with what the interpreter loaded
-        if rd != 0 {
+        let slot = (rd != 0).then(|| {
             let i = self.regs.find(rd).unwrap_or_else(|| self.claim(rd));
             self.touch(i);
-        }
+            i
+        });
         let back = self.translate(addr, before, n, 0);
+        // straight into rd's host register (rax for x0, written to the sink)
+        let r = slot.map_or(0, |i| CACHE_REGS[i]);
         match (n, signed) {
-            (1, true) => dynasm!(self.a ; .arch x64 ; movsx rax, BYTE [rsi]),
-            (1, false) => dynasm!(self.a ; .arch x64 ; movzx eax, BYTE [rsi]),
-            (2, true) => dynasm!(self.a ; .arch x64 ; movsx rax, WORD [rsi]),
-            (2, false) => dynasm!(self.a ; .arch x64 ; movzx eax, WORD [rsi]),
-            (4, true) => dynasm!(self.a ; .arch x64 ; movsxd rax, DWORD [rsi]),
-            (4, false) => dynasm!(self.a ; .arch x64 ; mov eax, DWORD [rsi]),
-            _ => dynasm!(self.a ; .arch x64 ; mov rax, QWORD [rsi]),
+            (1, true) => dynasm!(self.a ; .arch x64 ; movsx Rq(r), BYTE [rsi]),
+            (1, false) => dynasm!(self.a ; .arch x64 ; movzx Rd(r), BYTE [rsi]),
+            (2, true) => dynasm!(self.a ; .arch x64 ; movsx Rq(r), WORD [rsi]),
+            (2, false) => dynasm!(self.a ; .arch x64 ; movzx Rd(r), WORD [rsi]),
+            (4, true) => dynasm!(self.a ; .arch x64 ; movsxd Rq(r), DWORD [rsi]),
+            (4, false) => dynasm!(self.a ; .arch x64 ; mov Rd(r), DWORD [rsi]),
+            _ => dynasm!(self.a ; .arch x64 ; mov Rq(r), QWORD [rsi]),
         }
-        self.set_rd(rd);
+        match slot {
+            Some(i) => self.regs.slots[i].dirty = true,
+            None => self.set_rd(rd),
+        }
         dynasm!(self.a ; .arch x64 ; =>back);
         self.pending += 1;
     }
