@@ -1772,7 +1772,7 @@ mod tests {
         let (l1, l2, mem, pte) = (c.l1d.latency, c.l2.latency, c.memory_latency, 5);
         let zero = RAM + 0x70_000; // the shared frame
         let ptes = |leaf: u64| [RAM + 0x10_000, RAM + 0x11_000, leaf];
-        let mut walk_and_load = |m: &mut InOrder, va: u64, leaf: u64| {
+        let walk_and_load = |m: &mut InOrder, va: u64, leaf: u64| {
             for p in ptes(leaf) {
                 m.mem(va, p, 8, MemKind::Walk, false);
             }
