@@ -241,7 +241,7 @@ impl<'a> Emitter<'a> {
         let lay = self.lay;
         let cell = self.a.new_dynamic_label();
         self.cells.push(cell);
-        let (vbase, vmask, vsize, [vpc, vstamp, vstart, vpa]) = lay.vcache;
+        let vstart = lay.vcache.3[2];
         dynasm!(self.a
             ; .arch x64
             ; lea rax, [r13 + retired]
@@ -251,6 +251,27 @@ impl<'a> Emitter<'a> {
             ; mov QWORD [rbx + lay.f_pc], rdx
             ; lea rcx, [=>cell]
             ; mov QWORD [rbx + lay.f_link], rcx
+        );
+        self.chain_test();
+        dynasm!(self.a
+            ; .arch x64
+            ; mov r9d, DWORD [r8 + vstart]
+            ; cmp r9, QWORD [rcx]
+            ; jne =>self.ret0
+        );
+        self.chain_enter();
+        dynasm!(self.a ; .arch x64 ; jmp QWORD [rcx + 8]);
+    }
+
+    /// With the cycle count in rax and the next pc in rdx: return 0 unless
+    /// the run loop would chain (the budget not reached, no `checks`, the
+    /// first level mapping the pc under the current stamp); then r8 is
+    /// that first-level entry and rsi the stamp.
+    fn chain_test(&mut self) {
+        let lay = self.lay;
+        let (vbase, vmask, vsize, [vpc, vstamp, _, _]) = lay.vcache;
+        dynasm!(self.a
+            ; .arch x64
             ; cmp rax, QWORD [rbx + lay.f_limit]
             ; jae =>self.ret0
             ; cmp BYTE [rbx + lay.checks], 0
@@ -266,14 +287,20 @@ impl<'a> Emitter<'a> {
             ; mov rsi, QWORD [rbx + lay.fetch_stamp]
             ; cmp QWORD [r8 + vstamp], rsi
             ; jne =>self.ret0
-            ; mov esi, DWORD [r8 + vstart]
-            ; cmp rsi, QWORD [rcx]
-            ; jne =>self.ret0
+        );
+    }
+
+    /// After `chain_test` passed: the frame as the block of entry r8 (pc
+    /// rdx) is entered under stamp rsi (the caller then jumps to its code).
+    fn chain_enter(&mut self) {
+        let lay = self.lay;
+        let vpa = lay.vcache.3[3];
+        dynasm!(self.a
+            ; .arch x64
             ; mov QWORD [rbx + lay.f_stamp], rsi
             ; mov rsi, QWORD [r8 + vpa]
             ; mov QWORD [rbx + lay.f_base_pa], rsi
             ; mov QWORD [rbx + lay.f_base_pc], rdx
-            ; jmp QWORD [rcx + 8]
         );
     }
 
@@ -311,28 +338,17 @@ impl<'a> Emitter<'a> {
     /// cell), else return 0.
     fn indirect_exit(&mut self, retired: i32) {
         let lay = self.lay;
-        let (vbase, vmask, vsize, [vpc, vstamp, vstart, vpa]) = lay.vcache;
+        let vstart = lay.vcache.3[2];
         let entry = lay.region.wrapping_add(self.chain_entry as u64);
         dynasm!(self.a
             ; .arch x64
             ; lea rax, [r13 + retired]
             ; mov QWORD [rbx + lay.f_cyc], rax
-            ; cmp rax, QWORD [rbx + lay.f_limit]
-            ; jae =>self.ret0
-            ; cmp BYTE [rbx + lay.checks], 0
-            ; jne =>self.ret0
             ; mov rdx, QWORD [rbx + lay.f_pc]
-            ; mov r8, rdx
-            ; shr r8, 1
-            ; and r8d, vmask as i32
-            ; imul r8d, r8d, vsize as i32
-            ; mov r9, QWORD vbase as i64
-            ; add r8, r9
-            ; cmp QWORD [r8 + vpc], rdx
-            ; jne =>self.ret0
-            ; mov rsi, QWORD [rbx + lay.fetch_stamp]
-            ; cmp QWORD [r8 + vstamp], rsi
-            ; jne =>self.ret0
+        );
+        self.chain_test();
+        dynasm!(self.a
+            ; .arch x64
             ; mov ecx, DWORD [r8 + vstart]
             ; cmp rcx, QWORD [rbx + lay.f_slots_len]
             ; jae =>self.ret0
@@ -343,12 +359,9 @@ impl<'a> Emitter<'a> {
             ; and ecx, !super::COMPILED as i32
             ; mov r9, QWORD entry as i64
             ; add rcx, r9
-            ; mov QWORD [rbx + lay.f_stamp], rsi
-            ; mov rsi, QWORD [r8 + vpa]
-            ; mov QWORD [rbx + lay.f_base_pa], rsi
-            ; mov QWORD [rbx + lay.f_base_pc], rdx
-            ; jmp rcx
         );
+        self.chain_enter();
+        dynasm!(self.a ; .arch x64 ; jmp rcx);
     }
 
     /// Store every dirty cached register of `regs` to the hart.
