@@ -56,6 +56,23 @@ fn check(elf: &[u8]) -> (StopReason, Machine) {
     (stop, translated)
 }
 
+/// A program whose timer interrupt, `ticks` after it is armed, lands in
+/// the endless loop `body` writes (T0, T1 zero and A1 huge at its start;
+/// the handler exits with 1): checked against the reference, which must
+/// agree on where it lands; the machine after it.
+fn interrupted_loop(ticks: u64, body: impl FnOnce(&mut Asm)) -> Machine {
+    let mut a = Asm::new(BASE);
+    a.la(T0, "handler").csrw(CSR_MTVEC, T0);
+    common::arm_timer(&mut a, ticks);
+    a.li(T0, 0).li(T1, 0).li(A1, 1 << 40);
+    body(&mut a);
+    a.align(4).label("handler").li(A0, 1);
+    exit_with(&mut a, A0);
+    let (stop, m) = check(&finish(a));
+    assert_eq!(stop, StopReason::HtifExit(1));
+    m
+}
+
 /// A loop runs a block it stores into every time round (then `fence.i`),
 /// the same instruction 50 times, then another: the translated loop runs
 /// the old instruction 50 times and the new one 50. (Every round stores,
@@ -86,26 +103,20 @@ fn rewritten_code_is_retranslated() {
 /// blocks: on the same instruction, at the same cycle, as the reference.
 #[test]
 fn an_interrupt_lands_where_the_reference_takes_it() {
-    let mut a = Asm::new(BASE);
-    a.la(T0, "handler").csrw(CSR_MTVEC, T0);
-    common::arm_timer(&mut a, 2_000);
-    a.li(T0, 0).li(T1, 0).li(A1, 1 << 40);
-    // two blocks chained into each other, with a load and a store
-    a.label("loop")
-        .addi(T0, T0, 1)
-        .add(T1, T1, T0)
-        .la(A3, "cell")
-        .sd(T1, A3, 0)
-        .j("second");
-    a.label("second")
-        .ld(SP, A3, 0)
-        .add(T1, T1, SP)
-        .bltu(T0, A1, "loop");
-    a.align(4).label("handler").li(A0, 1);
-    exit_with(&mut a, A0);
-    a.align(8).label("cell").data(&[0; 8]);
-    let (stop, m) = check(&finish(a));
-    assert_eq!(stop, StopReason::HtifExit(1));
+    let m = interrupted_loop(2_000, |a| {
+        // two blocks chained into each other, with a load and a store
+        a.label("loop")
+            .addi(T0, T0, 1)
+            .add(T1, T1, T0)
+            .la(A3, "cell")
+            .sd(T1, A3, 0)
+            .j("second");
+        a.label("second")
+            .ld(SP, A3, 0)
+            .add(T1, T1, SP)
+            .bltu(T0, A1, "loop");
+        a.align(8).label("cell").data(&[0; 8]);
+    });
     assert!(m.harts()[0].instret() > 10_000, "the loop ran");
 }
 
@@ -139,20 +150,14 @@ fn a_loop_on_itself_sees_its_own_code_change() {
 /// through the return itself), on the same instruction as the reference.
 #[test]
 fn an_interrupt_lands_in_a_loop_of_calls_and_returns() {
-    let mut a = Asm::new(BASE);
-    a.la(T0, "handler").csrw(CSR_MTVEC, T0);
-    common::arm_timer(&mut a, 3_000);
-    a.li(T0, 0).li(T1, 0).li(A1, 1 << 40);
-    a.label("loop").jal(RA, "f");
-    a.label("back").bltu(T0, A1, "loop");
-    a.label("f")
-        .addi(T0, T0, 1)
-        .add(T1, T1, T0)
-        .jalr(ZERO, RA, 0);
-    a.align(4).label("handler").li(A0, 1);
-    exit_with(&mut a, A0);
-    let (stop, m) = check(&finish(a));
-    assert_eq!(stop, StopReason::HtifExit(1));
+    let m = interrupted_loop(3_000, |a| {
+        a.label("loop").jal(RA, "f");
+        a.label("back").bltu(T0, A1, "loop");
+        a.label("f")
+            .addi(T0, T0, 1)
+            .add(T1, T1, T0)
+            .jalr(ZERO, RA, 0);
+    });
     assert!(m.harts()[0].instret() > 3_000, "the loop ran");
 }
 
@@ -161,17 +166,11 @@ fn an_interrupt_lands_in_a_loop_of_calls_and_returns() {
 /// same instruction, at the same cycle, as the reference.
 #[test]
 fn an_interrupt_lands_in_a_loop_on_itself() {
-    let mut a = Asm::new(BASE);
-    a.la(T0, "handler").csrw(CSR_MTVEC, T0);
-    common::arm_timer(&mut a, 2_500);
-    a.li(T0, 0).li(T1, 0).li(A1, 1 << 40);
-    a.label("loop")
-        .addi(T0, T0, 1)
-        .add(T1, T1, T0)
-        .bltu(T0, A1, "loop");
-    a.align(4).label("handler").li(A0, 1);
-    exit_with(&mut a, A0);
-    let (stop, m) = check(&finish(a));
-    assert_eq!(stop, StopReason::HtifExit(1));
+    let m = interrupted_loop(2_500, |a| {
+        a.label("loop")
+            .addi(T0, T0, 1)
+            .add(T1, T1, T0)
+            .bltu(T0, A1, "loop");
+    });
     assert!(m.harts()[0].instret() > 2_500, "the loop ran");
 }
