@@ -136,44 +136,59 @@ fn observed_p87_twice_identical_inorder() {
     );
 }
 
-/// Sample stops end `run` calls early; the machine gives the hart back the
-/// interrupt state it had, so the guest runs exactly as without sampling
-/// (an LR/SC pair split by a stop would fail its SC and retry — which would
-/// show here as different counts).
-#[test]
-fn sampling_does_not_change_what_the_guest_does() {
+/// Sample stops end `run` calls early; the hart then resumes exactly where
+/// it was (interrupt bits, LR reservation, pending checks), so the guest
+/// runs as without sampling. On the Debian kernel an LR/SC pair split by a
+/// stop used to fail its SC and retry: 4 more instructions on the atomic
+/// model, 2,604 differing counts on the in-order one, at this period.
+fn sampling_is_invisible<M: hs_machine::hs_timing::TimingModel, F: Fn(usize) -> M>(
+    model: impl Fn() -> F + Sync,
+) {
     let work = workload("p87-shell");
     let plain = ObserveOptions::default();
     let (a, b) = std::thread::scope(|s| {
-        let x = s.spawn(|| run_with("custom", &work, 2, &plain, None, |_| Atomic));
+        let x = s.spawn(|| run_with("debian", &work, 2, &plain, None, model()));
         let y = s.spawn(|| {
-            run_with(
-                "custom",
-                &work,
-                2,
-                &plain,
-                Some(SamplerConfig {
-                    period: 97,
-                    ..SamplerConfig::default()
-                }),
-                |_| Atomic,
-            )
+            let sampling = SamplerConfig {
+                period: 1024,
+                ..SamplerConfig::default()
+            };
+            run_with("debian", &work, 2, &plain, Some(sampling), model())
         });
         (x.join().unwrap(), y.join().unwrap())
     });
     assert!(a.record.samples.is_empty() && b.record.samples.len() > 100_000);
-    assert_eq!(a.console, b.console);
-    assert_eq!(a.tallies, b.tallies);
-    for name in [
-        "system.cycles",
-        "system.instret",
-        "system.cpu0.instret",
-        "system.cpu1.instret",
-    ] {
-        assert_eq!(
-            stat(&a.record.total, name),
-            stat(&b.record.total, name),
-            "{name}"
-        );
+    assert!(
+        a.console == b.console,
+        "the console differs with sampling on"
+    );
+    assert!(
+        a.tallies == b.tallies,
+        "per-hart counts differ with sampling on"
+    );
+    let guest_stats = |r: &Run| -> Vec<(String, String)> {
+        r.record
+            .total
+            .stats()
+            .iter()
+            .filter(|s| !s.name.starts_with("system.samples"))
+            .map(|s| (s.name.clone(), s.value.to_gem5_string()))
+            .collect()
+    };
+    let (x, y) = (guest_stats(&a), guest_stats(&b));
+    assert!(x.len() > 100, "too few counts compared");
+    assert_eq!(x.len(), y.len(), "the runs report different counts");
+    for (p, q) in x.iter().zip(&y) {
+        assert_eq!(p, q, "a count differs with sampling on");
     }
+}
+
+#[test]
+fn sampling_does_not_change_what_the_guest_does_atomic() {
+    sampling_is_invisible(|| |_| Atomic);
+}
+
+#[test]
+fn sampling_does_not_change_what_the_guest_does_inorder() {
+    sampling_is_invisible(inorder);
 }

@@ -21,8 +21,9 @@
 //!   block, whichever comes first.
 //!
 //! LR/SC: a hart holds at most one reservation (a physical address). It is
-//! dropped whenever `run` returns, so a store by another hart or by DMA,
-//! which can only happen between slices, always makes a later SC fail.
+//! dropped whenever `run` starts a slice, so a store by another hart or by
+//! DMA, which can only happen between slices, always makes a later SC
+//! fail. `resume` (after a stop that only looked at the hart) keeps it.
 //! Misaligned LR raises load-address-misaligned, misaligned SC/AMO
 //! store/AMO-address-misaligned; ordinary misaligned accesses are performed
 //! (also across pages; device accesses must be aligned).
@@ -168,6 +169,9 @@ pub struct Hart<T: TimingModel = Atomic> {
     stimecmp_cycle: u64,
     /// LR reservation (physical address).
     reservation: Option<u64>,
+    /// Cycle of the run loop's next look for hpm counter overflow (MAX:
+    /// no counter is watched); kept here so `resume` goes on exactly.
+    hpm_check_at: u64,
     /// Set by an instruction that retires and must end the run.
     exit: Option<Exit>,
     /// Work the run loop must do before the next block (CHECK_* bits).
@@ -206,6 +210,7 @@ impl<T: TimingModel> Hart<T> {
             cfg,
             stimecmp_cycle: u64::MAX,
             reservation: None,
+            hpm_check_at: u64::MAX,
             exit: None,
             checks: CHECK_IRQ | CHECK_CODE,
             fetch_stamp: 0,

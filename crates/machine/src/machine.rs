@@ -729,8 +729,10 @@ impl<T: TimingModel> Machine<T> {
             }
             let slice_t0 = self.obs.is_some().then(Instant::now);
             // After a stop for a sample nothing outside the hart changed:
-            // it keeps the interrupt bits it had, as in an unsampled run.
+            // it keeps the interrupt bits it had and resumes, exactly as in
+            // an unsampled run.
             let mut deliver = true;
+            let mut resume = false;
             // The interrupt bits the hart was last given.
             let mut given = 0u64;
             loop {
@@ -745,6 +747,7 @@ impl<T: TimingModel> Machine<T> {
                     given = bits;
                 }
                 deliver = true;
+                let resuming = std::mem::take(&mut resume);
                 let observed = self.obs.is_some();
                 // An IPI another hart sent later in this slice: run up to it.
                 let rises = self
@@ -763,7 +766,11 @@ impl<T: TimingModel> Machine<T> {
                 // (host time is read once per run for a plain run; sampled
                 // runs stop often, so they read it once per slice instead)
                 let t0 = (!observed).then(Instant::now);
-                let exit = self.harts[h].run(&mut self.board, until);
+                let exit = if resuming {
+                    self.harts[h].resume(&mut self.board, until)
+                } else {
+                    self.harts[h].run(&mut self.board, until)
+                };
                 // The IPI knob holds an IPI only for a hart with a timer armed.
                 self.board
                     .clint
@@ -780,6 +787,7 @@ impl<T: TimingModel> Machine<T> {
                         // (a sample deadline may end a run before the slice does)
                         self.idle[h] = false;
                         deliver = rises.is_some_and(|t| self.harts[h].cycle() >= t);
+                        resume = !deliver;
                     }
                     Exit::Idle => {
                         // Bits that changed during the run (an IPI the knob

@@ -1,9 +1,9 @@
 //! Observed runs: what to record (samples, timeline events, instruction
 //! traces, counters), the machine-side bookkeeping that goes with the
 //! [`Observing`] model wrapper, and the [`Observations`] record a run
-//! produces. Nothing here changes what the guest sees, except that sample
-//! deadlines end `run` calls early, which drops LR reservations (an SC
-//! retries; see `sampler`).
+//! produces. Nothing here changes what the guest sees: a sample deadline
+//! ends a `run` call early, and the hart then resumes exactly where it was
+//! (its LR reservation and pending checks kept).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -16,16 +16,30 @@ use crate::{Exit, Hart, CHECK_CODE, CHECK_IRQ};
 const HPM_CHECK: u64 = 256;
 
 impl<T: TimingModel> Hart<T> {
-    /// Run until `cycle() >= until_cycle` or another exit.
+    /// Start a slice: run until `cycle() >= until_cycle` or another exit.
+    ///
+    /// Other harts and DMA may have run since this hart last did, so code
+    /// changes and interrupt lines are looked at first, and an LR
+    /// reservation does not survive (a store another hart made to the
+    /// reserved address in between must make the next SC fail).
     pub fn run<B: SystemBus>(&mut self, bus: &mut B, until_cycle: u64) -> Exit {
-        // other harts and DMA may have written code since our last slice
         self.checks |= CHECK_CODE | CHECK_IRQ;
-        // one compare per block covers both the budget and the Sstc timer
-        let mut limit = until_cycle.min(self.stimecmp_cycle);
-        let exit = loop {
+        self.reservation = None;
+        self.resume(bus, until_cycle)
+    }
+
+    /// Go on with a slice a caller ended early only to look at the hart
+    /// (a sample): nothing outside the hart ran in between, so it continues
+    /// exactly as if `run` had not returned — the reservation, pending
+    /// checks and the next counter-overflow check all carry over.
+    pub fn resume<B: SystemBus>(&mut self, bus: &mut B, until_cycle: u64) -> Exit {
+        // one compare per block covers the budget, the Sstc timer and the
+        // next counter-overflow check
+        let mut limit = until_cycle.min(self.stimecmp_cycle).min(self.hpm_check_at);
+        loop {
             if self.cycle >= limit || self.checks != 0 {
                 if self.cycle >= until_cycle {
-                    break Exit::Budget;
+                    return Exit::Budget;
                 }
                 self.checks &= !CHECK_IRQ;
                 if let Some(irq) = self.interrupt_to_take() {
@@ -40,13 +54,14 @@ impl<T: TimingModel> Hart<T> {
                     self.checks &= !CHECK_CODE;
                     self.drop_written_code();
                 }
-                limit = until_cycle.min(self.stimecmp_cycle);
+                self.hpm_check_at = u64::MAX;
                 if self.csr.hpm_watch != 0 {
                     // Sscofpmf: look for counter overflow every HPM_CHECK
                     // cycles (the interrupt's skid is at most that).
                     self.check_hpm_overflow();
-                    limit = limit.min(self.cycle + HPM_CHECK);
+                    self.hpm_check_at = self.cycle + HPM_CHECK;
                 }
+                limit = until_cycle.min(self.stimecmp_cycle).min(self.hpm_check_at);
             }
             let r = match self.engine {
                 Engine::Translated if self.translating() => self
@@ -63,7 +78,7 @@ impl<T: TimingModel> Hart<T> {
             };
             match r {
                 Ok(None) => {}
-                Ok(Some(e)) => break e,
+                Ok(Some(e)) => return e,
                 Err(t) => {
                     // an instruction-fetch fault: nothing retires
                     self.cycle += 1;
@@ -73,11 +88,7 @@ impl<T: TimingModel> Hart<T> {
                     self.log_step(CheckKind::FetchFault(t.cause), pc, None, self.cycle);
                 }
             }
-        };
-        // LR/SC reservations do not survive the end of a slice: another
-        // hart (or DMA) may store to the reserved address before we resume.
-        self.reservation = None;
-        exit
+        }
     }
 
     /// Execute `n` ops starting at `start`; `Some` when the run loop must return.
