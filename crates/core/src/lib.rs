@@ -310,6 +310,15 @@ impl<T: TimingModel> Hart<T> {
         }
         Ok(())
     }
+    /// A little-endian word of RAM at `pa` (None outside RAM), for an
+    /// observer that found the page with [`Self::peek_ram_page`].
+    pub fn peek_phys_u64(&self, pa: u64) -> Option<u64> {
+        self.ram.read(pa, 8)
+    }
+    /// Copy RAM at `pa` into `buf`; false if any byte is outside RAM.
+    pub fn peek_phys(&self, pa: u64, buf: &mut [u8]) -> bool {
+        self.ram.read_bytes(pa, buf)
+    }
     /// Read guest virtual memory as the supervisor sees it through the
     /// current `satp`, whatever the hart's privilege now (no A/D update, no
     /// trap): the kernel's view, e.g. of a `task_struct` while the hart runs

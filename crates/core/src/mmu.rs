@@ -338,6 +338,43 @@ impl<T: TimingModel> Hart<T> {
         true
     }
 
+    /// Observation: the physical address of `va`'s page as a load at the
+    /// current privilege reaches it, as [`Hart::read_virt`] does (TLB
+    /// entry, else a side-effect-free walk, PMP checked at `va`); None
+    /// unless that page is RAM. For an observer reading many words of one
+    /// page (a call stack): translate once, then `peek_phys_u64` each word.
+    pub fn peek_ram_page(&self, va: u64) -> Option<u64> {
+        self.peek_page_in(va, self.data_ctx)
+    }
+
+    /// As [`Self::peek_ram_page`] for the supervisor's view through the
+    /// current `satp`, whatever the privilege now, as
+    /// [`Hart::read_kernel_virt`] reads (None while translation is off).
+    pub fn peek_kernel_ram_page(&self, va: u64) -> Option<u64> {
+        if self.csr.satp >> 60 == 0 {
+            return None;
+        }
+        self.peek_page_in(va, CTX_S)
+    }
+
+    fn peek_page_in(&self, va: u64, ctx: usize) -> Option<u64> {
+        let vpn = va >> 12;
+        let e = &self.tlb.e[KIND_LOAD][ctx & 3][(vpn as usize) & (TLB_SIZE - 1)];
+        let pa = if e.tag == vpn | self.tlb.gen_bits {
+            // (an MMIO entry's tag carries TLB_MMIO and never matches here)
+            self.host_to_pa(va.wrapping_add(e.addend))
+        } else {
+            let w = self
+                .walk(va, KIND_LOAD, ctx, false, &mut WalkTrace::default())
+                .ok()?;
+            self.pmp
+                .check(w.pa, 1, ctx_priv(ctx), Perm::Read)
+                .then_some(w.pa)?
+        };
+        let page = pa & !0xfff;
+        self.ram.contains(page, 4096).then_some(page)
+    }
+
     /// Observation-only translation: no A/D update, no TLB fill, no trap.
     pub(crate) fn translate_peek(&self, va: u64, kind: usize) -> Option<u64> {
         let ctx = if kind == KIND_FETCH {

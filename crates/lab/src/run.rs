@@ -799,7 +799,7 @@ mod tests {
             pc,
             privilege,
             satp: 0,
-            stack: vec![],
+            stack: vec![].into(),
             task: None,
         };
         let samples = vec![

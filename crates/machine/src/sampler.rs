@@ -17,7 +17,8 @@
 //! the cached binary on every user sample (a root table can be reused by a
 //! later process); a change is recorded as a new [`SpaceMark`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 use hs_core::{Hart, Priv};
@@ -64,10 +65,10 @@ pub struct SpaceMark {
 /// 16 KiB (32 KiB with KASAN), a user stack grows to 8 MiB by default.
 const KERNEL_STACK_SPAN: u64 = 64 << 10;
 const USER_STACK_SPAN: u64 = 8 << 20;
-/// Bytes read at once while unwinding: frames are usually close together,
-/// and a read the hart's TLB serves costs little more than the copy, so a
-/// small window (cleared and copied on every sample) is the cheaper one.
-const WINDOW: usize = 256;
+
+/// Samples the store is made for at the start (address space only until
+/// used: about 80 MiB for a million).
+const SAMPLES_RESERVED: usize = 1 << 20;
 
 pub struct Sampler {
     cfg: SamplerConfig,
@@ -82,6 +83,34 @@ pub struct Sampler {
     ident: Arc<UserIdentifier>,
     spaces: BTreeMap<u64, Option<usize>>,
     pub marks: Vec<SpaceMark>,
+    /// Each distinct call stack once: samples share them (a boot's
+    /// 770,000 samples hold a few tens of thousands of stacks), which
+    /// saves an allocation per sample and most of the memory.
+    stacks: HashSet<Arc<[u64]>, BuildHasherDefault<FrameHasher>>,
+}
+
+/// rustc's FxHash step: a stack is hashed once per sample, and SipHash's
+/// resistance to chosen keys buys nothing for return addresses.
+#[derive(Default)]
+struct FrameHasher(u64);
+
+impl Hasher for FrameHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for c in bytes.chunks(8) {
+            let mut w = [0u8; 8];
+            w[..c.len()].copy_from_slice(c);
+            self.write_u64(u64::from_le_bytes(w));
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
 }
 
 impl Sampler {
@@ -95,13 +124,16 @@ impl Sampler {
         Sampler {
             cfg: SamplerConfig { period, ..cfg },
             next: vec![first; harts],
-            samples: Vec::new(),
+            // Room for a boot's worth up front: growing by doubling would
+            // copy and fault in every sample again at each step.
+            samples: Vec::with_capacity(cfg.max_samples.min(SAMPLES_RESERVED)),
             dropped: 0,
             idle_skipped: 0,
             overshot: 0,
             ident,
             spaces: BTreeMap::new(),
             marks: Vec::new(),
+            stacks: HashSet::default(),
         }
     }
 
@@ -198,9 +230,18 @@ impl Sampler {
             pc,
             privilege,
             satp,
-            stack: stack.as_slice().to_vec(),
+            stack: self.intern(stack.as_slice()),
             task: None,
         }
+    }
+
+    fn intern(&mut self, stack: &[u64]) -> Arc<[u64]> {
+        if let Some(s) = self.stacks.get(stack) {
+            return s.clone();
+        }
+        let s: Arc<[u64]> = stack.into();
+        self.stacks.insert(s.clone());
+        s
     }
 
     /// The binary running in this address space, re-checked at `pc`.
@@ -266,38 +307,42 @@ impl Frames {
     }
 }
 
-/// Reads guest words through the hart's current translation, a window at a time.
+/// Reads guest words through the hart's current translation, one page
+/// translation per page: frames are usually close together, so a walk up
+/// a stack translates its one or two pages once and then reads RAM.
 struct StackReader<'h, T: TimingModel> {
     hart: &'h Hart<T>,
-    base: u64,
-    len: usize,
-    buf: [u8; WINDOW],
+    /// The page last translated (virtual, physical); page numbers are
+    /// 4 KiB aligned, so `u64::MAX` never matches.
+    page: (u64, u64),
 }
 
 impl<'h, T: TimingModel> StackReader<'h, T> {
     fn new(hart: &'h Hart<T>) -> Self {
         StackReader {
             hart,
-            base: 0,
-            len: 0,
-            buf: [0; WINDOW],
+            page: (u64::MAX, 0),
         }
+    }
+
+    fn word(&mut self, addr: u64) -> Option<u64> {
+        let vpage = addr & !0xfff;
+        if vpage != self.page.0 {
+            self.page = (vpage, self.hart.peek_ram_page(addr)?);
+        }
+        let off = addr & 0xfff;
+        if off > 4096 - 8 {
+            // a misaligned word across two pages: as `read_virt` would
+            let mut b = [0u8; 8];
+            self.hart.read_virt(addr, &mut b).ok()?;
+            return Some(u64::from_le_bytes(b));
+        }
+        self.hart.peek_phys_u64(self.page.1 + off)
     }
 
     /// The two words at `addr` (previous fp, return address).
     fn pair(&mut self, addr: u64) -> Option<(u64, u64)> {
-        let inside = addr >= self.base && addr.checked_add(16)? <= self.base + self.len as u64;
-        if !inside {
-            // Up to the end of the page, so one translation serves the window.
-            let to_page_end = (4096 - (addr & 0xfff)) as usize;
-            let len = to_page_end.clamp(16, WINDOW);
-            self.hart.read_virt(addr, &mut self.buf[..len]).ok()?;
-            self.base = addr;
-            self.len = len;
-        }
-        let off = (addr - self.base) as usize;
-        let word = |o: usize| u64::from_le_bytes(self.buf[o..o + 8].try_into().unwrap_or([0; 8]));
-        Some((word(off), word(off + 8)))
+        Some((self.word(addr)?, self.word(addr.checked_add(8)?)?))
     }
 }
 

@@ -92,10 +92,10 @@ impl TaskReader {
             return None;
         }
         let l = &self.layout;
-        let word = |off: u32| -> Option<u32> {
+        let mut view = KernelView::new(hart);
+        let mut word = |off: u32| -> Option<u32> {
             let mut b = [0u8; 4];
-            hart.read_kernel_virt(ptr.checked_add(off as u64)?, &mut b)
-                .ok()?;
+            view.read(ptr.checked_add(off as u64)?, &mut b)?;
             Some(u32::from_le_bytes(b))
         };
         let (tid, pid) = (word(l.pid)?, word(l.tgid)?);
@@ -103,7 +103,7 @@ impl TaskReader {
             return None;
         }
         let mut buf = [0u8; TaskLayout::MAX_COMM as usize];
-        let name = read_comm(hart, ptr, l, &mut buf)?;
+        let name = read_comm(&mut view, ptr, l, &mut buf)?;
         // The task this hart ran last time (the usual case): share its name.
         if let Some(Some((p, t))) = self.last.get(h) {
             if *p == ptr && t.pid == pid && t.tid == tid && (tid == 0 || t.comm.as_bytes() == name)
@@ -127,17 +127,44 @@ impl TaskReader {
     }
 }
 
+/// The kernel's view of guest memory (as [`Hart::read_kernel_virt`]),
+/// translating a page once for the few fields read from one task.
+struct KernelView<'h, T: TimingModel> {
+    hart: &'h Hart<T>,
+    /// The page last translated (virtual, physical); `u64::MAX` never matches.
+    page: (u64, u64),
+}
+
+impl<'h, T: TimingModel> KernelView<'h, T> {
+    fn new(hart: &'h Hart<T>) -> Self {
+        KernelView {
+            hart,
+            page: (u64::MAX, 0),
+        }
+    }
+
+    fn read(&mut self, va: u64, buf: &mut [u8]) -> Option<()> {
+        let off = va & 0xfff;
+        if off as usize + buf.len() > 4096 {
+            return self.hart.read_kernel_virt(va, buf).ok();
+        }
+        if va & !0xfff != self.page.0 {
+            self.page = (va & !0xfff, self.hart.peek_kernel_ram_page(va)?);
+        }
+        self.hart.peek_phys(self.page.1 + off, buf).then_some(())
+    }
+}
+
 /// `comm` up to its NUL; None unless it is printable ASCII (a wrong pointer
 /// reads garbage).
 fn read_comm<'b, T: TimingModel>(
-    hart: &Hart<T>,
+    view: &mut KernelView<'_, T>,
     ptr: u64,
     l: &TaskLayout,
     buf: &'b mut [u8; TaskLayout::MAX_COMM as usize],
 ) -> Option<&'b [u8]> {
     let buf = &mut buf[..l.comm_len as usize];
-    hart.read_kernel_virt(ptr.checked_add(l.comm as u64)?, buf)
-        .ok()?;
+    view.read(ptr.checked_add(l.comm as u64)?, buf)?;
     let end = buf.iter().position(|&b| b == 0)?;
     let name = &buf[..end];
     if name.is_empty() || !name.iter().all(|&b| (0x20..0x7f).contains(&b)) {

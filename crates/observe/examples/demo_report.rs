@@ -94,7 +94,7 @@ ffffffff80001600 D data_end
                 pc,
                 privilege,
                 satp,
-                stack: stack.to_vec(),
+                stack: stack.into(),
                 task: None,
             }
         })

@@ -87,7 +87,7 @@ mod tests {
                 pc: 0x10,
                 privilege: Privilege::User,
                 satp: 8,
-                stack: vec![0x20],
+                stack: vec![0x20].into(),
                 task: None,
             }],
             events: vec![Event {

@@ -55,7 +55,8 @@ pub struct Sample {
     /// The hart's `satp` at that moment: selects the user address space.
     pub satp: u64,
     /// Caller return addresses, innermost first (the PC itself is not here).
-    pub stack: Vec<u64>,
+    /// Shared: a sampler keeps one copy of each distinct stack.
+    pub stack: Arc<[u64]>,
     /// The task on the hart, read from the guest kernel (in M-mode: the
     /// last task the hart ran in S or U mode); `None` when unknown (before
     /// the kernel runs, or without the kernel's BTF).

@@ -153,7 +153,7 @@ fn user_sample_in_static_program_resolves_through_the_symbolizer() {
         pc: probe_addr + 2,
         privilege: Privilege::User,
         satp: 0x8000_0000_0000_0777,
-        stack: vec![main_addr + 8],
+        stack: vec![main_addr + 8].into(),
         task: None,
     };
     let r = symbolizer.resolve_sample(&sample);

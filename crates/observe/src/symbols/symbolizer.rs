@@ -552,7 +552,7 @@ mod tests {
             pc: 0xffffffff80001004,
             privilege: Privilege::Supervisor,
             satp: 0x8000_0000_0008_1234,
-            stack: vec![0xffffffff80001080, 0x10050],
+            stack: vec![0xffffffff80001080, 0x10050].into(),
             task: None,
         };
         let r = s.resolve_sample(&sample);
@@ -581,7 +581,7 @@ mod tests {
             satp: 0,
             privilege: Privilege::Machine,
             pc: 0x80000000,
-            stack: vec![],
+            stack: vec![].into(),
             ..sample
         };
         let r = s.resolve_sample(&boot);

@@ -61,7 +61,7 @@ pub fn samples() -> Vec<Sample> {
             pc: 0x10110,
             privilege: Privilege::User,
             satp: SATP_SH,
-            stack: vec![0x10050],
+            stack: vec![0x10050].into(),
             task: None,
         },
         Sample {
@@ -70,7 +70,7 @@ pub fn samples() -> Vec<Sample> {
             pc: 0xffffffff80001210,
             privilege: Privilege::Supervisor,
             satp: SATP_SH,
-            stack: kernel_stack.clone(),
+            stack: kernel_stack.clone().into(),
             task: None,
         },
         Sample {
@@ -79,7 +79,7 @@ pub fn samples() -> Vec<Sample> {
             pc: 0x80000110,
             privilege: Privilege::Machine,
             satp: SATP_SH,
-            stack: vec![0x80000020],
+            stack: vec![0x80000020].into(),
             task: None,
         },
         Sample {
@@ -88,7 +88,7 @@ pub fn samples() -> Vec<Sample> {
             pc: 0x30000,
             privilege: Privilege::User,
             satp: 0x8000_0000_0009_9999,
-            stack: vec![],
+            stack: vec![].into(),
             task: None,
         },
         Sample {
@@ -97,7 +97,7 @@ pub fn samples() -> Vec<Sample> {
             pc: 0xffffffff80001210,
             privilege: Privilege::Supervisor,
             satp: SATP_SH,
-            stack: kernel_stack,
+            stack: kernel_stack.into(),
             task: None,
         },
     ]
