@@ -39,7 +39,7 @@ fn any_sample() -> impl Strategy<Value = Sample> {
             pc,
             privilege,
             satp,
-            stack,
+            stack: stack.into(),
             task: None,
         })
 }
