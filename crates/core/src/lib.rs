@@ -187,6 +187,60 @@ pub struct Hart<T: TimingModel = Atomic> {
     jit_frame: exec::JitFrame,
 }
 
+/// Whose view of guest memory a [`PageReader`] reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum View {
+    /// As a load at the hart's current privilege ([`Hart::read_virt`]).
+    Current,
+    /// The supervisor's, through the current `satp` whatever the privilege
+    /// ([`Hart::read_kernel_virt`]).
+    Kernel,
+}
+
+/// Reads guest virtual memory as [`Hart::read_virt`] or
+/// [`Hart::read_kernel_virt`] do (no A/D update, no TLB fill, no trap),
+/// translating each page once: an observer walking a call stack or a
+/// `task_struct` reads many small pieces of one or two pages.
+pub struct PageReader<'h, T: TimingModel> {
+    hart: &'h Hart<T>,
+    view: View,
+    /// The page last translated (virtual, physical); page numbers are
+    /// 4 KiB aligned, so `u64::MAX` never matches.
+    page: (u64, u64),
+}
+
+impl<T: TimingModel> PageReader<'_, T> {
+    /// Fill `buf` from `va`; None if any byte is unmapped or not RAM.
+    pub fn read(&mut self, va: u64, buf: &mut [u8]) -> Option<()> {
+        let off = va & 0xfff;
+        if off as usize + buf.len() > 4096 {
+            let r = match self.view {
+                View::Current => self.hart.read_virt(va, buf),
+                View::Kernel => self.hart.read_kernel_virt(va, buf),
+            };
+            return r.ok();
+        }
+        if va & !0xfff != self.page.0 {
+            let pa = match self.view {
+                View::Current => self.hart.peek_ram_page(va),
+                View::Kernel => self.hart.peek_kernel_ram_page(va),
+            }?;
+            self.page = (va & !0xfff, pa);
+        }
+        self.hart
+            .ram
+            .read_bytes(self.page.1 + off, buf)
+            .then_some(())
+    }
+
+    /// The little-endian word at `va`.
+    pub fn u64(&mut self, va: u64) -> Option<u64> {
+        let mut b = [0u8; 8];
+        self.read(va, &mut b)?;
+        Some(u64::from_le_bytes(b))
+    }
+}
+
 impl<T: TimingModel> Hart<T> {
     pub fn new(cfg: HartConfig, ram: GuestRam, timing: T) -> Self {
         let ram_host = ram.host_ptr(ram.base());
@@ -310,14 +364,13 @@ impl<T: TimingModel> Hart<T> {
         }
         Ok(())
     }
-    /// A little-endian word of RAM at `pa` (None outside RAM), for an
-    /// observer that found the page with [`Self::peek_ram_page`].
-    pub fn peek_phys_u64(&self, pa: u64) -> Option<u64> {
-        self.ram.read(pa, 8)
-    }
-    /// Copy RAM at `pa` into `buf`; false if any byte is outside RAM.
-    pub fn peek_phys(&self, pa: u64, buf: &mut [u8]) -> bool {
-        self.ram.read_bytes(pa, buf)
+    /// A reader of guest virtual memory for an observer (see [`PageReader`]).
+    pub fn page_reader(&self, view: View) -> PageReader<'_, T> {
+        PageReader {
+            hart: self,
+            view,
+            page: (u64::MAX, 0),
+        }
     }
     /// Read guest virtual memory as the supervisor sees it through the
     /// current `satp`, whatever the hart's privilege now (no A/D update, no

@@ -341,16 +341,15 @@ impl<T: TimingModel> Hart<T> {
     /// Observation: the physical address of `va`'s page as a load at the
     /// current privilege reaches it, as [`Hart::read_virt`] does (TLB
     /// entry, else a side-effect-free walk, PMP checked at `va`); None
-    /// unless that page is RAM. For an observer reading many words of one
-    /// page (a call stack): translate once, then `peek_phys_u64` each word.
-    pub fn peek_ram_page(&self, va: u64) -> Option<u64> {
+    /// unless that page is RAM (see `PageReader`).
+    pub(crate) fn peek_ram_page(&self, va: u64) -> Option<u64> {
         self.peek_page_in(va, self.data_ctx)
     }
 
     /// As [`Self::peek_ram_page`] for the supervisor's view through the
     /// current `satp`, whatever the privilege now, as
     /// [`Hart::read_kernel_virt`] reads (None while translation is off).
-    pub fn peek_kernel_ram_page(&self, va: u64) -> Option<u64> {
+    pub(crate) fn peek_kernel_ram_page(&self, va: u64) -> Option<u64> {
         if self.csr.satp >> 60 == 0 {
             return None;
         }

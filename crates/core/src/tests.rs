@@ -533,6 +533,72 @@ fn observation_reads_a_page_the_tlb_holds_as_the_harts_loads_do() {
     assert_eq!(&buf, b"new!");
 }
 
+/// A page reader (one translation per page) reads exactly what
+/// `read_virt` / `read_kernel_virt` read, in every mode, across pages,
+/// through a TLB entry a remap without a fence left stale, and fails where
+/// they fail — reusing one reader across pages or not.
+#[test]
+fn page_reader_reads_what_read_virt_reads() {
+    let (mut h, ram) = hart_with(&[]);
+    sv39(&mut h, &ram);
+    ram.write_bytes(BASE + 0x20ff8, b"0123456789abcdef");
+    ram.write_bytes(BASE + 0x20010, b"task");
+    let probes: [(u64, usize); 7] = [
+        (0x4000_0010, 4),
+        (0x4000_0ff8, 8),
+        (0x4000_0ffc, 8), // across into the U page
+        (0x4000_1000, 8),
+        (0x4000_3000, 8), // unmapped
+        (0x4000_0010, 16),
+        (0x4000_2ffc, 8), // last S page into nothing
+    ];
+    let check = |h: &Hart| {
+        for view in [View::Current, View::Kernel] {
+            let mut shared = h.page_reader(view);
+            for &(va, len) in &probes {
+                let mut want = vec![0u8; len];
+                let ok = match view {
+                    View::Current => h.read_virt(va, &mut want),
+                    View::Kernel => h.read_kernel_virt(va, &mut want),
+                }
+                .is_ok();
+                for reader in [&mut h.page_reader(view), &mut shared] {
+                    let mut got = vec![0u8; len];
+                    let r = reader.read(va, &mut got);
+                    assert_eq!(
+                        r.is_some(),
+                        ok,
+                        "{view:?} {va:#x}+{len} in {:?}",
+                        h.priv_mode()
+                    );
+                    if ok {
+                        assert_eq!(got, want, "{view:?} {va:#x}+{len}");
+                    }
+                }
+            }
+        }
+    };
+    for p in [Priv::Machine, Priv::Supervisor, Priv::User] {
+        h.set_priv(p);
+        h.update_modes();
+        check(&h);
+        h.csr_write(SSTATUS, MSTATUS_SUM);
+        check(&h);
+        h.csr_write(SSTATUS, 0);
+    }
+    // a stale TLB entry is read as the hart's loads read it
+    h.set_priv(Priv::Supervisor);
+    h.update_modes();
+    assert_eq!(h.translate(0x4000_0010, 4, KIND_LOAD), Ok(BASE + 0x20010));
+    ram.write(BASE + 0x12000, 8, ((BASE + 0x23000) >> 12) << 10 | 0xc7);
+    check(&h);
+    let mut b = [0u8; 4];
+    h.page_reader(View::Current)
+        .read(0x4000_0010, &mut b)
+        .unwrap();
+    assert_eq!(&b, b"task");
+}
+
 #[test]
 fn read_kernel_virt_sees_supervisor_pages_from_any_mode() {
     let (mut h, ram) = hart_with(&[]);

@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
-use hs_core::{Hart, Priv};
+use hs_core::{Hart, PageReader, Priv, View};
 use hs_observe::{satp_root, Privilege, Sample, UserIdentifier};
 use hs_timing::TimingModel;
 
@@ -322,43 +322,9 @@ impl Frames {
     }
 }
 
-/// Reads guest words through the hart's current translation, one page
-/// translation per page: frames are usually close together, so a walk up
-/// a stack translates its one or two pages once and then reads RAM.
-struct StackReader<'h, T: TimingModel> {
-    hart: &'h Hart<T>,
-    /// The page last translated (virtual, physical); page numbers are
-    /// 4 KiB aligned, so `u64::MAX` never matches.
-    page: (u64, u64),
-}
-
-impl<'h, T: TimingModel> StackReader<'h, T> {
-    fn new(hart: &'h Hart<T>) -> Self {
-        StackReader {
-            hart,
-            page: (u64::MAX, 0),
-        }
-    }
-
-    fn word(&mut self, addr: u64) -> Option<u64> {
-        let vpage = addr & !0xfff;
-        if vpage != self.page.0 {
-            self.page = (vpage, self.hart.peek_ram_page(addr)?);
-        }
-        let off = addr & 0xfff;
-        if off > 4096 - 8 {
-            // a misaligned word across two pages: as `read_virt` would
-            let mut b = [0u8; 8];
-            self.hart.read_virt(addr, &mut b).ok()?;
-            return Some(u64::from_le_bytes(b));
-        }
-        self.hart.peek_phys_u64(self.page.1 + off)
-    }
-
-    /// The two words at `addr` (previous fp, return address).
-    fn pair(&mut self, addr: u64) -> Option<(u64, u64)> {
-        Some((self.word(addr)?, self.word(addr.checked_add(8)?)?))
-    }
+/// The two words of a frame record at `addr` (previous fp, return address).
+fn pair<T: TimingModel>(reader: &mut PageReader<'_, T>, addr: u64) -> Option<(u64, u64)> {
+    Some((reader.u64(addr)?, reader.u64(addr.checked_add(8)?)?))
 }
 
 /// The S-mode call chain, as Linux's `walk_stackframe` finds it. `paging`:
@@ -369,14 +335,14 @@ fn kernel_stack<T: TimingModel>(hart: &Hart<T>, paging: bool, max: usize, out: &
     let ra_reg = hart.x(1);
     let kernel = |a: u64| !paging || a >> 63 == 1;
     let mut fp = hart.x(8);
-    let mut reader = StackReader::new(hart);
+    let mut reader = hart.page_reader(View::Current);
     let mut first = true;
     let mut crossed = false;
     while out.len() < max && fp != 0 && fp & 7 == 0 && kernel(fp) {
         let Some(frame) = fp.checked_sub(16) else {
             break;
         };
-        let Some((saved_fp, saved_ra)) = reader.pair(frame) else {
+        let Some((saved_fp, saved_ra)) = pair(&mut reader, frame) else {
             break;
         };
         // A leaf saves only fp: `fp - 8` then holds the caller's frame
@@ -425,10 +391,10 @@ fn user_stack<T: TimingModel>(
         out.push(ra);
     }
     let mut fp = hart.x(8);
-    let mut reader = StackReader::new(hart);
+    let mut reader = hart.page_reader(View::Current);
     let mut first = true;
     while out.len() < max && fp & 7 == 0 && fp > sp && fp - sp <= USER_STACK_SPAN {
-        let Some((saved_fp, saved_ra)) = reader.pair(fp - 16) else {
+        let Some((saved_fp, saved_ra)) = pair(&mut reader, fp - 16) else {
             break;
         };
         if !bin.follows_call(saved_ra) {

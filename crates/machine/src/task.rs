@@ -17,7 +17,7 @@
 //! `swapper/N` for hart N, as perf names it per CPU. Nothing here runs
 //! unless a sample is taken or a timeline asks for task switches.
 
-use hs_core::{Hart, Priv};
+use hs_core::{Hart, PageReader, Priv, View};
 use hs_observe::{Task, TaskLayout};
 use hs_timing::TimingModel;
 
@@ -92,7 +92,7 @@ impl TaskReader {
             return None;
         }
         let l = &self.layout;
-        let mut view = KernelView::new(hart);
+        let mut view = hart.page_reader(View::Kernel);
         let mut word = |off: u32| -> Option<u32> {
             let mut b = [0u8; 4];
             view.read(ptr.checked_add(off as u64)?, &mut b)?;
@@ -127,38 +127,10 @@ impl TaskReader {
     }
 }
 
-/// The kernel's view of guest memory (as [`Hart::read_kernel_virt`]),
-/// translating a page once for the few fields read from one task.
-struct KernelView<'h, T: TimingModel> {
-    hart: &'h Hart<T>,
-    /// The page last translated (virtual, physical); `u64::MAX` never matches.
-    page: (u64, u64),
-}
-
-impl<'h, T: TimingModel> KernelView<'h, T> {
-    fn new(hart: &'h Hart<T>) -> Self {
-        KernelView {
-            hart,
-            page: (u64::MAX, 0),
-        }
-    }
-
-    fn read(&mut self, va: u64, buf: &mut [u8]) -> Option<()> {
-        let off = va & 0xfff;
-        if off as usize + buf.len() > 4096 {
-            return self.hart.read_kernel_virt(va, buf).ok();
-        }
-        if va & !0xfff != self.page.0 {
-            self.page = (va & !0xfff, self.hart.peek_kernel_ram_page(va)?);
-        }
-        self.hart.peek_phys(self.page.1 + off, buf).then_some(())
-    }
-}
-
 /// `comm` up to its NUL; None unless it is printable ASCII (a wrong pointer
 /// reads garbage).
 fn read_comm<'b, T: TimingModel>(
-    view: &mut KernelView<'_, T>,
+    view: &mut PageReader<'_, T>,
     ptr: u64,
     l: &TaskLayout,
     buf: &'b mut [u8; TaskLayout::MAX_COMM as usize],
