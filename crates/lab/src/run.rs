@@ -644,8 +644,9 @@ pub fn group_counts(
 ) -> Vec<crate::record::GroupCount> {
     let sym = symbols.symbolizer();
     let mut counts = vec![0u64; groups.len() + 1];
+    let mut resolver = hs_observe::StackResolver::new(sym);
     for s in samples {
-        let r = sym.resolve_sample(s);
+        let r = resolver.resolve(s);
         let g = r
             .frames
             .iter()

@@ -8,10 +8,10 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use hs_observe::export::{
-    annotate, chrome_trace, flamegraph_svg, fold, folded_text, itrace_text, perf_script,
+    annotate, chrome_trace, flamegraph_svg, fold, folded_text, itrace_text, perf_script_with,
     FlamegraphOptions, FoldOptions, HotFunctions,
 };
-use hs_observe::{ItraceLine, Observations, Symbolizer, UserResolver};
+use hs_observe::{ItraceLine, Observations, StackResolver, Symbolizer, UserResolver};
 
 use crate::observation::{ItraceSpec, ItraceWindow, ObserveSetupError};
 use crate::symbols::GuestSymbols;
@@ -64,8 +64,9 @@ fn write_perf_script<R: UserResolver>(
     let path = dir.join("perf.script");
     let file = std::fs::File::create(&path).map_err(write_err(&path))?;
     let mut out = std::io::BufWriter::new(file);
+    let mut resolver = StackResolver::new(sym);
     for chunk in obs.samples.chunks(4096) {
-        let text = perf_script(chunk, sym, obs.guest_hz, obs.sample_period.max(1))?;
+        let text = perf_script_with(chunk, &mut resolver, obs.guest_hz, obs.sample_period.max(1))?;
         out.write_all(text.as_bytes()).map_err(write_err(&path))?;
     }
     out.flush().map_err(write_err(&path))?;

@@ -18,11 +18,10 @@
 //! later process); a change is recorded as a new [`SpaceMark`].
 
 use std::collections::{BTreeMap, HashSet};
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 use hs_core::{Hart, PageReader, Priv, View};
-use hs_observe::{satp_root, Privilege, Sample, UserIdentifier};
+use hs_observe::{satp_root, Privilege, Sample, StackHash, UserIdentifier};
 use hs_timing::TimingModel;
 
 use crate::observing::CSR_SATP;
@@ -86,35 +85,11 @@ pub struct Sampler {
     /// Each distinct call stack once: samples share them (a boot's
     /// 770,000 samples hold a few tens of thousands of stacks), which
     /// saves an allocation per sample and most of the memory.
-    stacks: HashSet<Arc<[u64]>, BuildHasherDefault<FrameHasher>>,
+    stacks: HashSet<Arc<[u64]>, StackHash>,
     /// Per hart, its last sample's stack: the next sample repeats it more
     /// often than not (55% of a boot's), and comparing with it is cheaper
     /// than a lookup among all stacks.
     last_stack: Vec<Arc<[u64]>>,
-}
-
-/// rustc's FxHash step: a stack is hashed once per sample, and SipHash's
-/// resistance to chosen keys buys nothing for return addresses.
-#[derive(Default)]
-struct FrameHasher(u64);
-
-impl Hasher for FrameHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for c in bytes.chunks(8) {
-            let mut w = [0u8; 8];
-            w[..c.len()].copy_from_slice(c);
-            self.write_u64(u64::from_le_bytes(w));
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-    fn write_usize(&mut self, n: usize) {
-        self.write_u64(n as u64);
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
 }
 
 impl Sampler {

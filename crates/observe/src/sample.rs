@@ -1,6 +1,7 @@
 //! PC samples with their call stacks.
 
 use serde::{Deserialize, Serialize};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 /// RISC-V privilege mode a hart was in.
@@ -37,6 +38,17 @@ pub struct Task {
     pub comm: Arc<str>,
 }
 
+impl Sample {
+    /// The address space the sample was taken in, as resolvers name it.
+    pub fn address_space(&self) -> crate::symbols::AddressSpace {
+        crate::symbols::AddressSpace {
+            hart: self.hart,
+            cycle: self.cycle,
+            satp: self.satp,
+        }
+    }
+}
+
 impl Task {
     /// The idle task (pid 0) of a CPU.
     pub fn is_idle(&self) -> bool {
@@ -62,4 +74,33 @@ pub struct Sample {
     /// the kernel runs, or without the kernel's BTF).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task: Option<Task>,
+}
+
+/// A hasher for call stacks (return addresses): rustc's FxHash step. A
+/// stack is hashed once per sample, where it is taken and again where it is
+/// named, and SipHash's resistance to chosen keys buys nothing for return
+/// addresses.
+#[derive(Default)]
+pub struct StackHasher(u64);
+
+/// Hash maps and sets keyed by call stacks.
+pub type StackHash = BuildHasherDefault<StackHasher>;
+
+impl Hasher for StackHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for c in bytes.chunks(8) {
+            let mut w = [0u8; 8];
+            w[..c.len()].copy_from_slice(c);
+            self.write_u64(u64::from_le_bytes(w));
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
 }

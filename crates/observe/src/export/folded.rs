@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use crate::sample::Sample;
-use crate::symbols::{Frame, Symbolizer, UserResolver, UNKNOWN};
+use crate::symbols::{Frame, StackResolver, Symbolizer, UserResolver, UNKNOWN};
 
 /// Folded stacks are what `inferno-collapse-perf` (and FlameGraph's
 /// `stackcollapse-perf.pl`, whose rules it follows) makes of this crate's
@@ -67,8 +67,9 @@ pub fn fold<R: UserResolver>(
     // stack, a buffer reused for every sample), then sorted once.
     let mut counts: HashMap<String, u64> = HashMap::new();
     let mut line = String::new();
+    let mut resolver = StackResolver::new(symbolizer);
     for s in samples {
-        let r = symbolizer.resolve_sample(s);
+        let r = resolver.resolve(s);
         line.clear();
         let mut first = true;
         if opts.include_comm {

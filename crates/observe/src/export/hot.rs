@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use super::text::{md_cell, percent, thousands};
 use crate::sample::Sample;
-use crate::symbols::{Symbolizer, UserResolver, UNKNOWN};
+use crate::symbols::{StackResolver, Symbolizer, UserResolver, UNKNOWN};
 
 /// One row: a symbol and where it lives (`kernel`, `firmware` or a binary).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -86,8 +86,9 @@ impl HotFunctions {
         // (place, symbol) -> (total, self)
         let mut inclusive: HashMap<Key, (u64, u64)> = HashMap::new();
         let mut on_stack: Vec<Key> = Vec::new();
+        let mut resolver = StackResolver::new(symbolizer);
         for s in samples {
-            let r = symbolizer.resolve_sample(s);
+            let r = resolver.resolve(s);
             // A recursive symbol counts once per sample, as perf does.
             on_stack.clear();
             // (a key whose bit is not in `seen` cannot be on the stack yet:

@@ -7,7 +7,7 @@ use std::fmt::Write;
 
 use crate::error::{ObserveError, Result};
 use crate::sample::Sample;
-use crate::symbols::{Space, Symbolizer, UserResolver, UNKNOWN};
+use crate::symbols::{Space, StackResolver, Symbolizer, UserResolver, UNKNOWN};
 
 /// The event name on every sample line.
 const EVENT: &str = "cycles";
@@ -22,6 +22,22 @@ pub fn perf_script<R: UserResolver>(
     guest_hz: u64,
     period: u64,
 ) -> Result<String> {
+    perf_script_with(
+        samples,
+        &mut StackResolver::new(symbolizer),
+        guest_hz,
+        period,
+    )
+}
+
+/// [`perf_script`] through a resolver kept across calls: a long run's
+/// samples are written a piece at a time, and the pieces share stacks.
+pub fn perf_script_with<R: UserResolver>(
+    samples: &[Sample],
+    resolver: &mut StackResolver<'_, R>,
+    guest_hz: u64,
+    period: u64,
+) -> Result<String> {
     if guest_hz == 0 {
         return Err(ObserveError::ZeroFrequency);
     }
@@ -30,7 +46,7 @@ pub fn perf_script<R: UserResolver>(
     }
     let mut out = String::new();
     for s in samples {
-        let r = symbolizer.resolve_sample(s);
+        let r = resolver.resolve(s);
         let ns = s.cycle as u128 * 1_000_000_000 / guest_hz as u128;
         let time = format!("{}.{:06}", ns / 1_000_000_000, (ns % 1_000_000_000) / 1_000);
         // perf's own field widths (builtin-script.c): comm unpadded when a

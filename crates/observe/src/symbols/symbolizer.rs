@@ -1,9 +1,10 @@
 //! Turning sampled addresses into names: firmware for M-mode, the kernel for
 //! S-mode, and for U-mode whichever binary the caller says is mapped there.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
-use crate::sample::{Privilege, Sample};
+use crate::sample::{Privilege, Sample, StackHash};
 use crate::symbols::table::{Symbol, SymbolTable};
 
 /// Fallback name for anything that cannot be resolved.
@@ -377,25 +378,34 @@ impl<R: UserResolver> Symbolizer<R> {
     /// guest kernel said was running, else the process owning `satp` if the
     /// resolver knows it, else by privilege.
     pub fn resolve_sample<'a>(&'a self, s: &'a Sample) -> ResolvedSample<'a> {
-        let at = AddressSpace {
-            hart: s.hart,
-            cycle: s.cycle,
-            satp: s.satp,
-        };
+        let at = s.address_space();
         let mut frames = Vec::with_capacity(1 + s.stack.len());
         frames.push(self.resolve(s.privilege, at, s.pc, false));
-        frames.extend(
-            s.stack
-                .iter()
-                .map(|&ra| self.resolve(s.privilege, at, ra, true)),
-        );
-        let (comm, pid, tid) = match (&s.task, self.user.process(at)) {
-            (Some(t), _) => (&*t.comm, t.pid, t.tid),
-            (None, Some(p)) => (p.comm, p.pid, p.pid),
-            (None, None) => match s.privilege {
-                Privilege::Machine => ("[firmware]", 0, 0),
-                Privilege::Supervisor => ("[kernel]", 0, 0),
-                Privilege::User => (frames[0].dso, 0, 0),
+        frames.extend(self.callers(s, at));
+        self.named(s, at, frames)
+    }
+
+    /// A sample's return addresses, resolved.
+    fn callers<'a>(&'a self, s: &'a Sample, at: AddressSpace) -> impl Iterator<Item = Frame<'a>> {
+        s.stack
+            .iter()
+            .map(move |&ra| self.resolve(s.privilege, at, ra, true))
+    }
+
+    /// `frames` (leaf first) with the sample's task.
+    fn named<'a>(
+        &'a self,
+        s: &'a Sample,
+        at: AddressSpace,
+        frames: Vec<Frame<'a>>,
+    ) -> ResolvedSample<'a> {
+        let (comm, pid, tid) = match &s.task {
+            Some(t) => (&*t.comm, t.pid, t.tid),
+            None => match (self.user.process(at), s.privilege) {
+                (Some(p), _) => (p.comm, p.pid, p.pid),
+                (None, Privilege::Machine) => ("[firmware]", 0, 0),
+                (None, Privilege::Supervisor) => ("[kernel]", 0, 0),
+                (None, Privilege::User) => (frames[0].dso, 0, 0),
             },
         };
         ResolvedSample {
@@ -404,6 +414,66 @@ impl<R: UserResolver> Symbolizer<R> {
             tid,
             frames,
         }
+    }
+}
+
+/// Resolves the samples of a run, naming each distinct call stack once.
+///
+/// A boot's 770,000 samples share about 30,000 stacks, and naming a frame
+/// is a search among a kernel's 100,000 symbols: every report that names
+/// every sample (perf script, folded stacks, hot functions) spent most of
+/// its time repeating the same searches. A firmware or kernel frame's name
+/// depends on its address alone, so a stack of those is named once per
+/// privilege; a stack holding a user frame depends on the address space
+/// and time of its sample, and is named every time, as by
+/// [`Symbolizer::resolve_sample`], whose results this gives exactly.
+pub struct StackResolver<'s, R> {
+    symbolizer: &'s Symbolizer<R>,
+    /// For M- and S-mode samples: each stack's resolved return addresses,
+    /// or `None` when one of them is user code.
+    known: [HashMap<Arc<[u64]>, Option<Box<[Frame<'s>]>>, StackHash>; 2],
+}
+
+impl<'s, R: UserResolver> StackResolver<'s, R> {
+    pub fn new(symbolizer: &'s Symbolizer<R>) -> Self {
+        StackResolver {
+            symbolizer,
+            known: Default::default(),
+        }
+    }
+
+    /// What [`Symbolizer::resolve_sample`] gives for `s`.
+    pub fn resolve<'a>(&mut self, s: &'a Sample) -> ResolvedSample<'a>
+    where
+        's: 'a,
+    {
+        let sym = self.symbolizer;
+        let at = s.address_space();
+        let mut frames = Vec::with_capacity(1 + s.stack.len());
+        frames.push(sym.resolve(s.privilege, at, s.pc, false));
+        let known = match s.privilege {
+            Privilege::Machine => Some(&mut self.known[0]),
+            Privilege::Supervisor => Some(&mut self.known[1]),
+            Privilege::User => None,
+        };
+        match known {
+            None => frames.extend(sym.callers(s, at)),
+            Some(known) => match known.get(&*s.stack) {
+                Some(Some(callers)) => frames.extend_from_slice(callers),
+                Some(None) => frames.extend(sym.callers(s, at)),
+                None => {
+                    let callers: Box<[Frame<'s>]> = s
+                        .stack
+                        .iter()
+                        .map(|&ra| sym.resolve(s.privilege, at, ra, true))
+                        .collect();
+                    frames.extend_from_slice(&callers);
+                    let fixed = callers.iter().all(|f| f.space != Space::User);
+                    known.insert(s.stack.clone(), fixed.then_some(callers));
+                }
+            },
+        }
+        sym.named(s, at, frames)
     }
 }
 
@@ -588,6 +658,58 @@ mod tests {
         assert_eq!(
             (r.comm, r.frames[0].symbol),
             ("[firmware]", Some("sbi_trap_handler"))
+        );
+    }
+
+    #[test]
+    fn a_stack_resolver_names_every_sample_as_resolve_sample_does() {
+        let mut s = symbolizer();
+        // A second process maps libc where the first maps busybox.
+        let lib = ImageId(1);
+        s.user_mut().add_space(
+            0x8000_0000_0009_0000,
+            0,
+            "other",
+            43,
+            vec![Mapping {
+                start: 0x10000,
+                end: 0x20000,
+                image: lib,
+                bias: 0xf000,
+            }],
+        );
+        let kernel_stack: Arc<[u64]> = vec![0xffffffff80001080, 0xffffffff80001010].into();
+        let into_user: Arc<[u64]> = vec![0xffffffff80001080, 0x10050].into();
+        let sample = |privilege, pc, satp, stack: &Arc<[u64]>| Sample {
+            hart: 0,
+            cycle: 9,
+            pc,
+            privilege,
+            satp,
+            stack: stack.clone(),
+            task: None,
+        };
+        let (a, b) = (0x8000_0000_0008_1234, 0x8000_0000_0009_0000);
+        let samples = [
+            sample(Privilege::Supervisor, 0xffffffff80001004, a, &kernel_stack),
+            sample(Privilege::Supervisor, 0xffffffff80001008, b, &kernel_stack),
+            sample(Privilege::Supervisor, 0xffffffff80001004, a, &into_user),
+            sample(Privilege::Supervisor, 0xffffffff80001004, b, &into_user),
+            sample(Privilege::Machine, 0x80000010, 0, &kernel_stack),
+            sample(Privilege::Machine, 0x80000020, 0, &kernel_stack),
+            sample(Privilege::User, 0x10104, a, &into_user),
+            sample(Privilege::User, 0x10104, b, &into_user),
+            sample(Privilege::Supervisor, 0xffffffff80001004, b, &into_user),
+        ];
+        let mut resolver = StackResolver::new(&s);
+        for (i, x) in samples.iter().enumerate() {
+            assert_eq!(resolver.resolve(x), s.resolve_sample(x), "sample {i}");
+        }
+        // (the case a stack cache could get wrong: one stack, two processes)
+        assert_eq!(s.resolve_sample(&samples[2]).frames[2].symbol, Some("main"));
+        assert_eq!(
+            s.resolve_sample(&samples[3]).frames[2].symbol,
+            Some("memcpy")
         );
     }
 
