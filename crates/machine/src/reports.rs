@@ -8,10 +8,10 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use hs_observe::export::{
-    annotate, chrome_trace, flamegraph_svg, fold, folded_text, itrace_text, perf_script_with,
-    FlamegraphOptions, FoldOptions, HotFunctions,
+    annotate, chrome_trace, flamegraph_svg, fold, folded_text, itrace_text, FlamegraphOptions,
+    FoldOptions, HotFunctions, PerfScript,
 };
-use hs_observe::{ItraceLine, Observations, StackResolver, Symbolizer, UserResolver};
+use hs_observe::{ItraceLine, Observations, Symbolizer, UserResolver};
 
 use crate::observation::{ItraceSpec, ItraceWindow, ObserveSetupError};
 use crate::symbols::GuestSymbols;
@@ -64,9 +64,11 @@ fn write_perf_script<R: UserResolver>(
     let path = dir.join("perf.script");
     let file = std::fs::File::create(&path).map_err(write_err(&path))?;
     let mut out = std::io::BufWriter::new(file);
-    let mut resolver = StackResolver::new(sym);
+    let mut script = PerfScript::new(sym, obs.guest_hz, obs.sample_period.max(1))?;
+    let mut text = String::new();
     for chunk in obs.samples.chunks(4096) {
-        let text = perf_script_with(chunk, &mut resolver, obs.guest_hz, obs.sample_period.max(1))?;
+        text.clear();
+        script.write(chunk, &mut text);
         out.write_all(text.as_bytes()).map_err(write_err(&path))?;
     }
     out.flush().map_err(write_err(&path))?;

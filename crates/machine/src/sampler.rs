@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use hs_core::{Hart, PageReader, Priv, View};
-use hs_observe::{satp_root, Privilege, Sample, StackHash, UserIdentifier};
+use hs_observe::{satp_root, FastHash, Privilege, Sample, UserIdentifier};
 use hs_timing::TimingModel;
 
 use crate::observing::CSR_SATP;
@@ -85,7 +85,7 @@ pub struct Sampler {
     /// Each distinct call stack once: samples share them (a boot's
     /// 770,000 samples hold a few tens of thousands of stacks), which
     /// saves an allocation per sample and most of the memory.
-    stacks: HashSet<Arc<[u64]>, StackHash>,
+    stacks: HashSet<Arc<[u64]>, FastHash>,
     /// Per hart, its last sample's stack: the next sample repeats it more
     /// often than not (55% of a boot's), and comparing with it is cheaper
     /// than a lookup among all stacks.

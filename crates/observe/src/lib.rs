@@ -23,11 +23,12 @@ pub use event::{cause_name, syscall_name, syscall_number, Event, EventKind};
 pub use itrace::{ItraceLine, LineAccess, LineTouch, StallCause, SymbolOffset};
 pub use phase::{HartCounts, Phase, PhaseRecorder};
 pub use record::Observations;
-pub use sample::{Privilege, Sample, StackHash, StackHasher, Task};
+pub use sample::{FastHash, FastHasher, Privilege, Sample, Task};
 pub use source_lines::SourceLines;
 pub use stats::{Stat, StatBlock, StatValue, Unit};
 pub use symbols::{
-    parse_proc_maps, parse_proc_modules, satp_root, AddressSpace, Btf, Frame, ImageId, Mapping,
-    ModuleLoad, NoUserSpace, Process, ResolvedSample, SatpResolver, Space, StackResolver,
-    SymbolTable, Symbolizer, TaskLayout, UserBinary, UserIdentifier, UserImage, UserResolver,
+    parse_proc_maps, parse_proc_modules, satp_root, AddressSpace, Btf, Callers, Frame, ImageId,
+    Mapping, ModuleLoad, NoUserSpace, Process, ResolvedSample, SampleParts, SatpResolver, Space,
+    StackId, StackResolver, SymbolTable, Symbolizer, TaskLayout, UserBinary, UserIdentifier,
+    UserImage, UserResolver,
 };

@@ -76,17 +76,17 @@ pub struct Sample {
     pub task: Option<Task>,
 }
 
-/// A hasher for call stacks (return addresses): rustc's FxHash step. A
-/// stack is hashed once per sample, where it is taken and again where it is
-/// named, and SipHash's resistance to chosen keys buys nothing for return
-/// addresses.
+/// A hasher for keys no adversary chooses (call stacks, symbol names):
+/// rustc's FxHash step. A stack is hashed once per sample where it is
+/// taken and again where it is named, and SipHash's resistance to chosen
+/// keys buys nothing for return addresses.
 #[derive(Default)]
-pub struct StackHasher(u64);
+pub struct FastHasher(u64);
 
-/// Hash maps and sets keyed by call stacks.
-pub type StackHash = BuildHasherDefault<StackHasher>;
+/// Hash maps and sets with [`FastHasher`].
+pub type FastHash = BuildHasherDefault<FastHasher>;
 
-impl Hasher for StackHasher {
+impl Hasher for FastHasher {
     fn write(&mut self, bytes: &[u8]) {
         for c in bytes.chunks(8) {
             let mut w = [0u8; 8];

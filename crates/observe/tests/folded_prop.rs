@@ -2,7 +2,13 @@
 
 mod common;
 
-use hs_observe::export::{flamegraph_svg, fold, FlamegraphOptions, FoldOptions, HotFunctions};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use hs_observe::export::{
+    flamegraph_svg, fold, perf_script, FlamegraphOptions, FoldOptions, HotFunctions,
+};
+use hs_observe::symbols::UNKNOWN;
 use hs_observe::{Privilege, Sample};
 use proptest::prelude::*;
 
@@ -67,5 +73,83 @@ proptest! {
             let expected = format!("<title>all ({n} {unit}, 100.00%)</title>");
             prop_assert!(svg.contains(&expected));
         }
+    }
+}
+
+/// Samples whose stacks come from a small pool, so that many repeat: some
+/// as the same allocation (as the sampler keeps them), some as equal
+/// copies (as samples read back from a file are).
+fn samples_sharing_stacks() -> impl Strategy<Value = Vec<Sample>> {
+    (
+        proptest::collection::vec(proptest::collection::vec(any_addr(), 0..6), 1..4),
+        proptest::collection::vec((any_sample(), 0usize..4, any::<bool>()), 0..40),
+    )
+        .prop_map(|(pool, picks)| {
+            let pool: Vec<Arc<[u64]>> = pool.into_iter().map(Into::into).collect();
+            picks
+                .into_iter()
+                .map(|(s, i, same_allocation)| {
+                    let stack = &pool[i % pool.len()];
+                    Sample {
+                        stack: if same_allocation {
+                            stack.clone()
+                        } else {
+                            stack.to_vec().into()
+                        },
+                        ..s
+                    }
+                })
+                .collect()
+        })
+}
+
+proptest! {
+    // The reports name each distinct stack once; what they say must be
+    // what naming every sample on its own says.
+    #[test]
+    fn reports_of_many_samples_are_those_of_each_sample_alone(
+        samples in samples_sharing_stacks(),
+    ) {
+        let sym = common::symbolizer();
+        let opts = FoldOptions { include_comm: true, annotate_kernel: true };
+        // perf script: the text of each sample alone, in order.
+        let alone: String = samples
+            .iter()
+            .map(|s| perf_script(std::slice::from_ref(s), &sym, 1_000_000_000, 1024).unwrap())
+            .collect();
+        prop_assert_eq!(perf_script(&samples, &sym, 1_000_000_000, 1024).unwrap(), alone);
+        // folded stacks: the sum of each sample's own.
+        let mut alone: BTreeMap<String, u64> = BTreeMap::new();
+        for s in &samples {
+            for (stack, n) in fold(std::slice::from_ref(s), &sym, opts) {
+                *alone.entry(stack).or_default() += n;
+            }
+        }
+        let together: BTreeMap<String, u64> = fold(&samples, &sym, opts).into_iter().collect();
+        prop_assert_eq!(together, alone);
+        // perf report --children: each symbol once per sample it is on.
+        let mut children: BTreeMap<(String, String), (u64, u64)> = BTreeMap::new();
+        for s in &samples {
+            let r = sym.resolve_sample(s);
+            let mut seen = Vec::new();
+            for f in &r.frames {
+                let k = (f.symbol.unwrap_or(UNKNOWN).to_string(), f.where_name().to_string());
+                if !seen.contains(&k) {
+                    seen.push(k);
+                }
+            }
+            for (i, k) in seen.into_iter().enumerate() {
+                let e = children.entry(k).or_default();
+                e.0 += 1;
+                e.1 += u64::from(i == 0);
+            }
+        }
+        let hot = HotFunctions::compute(&samples, &sym, 1024);
+        let got: BTreeMap<(String, String), (u64, u64)> = hot
+            .children
+            .iter()
+            .map(|c| ((c.symbol.clone(), c.place.clone()), (c.total, c.self_samples)))
+            .collect();
+        prop_assert_eq!(got, children);
     }
 }

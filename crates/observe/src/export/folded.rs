@@ -2,8 +2,8 @@
 
 use std::collections::HashMap;
 
-use crate::sample::Sample;
-use crate::symbols::{Frame, StackResolver, Symbolizer, UserResolver, UNKNOWN};
+use crate::sample::{FastHash, Sample};
+use crate::symbols::{Callers, Frame, StackResolver, Symbolizer, UserResolver, UNKNOWN};
 
 /// Folded stacks are what `inferno-collapse-perf` (and FlameGraph's
 /// `stackcollapse-perf.pl`, whose rules it follows) makes of this crate's
@@ -31,6 +31,11 @@ fn kernel_dso(dso: &str) -> bool {
 /// `[[kernel.kallsyms]]`; an unknown binary stays `[unknown]`). `;` would
 /// split the frame, so it becomes `:`.
 fn push_frame_name(out: &mut String, f: &Frame<'_>, annotate_kernel: bool) {
+    push_name(out, f.symbol, f.dso, annotate_kernel)
+}
+
+/// [`push_frame_name`] of a frame with this symbol in binary `dso`.
+fn push_name(out: &mut String, symbol: Option<&str>, dso: &str, annotate_kernel: bool) {
     let push = |out: &mut String, s: &str| {
         if s.contains(';') {
             out.push_str(&s.replace(';', ":"));
@@ -38,16 +43,16 @@ fn push_frame_name(out: &mut String, f: &Frame<'_>, annotate_kernel: bool) {
             out.push_str(s);
         }
     };
-    match f.symbol {
+    match symbol {
         Some(s) => push(out, s),
-        None if f.dso == UNKNOWN => out.push_str(UNKNOWN),
+        None if dso == UNKNOWN => out.push_str(UNKNOWN),
         None => {
             out.push('[');
-            push(out, f.dso.rsplit('/').next().unwrap_or(f.dso));
+            push(out, dso.rsplit('/').next().unwrap_or(dso));
             out.push(']');
         }
     }
-    if annotate_kernel && kernel_dso(f.dso) {
+    if annotate_kernel && kernel_dso(dso) {
         out.push_str("_[k]");
     }
 }
@@ -63,36 +68,62 @@ pub fn fold<R: UserResolver>(
     symbolizer: &Symbolizer<R>,
     opts: FoldOptions,
 ) -> Vec<(String, u64)> {
-    // Counted by stack text in a hash map (one key allocation per distinct
-    // stack, a buffer reused for every sample), then sorted once.
+    // Samples with a shared stack are counted by (task, leaf, stack) and
+    // their text made once per such triple; the rest by their text, in a
+    // buffer reused for every sample. Sorted once at the end.
+    let mut resolver = StackResolver::new(symbolizer);
+    let mut shared: HashMap<_, u64, FastHash> = HashMap::default();
     let mut counts: HashMap<String, u64> = HashMap::new();
     let mut line = String::new();
-    let mut resolver = StackResolver::new(symbolizer);
+    let mut count = |line: &str, n: u64| match counts.get_mut(line) {
+        Some(c) => *c += n,
+        None => {
+            counts.insert(line.to_string(), n);
+        }
+    };
     for s in samples {
-        let r = resolver.resolve(s);
-        line.clear();
-        let mut first = true;
-        if opts.include_comm {
-            line.push_str(&comm_frame(r.comm));
-            first = false;
-        }
-        for f in r.frames.iter().rev() {
-            if !first {
-                line.push(';');
+        let p = resolver.parts(s);
+        match &p.callers {
+            Callers::Shared(id) => {
+                *shared
+                    .entry((p.comm, p.leaf.dso, p.leaf.symbol, *id))
+                    .or_default() += 1
             }
-            first = false;
-            push_frame_name(&mut line, f, opts.annotate_kernel);
-        }
-        match counts.get_mut(line.as_str()) {
-            Some(n) => *n += 1,
-            None => {
-                counts.insert(line.clone(), 1);
+            Callers::Own(callers) => {
+                fold_line(&mut line, p.comm, callers, p.leaf.symbol, p.leaf.dso, opts);
+                count(&line, 1);
             }
         }
+    }
+    for ((comm, dso, symbol, id), n) in shared {
+        fold_line(&mut line, comm, resolver.stack(id), symbol, dso, opts);
+        count(&line, n);
     }
     let mut folded: Vec<(String, u64)> = counts.into_iter().collect();
     folded.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     folded
+}
+
+/// One folded stack into `line`: the task, the callers outermost first,
+/// then the leaf (`symbol` in `dso`).
+fn fold_line(
+    line: &mut String,
+    comm: &str,
+    callers: &[Frame<'_>],
+    symbol: Option<&str>,
+    dso: &str,
+    opts: FoldOptions,
+) {
+    line.clear();
+    if opts.include_comm {
+        line.push_str(&comm_frame(comm));
+        line.push(';');
+    }
+    for f in callers.iter().rev() {
+        push_frame_name(line, f, opts.annotate_kernel);
+        line.push(';');
+    }
+    push_name(line, symbol, dso, opts.annotate_kernel);
 }
 
 /// Folded stacks as text, one `stack count` line each.

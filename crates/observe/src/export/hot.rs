@@ -4,8 +4,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
 
 use super::text::{md_cell, percent, thousands};
-use crate::sample::Sample;
-use crate::symbols::{StackResolver, Symbolizer, UserResolver, UNKNOWN};
+use crate::sample::{FastHash, Sample};
+use crate::symbols::{Callers, Frame, StackId, StackResolver, Symbolizer, UserResolver, UNKNOWN};
 
 /// One row: a symbol and where it lives (`kernel`, `firmware` or a binary).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -79,46 +79,38 @@ impl HotFunctions {
         // Accumulated under borrowed names (no allocation per sample), then
         // turned into owned, ordered maps: the same output as counting in them.
         type Key<'k> = (&'k str, &'k str);
-        let mut counts: HashMap<Key, u64> = HashMap::new();
-        type TaskAcc<'k> = (BTreeMap<u16, u64>, HashMap<Key<'k>, u64>);
-        let mut tasks: HashMap<(&str, u32), TaskAcc> = HashMap::new();
-        let mut harts: BTreeMap<u16, HashMap<(&str, u32), u64>> = BTreeMap::new();
+        // (names the run chose: no need for SipHash)
+        let mut counts: HashMap<Key, u64, FastHash> = HashMap::default();
+        type TaskAcc<'k> = (BTreeMap<u16, u64>, HashMap<Key<'k>, u64, FastHash>);
+        let mut tasks: HashMap<(&str, u32), TaskAcc, FastHash> = HashMap::default();
+        let mut harts: BTreeMap<u16, HashMap<(&str, u32), u64, FastHash>> = BTreeMap::new();
         // (place, symbol) -> (total, self)
-        let mut inclusive: HashMap<Key, (u64, u64)> = HashMap::new();
+        let mut inclusive: HashMap<Key, (u64, u64), FastHash> = HashMap::default();
         let mut on_stack: Vec<Key> = Vec::new();
+        // Samples with a shared stack: counted by (leaf, stack), and their
+        // stack walked once per such pair at the end.
+        let mut shared: HashMap<(Key, StackId), u64, FastHash> = HashMap::default();
         let mut resolver = StackResolver::new(symbolizer);
         for s in samples {
-            let r = resolver.resolve(s);
-            // A recursive symbol counts once per sample, as perf does.
-            on_stack.clear();
-            // (a key whose bit is not in `seen` cannot be on the stack yet:
-            // most frames skip the string compares)
-            let mut seen = 0u64;
-            for f in &r.frames {
-                let k = (f.where_name(), f.symbol.unwrap_or(UNKNOWN));
-                let bit = key_bit(&k);
-                if seen & bit == 0 || !on_stack.contains(&k) {
-                    on_stack.push(k);
-                    seen |= bit;
+            let p = resolver.parts(s);
+            let key = (p.leaf.where_name(), p.leaf.symbol.unwrap_or(UNKNOWN));
+            match &p.callers {
+                Callers::Shared(id) => *shared.entry((key, *id)).or_default() += 1,
+                Callers::Own(callers) => {
+                    count_inclusive(&mut inclusive, &mut on_stack, key, callers, 1)
                 }
             }
-            for (i, k) in on_stack.iter().enumerate() {
-                let e = inclusive.entry(*k).or_default();
-                e.0 += 1;
-                if i == 0 {
-                    e.1 += 1;
-                }
-            }
-            let leaf = &r.frames[0];
-            let key = (leaf.where_name(), leaf.symbol.unwrap_or(UNKNOWN));
-            let task = (r.comm, r.pid);
+            let task = (p.comm, p.pid);
             let t = tasks.entry(task).or_default();
             *t.0.entry(s.hart).or_default() += 1;
             *t.1.entry((key.1, key.0)).or_default() += 1;
             *harts.entry(s.hart).or_default().entry(task).or_default() += 1;
             *counts.entry(key).or_default() += 1;
         }
-        fn owned<V>(m: HashMap<(&str, &str), V>) -> BTreeMap<(String, String), V> {
+        for ((key, id), n) in shared {
+            count_inclusive(&mut inclusive, &mut on_stack, key, resolver.stack(id), n);
+        }
+        fn owned<V>(m: HashMap<(&str, &str), V, FastHash>) -> BTreeMap<(String, String), V> {
             m.into_iter()
                 .map(|((a, b), v)| ((a.to_string(), b.to_string()), v))
                 .collect()
@@ -443,6 +435,38 @@ impl HotFunctions {
             );
         }
         out
+    }
+}
+
+/// Add `n` samples with leaf `leaf` and these callers to the inclusive
+/// counts `(total, self)`: a symbol counts once per sample however often
+/// it is on the stack (recursion), as perf counts it.
+fn count_inclusive<'k>(
+    inclusive: &mut HashMap<(&'k str, &'k str), (u64, u64), FastHash>,
+    on_stack: &mut Vec<(&'k str, &'k str)>,
+    leaf: (&'k str, &'k str),
+    callers: &[Frame<'k>],
+    n: u64,
+) {
+    on_stack.clear();
+    on_stack.push(leaf);
+    // (a key whose bit is not in `seen` cannot be on the stack yet: most
+    // frames skip the string compares)
+    let mut seen = key_bit(&leaf);
+    for f in callers {
+        let k = (f.where_name(), f.symbol.unwrap_or(UNKNOWN));
+        let bit = key_bit(&k);
+        if seen & bit == 0 || !on_stack.contains(&k) {
+            on_stack.push(k);
+            seen |= bit;
+        }
+    }
+    for (i, k) in on_stack.iter().enumerate() {
+        let e = inclusive.entry(*k).or_default();
+        e.0 += n;
+        if i == 0 {
+            e.1 += n;
+        }
     }
 }
 

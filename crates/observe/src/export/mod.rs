@@ -16,6 +16,6 @@ pub use flamegraph::{flamegraph_svg, FlamegraphOptions};
 pub use folded::{fold, folded_text, FoldOptions};
 pub use hot::{ChildrenRow, HotFunctions, HotRow};
 pub use itrace_text::{annotate, itrace_text};
-pub use perf_script::{perf_script, perf_script_with};
+pub use perf_script::{perf_script, PerfScript};
 pub use stats_txt::{stats_txt, stats_txt_blocks};
 pub use tables::{phase_table, CycleShape};

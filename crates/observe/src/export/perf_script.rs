@@ -7,7 +7,7 @@ use std::fmt::Write;
 
 use crate::error::{ObserveError, Result};
 use crate::sample::Sample;
-use crate::symbols::{Space, StackResolver, Symbolizer, UserResolver, UNKNOWN};
+use crate::symbols::{Callers, Frame, Space, StackResolver, Symbolizer, UserResolver, UNKNOWN};
 
 /// The event name on every sample line.
 const EVENT: &str = "cycles";
@@ -22,67 +22,100 @@ pub fn perf_script<R: UserResolver>(
     guest_hz: u64,
     period: u64,
 ) -> Result<String> {
-    perf_script_with(
-        samples,
-        &mut StackResolver::new(symbolizer),
-        guest_hz,
-        period,
-    )
+    let mut out = String::new();
+    if samples.is_empty() && guest_hz != 0 {
+        return Ok(out);
+    }
+    PerfScript::new(symbolizer, guest_hz, period)?.write(samples, &mut out);
+    Ok(out)
 }
 
-/// [`perf_script`] through a resolver kept across calls: a long run's
-/// samples are written a piece at a time, and the pieces share stacks.
-pub fn perf_script_with<R: UserResolver>(
-    samples: &[Sample],
-    resolver: &mut StackResolver<'_, R>,
+/// [`perf_script`] a piece at a time (a long run's text is large), each
+/// distinct stack's frame lines made once for all pieces.
+pub struct PerfScript<'s, R> {
+    resolver: StackResolver<'s, R>,
+    /// The frame lines of each shared stack, by [`StackId`] (empty until made).
+    stack_text: Vec<String>,
     guest_hz: u64,
     period: u64,
-) -> Result<String> {
-    if guest_hz == 0 {
-        return Err(ObserveError::ZeroFrequency);
-    }
-    if period == 0 && !samples.is_empty() {
-        return Err(ObserveError::ZeroSamplePeriod);
-    }
-    let mut out = String::new();
-    for s in samples {
-        let r = resolver.resolve(s);
-        let ns = s.cycle as u128 * 1_000_000_000 / guest_hz as u128;
-        let time = format!("{}.{:06}", ns / 1_000_000_000, (ns % 1_000_000_000) / 1_000);
-        // perf's own field widths (builtin-script.c): comm unpadded when a
-        // callchain follows, `%5d/%-5d`, `[%03d]`, `%12s:`, `%10u`.
-        let _ = writeln!(
-            out,
-            "{} {:>5}/{:<5} [{:03}] {:>12}: {:>10} {}: ",
-            r.comm, r.pid, r.tid, s.hart, time, period, EVENT
-        );
-        for f in &r.frames {
-            // perf prints user addresses relative to the file, kernel ones as is.
-            let addr = if f.space == Space::User {
-                f.file_addr
-            } else {
-                f.addr
-            };
-            // (by hand: the formatting machinery was most of the time
-            // this takes on a long run's millions of frames)
-            out.push('\t');
-            push_hex(&mut out, addr, 16);
-            out.push(' ');
-            match f.symbol {
-                Some(name) => {
-                    out.push_str(name);
-                    out.push_str("+0x");
-                    push_hex(&mut out, f.offset, 0);
-                }
-                None => out.push_str(UNKNOWN),
-            }
-            out.push_str(" (");
-            out.push_str(f.dso);
-            out.push_str(")\n");
+}
+
+impl<'s, R: UserResolver> PerfScript<'s, R> {
+    pub fn new(symbolizer: &'s Symbolizer<R>, guest_hz: u64, period: u64) -> Result<Self> {
+        if guest_hz == 0 {
+            return Err(ObserveError::ZeroFrequency);
         }
-        out.push('\n');
+        if period == 0 {
+            return Err(ObserveError::ZeroSamplePeriod);
+        }
+        Ok(PerfScript {
+            resolver: StackResolver::new(symbolizer),
+            stack_text: Vec::new(),
+            guest_hz,
+            period,
+        })
     }
-    Ok(out)
+
+    /// Append the blocks of `samples` to `out`.
+    pub fn write(&mut self, samples: &[Sample], out: &mut String) {
+        for s in samples {
+            let p = self.resolver.parts(s);
+            let ns = s.cycle as u128 * 1_000_000_000 / self.guest_hz as u128;
+            let time = format!("{}.{:06}", ns / 1_000_000_000, (ns % 1_000_000_000) / 1_000);
+            // perf's own field widths (builtin-script.c): comm unpadded when a
+            // callchain follows, `%5d/%-5d`, `[%03d]`, `%12s:`, `%10u`.
+            let _ = writeln!(
+                out,
+                "{} {:>5}/{:<5} [{:03}] {:>12}: {:>10} {}: ",
+                p.comm, p.pid, p.tid, s.hart, time, self.period, EVENT
+            );
+            push_frame(out, &p.leaf);
+            match &p.callers {
+                Callers::Own(callers) => callers.iter().for_each(|f| push_frame(out, f)),
+                Callers::Shared(id) => {
+                    let i = id.index();
+                    if self.stack_text.len() <= i {
+                        self.stack_text.resize(i + 1, String::new());
+                    }
+                    if self.stack_text[i].is_empty() {
+                        let text = &mut self.stack_text[i];
+                        self.resolver
+                            .stack(*id)
+                            .iter()
+                            .for_each(|f| push_frame(text, f));
+                    }
+                    out.push_str(&self.stack_text[i]);
+                }
+            }
+            out.push('\n');
+        }
+    }
+}
+
+/// One frame line: `\taddr sym+0xoff (dso)`.
+fn push_frame(out: &mut String, f: &Frame<'_>) {
+    // perf prints user addresses relative to the file, kernel ones as is.
+    let addr = if f.space == Space::User {
+        f.file_addr
+    } else {
+        f.addr
+    };
+    // (by hand: the formatting machinery was most of the time
+    // this takes on a long run's millions of frames)
+    out.push('\t');
+    push_hex(out, addr, 16);
+    out.push(' ');
+    match f.symbol {
+        Some(name) => {
+            out.push_str(name);
+            out.push_str("+0x");
+            push_hex(out, f.offset, 0);
+        }
+        None => out.push_str(UNKNOWN),
+    }
+    out.push_str(" (");
+    out.push_str(f.dso);
+    out.push_str(")\n");
 }
 
 /// `v` in lower-case hex, right-aligned in `width` columns (as `{:>width$x}`).

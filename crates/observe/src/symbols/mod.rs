@@ -7,9 +7,9 @@ pub mod user;
 
 pub use btf::{Btf, Member, TaskLayout};
 pub use symbolizer::{
-    satp_root, AddressSpace, Frame, ImageId, Mapping, NoUserSpace, Process, ResolvedSample,
-    SatpResolver, Space, StackResolver, Symbolizer, UserImage, UserResolver, FIRMWARE_DSO,
-    KERNEL_DSO, UNKNOWN,
+    satp_root, AddressSpace, Callers, Frame, ImageId, Mapping, NoUserSpace, Process,
+    ResolvedSample, SampleParts, SatpResolver, Space, StackId, StackResolver, Symbolizer,
+    UserImage, UserResolver, FIRMWARE_DSO, KERNEL_DSO, UNKNOWN,
 };
 pub use table::{
     parse_proc_maps, parse_proc_modules, LoadSegment, MapsEntry, ModuleLoad, Symbol, SymbolTable,

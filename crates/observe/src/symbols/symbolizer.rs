@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use crate::sample::{Privilege, Sample, StackHash};
+use crate::sample::{FastHash, Privilege, Sample};
 use crate::symbols::table::{Symbol, SymbolTable};
 
 /// Fallback name for anything that cannot be resolved.
@@ -392,6 +392,26 @@ impl<R: UserResolver> Symbolizer<R> {
             .map(move |&ra| self.resolve(s.privilege, at, ra, true))
     }
 
+    /// The task of sample `s` (comm, pid, tid): the task the guest kernel
+    /// said was running, else the process owning the address space, else
+    /// named by privilege (a user sample by `leaf_dso`, its binary).
+    fn task_of<'a>(
+        &'a self,
+        s: &'a Sample,
+        at: AddressSpace,
+        leaf_dso: &'a str,
+    ) -> (&'a str, u32, u32) {
+        match &s.task {
+            Some(t) => (&*t.comm, t.pid, t.tid),
+            None => match (self.user.process(at), s.privilege) {
+                (Some(p), _) => (p.comm, p.pid, p.pid),
+                (None, Privilege::Machine) => ("[firmware]", 0, 0),
+                (None, Privilege::Supervisor) => ("[kernel]", 0, 0),
+                (None, Privilege::User) => (leaf_dso, 0, 0),
+            },
+        }
+    }
+
     /// `frames` (leaf first) with the sample's task.
     fn named<'a>(
         &'a self,
@@ -399,15 +419,7 @@ impl<R: UserResolver> Symbolizer<R> {
         at: AddressSpace,
         frames: Vec<Frame<'a>>,
     ) -> ResolvedSample<'a> {
-        let (comm, pid, tid) = match &s.task {
-            Some(t) => (&*t.comm, t.pid, t.tid),
-            None => match (self.user.process(at), s.privilege) {
-                (Some(p), _) => (p.comm, p.pid, p.pid),
-                (None, Privilege::Machine) => ("[firmware]", 0, 0),
-                (None, Privilege::Supervisor) => ("[kernel]", 0, 0),
-                (None, Privilege::User) => (frames[0].dso, 0, 0),
-            },
-        };
+        let (comm, pid, tid) = self.task_of(s, at, frames[0].dso);
         ResolvedSample {
             comm,
             pid,
@@ -417,6 +429,37 @@ impl<R: UserResolver> Symbolizer<R> {
     }
 }
 
+/// A distinct firmware or kernel call stack, named once by a [`StackResolver`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct StackId(u32);
+
+impl StackId {
+    /// Ids count from 0 in the order stacks were first seen.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// A sample's return addresses, resolved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Callers<'a> {
+    /// A stack the resolver keeps: every sample with it has the same callers.
+    Shared(StackId),
+    /// Resolved for this sample alone (it holds user code).
+    Own(Vec<Frame<'a>>),
+}
+
+/// A sample named in parts, so that a report can work per distinct stack.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SampleParts<'a> {
+    pub comm: &'a str,
+    pub pid: u32,
+    pub tid: u32,
+    /// The sampled PC.
+    pub leaf: Frame<'a>,
+    pub callers: Callers<'a>,
+}
+
 /// Resolves the samples of a run, naming each distinct call stack once.
 ///
 /// A boot's 770,000 samples share about 30,000 stacks, and naming a frame
@@ -424,14 +467,20 @@ impl<R: UserResolver> Symbolizer<R> {
 /// every sample (perf script, folded stacks, hot functions) spent most of
 /// its time repeating the same searches. A firmware or kernel frame's name
 /// depends on its address alone, so a stack of those is named once per
-/// privilege; a stack holding a user frame depends on the address space
-/// and time of its sample, and is named every time, as by
-/// [`Symbolizer::resolve_sample`], whose results this gives exactly.
+/// privilege and given a [`StackId`]; a stack holding a user frame depends
+/// on the address space and time of its sample, and is named every time.
+/// Either way the result is exactly [`Symbolizer::resolve_sample`]'s.
 pub struct StackResolver<'s, R> {
     symbolizer: &'s Symbolizer<R>,
-    /// For M- and S-mode samples: each stack's resolved return addresses,
-    /// or `None` when one of them is user code.
-    known: [HashMap<Arc<[u64]>, Option<Box<[Frame<'s>]>>, StackHash>; 2],
+    /// For M- and S-mode samples: each stack seen, with its id (`None`
+    /// when one of its frames is user code).
+    known: [HashMap<Arc<[u64]>, Option<StackId>, FastHash>; 2],
+    /// The named stacks, by id.
+    stacks: Vec<Box<[Frame<'s>]>>,
+    /// For M- and S-mode samples: the last shared stack, by identity.
+    last: [Option<(Arc<[u64]>, StackId)>; 2],
+    /// For M- and S-mode samples: each PC's frame.
+    leaves: [HashMap<u64, Frame<'s>, FastHash>; 2],
 }
 
 impl<'s, R: UserResolver> StackResolver<'s, R> {
@@ -439,6 +488,9 @@ impl<'s, R: UserResolver> StackResolver<'s, R> {
         StackResolver {
             symbolizer,
             known: Default::default(),
+            stacks: Vec::new(),
+            last: Default::default(),
+            leaves: Default::default(),
         }
     }
 
@@ -447,33 +499,99 @@ impl<'s, R: UserResolver> StackResolver<'s, R> {
     where
         's: 'a,
     {
+        let p = self.parts(s);
+        let callers = self.callers(&p.callers);
+        let mut frames = Vec::with_capacity(1 + callers.len());
+        frames.push(p.leaf);
+        frames.extend_from_slice(callers);
+        ResolvedSample {
+            comm: p.comm,
+            pid: p.pid,
+            tid: p.tid,
+            frames,
+        }
+    }
+
+    /// Sample `s` named: its task, leaf and callers.
+    pub fn parts<'a>(&mut self, s: &'a Sample) -> SampleParts<'a>
+    where
+        's: 'a,
+    {
         let sym = self.symbolizer;
         let at = s.address_space();
-        let mut frames = Vec::with_capacity(1 + s.stack.len());
-        frames.push(sym.resolve(s.privilege, at, s.pc, false));
-        let known = match s.privilege {
-            Privilege::Machine => Some(&mut self.known[0]),
-            Privilege::Supervisor => Some(&mut self.known[1]),
+        let slot = match s.privilege {
+            Privilege::Machine => Some(0),
+            Privilege::Supervisor => Some(1),
             Privilege::User => None,
         };
-        match known {
-            None => frames.extend(sym.callers(s, at)),
-            Some(known) => match known.get(&*s.stack) {
-                Some(Some(callers)) => frames.extend_from_slice(callers),
-                Some(None) => frames.extend(sym.callers(s, at)),
+        // (an M- or S-mode PC is firmware or kernel code: named by address)
+        let leaf = match slot {
+            Some(i) => *self.leaves[i]
+                .entry(s.pc)
+                .or_insert_with(|| sym.resolve(s.privilege, at, s.pc, false)),
+            None => sym.resolve(s.privilege, at, s.pc, false),
+        };
+        // (consecutive samples often share a stack, as one allocation)
+        let last = slot.and_then(|i| self.last_is(i, &s.stack));
+        let callers = match (slot, last) {
+            (None, _) => Callers::Own(sym.callers(s, at).collect()),
+            (Some(_), Some(id)) => Callers::Shared(id),
+            (Some(i), None) => match self.known[i].get(&*s.stack) {
+                Some(Some(id)) => Callers::Shared(*id),
+                Some(None) => Callers::Own(sym.callers(s, at).collect()),
                 None => {
-                    let callers: Box<[Frame<'s>]> = s
+                    let callers: Vec<Frame<'s>> = s
                         .stack
                         .iter()
                         .map(|&ra| sym.resolve(s.privilege, at, ra, true))
                         .collect();
-                    frames.extend_from_slice(&callers);
-                    let fixed = callers.iter().all(|f| f.space != Space::User);
-                    known.insert(s.stack.clone(), fixed.then_some(callers));
+                    if callers.iter().all(|f| f.space != Space::User) {
+                        let id = StackId(self.stacks.len() as u32);
+                        self.stacks.push(callers.into());
+                        self.known[i].insert(s.stack.clone(), Some(id));
+                        Callers::Shared(id)
+                    } else {
+                        self.known[i].insert(s.stack.clone(), None);
+                        Callers::Own(callers)
+                    }
                 }
             },
+        };
+        if let (Some(i), Callers::Shared(id)) = (slot, &callers) {
+            self.last[i] = Some((s.stack.clone(), *id));
         }
-        sym.named(s, at, frames)
+        let (comm, pid, tid) = sym.task_of(s, at, leaf.dso);
+        SampleParts {
+            comm,
+            pid,
+            tid,
+            leaf,
+            callers,
+        }
+    }
+
+    /// The id of `stack` if it is the last shared stack of slot `i`.
+    fn last_is(&self, i: usize, stack: &Arc<[u64]>) -> Option<StackId> {
+        self.last[i]
+            .as_ref()
+            .filter(|l| Arc::ptr_eq(&l.0, stack))
+            .map(|l| l.1)
+    }
+
+    /// The frames `callers` stands for (innermost first).
+    pub fn callers<'c, 'a>(&'c self, callers: &'c Callers<'a>) -> &'c [Frame<'a>]
+    where
+        's: 'a,
+    {
+        match callers {
+            Callers::Shared(id) => self.stack(*id),
+            Callers::Own(frames) => frames,
+        }
+    }
+
+    /// The frames of a shared stack (innermost first).
+    pub fn stack(&self, id: StackId) -> &[Frame<'s>] {
+        &self.stacks[id.0 as usize]
     }
 }
 
