@@ -204,40 +204,64 @@ pub enum View {
 pub struct PageReader<'h, T: TimingModel> {
     hart: &'h Hart<T>,
     view: View,
-    /// The page last translated (virtual, physical); page numbers are
-    /// 4 KiB aligned, so `u64::MAX` never matches.
-    page: (u64, u64),
+    /// The page last translated: its virtual page number and the host
+    /// address of its first byte (4 KiB of guest RAM, checked when found).
+    /// `u64::MAX` is no page number, so the reader starts with none.
+    page: (u64, *const u8),
 }
 
 impl<T: TimingModel> PageReader<'_, T> {
-    /// Fill `buf` from `va`; None if any byte is unmapped or not RAM.
-    pub fn read(&mut self, va: u64, buf: &mut [u8]) -> Option<()> {
-        let off = va & 0xfff;
-        if off as usize + buf.len() > 4096 {
-            let r = match self.view {
-                View::Current => self.hart.read_virt(va, buf),
-                View::Kernel => self.hart.read_kernel_virt(va, buf),
-            };
-            return r.ok();
+    /// Host address of `va`'s byte if `len` bytes from it lie in one page
+    /// of RAM; None if the page is unmapped or not RAM, or for a read
+    /// across pages (`Some(None)`), which takes the slow path.
+    #[inline]
+    fn in_page(&mut self, va: u64, len: usize) -> Option<Option<*const u8>> {
+        let off = (va & 0xfff) as usize;
+        if off + len > 4096 {
+            return Some(None);
         }
-        if va & !0xfff != self.page.0 {
+        if va >> 12 != self.page.0 {
             let pa = match self.view {
                 View::Current => self.hart.peek_ram_page(va),
                 View::Kernel => self.hart.peek_kernel_ram_page(va),
             }?;
-            self.page = (va & !0xfff, pa);
+            // (peek_*_ram_page checked that the whole page is RAM)
+            self.page = (va >> 12, self.hart.ram.host_ptr(pa) as *const u8);
         }
-        self.hart
-            .ram
-            .read_bytes(self.page.1 + off, buf)
-            .then_some(())
+        // SAFETY: `off + len` lies inside the page, which is guest RAM; the
+        // hart (borrowed for the reader's life) keeps that RAM mapped.
+        Some(Some(unsafe { self.page.1.add(off) }))
+    }
+
+    /// Fill `buf` from `va`; None if any byte is unmapped or not RAM.
+    pub fn read(&mut self, va: u64, buf: &mut [u8]) -> Option<()> {
+        match self.in_page(va, buf.len())? {
+            // SAFETY: `in_page` vouched for `buf.len()` bytes at `p`; `buf`
+            // is a host buffer, not guest RAM.
+            Some(p) => unsafe { std::ptr::copy_nonoverlapping(p, buf.as_mut_ptr(), buf.len()) },
+            None => {
+                let r = match self.view {
+                    View::Current => self.hart.read_virt(va, buf),
+                    View::Kernel => self.hart.read_kernel_virt(va, buf),
+                };
+                r.ok()?
+            }
+        }
+        Some(())
     }
 
     /// The little-endian word at `va`.
+    #[inline]
     pub fn u64(&mut self, va: u64) -> Option<u64> {
-        let mut b = [0u8; 8];
-        self.read(va, &mut b)?;
-        Some(u64::from_le_bytes(b))
+        match self.in_page(va, 8)? {
+            // SAFETY: `in_page` vouched for 8 bytes at `p`.
+            Some(p) => Some(u64::from_le(unsafe { (p as *const u64).read_unaligned() })),
+            None => {
+                let mut b = [0u8; 8];
+                self.read(va, &mut b)?;
+                Some(u64::from_le_bytes(b))
+            }
+        }
     }
 }
 
@@ -369,7 +393,7 @@ impl<T: TimingModel> Hart<T> {
         PageReader {
             hart: self,
             view,
-            page: (u64::MAX, 0),
+            page: (u64::MAX, std::ptr::null()),
         }
     }
     /// Read guest virtual memory as the supervisor sees it through the

@@ -574,6 +574,10 @@ fn page_reader_reads_what_read_virt_reads() {
                     if ok {
                         assert_eq!(got, want, "{view:?} {va:#x}+{len}");
                     }
+                    if len == 8 {
+                        let word = ok.then(|| u64::from_le_bytes(want[..].try_into().unwrap()));
+                        assert_eq!(reader.u64(va), word, "u64 {view:?} {va:#x}");
+                    }
                 }
             }
         }
