@@ -151,5 +151,31 @@ proptest! {
             .map(|c| ((c.symbol.clone(), c.place.clone()), (c.total, c.self_samples)))
             .collect();
         prop_assert_eq!(got, children);
+        // ... and per leaf symbol, task (with its harts) and hart.
+        let mut rows: BTreeMap<(String, String), u64> = BTreeMap::new();
+        let mut tasks: BTreeMap<(String, u32), BTreeMap<u16, u64>> = BTreeMap::new();
+        let mut harts: BTreeMap<u16, u64> = BTreeMap::new();
+        for s in &samples {
+            let r = sym.resolve_sample(s);
+            let leaf = &r.frames[0];
+            let k = (leaf.symbol.unwrap_or(UNKNOWN).to_string(), leaf.where_name().to_string());
+            *rows.entry(k).or_default() += 1;
+            *tasks.entry((r.comm.to_string(), r.pid)).or_default().entry(s.hart).or_default() += 1;
+            *harts.entry(s.hart).or_default() += 1;
+        }
+        let got: BTreeMap<(String, String), u64> = hot
+            .rows
+            .iter()
+            .map(|r| ((r.symbol.clone(), r.place.clone()), r.samples))
+            .collect();
+        prop_assert_eq!(got, rows);
+        let got: BTreeMap<(String, u32), BTreeMap<u16, u64>> = hot
+            .tasks
+            .iter()
+            .map(|t| ((t.comm.clone(), t.pid), t.harts.clone()))
+            .collect();
+        prop_assert_eq!(got, tasks);
+        let got: BTreeMap<u16, u64> = hot.harts.iter().map(|h| (h.hart, h.samples)).collect();
+        prop_assert_eq!(got, harts);
     }
 }

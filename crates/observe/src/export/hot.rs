@@ -87,28 +87,35 @@ impl HotFunctions {
         // (place, symbol) -> (total, self)
         let mut inclusive: HashMap<Key, (u64, u64), FastHash> = HashMap::default();
         let mut on_stack: Vec<Key> = Vec::new();
-        // Samples with a shared stack: counted by (leaf, stack), and their
-        // stack walked once per such pair at the end.
-        let mut shared: HashMap<(Key, StackId), u64, FastHash> = HashMap::default();
+        // Each sample is counted once, by (task, hart, leaf, stack) — the
+        // stack when it is shared — and the counts per symbol, task and hart
+        // made from those at the end, walking each shared stack once per key.
+        type SampleKey<'k> = ((&'k str, u32), u16, Key<'k>, Option<StackId>);
+        let mut by_key: HashMap<SampleKey, u64, FastHash> = HashMap::default();
         let mut resolver = StackResolver::new(symbolizer);
         for s in samples {
             let p = resolver.parts(s);
             let key = (p.leaf.where_name(), p.leaf.symbol.unwrap_or(UNKNOWN));
-            match &p.callers {
-                Callers::Shared(id) => *shared.entry((key, *id)).or_default() += 1,
+            let stack = match &p.callers {
+                Callers::Shared(id) => Some(*id),
                 Callers::Own(callers) => {
-                    count_inclusive(&mut inclusive, &mut on_stack, key, callers, 1)
+                    count_inclusive(&mut inclusive, &mut on_stack, key, callers, 1);
+                    None
                 }
-            }
-            let task = (p.comm, p.pid);
-            let t = tasks.entry(task).or_default();
-            *t.0.entry(s.hart).or_default() += 1;
-            *t.1.entry((key.1, key.0)).or_default() += 1;
-            *harts.entry(s.hart).or_default().entry(task).or_default() += 1;
-            *counts.entry(key).or_default() += 1;
+            };
+            *by_key
+                .entry(((p.comm, p.pid), s.hart, key, stack))
+                .or_default() += 1;
         }
-        for ((key, id), n) in shared {
-            count_inclusive(&mut inclusive, &mut on_stack, key, resolver.stack(id), n);
+        for ((task, hart, key, stack), n) in by_key {
+            if let Some(id) = stack {
+                count_inclusive(&mut inclusive, &mut on_stack, key, resolver.stack(id), n);
+            }
+            let t = tasks.entry(task).or_default();
+            *t.0.entry(hart).or_default() += n;
+            *t.1.entry((key.1, key.0)).or_default() += n;
+            *harts.entry(hart).or_default().entry(task).or_default() += n;
+            *counts.entry(key).or_default() += n;
         }
         fn owned<V>(m: HashMap<(&str, &str), V, FastHash>) -> BTreeMap<(String, String), V> {
             m.into_iter()

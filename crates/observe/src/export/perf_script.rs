@@ -3,11 +3,11 @@
 //! prints a callchain profile, so `stackcollapse-perf.pl`, Perfetto and
 //! speedscope read it.
 
-use std::fmt::Write;
-
 use crate::error::{ObserveError, Result};
 use crate::sample::Sample;
-use crate::symbols::{Callers, Frame, Space, StackResolver, Symbolizer, UserResolver, UNKNOWN};
+use crate::symbols::{
+    Callers, Frame, SampleParts, Space, StackResolver, Symbolizer, UserResolver, UNKNOWN,
+};
 
 /// The event name on every sample line.
 const EVENT: &str = "cycles";
@@ -60,15 +60,7 @@ impl<'s, R: UserResolver> PerfScript<'s, R> {
     pub fn write(&mut self, samples: &[Sample], out: &mut String) {
         for s in samples {
             let p = self.resolver.parts(s);
-            let ns = s.cycle as u128 * 1_000_000_000 / self.guest_hz as u128;
-            let time = format!("{}.{:06}", ns / 1_000_000_000, (ns % 1_000_000_000) / 1_000);
-            // perf's own field widths (builtin-script.c): comm unpadded when a
-            // callchain follows, `%5d/%-5d`, `[%03d]`, `%12s:`, `%10u`.
-            let _ = writeln!(
-                out,
-                "{} {:>5}/{:<5} [{:03}] {:>12}: {:>10} {}: ",
-                p.comm, p.pid, p.tid, s.hart, time, self.period, EVENT
-            );
+            push_header(out, &p, s, self.guest_hz, self.period);
             push_frame(out, &p.leaf);
             match &p.callers {
                 Callers::Own(callers) => callers.iter().for_each(|f| push_frame(out, f)),
@@ -89,6 +81,69 @@ impl<'s, R: UserResolver> PerfScript<'s, R> {
             }
             out.push('\n');
         }
+    }
+}
+
+/// A sample's header line. perf's own field widths (builtin-script.c):
+/// comm unpadded when a callchain follows, `%5d/%-5d`, `[%03d]`, `%12s:`,
+/// `%10u`; the time is the cycle at `guest_hz` in seconds, to the
+/// microsecond. (By hand, as the frames: `format!` was most of the time.)
+fn push_header(out: &mut String, p: &SampleParts<'_>, s: &Sample, guest_hz: u64, period: u64) {
+    let ns = s.cycle as u128 * 1_000_000_000 / guest_hz as u128;
+    let (secs, micros) = (ns / 1_000_000_000, (ns % 1_000_000_000) / 1_000);
+    out.push_str(p.comm);
+    out.push(' ');
+    push_dec(out, p.pid as u128, 5, Pad::Left);
+    out.push('/');
+    push_dec(out, p.tid as u128, 5, Pad::Right);
+    out.push_str(" [");
+    push_dec(out, s.hart as u128, 3, Pad::Zero);
+    out.push_str("] ");
+    // the time, right-aligned in 12 columns
+    let digits = |v: u128| if v == 0 { 1 } else { v.ilog10() as usize + 1 };
+    for _ in (digits(secs) + 7)..12 {
+        out.push(' ');
+    }
+    push_dec(out, secs, 0, Pad::Left);
+    out.push('.');
+    push_dec(out, micros, 6, Pad::Zero);
+    out.push_str(": ");
+    push_dec(out, period as u128, 10, Pad::Left);
+    out.push(' ');
+    out.push_str(EVENT);
+    out.push_str(": \n");
+}
+
+/// Where [`push_dec`] pads to its width: spaces on the left (`{:>w}`), on
+/// the right (`{:<w}`), or zeros on the left (`{:0w}`).
+#[derive(Clone, Copy, PartialEq)]
+enum Pad {
+    Left,
+    Right,
+    Zero,
+}
+
+/// `v` in decimal, padded to `width` columns.
+fn push_dec(out: &mut String, v: u128, width: usize, pad: Pad) {
+    let mut digits = [0u8; 39];
+    let mut n = 0;
+    let mut v = v;
+    loop {
+        digits[38 - n] = b'0' + (v % 10) as u8;
+        n += 1;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    let fill = if pad == Pad::Zero { '0' } else { ' ' };
+    if pad != Pad::Right {
+        (n..width).for_each(|_| out.push(fill));
+    }
+    // ASCII digits only
+    out.push_str(std::str::from_utf8(&digits[39 - n..]).unwrap_or_default());
+    if pad == Pad::Right {
+        (n..width).for_each(|_| out.push(' '));
     }
 }
 
@@ -140,7 +195,63 @@ fn push_hex(out: &mut String, v: u64, width: usize) {
 
 #[cfg(test)]
 mod tests {
-    use super::push_hex;
+    use super::*;
+
+    #[test]
+    fn numbers_and_headers_are_what_the_formatter_writes() {
+        let values = [
+            0u128,
+            1,
+            9,
+            10,
+            99,
+            100,
+            12_345,
+            99_999,
+            100_000,
+            4_294_967_295,
+        ];
+        for v in values {
+            for w in [0, 3, 5, 6, 10] {
+                let mut s = String::new();
+                push_dec(&mut s, v, w, Pad::Left);
+                push_dec(&mut s, v, w, Pad::Right);
+                push_dec(&mut s, v, w, Pad::Zero);
+                assert_eq!(s, format!("{v:>w$}{v:<w$}{v:0w$}"));
+            }
+        }
+        let sym = crate::symbols::Symbolizer::new();
+        for (cycle, hz, pid, tid, hart) in [
+            (0u64, 1_000_000_000u64, 0u32, 0u32, 0u16),
+            (1_234_567, 1_000_000_000, 42, 7, 3),
+            (u64::MAX, 1_000_000, 4_194_304, 123_456, 511),
+            (999_999_999_999, 10_000_000, 1, 100_000, 12),
+        ] {
+            let sample = Sample {
+                hart,
+                cycle,
+                pc: 0,
+                privilege: crate::sample::Privilege::Machine,
+                satp: 0,
+                stack: Vec::new().into(),
+                task: Some(crate::sample::Task {
+                    pid,
+                    tid,
+                    comm: "kworker/0:1".into(),
+                }),
+            };
+            let p = crate::symbols::StackResolver::new(&sym).parts(&sample);
+            let mut got = String::new();
+            push_header(&mut got, &p, &sample, hz, 1024);
+            let ns = cycle as u128 * 1_000_000_000 / hz as u128;
+            let time = format!("{}.{:06}", ns / 1_000_000_000, (ns % 1_000_000_000) / 1_000);
+            let want = format!(
+                "kworker/0:1 {pid:>5}/{tid:<5} [{hart:03}] {time:>12}: {:>10} cycles: \n",
+                1024
+            );
+            assert_eq!(got, want);
+        }
+    }
 
     #[test]
     fn hex_is_what_the_formatter_writes() {
