@@ -178,6 +178,12 @@ fn profile_directory_through_the_binary() {
     );
 
     let script = read("perf.script");
+    let before: std::collections::BTreeMap<&str, String> =
+        ["hot.md", "folded.txt", "flamegraph.svg"]
+            .into_iter()
+            .map(|n| (n, read(n)))
+            .collect();
+    let read_before = |n: &str| before[n].clone();
     let blocks: Vec<&str> = script
         .split("\n\n")
         .filter(|b| !b.trim().is_empty())
@@ -197,6 +203,27 @@ fn profile_directory_through_the_binary() {
         }
     }
     assert!(script.contains("n_tty_write+0x") && script.contains("(busybox)"));
+
+    // --no-perf-script: the same reports but that one, and no stale copy.
+    let out = support::hartscope(
+        &[
+            "boot",
+            "--image",
+            "custom",
+            "--workload",
+            work.to_str().unwrap(),
+            "--profile",
+            prof.to_str().unwrap(),
+            "--no-perf-script",
+        ],
+        &dir,
+        support::BOOT_DEADLINE,
+    );
+    support::assert_workload_finished(&out, 0);
+    assert!(!prof.join("perf.script").exists(), "perf.script is left");
+    for n in ["hot.md", "folded.txt", "flamegraph.svg"] {
+        assert!(read(n) == read_before(n), "{n} differs without perf.script");
+    }
 
     let folded = read("folded.txt");
     let mut total = 0u64;

@@ -33,24 +33,36 @@ fn write_file(path: &Path, data: &[u8]) -> Result<PathBuf, ObserveSetupError> {
     Ok(path.to_path_buf())
 }
 
-/// `hot.md`, `perf.script`, `folded.txt` and `flamegraph.svg` in `dir`.
+/// `hot.md`, `perf.script`, `folded.txt` and `flamegraph.svg` in `dir`;
+/// without `perf_script`, no `perf.script` (and none left from before).
 pub fn write_profile(
     dir: &Path,
     obs: &Observations,
     symbols: &GuestSymbols,
     title: &str,
+    perf_script: bool,
 ) -> Result<Vec<PathBuf>, ObserveSetupError> {
     std::fs::create_dir_all(dir).map_err(write_err(dir))?;
+    if !perf_script {
+        // (one left by an earlier run would pass for this run's)
+        let old = dir.join("perf.script");
+        match std::fs::remove_file(&old) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(write_err(&old)(e)),
+            _ => {}
+        }
+    }
     let sym = symbols.symbolizer();
     // perf.script (the largest by far) is written on a second thread while
     // this one writes the rest: they read the same samples and symbols.
     std::thread::scope(|scope| {
-        let perf = scope.spawn(|| write_perf_script(dir, obs, sym));
+        let perf = perf_script.then(|| scope.spawn(|| write_perf_script(dir, obs, sym)));
         let mut written = write_profile_summaries(dir, obs, symbols, title)?;
-        let perf = perf
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
-        written.insert(1, perf);
+        if let Some(perf) = perf {
+            let perf = perf
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+            written.insert(1, perf);
+        }
         Ok(written)
     })
 }

@@ -540,6 +540,8 @@ impl<'s, R: UserResolver> StackResolver<'s, R> {
                 Some(Some(id)) => Callers::Shared(*id),
                 Some(None) => Callers::Own(sym.callers(s, at).collect()),
                 None => {
+                    // (named here, not through `callers`, so that the
+                    // frames borrow only the symbolizer and can be kept)
                     let callers: Vec<Frame<'s>> = s
                         .stack
                         .iter()
