@@ -97,7 +97,25 @@ fn write_profile_summaries(
     let sym = symbols.symbolizer();
     let mut written = Vec::new();
 
-    let hot = HotFunctions::compute(&obs.samples, sym, obs.sample_period);
+    // The two passes over the samples, side by side (the second core is
+    // otherwise idle when perf.script is left out).
+    let (hot, folded) = std::thread::scope(|scope| {
+        let folded = scope.spawn(|| {
+            fold(
+                &obs.samples,
+                sym,
+                FoldOptions {
+                    include_comm: true,
+                    annotate_kernel: true,
+                },
+            )
+        });
+        let hot = HotFunctions::compute(&obs.samples, sym, obs.sample_period);
+        let folded = folded
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (hot, folded)
+    });
     let mut md = format!("# Hot functions — {title}\n\n");
     md.push_str(&hot.to_markdown_by_place(title, HOT_ROWS));
     md.push('\n');
@@ -129,14 +147,6 @@ fn write_profile_summaries(
     }
     written.push(write_file(&dir.join("hot.md"), md.as_bytes())?);
 
-    let folded = fold(
-        &obs.samples,
-        sym,
-        FoldOptions {
-            include_comm: true,
-            annotate_kernel: true,
-        },
-    );
     written.push(write_file(
         &dir.join("folded.txt"),
         folded_text(&folded).as_bytes(),
