@@ -74,7 +74,8 @@ pub struct BootArgs {
     pub profile: Option<PathBuf>,
     /// With --profile: leave out perf.script, one line per frame of every sample (570 MB
     /// for the debian P87 boot, 1.6 GB on the in-order model, written at disk speed);
-    /// folded.txt holds the same stacks, counted.
+    /// folded.txt holds the same stacks, counted. A perf.script already in the directory is
+    /// removed, so that it cannot pass for this run's.
     #[arg(long, requires = "profile")]
     pub no_perf_script: bool,
     /// Cycles between two samples of one hart.
