@@ -145,8 +145,9 @@ fn profile_directory_through_the_binary() {
     let dir = support::Scratch::new("observe-profile");
     let prof = dir.path("prof");
     let work = workload("p87-shell");
-    let out = support::hartscope(
-        &[
+    // the P87 boot on `custom` profiled into `prof`, with `extra` arguments
+    let boot = |extra: &[&str]| {
+        let mut args = vec![
             "boot",
             "--image",
             "custom",
@@ -154,11 +155,12 @@ fn profile_directory_through_the_binary() {
             work.to_str().unwrap(),
             "--profile",
             prof.to_str().unwrap(),
-        ],
-        &dir,
-        support::BOOT_DEADLINE,
-    );
-    support::assert_workload_finished(&out, 0);
+        ];
+        args.extend_from_slice(extra);
+        let out = support::hartscope(&args, &dir, support::BOOT_DEADLINE);
+        support::assert_workload_finished(&out, 0);
+    };
+    boot(&[]);
     let read =
         |n: &str| std::fs::read_to_string(prof.join(n)).unwrap_or_else(|e| panic!("{n}: {e}"));
     let hot = read("hot.md");
@@ -178,12 +180,8 @@ fn profile_directory_through_the_binary() {
     );
 
     let script = read("perf.script");
-    let before: std::collections::BTreeMap<&str, String> =
-        ["hot.md", "folded.txt", "flamegraph.svg"]
-            .into_iter()
-            .map(|n| (n, read(n)))
-            .collect();
-    let read_before = |n: &str| before[n].clone();
+    let summaries = ["hot.md", "folded.txt", "flamegraph.svg"];
+    let before = summaries.map(read);
     let blocks: Vec<&str> = script
         .split("\n\n")
         .filter(|b| !b.trim().is_empty())
@@ -205,24 +203,10 @@ fn profile_directory_through_the_binary() {
     assert!(script.contains("n_tty_write+0x") && script.contains("(busybox)"));
 
     // --no-perf-script: the same reports but that one, and no stale copy.
-    let out = support::hartscope(
-        &[
-            "boot",
-            "--image",
-            "custom",
-            "--workload",
-            work.to_str().unwrap(),
-            "--profile",
-            prof.to_str().unwrap(),
-            "--no-perf-script",
-        ],
-        &dir,
-        support::BOOT_DEADLINE,
-    );
-    support::assert_workload_finished(&out, 0);
+    boot(&["--no-perf-script"]);
     assert!(!prof.join("perf.script").exists(), "perf.script is left");
-    for n in ["hot.md", "folded.txt", "flamegraph.svg"] {
-        assert!(read(n) == read_before(n), "{n} differs without perf.script");
+    for (n, was) in summaries.iter().zip(&before) {
+        assert!(read(n) == *was, "{n} differs without perf.script");
     }
 
     let folded = read("folded.txt");
