@@ -88,7 +88,7 @@ fn run(v: Variant, img: &hs_guest::ImageDir, cycles: u64) -> (f64, u64, usize) {
             m.run();
             secs = (thread_cpu() - t0).as_secs_f64();
             instret = m.summary().instret;
-            samples = m.sampler().map_or(0, |s| s.samples.len());
+            samples = m.sampler().map_or(0, |s| s.kept());
         }
         _ => {
             let opts = ObserveOptions {
@@ -104,7 +104,7 @@ fn run(v: Variant, img: &hs_guest::ImageDir, cycles: u64) -> (f64, u64, usize) {
             m.run();
             secs = (thread_cpu() - t0).as_secs_f64();
             instret = m.summary().instret;
-            samples = m.sampler().map_or(0, |s| s.samples.len());
+            samples = m.sampler().map_or(0, |s| s.kept());
         }
     }
     (secs, instret, samples)

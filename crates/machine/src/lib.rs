@@ -18,6 +18,7 @@ pub mod markers;
 pub mod observation;
 pub mod observing;
 pub mod reports;
+mod sample_store;
 pub mod sampler;
 pub mod snapshot;
 pub mod symbols;

@@ -850,7 +850,7 @@ impl<T: TimingModel> Machine<T> {
             Some(s) => {
                 let _ = total.add_u64(
                     "system.samples",
-                    s.samples.len() as u64,
+                    s.kept() as u64,
                     Unit::Count,
                     "Samples kept",
                 );
@@ -872,7 +872,7 @@ impl<T: TimingModel> Machine<T> {
                     Unit::Count,
                     "Sample deadlines one block ran past after an earlier one (one sample stands for both)",
                 );
-                (std::mem::take(&mut s.samples), s.period())
+                (s.take_samples(), s.period())
             }
             None => (Vec::new(), 0),
         };

@@ -17,14 +17,15 @@
 //! the cached binary on every user sample (a root table can be reused by a
 //! later process); a change is recorded as a new [`SpaceMark`].
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use hs_core::{Hart, PageReader, Priv, View};
-use hs_observe::{satp_root, FastHash, Privilege, Sample, UserIdentifier};
+use hs_observe::{satp_root, Privilege, Sample, UserIdentifier};
 use hs_timing::TimingModel;
 
 use crate::observing::CSR_SATP;
+use crate::sample_store::SampleStore;
 use crate::task::TaskReader;
 
 /// Sampling options.
@@ -65,14 +66,11 @@ pub struct SpaceMark {
 const KERNEL_STACK_SPAN: u64 = 64 << 10;
 const USER_STACK_SPAN: u64 = 8 << 20;
 
-/// Samples the store is made for at the start (address space only until
-/// used: about 80 MiB for a million).
-const SAMPLES_RESERVED: usize = 1 << 20;
-
 pub struct Sampler {
     cfg: SamplerConfig,
     next: Vec<u64>,
-    pub samples: Vec<Sample>,
+    /// The samples taken (kept on a second thread).
+    store: SampleStore,
     /// Samples not kept because `max_samples` was reached.
     pub dropped: u64,
     /// Sample deadlines that fell into `wfi` idle time.
@@ -82,14 +80,6 @@ pub struct Sampler {
     ident: Arc<UserIdentifier>,
     spaces: BTreeMap<u64, Option<usize>>,
     pub marks: Vec<SpaceMark>,
-    /// Each distinct call stack once: samples share them (a boot's
-    /// 770,000 samples hold a few tens of thousands of stacks), which
-    /// saves an allocation per sample and most of the memory.
-    stacks: HashSet<Arc<[u64]>, FastHash>,
-    /// Per hart, its last sample's stack: the next sample repeats it more
-    /// often than not (55% of a boot's), and comparing with it is cheaper
-    /// than a lookup among all stacks.
-    last_stack: Vec<Arc<[u64]>>,
 }
 
 impl Sampler {
@@ -103,18 +93,25 @@ impl Sampler {
         Sampler {
             cfg: SamplerConfig { period, ..cfg },
             next: vec![first; harts],
-            // Room for a boot's worth up front: growing by doubling would
-            // copy and fault in every sample again at each step.
-            samples: Vec::with_capacity(cfg.max_samples.min(SAMPLES_RESERVED)),
+            store: SampleStore::new(cfg.max_samples),
             dropped: 0,
             idle_skipped: 0,
             overshot: 0,
             ident,
             spaces: BTreeMap::new(),
             marks: Vec::new(),
-            stacks: HashSet::default(),
-            last_stack: vec![Arc::from([]); harts],
         }
+    }
+
+    /// Samples taken so far.
+    pub fn kept(&self) -> usize {
+        self.store.len()
+    }
+
+    /// The samples taken so far, in the order taken; later ones start a
+    /// new list.
+    pub fn take_samples(&mut self) -> Vec<Sample> {
+        self.store.take()
     }
 
     pub fn period(&self) -> u64 {
@@ -144,13 +141,11 @@ impl Sampler {
         let missed = (now - next) / self.cfg.period;
         self.overshot += missed;
         self.next[h] = next + (missed + 1) * self.cfg.period;
-        if self.samples.len() >= self.cfg.max_samples {
+        if self.store.len() >= self.cfg.max_samples {
             self.dropped += 1;
             return;
         }
-        let mut s = self.take(h, hart);
-        s.task = tasks.and_then(|t| t.current(h, hart));
-        self.samples.push(s);
+        self.take(h, hart, tasks);
     }
 
     /// A phase marker: start sampling if it is the one waited for. `cycles`
@@ -185,7 +180,9 @@ impl Sampler {
         }
     }
 
-    fn take<T: TimingModel>(&mut self, h: usize, hart: &Hart<T>) -> Sample {
+    /// Sample hart `h` as it stands: its stack and task are read now,
+    /// the rest of the work is the store's.
+    fn take<T: TimingModel>(&mut self, h: usize, hart: &Hart<T>, tasks: Option<&mut TaskReader>) {
         let pc = hart.pc();
         let satp = hart.csr(CSR_SATP).unwrap_or(0);
         let mut stack = Frames::default();
@@ -204,34 +201,16 @@ impl Sampler {
                 Privilege::User
             }
         };
-        Sample {
-            hart: h as u16,
-            cycle: hart.cycle(),
-            pc,
+        let task = tasks.and_then(|t| t.current(h, hart));
+        self.store.push(
+            h as u16,
             privilege,
+            hart.cycle(),
+            pc,
             satp,
-            stack: self.intern(h, stack.as_slice()),
-            task: None,
-        }
-    }
-
-    /// The shared copy of `stack`, sampled on hart `h`.
-    fn intern(&mut self, h: usize, stack: &[u64]) -> Arc<[u64]> {
-        if let Some(last) = self.last_stack.get(h).filter(|l| ***l == *stack) {
-            return last.clone();
-        }
-        let s = match self.stacks.get(stack) {
-            Some(s) => s.clone(),
-            None => {
-                let s: Arc<[u64]> = stack.into();
-                self.stacks.insert(s.clone());
-                s
-            }
-        };
-        if let Some(last) = self.last_stack.get_mut(h) {
-            *last = s.clone();
-        }
-        s
+            stack.as_slice(),
+            task,
+        );
     }
 
     /// The binary running in this address space, re-checked at `pc`.
@@ -500,24 +479,6 @@ mod tests {
     }
 
     #[test]
-    fn equal_stacks_are_kept_once() {
-        let mut s = Sampler::new(
-            SamplerConfig::default(),
-            2,
-            Arc::new(UserIdentifier::default()),
-        );
-        let a = s.intern(0, &[1, 2, 3]);
-        let b = s.intern(1, &[1, 2, 3]); // another hart: found among all stacks
-        let c = s.intern(0, &[1, 2]);
-        let d = s.intern(0, &[1, 2, 3]); // not hart 0's last: found among all
-        let e = s.intern(0, &[1, 2, 3]); // hart 0's last
-        assert!(Arc::ptr_eq(&a, &b) && Arc::ptr_eq(&a, &d) && Arc::ptr_eq(&a, &e));
-        assert_eq!((&*a, &*c), (&[1u64, 2, 3][..], &[1u64, 2][..]));
-        assert_eq!(s.stacks.len(), 2);
-        assert!(s.intern(0, &[]).is_empty());
-    }
-
-    #[test]
     fn deadlines_are_sampled_merged_or_skipped_as_idle() {
         let (mut h, _) = hart();
         let mut s = Sampler::new(
@@ -531,13 +492,14 @@ mod tests {
         assert_eq!(s.deadline(0), 100);
         h.advance_to(99);
         s.after_run(0, &h, None);
-        assert!(s.samples.is_empty());
+        assert_eq!(s.kept(), 0);
         h.advance_to(250);
         s.after_run(0, &h, None);
-        assert_eq!((s.samples.len(), s.overshot, s.deadline(0)), (1, 1, 300));
+        assert_eq!((s.kept(), s.overshot, s.deadline(0)), (1, 1, 300));
+        let taken = s.take_samples();
         assert_eq!(
-            (s.samples[0].cycle, s.samples[0].privilege),
-            (250, Privilege::Machine)
+            (taken.len(), taken[0].cycle, taken[0].privilege),
+            (1, 250, Privilege::Machine)
         );
         s.skip_idle(0, 650);
         assert_eq!((s.idle_skipped, s.deadline(0)), (4, 700));
@@ -556,7 +518,7 @@ mod tests {
         );
         w.skip_idle(0, 10_000);
         w.after_run(0, &h, None);
-        assert!(w.samples.is_empty() && w.idle_skipped == 0);
+        assert!(w.kept() == 0 && w.idle_skipped == 0);
         w.phase("other", &[250]);
         assert_eq!(w.deadline(0), u64::MAX);
         w.phase("go", &[250]);
@@ -575,6 +537,7 @@ mod tests {
         l.after_run(0, &h, None);
         h.advance_to(300);
         l.after_run(0, &h, None);
-        assert_eq!((l.samples.len(), l.dropped), (1, 1));
+        assert_eq!((l.kept(), l.dropped), (1, 1));
+        assert_eq!(l.take_samples().len(), 1);
     }
 }
