@@ -464,6 +464,7 @@ impl<T: TimingModel> Hart<T> {
                 } else {
                     self.csr_peek(num).unwrap_or(new)
                 };
+                self.tell_clock();
                 self.timing.csr_write(num, value);
             }
         }

@@ -154,6 +154,11 @@ pub struct Hart<T: TimingModel = Atomic> {
     /// Cycles in which nothing retired (idle, traps, timing-model stalls);
     /// instret = cycle - stall.
     stall: u64,
+    /// While a system, atomic or FP instruction executes (`exec_rare`):
+    /// the cycle it began at and what its `fetch` and `insn` charged (added
+    /// when it retires), for [`TimingModel::clock`].
+    insn_start: u64,
+    insn_extra: u64,
     prv: Priv,
     fetch_ctx: usize,
     data_ctx: usize,
@@ -274,6 +279,8 @@ impl<T: TimingModel> Hart<T> {
             pc: 0,
             cycle: 0,
             stall: 0,
+            insn_start: 0,
+            insn_extra: 0,
             prv: Priv::Machine,
             fetch_ctx: mmu::CTX_M,
             data_ctx: mmu::CTX_M,
@@ -441,6 +448,13 @@ impl<T: TimingModel> Hart<T> {
     /// Observation: read any CSR without side effects (None if not implemented).
     pub fn csr(&self, num: u16) -> Option<u64> {
         self.csr_peek(num)
+    }
+
+    /// Tell the timing model where the clock stands inside the system
+    /// instruction being executed (see [`TimingModel::clock`]).
+    pub(crate) fn tell_clock(&mut self) {
+        let now = self.cycle.wrapping_add(1).wrapping_add(self.insn_extra);
+        self.timing.clock(self.insn_start, now);
     }
 
     #[inline(always)]

@@ -950,6 +950,140 @@ fn hooks_report_xret_trap_details_csr_writes_and_wfi() {
     assert_eq!(h.cycle(), 13 + 5);
 }
 
+/// Charges on every hook and keeps the cursor an observer used to keep
+/// per instruction (1 + every hook's cost); each `clock` the hart gives
+/// before a trap, an `xret` or a `csr_write` must say the same.
+#[derive(Default)]
+struct Clocked {
+    start: u64,
+    cursor: u64,
+    told: Option<(u64, u64)>,
+    /// Hooks checked against a clock, and what disagreed.
+    checked: u64,
+    wrong: Vec<String>,
+}
+impl Clocked {
+    fn check(&mut self, what: &str, want: (u64, u64)) {
+        self.checked += 1;
+        let told = self.told.take();
+        if told != Some(want) {
+            self.wrong
+                .push(format!("{what}: told {told:?}, cursor says {want:?}"));
+        }
+    }
+}
+impl TimingModel for Clocked {
+    fn fetch(&mut self, _pc: u64, _pa: u64, _len: u8) -> u64 {
+        self.start = self.cursor;
+        self.cursor += 1 + 1;
+        1
+    }
+    fn insn(&mut self, _pc: u64, _class: hs_timing::InsnClass, _ops: hs_timing::Operands) -> u64 {
+        self.cursor += 2;
+        2
+    }
+    fn mem(
+        &mut self,
+        _va: u64,
+        _pa: u64,
+        _size: u8,
+        _kind: hs_timing::MemKind,
+        _mmio: bool,
+    ) -> u64 {
+        self.cursor += 3;
+        3
+    }
+    fn branch(&mut self, _pc: u64, _taken: bool, _target: u64) -> u64 {
+        self.cursor += 1;
+        1
+    }
+    fn csr(&mut self, _csr: u16, _write: bool) -> u64 {
+        self.cursor += 4;
+        4
+    }
+    fn clock(&mut self, start: u64, now: u64) {
+        self.told = Some((start, now));
+    }
+    fn trap(&mut self, cause: u64, interrupt: bool) -> u64 {
+        // interrupts and fetch faults come between instructions
+        if interrupt || cause == CAUSE_FETCH_ACCESS {
+            self.check("trap between instructions", (self.cursor, self.cursor));
+            self.start = self.cursor;
+            self.cursor += 1;
+        } else {
+            self.check("exception", (self.start, self.cursor));
+        }
+        self.cursor += 6;
+        6
+    }
+    fn xret(&mut self, _new_pc: u64, _from: u8, _to: u8) -> u64 {
+        self.check("xret", (self.start, self.cursor));
+        self.cursor += 5;
+        5
+    }
+    fn csr_write(&mut self, _csr: u16, _value: u64) {
+        self.check("csr_write", (self.start, self.cursor));
+    }
+}
+
+#[test]
+fn the_clock_a_hart_gives_its_model_is_where_the_hooks_costs_add_up_to() {
+    // M: mepc = user code; mret -> U: load, branch, ecall -> M handler:
+    // mscratch write, then an illegal instruction (trapping to itself
+    // until the budget ends)
+    let user = BASE + 0x40;
+    let mut prog = vec![
+        0x8000_0537,            // lui a0, 0x80000
+        i(32, 10, 1, 10, 0x13), // slli
+        i(32, 10, 5, 10, 0x13), // srli  -> a0 = BASE
+        addi(10, 10, 0x40),     // a0 = user
+        csrrw(0, MEPC, 10),
+        0x3020_0073, // mret
+    ];
+    prog.resize(0x10, 0);
+    prog.push(ld(12, 10, 0x100)); // at BASE + 0x40
+    prog.push(b(8, 0, 12, 1)); // bne a2, zero, +8 (taken: the handler's word is not 0)
+    prog.push(0);
+    prog.push(addi(17, 0, 172));
+    prog.push(ECALL);
+    prog.resize(0x40, 0);
+    prog.push(csrrw(0, MSCRATCH, 10)); // at BASE + 0x100: the handler
+    for engine in [Engine::Blocks, Engine::Reference] {
+        let (_, ram) = hart_with(&prog);
+        let mut h = Hart::new(
+            HartConfig {
+                hart_id: 0,
+                cycles_per_tick: 1,
+            },
+            ram,
+            Clocked::default(),
+        );
+        h.reset(BASE);
+        h.set_engine(engine);
+        h.csr_write(MTVEC, BASE + 0x100);
+        h.csr_write(PMPADDR0, u64::MAX);
+        h.csr_write(PMPCFG0, 0x1f);
+        h.run(&mut Dev::default(), 300);
+        // an interrupt, taken between instructions
+        h.csr_write(MIE, 1 << IRQ_M_SOFT);
+        h.csr_write(MSTATUS, h.csr(MSTATUS).unwrap() | MSTATUS_MIE);
+        h.set_platform_irqs(1 << IRQ_M_SOFT);
+        let until = h.cycle() + 100;
+        h.run(&mut Dev::default(), until);
+        h.set_platform_irqs(0);
+        // a fetch fault: nothing is there to fetch
+        h.set_pc(0x1000);
+        let until = h.cycle() + 100;
+        h.run(&mut Dev::default(), until);
+        let t = &h.timing;
+        assert_eq!(t.wrong, Vec::<String>::new(), "{engine:?}");
+        // xret, csr_write (mepc and mscratch), ecall, illegal traps, the
+        // interrupt, the fetch fault
+        assert!(t.checked >= 8, "{engine:?}: {} hooks checked", t.checked);
+        assert_eq!(h.cycle(), t.cursor, "{engine:?}");
+    }
+}
+
 #[test]
 fn page_walks_report_pte_reads_then_the_accessed_dirty_write() {
     let (mut h, ram) = recording_hart(&[]);

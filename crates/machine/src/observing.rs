@@ -4,9 +4,13 @@
 //! an active window — one record per instruction.
 //!
 //! Cycle accounting: an instruction costs 1 + what its hooks returned
-//! (`hs_timing`'s rule), so the recorder keeps its own cursor: `fetch`
-//! closes the previous instruction and opens the next. An interrupt (or a
-//! fetch fault, which has no `fetch`) costs the hart 1 cycle plus the trap
+//! (`hs_timing`'s rule). The hart tells the recorder where its clock
+//! stands (`clock`) before every hook the recorder stamps (traps, `xret`,
+//! `csr_write`), so counting and the timeline cost nothing per instruction.
+//! An instruction trace needs every instruction's cycles: while one is
+//! armed the recorder keeps its own cursor instead, `fetch` closing the
+//! previous instruction and opening the next. An interrupt (or a fetch
+//! fault, which has no `fetch`) costs the hart 1 cycle plus the trap
 //! hook's; the recorder books it as a pseudo-instruction. The machine
 //! re-synchronises the cursor with `Hart::cycle()` before every `run`, so
 //! idle fast-forwards between runs need no hook.
@@ -395,10 +399,10 @@ impl HartRecorder {
                 it.finish_step(self.cursor);
             }
         }
-        if self.cursor != cycle {
+        if self.tracing && self.cursor != cycle {
             self.cycle_mismatches += 1;
-            self.cursor = cycle;
         }
+        self.cursor = cycle;
     }
 
     pub fn events(&self) -> &[Event] {
@@ -425,9 +429,9 @@ impl HartRecorder {
 
     #[inline(always)]
     fn on_fetch(&mut self, pc: u64, pa: u64, len: u8, c: u64) {
-        self.start = self.cursor;
-        self.cursor += 1 + c;
         if self.tracing {
+            self.start = self.cursor;
+            self.cursor += 1 + c;
             self.fetch_traced(pc, pa, len, c);
         }
     }
@@ -469,8 +473,17 @@ impl HartRecorder {
         }
     }
 
+    /// An instruction's hook charged `c`: only a trace needs it (the
+    /// clock the hart gives covers the rest).
     #[inline(always)]
     fn add(&mut self, c: u64, stall: usize) {
+        if self.tracing {
+            self.advance(c, stall);
+        }
+    }
+
+    /// Move the cursor by `c` charged for `stall`.
+    fn advance(&mut self, c: u64, stall: usize) {
         if c == hs_timing::ISSUED_WITH_PREVIOUS {
             // the second of a dual-issue pair: it takes back its cycle
             self.cursor = self.cursor.wrapping_add(c);
@@ -605,7 +618,7 @@ impl HartRecorder {
     }
 
     fn on_xret(&mut self, to: u8, c: u64) {
-        self.add(c, ST_SERIAL);
+        self.advance(c, ST_SERIAL);
         self.tally.xrets += 1;
         self.prv = to;
         if to != 0 {
@@ -646,9 +659,8 @@ impl<M> Observing<M> {
 }
 
 impl<M: TimingModel> TimingModel for Observing<M> {
-    // Not free: `fetch` moves the recorder's cursor. Skippable while no
-    // instruction trace records each one: `skipped` moves it as n fetches
-    // of cost 0 would.
+    // Not free while an instruction trace records each instruction;
+    // skippable otherwise (the hart's `clock` then gives the time).
     #[inline(always)]
     fn hooks_skippable(&self) -> bool {
         self.inner.hooks_skippable() && !self.rec.tracing
@@ -656,8 +668,15 @@ impl<M: TimingModel> TimingModel for Observing<M> {
     #[inline(always)]
     fn skipped(&mut self, n: u64) {
         self.inner.skipped(n);
-        self.rec.start = self.rec.cursor + n - 1;
-        self.rec.cursor += n;
+    }
+    #[inline(always)]
+    fn clock(&mut self, start: u64, now: u64) {
+        self.inner.clock(start, now);
+        // (a trace keeps its own cursor, which must agree: `settle` checks)
+        if !self.rec.tracing {
+            self.rec.start = start;
+            self.rec.cursor = now;
+        }
     }
     #[inline(always)]
     fn fetch(&mut self, pc: u64, pa: u64, len: u8) -> u64 {
@@ -805,10 +824,13 @@ mod tests {
         }
     }
 
-    /// ecall (U) → two S instructions, one a load that misses → sret → U.
-    fn syscall(m: &mut Observing<Costs>) {
+    /// ecall (U) → two S instructions, one a load that misses → sret → U,
+    /// starting at cycle `t` with the costs of [`costs`], the hart's clock
+    /// given where a hart gives it.
+    fn syscall(m: &mut Observing<Costs>, t: u64) {
         m.fetch(0x1000, RAM + 0x1000, 4);
         m.insn(0x1000, InsnClass::Ecall, Operands::EMPTY);
+        m.clock(t, t + 1);
         m.trap(8, false);
         m.trap_info(&ecall(0x1000));
         m.fetch(0xffff_0000, RAM + 0x2000, 4);
@@ -816,31 +838,27 @@ mod tests {
         m.mem(RAM + 0x3008, RAM + 0x3008, 8, MemKind::Load, false);
         m.fetch(0xffff_0004, RAM + 0x2004, 4);
         m.insn(0xffff_0004, InsnClass::Xret, Operands::EMPTY);
+        m.clock(t + 12, t + 13);
         m.xret(0x1004, 1, 0);
         m.fetch(0x1004, RAM + 0x1004, 4);
     }
 
+    /// The costs [`syscall`] is timed for: ecall 1+3, load 1+7, sret 1+2.
+    fn costs() -> Costs {
+        Costs {
+            fetch: 0,
+            load: 7,
+            trap: 3,
+            xret: 2,
+        }
+    }
+
     #[test]
-    fn cursor_follows_one_plus_hook_costs_and_counts_what_happened() {
-        let mut m = Observing::new(
-            Costs {
-                fetch: 0,
-                load: 7,
-                trap: 3,
-                xret: 2,
-            },
-            0,
-        );
+    fn the_harts_clock_stamps_what_happened_and_counts_it() {
+        let mut m = Observing::new(costs(), 0);
         m.rec.record_events(100);
         m.rec.sync(100, 0);
-        syscall(&mut m);
-        // ecall 1+3, load 1+7, sret 1+2, then the next instruction's 1.
-        assert_eq!(m.rec.cursor, 100 + 4 + 8 + 3 + 1);
-        m.rec.settle(100 + 16);
-        assert_eq!(m.rec.cycle_mismatches, 0);
-        m.rec.sync(200, 0);
-        m.rec.settle(201); // a hook the recorder did not see
-        assert_eq!(m.rec.cycle_mismatches, 1);
+        syscall(&mut m, 100);
 
         let t = &m.rec.tally;
         assert_eq!((t.exceptions[8], t.syscalls[&173], t.xrets), (1, 1, 1));
@@ -875,7 +893,8 @@ mod tests {
         m.rec.record_events(100);
         m.rec.sync(0, 1);
         m.fetch(0xffff_0000, RAM, 4);
-        // An interrupt between instructions: 1 + the trap's 5.
+        // An interrupt between instructions (after that one's 1): 1 + the trap's 5.
+        m.clock(1, 1);
         m.trap(9, true);
         m.trap_info(&TrapInfo {
             cause: 9,
@@ -887,8 +906,10 @@ mod tests {
             a7: 0,
         });
         m.fetch(0xffff_1000, RAM + 0x1000, 2);
+        m.clock(7, 8);
         m.csr_write(CSR_SATP, 0x8000_0000_0000_1234);
         // A fetch page fault: no fetch hook, 1 + 5.
+        m.clock(8, 8);
         m.trap(12, false);
         m.trap_info(&TrapInfo {
             cause: 12,
@@ -952,15 +973,7 @@ mod tests {
         let ram = GuestRam::new(RAM, 0x10000).unwrap();
         ram.write(RAM + 0x1000, 4, 0x0000_0073); // ecall
         ram.write(RAM + 0x2004, 4, 0x1020_0073); // sret
-        let mut m = Observing::new(
-            Costs {
-                fetch: 0,
-                load: 7,
-                trap: 3,
-                xret: 2,
-            },
-            0,
-        );
+        let mut m = Observing::new(costs(), 0);
         m.rec
             .arm_itrace(TraceTrigger::Syscall { number: 173 }, 1, 100, ram);
         m.rec.sync(100, 0);
@@ -972,10 +985,15 @@ mod tests {
             ..ecall(0x0ff0)
         });
         m.xret(0x0ff4, 1, 0);
-        syscall(&mut m);
+        syscall(&mut m, 106);
         // The step after the sret closed the window; a second getppid opens no other.
-        syscall(&mut m);
+        syscall(&mut m, 122);
+        // A trace keeps its own cursor, 1 + the hooks' costs per
+        // instruction: ecall 1+3 and sret 2, two calls of 16 each (the
+        // last one's next instruction included).
+        assert_eq!(m.rec.cursor, 100 + 6 + 16 + 16);
         m.rec.settle(m.rec.cursor);
+        assert_eq!(m.rec.cycle_mismatches, 0);
         let it = m.rec.itrace.as_deref().unwrap();
         assert_eq!((it.windows_opened, it.active), (1, false));
         let steps: Vec<(u64, u64, StallCause, u32)> = it
@@ -1025,6 +1043,10 @@ mod tests {
         );
         // Back to back, starting where the ecall started.
         assert_eq!(it.steps[0].cycle + 4, it.steps[1].cycle);
+        // A run the trace's cursor does not end with (a hook it missed) is counted.
+        m.rec.sync(200, 0);
+        m.rec.settle(201);
+        assert_eq!(m.rec.cycle_mismatches, 1);
     }
 
     #[test]

@@ -196,6 +196,16 @@ pub trait TimingModel {
     /// on them.
     #[inline(always)]
     fn divide(&mut self, _dividend: u64, _divisor: u64, _word: bool) {}
+    /// Where the hart's clock stands, for an observer that stamps what the
+    /// next hooks report; called before `trap` (then `trap_info`), `xret`
+    /// and `csr_write`. `start`: the cycle the current instruction began
+    /// at (an interrupt's or a fetch fault's: the cycle it is taken at);
+    /// `now`: `start` plus the instruction's 1 and all its hooks charged so
+    /// far (an interrupt or fetch fault, which is no instruction: `start`).
+    /// Observers learn the time here instead of adding up every
+    /// instruction's costs themselves.
+    #[inline(always)]
+    fn clock(&mut self, _start: u64, _now: u64) {}
     /// A trap was taken (exception or interrupt).
     #[inline(always)]
     fn trap(&mut self, _cause: u64, _interrupt: bool) -> u64 {

@@ -184,10 +184,11 @@ impl<T: TimingModel> Hart<T> {
                 .fetch(pc, pa, op.len)
                 .wrapping_add(self.timing.insn(pc, op.class, op.ops));
             let next = pc.wrapping_add(op.len as u64);
-            let flow = self.execute(bus, &op, block_pc, &mut cyc);
+            let start = cyc;
+            let flow = self.execute(bus, &op, block_pc, &mut cyc, extra);
             if let Flow::Trap(t) = flow {
                 self.cycle = cyc;
-                return Ok(self.end_at_trap(t, &op, pc, extra));
+                return Ok(self.end_at_trap(t, &op, pc, extra, start));
             }
             cyc = cyc.wrapping_add(1).wrapping_add(extra);
             self.stall = self.stall.wrapping_add(extra);

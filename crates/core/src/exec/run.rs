@@ -44,6 +44,7 @@ impl<T: TimingModel> Hart<T> {
                 self.checks &= !CHECK_IRQ;
                 if let Some(irq) = self.interrupt_to_take() {
                     self.stats.interrupts += 1;
+                    self.timing.clock(self.cycle, self.cycle);
                     self.cycle += 1;
                     self.stall = self.stall.wrapping_add(1);
                     let pc = self.pc;
@@ -81,6 +82,7 @@ impl<T: TimingModel> Hart<T> {
                 Ok(Some(e)) => return e,
                 Err(t) => {
                     // an instruction-fetch fault: nothing retires
+                    self.timing.clock(self.cycle, self.cycle);
                     self.cycle += 1;
                     self.stall = self.stall.wrapping_add(1);
                     let pc = self.pc;
@@ -125,7 +127,7 @@ impl<T: TimingModel> Hart<T> {
         // `self.cycle` is synced around every slow path that may read it.
         let mut base_pc = self.pc;
         let mut cyc = self.cycle;
-        let (trap, op, extra) = 'run: loop {
+        let (trap, op, extra, start) = 'run: loop {
             let op: &Op = unsafe { &*p };
             p = unsafe { p.add(1) };
             // computed where used, so straight-line ALU ops never pay for them
@@ -172,14 +174,15 @@ impl<T: TimingModel> Hart<T> {
                     return None;
                 }};
             }
-            match self.execute(bus, op, base_pc, &mut cyc) {
+            let start = cyc;
+            match self.execute(bus, op, base_pc, &mut cyc, extra) {
                 Flow::Next => {}
                 // a taken branch, jump or xRET ends the block
                 Flow::Jump(t) => {
                     retire!();
                     leave!(t)
                 }
-                Flow::Trap(t) => break 'run (t, op, extra),
+                Flow::Trap(t) => break 'run (t, op, extra, start),
             }
             retire!();
             if p == end {
@@ -189,7 +192,7 @@ impl<T: TimingModel> Hart<T> {
             }
         };
         self.cycle = cyc;
-        self.end_at_trap(trap, op, base_pc.wrapping_add(op.off as u64), extra)
+        self.end_at_trap(trap, op, base_pc.wrapping_add(op.off as u64), extra, start)
     }
 
     /// `exec_block` keeping a check log, out of line so the run loop holds
@@ -207,8 +210,16 @@ impl<T: TimingModel> Hart<T> {
     }
 
     /// Finish a block at `op` (at `pc`) that raised `trap`; `self.cycle` is
-    /// the count before it, `extra` its timing charge.
-    pub(super) fn end_at_trap(&mut self, trap: Trap, op: &Op, pc: u64, extra: u64) -> Option<Exit> {
+    /// the count before it (with what `op` charged before it trapped),
+    /// `extra` its timing charge, `start` the cycle it began at.
+    pub(super) fn end_at_trap(
+        &mut self,
+        trap: Trap,
+        op: &Op,
+        pc: u64,
+        extra: u64,
+        start: u64,
+    ) -> Option<Exit> {
         let extra_cycles = extra.wrapping_add(1);
         if trap.cause == CAUSE_EXIT {
             // the instruction retired; the machine must act now
@@ -222,6 +233,7 @@ impl<T: TimingModel> Hart<T> {
         self.cycle = self.cycle.wrapping_add(extra_cycles);
         self.stall = self.stall.wrapping_add(extra_cycles);
         self.pc = pc;
+        self.timing.clock(start, self.cycle);
         self.take_trap(trap.cause, false, trap.tval);
         self.log_step(CheckKind::Exception(trap.cause), pc, Some(op), self.cycle);
         self.exit.take()

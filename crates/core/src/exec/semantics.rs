@@ -45,6 +45,7 @@ impl<T: TimingModel> Hart<T> {
         op: &Op,
         base_pc: u64,
         cyc: &mut u64,
+        extra: u64,
     ) -> Flow {
         use Insn::*;
         macro_rules! pc {
@@ -329,6 +330,9 @@ impl<T: TimingModel> Hart<T> {
             | Fma { .. }
             | Fp { .. } => {
                 self.cycle = *cyc;
+                // (for the clock a rare instruction's hooks are stamped with)
+                self.insn_start = *cyc;
+                self.insn_extra = extra;
                 let r = self.exec_rare(bus, op, pc!());
                 *cyc = self.cycle;
                 let t = tri!(r);
@@ -407,6 +411,7 @@ impl<T: TimingModel> Hart<T> {
                 }
                 let from = self.prv;
                 self.do_mret();
+                self.tell_clock();
                 let extra = self.timing.xret(self.pc, from as u8, self.prv as u8);
                 self.charge(extra);
                 return Ok(self.pc);
@@ -419,6 +424,7 @@ impl<T: TimingModel> Hart<T> {
                 }
                 let from = self.prv;
                 self.do_sret();
+                self.tell_clock();
                 let extra = self.timing.xret(self.pc, from as u8, self.prv as u8);
                 self.charge(extra);
                 return Ok(self.pc);

@@ -498,7 +498,8 @@ impl<T: TimingModel> Hart<T> {
             .timing
             .fetch(pc, self.jit_frame.base_pa + op.off as u64, op.len)
             .wrapping_add(self.timing.insn(pc, op.class, op.ops));
-        let r = match self.execute(bus, op, base, &mut cyc) {
+        let start = cyc;
+        let r = match self.execute(bus, op, base, &mut cyc, extra) {
             Flow::Next => 0,
             Flow::Jump(t) => {
                 self.jit_frame.pc = t;
@@ -506,7 +507,7 @@ impl<T: TimingModel> Hart<T> {
             }
             Flow::Trap(t) => {
                 self.cycle = cyc;
-                self.jit_frame.exit = self.end_at_trap(t, op, pc, extra);
+                self.jit_frame.exit = self.end_at_trap(t, op, pc, extra, start);
                 self.jit_refresh_frame();
                 return 2;
             }
