@@ -6,7 +6,7 @@
 //! Cycle accounting: an instruction costs 1 + what its hooks returned
 //! (`hs_timing`'s rule). The hart tells the recorder where its clock
 //! stands (`clock`) before every hook the recorder stamps (traps, `xret`,
-//! `csr_write`), so counting and the timeline cost nothing per instruction.
+//! `csr_write`), so counting and the timeline keep no running count.
 //! An instruction trace needs every instruction's cycles: while one is
 //! armed the recorder keeps its own cursor instead, `fetch` closing the
 //! previous instruction and opening the next. An interrupt (or a fetch
@@ -672,7 +672,7 @@ impl<M: TimingModel> TimingModel for Observing<M> {
     #[inline(always)]
     fn clock(&mut self, start: u64, now: u64) {
         self.inner.clock(start, now);
-        // (a trace keeps its own cursor, which must agree: `settle` checks)
+        // (a trace keeps its own cursor; `settle` checks it at each run's end)
         if !self.rec.tracing {
             self.rec.start = start;
             self.rec.cursor = now;
