@@ -430,14 +430,17 @@ impl HartRecorder {
     #[inline(always)]
     fn on_fetch(&mut self, pc: u64, pa: u64, len: u8, c: u64) {
         if self.tracing {
-            self.start = self.cursor;
-            self.cursor += 1 + c;
             self.fetch_traced(pc, pa, len, c);
         }
     }
 
+    // The traced paths are out of line and cold: in the hart's loop, an
+    // untraced run's hooks are then a flag test each.
+    #[cold]
     #[inline(never)]
     fn fetch_traced(&mut self, pc: u64, pa: u64, len: u8, c: u64) {
+        self.start = self.cursor;
+        self.cursor += 1 + c;
         let (start, prv) = (self.start, self.prv);
         let Some(it) = self.itrace.as_deref_mut() else {
             return;
@@ -483,6 +486,8 @@ impl HartRecorder {
     }
 
     /// Move the cursor by `c` charged for `stall`.
+    #[cold]
+    #[inline(never)]
     fn advance(&mut self, c: u64, stall: usize) {
         if c == hs_timing::ISSUED_WITH_PREVIOUS {
             // the second of a dual-issue pair: it takes back its cycle
@@ -511,6 +516,7 @@ impl HartRecorder {
         }
     }
 
+    #[cold]
     #[inline(never)]
     fn touch_traced(&mut self, pa: u64, kind: MemKind, c: u64) {
         let access = match kind {
