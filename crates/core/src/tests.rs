@@ -889,6 +889,11 @@ impl TimingModel for Recording {
 }
 
 fn recording_hart(prog: &[u32]) -> (Hart<Recording>, GuestRam) {
+    model_hart(prog, Recording::default())
+}
+
+/// As [`hart_with`], timed by `model`, one cycle a tick.
+fn model_hart<T: TimingModel>(prog: &[u32], model: T) -> (Hart<T>, GuestRam) {
     let (_, ram) = hart_with(prog);
     let mut h = Hart::new(
         HartConfig {
@@ -896,35 +901,49 @@ fn recording_hart(prog: &[u32]) -> (Hart<Recording>, GuestRam) {
             cycles_per_tick: 1,
         },
         ram.clone(),
-        Recording::default(),
+        model,
     );
     h.reset(BASE);
     (h, ram)
 }
 
-#[test]
-fn hooks_report_xret_trap_details_csr_writes_and_wfi() {
-    // M: mepc = user code; mret (MPP = U) -> U: a7 = 172; ecall -> M handler WFI
-    let user = BASE + 0x40;
-    let mut prog = vec![
+/// User code at `BASE + 0x40`: M-mode code that puts its address in
+/// `mepc` (and `a0`), for an `mret` to go there.
+const USER: u64 = BASE + 0x40;
+fn mepc_to_user() -> Vec<u32> {
+    vec![
         0x8000_0537,            // lui a0, 0x80000
         i(32, 10, 1, 10, 0x13), // slli
         i(32, 10, 5, 10, 0x13), // srli  -> a0 = BASE
         addi(10, 10, 0x40),     // a0 = user
         csrrw(0, MEPC, 10),
+    ]
+}
+
+/// Traps to the handler at `BASE + 0x100`; U-mode may touch all memory.
+fn trap_to_handler_and_open_pmp<T: TimingModel>(h: &mut Hart<T>) {
+    h.csr_write(MTVEC, BASE + 0x100);
+    h.csr_write(PMPADDR0, u64::MAX);
+    h.csr_write(PMPCFG0, 0x1f);
+}
+
+#[test]
+fn hooks_report_xret_trap_details_csr_writes_and_wfi() {
+    // M: mepc = user code; mret (MPP = U) -> U: a7 = 172; ecall -> M handler WFI
+    let user = USER;
+    let mut prog = mepc_to_user();
+    prog.extend([
         addi(11, 0, 1),
         i(63, 11, 1, 11, 0x13), // slli a1, a1, 63
         i(1, 11, 5, 11, 0x13),  // srli a1, a1, 1: bit 62 -> mode 4 (unsupported)
         csrrw(0, SATP, 11),     // ignored, not reported
         0x3020_0073,            // mret
-    ];
+    ]);
     prog.resize(0x10, 0);
     prog.push(addi(17, 0, 172)); // at BASE + 0x40
     prog.push(ECALL);
     let (mut h, _) = recording_hart(&prog);
-    h.csr_write(MTVEC, BASE + 0x100);
-    h.csr_write(PMPADDR0, u64::MAX);
-    h.csr_write(PMPCFG0, 0x1f);
+    trap_to_handler_and_open_pmp(&mut h);
     assert_eq!(h.run(&mut Dev::default(), 1000), Exit::Idle);
     let trap = TrapInfo {
         cause: CAUSE_USER_ECALL,
@@ -1031,15 +1050,8 @@ fn the_clock_a_hart_gives_its_model_is_where_the_hooks_costs_add_up_to() {
     // M: mepc = user code; mret -> U: load, branch, ecall -> M handler:
     // mscratch write, then an illegal instruction (trapping to itself
     // until the budget ends)
-    let user = BASE + 0x40;
-    let mut prog = vec![
-        0x8000_0537,            // lui a0, 0x80000
-        i(32, 10, 1, 10, 0x13), // slli
-        i(32, 10, 5, 10, 0x13), // srli  -> a0 = BASE
-        addi(10, 10, 0x40),     // a0 = user
-        csrrw(0, MEPC, 10),
-        0x3020_0073, // mret
-    ];
+    let mut prog = mepc_to_user();
+    prog.push(0x3020_0073); // mret
     prog.resize(0x10, 0);
     prog.push(ld(12, 10, 0x100)); // at BASE + 0x40
     prog.push(b(8, 0, 12, 1)); // bne a2, zero, +8 (taken: the handler's word is not 0)
@@ -1049,20 +1061,9 @@ fn the_clock_a_hart_gives_its_model_is_where_the_hooks_costs_add_up_to() {
     prog.resize(0x40, 0);
     prog.push(csrrw(0, MSCRATCH, 10)); // at BASE + 0x100: the handler
     for engine in [Engine::Blocks, Engine::Reference] {
-        let (_, ram) = hart_with(&prog);
-        let mut h = Hart::new(
-            HartConfig {
-                hart_id: 0,
-                cycles_per_tick: 1,
-            },
-            ram,
-            Clocked::default(),
-        );
-        h.reset(BASE);
+        let (mut h, _) = model_hart(&prog, Clocked::default());
         h.set_engine(engine);
-        h.csr_write(MTVEC, BASE + 0x100);
-        h.csr_write(PMPADDR0, u64::MAX);
-        h.csr_write(PMPCFG0, 0x1f);
+        trap_to_handler_and_open_pmp(&mut h);
         h.run(&mut Dev::default(), 300);
         // an interrupt, taken between instructions
         h.csr_write(MIE, 1 << IRQ_M_SOFT);
