@@ -504,21 +504,25 @@ impl HartRecorder {
 
     #[inline(always)]
     fn on_mem(&mut self, pa: u64, kind: MemKind, mmio: bool, c: u64) {
+        if self.tracing {
+            self.mem_traced(pa, kind, mmio, c);
+        }
+    }
+
+    /// A traced memory access: its cost, and the line it touched.
+    #[cold]
+    #[inline(never)]
+    fn mem_traced(&mut self, pa: u64, kind: MemKind, mmio: bool, c: u64) {
         let stall = match (mmio, kind) {
             (true, _) => ST_MMIO,
             (false, MemKind::Load | MemKind::Store) => ST_MEM,
             (false, MemKind::Walk) => ST_WALK,
             (false, MemKind::Fetch) => ST_FETCH,
         };
-        self.add(c, stall);
-        if self.tracing && !mmio {
-            self.touch_traced(pa, kind, c);
+        self.advance(c, stall);
+        if mmio {
+            return;
         }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn touch_traced(&mut self, pa: u64, kind: MemKind, c: u64) {
         let access = match kind {
             MemKind::Load => LineAccess::Load,
             MemKind::Store => LineAccess::Store,
