@@ -255,6 +255,23 @@ impl<T: TimingModel> PageReader<'_, T> {
         Some(())
     }
 
+    /// The little-endian words at `va` and `va + 8` (a frame record: one
+    /// page lookup when both lie in one page).
+    #[inline]
+    pub fn u64_pair(&mut self, va: u64) -> Option<(u64, u64)> {
+        match self.in_page(va, 16)? {
+            // SAFETY: `in_page` vouched for 16 bytes at `p`.
+            Some(p) => unsafe {
+                let w = p as *const u64;
+                Some((
+                    u64::from_le(w.read_unaligned()),
+                    u64::from_le(w.add(1).read_unaligned()),
+                ))
+            },
+            None => Some((self.u64(va)?, self.u64(va.checked_add(8)?)?)),
+        }
+    }
+
     /// The little-endian word at `va`.
     #[inline]
     pub fn u64(&mut self, va: u64) -> Option<u64> {

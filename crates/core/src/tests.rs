@@ -543,14 +543,16 @@ fn page_reader_reads_what_read_virt_reads() {
     sv39(&mut h, &ram);
     ram.write_bytes(BASE + 0x20ff8, b"0123456789abcdef");
     ram.write_bytes(BASE + 0x20010, b"task");
-    let probes: [(u64, usize); 7] = [
+    let probes: [(u64, usize); 9] = [
         (0x4000_0010, 4),
         (0x4000_0ff8, 8),
         (0x4000_0ffc, 8), // across into the U page
         (0x4000_1000, 8),
         (0x4000_3000, 8), // unmapped
         (0x4000_0010, 16),
-        (0x4000_2ffc, 8), // last S page into nothing
+        (0x4000_0ff8, 16), // a word each side of the S/U page boundary
+        (0x4000_2ffc, 8),  // last S page into nothing
+        (0x4000_2ff8, 16), // a word in the last S page, one in nothing
     ];
     let check = |h: &Hart| {
         for view in [View::Current, View::Kernel] {
@@ -574,9 +576,17 @@ fn page_reader_reads_what_read_virt_reads() {
                     if ok {
                         assert_eq!(got, want, "{view:?} {va:#x}+{len}");
                     }
+                    let word = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap());
                     if len == 8 {
-                        let word = ok.then(|| u64::from_le_bytes(want[..].try_into().unwrap()));
-                        assert_eq!(reader.u64(va), word, "u64 {view:?} {va:#x}");
+                        assert_eq!(
+                            reader.u64(va),
+                            ok.then(|| word(&want)),
+                            "u64 {view:?} {va:#x}"
+                        );
+                    }
+                    if len == 16 {
+                        let pair = ok.then(|| (word(&want[..8]), word(&want[8..])));
+                        assert_eq!(reader.u64_pair(va), pair, "u64_pair {view:?} {va:#x}");
                     }
                 }
             }

@@ -20,7 +20,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use hs_core::{Hart, PageReader, Priv, View};
+use hs_core::{Hart, Priv, View};
 use hs_observe::{satp_root, Privilege, Sample, UserIdentifier};
 use hs_timing::TimingModel;
 
@@ -276,11 +276,6 @@ impl Frames {
     }
 }
 
-/// The two words of a frame record at `addr` (previous fp, return address).
-fn pair<T: TimingModel>(reader: &mut PageReader<'_, T>, addr: u64) -> Option<(u64, u64)> {
-    Some((reader.u64(addr)?, reader.u64(addr.checked_add(8)?)?))
-}
-
 /// The S-mode call chain, as Linux's `walk_stackframe` finds it. `paging`:
 /// kernel addresses are the upper half (before `satp` is set they are
 /// physical and anything goes).
@@ -296,7 +291,7 @@ fn kernel_stack<T: TimingModel>(hart: &Hart<T>, paging: bool, max: usize, out: &
         let Some(frame) = fp.checked_sub(16) else {
             break;
         };
-        let Some((saved_fp, saved_ra)) = pair(&mut reader, frame) else {
+        let Some((saved_fp, saved_ra)) = reader.u64_pair(frame) else {
             break;
         };
         // A leaf saves only fp: `fp - 8` then holds the caller's frame
@@ -348,7 +343,7 @@ fn user_stack<T: TimingModel>(
     let mut reader = hart.page_reader(View::Current);
     let mut first = true;
     while out.len() < max && fp & 7 == 0 && fp > sp && fp - sp <= USER_STACK_SPAN {
-        let Some((saved_fp, saved_ra)) = pair(&mut reader, fp - 16) else {
+        let Some((saved_fp, saved_ra)) = reader.u64_pair(fp - 16) else {
             break;
         };
         if !bin.follows_call(saved_ra) {
