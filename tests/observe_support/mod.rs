@@ -9,7 +9,7 @@ use std::sync::Arc;
 use hs_machine::hs_timing::{InOrder, InOrderFactory, MachineDesc, ModelDesc, TimingModel};
 use hs_machine::{
     BootFile, BootImages, GuestSymbols, KernelSymbolSource, Machine, MachineConfig, ObserveOptions,
-    SamplerConfig, StopReason, SymbolSources,
+    Observing, SamplerConfig, StopReason, SymbolSources,
 };
 use hs_observe::{Observations, UserIdentifier};
 
@@ -98,9 +98,26 @@ pub fn run_with<M: TimingModel>(
     sampling: Option<SamplerConfig>,
     model: impl Fn(usize) -> M,
 ) -> Run {
+    // (as `boot` does: only a machine built to trace looks for a trace)
+    if opts.itrace.is_some() {
+        run_built::<M, true>(image_name, work, harts, opts, sampling, model)
+    } else {
+        run_built::<M, false>(image_name, work, harts, opts, sampling, model)
+    }
+}
+
+fn run_built<M: TimingModel, const TRACE: bool>(
+    image_name: &str,
+    work: &Path,
+    harts: usize,
+    opts: &ObserveOptions,
+    sampling: Option<SamplerConfig>,
+    model: impl Fn(usize) -> M,
+) -> Run {
     let img = image(image_name);
-    let mut m = Machine::with_observing(config(&img, work, harts), opts, model)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let mut m =
+        Machine::<Observing<M, TRACE>>::with_observing(config(&img, work, harts), opts, model)
+            .unwrap_or_else(|e| panic!("{e}"));
     let mut symbols = GuestSymbols::load(&symbol_sources(&img, m.kernel_extent()))
         .unwrap_or_else(|e| panic!("{e}"));
     let sampled = sampling.is_some();

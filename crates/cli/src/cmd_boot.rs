@@ -13,7 +13,7 @@ use hs_machine::hs_timing::{Atomic, TimingModel};
 use hs_machine::reports::{chrome_trace_json, itrace_report, write_profile};
 use hs_machine::{
     BootFile, BootImages, ConsoleInput, GuestSymbols, InputEvent, ItraceSpec, KernelSymbolSource,
-    Machine, MachineConfig, ObserveOptions, SamplerConfig, StopReason, SymbolSources,
+    Machine, MachineConfig, ObserveOptions, Observing, SamplerConfig, StopReason, SymbolSources,
 };
 use hs_observe::Observations;
 
@@ -672,17 +672,27 @@ pub fn boot<M: TimingModel>(
     let mut cfg = machine_config(args, r.clone());
     cfg.capture_console |= args.engine_check;
     if obs.wrap {
-        let mut machine =
-            Machine::with_observing(cfg, &obs.options, model).map_err(|e| e.to_string())?;
-        if let Some(s) = restore {
-            crate::boot_snapshot::restore(&mut machine, s, args, model_id)?;
+        let reference_cfg = args.engine_check.then(reference_cfg);
+        // (only a machine built to trace looks for a trace per instruction)
+        if obs.options.itrace.is_some() {
+            boot_observed::<M, true>(
+                args,
+                &obs,
+                (cfg, reference_cfg),
+                (model, reference_model),
+                restore,
+                model_id,
+            )
+        } else {
+            boot_observed::<M, false>(
+                args,
+                &obs,
+                (cfg, reference_cfg),
+                (model, reference_model),
+                restore,
+                model_id,
+            )
         }
-        let reference = args
-            .engine_check
-            .then(|| Machine::with_observing(reference_cfg(), &obs.options, reference_model))
-            .transpose()
-            .map_err(|e| e.to_string())?;
-        finish(args, &obs, machine, reference, model_id)
     } else {
         let mut machine = Machine::with_timing(cfg, model).map_err(|e| e.to_string())?;
         if let Some(s) = restore {
@@ -695,6 +705,29 @@ pub fn boot<M: TimingModel>(
             .map_err(|e| e.to_string())?;
         finish(args, &obs, machine, reference, model_id)
     }
+}
+
+/// [`boot`] with the models wrapped in [`Observing`] (`TRACE`: built to
+/// trace instructions); the reference machine's config and model are the
+/// pairs' second halves.
+fn boot_observed<M: TimingModel, const TRACE: bool>(
+    args: &BootArgs,
+    obs: &Observed,
+    (cfg, reference_cfg): (MachineConfig, Option<MachineConfig>),
+    (model, reference_model): (impl Fn(usize) -> M, impl Fn(usize) -> M),
+    restore: Option<&hs_snapshot::Snapshot>,
+    model_id: &str,
+) -> Result<i32, String> {
+    let mut machine = Machine::<Observing<M, TRACE>>::with_observing(cfg, &obs.options, model)
+        .map_err(|e| e.to_string())?;
+    if let Some(s) = restore {
+        crate::boot_snapshot::restore(&mut machine, s, args, model_id)?;
+    }
+    let reference = reference_cfg
+        .map(|c| Machine::<Observing<M, TRACE>>::with_observing(c, &obs.options, reference_model))
+        .transpose()
+        .map_err(|e| e.to_string())?;
+    finish(args, obs, machine, reference, model_id)
 }
 
 fn machine_config(args: &BootArgs, r: Resolved) -> MachineConfig {

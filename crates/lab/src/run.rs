@@ -8,7 +8,7 @@ use hs_guest::{ImageDir, KernelSymbols};
 use hs_machine::hs_timing::{Atomic, InOrderFactory, MachineDesc, ModelDesc, TimingModel};
 use hs_machine::{
     BootFile, BootImages, GuestSymbols, KernelSymbolSource, Machine, MachineConfig, ObserveOptions,
-    SamplerConfig, StopReason, SymbolSources,
+    Observing, SamplerConfig, StopReason, SymbolSources,
 };
 use hs_observe::export::{
     chrome_trace, flamegraph_svg, fold, folded_text, stats_txt, FlamegraphOptions, FoldOptions,
@@ -256,6 +256,25 @@ fn execute_with<M: TimingModel>(
     ipi: hs_machine::hs_devices::IpiPolicy,
     model: impl Fn(usize) -> M,
 ) -> Result<Finished> {
+    // (only a machine built to trace looks for a trace per instruction)
+    if scenario.itrace.is_some() {
+        execute_observed::<M, true>(p, scenario, repeat, out, devices, ipi, model)
+    } else {
+        execute_observed::<M, false>(p, scenario, repeat, out, devices, ipi, model)
+    }
+}
+
+/// [`execute_with`] on harts whose models are wrapped in
+/// [`Observing`] (`TRACE`: built to trace instructions).
+fn execute_observed<M: TimingModel, const TRACE: bool>(
+    p: &Prepared,
+    scenario: &Scenario,
+    repeat: u32,
+    out: Outputs,
+    devices: Vec<hs_machine::hs_devices::DeviceConfig>,
+    ipi: hs_machine::hs_devices::IpiPolicy,
+    model: impl Fn(usize) -> M,
+) -> Result<Finished> {
     let v = &p.variant;
     let run_err = |message: String| LabError::Run {
         variant: v.name.clone(),
@@ -268,8 +287,8 @@ fn execute_with<M: TimingModel>(
         max_events: 0,
         itrace: scenario.itrace.clone(),
     };
-    let mut machine =
-        Machine::with_observing(cfg, &options, model).map_err(|e| run_err(e.to_string()))?;
+    let mut machine = Machine::<Observing<M, TRACE>>::with_observing(cfg, &options, model)
+        .map_err(|e| run_err(e.to_string()))?;
     let mut symbols = GuestSymbols::load(&symbol_sources(&p.image, machine.kernel_extent()))
         .map_err(|e| run_err(format!("symbols: {e}")))?;
     if scenario.sample_period > 0 {

@@ -11,7 +11,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hs_machine::hs_timing::Atomic;
-use hs_machine::{BootFile, BootImages, Machine, MachineConfig, ObserveOptions, SamplerConfig};
+use hs_machine::{
+    BootFile, BootImages, Machine, MachineConfig, ObserveOptions, Observing, SamplerConfig,
+};
 use hs_observe::UserIdentifier;
 
 fn thread_cpu() -> Duration {
@@ -95,8 +97,8 @@ fn run(v: Variant, img: &hs_guest::ImageDir, cycles: u64) -> (f64, u64, usize) {
                 events: v == Variant::CountsTimeline,
                 ..ObserveOptions::default()
             };
-            let mut m =
-                Machine::with_observing(cfg, &opts, |_| Atomic).unwrap_or_else(|e| panic!("{e}"));
+            let mut m = Machine::<Observing<Atomic>>::with_observing(cfg, &opts, |_| Atomic)
+                .unwrap_or_else(|e| panic!("{e}"));
             if v == Variant::CountsSampling {
                 m.enable_sampling(sampling, ident);
             }

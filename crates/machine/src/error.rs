@@ -57,6 +57,12 @@ pub enum MachineError {
     InitrdWithoutKernel,
     #[error("nothing to run: give -bios FILE and/or -kernel FILE")]
     NothingToRun,
+    /// A caller's mistake, not the user's: the machine was built with
+    /// `Observing<M, false>` and asked for an instruction trace.
+    #[error(
+        "an instruction trace was asked of a machine built without tracing (Observing<M, true>)"
+    )]
+    TraceNotBuilt,
     #[error("snapshot: {0}")]
     Snapshot(String),
     #[error("device map: {0}")]

@@ -245,19 +245,23 @@ impl MachineObs {
     }
 }
 
-fn recorder<M>(t: &mut Observing<M>) -> &mut HartRecorder {
+fn recorder<M, const TRACE: bool>(t: &mut Observing<M, TRACE>) -> &mut HartRecorder {
     &mut t.rec
 }
 
-impl<M: TimingModel> Machine<Observing<M>> {
+impl<M: TimingModel, const TRACE: bool> Machine<Observing<M, TRACE>> {
     /// A machine whose harts' models are wrapped in [`Observing`]: counts
-    /// always, plus what `opts` asks for.
+    /// always, plus what `opts` asks for (an instruction trace only with
+    /// `TRACE`).
     pub fn with_observing(
         cfg: MachineConfig,
         opts: &ObserveOptions,
         inner: impl Fn(usize) -> M,
     ) -> Result<Self, MachineError> {
-        let mut m = Machine::with_timing(cfg, |h| Observing::new(inner(h), h as u16))?;
+        if opts.itrace.is_some() && !TRACE {
+            return Err(MachineError::TraceNotBuilt);
+        }
+        let mut m = Machine::with_timing(cfg, |h| Observing::wrap(inner(h), h as u16))?;
         let harts = m.harts.len();
         let max_events = if opts.max_events == 0 {
             DEFAULT_MAX_EVENTS
@@ -293,7 +297,7 @@ impl<M: TimingModel> Machine<Observing<M>> {
         obs.max_events = max_events;
         obs.itrace = opts.itrace.clone();
         m.obs = Some(obs);
-        m.rec_of = Some(recorder::<M>);
+        m.rec_of = Some(recorder::<M, TRACE>);
         m.board.log = Some(Box::new(BoardLog {
             keep_events: opts.events,
             max_events,
@@ -1300,6 +1304,37 @@ fn itrace_lines(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An instruction trace needs a machine built to trace: one built
+    /// without is refused (its hooks would never look for the trace), one
+    /// built with it has every hart's trace armed.
+    #[test]
+    fn only_a_machine_built_to_trace_takes_an_itrace() {
+        use crate::{BootFile, BootImages};
+        use hs_timing::Atomic;
+        let cfg = || MachineConfig {
+            harts: 2,
+            images: BootImages {
+                firmware: Some(BootFile::from_bytes("fw.bin", vec![0x13; 64])),
+                kernel: None,
+                initrd: None,
+            },
+            ..MachineConfig::default()
+        };
+        let opts = ObserveOptions {
+            itrace: Some(ItraceSpec::parse("syscall=getppid,count=1").unwrap()),
+            ..ObserveOptions::default()
+        };
+        let untraced = Machine::<Observing<Atomic>>::with_observing(cfg(), &opts, |_| Atomic);
+        assert!(matches!(untraced, Err(MachineError::TraceNotBuilt)));
+        let plain = ObserveOptions::default();
+        let m = Machine::<Observing<Atomic>>::with_observing(cfg(), &plain, |_| Atomic)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(m.harts().iter().all(|h| h.timing.rec.itrace.is_none()));
+        let m = Machine::<Observing<Atomic, true>>::with_observing(cfg(), &opts, |_| Atomic)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(m.harts().iter().all(|h| h.timing.rec.itrace.is_some()));
+    }
 
     #[test]
     fn itrace_specs() {

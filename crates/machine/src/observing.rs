@@ -14,6 +14,11 @@
 //! hook's; the recorder books it as a pseudo-instruction. The machine
 //! re-synchronises the cursor with `Hart::cycle()` before every `run`, so
 //! idle fast-forwards between runs need no hook.
+//!
+//! Whether a trace can be armed at all is part of the type
+//! (`Observing<M, true>`): the per-instruction hooks of the usual
+//! `Observing<M>` then compile to forwarding alone, with no test for a
+//! trace (on the in-order debian P87 boot those tests cost about 10%).
 
 use std::collections::BTreeMap;
 
@@ -654,26 +659,40 @@ impl HartRecorder {
 }
 
 /// A timing model wrapper that records observations (see the module docs).
-pub struct Observing<M> {
+/// `TRACE`: an instruction trace may be armed (`HartRecorder::arm_itrace`).
+pub struct Observing<M, const TRACE: bool = false> {
     pub inner: M,
     pub rec: HartRecorder,
 }
 
 impl<M> Observing<M> {
+    /// A wrapper that cannot trace instructions.
     pub fn new(inner: M, hart: u16) -> Observing<M> {
+        Self::wrap(inner, hart)
+    }
+}
+
+impl<M, const TRACE: bool> Observing<M, TRACE> {
+    pub fn wrap(inner: M, hart: u16) -> Self {
         Observing {
             inner,
             rec: HartRecorder::new(hart),
         }
     }
+
+    /// A trace is armed (never, unless `TRACE`).
+    #[inline(always)]
+    fn tracing(&self) -> bool {
+        TRACE && self.rec.tracing
+    }
 }
 
-impl<M: TimingModel> TimingModel for Observing<M> {
+impl<M: TimingModel, const TRACE: bool> TimingModel for Observing<M, TRACE> {
     // Not free while an instruction trace records each instruction;
     // skippable otherwise (the hart's `clock` then gives the time).
     #[inline(always)]
     fn hooks_skippable(&self) -> bool {
-        self.inner.hooks_skippable() && !self.rec.tracing
+        self.inner.hooks_skippable() && !self.tracing()
     }
     #[inline(always)]
     fn skipped(&mut self, n: u64) {
@@ -683,7 +702,7 @@ impl<M: TimingModel> TimingModel for Observing<M> {
     fn clock(&mut self, start: u64, now: u64) {
         self.inner.clock(start, now);
         // (a trace keeps its own cursor; `settle` checks it at each run's end)
-        if !self.rec.tracing {
+        if !self.tracing() {
             self.rec.start = start;
             self.rec.cursor = now;
         }
@@ -691,12 +710,17 @@ impl<M: TimingModel> TimingModel for Observing<M> {
     #[inline(always)]
     fn fetch(&mut self, pc: u64, pa: u64, len: u8) -> u64 {
         let c = self.inner.fetch(pc, pa, len);
-        self.rec.on_fetch(pc, pa, len, c);
+        if TRACE {
+            self.rec.on_fetch(pc, pa, len, c);
+        }
         c
     }
     #[inline(always)]
     fn insn(&mut self, pc: u64, class: InsnClass, ops: Operands) -> u64 {
         let c = self.inner.insn(pc, class, ops);
+        if !TRACE {
+            return c;
+        }
         let stall = match class {
             InsnClass::Mul | InsnClass::Div | InsnClass::FpDiv | InsnClass::FpSqrt => ST_MULDIV,
             InsnClass::Load | InsnClass::Store | InsnClass::Amo => ST_MEM,
@@ -717,19 +741,25 @@ impl<M: TimingModel> TimingModel for Observing<M> {
     #[inline(always)]
     fn mem(&mut self, va: u64, pa: u64, size: u8, kind: MemKind, mmio: bool) -> u64 {
         let c = self.inner.mem(va, pa, size, kind, mmio);
-        self.rec.on_mem(pa, kind, mmio, c);
+        if TRACE {
+            self.rec.on_mem(pa, kind, mmio, c);
+        }
         c
     }
     #[inline(always)]
     fn branch(&mut self, pc: u64, taken: bool, target: u64) -> u64 {
         let c = self.inner.branch(pc, taken, target);
-        self.rec.add(c, ST_BRANCH);
+        if TRACE {
+            self.rec.add(c, ST_BRANCH);
+        }
         c
     }
     #[inline(always)]
     fn jump(&mut self, pc: u64, target: u64, hint: JumpHint, link: u64) -> u64 {
         let c = self.inner.jump(pc, target, hint, link);
-        self.rec.add(c, ST_BRANCH);
+        if TRACE {
+            self.rec.add(c, ST_BRANCH);
+        }
         c
     }
     #[inline(always)]
@@ -739,7 +769,9 @@ impl<M: TimingModel> TimingModel for Observing<M> {
     #[inline(always)]
     fn direct_jump(&mut self, pc: u64, target: u64, hint: JumpHint, link: u64) -> u64 {
         let c = self.inner.direct_jump(pc, target, hint, link);
-        self.rec.add(c, ST_BRANCH);
+        if TRACE {
+            self.rec.add(c, ST_BRANCH);
+        }
         c
     }
     #[inline(always)]
@@ -751,7 +783,9 @@ impl<M: TimingModel> TimingModel for Observing<M> {
     #[inline(always)]
     fn csr(&mut self, csr: u16, write: bool) -> u64 {
         let c = self.inner.csr(csr, write);
-        self.rec.add(c, ST_SERIAL);
+        if TRACE {
+            self.rec.add(c, ST_SERIAL);
+        }
         c
     }
     fn trap_info(&mut self, t: &TrapInfo) {
@@ -837,7 +871,7 @@ mod tests {
     /// ecall (U) → two S instructions, one a load that misses → sret → U,
     /// starting at cycle `t` with the costs of [`costs`], the hart's clock
     /// given where a hart gives it.
-    fn syscall(m: &mut Observing<Costs>, t: u64) {
+    fn syscall<const TRACE: bool>(m: &mut Observing<Costs, TRACE>, t: u64) {
         m.fetch(0x1000, RAM + 0x1000, 4);
         m.insn(0x1000, InsnClass::Ecall, Operands::EMPTY);
         m.clock(t, t + 1);
@@ -983,7 +1017,7 @@ mod tests {
         let ram = GuestRam::new(RAM, 0x10000).unwrap();
         ram.write(RAM + 0x1000, 4, 0x0000_0073); // ecall
         ram.write(RAM + 0x2004, 4, 0x1020_0073); // sret
-        let mut m = Observing::new(costs(), 0);
+        let mut m = Observing::<_, true>::wrap(costs(), 0);
         m.rec
             .arm_itrace(TraceTrigger::Syscall { number: 173 }, 1, 100, ram);
         m.rec.sync(100, 0);
@@ -1062,7 +1096,7 @@ mod tests {
     #[test]
     fn phase_windows_follow_the_machine_and_the_budget_truncates() {
         let ram = GuestRam::new(RAM, 0x10000).unwrap();
-        let mut m = Observing::new(Atomic, 0);
+        let mut m = Observing::<_, true>::wrap(Atomic, 0);
         m.rec.arm_itrace(TraceTrigger::Phase, 0, 3, ram);
         m.rec.sync(0, 1);
         m.fetch(0x10, RAM, 4);
