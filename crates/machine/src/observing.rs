@@ -18,7 +18,7 @@
 //! Whether a trace can be armed at all is part of the type
 //! (`Observing<M, true>`): the per-instruction hooks of the usual
 //! `Observing<M>` then compile to forwarding alone, with no test for a
-//! trace (on the in-order debian P87 boot those tests cost about 10%).
+//! trace (on the in-order debian P87 boot those tests cost 7–10%).
 
 use std::collections::BTreeMap;
 
