@@ -672,26 +672,13 @@ pub fn boot<M: TimingModel>(
     let mut cfg = machine_config(args, r.clone());
     cfg.capture_console |= args.engine_check;
     if obs.wrap {
-        let reference_cfg = args.engine_check.then(reference_cfg);
+        let cfgs = (cfg, args.engine_check.then(reference_cfg));
+        let models = (model, reference_model);
         // (only a machine built to trace looks for a trace per instruction)
         if obs.options.itrace.is_some() {
-            boot_observed::<M, true>(
-                args,
-                &obs,
-                (cfg, reference_cfg),
-                (model, reference_model),
-                restore,
-                model_id,
-            )
+            boot_observed::<M, true>(args, &obs, cfgs, models, restore, model_id)
         } else {
-            boot_observed::<M, false>(
-                args,
-                &obs,
-                (cfg, reference_cfg),
-                (model, reference_model),
-                restore,
-                model_id,
-            )
+            boot_observed::<M, false>(args, &obs, cfgs, models, restore, model_id)
         }
     } else {
         let mut machine = Machine::with_timing(cfg, model).map_err(|e| e.to_string())?;
