@@ -45,8 +45,8 @@ use hs_bus::GuestRam;
 pub use hs_timing::{Atomic, TimingModel, TrapInfo};
 
 pub use exec::{
-    CheckKind, CheckRecord, Engine, TranslationStats, BLOCK_CACHE_OPS_MAX, BLOCK_CACHE_OPS_MIN,
-    TRANSLATE_AFTER,
+    CheckKind, CheckRecord, Engine, NoPause, Pause, TranslationStats, BLOCK_CACHE_OPS_MAX,
+    BLOCK_CACHE_OPS_MIN, TRANSLATE_AFTER,
 };
 pub use pmp::PMP_ENTRIES;
 pub use state::HartState;

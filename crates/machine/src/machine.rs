@@ -763,10 +763,13 @@ impl<T: TimingModel> Machine<T> {
                 if observed {
                     self.obs_before_run(h);
                 }
-                // (host time is read once per run for a plain run; sampled
-                // runs stop often, so they read it once per slice instead)
+                // (host time is read once per run for a plain run; an observed
+                // run may end at every sample (with an instruction trace), so
+                // it is read once per slice instead)
                 let t0 = (!observed).then(Instant::now);
-                let exit = if resuming {
+                let exit = if observed && self.samples_in_run() {
+                    self.run_sampled(h, until, resuming)
+                } else if resuming {
                     self.harts[h].resume(&mut self.board, until)
                 } else {
                     self.harts[h].run(&mut self.board, until)

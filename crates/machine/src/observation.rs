@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use hs_core::{Exit, Hart, Pause};
 use hs_observe::{
     cause_name, syscall_name, syscall_number, Event, EventKind, HartCounts, ItraceLine, LineAccess,
     Observations, PhaseRecorder, StatBlock, SymbolOffset, TaskLayout, Unit, UserIdentifier,
@@ -233,6 +234,28 @@ impl MachineObs {
         }
     }
 
+    /// Hart `h` stopped, or paused at a sample deadline: sample it if it
+    /// reached one, and note a task switch for the timeline.
+    fn look<T: TimingModel>(&mut self, h: usize, hart: &Hart<T>) {
+        if let Some(s) = self.sampler.as_mut() {
+            s.after_run(h, hart, self.tasks.as_mut());
+        }
+        if self.events {
+            if let Some(task) = self.tasks.as_mut().and_then(|t| t.switched(h, hart)) {
+                let kind = EventKind::TaskSwitch {
+                    pid: task.pid,
+                    tid: task.tid,
+                    comm: task.comm.to_string(),
+                };
+                self.push(Event {
+                    hart: h as u16,
+                    cycle: hart.cycle(),
+                    kind,
+                });
+            }
+        }
+    }
+
     fn push(&mut self, e: Event) {
         if !self.events {
             return;
@@ -242,6 +265,28 @@ impl MachineObs {
         } else {
             self.events_dropped += 1;
         }
+    }
+}
+
+/// The sampler of hart `h`, looking at it from inside a run: the hart
+/// pauses at each sample deadline exactly where a run ending there would
+/// have stopped, and the sample and the task-switch check are what the end
+/// of such a run does.
+struct SampleLook<'a> {
+    h: usize,
+    obs: &'a mut MachineObs,
+}
+
+impl<T: TimingModel> Pause<T> for SampleLook<'_> {
+    fn first(&mut self, _: &Hart<T>) -> u64 {
+        self.obs
+            .sampler
+            .as_ref()
+            .map_or(u64::MAX, |s| s.deadline(self.h))
+    }
+    fn pause(&mut self, hart: &Hart<T>) -> u64 {
+        self.obs.look(self.h, hart);
+        self.first(hart)
     }
 }
 
@@ -349,12 +394,15 @@ impl<T: TimingModel> Machine<T> {
         self.sampler().map_or(&[], |s| &s.marks)
     }
 
-    /// The budget for the next `run` of hart `h`: `end`, or earlier for a sample.
+    /// The budget for the next `run` of hart `h`: `end`, or earlier for a
+    /// sample when samples end runs (see [`Machine::samples_in_run`]).
     #[inline]
     pub(crate) fn run_until(&self, h: usize, end: u64) -> u64 {
         match self.obs.as_deref().and_then(|o| o.sampler.as_ref()) {
-            Some(s) => end.min(s.deadline(h).max(self.harts[h].cycle() + 1)),
-            None => end,
+            Some(s) if !self.samples_in_run() => {
+                end.min(s.deadline(h).max(self.harts[h].cycle() + 1))
+            }
+            _ => end,
         }
     }
 
@@ -371,26 +419,32 @@ impl<T: TimingModel> Machine<T> {
             f(&mut self.harts[h].timing).settle(cycle);
             self.enforce_itrace_limits();
         }
-        let Some(obs) = self.obs.as_deref_mut() else {
-            return;
-        };
-        let hart = &self.harts[h];
-        if let Some(s) = obs.sampler.as_mut() {
-            s.after_run(h, hart, obs.tasks.as_mut());
+        if let Some(obs) = self.obs.as_deref_mut() {
+            obs.look(h, &self.harts[h]);
         }
-        if obs.events {
-            if let Some(task) = obs.tasks.as_mut().and_then(|t| t.switched(h, hart)) {
-                let kind = EventKind::TaskSwitch {
-                    pid: task.pid,
-                    tid: task.tid,
-                    comm: task.comm.to_string(),
-                };
-                obs.push(Event {
-                    hart: h as u16,
-                    cycle: hart.cycle(),
-                    kind,
-                });
-            }
+    }
+
+    /// Whether the sampler looks at each hart from inside its runs
+    /// ([`SampleLook`]) rather than ending a run at each sample: always,
+    /// except while an instruction trace may be recorded (a trace closes
+    /// its step and checks its limits where a run ends).
+    pub(crate) fn samples_in_run(&self) -> bool {
+        self.obs
+            .as_deref()
+            .is_some_and(|o| o.sampler.is_some() && o.itrace.is_none())
+    }
+
+    /// Run hart `h` (`resuming`: go on with a run ended early) with the
+    /// sampler looking at it at each of its sample deadlines.
+    pub(crate) fn run_sampled(&mut self, h: usize, until: u64, resuming: bool) -> Exit {
+        let Some(obs) = self.obs.as_deref_mut() else {
+            return self.harts[h].run(&mut self.board, until);
+        };
+        let mut look = SampleLook { h, obs };
+        if resuming {
+            self.harts[h].resume_pausing(&mut self.board, until, &mut look)
+        } else {
+            self.harts[h].run_pausing(&mut self.board, until, &mut look)
         }
     }
 

@@ -421,3 +421,38 @@ fn the_ipi_knob_delivers_delays_or_holds_until_the_targets_tick() {
         assert_eq!((a.cycles, a.instret), (b.cycles, b.instret));
     }
 }
+
+/// Sampling only looks: a sampled run of a program that exits through
+/// HTIF stops at the cycle an unsampled run stops at (the machine reads
+/// `tohost` where a run ends, and a sample must not end one).
+#[test]
+fn sampling_does_not_move_an_htif_exit() {
+    let mut a = Asm::new(BASE);
+    a.csrr(A0, CSR_MHARTID).bne(A0, ZERO, "park");
+    a.li(T0, 200_000)
+        .label("count")
+        .addi(T0, T0, -1)
+        .bne(T0, ZERO, "count");
+    a.li(A0, 7);
+    htif_exit_reg(&mut a, A0);
+    a.label("park").wfi().j("park");
+    let elf = build(&mut a);
+    let run = |period: Option<u64>| {
+        let mut m = machine(2, elf.clone());
+        if let Some(period) = period {
+            let cfg = hs_machine::SamplerConfig {
+                period,
+                ..Default::default()
+            };
+            m.enable_sampling(cfg, Default::default());
+        }
+        assert_eq!(m.run(), StopReason::HtifExit(7));
+        let s = m.summary();
+        (s.cycles, s.instret, m.sampler().map_or(0, |s| s.kept()))
+    };
+    let plain = run(None);
+    let sampled = run(Some(97));
+    assert_eq!((plain.0, plain.1), (sampled.0, sampled.1));
+    // hart 0 counted down for about 400,000 cycles: about 4,000 samples
+    assert!(sampled.2 > 4_000, "{} samples", sampled.2);
+}

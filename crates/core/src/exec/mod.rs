@@ -29,6 +29,7 @@ pub use jit::{TranslationStats, TRANSLATE_AFTER};
 #[cfg(test)]
 pub(crate) use predecode::operands_of;
 pub use reference::{CheckKind, CheckRecord, Engine};
+pub use run::{NoPause, Pause};
 
 /// One decoded instruction: decoded form, raw bits (for `mtval`), length,
 /// byte offset from the start of its block (so pc = block pc + off), and

@@ -15,6 +15,32 @@ use crate::{Exit, Hart, CHECK_CODE, CHECK_IRQ};
 /// Cycles between two checks for hpm counter overflow while one is watched.
 const HPM_CHECK: u64 = 256;
 
+/// An observer that looks at a hart at cycles of its choosing while the
+/// hart runs (a sampling profiler), without ending the run: the hart is
+/// then exactly where a run ending at that cycle would have left it, and
+/// goes on exactly as that run's `resume` would have.
+pub trait Pause<T: TimingModel> {
+    /// The first cycle to pause at (`u64::MAX`: none), asked as a run starts.
+    fn first(&mut self, hart: &Hart<T>) -> u64;
+    /// The hart reached the cycle asked for, at a block boundary: look at
+    /// it and give the next cycle to pause at.
+    fn pause(&mut self, hart: &Hart<T>) -> u64;
+}
+
+/// No pauses: a plain run.
+pub struct NoPause;
+
+impl<T: TimingModel> Pause<T> for NoPause {
+    #[inline(always)]
+    fn first(&mut self, _: &Hart<T>) -> u64 {
+        u64::MAX
+    }
+    #[inline(always)]
+    fn pause(&mut self, _: &Hart<T>) -> u64 {
+        u64::MAX
+    }
+}
+
 impl<T: TimingModel> Hart<T> {
     /// Start a slice: run until `cycle() >= until_cycle` or another exit.
     ///
@@ -23,9 +49,20 @@ impl<T: TimingModel> Hart<T> {
     /// reservation does not survive (a store another hart made to the
     /// reserved address in between must make the next SC fail).
     pub fn run<B: SystemBus>(&mut self, bus: &mut B, until_cycle: u64) -> Exit {
+        self.run_pausing(bus, until_cycle, &mut NoPause)
+    }
+
+    /// [`Hart::run`], letting `pause` look at the hart whenever it reaches
+    /// the cycle `pause` asks for, without ending the run.
+    pub fn run_pausing<B: SystemBus, P: Pause<T>>(
+        &mut self,
+        bus: &mut B,
+        until_cycle: u64,
+        pause: &mut P,
+    ) -> Exit {
         self.checks |= CHECK_CODE | CHECK_IRQ;
         self.reservation = None;
-        self.resume(bus, until_cycle)
+        self.resume_pausing(bus, until_cycle, pause)
     }
 
     /// Go on with a slice a caller ended early only to look at the hart
@@ -33,11 +70,36 @@ impl<T: TimingModel> Hart<T> {
     /// exactly as if `run` had not returned — the reservation, pending
     /// checks and the next counter-overflow check all carry over.
     pub fn resume<B: SystemBus>(&mut self, bus: &mut B, until_cycle: u64) -> Exit {
-        // one compare per block covers the budget, the Sstc timer and the
-        // next counter-overflow check
-        let mut limit = until_cycle.min(self.stimecmp_cycle).min(self.hpm_check_at);
+        self.resume_pausing(bus, until_cycle, &mut NoPause)
+    }
+
+    /// [`Hart::resume`] with a [`Pause`].
+    pub fn resume_pausing<B: SystemBus, P: Pause<T>>(
+        &mut self,
+        bus: &mut B,
+        until_cycle: u64,
+        pause: &mut P,
+    ) -> Exit {
+        // (a pause is always ahead: a run makes progress)
+        let mut pause_at = pause.first(self).max(self.cycle + 1);
+        // one compare per block covers the budget, the pause, the Sstc
+        // timer and the next counter-overflow check
+        let mut limit = until_cycle
+            .min(pause_at)
+            .min(self.stimecmp_cycle)
+            .min(self.hpm_check_at);
         loop {
             if self.cycle >= limit || self.checks != 0 {
+                // Here a run ending at the pause cycle would have returned;
+                // after the look, go on as its `resume` would have.
+                if self.cycle >= pause_at {
+                    pause_at = pause.pause(self).max(self.cycle + 1);
+                    limit = until_cycle
+                        .min(pause_at)
+                        .min(self.stimecmp_cycle)
+                        .min(self.hpm_check_at);
+                    continue;
+                }
                 if self.cycle >= until_cycle {
                     return Exit::Budget;
                 }
@@ -62,7 +124,10 @@ impl<T: TimingModel> Hart<T> {
                     self.check_hpm_overflow();
                     self.hpm_check_at = self.cycle + HPM_CHECK;
                 }
-                limit = until_cycle.min(self.stimecmp_cycle).min(self.hpm_check_at);
+                limit = until_cycle
+                    .min(pause_at)
+                    .min(self.stimecmp_cycle)
+                    .min(self.hpm_check_at);
             }
             let r = match self.engine {
                 Engine::Translated if self.translating() => self
