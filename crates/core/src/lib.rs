@@ -131,8 +131,12 @@ pub struct HartStats {
     pub exceptions: u64,
     /// Interrupts taken.
     pub interrupts: u64,
-    /// TLB flushes (sfence.vma, satp, PMP or MXR changes).
+    /// TLB flushes (sfence.vma, satp, PMP or MXR changes), whole or of
+    /// one page.
     pub tlb_flushes: u64,
+    /// Of those, the flushes of one page (`sfence.vma` with an address).
+    #[serde(default)]
+    pub tlb_page_flushes: u64,
     /// Code pages whose blocks were dropped because the page was written.
     pub code_invalidations: u64,
 }

@@ -44,18 +44,28 @@ pub struct Tlb {
     pub e: [[[TlbEntry; TLB_SIZE]; 4]; 3],
     /// Current generation, pre-shifted into tag position.
     pub gen_bits: u64,
+    /// The superpages (virtual base | log2 of the size) entries of this
+    /// generation may hold 4 KiB pieces of: `sfence.vma` of one address
+    /// in one of them must drop them all, so it flushes everything. None:
+    /// too many to list (every `sfence.vma` flushes everything).
+    superpages: Option<Vec<u64>>,
 }
+
+/// Most superpages [`Tlb`] lists (Linux maps its own memory with a few).
+const SUPERPAGES_MAX: usize = 32;
 
 impl Tlb {
     pub fn new() -> Box<Self> {
         let mut t: Box<Self> = Box::new(Tlb {
             e: [[[TlbEntry::default(); TLB_SIZE]; 4]; 3],
             gen_bits: 0,
+            superpages: Some(Vec::new()),
         });
         t.gen_bits = 1 << GEN_SHIFT;
         t
     }
     pub fn flush(&mut self) {
+        self.superpages = Some(Vec::new());
         let gen = (self.gen_bits >> GEN_SHIFT) + 1;
         if gen > GEN_MAX {
             for k in self.e.iter_mut() {
@@ -70,10 +80,67 @@ impl Tlb {
     }
 }
 
+impl Tlb {
+    /// An entry for `va` came from a leaf mapping `1 << shift` bytes.
+    fn note_leaf(&mut self, va: u64, shift: u32) {
+        if !(13..64).contains(&shift) {
+            return;
+        }
+        let key = (va >> shift << shift) | shift as u64;
+        if let Some(list) = self.superpages.as_mut() {
+            if !list.contains(&key) {
+                if list.len() < SUPERPAGES_MAX {
+                    list.push(key);
+                } else {
+                    self.superpages = None;
+                }
+            }
+        }
+    }
+
+    /// Whether an entry may hold a piece of a superpage containing `va`.
+    fn in_superpage(&self, va: u64) -> bool {
+        self.superpages.as_ref().is_none_or(|list| {
+            list.iter().any(|&k| {
+                let shift = (k & 0x3f) as u32;
+                va >> shift << shift == k & !0x3f
+            })
+        })
+    }
+
+    /// Drop the entries of the 4 KiB page holding `va`, in every array.
+    fn drop_page(&mut self, va: u64) {
+        let vpn = va >> 12;
+        let want = vpn | self.gen_bits;
+        let slot = (vpn as usize) & (TLB_SIZE - 1);
+        for kind in self.e.iter_mut() {
+            for ctx in kind.iter_mut() {
+                if ctx[slot].tag & !TLB_MMIO == want {
+                    ctx[slot] = TlbEntry::default();
+                }
+            }
+        }
+    }
+
+    /// The superpage list, for a snapshot.
+    pub(crate) fn superpages(&self) -> Option<Vec<u64>> {
+        self.superpages.clone()
+    }
+
+    /// A restored TLB's superpage list (None: unknown, so every
+    /// `sfence.vma` flushes everything until the next whole flush).
+    pub(crate) fn set_superpages(&mut self, list: Option<Vec<u64>>) {
+        self.superpages = list.filter(|l| l.len() <= SUPERPAGES_MAX);
+    }
+}
+
 /// What a page-table walk found.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Walk {
     pub pa: u64,
+    /// log2 of the size of the page the leaf maps (12: 4 KiB; more: a
+    /// superpage; 64: no translation).
+    pub shift: u32,
 }
 
 /// Physical addresses of the PTEs a walk read, then the one it wrote
@@ -159,6 +226,21 @@ impl<T: TimingModel> Hart<T> {
         self.refresh_stamp();
     }
 
+    /// `sfence.vma` of the address `va`: drop what translates its page —
+    /// all of a superpage's pieces if it may be in one (then everything) —
+    /// and the first level of the block cache, whose virtual pcs were
+    /// mapped through the fetch entries.
+    pub(crate) fn tlb_flush_page(&mut self, va: u64) {
+        if self.tlb.in_superpage(va) {
+            return self.tlb_flush();
+        }
+        self.stats.tlb_flushes += 1;
+        self.stats.tlb_page_flushes += 1;
+        self.tlb.drop_page(va);
+        self.blocks.forget_virtual();
+        self.refresh_stamp();
+    }
+
     /// Walk the page tables for `va` in context `ctx`. `set_ad` updates the
     /// A/D bits as hardware does; observation walks pass false.
     pub(crate) fn walk(
@@ -173,7 +255,7 @@ impl<T: TimingModel> Hart<T> {
         let satp = self.csr.satp;
         let mode = satp >> 60;
         if prv == Priv::Machine || mode == SATP_MODE_BARE {
-            return Ok(Walk { pa: va });
+            return Ok(Walk { pa: va, shift: 64 });
         }
         let levels: u32 = if mode == SATP_MODE_SV48 { 4 } else { 3 };
         let va_bits = 12 + 9 * levels;
@@ -253,7 +335,10 @@ impl<T: TimingModel> Hart<T> {
             }
             let off_mask = (1u64 << (12 + 9 * level)) - 1;
             let pa = ((ppn << 12) & !off_mask) | (va & off_mask);
-            return Ok(Walk { pa });
+            return Ok(Walk {
+                pa,
+                shift: 12 + 9 * level,
+            });
         }
     }
 
@@ -285,6 +370,7 @@ impl<T: TimingModel> Hart<T> {
             self.charge(extra);
         }
         let w = w?;
+        self.tlb.note_leaf(va, w.shift);
         let prv = ctx_priv(ctx);
         let perm = perm_of(kind);
         let page = w.pa & !0xfff;

@@ -32,6 +32,10 @@ pub struct HartState {
     /// to the timing model) and whether a stale translation is still used,
     /// so a restored hart must start with the same entries.
     tlb: Vec<TlbSaved>,
+    /// The superpages those entries may hold pieces of (see `mmu::Tlb`);
+    /// None when too many, or from a snapshot older than the list.
+    #[serde(default)]
+    tlb_superpages: Option<Vec<u64>>,
     /// The block cache, for the same reason (see `Hart::save_blocks`).
     blocks: crate::exec::BlocksSaved,
 }
@@ -66,6 +70,7 @@ impl<T: TimingModel> Hart<T> {
             reservation: self.reservation,
             stats: self.stats,
             tlb: self.save_tlb(),
+            tlb_superpages: self.tlb.superpages(),
             blocks: self.save_blocks(),
         }
     }
@@ -182,6 +187,7 @@ impl<T: TimingModel> Hart<T> {
             self.tlb.flush();
             return Err(e);
         }
+        self.tlb.set_superpages(s.tlb_superpages.clone());
         self.flush_blocks();
         self.restore_blocks(&s.blocks);
         self.stats.block_flushes = s.stats.block_flushes;

@@ -533,6 +533,95 @@ fn observation_reads_a_page_the_tlb_holds_as_the_harts_loads_do() {
     assert_eq!(&buf, b"new!");
 }
 
+/// `sfence.vma` with an address drops the translations of its page and
+/// keeps the others; one inside a superpage the TLB holds pieces of drops
+/// everything (pieces at other addresses came from the same leaf PTE).
+/// With `x0` it drops everything.
+#[test]
+fn sfence_vma_of_an_address_drops_its_page_or_all_of_a_superpage() {
+    let sfence_a0 = r(0x09, 0, 10, 0, 0, 0x73); // sfence.vma a0, zero
+    let sfence_all = r(0x09, 0, 0, 0, 0, 0x73); // sfence.vma zero, zero
+    let (mut h, ram) = hart_with(&[sfence_a0, jal(0, 0), sfence_all, jal(0, 0)]);
+    sv39(&mut h, &ram);
+    let pte = |pa: u64, flags: u64| (pa >> 12) << 10 | flags;
+    // The fence runs in M-mode (fetch is physical), the loads in S-mode;
+    // the walks of the loads after it are counted.
+    let fence = |h: &mut Hart, at: u64, va: u64| {
+        h.set_priv(Priv::Machine);
+        h.update_modes();
+        h.set_x(10, va);
+        h.set_pc(at);
+        let until = h.cycle() + 8;
+        run_until(h, &mut Dev::default(), until);
+        h.set_priv(Priv::Supervisor);
+        h.update_modes();
+        h.stats().page_walks
+    };
+    let load = |h: &mut Hart, va: u64| h.translate(va, 1, KIND_LOAD).unwrap();
+    let walks = |h: &Hart| h.stats().page_walks;
+    h.csr_write(SSTATUS, MSTATUS_SUM); // the second page is a user page
+    h.set_priv(Priv::Supervisor);
+    h.update_modes();
+    // two 4 KiB pages and two pieces of the 2 MiB page at 0x4020_0000
+    // (in distinct TLB slots)
+    assert_eq!(load(&mut h, 0x4000_0010), BASE + 0x20010);
+    assert_eq!(load(&mut h, 0x4000_1010), BASE + 0x21010);
+    assert_eq!(load(&mut h, 0x4020_5000), BASE + 0x205000);
+    assert_eq!(load(&mut h, 0x4020_7000), BASE + 0x207000);
+    assert_eq!(walks(&h), 4);
+    // remap the first 4 KiB page and the 2 MiB page
+    ram.write(BASE + 0x12000, 8, pte(BASE + 0x23000, 0xc7));
+    ram.write(BASE + 0x11008, 8, pte(BASE + 0x400000, 0xcb));
+    // a fence of the first page: it is walked again, the others are not
+    let w = fence(&mut h, BASE, 0x4000_0fff);
+    assert_eq!(load(&mut h, 0x4000_0010), BASE + 0x23010);
+    assert_eq!(load(&mut h, 0x4000_1010), BASE + 0x21010);
+    assert_eq!(load(&mut h, 0x4020_5000), BASE + 0x205000); // stale, unfenced
+    assert_eq!(walks(&h), w + 1);
+    assert_eq!(h.stats().tlb_page_flushes, 1);
+    // a fence of one address in the superpage drops its other pieces too
+    let w = fence(&mut h, BASE, 0x4020_7000);
+    assert_eq!(load(&mut h, 0x4020_5000), BASE + 0x405000);
+    assert_eq!(load(&mut h, 0x4000_1010), BASE + 0x21010);
+    assert_eq!(walks(&h), w + 2);
+    // with x0, everything
+    ram.write(BASE + 0x12008, 8, pte(BASE + 0x24000, 0xd7));
+    let w = fence(&mut h, BASE + 8, 0);
+    assert_eq!(load(&mut h, 0x4000_1010), BASE + 0x24010);
+    assert_eq!(walks(&h), w + 1);
+    assert_eq!(h.stats().tlb_page_flushes, 1);
+}
+
+/// A restored hart knows which superpages its restored TLB entries came
+/// from: a fence of one address in one still drops the other pieces.
+#[test]
+fn a_restored_tlb_still_fences_whole_superpages() {
+    let sfence_a0 = r(0x09, 0, 10, 0, 0, 0x73); // sfence.vma a0, zero
+    let (mut h, ram) = hart_with(&[sfence_a0, jal(0, 0)]);
+    sv39(&mut h, &ram);
+    h.set_priv(Priv::Supervisor);
+    h.update_modes();
+    assert_eq!(h.translate(0x4020_5000, 1, KIND_LOAD), Ok(BASE + 0x205000));
+    let state = h.save_state();
+    let cfg = HartConfig {
+        hart_id: 3,
+        cycles_per_tick: 4,
+    };
+    let mut g = Hart::new(cfg, ram.clone(), Atomic);
+    g.restore_state(&state).unwrap();
+    // remap the 2 MiB page, fence another address in it (from M-mode)
+    ram.write(BASE + 0x11008, 8, ((BASE + 0x400000) >> 12) << 10 | 0xcb);
+    g.set_priv(Priv::Machine);
+    g.update_modes();
+    g.set_x(10, 0x4020_7000);
+    g.set_pc(BASE);
+    let until = g.cycle() + 8;
+    run_until(&mut g, &mut Dev::default(), until);
+    g.set_priv(Priv::Supervisor);
+    g.update_modes();
+    assert_eq!(g.translate(0x4020_5000, 1, KIND_LOAD), Ok(BASE + 0x405000));
+}
+
 /// A page reader (one translation per page) reads exactly what
 /// `read_virt` / `read_kernel_virt` read, in every mode, across pages,
 /// through a TLB entry a remap without a fence left stale, and fails where

@@ -212,7 +212,9 @@ pub struct HartSummary {
     pub translation_bytes: u64,
     pub translation_seconds: f64,
     pub translation_share: f64,
+    /// TLB flushes, whole or of one page, and of those the page flushes.
     pub tlb_flushes: u64,
+    pub tlb_page_flushes: u64,
     pub exceptions: u64,
     pub interrupts: u64,
 }
@@ -1133,6 +1135,7 @@ impl<T: TimingModel> Machine<T> {
                     translation_seconds: tr_s,
                     translation_share: if hs > 0.0 { tr_s / hs } else { 0.0 },
                     tlb_flushes: st.tlb_flushes,
+                    tlb_page_flushes: st.tlb_page_flushes,
                     exceptions: st.exceptions,
                     interrupts: st.interrupts,
                 }

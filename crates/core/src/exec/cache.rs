@@ -150,6 +150,11 @@ impl Blocks {
         }
         self.bump_vgen();
     }
+    /// Empty the first level (virtual pc to block): the mapping of some
+    /// virtual page may have changed.
+    pub(crate) fn forget_virtual(&mut self) {
+        self.bump_vgen();
+    }
     fn bump_vgen(&mut self) {
         self.vgen = self.vgen.wrapping_add(1);
         if self.vgen == 0 {

@@ -441,13 +441,19 @@ impl<T: TimingModel> Hart<T> {
                     return Err(Trap::exit());
                 }
             }
-            SfenceVma { .. } => {
+            SfenceVma { rs1, .. } => {
                 if self.prv == Priv::User
                     || (self.prv == Priv::Supervisor && self.csr.mstatus & MSTATUS_TVM != 0)
                 {
                     return Err(ill);
                 }
-                self.tlb_flush();
+                // (an address space, rs2, is not told apart: entries carry
+                // no ASID, so a fence of one flushes all of them)
+                if rs1 == 0 {
+                    self.tlb_flush();
+                } else {
+                    self.tlb_flush_page(self.rx(rs1));
+                }
             }
             Marker { op: m } => {
                 self.exit = Some(Exit::Marker(MarkerCall {
