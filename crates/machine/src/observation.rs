@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use hs_bus::SystemBus;
 use hs_core::{Exit, Hart, Pause};
 use hs_observe::{
     cause_name, syscall_name, syscall_number, Event, EventKind, HartCounts, ItraceLine, LineAccess,
@@ -437,14 +438,23 @@ impl<T: TimingModel> Machine<T> {
     /// Run hart `h` (`resuming`: go on with a run ended early) with the
     /// sampler looking at it at each of its sample deadlines.
     pub(crate) fn run_sampled(&mut self, h: usize, until: u64, resuming: bool) -> Exit {
-        let Some(obs) = self.obs.as_deref_mut() else {
-            return self.harts[h].run(&mut self.board, until);
-        };
-        let mut look = SampleLook { h, obs };
-        if resuming {
-            self.harts[h].resume_pausing(&mut self.board, until, &mut look)
-        } else {
-            self.harts[h].run_pausing(&mut self.board, until, &mut look)
+        fn go<T: TimingModel, B: SystemBus, P: Pause<T>>(
+            hart: &mut Hart<T>,
+            bus: &mut B,
+            until: u64,
+            resuming: bool,
+            pause: &mut P,
+        ) -> Exit {
+            if resuming {
+                hart.resume_pausing(bus, until, pause)
+            } else {
+                hart.run_pausing(bus, until, pause)
+            }
+        }
+        let (hart, board) = (&mut self.harts[h], &mut self.board);
+        match self.obs.as_deref_mut() {
+            Some(obs) => go(hart, board, until, resuming, &mut SampleLook { h, obs }),
+            None => go(hart, board, until, resuming, &mut hs_core::NoPause),
         }
     }
 
