@@ -51,6 +51,11 @@ pub struct Tlb {
     /// in one of them must drop them all, so it flushes everything. None:
     /// too many to list (every `sfence.vma` flushes everything).
     superpages: Option<Vec<u64>>,
+    /// A fetch entry of this generation was replaced by another page's
+    /// since the block cache's first level was last emptied: the first
+    /// level may then map pcs of a page no fetch entry maps any more (its
+    /// entries are only made through a fetch entry, see `fetch_block`).
+    pub(crate) fetch_replaced: bool,
 }
 
 /// Most superpages [`Tlb`] lists (Linux maps its own memory with a few).
@@ -62,12 +67,15 @@ impl Tlb {
             e: [[[TlbEntry::default(); TLB_SIZE]; 4]; 3],
             gen_bits: 0,
             superpages: Some(Vec::new()),
+            fetch_replaced: false,
         });
         t.gen_bits = 1 << GEN_SHIFT;
         t
     }
     pub fn flush(&mut self) {
         self.superpages = Some(Vec::new());
+        // (a new generation: no first-level entry outlives it either)
+        self.fetch_replaced = false;
         let gen = (self.gen_bits >> GEN_SHIFT) + 1;
         if gen > GEN_MAX {
             for k in self.e.iter_mut() {
@@ -98,6 +106,17 @@ impl Tlb {
                 }
             }
         }
+    }
+
+    /// Whether the first level of the block cache may map pcs of `va`'s
+    /// page: a fetch entry (any context) maps it, or one was replaced.
+    fn may_map_code_of(&self, va: u64) -> bool {
+        let want = (va >> 12) | self.gen_bits;
+        let slot = ((va >> 12) as usize) & (TLB_SIZE - 1);
+        self.fetch_replaced
+            || self.e[KIND_FETCH]
+                .iter()
+                .any(|ctx| ctx[slot].tag & !TLB_MMIO == want)
     }
 
     /// Whether an entry may hold a piece of a superpage containing `va`.
@@ -225,21 +244,33 @@ impl<T: TimingModel> Hart<T> {
     pub(crate) fn tlb_flush(&mut self) {
         self.stats.tlb_flushes += 1;
         self.tlb.flush();
+        if self.tlb.gen_bits == 1 << GEN_SHIFT {
+            // the generation wrapped: a first-level entry stamped with
+            // it long ago must not match again
+            self.blocks.forget_virtual();
+        }
         self.refresh_stamp();
     }
 
     /// `sfence.vma` of the address `va`: drop what translates its page —
     /// all of a superpage's pieces if it may be in one (then everything) —
-    /// and the first level of the block cache, whose virtual pcs were
-    /// mapped through the fetch entries.
+    /// and, if it may hold pcs of that page, the first level of the block
+    /// cache, whose virtual pcs were mapped through the fetch entries.
+    /// (Most fences are of data pages: emptying the first level at each
+    /// sent every block lookup after it to the second level.)
     pub(crate) fn tlb_flush_page(&mut self, va: u64) {
         if self.tlb.in_superpage(va) {
             return self.tlb_flush();
         }
         self.stats.tlb_flushes += 1;
         self.stats.tlb_page_flushes += 1;
+        let code = self.tlb.may_map_code_of(va);
         self.tlb.drop_page(va);
-        self.blocks.forget_virtual();
+        if code {
+            self.blocks.forget_virtual();
+            // (the first level is empty: nothing outlives a fetch entry)
+            self.tlb.fetch_replaced = false;
+        }
         self.refresh_stamp();
     }
 
@@ -390,6 +421,14 @@ impl<T: TimingModel> Hart<T> {
                         addend: page.wrapping_sub(va & !0xfff),
                     }
                 };
+                let old = e.tag & !TLB_MMIO;
+                if kind == KIND_FETCH
+                    && old != 0
+                    && old >> GEN_SHIFT == self.tlb.gen_bits >> GEN_SHIFT
+                {
+                    // (a live entry, of another page: `e` did not match)
+                    self.tlb.fetch_replaced = true;
+                }
                 self.tlb.e[kind][ctx][slot] = entry;
             }
             PageCheck::Mixed => {

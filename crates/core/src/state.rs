@@ -190,6 +190,9 @@ impl<T: TimingModel> Hart<T> {
         self.tlb.set_superpages(s.tlb_superpages.clone());
         self.flush_blocks();
         self.restore_blocks(&s.blocks);
+        // (the restored first level may have outlived fetch entries the
+        // saved TLB no longer held)
+        self.tlb.fetch_replaced = true;
         self.stats.block_flushes = s.stats.block_flushes;
         self.stats.blocks_decoded = s.stats.blocks_decoded;
         self.update_stimecmp_cycle();

@@ -592,6 +592,96 @@ fn sfence_vma_of_an_address_drops_its_page_or_all_of_a_superpage() {
     assert_eq!(h.stats().tlb_page_flushes, 1);
 }
 
+/// S-mode code at VA 0x4000_3000 (physical page `BASE + 0x30000`, to be
+/// remapped) and at VA 0x4080_3100 (`BASE + 0x31100`), whose page takes
+/// the same software-TLB slot (but whose pc not the same first-level
+/// slot); each page's code sets x11 and loops.
+fn code_pages(h: &mut Hart, ram: &GuestRam) {
+    sv39(h, ram);
+    let pte = |pa: u64, flags: u64| (pa >> 12) << 10 | flags;
+    let (l1, l0, l0b) = (BASE + 0x11000, BASE + 0x12000, BASE + 0x13000);
+    ram.write(l0 + 24, 8, pte(BASE + 0x30000, 0x4b)); // V R X A
+    ram.write(l1 + 32, 8, pte(l0b, 1)); // VA 0x4080_0000
+    ram.write(l0b + 24, 8, pte(BASE + 0x31000, 0x4b));
+    for (page, value) in [(0x30000, 1), (0x31100, 2), (0x32000, 3)] {
+        ram.write(BASE + page, 4, addi(11, 0, value) as u64);
+        ram.write(BASE + page + 4, 4, jal(0, 0) as u64);
+    }
+}
+
+/// Run S-mode code at `pc` for a few cycles; x11 as it left it.
+fn run_code_at(h: &mut Hart, pc: u64) -> u64 {
+    h.set_priv(Priv::Supervisor);
+    h.update_modes();
+    h.set_x(11, 0);
+    h.set_pc(pc);
+    let until = h.cycle() + 16;
+    run_until(h, &mut Dev::default(), until);
+    h.x(11)
+}
+
+/// A fence of a page no code ran from keeps the block cache's first level
+/// (virtual pc to block); one of a code page empties it, also when that
+/// page's fetch entry was replaced by another page's (a first-level entry
+/// outlives the fetch entry it was made through), so code remapped and
+/// fenced runs anew.
+#[test]
+fn sfence_vma_of_a_code_page_forgets_its_blocks_even_after_a_tlb_eviction() {
+    let sfence_a0 = r(0x09, 0, 10, 0, 0, 0x73); // sfence.vma a0, zero
+    let (mut h, ram) = hart_with(&[sfence_a0, jal(0, 0)]);
+    code_pages(&mut h, &ram);
+    let fence = |h: &mut Hart, va: u64| {
+        h.set_priv(Priv::Machine);
+        h.update_modes();
+        h.set_x(10, va);
+        h.set_pc(BASE);
+        let until = h.cycle() + 8;
+        run_until(h, &mut Dev::default(), until);
+    };
+    assert_eq!(run_code_at(&mut h, 0x4000_3000), 1);
+    // a data page's fence: the first level stays
+    let vgen = h.blocks.vgen;
+    fence(&mut h, 0x4000_1000);
+    assert_eq!(
+        h.blocks.vgen, vgen,
+        "a data page's fence emptied the first level"
+    );
+    assert_eq!(h.stats().tlb_page_flushes, 1);
+    // the other code page takes the first one's fetch entry
+    assert_eq!(run_code_at(&mut h, 0x4080_3100), 2);
+    // remap the first code page and fence it
+    let pte = |pa: u64, flags: u64| (pa >> 12) << 10 | flags;
+    ram.write(BASE + 0x12000 + 24, 8, pte(BASE + 0x32000, 0x4b));
+    fence(&mut h, 0x4000_3000);
+    assert_eq!(run_code_at(&mut h, 0x4000_3000), 3, "ran the unmapped code");
+}
+
+/// The TLB's generation wraps after 2,047 whole flushes: a first-level
+/// entry stamped with a generation long ago must not match again.
+#[test]
+fn a_wrapped_tlb_generation_forgets_the_blocks_it_mapped() {
+    let (mut h, ram) = hart_with(&[WFI]);
+    code_pages(&mut h, &ram);
+    assert_eq!(run_code_at(&mut h, 0x4000_3000), 1);
+    let stamped = h.tlb.gen_bits;
+    // remap without a fence, then flush until the generation comes round
+    let pte = |pa: u64, flags: u64| (pa >> 12) << 10 | flags;
+    ram.write(BASE + 0x12000 + 24, 8, pte(BASE + 0x32000, 0x4b));
+    let mut flushes = 0;
+    loop {
+        h.tlb_flush();
+        flushes += 1;
+        if h.tlb.gen_bits == stamped {
+            break;
+        }
+    }
+    assert!(
+        flushes > 1000,
+        "the generation came round after {flushes} flushes"
+    );
+    assert_eq!(run_code_at(&mut h, 0x4000_3000), 3, "ran the unmapped code");
+}
+
 /// A restored hart knows which superpages its restored TLB entries came
 /// from: a fence of one address in one still drops the other pieces.
 #[test]
