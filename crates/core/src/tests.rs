@@ -406,9 +406,26 @@ fn sstc_timer_fires_from_stimecmp() {
 }
 
 /// Sv39 tables: root at BASE+0x10000, l1 at +0x11000, l0 at +0x12000.
+/// An Sv39 page-table entry for `pa` with `flags`.
+fn pte(pa: u64, flags: u64) -> u64 {
+    (pa >> 12) << 10 | flags
+}
+
+/// Run the `sfence.vma a0, ...` at `at` in M-mode (fetch is physical) with
+/// a0 = `va`, then return to S-mode.
+fn fence_from_m(h: &mut Hart, at: u64, va: u64) {
+    h.set_priv(Priv::Machine);
+    h.update_modes();
+    h.set_x(10, va);
+    h.set_pc(at);
+    let until = h.cycle() + 8;
+    run_until(h, &mut Dev::default(), until);
+    h.set_priv(Priv::Supervisor);
+    h.update_modes();
+}
+
 fn sv39<T: TimingModel>(h: &mut Hart<T>, ram: &GuestRam) {
     let (root, l1, l0) = (BASE + 0x10000, BASE + 0x11000, BASE + 0x12000);
-    let pte = |pa: u64, flags: u64| (pa >> 12) << 10 | flags;
     ram.write(root + 8, 8, pte(l1, 1)); // VA 0x4000_0000
     ram.write(l1, 8, pte(l0, 1));
     ram.write(l0, 8, pte(BASE + 0x20000, 0x07)); // V R W, no A/D
@@ -543,18 +560,10 @@ fn sfence_vma_of_an_address_drops_its_page_or_all_of_a_superpage() {
     let sfence_all = r(0x09, 0, 0, 0, 0, 0x73); // sfence.vma zero, zero
     let (mut h, ram) = hart_with(&[sfence_a0, jal(0, 0), sfence_all, jal(0, 0)]);
     sv39(&mut h, &ram);
-    let pte = |pa: u64, flags: u64| (pa >> 12) << 10 | flags;
     // The fence runs in M-mode (fetch is physical), the loads in S-mode;
     // the walks of the loads after it are counted.
     let fence = |h: &mut Hart, at: u64, va: u64| {
-        h.set_priv(Priv::Machine);
-        h.update_modes();
-        h.set_x(10, va);
-        h.set_pc(at);
-        let until = h.cycle() + 8;
-        run_until(h, &mut Dev::default(), until);
-        h.set_priv(Priv::Supervisor);
-        h.update_modes();
+        fence_from_m(h, at, va);
         h.stats().page_walks
     };
     let load = |h: &mut Hart, va: u64| h.translate(va, 1, KIND_LOAD).unwrap();
@@ -598,7 +607,6 @@ fn sfence_vma_of_an_address_drops_its_page_or_all_of_a_superpage() {
 /// slot); each page's code sets x11 and loops.
 fn code_pages(h: &mut Hart, ram: &GuestRam) {
     sv39(h, ram);
-    let pte = |pa: u64, flags: u64| (pa >> 12) << 10 | flags;
     let (l1, l0, l0b) = (BASE + 0x11000, BASE + 0x12000, BASE + 0x13000);
     ram.write(l0 + 24, 8, pte(BASE + 0x30000, 0x4b)); // V R X A
     ram.write(l1 + 32, 8, pte(l0b, 1)); // VA 0x4080_0000
@@ -630,14 +638,7 @@ fn sfence_vma_of_a_code_page_forgets_its_blocks_even_after_a_tlb_eviction() {
     let sfence_a0 = r(0x09, 0, 10, 0, 0, 0x73); // sfence.vma a0, zero
     let (mut h, ram) = hart_with(&[sfence_a0, jal(0, 0)]);
     code_pages(&mut h, &ram);
-    let fence = |h: &mut Hart, va: u64| {
-        h.set_priv(Priv::Machine);
-        h.update_modes();
-        h.set_x(10, va);
-        h.set_pc(BASE);
-        let until = h.cycle() + 8;
-        run_until(h, &mut Dev::default(), until);
-    };
+    let fence = |h: &mut Hart, va: u64| fence_from_m(h, BASE, va);
     assert_eq!(run_code_at(&mut h, 0x4000_3000), 1);
     // a data page's fence: the first level stays
     let vgen = h.blocks.vgen;
@@ -650,7 +651,6 @@ fn sfence_vma_of_a_code_page_forgets_its_blocks_even_after_a_tlb_eviction() {
     // the other code page takes the first one's fetch entry
     assert_eq!(run_code_at(&mut h, 0x4080_3100), 2);
     // remap the first code page and fence it
-    let pte = |pa: u64, flags: u64| (pa >> 12) << 10 | flags;
     ram.write(BASE + 0x12000 + 24, 8, pte(BASE + 0x32000, 0x4b));
     fence(&mut h, 0x4000_3000);
     assert_eq!(run_code_at(&mut h, 0x4000_3000), 3, "ran the unmapped code");
@@ -665,7 +665,6 @@ fn a_wrapped_tlb_generation_forgets_the_blocks_it_mapped() {
     assert_eq!(run_code_at(&mut h, 0x4000_3000), 1);
     let stamped = h.tlb.gen_bits;
     // remap without a fence, then flush until the generation comes round
-    let pte = |pa: u64, flags: u64| (pa >> 12) << 10 | flags;
     ram.write(BASE + 0x12000 + 24, 8, pte(BASE + 0x32000, 0x4b));
     let mut flushes = 0;
     loop {
@@ -700,15 +699,8 @@ fn a_restored_tlb_still_fences_whole_superpages() {
     let mut g = Hart::new(cfg, ram.clone(), Atomic);
     g.restore_state(&state).unwrap();
     // remap the 2 MiB page, fence another address in it (from M-mode)
-    ram.write(BASE + 0x11008, 8, ((BASE + 0x400000) >> 12) << 10 | 0xcb);
-    g.set_priv(Priv::Machine);
-    g.update_modes();
-    g.set_x(10, 0x4020_7000);
-    g.set_pc(BASE);
-    let until = g.cycle() + 8;
-    run_until(&mut g, &mut Dev::default(), until);
-    g.set_priv(Priv::Supervisor);
-    g.update_modes();
+    ram.write(BASE + 0x11008, 8, pte(BASE + 0x400000, 0xcb));
+    fence_from_m(&mut g, BASE, 0x4020_7000);
     assert_eq!(g.translate(0x4020_5000, 1, KIND_LOAD), Ok(BASE + 0x405000));
 }
 
