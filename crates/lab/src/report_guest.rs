@@ -222,31 +222,47 @@ pub fn ipis(runs: &[ReportRun], labels: &[String]) -> Vec<Block> {
     }));
 
     // The excerpt: in the phase with the most cross-hart sends per cycle
-    // (at least four), from its first send on. A hart's consecutive wfi
-    // spans (it re-checks at every turn) are one row.
-    for (r, l) in runs.iter().zip(labels) {
-        let obs = &r.record.observations;
-        let cross = |e: &Event| matches!(e.kind, EventKind::IpiSent { to } if to != e.hart);
-        let sends_in = |a: u64, z: u64| {
-            obs.events
-                .iter()
-                .filter(|e| cross(e) && e.cycle >= a && e.cycle < z)
-                .count()
-        };
+    // (at least four) of the first run that has one, and in the phase of
+    // that name in every other run, so the variants show the same moment
+    // (a knob that holds IPIs stretches that phase, and another phase can
+    // then have the higher rate); a run without sends in it takes its own
+    // busiest phase. From the phase's first send on; a hart's consecutive
+    // wfi spans (it re-checks at every turn) are one row.
+    fn cross(e: &Event) -> bool {
+        matches!(e.kind, EventKind::IpiSent { to } if to != e.hart)
+    }
+    fn sends_in(obs: &hs_observe::Observations, p: &hs_observe::Phase) -> usize {
+        obs.events
+            .iter()
+            .filter(|e| cross(e) && e.cycle >= p.start_cycle && e.cycle < p.end_cycle)
+            .count()
+    }
+    fn busiest(obs: &hs_observe::Observations) -> Option<&hs_observe::Phase> {
         let rate = |p: &hs_observe::Phase| {
-            let n = sends_in(p.start_cycle, p.end_cycle);
+            let n = sends_in(obs, p);
             if n < 4 {
                 0
             } else {
                 (n as u128 * 1_000_000_000 / p.cycles().max(1) as u128) as u64
             }
         };
-        let Some(p) = obs
-            .phases
+        obs.phases
             .iter()
             .filter(|p| rate(p) > 0)
             .max_by_key(|p| (rate(p), std::cmp::Reverse(p.start_cycle)))
-        else {
+    }
+    let shown = runs
+        .iter()
+        .find_map(|r| busiest(&r.record.observations))
+        .map(|p| p.label.clone());
+    for (r, l) in runs.iter().zip(labels) {
+        let obs = &r.record.observations;
+        let same = shown.as_deref().and_then(|name| {
+            obs.phases
+                .iter()
+                .find(|p| p.label == name && sends_in(obs, p) > 0)
+        });
+        let Some(p) = same.or_else(|| busiest(obs)) else {
             continue;
         };
         let Some(first) = obs
@@ -367,6 +383,56 @@ mod tests {
             batch: "b".into(),
             record,
         }
+    }
+
+    /// Every variant's excerpt shows the phase the first run's busiest
+    /// phase is named after, even where held IPIs stretched that phase so
+    /// that another one sends at a higher rate; a run with no send in it
+    /// falls back to its own busiest phase.
+    #[test]
+    fn every_excerpt_shows_the_phase_the_first_run_picked() {
+        let mut drop = run("drop", 6_012.25, 4_000_000);
+        let mut quiet = run("quiet", 31.5, 2_000);
+        for r in [&mut drop, &mut quiet] {
+            let obs = &mut r.record.observations;
+            let end = obs.phases.last().unwrap().end_cycle;
+            obs.phases.push(hs_observe::Phase {
+                index: obs.phases.len() as u32 + 1,
+                label: "ipiping done".into(),
+                start_cycle: end,
+                end_cycle: end + 2_000_000,
+                harts: vec![],
+            });
+            for i in 0..8 {
+                obs.events.push(Event {
+                    hart: 1,
+                    cycle: end + 100 + i * 1_000,
+                    kind: EventKind::IpiSent { to: 0 },
+                });
+            }
+        }
+        // `quiet` sent nothing in its pipe phase
+        let pipe = quiet.record.observations.phases[1].clone();
+        quiet
+            .record
+            .observations
+            .events
+            .retain(|e| e.cycle < pipe.start_cycle || e.cycle >= pipe.end_cycle);
+        let runs = vec![run("deliver", 31.5, 2_000), drop, quiet];
+        let labels: Vec<String> = ["deliver", "drop", "quiet"].map(String::from).into();
+        let md = crate::doc::markdown(&ipis(&runs, &labels));
+        for v in ["deliver", "drop"] {
+            assert!(
+                md.contains(&format!(
+                    "### {v}: timeline from the first IPI of phase `ipiping pipe`"
+                )),
+                "{md}"
+            );
+        }
+        assert!(
+            md.contains("### quiet: timeline from the first IPI of phase `ipiping done`"),
+            "{md}"
+        );
     }
 
     #[test]
