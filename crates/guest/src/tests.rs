@@ -130,12 +130,12 @@ fn recipe_hash_follows_the_files_the_image_is_made_of() {
     // The lock: another locked version is another image.
     let lock = std::fs::read_to_string(g.join("images/debian.lock")).unwrap();
     assert!(
-        lock.contains("version = \"6.12.107-1\""),
+        lock.contains("version = \"6.12.117-1\""),
         "the test expects the committed lock"
     );
     write(
         &g.join("images/debian.lock"),
-        &lock.replace("version = \"6.12.107-1\"", "version = \"6.12.108-1\""),
+        &lock.replace("version = \"6.12.117-1\"", "version = \"6.12.118-1\""),
     );
     assert_ne!(b.recipe_hash("debian").unwrap(), debian4);
 }
