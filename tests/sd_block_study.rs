@@ -6,6 +6,9 @@
 //!   block size, read and write (the report's two tables have no gaps);
 //! * the study's checks decide the seed's directions: each comes out PASS
 //!   or FAIL, none NOT RUN, and the verdicts are printed so a FAIL shows;
+//! * every transfer took at least one device request per `dd` block, and
+//!   a 512-byte direct read on virtio-blk exactly one (the request tables
+//!   count what the disk's `/sys/block/*/stat` says it completed);
 //! * each variant's two runs are identical (the report's repeats table).
 
 #[path = "support/mod.rs"]
@@ -25,6 +28,28 @@ fn sd_block_study_runs_every_mode_and_repeats_exactly() {
         // block size and six variants, every cell a number
         for cells in run.positive_rows(table, &sizes) {
             assert_eq!(cells.len(), 7, "{cells:?}");
+        }
+    }
+    // 64 KiB per transfer: dd moves max(1, 65536 / bs) blocks of bs bytes,
+    // each at least one request
+    for table in [
+        "## Device requests per read transfer",
+        "## Device requests per write transfer",
+    ] {
+        for cells in run.positive_rows(table, &sizes) {
+            let bs: u64 = cells[0].parse().unwrap();
+            let blocks = (65536 / bs).max(1);
+            for c in &cells[1..] {
+                let reqs: u64 = c.replace(',', "").parse().unwrap();
+                assert!(
+                    reqs >= blocks,
+                    "{table}: {reqs} requests for {blocks} blocks of {bs} B: {cells:?}"
+                );
+            }
+            if table.contains("read") && bs == 512 {
+                // virtio-blk, the last column: one request per read
+                assert_eq!(cells[6], "128", "{cells:?}");
+            }
         }
     }
     run.assert_repeats_identical(&["adma", "sdma", "pio", "adma-1bit", "pio-1bit", "virtio-blk"]);

@@ -5,7 +5,11 @@
 # page cache nor request merging hides the device. Each transfer is its own
 # phase ("read 4096", "write 4096") for hartscope's profile and cycle
 # counts; dd's own figures go out on the metrics channel
-# (read_mibps.BS, write_mibps.BS: MiB per second of guest time).
+# (read_mibps.BS, write_mibps.BS: MiB per second of guest time), with the
+# requests the device completed for each transfer (read_reqs.BS,
+# write_reqs.BS, from the disk's /sys/block/*/stat): a transfer the block
+# layer splits (more pages than the driver takes segments, or than a
+# request may carry) costs a request set-up and an interrupt more.
 : "${DEV:=/dev/mmcblk0}"
 : "${SIZE_KIB:=1024}"
 : "${BS:=512 1024 4096 16384 65536 262144 1048576}"
@@ -16,6 +20,12 @@ echo "sd-block: $DEV, $(cat /sys/block/${DEV#/dev/}/size) sectors, ${SIZE_KIB} K
 metrics=/tmp/sd-block.metrics
 : > "$metrics"
 bytes=$((SIZE_KIB * 1024))
+stat=/sys/block/${DEV#/dev/}/stat
+[ -r "$stat" ] || { echo "sd-block: no $stat"; exit 1; }
+# Requests completed so far in direction $1 (stat's fields 1 and 5).
+completed() {
+    if [ "$1" = read ]; then awk '{ print $1 }' "$stat"; else awk '{ print $5 }' "$stat"; fi
+}
 
 # One dd; prints MiB/s of dd's own clock (guest time) or fails the run.
 run_dd() {
@@ -35,9 +45,12 @@ run_dd() {
 for dir in read write; do
     for bs in $BS; do
         hsmark phase "$dir $bs"
+        before=$(completed "$dir")
         mibps=$(run_dd "$dir" "$bs") || exit 1
-        echo "sd-block: $dir bs=$bs $mibps MiB/s"
+        reqs=$(( $(completed "$dir") - before ))
+        echo "sd-block: $dir bs=$bs $mibps MiB/s in $reqs requests"
         echo "${dir}_mibps.$bs $mibps" >> "$metrics"
+        echo "${dir}_reqs.$bs $reqs" >> "$metrics"
     done
 done
 hsmark phase "sd-block done"
