@@ -7,7 +7,8 @@
 //!   polled in throughput, the reverse in system time, a polled frame
 //!   waiting longer for the driver): each must come out PASS or FAIL, none
 //!   NOT RUN — and the verdicts are printed so a FAIL is visible;
-//! * the profile split by the study's groups is in the report;
+//! * the profile split by the study's groups is in the report, and ttcp's
+//!   kernel and user time from the samples beside the guest's own figures;
 //! * each variant's two runs are identical (the report's repeats table).
 //!
 //! The polled and async variants are kernel patch series built
@@ -20,9 +21,9 @@ mod support;
 fn spi_net_irq_study_runs_all_three_drivers_and_repeats_exactly() {
     let _ = support::image("custom");
     let run = support::run_study("studies/spi-net-irq.toml", &["COUNT=16"]);
-    // 3 workload checks, 3 "every byte", 5 directions.
+    // 3 workload checks, 3 "every byte", 7 directions.
     run.assert_verdicts(
-        11,
+        13,
         &[
             "every byte",
             "the stock driver too",
@@ -33,6 +34,8 @@ fn spi_net_irq_study_runs_all_three_drivers_and_repeats_exactly() {
     for section in [
         "## Throughput and system time (the seed's table)",
         "## Where the receive window's profile samples went",
+        "## ttcp's time as hartscope's samples saw it",
+        "| kernel_seconds |",
         "| SPI transfer |",
         "| interrupt entry |",
     ] {

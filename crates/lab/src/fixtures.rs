@@ -107,6 +107,11 @@ pub fn run(variant: &str, cycles: u64, phases: &[(&str, u64)], profile: bool) ->
                 }],
             }],
             groups: vec![],
+            tasks: vec![TaskCount {
+                comm: "sh".into(),
+                kernel: 150,
+                user: 50,
+            }],
         }
     });
     let events = if profile {

@@ -14,6 +14,7 @@
 //! | `samples[SYMBOL]` | profiler samples whose leaf is SYMBOL |
 //! | `place_samples[PLACE]` | samples in `kernel`, `firmware` or a user binary |
 //! | `group[NAME]` | samples the study's `[[groups]]` put in NAME (or `other`) |
+//! | `task[COMM].kernel_seconds` (`.user_seconds`) | the profile window's samples of guest task COMM in the kernel (S-mode, interrupts it took included) or in user mode, as seconds of hart time (samples × period at the run's clock): what `time` reports as sys and user, from hartscope's samples instead of the guest's tick accounting |
 //! | `stat[NAME]` | a counter of the run's total stat block |
 //! | `device[NAME]` | a device counter (`uart0.…`, `bus.mmio_writes`, …) |
 //! | `syscall[NAME@PHASE].count` (`.mean`, `.median`, `.max`) | system calls NAME begun in phases PHASE (`@PHASE` optional): how many, cycles from `ecall` to the return to user mode |
@@ -74,6 +75,12 @@ pub enum Metric {
     /// Profile samples the study's `[[groups]]` put in group NAME.
     Group {
         name: String,
+    },
+    /// Seconds of hart time the profile saw task COMM run, in the kernel
+    /// or in user mode.
+    Task {
+        comm: String,
+        user: bool,
     },
     Stat {
         name: String,
@@ -156,7 +163,7 @@ pub const NO_TIMING_MODEL: &str =
 pub const NO_TIMELINE: &str = "the run kept no timeline (`study.timeline = false`)";
 
 const KNOWN: &str = "cycles, instret, cpi, guest_seconds, boot_cycles, workload_cycles, console_bytes, \
-phase[LABEL].cycles|instret|cpi|busy, window[FROM..TO].cycles|instret|cpi|busy, samples[SYMBOL], place_samples[PLACE], group[NAME], stat[NAME], device[NAME], \
+phase[LABEL].cycles|instret|cpi|busy, window[FROM..TO].cycles|instret|cpi|busy, samples[SYMBOL], place_samples[PLACE], group[NAME], task[COMM].kernel_seconds|user_seconds, stat[NAME], device[NAME], \
 syscall[NAME@PHASE].count|mean|median|max|per_call, wake[DEVICE:NAME@PHASE].count|mean|median|max|remote, \
 guest[NAME], guest[NAME].cycles, ipi_latency[min|p50|p90|p99|max|count]";
 
@@ -234,6 +241,15 @@ impl std::str::FromStr for Metric {
             "group" => bare(Metric::Group {
                 name: arg.to_string(),
             }),
+            "task" => match rest {
+                ".kernel_seconds" | ".user_seconds" => Ok(Metric::Task {
+                    comm: arg.to_string(),
+                    user: rest == ".user_seconds",
+                }),
+                _ => Err(format!(
+                    "`{s}`: a task's time is task[COMM].kernel_seconds or task[COMM].user_seconds"
+                )),
+            },
             "stat" => bare(Metric::Stat {
                 name: arg.to_string(),
             }),
@@ -328,6 +344,10 @@ impl fmt::Display for Metric {
             Metric::Window { from, to, what } => write!(f, "window[{from}..{to}].{}", what.name()),
             Metric::Samples { symbol } => write!(f, "samples[{symbol}]"),
             Metric::PlaceSamples { place } => write!(f, "place_samples[{place}]"),
+            Metric::Task { comm, user } => {
+                let mode = if *user { "user" } else { "kernel" };
+                write!(f, "task[{comm}].{mode}_seconds")
+            }
             Metric::Group { name } => write!(f, "group[{name}]"),
             Metric::Stat { name } => write!(f, "stat[{name}]"),
             Metric::Device { name } => write!(f, "device[{name}]"),
@@ -379,7 +399,7 @@ impl Metric {
                 what: Quantity::Cpi,
                 ..
             } => Format::Ratio,
-            Metric::GuestSeconds => Format::Seconds,
+            Metric::GuestSeconds | Metric::Task { .. } => Format::Seconds,
             Metric::Stat { .. } | Metric::Guest { cycles: false, .. } => Format::Auto,
             Metric::Wake {
                 agg: Agg::Remote, ..
@@ -482,6 +502,19 @@ impl Metric {
                     Some(g) => Ok(g.samples as f64),
                     None => Err(Missing::Absent(format!(
                         "the run's profile has no group `{name}` (the study's [[groups]] name them, and `other`)"
+                    ))),
+                },
+                None => Err(Missing::NotCollected(NO_PROFILER.into())),
+            },
+            Metric::Task { comm, user } => match &run.profile {
+                Some(p) => match p.tasks.iter().find(|t| &t.comm == comm) {
+                    Some(t) => {
+                        let samples = if *user { t.user } else { t.kernel };
+                        Ok(samples as f64 * p.period as f64 / (run.machine.mhz as f64 * 1e6))
+                    }
+                    None => Err(Missing::Absent(format!(
+                        "no profile sample in the window ({}) ran a task named `{comm}`",
+                        p.window
                     ))),
                 },
                 None => Err(Missing::NotCollected(NO_PROFILER.into())),
@@ -638,6 +671,8 @@ mod tests {
             "phase[rx 1450].busy",
             "samples[n_tty_write]",
             "place_samples[firmware]",
+            "task[ttcp].kernel_seconds",
+            "task[kworker/0:1].user_seconds",
             "stat[system.cpu0.memStallCycles]",
             "device[uart0.thr_writes]",
             "syscall[write].mean",
@@ -685,6 +720,14 @@ mod tests {
             .parse::<Metric>()
             .unwrap_err()
             .contains("after the brackets"));
+        for bad in ["task[ttcp]", "task[ttcp].sys"] {
+            assert!(
+                bad.parse::<Metric>()
+                    .unwrap_err()
+                    .contains("task[COMM].kernel_seconds or task[COMM].user_seconds"),
+                "{bad}"
+            );
+        }
         assert!("nope[x]"
             .parse::<Metric>()
             .unwrap_err()
@@ -713,6 +756,25 @@ mod tests {
             .parse::<Metric>()
             .unwrap_err()
             .contains("one of min, p50"));
+    }
+
+    #[test]
+    fn a_tasks_time_is_its_window_samples_at_the_run_clock() {
+        // the fixture's profile: `sh` 150 samples in the kernel, 50 in
+        // user mode, one every 1,024 cycles
+        let mut r = crate::testdata::run("A", 1_000_000, &[("x", 10)], true);
+        r.machine.mhz = 512;
+        let v = |r: &RunRecord, m: &str| m.parse::<Metric>().unwrap().value(r);
+        assert_eq!(v(&r, "task[sh].kernel_seconds"), Ok(150.0 * 1024.0 / 512e6));
+        assert_eq!(v(&r, "task[sh].user_seconds"), Ok(50.0 * 1024.0 / 512e6));
+        assert!(
+            matches!(v(&r, "task[ttcp].kernel_seconds"), Err(Missing::Absent(m)) if m.contains("`ttcp`"))
+        );
+        r.profile = None;
+        assert!(matches!(
+            v(&r, "task[sh].kernel_seconds"),
+            Err(Missing::NotCollected(_))
+        ));
     }
 
     #[test]

@@ -169,6 +169,19 @@ pub struct Profile {
     /// The window's samples split by the study's `[[groups]]` (then `other`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub groups: Vec<GroupCount>,
+    /// The window's samples of each guest task, by the mode it ran in.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tasks: Vec<TaskCount>,
+}
+
+/// Samples of one guest task (by `comm`, all its threads and processes):
+/// in the kernel (S-mode, interrupts taken while it was current included)
+/// and in user mode.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskCount {
+    pub comm: String,
+    pub kernel: u64,
+    pub user: u64,
 }
 
 /// Samples of one profile group.

@@ -458,10 +458,11 @@ fn execute_observed<M: TimingModel, const TRACE: bool>(
     .map_err(run_err)?;
     let mut profile = profile;
     if let Some(prof) = profile.as_mut() {
+        let window = window_samples(&observations, prof.from_cycle, prof.to_cycle);
         if !scenario.groups.is_empty() {
-            let window = window_samples(&observations, prof.from_cycle, prof.to_cycle);
             prof.groups = group_counts(&window, &symbols, &scenario.groups);
         }
+        prof.tasks = task_counts(&window);
     }
     if let Some(prof) = &profile {
         let window = window_samples(&observations, prof.from_cycle, prof.to_cycle);
@@ -685,6 +686,31 @@ pub fn group_counts(
         .collect()
 }
 
+/// The samples of each task by `comm` (in name order), split by the
+/// mode they were taken in; M-mode (firmware) samples and samples that
+/// name no task are not counted.
+pub fn task_counts(samples: &[hs_observe::Sample]) -> Vec<crate::record::TaskCount> {
+    use hs_observe::Privilege;
+    let mut by_comm: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
+    for s in samples {
+        let Some(t) = &s.task else { continue };
+        let c = by_comm.entry(&t.comm).or_default();
+        match s.privilege {
+            Privilege::Supervisor => c.0 += 1,
+            Privilege::User => c.1 += 1,
+            Privilege::Machine => {}
+        }
+    }
+    by_comm
+        .into_iter()
+        .map(|(comm, (kernel, user))| crate::record::TaskCount {
+            comm: comm.to_string(),
+            kernel,
+            user,
+        })
+        .collect()
+}
+
 /// Samples taken in `[from, to)` (cycles of the sampled hart).
 pub fn window_samples(obs: &Observations, from: u64, to: Option<u64>) -> Vec<hs_observe::Sample> {
     obs.samples
@@ -750,6 +776,7 @@ pub fn profile_with<R: hs_observe::UserResolver>(
         to_cycle: None,
         phases: Vec::new(),
         groups: Vec::new(),
+        tasks: Vec::new(),
     }
 }
 
@@ -788,6 +815,43 @@ mod tests {
             "#!/bin/sh\necho $WORD\n"
         );
         std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn task_counts_split_each_tasks_samples_by_mode() {
+        use hs_observe::{Privilege, Sample, Task};
+        let sample = |comm: Option<&str>, privilege| Sample {
+            hart: 0,
+            cycle: 0,
+            pc: 0,
+            privilege,
+            satp: 0,
+            stack: std::sync::Arc::from([]),
+            task: comm.map(|c| Task {
+                pid: 7,
+                tid: 7,
+                comm: c.into(),
+            }),
+        };
+        let samples = [
+            sample(Some("ttcp"), Privilege::Supervisor),
+            sample(Some("ttcp"), Privilege::User),
+            sample(Some("ttcp"), Privilege::Supervisor),
+            sample(Some("ttcp"), Privilege::Machine),
+            sample(Some("kworker/0:1"), Privilege::Supervisor),
+            sample(None, Privilege::Supervisor),
+        ];
+        let counts: Vec<(String, u64, u64)> = task_counts(&samples)
+            .into_iter()
+            .map(|t| (t.comm, t.kernel, t.user))
+            .collect();
+        assert_eq!(
+            counts,
+            [
+                ("kworker/0:1".to_string(), 1, 0),
+                ("ttcp".to_string(), 2, 1)
+            ]
+        );
     }
 
     #[test]
