@@ -507,6 +507,9 @@ impl Metric {
                 None => Err(Missing::NotCollected(NO_PROFILER.into())),
             },
             Metric::Task { comm, user } => match &run.profile {
+                Some(_) if run.machine.mhz == 0 => Err(Missing::Absent(
+                    "the run records no clock rate to turn samples into seconds".into(),
+                )),
                 Some(p) => match p.tasks.iter().find(|t| &t.comm == comm) {
                     Some(t) => {
                         let samples = if *user { t.user } else { t.kernel };
@@ -770,6 +773,11 @@ mod tests {
         assert!(
             matches!(v(&r, "task[ttcp].kernel_seconds"), Err(Missing::Absent(m)) if m.contains("`ttcp`"))
         );
+        r.machine.mhz = 0;
+        assert!(matches!(
+            v(&r, "task[sh].kernel_seconds"),
+            Err(Missing::Absent(m)) if m.contains("clock rate")
+        ));
         r.profile = None;
         assert!(matches!(
             v(&r, "task[sh].kernel_seconds"),
