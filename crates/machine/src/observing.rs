@@ -641,7 +641,9 @@ impl HartRecorder {
         }
         if let Some((number, at)) = self.in_syscall.take() {
             *self.tally.syscall_cycles.entry(number).or_default() += self.cursor.saturating_sub(at);
-            self.push_event(self.start, EventKind::SyscallReturn);
+            // (stamped where the `sret` ends, as the duration above and an
+            // instruction trace's window: the return's cost is the call's)
+            self.push_event(self.cursor, EventKind::SyscallReturn);
             if let Some(it) = self.itrace.as_deref_mut() {
                 if it.active && matches!(it.trigger, TraceTrigger::Syscall { .. }) {
                     it.close_after = true;
@@ -919,9 +921,14 @@ mod tests {
                 &EventKind::SyscallReturn
             ]
         );
+        // the call spans the ecall's start to the sret's end, as its cycles
         assert_eq!(
             (m.rec.events()[0].cycle, m.rec.events()[1].cycle),
-            (100, 112)
+            (100, 115)
+        );
+        assert_eq!(
+            m.rec.events()[1].cycle - m.rec.events()[0].cycle,
+            t.syscall_cycles[&173]
         );
     }
 

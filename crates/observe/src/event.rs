@@ -36,7 +36,8 @@ pub enum EventKind {
     WfiIdle { end_cycle: u64 },
     /// An `ecall` from U-mode (a Linux system call) with its number.
     Syscall { number: u64 },
-    /// The return to U-mode that ends the last system call on this hart.
+    /// The return to U-mode that ends the last system call on this hart,
+    /// at the cycle its `sret` completes (the call's span includes it).
     SyscallReturn,
     /// `satp` was written: a new address space (context switch).
     ContextSwitch { satp: u64 },
