@@ -17,7 +17,7 @@
 //! | `task[COMM].kernel_seconds` (`.user_seconds`) | the profile window's samples of guest task COMM in the kernel (S-mode, interrupts it took included) or in user mode, as seconds of hart time (samples × period at the run's clock): what `time` reports as sys and user, from hartscope's samples instead of the guest's tick accounting |
 //! | `stat[NAME]` | a counter of the run's total stat block |
 //! | `device[NAME]` | a device counter (`uart0.…`, `bus.mmio_writes`, …) |
-//! | `syscall[NAME@PHASE].count` (`.mean`, `.median`, `.max`) | system calls NAME begun in phases PHASE (`@PHASE` optional): how many, cycles from `ecall` to the return to user mode |
+//! | `syscall[NAME@PHASE].count` (`.mean`, `.median`, `.max`) | system calls NAME begun in phases PHASE (`@PHASE` optional): how many, cycles from the start of the `ecall` to the end of the `sret` back to user mode |
 //! | `syscall[NAME@PHASE].per_call` | the phases' cycles divided by the calls in them (a loop's cycles per call) |
 //! | `wake[DEVICE:NAME@PHASE].count` (`.mean`, `.median`, `.max`, `.remote`) | those calls during which DEVICE interrupted: cycles from the interrupt to the caller's return; `.remote` the share whose interrupt was taken on another hart |
 //! | `guest[NAME]` | a value the guest sent on its `metrics` channel ([`crate::guest_metrics`]) |
