@@ -457,15 +457,18 @@ fn execute_observed<M: TimingModel, const TRACE: bool>(
     )
     .map_err(run_err)?;
     let mut profile = profile;
+    // the profile window's samples (its groups, tasks and files)
+    let window = profile
+        .as_ref()
+        .map(|p| window_samples(&observations, p.from_cycle, p.to_cycle))
+        .unwrap_or_default();
     if let Some(prof) = profile.as_mut() {
-        let window = window_samples(&observations, prof.from_cycle, prof.to_cycle);
         if !scenario.groups.is_empty() {
             prof.groups = group_counts(&window, &symbols, &scenario.groups);
         }
         prof.tasks = task_counts(&window);
     }
     if let Some(prof) = &profile {
-        let window = window_samples(&observations, prof.from_cycle, prof.to_cycle);
         let sym = symbols.symbolizer();
         let title = format!("{} {} ({})", scenario.name, v.name, prof.window);
         let mut md = format!("# Hot functions — {title}\n\n");
