@@ -697,6 +697,26 @@ impl<M: TimingModel, const TRACE: bool> TimingModel for Observing<M, TRACE> {
         self.inner.hooks_skippable() && !self.tracing()
     }
     #[inline(always)]
+    fn hooks_inlinable(&self) -> bool {
+        self.inner.hooks_inlinable() && !self.tracing()
+    }
+    fn inline_hooks(&self) -> Option<hs_timing::InlineHooks> {
+        // the inner model's fields, seen from this wrapper
+        let at = std::mem::offset_of!(Self, inner);
+        self.inner.inline_hooks().map(|h| hs_timing::InlineHooks {
+            fetch_last_line: at + h.fetch_last_line,
+            walk_pending: at + h.walk_pending,
+            insn_counts: at + h.insn_counts,
+            last_class: at + h.last_class,
+            mem_last_line: at + h.mem_last_line,
+            mem_last_vline: at + h.mem_last_vline,
+            mem_last_dirty: at + h.mem_last_dirty,
+            mem_translating: at + h.mem_translating,
+            mem_counts: at + h.mem_counts,
+            ..h
+        })
+    }
+    #[inline(always)]
     fn skipped(&mut self, n: u64) {
         self.inner.skipped(n);
     }

@@ -34,7 +34,7 @@ use crate::cache::Cache;
 use crate::desc::{InOrderConfig, PipelineConfig};
 use crate::stats::{event, ModelStats, Stat};
 use crate::tlb::{L2Tlb, Tlb};
-use crate::{InsnClass, JumpHint, MemKind, Operands, TimingModel, TrapInfo};
+use crate::{InlineHooks, InsnClass, JumpHint, MemKind, Operands, TimingModel, TrapInfo};
 
 const FETCH: usize = 0;
 const EXECUTE: usize = 1;
@@ -43,7 +43,7 @@ const WALKER: usize = 3;
 const WRITEBACK: usize = 4;
 const MULDIV: usize = 5;
 
-const CLASSES: usize = 22;
+const CLASSES: usize = crate::INSN_CLASSES;
 const CSR_SATP: u16 = 0x180;
 const CAUSE_FETCH_ACCESS: u64 = 1;
 const CAUSE_FETCH_PAGE_FAULT: u64 = 12;
@@ -1166,6 +1166,38 @@ impl InOrder {
 }
 
 impl TimingModel for InOrder {
+    // The single-issue core: its `insn` is a table lookup and its same-
+    // line fetches and data accesses are the fast paths `inline_hooks`
+    // describes. (The pipelined core's issue state is not described.)
+    #[inline(always)]
+    fn hooks_inlinable(&self) -> bool {
+        self.pipe.is_none() && !self.store_to_load
+    }
+
+    fn inline_hooks(&self) -> Option<InlineHooks> {
+        if !self.hooks_inlinable() {
+            return None;
+        }
+        use std::mem::offset_of;
+        Some(InlineHooks {
+            fetch_line_mask: self.iline_mask,
+            fetch_last_line: offset_of!(InOrder, last_iline),
+            walk_pending: offset_of!(InOrder, pending_n),
+            insn_cost: std::array::from_fn(|i| {
+                (self.cost[i] & SIDE_EFFECT == 0).then_some(self.cost[i])
+            }),
+            insn_counts: offset_of!(InOrder, class_counts),
+            last_class: offset_of!(InOrder, last_class),
+            mem_shift: self.dshift as u8,
+            mem_last_line: offset_of!(InOrder, last_dline),
+            mem_last_vline: offset_of!(InOrder, last_dvline),
+            mem_last_dirty: offset_of!(InOrder, last_dline_dirty),
+            mem_translating: offset_of!(InOrder, translating),
+            mem_counts: offset_of!(InOrder, same_line),
+            mem_cost: self.l1d_lat,
+        })
+    }
+
     #[inline(always)]
     fn fetch(&mut self, pc: u64, pa: u64, _len: u8) -> u64 {
         if self.pending_n > 0 {
@@ -1717,6 +1749,126 @@ mod tests {
     fn translating(m: &mut InOrder) {
         m.csr_write(CSR_SATP, 8 << 60);
         m.xret(0, 3, 1);
+    }
+
+    const INSN_CLASSES_ALL: [InsnClass; CLASSES] = {
+        use InsnClass::*;
+        [
+            Alu, Branch, Jump, Load, Store, Amo, Mul, Div, FpAdd, FpMul, FpDiv, FpSqrt, FpFma,
+            FpMisc, Csr, Fence, FenceI, SfenceVma, Ecall, Xret, Wfi, System,
+        ]
+    };
+
+    /// What `inline_hooks` describes is the hooks' own fast paths: over a
+    /// mixed run (fetches, instructions of every class, loads and stores
+    /// over a few lines and pages, translating and not, page walks),
+    /// wherever a shortcut's condition holds as read through its offsets,
+    /// the hook returns the shortcut's cost and leaves the model exactly
+    /// (by its saved state) as the shortcut's own change leaves a copy.
+    #[test]
+    fn the_inline_shortcuts_are_exactly_what_the_hooks_do() {
+        let (mut m, _) = model();
+        let ih = m
+            .inline_hooks()
+            .expect("the single-issue core has shortcuts");
+        let (mut copy, _) = model();
+        let u64_at = |m: &InOrder, off: usize| unsafe {
+            (m as *const InOrder as *const u8)
+                .add(off)
+                .cast::<u64>()
+                .read_unaligned()
+        };
+        let u8_at =
+            |m: &InOrder, off: usize| unsafe { *(m as *const InOrder as *const u8).add(off) };
+        let bump = |m: &mut InOrder, off: usize| unsafe {
+            let p = (m as *mut InOrder as *mut u8).add(off).cast::<u64>();
+            p.write_unaligned(p.read_unaligned() + 1);
+        };
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rnd = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let mut held = [0u32; 3];
+        let mut at = (0, 0, 0);
+        for step in 0..30_000 {
+            if step == 10_000 {
+                translating(&mut m);
+            }
+            // a few pages, each seen through two virtual pages; half the
+            // time the line of the step before
+            if rnd(2) == 0 {
+                at = (rnd(3), rnd(4), rnd(2));
+            }
+            let (page, line) = (at.0 << 12, at.1 * 64);
+            let off = line + rnd(16) * 4;
+            let pa = RAM + page + off;
+            let va = 0x4000_0000 + at.2 * 0x10_0000 + page + off;
+            let saved = m.save_state(true).unwrap().unwrap();
+            match rnd(4) {
+                0 => {
+                    if rnd(50) == 0 {
+                        // a walk before the fetch (its PTEs in RAM)
+                        m.mem(va, RAM + 0x10_000 + rnd(4) * 8, 8, MemKind::Walk, false);
+                        continue;
+                    }
+                    let holds = pa & ih.fetch_line_mask == u64_at(&m, ih.fetch_last_line)
+                        && u64_at(&m, ih.walk_pending) == 0;
+                    let c = m.fetch(va, pa, 4);
+                    if holds {
+                        held[0] += 1;
+                        assert_eq!(c, 0, "step {step}: a shortcut fetch costs nothing");
+                        assert_eq!(m.save_state(true).unwrap().unwrap(), saved, "step {step}");
+                    }
+                }
+                1 => {
+                    let class = INSN_CLASSES_ALL[rnd(CLASSES as u64) as usize];
+                    let c = m.insn(va, class, Operands::EMPTY);
+                    if let Some(cost) = ih.insn_cost[class as usize] {
+                        held[1] += 1;
+                        assert_eq!(c, cost, "step {step}: {class:?}");
+                        copy.restore_state(&saved, true).unwrap();
+                        bump(&mut copy, ih.insn_counts + 8 * class as usize);
+                        unsafe {
+                            *(&mut copy as *mut InOrder as *mut u8).add(ih.last_class) =
+                                class as u8;
+                        }
+                        let got = m.save_state(true).unwrap().unwrap();
+                        assert_eq!(got, copy.save_state(true).unwrap().unwrap(), "step {step}");
+                    }
+                }
+                _ => {
+                    let store = rnd(2) == 1;
+                    let line = |a: u64| a >> ih.mem_shift;
+                    let holds = line(pa) == u64_at(&m, ih.mem_last_line)
+                        && line(va) == u64_at(&m, ih.mem_last_vline)
+                        && (!store || u8_at(&m, ih.mem_last_dirty) != 0)
+                        && u64_at(&m, ih.walk_pending) == 0;
+                    let kind = if store { MemKind::Store } else { MemKind::Load };
+                    let translating = u8_at(&m, ih.mem_translating) as usize;
+                    let c = m.mem(va, pa, 8, kind, false);
+                    if holds {
+                        held[2] += 1;
+                        assert_eq!(c, ih.mem_cost, "step {step}");
+                        copy.restore_state(&saved, true).unwrap();
+                        bump(
+                            &mut copy,
+                            ih.mem_counts + 16 * translating + 8 * store as usize,
+                        );
+                        let got = m.save_state(true).unwrap().unwrap();
+                        assert_eq!(got, copy.save_state(true).unwrap().unwrap(), "step {step}");
+                    }
+                }
+            }
+        }
+        // each shortcut was met often, translating and not
+        assert!(
+            held.iter().all(|&n| n > 1_000),
+            "shortcuts held {held:?} times"
+        );
+        assert_eq!(u8_at(&m, ih.mem_translating), 1);
     }
 
     #[test]

@@ -20,8 +20,10 @@ pub use desc::{DescError, InOrderConfig, IpiDesc, MachineDesc, ModelDesc};
 pub use inorder::{InOrder, InOrderFactory};
 pub use stats::{event, ModelStats, Stat, CYCLE_STATES};
 
-/// Coarse instruction class, enough to price an instruction.
+/// Coarse instruction class, enough to price an instruction. (One byte:
+/// translated code stores it, see [`InlineHooks::last_class`].)
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[repr(u8)]
 pub enum InsnClass {
     Alu,
     Branch,
@@ -132,6 +134,47 @@ pub struct TrapInfo {
 /// it faults). Page-table walks report each PTE read and A/D write as
 /// `mem(va, pte, 8, MemKind::Walk, false)` before the access they serve.
 /// Interrupts call `trap` + `trap_info` between instructions.
+/// Number of [`InsnClass`]es.
+pub const INSN_CLASSES: usize = InsnClass::System as usize + 1;
+
+/// A model's own fast paths for `fetch`, `insn` and `mem`, described as
+/// data so translated code can take them without a call (the model's
+/// fields named by byte offsets from the model's own address). Each is
+/// exact: where its condition holds, the hook would return the cost given
+/// and change only what is named here. The model's tests check that
+/// (`InOrder`'s: against its hooks, by its saved state).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InlineHooks {
+    /// `fetch(_, pa, _)` returns 0 and changes nothing while
+    /// `pa & fetch_line_mask` equals the u64 at `fetch_last_line` and the
+    /// u64 at `walk_pending` is 0. Any `fetch` leaves both so that a next
+    /// fetch from its line passes; `insn` of an inlined class, `mem` of a
+    /// load or store and `branch`, `jump` and `direct_jump` never change
+    /// them.
+    pub fetch_line_mask: u64,
+    pub fetch_last_line: usize,
+    pub walk_pending: usize,
+    /// `insn(_, class, _)` of a class with `Some(c)` here returns `c`; it
+    /// adds 1 to the u64 at `insn_counts + 8 * class` and stores the
+    /// class (a byte) at `last_class`, nothing else. `None`: call it.
+    pub insn_cost: [Option<u64>; INSN_CLASSES],
+    pub insn_counts: usize,
+    pub last_class: usize,
+    /// `mem(va, pa, _, Load | Store, false)` returns `mem_cost` and adds 1
+    /// to the u64 at `mem_counts + 16 * translating + 8 * store` (the byte
+    /// at `mem_translating`, 0 or 1), nothing else, while `pa >> mem_shift`
+    /// equals the u64 at `mem_last_line`, `va >> mem_shift` the u64 at
+    /// `mem_last_vline`, the byte at `mem_last_dirty` is not 0 for a
+    /// store, and the u64 at `walk_pending` is 0.
+    pub mem_shift: u8,
+    pub mem_last_line: usize,
+    pub mem_last_vline: usize,
+    pub mem_last_dirty: usize,
+    pub mem_translating: usize,
+    pub mem_counts: usize,
+    pub mem_cost: u64,
+}
+
 pub trait TimingModel {
     /// True when `fetch`, `insn`, `mem`, `branch`, `jump`, `direct_jump`
     /// and `divide` charge nothing and record nothing (so skipping them
@@ -144,6 +187,21 @@ pub trait TimingModel {
     #[inline(always)]
     fn hooks_skippable(&self) -> bool {
         Self::INSN_HOOKS_FREE
+    }
+    /// Whether translated code may run now calling `fetch`, `insn`, `mem`,
+    /// `branch`, `jump`, `direct_jump` and `divide` as the interpreter
+    /// does, taking the shortcuts of [`TimingModel::inline_hooks`] where
+    /// they hold (cheap: asked before every block). A wrapping model says
+    /// no while it records every instruction.
+    #[inline(always)]
+    fn hooks_inlinable(&self) -> bool {
+        false
+    }
+    /// The shortcuts (see [`InlineHooks`]); `Some` whenever
+    /// [`TimingModel::hooks_inlinable`] may say yes, the same for the
+    /// model's life (translated code keeps the offsets).
+    fn inline_hooks(&self) -> Option<InlineHooks> {
+        None
     }
     /// `n` instructions retired, one cycle each, without their `fetch`,
     /// `insn`, `mem`, `branch`, `jump`, `direct_jump` or `divide` calls
