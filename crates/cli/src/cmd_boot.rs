@@ -153,9 +153,10 @@ pub struct BootArgs {
     pub block_cache_ops: Option<usize>,
     /// Execution engine: `translated` (the default: blocks that ran
     /// --translate-after times run as x86-64 code, the rest interpreted;
-    /// on the atomic model, and on other hosts or models the same as
-    /// `blocks`) or `blocks` (the block interpreter only). The guest's
-    /// output and every count are the same on either.
+    /// on the atomic and the single-issue in-order model, and on other
+    /// hosts or models the same as `blocks`) or `blocks` (the block
+    /// interpreter only). The guest's output and every count are the same
+    /// on either.
     #[arg(long, value_name = "ENGINE", value_parser = ["translated", "blocks"])]
     pub engine: Option<String>,
     /// Runs of a block before the translating engine translates it (default

@@ -3,15 +3,19 @@
 //! CSRs' write rules apply), then the hart runs. It must never fault the
 //! host; every wild access ends as a trap or a device error.
 //!
-//! Each input runs twice, on the block engine and on the reference engine
-//! (every instruction decoded afresh), and both must take the same steps
-//! and end in the same state, unless the code stored to its own code pages
-//! (then the block engine may run the op it decoded before the store until
-//! its block ends, as hardware without `fence.i` may).
+//! Each input runs on the block engine, the translating engine and the
+//! reference engine (every instruction decoded afresh), on the atomic
+//! model and on the in-order one (`machines/inorder.toml`: translated code
+//! then calls its hooks, with its shortcuts inline), and every engine must
+//! take the reference's steps, cycle counts included, and end in its
+//! state, unless the code stored to its own code pages (then the block
+//! engine may run the op it decoded before the store until its block
+//! ends, as hardware without `fence.i` may).
 
 use hs_bus::{Access, BusFault, GuestRam, SystemBus, WriteEffect};
 use hs_core::{Atomic, CheckRecord, Engine, Exit, Hart, HartConfig};
 use hs_isa::csr::*;
+use hs_timing::{InOrder, InOrderFactory, MachineDesc, ModelDesc, TimingModel};
 
 use crate::Input;
 
@@ -81,22 +85,42 @@ pub fn run(data: &[u8]) {
 /// the reference (panics where they differ); false when the code wrote to
 /// its own code pages, so nothing was compared.
 pub fn differential(data: &[u8]) -> bool {
-    let (reference, reference_log) = run_on(data, Engine::Reference, true);
+    differential_on(data, || Atomic) && differential_on(data, inorder)
+}
+
+/// The in-order model of `machines/inorder.toml` (its own L2).
+fn inorder() -> InOrder {
+    static FACTORY_CFG: std::sync::OnceLock<hs_timing::InOrderConfig> = std::sync::OnceLock::new();
+    let cfg = FACTORY_CFG.get_or_init(|| {
+        let path = std::path::Path::new("machines/inorder.toml");
+        let text = include_str!("../../../machines/inorder.toml");
+        let desc = MachineDesc::parse(path, text).expect("machines/inorder.toml parses");
+        let ModelDesc::InOrder(cfg) = desc.model else {
+            panic!("machines/inorder.toml is not the in-order model")
+        };
+        cfg
+    });
+    InOrderFactory::new(cfg).build()
+}
+
+fn differential_on<T: TimingModel>(data: &[u8], model: impl Fn() -> T) -> bool {
+    let (reference, reference_log) = run_on(data, Engine::Reference, true, model());
     for engine in [Engine::Blocks, Engine::Translated] {
-        if !compare(data, engine, &reference, &reference_log) {
+        if !compare(data, engine, &reference, &reference_log, &model) {
             return false;
         }
     }
     true
 }
 
-fn compare(
+fn compare<T: TimingModel>(
     data: &[u8],
     engine: Engine,
-    reference: &Hart<Atomic>,
+    reference: &Hart<T>,
     reference_log: &[CheckRecord],
+    model: &impl Fn() -> T,
 ) -> bool {
-    let (blocks, blocks_log) = run_on(data, engine, true);
+    let (blocks, blocks_log) = run_on(data, engine, true, model());
     if engine == Engine::Translated {
         // every block it fetched was translated (on its first run)
         assert!(
@@ -104,7 +128,7 @@ fn compare(
             "the translating engine translated nothing"
         );
     }
-    let wrote_code = |h: &Hart<Atomic>| h.stats().code_invalidations > 0;
+    let wrote_code = |h: &Hart<T>| h.stats().code_invalidations > 0;
     if wrote_code(&blocks) || wrote_code(reference) {
         return false;
     }
@@ -126,7 +150,7 @@ fn compare(
         // Translated code built without a check log is other code: it
         // writes cached registers back only where it must (with a log,
         // after every instruction), so it is compared by its end state.
-        let (plain, _) = run_on(data, engine, false);
+        let (plain, _) = run_on(data, engine, false, model());
         let diff = plain.arch_diff(reference);
         assert!(
             diff.is_empty(),
@@ -138,7 +162,12 @@ fn compare(
 
 /// Run `data` on `engine`; the hart afterwards and its check log (kept
 /// when `logged`).
-fn run_on(data: &[u8], engine: Engine, logged: bool) -> (Hart<Atomic>, Vec<CheckRecord>) {
+fn run_on<T: TimingModel>(
+    data: &[u8],
+    engine: Engine,
+    logged: bool,
+    model: T,
+) -> (Hart<T>, Vec<CheckRecord>) {
     let mut input = Input::new(data);
     let ram = GuestRam::new(BASE, RAM).expect("64 KiB of RAM");
     let mut hart = Hart::new(
@@ -147,7 +176,7 @@ fn run_on(data: &[u8], engine: Engine, logged: bool) -> (Hart<Atomic>, Vec<Check
             cycles_per_tick: 3,
         },
         ram.clone(),
-        hs_core::Atomic,
+        model,
     );
     hart.reset(BASE);
     hart.set_engine(engine);

@@ -3,22 +3,36 @@
 //! translation could get wrong: code rewritten under a translated block,
 //! a timer interrupt landing inside a hot translated loop, chained blocks,
 //! a block that loops on itself and calls returning through `jalr`. Every
-//! block is translated on its first run.
+//! block is translated on its first run. Each program runs on the atomic
+//! model (translated code skips the timing hooks) and on the in-order one
+//! (translated code calls them, taking the model's shortcuts inline):
+//! every step's cycle count must be the reference's.
 
 mod common;
 
 use hs_machine::{lockstep, Machine, StopReason};
 use hs_test_support::asm::*;
+use hs_timing::{InOrder, InOrderFactory, MachineDesc, ModelDesc, TimingModel};
 
 const BASE: u64 = 0x8000_0000;
 const FENCE_I: u32 = 0x0000_100f;
 
-fn translating(elf: &[u8]) -> Machine {
-    let mut m = common::bare_metal(1, elf.to_vec(), 50_000_000);
+fn translating<T: TimingModel>(mut m: Machine<T>) -> Machine<T> {
     for h in m.harts_mut() {
         h.set_translate_after(1);
     }
     m
+}
+
+/// The bare-metal machine on the in-order model of `machines/inorder.toml`.
+fn inorder(elf: &[u8]) -> Machine<InOrder> {
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../machines/inorder.toml");
+    let ModelDesc::InOrder(cfg) = MachineDesc::load(&p).unwrap().model else {
+        panic!("machines/inorder.toml is not the in-order model");
+    };
+    let f = InOrderFactory::new(&cfg);
+    let cfg = common::bare_metal_config(1, elf.to_vec(), 50_000_000);
+    Machine::with_timing(cfg, |_| f.build()).unwrap()
 }
 
 /// Exit through HTIF with the code in `reg`.
@@ -41,11 +55,25 @@ fn finish(mut a: Asm) -> Vec<u8> {
     elf(BASE, &image, &syms)
 }
 
+/// Run `elf` translated and on the reference in lockstep, on the atomic
+/// and on the in-order model: the stop (the same on both) and the atomic
+/// machine after it.
 fn check(elf: &[u8]) -> (StopReason, Machine) {
-    let (mut translated, mut reference) = (
-        translating(elf),
+    let (stop, atomic) = check_on(
+        translating(common::bare_metal(1, elf.to_vec(), 50_000_000)),
         common::bare_metal(1, elf.to_vec(), 50_000_000),
     );
+    let (timed_stop, timed) = check_on(translating(inorder(elf)), inorder(elf));
+    assert_eq!(stop, timed_stop, "the in-order run stopped otherwise");
+    // (its cycles differ, so a timer lands after fewer instructions)
+    assert!(timed.harts()[0].cycle() > timed.harts()[0].instret());
+    (stop, atomic)
+}
+
+fn check_on<T: TimingModel, U: TimingModel>(
+    mut translated: Machine<T>,
+    mut reference: Machine<U>,
+) -> (StopReason, Machine<T>) {
     let stop = lockstep(&mut translated, &mut reference).unwrap_or_else(|d| panic!("{d}"));
     let h = &translated.harts()[0];
     assert!(

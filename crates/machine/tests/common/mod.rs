@@ -7,7 +7,12 @@ use hs_test_support::asm::*;
 /// `harts` harts and 64 MiB of RAM booting `elf_bytes` with no firmware
 /// (`-bios none`), stopped at `max_cycles`.
 pub fn bare_metal(harts: usize, elf_bytes: Vec<u8>, max_cycles: u64) -> Machine {
-    let cfg = MachineConfig {
+    Machine::new(bare_metal_config(harts, elf_bytes, max_cycles)).unwrap()
+}
+
+/// What `bare_metal` builds its machine from (for other timing models).
+pub fn bare_metal_config(harts: usize, elf_bytes: Vec<u8>, max_cycles: u64) -> MachineConfig {
+    MachineConfig {
         harts,
         ram_bytes: 64 << 20,
         images: BootImages {
@@ -17,8 +22,7 @@ pub fn bare_metal(harts: usize, elf_bytes: Vec<u8>, max_cycles: u64) -> Machine 
         },
         max_cycles: Some(max_cycles),
         ..MachineConfig::default()
-    };
-    Machine::new(cfg).unwrap()
+    }
 }
 
 /// Emit: hart 0's CLINT timer armed (`arm_timer`) and a `wfi` loop at

@@ -28,6 +28,18 @@
 //! The block returns 0 or 1 with the frame's cycle count and next pc set
 //! (it ran to its end, or jumped), or 2 when a helper ended it at a trap
 //! (the hart's own state is then final).
+//!
+//! With a timing model that has per-instruction hooks ([`super::Hooks`]),
+//! every inline op calls them as the interpreter's block loop does —
+//! `fetch`, `insn`, then `mem`, `branch` or `jump` — taking the model's own
+//! shortcuts ([`hs_timing::InlineHooks`]) inline where they hold: a fetch
+//! from the line fetched last, a class's fixed `insn` cost and counter, a
+//! load or store to the line accessed last. Everything else is a call that
+//! keeps the register cache (the hooks read no guest register). r13 plus
+//! `pending` is then the cycle count (each op's 1 and every cost known at
+//! translation time; costs a call returns are added to r13), and the
+//! hart's `stall` lags by `stall` (the known costs), added before anything
+//! that reads it and at every exit.
 
 use dynasmrt::x64::X64Relocation;
 use dynasmrt::{dynasm, DynamicLabel, DynasmApi, DynasmLabelApi, VecAssembler};
@@ -73,6 +85,8 @@ struct Taken {
     /// the register cache where the branch leaves the straight line
     regs: RegCache,
     retired: i32,
+    /// what is owed where the branch leaves the straight line
+    owed: Owed,
     target_off: i64,
     /// the op to log (a check log is kept)
     log_op: Option<u64>,
@@ -83,11 +97,56 @@ struct Slow {
     label: DynamicLabel,
     back: DynamicLabel,
     pending: i32,
+    /// `pending` and what is owed where the straight line goes on
+    /// (`back`); (pending + 1, nothing) unless the model is hooked
+    after: (i32, Owed),
+    /// what is owed before the op
+    owed: Owed,
     op: u64,
     /// written back before the call (the cache before the op)
     before: RegCache,
     /// reloaded after it (the cache the straight line has after the op)
-    after: RegCache,
+    regs_after: RegCache,
+}
+
+/// Hooked models: what translated code owes the hart and the model at a
+/// point of its straight line, known at translation time and added where
+/// it is settled: before anything that may read it, and at every exit.
+/// (Adding a counter once per block instead of once per op keeps store-
+/// to-load chains through memory out of the straight line.) The model's
+/// `insn` counters, `last_class` and `mem` shortcut counters are read by
+/// none of the hooks translated code calls between settlements
+/// ([`hs_timing::InlineHooks`]), except `last_class` by `branch` and the
+/// jumps, which is stored before them.
+#[derive(Clone, Copy, Default)]
+struct Owed {
+    /// cycles to the hart's `stall`
+    stall: i32,
+    /// ops by class, to the `insn` counters
+    classes: [u16; hs_timing::INSN_CLASSES],
+    /// the class of the last op, to `last_class`
+    last_class: Option<u8>,
+    /// loads and stores that took (or, on the straight line, are taken
+    /// to have taken) the `mem` shortcut
+    same_line: [u16; 2],
+}
+
+/// A hook the inline shortcut did not cover: called with the register
+/// cache kept (and rsi, the access's host address, where `keep_rsi`).
+struct HookCall {
+    label: DynamicLabel,
+    back: DynamicLabel,
+    regs: RegCache,
+    keep_rsi: bool,
+    kind: HookKind,
+}
+
+enum HookKind {
+    /// `fetch` of the op at this address
+    Fetch(u64),
+    /// `mem` of a load or store: the address is `x[base] + imm` (base the
+    /// host register holding it), `size | store << 8`
+    Mem { base: u8, imm: i32, size_kind: u32 },
 }
 
 /// A store that hit a page flagged as code.
@@ -127,6 +186,13 @@ pub(super) struct Emitter<'a> {
     top: DynamicLabel,
     /// guest registers in host registers, at the current point
     regs: RegCache,
+    /// hooked models: what the code owes the hart and the model here
+    owed: Owed,
+    /// hooked models: the I-line (low 12 bits of its physical address)
+    /// the last fetch was from, when only inline ops ran since (a fetch
+    /// from it then passes the model's shortcut for certain)
+    fetched_line: Option<u64>,
+    hook_calls: Vec<HookCall>,
 }
 
 /// `op`'s address (a stable copy the helpers read), for the op at `i`.
@@ -151,6 +217,9 @@ impl<'a> Emitter<'a> {
             chain_entry: 0,
             top,
             regs: RegCache::default(),
+            owed: Owed::default(),
+            fetched_line: None,
+            hook_calls: Vec::new(),
         }
     }
 
@@ -196,6 +265,7 @@ impl<'a> Emitter<'a> {
             let off = last.off as i64 + last.len as i64;
             let regs = self.regs;
             self.store_dirty(&regs);
+            self.settle_owed();
             self.exit_at(self.pending, off);
         }
         self.stubs();
@@ -481,20 +551,260 @@ impl<'a> Emitter<'a> {
         );
     }
 
-    /// Append a check-log record for `op` with `retired` ops past r13.
+    /// Append a check-log record for `op` with `retired` ops past r13
+    /// (the record's instret reads the hart's stall: brought up to date).
     fn log(&mut self, op: u64, retired: i32) {
+        self.settle_owed();
         self.sync(retired);
         self.call(self.lay.log_helper, op);
+    }
+
+    /// Add what `o` owes (`sign` -1: take it back, after a helper that
+    /// did the op itself; `last_class` is then left as the helper set it).
+    fn settle(&mut self, o: &Owed, sign: i32) {
+        let Some(h) = &self.lay.hooks else {
+            return;
+        };
+        let (ih, t, st) = (&h.inline, h.model, h.stall);
+        if o.stall != 0 {
+            let n = sign * o.stall;
+            dynasm!(self.a ; .arch x64 ; add QWORD [rbx + st], n);
+        }
+        for (class, &n) in o.classes.iter().enumerate() {
+            if n != 0 {
+                let at = t + (ih.insn_counts + 8 * class) as i32;
+                let n = sign * n as i32;
+                dynasm!(self.a ; .arch x64 ; add QWORD [rbx + at], n);
+            }
+        }
+        if o.same_line != [0, 0] {
+            let tr = t + ih.mem_translating as i32;
+            dynasm!(self.a ; .arch x64 ; movzx eax, BYTE [rbx + tr] ; shl eax, 4);
+            for (store, &n) in o.same_line.iter().enumerate() {
+                if n != 0 {
+                    let at = t + (ih.mem_counts + 8 * store) as i32;
+                    let n = sign * n as i32;
+                    dynasm!(self.a ; .arch x64 ; add QWORD [rbx + rax + at], n);
+                }
+            }
+        }
+        if let (Some(class), true) = (o.last_class, sign > 0) {
+            let at = t + ih.last_class as i32;
+            dynasm!(self.a ; .arch x64 ; mov BYTE [rbx + at], class as i8);
+        }
+    }
+
+    /// Settle what the straight line owes here; it then owes nothing.
+    fn settle_owed(&mut self) {
+        let o = std::mem::take(&mut self.owed);
+        self.settle(&o, 1);
+    }
+
+    /// Store the last op's class where the model keeps it (before a hook
+    /// that reads it).
+    fn store_last_class(&mut self) {
+        let (Some(h), Some(class)) = (&self.lay.hooks, self.owed.last_class) else {
+            return;
+        };
+        let at = h.model + h.inline.last_class as i32;
+        dynasm!(self.a ; .arch x64 ; mov BYTE [rbx + at], class as i8);
+        self.owed.last_class = None;
+    }
+
+    /// Cycles a hook call returned (in rax): to the cycle count and stall.
+    fn add_dynamic(&mut self) {
+        if let Some(h) = &self.lay.hooks {
+            let st = h.stall;
+            dynasm!(self.a ; .arch x64 ; add r13, rax ; add QWORD [rbx + st], rax);
+        }
+    }
+
+    /// Call `f(hart, rsi, rdx, rcx)` keeping the register cache `regs`
+    /// (and rsi when `keep_rsi`): the caller-saved host registers holding
+    /// a guest register are pushed around it. `args` sets rsi, rdx and
+    /// rcx (rdi is set to the hart after it). The result is in rax.
+    fn kept_call(
+        &mut self,
+        regs: &RegCache,
+        keep_rsi: bool,
+        f: usize,
+        args: impl FnOnce(&mut Self),
+    ) {
+        let mut saved: Vec<u8> = (0..6)
+            .filter(|&i| regs.slots[i].guest.is_some())
+            .map(|i| CACHE_REGS[i])
+            .collect();
+        if keep_rsi {
+            saved.push(6);
+        }
+        for &r in &saved {
+            dynasm!(self.a ; .arch x64 ; push Rq(r));
+        }
+        // (rsp 16-byte aligned at the call, as on the straight line)
+        let pad = (saved.len() % 2 * 8) as i32;
+        if pad != 0 {
+            dynasm!(self.a ; .arch x64 ; sub rsp, pad);
+        }
+        args(self);
+        dynasm!(self.a
+            ; .arch x64
+            ; mov rdi, rbx
+            ; mov rax, QWORD f as i64
+            ; call rax
+        );
+        if pad != 0 {
+            dynasm!(self.a ; .arch x64 ; add rsp, pad);
+        }
+        for &r in saved.iter().rev() {
+            dynasm!(self.a ; .arch x64 ; pop Rq(r));
+        }
+    }
+
+    /// Hooked: the op's `fetch` (nothing when it is from the line an
+    /// inline op fetched last: the shortcut holds for certain; else the
+    /// shortcut's test inline and the hook when it fails).
+    fn hook_fetch(&mut self, op: &Op, addr: u64, keep_rsi: bool) {
+        let Some(h) = self.lay.hooks.as_ref() else {
+            return;
+        };
+        let (ih, t) = (&h.inline, h.model);
+        // (the low 12 bits of a block's physical address are its pc's,
+        // whichever page it runs from; lines are at most a page)
+        let pa = self.lay.block_pa.wrapping_add(op.off as u64) & 0xfff;
+        let line = pa & ih.fetch_line_mask;
+        if ih.fetch_line_mask | 0xfff == u64::MAX && self.fetched_line == Some(line) {
+            return;
+        }
+        self.fetched_line = Some(line);
+        let (label, back) = (self.a.new_dynamic_label(), self.a.new_dynamic_label());
+        let mask = ih.fetch_line_mask as i64;
+        let (last, walk) = (t + ih.fetch_last_line as i32, t + ih.walk_pending as i32);
+        let f_base_pa = self.lay.f_base_pa;
+        dynasm!(self.a
+            ; .arch x64
+            ; mov rax, QWORD mask
+            ; mov rcx, QWORD [rbx + f_base_pa]
+            ; add rcx, op.off as i32
+            ; and rax, rcx
+            ; cmp rax, QWORD [rbx + last]
+            ; jne =>label
+            ; cmp QWORD [rbx + walk], 0
+            ; jne =>label
+            ; =>back
+        );
+        self.hook_calls.push(HookCall {
+            label,
+            back,
+            regs: self.regs,
+            keep_rsi,
+            kind: HookKind::Fetch(addr),
+        });
+    }
+
+    /// Hooked: the op's `insn` (its class's counter and fixed cost).
+    fn hook_insn(&mut self, op: &Op) {
+        let Some(h) = self.lay.hooks.as_ref() else {
+            return;
+        };
+        let class = op.class as u8;
+        let cost = h.inline.insn_cost[class as usize].unwrap_or(0) as i32;
+        self.owed.classes[class as usize] += 1;
+        self.owed.last_class = Some(class);
+        self.pending += cost;
+        self.owed.stall += cost;
+    }
+
+    /// Hooked: a load's or store's `mem` (rsi its host address, `base`
+    /// the host register holding the address register): the shortcut's
+    /// test inline, the hook when it fails. (No walk is pending: the op's
+    /// fetch just ran, and leaves none.)
+    fn hook_mem(&mut self, base: u8, imm: i32, size: i32, store: bool) {
+        let Some(h) = self.lay.hooks.as_ref() else {
+            return;
+        };
+        let (ih, t) = (&h.inline, h.model);
+        let shift = ih.mem_shift as i8;
+        let to_pa = h.host_to_pa as i64;
+        let (vline, line, dirty) = (
+            t + ih.mem_last_vline as i32,
+            t + ih.mem_last_line as i32,
+            t + ih.mem_last_dirty as i32,
+        );
+        let cost = ih.mem_cost as i32;
+        let (label, back) = (self.a.new_dynamic_label(), self.a.new_dynamic_label());
+        dynasm!(self.a
+            ; .arch x64
+            ; lea rax, [Rq(base) + imm]
+            ; shr rax, shift
+            ; cmp rax, QWORD [rbx + vline]
+            ; jne =>label
+            ; mov rax, QWORD to_pa
+            ; add rax, rsi
+            ; shr rax, shift
+            ; cmp rax, QWORD [rbx + line]
+            ; jne =>label
+        );
+        if store {
+            dynasm!(self.a ; .arch x64 ; cmp BYTE [rbx + dirty], 0 ; je =>label);
+        }
+        dynasm!(self.a ; .arch x64 ; =>back);
+        self.hook_calls.push(HookCall {
+            label,
+            back,
+            regs: self.regs,
+            keep_rsi: true,
+            kind: HookKind::Mem {
+                base,
+                imm,
+                size_kind: size as u32 | (store as u32) << 8,
+            },
+        });
+        self.owed.same_line[store as usize] += 1;
+        self.pending += cost;
+        self.owed.stall += cost;
+    }
+
+    /// The interpreter's definition of the op, retiring (and logging) it.
+    fn helper_op(&mut self, addr: u64) -> Emitted {
+        let lay = self.lay;
+        self.flush_regs();
+        self.settle_owed();
+        let p = self.pending;
+        self.sync(p);
+        self.call(lay.op_helper, addr);
+        dynasm!(self.a
+            ; .arch x64
+            ; mov r13, QWORD [rbx + lay.f_cyc]
+            ; test eax, eax
+            ; jnz =>self.ret
+        );
+        self.pending = 0;
+        // (the op may have changed what the next fetch finds)
+        self.fetched_line = None;
+        Emitted::Helper
+    }
+
+    /// Hooked: an ALU op's `fetch` and `insn`, before it.
+    fn hooks_before(&mut self, op: &Op, addr: u64) {
+        self.hook_fetch(op, addr, false);
+        self.hook_insn(op);
     }
 
     /// Emit one op; how (see [`Emitted`]).
     fn op(&mut self, op: &Op, addr: u64) -> Emitted {
         use Insn::*;
         let lay = self.lay;
+        if let Some(h) = &lay.hooks {
+            // a class whose `insn` is not a fixed cost: the helper calls it
+            if h.inline.insn_cost[op.class as usize].is_none() {
+                return self.helper_op(addr);
+            }
+        }
         // (results are computed in rax and moved to rd's host register:
         // register moves cost next to nothing on current x86 cores)
         macro_rules! alu_i {
             ($rd:expr, $rs1:expr, $($body:tt)*) => {{
+                self.hooks_before(op, addr);
                 let r1 = self.src($rs1);
                 dynasm!(self.a ; .arch x64 ; mov rax, Rq(r1) ; $($body)*);
                 self.set_rd($rd);
@@ -503,6 +813,7 @@ impl<'a> Emitter<'a> {
         }
         macro_rules! alu_r {
             ($rd:expr, $rs1:expr, $rs2:expr, $($body:tt)*) => {{
+                self.hooks_before(op, addr);
                 let r1 = self.src($rs1);
                 let r2 = self.src($rs2);
                 dynasm!(self.a ; .arch x64 ; mov rax, Rq(r1) ; mov rcx, Rq(r2) ; $($body)*);
@@ -514,6 +825,7 @@ impl<'a> Emitter<'a> {
         // holding rs1 (the result is written there)
         macro_rules! alu_i_at {
             ($rd:expr, $rs1:expr, |$d:ident| $($body:tt)*) => {{
+                self.hooks_before(op, addr);
                 let r1 = self.src($rs1);
                 let $d = self.dst($rd);
                 if $d != r1 {
@@ -528,6 +840,7 @@ impl<'a> Emitter<'a> {
         // through rax
         macro_rules! alu_r_at {
             ($rd:expr, $rs1:expr, $rs2:expr, $commutes:expr, |$d:ident, $s:ident| $($body:tt)*) => {{
+                self.hooks_before(op, addr);
                 let r1 = self.src($rs1);
                 let r2 = self.src($rs2);
                 let d = self.dst($rd);
@@ -552,6 +865,7 @@ impl<'a> Emitter<'a> {
         let off = op.off as i64;
         match op.insn {
             Addi { rd, rs1, imm } => {
+                self.hooks_before(op, addr);
                 let r1 = self.src(rs1);
                 let d = self.dst(rd);
                 dynasm!(self.a ; .arch x64 ; lea Rq(d), [Rq(r1) + imm]);
@@ -570,11 +884,13 @@ impl<'a> Emitter<'a> {
             Srliw { rd, rs1, imm } => alu_i!(rd, rs1, shr eax, (imm & 31) as i8 ; movsxd rax, eax),
             Sraiw { rd, rs1, imm } => alu_i!(rd, rs1, sar eax, (imm & 31) as i8 ; movsxd rax, eax),
             Lui { rd, imm } => {
+                self.hooks_before(op, addr);
                 dynasm!(self.a ; .arch x64 ; mov rax, QWORD imm as i64);
                 self.set_rd(rd);
                 self.pending += 1;
             }
             Auipc { rd, imm } => {
+                self.hooks_before(op, addr);
                 dynasm!(self.a ; .arch x64 ; mov rax, QWORD off + imm as i64 ; add rax, QWORD [rbx + lay.f_base_pc]);
                 self.set_rd(rd);
                 self.pending += 1;
@@ -605,6 +921,7 @@ impl<'a> Emitter<'a> {
             Bgeu { rs1, rs2, imm } => self.branch(op, addr, (rs1, rs2), imm, 5),
             Jal { rd, imm } => {
                 let link = off + op.len as i64;
+                self.hooks_before(op, addr);
                 self.flush_regs();
                 let d = self.x(if rd == 0 { SINK } else { rd });
                 dynasm!(self.a
@@ -613,10 +930,17 @@ impl<'a> Emitter<'a> {
                     ; add rax, QWORD [rbx + lay.f_base_pc]
                     ; mov QWORD [rbx + d], rax
                 );
+                if let Some(h) = &lay.hooks {
+                    let f = h.direct_jump;
+                    self.store_last_class();
+                    self.call(f, addr);
+                    self.add_dynamic();
+                }
                 let retired = self.pending + 1;
                 if lay.log {
                     self.log(addr, retired);
                 }
+                self.settle_owed();
                 if off + imm as i64 == 0 {
                     self.loop_or_exit(retired);
                 } else {
@@ -627,6 +951,7 @@ impl<'a> Emitter<'a> {
             Jalr { rd, rs1, imm } => {
                 // the target first: rd may be rs1
                 let link = off + op.len as i64;
+                self.hooks_before(op, addr);
                 self.flush_regs();
                 let (d1, d) = (self.x(rs1), self.x(if rd == 0 { SINK } else { rd }));
                 dynasm!(self.a
@@ -639,41 +964,35 @@ impl<'a> Emitter<'a> {
                     ; add rax, QWORD [rbx + lay.f_base_pc]
                     ; mov QWORD [rbx + d], rax
                 );
+                if let Some(h) = &lay.hooks {
+                    // (the hook reads the target from the frame's pc)
+                    let f = h.jump;
+                    self.store_last_class();
+                    self.call(f, addr);
+                    self.add_dynamic();
+                }
                 let retired = self.pending + 1;
                 if lay.log {
                     self.log(addr, retired);
                 }
+                self.settle_owed();
                 self.indirect_exit(retired);
                 return Emitted::Jumped;
             }
 
-            Lb { rd, rs1, imm } => self.load(addr, rd, rs1, imm, 1, true),
-            Lh { rd, rs1, imm } => self.load(addr, rd, rs1, imm, 2, true),
-            Lw { rd, rs1, imm } => self.load(addr, rd, rs1, imm, 4, true),
-            Ld { rd, rs1, imm } => self.load(addr, rd, rs1, imm, 8, false),
-            Lbu { rd, rs1, imm } => self.load(addr, rd, rs1, imm, 1, false),
-            Lhu { rd, rs1, imm } => self.load(addr, rd, rs1, imm, 2, false),
-            Lwu { rd, rs1, imm } => self.load(addr, rd, rs1, imm, 4, false),
-            Sb { rs1, rs2, imm } => self.store(addr, rs1, rs2, imm, 1),
-            Sh { rs1, rs2, imm } => self.store(addr, rs1, rs2, imm, 2),
-            Sw { rs1, rs2, imm } => self.store(addr, rs1, rs2, imm, 4),
-            Sd { rs1, rs2, imm } => self.store(addr, rs1, rs2, imm, 8),
+            Lb { rd, rs1, imm } => self.load(op, addr, rd, rs1, imm, 1, true),
+            Lh { rd, rs1, imm } => self.load(op, addr, rd, rs1, imm, 2, true),
+            Lw { rd, rs1, imm } => self.load(op, addr, rd, rs1, imm, 4, true),
+            Ld { rd, rs1, imm } => self.load(op, addr, rd, rs1, imm, 8, false),
+            Lbu { rd, rs1, imm } => self.load(op, addr, rd, rs1, imm, 1, false),
+            Lhu { rd, rs1, imm } => self.load(op, addr, rd, rs1, imm, 2, false),
+            Lwu { rd, rs1, imm } => self.load(op, addr, rd, rs1, imm, 4, false),
+            Sb { rs1, rs2, imm } => self.store(op, addr, rs1, rs2, imm, 1),
+            Sh { rs1, rs2, imm } => self.store(op, addr, rs1, rs2, imm, 2),
+            Sw { rs1, rs2, imm } => self.store(op, addr, rs1, rs2, imm, 4),
+            Sd { rs1, rs2, imm } => self.store(op, addr, rs1, rs2, imm, 8),
 
-            _ => {
-                // the interpreter's definition, retiring (and logging) it
-                self.flush_regs();
-                let p = self.pending;
-                self.sync(p);
-                self.call(lay.op_helper, addr);
-                dynasm!(self.a
-                    ; .arch x64
-                    ; mov r13, QWORD [rbx + lay.f_cyc]
-                    ; test eax, eax
-                    ; jnz =>self.ret
-                );
-                self.pending = 0;
-                return Emitted::Helper;
-            }
+            _ => return self.helper_op(addr),
         }
         Emitted::Inline
     }
@@ -681,9 +1000,46 @@ impl<'a> Emitter<'a> {
     /// A conditional branch.
     fn branch(&mut self, op: &Op, addr: u64, (rs1, rs2): (u8, u8), imm: i32, cond: u8) {
         let label = self.a.new_dynamic_label();
+        self.hooks_before(op, addr);
         let r1 = self.src(rs1);
         let r2 = self.src(rs2);
         dynasm!(self.a ; .arch x64 ; cmp Rq(r1), Rq(r2));
+        if let Some(h) = &self.lay.hooks {
+            // the outcome to the `branch` hook, which returns its cycles
+            // doubled plus the outcome
+            let f = h.branch;
+            match cond {
+                0 => dynasm!(self.a ; .arch x64 ; sete al),
+                1 => dynasm!(self.a ; .arch x64 ; setne al),
+                2 => dynasm!(self.a ; .arch x64 ; setl al),
+                3 => dynasm!(self.a ; .arch x64 ; setge al),
+                4 => dynasm!(self.a ; .arch x64 ; setb al),
+                _ => dynasm!(self.a ; .arch x64 ; setae al),
+            }
+            dynasm!(self.a ; .arch x64 ; movzx eax, al);
+            self.store_last_class();
+            let regs = self.regs;
+            self.kept_call(&regs, false, f, |e| {
+                dynasm!(e.a ; .arch x64 ; mov edx, eax ; mov rsi, QWORD addr as i64);
+            });
+            dynasm!(self.a
+                ; .arch x64
+                ; mov ecx, eax
+                ; shr rax, 1
+            );
+            self.add_dynamic();
+            dynasm!(self.a ; .arch x64 ; test ecx, 1 ; jnz =>label);
+            self.pending += 1;
+            self.taken.push(Taken {
+                label,
+                regs: self.regs,
+                retired: self.pending,
+                owed: self.owed,
+                target_off: op.off as i64 + imm as i64,
+                log_op: self.lay.log.then_some(addr),
+            });
+            return;
+        }
         match cond {
             0 => dynasm!(self.a ; .arch x64 ; je =>label),
             1 => dynasm!(self.a ; .arch x64 ; jne =>label),
@@ -697,6 +1053,7 @@ impl<'a> Emitter<'a> {
             label,
             regs: self.regs,
             retired: self.pending,
+            owed: self.owed,
             target_off: op.off as i64 + imm as i64,
             log_op: self.lay.log.then_some(addr),
         });
@@ -732,21 +1089,50 @@ impl<'a> Emitter<'a> {
             label: slow,
             back,
             pending: self.pending,
+            after: (self.pending + 1, Owed::default()),
+            owed: self.owed,
             op: addr,
             before,
-            after: self.regs,
+            regs_after: self.regs,
         });
         back
     }
 
-    /// rsi = x[rs1] + imm.
-    fn address(&mut self, rs1: u8, imm: i32) {
+    /// rsi = x[rs1] + imm; the host register holding rs1.
+    fn address(&mut self, rs1: u8, imm: i32) -> u8 {
         let r1 = self.src(rs1);
         dynasm!(self.a ; .arch x64 ; lea rsi, [Rq(r1) + imm]);
+        r1
     }
 
-    fn load(&mut self, addr: u64, rd: u8, rs1: u8, imm: i32, n: i32, signed: bool) {
-        self.address(rs1, imm);
+    /// Hooked: a load's or store's hooks, after its TLB test passed (so a
+    /// TLB miss leaves them all to the interpreter's definition): rsi the
+    /// host address, `r1` the host register of the address register.
+    fn hooks_of_access(&mut self, op: &Op, addr: u64, r1: u8, imm: i32, n: i32, store: bool) {
+        if self.lay.hooks.is_none() {
+            return;
+        }
+        self.hook_fetch(op, addr, true);
+        self.hook_insn(op);
+        self.hook_mem(r1, imm, n, store);
+    }
+
+    /// Hooked: where the straight line goes on after a load or store, for
+    /// its slow path to rejoin; the next fetch is tested (the slow path
+    /// may have walked).
+    fn access_done(&mut self) {
+        if self.lay.hooks.is_none() {
+            return;
+        }
+        let after = (self.pending, self.owed);
+        if let Some(s) = self.slow.last_mut() {
+            s.after = after;
+        }
+        self.fetched_line = None;
+    }
+
+    fn load(&mut self, op: &Op, addr: u64, rd: u8, rs1: u8, imm: i32, n: i32, signed: bool) {
+        let r1 = self.address(rs1, imm);
         let before = self.regs;
         // rd's host register is claimed before the TLB check, so the slow
         // path reloads it with what the interpreter loaded
@@ -756,6 +1142,7 @@ impl<'a> Emitter<'a> {
             i
         });
         let back = self.translate(addr, before, n, 0);
+        self.hooks_of_access(op, addr, r1, imm, n, false);
         // straight into rd's host register (rax for x0, written to the sink)
         let r = slot.map_or(0, |i| CACHE_REGS[i]);
         match (n, signed) {
@@ -773,12 +1160,14 @@ impl<'a> Emitter<'a> {
         }
         dynasm!(self.a ; .arch x64 ; =>back);
         self.pending += 1;
+        self.access_done();
     }
 
-    fn store(&mut self, addr: u64, rs1: u8, rs2: u8, imm: i32, n: i32) {
-        self.address(rs1, imm);
+    fn store(&mut self, op: &Op, addr: u64, rs1: u8, rs2: u8, imm: i32, n: i32) {
+        let r1 = self.address(rs1, imm);
         let r2 = self.src(rs2);
         let back = self.translate(addr, self.regs, n, STORE_ROW_DELTA);
+        self.hooks_of_access(op, addr, r1, imm, n, true);
         match n {
             // (through cl: not every cache register has a byte form without REX)
             1 => dynasm!(self.a ; .arch x64 ; mov rcx, Rq(r2) ; mov BYTE [rsi], cl),
@@ -810,6 +1199,7 @@ impl<'a> Emitter<'a> {
             regs: self.regs,
         });
         self.pending += 1;
+        self.access_done();
     }
 
     /// The out-of-line paths, after the block's straight line.
@@ -818,9 +1208,11 @@ impl<'a> Emitter<'a> {
         for t in std::mem::take(&mut self.taken) {
             dynasm!(self.a ; .arch x64 ; =>t.label);
             self.store_dirty(&t.regs);
+            self.owed = t.owed;
             if let Some(op) = t.log_op {
                 self.log(op, t.retired);
             }
+            self.settle_owed();
             if t.target_off == 0 {
                 self.loop_or_exit(t.retired);
             } else {
@@ -833,17 +1225,67 @@ impl<'a> Emitter<'a> {
             // it among `pending + 1`
             dynasm!(self.a ; .arch x64 ; =>s.label);
             self.store_dirty(&s.before);
+            self.settle(&s.owed, 1);
             self.sync(s.pending);
             self.call(lay.mem_helper, s.op);
             dynasm!(self.a
                 ; .arch x64
                 ; mov r13, QWORD [rbx + lay.f_cyc]
-                ; sub r13, s.pending + 1
+                ; sub r13, s.after.0
                 ; test eax, eax
                 ; jnz =>self.ret
             );
-            self.reload(&s.after);
+            // (the straight line settles what it owes later, as if the
+            // op had run there)
+            self.settle(&s.after.1, -1);
+            self.reload(&s.regs_after);
             dynasm!(self.a ; .arch x64 ; jmp =>s.back);
+        }
+        if let Some(h) = &lay.hooks {
+            let (fetch, mem) = (h.fetch, h.mem);
+            for c in std::mem::take(&mut self.hook_calls) {
+                dynasm!(self.a ; .arch x64 ; =>c.label);
+                match c.kind {
+                    HookKind::Fetch(op) => {
+                        self.kept_call(&c.regs, c.keep_rsi, fetch, |e| {
+                            dynasm!(e.a ; .arch x64 ; mov rsi, QWORD op as i64);
+                        });
+                    }
+                    HookKind::Mem {
+                        base,
+                        imm,
+                        size_kind,
+                    } => {
+                        let cost = lay.hooks.as_ref().map_or(0, |h| h.inline.mem_cost) as i32;
+                        // (rsi, the host address, is the hook's too)
+                        self.kept_call(&c.regs, true, mem, |e| {
+                            dynasm!(e.a
+                                ; .arch x64
+                                ; lea rdx, [Rq(base) + imm]
+                                ; mov ecx, size_kind as i32
+                            );
+                        });
+                        // the straight line counts the shortcut's cost
+                        // and use, taken back here
+                        dynasm!(self.a ; .arch x64 ; sub rax, cost);
+                        self.add_dynamic();
+                        let h = lay.hooks.as_ref().expect("hooked");
+                        let tr = h.model + h.inline.mem_translating as i32;
+                        let at =
+                            h.model + (h.inline.mem_counts + 8 * (size_kind >> 8) as usize) as i32;
+                        dynasm!(self.a
+                            ; .arch x64
+                            ; movzx eax, BYTE [rbx + tr]
+                            ; shl eax, 4
+                            ; sub QWORD [rbx + rax + at], 1
+                        );
+                        dynasm!(self.a ; .arch x64 ; jmp =>c.back);
+                        continue;
+                    }
+                }
+                self.add_dynamic();
+                dynasm!(self.a ; .arch x64 ; jmp =>c.back);
+            }
         }
         for c in std::mem::take(&mut self.code_stores) {
             dynasm!(self.a ; .arch x64 ; =>c.label);

@@ -1,10 +1,13 @@
 //! The translating engine ([`Engine::Translated`]): a block of the block
 //! cache that has run [`TRANSLATE_AFTER`] times is compiled to x86-64 (see [`emit`])
 //! and from then on runs as host code; cold blocks stay with the block
-//! interpreter, and so does every hart whose timing model has per-
-//! instruction hooks (only [`TimingModel::INSN_HOOKS_FREE`] models, the
-//! atomic one, are translated: what the hooks of others see must not
-//! depend on which engine ran).
+//! interpreter. A timing model's per-instruction hooks are either skipped
+//! ([`TimingModel::hooks_skippable`]: the atomic model) or called by the
+//! translated code as the interpreter calls them, with the model's own
+//! shortcuts inline ([`TimingModel::hooks_inlinable`]: the single-issue
+//! in-order model); a model that offers neither (the pipelined one, a
+//! model recording every instruction) stays with the interpreter: what
+//! its hooks see must not depend on which engine ran.
 //!
 //! What a translated block does is the interpreter's block semantics
 //! exactly: the same ops (decoded once, by the block cache), the same
@@ -26,7 +29,8 @@ mod emit;
 use std::time::Instant;
 
 use hs_bus::SystemBus;
-use hs_timing::TimingModel;
+use hs_isa::Insn;
+use hs_timing::{InlineHooks, JumpHint, MemKind, TimingModel};
 
 use super::reference::CheckKind;
 use super::semantics::Flow;
@@ -110,6 +114,28 @@ pub(super) struct Layout {
     /// one byte per page of guest RAM, set for pages code was decoded from
     code_flags: u64,
     log: bool,
+    /// the model's hooks, when translated code calls them
+    hooks: Option<Hooks>,
+    /// the block's physical address (its low 12 bits are the same
+    /// wherever it runs from)
+    block_pa: u64,
+}
+
+/// What translated code needs to call a hooked model's hooks (see
+/// `emit`): the model's shortcuts and where its fields are in the hart,
+/// the hart's `stall`, and the hook helpers.
+pub(super) struct Hooks {
+    inline: InlineHooks,
+    /// the model's offset in the hart
+    model: i32,
+    stall: i32,
+    fetch: usize,
+    mem: usize,
+    branch: usize,
+    jump: usize,
+    direct_jump: usize,
+    /// a host address in guest RAM plus this is its physical address
+    host_to_pa: u64,
 }
 
 /// Translated code: an executable region, and per block (by its first
@@ -121,9 +147,10 @@ pub(crate) struct Jit {
     ops: Vec<Op>,
     /// bytes from a block's code to where a chained jump enters it
     chain_entry: usize,
-    /// The op helper the code calls (it names the bus type) and whether
-    /// it logs: code built for another is dropped.
-    key: (usize, bool),
+    /// The op helper the code calls (it names the bus type), whether it
+    /// logs and whether it calls the model's hooks: code built for
+    /// another is dropped.
+    key: (usize, bool, bool),
     /// runs before a block is translated
     hot: u32,
     pub blocks: u64,
@@ -142,7 +169,7 @@ impl Jit {
             slots: Vec::new(),
             ops: Vec::new(),
             chain_entry: 0,
-            key: (0, false),
+            key: (0, false, false),
             hot: TRANSLATE_AFTER,
             blocks: 0,
             nanos: 0,
@@ -289,7 +316,8 @@ impl<T: TimingModel> Hart<T> {
     /// Whether hot blocks run as translated code.
     #[inline(always)]
     pub(super) fn translating(&self) -> bool {
-        self.engine == Engine::Translated && self.timing.hooks_skippable()
+        self.engine == Engine::Translated
+            && (self.timing.hooks_skippable() || self.timing.hooks_inlinable())
     }
 
     /// Run the block at `start` (and the blocks it chains into) translated
@@ -304,7 +332,8 @@ impl<T: TimingModel> Hart<T> {
         limit: u64,
     ) -> Option<Exit> {
         let log = self.check_log.is_some();
-        let key = (jit_op::<T, B, true> as *const () as usize, log);
+        let hooked = !self.timing.hooks_skippable();
+        let key = (jit_op::<T, B, true> as *const () as usize, log, hooked);
         if self.blocks.jit.key != key {
             self.blocks.jit.reset();
             self.blocks.jit.key = key;
@@ -337,12 +366,12 @@ impl<T: TimingModel> Hart<T> {
                     self.pc = self.jit_frame.pc;
                     self.jit_link();
                     let k = self.cycle - self.jit_frame.seen;
-                    if k != 0 {
+                    if k != 0 && !hooked {
                         self.timing.skipped(k);
                     }
                 }
                 Err(hot) => {
-                    if hot && self.jit_compile::<B>(start, n) {
+                    if hot && self.jit_compile::<B>(start, n, pa) {
                         continue;
                     }
                     let r = if log {
@@ -368,7 +397,7 @@ impl<T: TimingModel> Hart<T> {
     /// Translate the `n` ops at arena index `start`; false if it could
     /// not be (then it stays interpreted).
     #[inline(never)]
-    fn jit_compile<B: SystemBus>(&mut self, start: usize, n: usize) -> bool {
+    fn jit_compile<B: SystemBus>(&mut self, start: usize, n: usize, pa: u64) -> bool {
         // (translated stores find a page's code flag by host page number:
         // guest RAM is mapped page-aligned)
         if !cfg!(target_arch = "x86_64") || self.ram_host as u64 & 0xfff != 0 {
@@ -428,6 +457,26 @@ impl<T: TimingModel> Hart<T> {
             ram_host: self.ram_host as u64,
             code_flags: code_flags as u64,
             log: self.blocks.jit.key.1,
+            hooks: if self.blocks.jit.key.2 {
+                // (a hooked model without shortcuts: stays interpreted)
+                let Some(inline) = self.timing.inline_hooks() else {
+                    return false;
+                };
+                Some(Hooks {
+                    inline,
+                    model: std::mem::offset_of!(Hart<T>, timing) as i32,
+                    stall: std::mem::offset_of!(Hart<T>, stall) as i32,
+                    fetch: jit_fetch::<T> as *const () as usize,
+                    mem: jit_mem::<T> as *const () as usize,
+                    branch: jit_branch::<T> as *const () as usize,
+                    jump: jit_jump::<T> as *const () as usize,
+                    direct_jump: jit_direct_jump::<T> as *const () as usize,
+                    host_to_pa: self.host_to_pa(0),
+                })
+            } else {
+                None
+            },
+            block_pa: pa,
         };
         #[cfg(target_arch = "x86_64")]
         let code = emit::Emitter::new(&lay).block(&ops, &op_addr);
@@ -494,7 +543,7 @@ impl<T: TimingModel> Hart<T> {
         let pc = base.wrapping_add(op.off as u64);
         let mut cyc = self.jit_frame.cyc;
         let k = cyc - self.jit_frame.seen;
-        if k != 0 {
+        if k != 0 && self.timing.hooks_skippable() {
             self.timing.skipped(k);
         }
         // what the interpreter's block loop charges before an op
@@ -539,6 +588,92 @@ extern "sysv64" fn jit_op<T: TimingModel, B: SystemBus, const LOG: bool>(
     // one of the jit's op copies, which outlive the code.
     let (h, bus, op) = unsafe { (&mut *h, &mut *bus, &*op) };
     h.jit_run_op::<B, LOG>(bus, op)
+}
+
+/// Translated code's `fetch` hook of `op` (the model's shortcut did not
+/// hold).
+extern "sysv64" fn jit_fetch<T: TimingModel>(h: *mut Hart<T>, op: *const Op) -> u64 {
+    // SAFETY: as `jit_op`.
+    let (h, op) = unsafe { (&mut *h, &*op) };
+    let pc = h.jit_frame.base_pc.wrapping_add(op.off as u64);
+    let pa = h.jit_frame.base_pa.wrapping_add(op.off as u64);
+    h.timing.fetch(pc, pa, op.len)
+}
+
+/// Translated code's `mem` hook of a load or store that the TLB mapped
+/// to `host` (in guest RAM) from `va`; `size_kind` is its size, plus 256
+/// for a store.
+extern "sysv64" fn jit_mem<T: TimingModel>(
+    h: *mut Hart<T>,
+    host: u64,
+    va: u64,
+    size_kind: u64,
+) -> u64 {
+    // SAFETY: as `jit_op`.
+    let h = unsafe { &mut *h };
+    let kind = if size_kind >> 8 != 0 {
+        MemKind::Store
+    } else {
+        MemKind::Load
+    };
+    let pa = h.host_to_pa(host);
+    h.timing.mem(va, pa, size_kind as u8, kind, false)
+}
+
+/// Translated code's `branch` hook of the conditional branch `op`:
+/// its cycles doubled, plus `taken`.
+extern "sysv64" fn jit_branch<T: TimingModel>(h: *mut Hart<T>, op: *const Op, taken: u64) -> u64 {
+    // SAFETY: as `jit_op`.
+    let (h, op) = unsafe { (&mut *h, &*op) };
+    let pc = h.jit_frame.base_pc.wrapping_add(op.off as u64);
+    let imm = match op.insn {
+        Insn::Beq { imm, .. }
+        | Insn::Bne { imm, .. }
+        | Insn::Blt { imm, .. }
+        | Insn::Bge { imm, .. }
+        | Insn::Bltu { imm, .. }
+        | Insn::Bgeu { imm, .. } => imm,
+        _ => unreachable!("jit_branch of a non-branch op"),
+    };
+    let target = pc.wrapping_add(imm as i64 as u64);
+    let c = h.timing.branch(pc, taken != 0, target);
+    c << 1 | (taken & 1)
+}
+
+/// Translated code's `direct_jump` hook of the `jal` `op`.
+extern "sysv64" fn jit_direct_jump<T: TimingModel>(
+    h: *mut Hart<T>,
+    _bus: *mut u8,
+    op: *const Op,
+) -> u64 {
+    // SAFETY: as `jit_op`.
+    let (h, op) = unsafe { (&mut *h, &*op) };
+    let pc = h.jit_frame.base_pc.wrapping_add(op.off as u64);
+    let Insn::Jal { rd, imm } = op.insn else {
+        unreachable!("jit_direct_jump of a non-jal op")
+    };
+    let target = pc.wrapping_add(imm as i64 as u64);
+    let link = pc.wrapping_add(op.len as u64);
+    h.timing
+        .direct_jump(pc, target, JumpHint::of(rd as u8, None), link)
+}
+
+/// Translated code's `jump` hook of the `jalr` `op` (its target in the
+/// frame's pc).
+extern "sysv64" fn jit_jump<T: TimingModel>(h: *mut Hart<T>, _bus: *mut u8, op: *const Op) -> u64 {
+    // SAFETY: as `jit_op`.
+    let (h, op) = unsafe { (&mut *h, &*op) };
+    let pc = h.jit_frame.base_pc.wrapping_add(op.off as u64);
+    let Insn::Jalr { rd, rs1, .. } = op.insn else {
+        unreachable!("jit_jump of a non-jalr op")
+    };
+    let link = pc.wrapping_add(op.len as u64);
+    h.timing.jump(
+        pc,
+        h.jit_frame.pc,
+        JumpHint::of(rd as u8, Some(rs1 as u8)),
+        link,
+    )
 }
 
 /// Translated code's check-log record of an inline op (cycle count in
