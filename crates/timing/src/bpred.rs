@@ -398,7 +398,9 @@ impl Predictor {
     /// than the index is folded in, as predictors with long histories do).
     #[inline(always)]
     fn folded_history(&self) -> u64 {
-        let bits = self.index_mask.count_ones();
+        // (the mask is 2^k - 1: its width without a population count,
+        // which x86-64's baseline has no instruction for)
+        let bits = 64 - self.index_mask.leading_zeros();
         let mut h = self.history;
         let mut f = 0;
         while h != 0 {
