@@ -142,8 +142,9 @@ struct HookCall {
 }
 
 enum HookKind {
-    /// `fetch` of the op at this address
-    Fetch(u64),
+    /// `fetch` of the op at this byte of its block, this long (`off |
+    /// len << 16`)
+    Fetch(u32),
     /// `mem` of a load or store: the address is `x[base] + imm` (base the
     /// host register holding it), `size | store << 8`
     Mem { base: u8, imm: i32, size_kind: u32 },
@@ -663,7 +664,7 @@ impl<'a> Emitter<'a> {
     /// Hooked: the op's `fetch` (nothing when it is from the line an
     /// inline op fetched last: the shortcut holds for certain; else the
     /// shortcut's test inline and the hook when it fails).
-    fn hook_fetch(&mut self, op: &Op, addr: u64, keep_rsi: bool) {
+    fn hook_fetch(&mut self, op: &Op, keep_rsi: bool) {
         let Some(h) = self.lay.hooks.as_ref() else {
             return;
         };
@@ -697,7 +698,7 @@ impl<'a> Emitter<'a> {
             back,
             regs: self.regs,
             keep_rsi,
-            kind: HookKind::Fetch(addr),
+            kind: HookKind::Fetch(op.off as u32 | (op.len as u32) << 16),
         });
     }
 
@@ -785,8 +786,8 @@ impl<'a> Emitter<'a> {
     }
 
     /// Hooked: an ALU op's `fetch` and `insn`, before it.
-    fn hooks_before(&mut self, op: &Op, addr: u64) {
-        self.hook_fetch(op, addr, false);
+    fn hooks_before(&mut self, op: &Op) {
+        self.hook_fetch(op, false);
         self.hook_insn(op);
     }
 
@@ -804,7 +805,7 @@ impl<'a> Emitter<'a> {
         // register moves cost next to nothing on current x86 cores)
         macro_rules! alu_i {
             ($rd:expr, $rs1:expr, $($body:tt)*) => {{
-                self.hooks_before(op, addr);
+                self.hooks_before(op);
                 let r1 = self.src($rs1);
                 dynasm!(self.a ; .arch x64 ; mov rax, Rq(r1) ; $($body)*);
                 self.set_rd($rd);
@@ -813,7 +814,7 @@ impl<'a> Emitter<'a> {
         }
         macro_rules! alu_r {
             ($rd:expr, $rs1:expr, $rs2:expr, $($body:tt)*) => {{
-                self.hooks_before(op, addr);
+                self.hooks_before(op);
                 let r1 = self.src($rs1);
                 let r2 = self.src($rs2);
                 dynasm!(self.a ; .arch x64 ; mov rax, Rq(r1) ; mov rcx, Rq(r2) ; $($body)*);
@@ -825,7 +826,7 @@ impl<'a> Emitter<'a> {
         // holding rs1 (the result is written there)
         macro_rules! alu_i_at {
             ($rd:expr, $rs1:expr, |$d:ident| $($body:tt)*) => {{
-                self.hooks_before(op, addr);
+                self.hooks_before(op);
                 let r1 = self.src($rs1);
                 let $d = self.dst($rd);
                 if $d != r1 {
@@ -840,7 +841,7 @@ impl<'a> Emitter<'a> {
         // through rax
         macro_rules! alu_r_at {
             ($rd:expr, $rs1:expr, $rs2:expr, $commutes:expr, |$d:ident, $s:ident| $($body:tt)*) => {{
-                self.hooks_before(op, addr);
+                self.hooks_before(op);
                 let r1 = self.src($rs1);
                 let r2 = self.src($rs2);
                 let d = self.dst($rd);
@@ -865,7 +866,7 @@ impl<'a> Emitter<'a> {
         let off = op.off as i64;
         match op.insn {
             Addi { rd, rs1, imm } => {
-                self.hooks_before(op, addr);
+                self.hooks_before(op);
                 let r1 = self.src(rs1);
                 let d = self.dst(rd);
                 dynasm!(self.a ; .arch x64 ; lea Rq(d), [Rq(r1) + imm]);
@@ -884,13 +885,13 @@ impl<'a> Emitter<'a> {
             Srliw { rd, rs1, imm } => alu_i!(rd, rs1, shr eax, (imm & 31) as i8 ; movsxd rax, eax),
             Sraiw { rd, rs1, imm } => alu_i!(rd, rs1, sar eax, (imm & 31) as i8 ; movsxd rax, eax),
             Lui { rd, imm } => {
-                self.hooks_before(op, addr);
+                self.hooks_before(op);
                 dynasm!(self.a ; .arch x64 ; mov rax, QWORD imm as i64);
                 self.set_rd(rd);
                 self.pending += 1;
             }
             Auipc { rd, imm } => {
-                self.hooks_before(op, addr);
+                self.hooks_before(op);
                 dynasm!(self.a ; .arch x64 ; mov rax, QWORD off + imm as i64 ; add rax, QWORD [rbx + lay.f_base_pc]);
                 self.set_rd(rd);
                 self.pending += 1;
@@ -921,7 +922,7 @@ impl<'a> Emitter<'a> {
             Bgeu { rs1, rs2, imm } => self.branch(op, addr, (rs1, rs2), imm, 5),
             Jal { rd, imm } => {
                 let link = off + op.len as i64;
-                self.hooks_before(op, addr);
+                self.hooks_before(op);
                 self.flush_regs();
                 let d = self.x(if rd == 0 { SINK } else { rd });
                 dynasm!(self.a
@@ -951,7 +952,7 @@ impl<'a> Emitter<'a> {
             Jalr { rd, rs1, imm } => {
                 // the target first: rd may be rs1
                 let link = off + op.len as i64;
-                self.hooks_before(op, addr);
+                self.hooks_before(op);
                 self.flush_regs();
                 let (d1, d) = (self.x(rs1), self.x(if rd == 0 { SINK } else { rd }));
                 dynasm!(self.a
@@ -1000,7 +1001,7 @@ impl<'a> Emitter<'a> {
     /// A conditional branch.
     fn branch(&mut self, op: &Op, addr: u64, (rs1, rs2): (u8, u8), imm: i32, cond: u8) {
         let label = self.a.new_dynamic_label();
-        self.hooks_before(op, addr);
+        self.hooks_before(op);
         let r1 = self.src(rs1);
         let r2 = self.src(rs2);
         dynasm!(self.a ; .arch x64 ; cmp Rq(r1), Rq(r2));
@@ -1019,8 +1020,14 @@ impl<'a> Emitter<'a> {
             dynasm!(self.a ; .arch x64 ; movzx eax, al);
             self.store_last_class();
             let regs = self.regs;
+            let off = op.off as i32;
             self.kept_call(&regs, false, f, |e| {
-                dynasm!(e.a ; .arch x64 ; mov edx, eax ; mov rsi, QWORD addr as i64);
+                dynasm!(e.a
+                    ; .arch x64
+                    ; mov ecx, eax
+                    ; mov esi, off
+                    ; mov rdx, QWORD imm as i64
+                );
             });
             dynasm!(self.a
                 ; .arch x64
@@ -1108,11 +1115,11 @@ impl<'a> Emitter<'a> {
     /// Hooked: a load's or store's hooks, after its TLB test passed (so a
     /// TLB miss leaves them all to the interpreter's definition): rsi the
     /// host address, `r1` the host register of the address register.
-    fn hooks_of_access(&mut self, op: &Op, addr: u64, r1: u8, imm: i32, n: i32, store: bool) {
+    fn hooks_of_access(&mut self, op: &Op, r1: u8, imm: i32, n: i32, store: bool) {
         if self.lay.hooks.is_none() {
             return;
         }
-        self.hook_fetch(op, addr, true);
+        self.hook_fetch(op, true);
         self.hook_insn(op);
         self.hook_mem(r1, imm, n, store);
     }
@@ -1142,7 +1149,7 @@ impl<'a> Emitter<'a> {
             i
         });
         let back = self.translate(addr, before, n, 0);
-        self.hooks_of_access(op, addr, r1, imm, n, false);
+        self.hooks_of_access(op, r1, imm, n, false);
         // straight into rd's host register (rax for x0, written to the sink)
         let r = slot.map_or(0, |i| CACHE_REGS[i]);
         match (n, signed) {
@@ -1167,7 +1174,7 @@ impl<'a> Emitter<'a> {
         let r1 = self.address(rs1, imm);
         let r2 = self.src(rs2);
         let back = self.translate(addr, self.regs, n, STORE_ROW_DELTA);
-        self.hooks_of_access(op, addr, r1, imm, n, true);
+        self.hooks_of_access(op, r1, imm, n, true);
         match n {
             // (through cl: not every cache register has a byte form without REX)
             1 => dynasm!(self.a ; .arch x64 ; mov rcx, Rq(r2) ; mov BYTE [rsi], cl),
@@ -1246,9 +1253,9 @@ impl<'a> Emitter<'a> {
             for c in std::mem::take(&mut self.hook_calls) {
                 dynasm!(self.a ; .arch x64 ; =>c.label);
                 match c.kind {
-                    HookKind::Fetch(op) => {
+                    HookKind::Fetch(off_len) => {
                         self.kept_call(&c.regs, c.keep_rsi, fetch, |e| {
-                            dynasm!(e.a ; .arch x64 ; mov rsi, QWORD op as i64);
+                            dynasm!(e.a ; .arch x64 ; mov esi, off_len as i32);
                         });
                     }
                     HookKind::Mem {

@@ -478,6 +478,19 @@ impl<T: TimingModel> Hart<T> {
             },
             block_pa: pa,
         };
+        if std::env::var_os("HS_JIT_OFFSETS").is_some() && self.blocks.jit.blocks == 0 {
+            eprintln!(
+                "x {} frame {} checks {} stamp {} hooks {:?} stall {:?} tlb {} size {}",
+                lay.x,
+                frame,
+                lay.checks,
+                lay.fetch_stamp,
+                lay.hooks.as_ref().map(|h| (h.model, h.inline)),
+                lay.hooks.as_ref().map(|h| h.stall),
+                std::mem::offset_of!(Hart<T>, tlb),
+                std::mem::size_of::<Hart<T>>()
+            );
+        }
         #[cfg(target_arch = "x86_64")]
         let code = emit::Emitter::new(&lay).block(&ops, &op_addr);
         #[cfg(not(target_arch = "x86_64"))]
@@ -524,8 +537,13 @@ impl<T: TimingModel> Hart<T> {
         // SAFETY: `cell` is a link cell of code in the region (16 bytes,
         // aligned; see `emit`), and no translated code runs now.
         unsafe {
-            (cell as *mut u64).write(s as u64);
-            (cell as *mut u64).add(1).write(entry);
+            // (a store into the code region is a store next to code the
+            // host may be running: made only when the cell changes)
+            let cell = cell as *mut u64;
+            if cell.read() != s as u64 || cell.add(1).read() != entry {
+                cell.write(s as u64);
+                cell.add(1).write(entry);
+            }
         }
     }
 
@@ -590,14 +608,17 @@ extern "sysv64" fn jit_op<T: TimingModel, B: SystemBus, const LOG: bool>(
     h.jit_run_op::<B, LOG>(bus, op)
 }
 
-/// Translated code's `fetch` hook of `op` (the model's shortcut did not
-/// hold).
-extern "sysv64" fn jit_fetch<T: TimingModel>(h: *mut Hart<T>, op: *const Op) -> u64 {
+/// Translated code's `fetch` hook of the op at byte `off_len & 0xffff` of
+/// its block, `off_len >> 16` bytes long (the model's shortcut did not
+/// hold). (Arguments rather than the op: its copy is likely out of the
+/// host's caches.)
+extern "sysv64" fn jit_fetch<T: TimingModel>(h: *mut Hart<T>, off_len: u64) -> u64 {
     // SAFETY: as `jit_op`.
-    let (h, op) = unsafe { (&mut *h, &*op) };
-    let pc = h.jit_frame.base_pc.wrapping_add(op.off as u64);
-    let pa = h.jit_frame.base_pa.wrapping_add(op.off as u64);
-    h.timing.fetch(pc, pa, op.len)
+    let h = unsafe { &mut *h };
+    let off = off_len & 0xffff;
+    let pc = h.jit_frame.base_pc.wrapping_add(off);
+    let pa = h.jit_frame.base_pa.wrapping_add(off);
+    h.timing.fetch(pc, pa, (off_len >> 16) as u8)
 }
 
 /// Translated code's `mem` hook of a load or store that the TLB mapped
@@ -620,22 +641,19 @@ extern "sysv64" fn jit_mem<T: TimingModel>(
     h.timing.mem(va, pa, size_kind as u8, kind, false)
 }
 
-/// Translated code's `branch` hook of the conditional branch `op`:
-/// its cycles doubled, plus `taken`.
-extern "sysv64" fn jit_branch<T: TimingModel>(h: *mut Hart<T>, op: *const Op, taken: u64) -> u64 {
+/// Translated code's `branch` hook of the conditional branch at byte
+/// `off` of its block, to `imm` bytes from it: its cycles doubled, plus
+/// `taken`.
+extern "sysv64" fn jit_branch<T: TimingModel>(
+    h: *mut Hart<T>,
+    off: u64,
+    imm: i64,
+    taken: u64,
+) -> u64 {
     // SAFETY: as `jit_op`.
-    let (h, op) = unsafe { (&mut *h, &*op) };
-    let pc = h.jit_frame.base_pc.wrapping_add(op.off as u64);
-    let imm = match op.insn {
-        Insn::Beq { imm, .. }
-        | Insn::Bne { imm, .. }
-        | Insn::Blt { imm, .. }
-        | Insn::Bge { imm, .. }
-        | Insn::Bltu { imm, .. }
-        | Insn::Bgeu { imm, .. } => imm,
-        _ => unreachable!("jit_branch of a non-branch op"),
-    };
-    let target = pc.wrapping_add(imm as i64 as u64);
+    let h = unsafe { &mut *h };
+    let pc = h.jit_frame.base_pc.wrapping_add(off);
+    let target = pc.wrapping_add(imm as u64);
     let c = h.timing.branch(pc, taken != 0, target);
     c << 1 | (taken & 1)
 }
