@@ -664,7 +664,7 @@ impl HartRecorder {
 /// `TRACE`: an instruction trace may be armed (`HartRecorder::arm_itrace`).
 pub struct Observing<M, const TRACE: bool = false> {
     pub inner: M,
-    pub rec: HartRecorder,
+    pub rec: Box<HartRecorder>,
 }
 
 impl<M> Observing<M> {
@@ -678,7 +678,7 @@ impl<M, const TRACE: bool> Observing<M, TRACE> {
     pub fn wrap(inner: M, hart: u16) -> Self {
         Observing {
             inner,
-            rec: HartRecorder::new(hart),
+            rec: Box::new(HartRecorder::new(hart)),
         }
     }
 
