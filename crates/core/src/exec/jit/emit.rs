@@ -37,9 +37,9 @@
 //! load or store to the line accessed last. Everything else is a call that
 //! keeps the register cache (the hooks read no guest register). r13 plus
 //! `pending` is then the cycle count (each op's 1 and every cost known at
-//! translation time; costs a call returns are added to r13), and the
-//! hart's `stall` lags by `stall` (the known costs), added before anything
-//! that reads it and at every exit.
+//! translation time; costs a call returns are added to r13); the hart's
+//! `stall` and the model's counters lag by what is [`Owed`], settled
+//! before anything that reads them and at every exit.
 
 use dynasmrt::x64::X64Relocation;
 use dynasmrt::{dynasm, DynamicLabel, DynasmApi, DynasmLabelApi, VecAssembler};
