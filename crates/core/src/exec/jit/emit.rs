@@ -1036,24 +1036,15 @@ impl<'a> Emitter<'a> {
             );
             self.add_dynamic();
             dynasm!(self.a ; .arch x64 ; test ecx, 1 ; jnz =>label);
-            self.pending += 1;
-            self.taken.push(Taken {
-                label,
-                regs: self.regs,
-                retired: self.pending,
-                owed: self.owed,
-                target_off: op.off as i64 + imm as i64,
-                log_op: self.lay.log.then_some(addr),
-            });
-            return;
-        }
-        match cond {
-            0 => dynasm!(self.a ; .arch x64 ; je =>label),
-            1 => dynasm!(self.a ; .arch x64 ; jne =>label),
-            2 => dynasm!(self.a ; .arch x64 ; jl =>label),
-            3 => dynasm!(self.a ; .arch x64 ; jge =>label),
-            4 => dynasm!(self.a ; .arch x64 ; jb =>label),
-            _ => dynasm!(self.a ; .arch x64 ; jae =>label),
+        } else {
+            match cond {
+                0 => dynasm!(self.a ; .arch x64 ; je =>label),
+                1 => dynasm!(self.a ; .arch x64 ; jne =>label),
+                2 => dynasm!(self.a ; .arch x64 ; jl =>label),
+                3 => dynasm!(self.a ; .arch x64 ; jge =>label),
+                4 => dynasm!(self.a ; .arch x64 ; jb =>label),
+                _ => dynasm!(self.a ; .arch x64 ; jae =>label),
+            }
         }
         self.pending += 1;
         self.taken.push(Taken {
