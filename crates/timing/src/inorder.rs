@@ -770,8 +770,9 @@ impl InOrder {
             return 0;
         }
         let line = pa >> self.ishift;
-        // a new line: the usual case is the last I-TLB entry and the MRU way of its set
-        let tlb_hit = self.translating && self.itlb.last_hit(pc);
+        // a new line: the usual case is an I-TLB entry found without a
+        // search and the MRU way of the line's set
+        let tlb_hit = self.translating && self.itlb.quick_hit(pc);
         if (tlb_hit || !self.translating) && self.l1i.mru_hit(line, false) {
             self.last_iline = pa & self.iline_mask;
             self.state[FETCH] += self.l1i_lat;
@@ -1492,7 +1493,9 @@ impl InOrder {
             self.same_line[(self.translating as usize) << 1 | write as usize] += 1;
             return self.charged(self.l1d_lat + wait);
         }
-        let tlb_hit = self.translating && self.dtlb.last_hit(va);
+        // else the usual case: a TLB entry found without a search and the
+        // MRU way of the line's set
+        let tlb_hit = self.translating && self.dtlb.quick_hit(va);
         if !mmio && (tlb_hit || !self.translating) && self.l1d.mru_hit(pa >> self.dshift, write) {
             self.c.dtlb_write_accesses += (write && tlb_hit) as u64;
             self.last_dline = pa >> self.dshift;
