@@ -116,18 +116,39 @@ impl Cache {
         self.access_search(line, set_index, write)
     }
 
+    /// An access that missed the MRU way: the way holding the line, else
+    /// a victim (the first empty way, else by the policy). One pass over
+    /// the set with no branch on what it finds: which way hits is data
+    /// the host cannot predict, and a mispredicted early exit was most of
+    /// this function's time.
     #[inline(never)]
     fn access_search(&mut self, line: u64, set_index: usize, write: bool) -> Outcome {
         let base = set_index * self.ways;
         self.clock += 1;
-        let set = base..base + self.ways;
-        if let Some(w) = self.tags[set.clone()].iter().position(|&t| t == line) {
-            let i = base + w;
+        let tags = &self.tags[base..base + self.ways];
+        let stamps = &self.stamps[base..base + self.ways];
+        // an empty way orders before every filled one, filled ones by
+        // stamp (ties: the first); random replacement takes only an empty one
+        let by_stamp = self.replacement != Replacement::Random;
+        let (mut hit, mut victim, mut oldest) = (usize::MAX, 0, u64::MAX);
+        for (w, (&t, &stamp)) in tags.iter().zip(stamps).enumerate() {
+            hit = if t == line { w } else { hit };
+            let key = if t == INVALID {
+                0
+            } else {
+                stamp + 1
+            };
+            let older = key < oldest;
+            victim = if older { w } else { victim };
+            oldest = if older { key } else { oldest };
+        }
+        if hit != usize::MAX {
+            let i = base + hit;
             if self.replacement == Replacement::Lru {
                 self.stamps[i] = self.clock;
             }
             self.dirty[i] |= write;
-            self.mru[set_index] = w as u8;
+            self.mru[set_index] = hit as u8;
             return Outcome {
                 hit: true,
                 writeback: None,
@@ -138,29 +159,16 @@ impl Cache {
         } else {
             self.counts.read_misses += 1;
         }
-        let victim = match self.tags[set.clone()].iter().position(|&t| t == INVALID) {
-            Some(w) => base + w,
-            None => match self.replacement {
-                Replacement::Lru | Replacement::Fifo => {
-                    let mut v = base;
-                    for i in set {
-                        if self.stamps[i] < self.stamps[v] {
-                            v = i;
-                        }
-                    }
-                    v
-                }
-                Replacement::Random => {
-                    // xorshift64 from a fixed seed: the same victims every run
-                    let mut x = self.rng;
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    self.rng = x;
-                    base + (x % self.ways as u64) as usize
-                }
-            },
-        };
+        if oldest != 0 && !by_stamp {
+            // xorshift64 from a fixed seed: the same victims every run
+            let mut x = self.rng;
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            self.rng = x;
+            victim = (x % self.ways as u64) as usize;
+        }
+        let victim = base + victim;
         let writeback = (self.tags[victim] != INVALID && self.dirty[victim])
             .then(|| self.tags[victim] << self.line_shift);
         if writeback.is_some() {
@@ -201,6 +209,136 @@ mod tests {
             line,
             latency: 1,
             replacement,
+        }
+    }
+
+    /// The search as first written (early exits), for comparison.
+    fn reference_search(c: &mut Cache, line: u64, set_index: usize, write: bool) -> Outcome {
+        let base = set_index * c.ways;
+        c.clock += 1;
+        let set = base..base + c.ways;
+        if let Some(w) = c.tags[set.clone()].iter().position(|&t| t == line) {
+            let i = base + w;
+            if c.replacement == Replacement::Lru {
+                c.stamps[i] = c.clock;
+            }
+            c.dirty[i] |= write;
+            c.mru[set_index] = w as u8;
+            return Outcome {
+                hit: true,
+                writeback: None,
+            };
+        }
+        if write {
+            c.counts.write_misses += 1;
+        } else {
+            c.counts.read_misses += 1;
+        }
+        let victim = match c.tags[set.clone()].iter().position(|&t| t == INVALID) {
+            Some(w) => base + w,
+            None => match c.replacement {
+                Replacement::Lru | Replacement::Fifo => {
+                    let mut v = base;
+                    for i in set {
+                        if c.stamps[i] < c.stamps[v] {
+                            v = i;
+                        }
+                    }
+                    v
+                }
+                Replacement::Random => {
+                    // xorshift64 from a fixed seed: the same victims every run
+                    let mut x = c.rng;
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    c.rng = x;
+                    base + (x % c.ways as u64) as usize
+                }
+            },
+        };
+        let writeback =
+            (c.tags[victim] != INVALID && c.dirty[victim]).then(|| c.tags[victim] << c.line_shift);
+        if writeback.is_some() {
+            c.counts.writebacks += 1;
+        }
+        c.tags[victim] = line;
+        c.stamps[victim] = c.clock;
+        c.dirty[victim] = write;
+        c.mru[set_index] = (victim - base) as u8;
+        Outcome {
+            hit: false,
+            writeback,
+        }
+    }
+
+    /// `Cache::access` with the reference search.
+    fn reference_access(c: &mut Cache, pa: u64, write: bool) -> Outcome {
+        let line = pa >> c.line_shift;
+        let set_index = (line & c.set_mask) as usize;
+        if write {
+            c.counts.write_accesses += 1;
+        } else {
+            c.counts.read_accesses += 1;
+        }
+        let i = set_index * c.ways + c.mru[set_index] as usize;
+        if c.tags[i] == line {
+            c.dirty[i] |= write;
+            return Outcome {
+                hit: true,
+                writeback: None,
+            };
+        }
+        reference_search(c, line, set_index, write)
+    }
+
+    #[test]
+    fn the_one_pass_search_decides_as_the_early_exits_did() {
+        for replacement in [Replacement::Lru, Replacement::Fifo, Replacement::Random] {
+            for ways in [1, 2, 4, 8] {
+                let shape = cfg(ways * 4 * 64, ways, 64, replacement);
+                let (mut c, mut r) = (Cache::new(&shape), Cache::new(&shape));
+                let mut x = 0x9e37_79b9_7f4a_7c15u64;
+                let mut misses = 0;
+                for step in 0..20_000 {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    // lines over 3x the cache, more often the low ones
+                    let pa = (x % (ways * 12)) * (x >> 60) / 15 * 64;
+                    let write = x >> 40 & 3 == 0;
+                    let o = c.access(pa, write);
+                    assert_eq!(
+                        o,
+                        reference_access(&mut r, pa, write),
+                        "{replacement:?} {ways} ways, step {step}"
+                    );
+                    misses += !o.hit as u32;
+                    if step % 5_000 == 4_999 {
+                        c.invalidate_all();
+                        r.invalidate_all();
+                    }
+                    let state = |c: &Cache| {
+                        (
+                            c.tags.clone(),
+                            c.stamps.clone(),
+                            c.dirty.clone(),
+                            c.mru.clone(),
+                            c.clock,
+                            c.rng,
+                            c.counts,
+                        )
+                    };
+                    assert!(
+                        state(&c) == state(&r),
+                        "{replacement:?} {ways} ways, step {step}"
+                    );
+                }
+                assert!(
+                    misses > 1_000 && misses < 19_000,
+                    "{replacement:?} {ways}: {misses} misses"
+                );
+            }
         }
     }
 
