@@ -1814,7 +1814,9 @@ mod tests {
                 0 => {
                     if rnd(50) == 0 {
                         // a walk before the fetch (its PTEs in RAM)
+                        let fetched = u64_at(&m, ih.fetch_last_line);
                         m.mem(va, RAM + 0x10_000 + rnd(4) * 8, 8, MemKind::Walk, false);
+                        assert_eq!(u64_at(&m, ih.fetch_last_line), fetched, "step {step}");
                         continue;
                     }
                     let holds = pa & ih.fetch_line_mask == u64_at(&m, ih.fetch_last_line)
@@ -1851,7 +1853,11 @@ mod tests {
                         && u64_at(&m, ih.walk_pending) == 0;
                     let kind = if store { MemKind::Store } else { MemKind::Load };
                     let translating = u8_at(&m, ih.mem_translating) as usize;
+                    let fetched = u64_at(&m, ih.fetch_last_line);
                     let c = m.mem(va, pa, 8, kind, false);
+                    // a walk pending before it is complete; the line fetched stays
+                    assert_eq!(u64_at(&m, ih.walk_pending), 0, "step {step}");
+                    assert_eq!(u64_at(&m, ih.fetch_last_line), fetched, "step {step}");
                     if holds {
                         held[2] += 1;
                         assert_eq!(c, ih.mem_cost, "step {step}");

@@ -190,8 +190,9 @@ pub(super) struct Emitter<'a> {
     /// hooked models: what the code owes the hart and the model here
     owed: Owed,
     /// hooked models: the I-line (low 12 bits of its physical address)
-    /// the last fetch was from, when only inline ops ran since (a fetch
-    /// from it then passes the model's shortcut for certain)
+    /// the last fetch was from, when only inline ops (and loads' and
+    /// stores' slow paths) ran since: a fetch from it then passes the
+    /// model's shortcut for certain
     fetched_line: Option<u64>,
     hook_calls: Vec<HookCall>,
 }
@@ -1116,8 +1117,9 @@ impl<'a> Emitter<'a> {
     }
 
     /// Hooked: where the straight line goes on after a load or store, for
-    /// its slow path to rejoin; the next fetch is tested (the slow path
-    /// may have walked).
+    /// its slow path to rejoin. A fetch from the op's line still passes
+    /// after either path (the interpreter's fetch, a walk and the access
+    /// leave it so: see `InlineHooks`), so it is not tested again.
     fn access_done(&mut self) {
         if self.lay.hooks.is_none() {
             return;
@@ -1126,7 +1128,6 @@ impl<'a> Emitter<'a> {
         if let Some(s) = self.slow.last_mut() {
             s.after = after;
         }
-        self.fetched_line = None;
     }
 
     fn load(&mut self, op: &Op, addr: u64, rd: u8, rs1: u8, imm: i32, n: i32, signed: bool) {
