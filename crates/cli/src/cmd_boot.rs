@@ -160,7 +160,8 @@ pub struct BootArgs {
     #[arg(long, value_name = "ENGINE", value_parser = ["translated", "blocks"])]
     pub engine: Option<String>,
     /// Runs of a block before the translating engine translates it (default
-    /// 256, taken between 1 and 65536; 1 translates every block, for checks).
+    /// 256, 1024 on the in-order model; taken between 1 and 65536; 1
+    /// translates every block, for checks).
     #[arg(long, value_name = "RUNS")]
     pub translate_after: Option<u32>,
     /// Name each translated block in /tmp/perf-PID.map (hart and guest

@@ -46,7 +46,7 @@ pub use hs_timing::{Atomic, TimingModel, TrapInfo};
 
 pub use exec::{
     CheckKind, CheckRecord, Engine, NoPause, Pause, TranslationStats, BLOCK_CACHE_OPS_MAX,
-    BLOCK_CACHE_OPS_MIN, TRANSLATE_AFTER,
+    BLOCK_CACHE_OPS_MIN, TRANSLATE_AFTER, TRANSLATE_AFTER_HOOKED,
 };
 pub use pmp::PMP_ENTRIES;
 pub use state::HartState;

@@ -202,3 +202,39 @@ fn an_interrupt_lands_in_a_loop_on_itself() {
     });
     assert!(m.harts()[0].instret() > 2_500, "the loop ran");
 }
+
+/// By default a block is translated after 256 runs on the atomic model
+/// and after 1,024 on the in-order one (its translated code, calling the
+/// hooks, saves less per run): a loop of 600 rounds is translated on the
+/// first only, one of 3,000 on both, with results the reference's.
+#[test]
+fn the_in_order_model_translates_a_block_later() {
+    let counted = |rounds: u64| {
+        let mut a = Asm::new(BASE);
+        a.li(T0, rounds).li(T1, 0);
+        a.label("loop").addi(T1, T1, 1).bne(T1, T0, "loop");
+        // exit through HTIF, waiting in `wfi` (not a hot loop) until seen
+        a.li(T2, 1).la(T3, "tohost").sd(T2, T3, 0);
+        a.label("idle").wfi().j("idle");
+        finish(a)
+    };
+    let translated = |rounds: u64| {
+        let elf = counted(rounds);
+        let mut atomic = common::bare_metal(1, elf.clone(), 50_000_000);
+        let stop = lockstep(
+            &mut atomic,
+            &mut common::bare_metal(1, elf.clone(), 50_000_000),
+        )
+        .unwrap_or_else(|d| panic!("{d}"));
+        assert_eq!(stop, StopReason::HtifExit(0));
+        let mut timed = inorder(&elf);
+        let stop = lockstep(&mut timed, &mut inorder(&elf)).unwrap_or_else(|d| panic!("{d}"));
+        assert_eq!(stop, StopReason::HtifExit(0));
+        (
+            atomic.harts()[0].translation_stats().blocks,
+            timed.harts()[0].translation_stats().blocks,
+        )
+    };
+    assert_eq!(translated(600), (1, 0));
+    assert_eq!(translated(3000), (1, 1));
+}

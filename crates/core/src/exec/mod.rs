@@ -25,7 +25,7 @@ use hs_timing::{InsnClass, Operands};
 pub(crate) use cache::{Blocks, BlocksSaved};
 pub use cache::{BLOCK_CACHE_OPS_MAX, BLOCK_CACHE_OPS_MIN};
 pub(crate) use jit::JitFrame;
-pub use jit::{TranslationStats, TRANSLATE_AFTER};
+pub use jit::{TranslationStats, TRANSLATE_AFTER, TRANSLATE_AFTER_HOOKED};
 #[cfg(test)]
 pub(crate) use predecode::operands_of;
 pub use reference::{CheckKind, CheckRecord, Engine};
