@@ -133,7 +133,11 @@ impl Cache {
         let (mut hit, mut victim, mut oldest) = (usize::MAX, 0, u64::MAX);
         for (w, (&t, &stamp)) in tags.iter().zip(stamps).enumerate() {
             hit = if t == line { w } else { hit };
-            let key = if t == INVALID { 0 } else { stamp + 1 };
+            let key = if t == INVALID {
+                0
+            } else {
+                stamp.saturating_add(1)
+            };
             let older = key < oldest;
             victim = if older { w } else { victim };
             oldest = if older { key } else { oldest };
