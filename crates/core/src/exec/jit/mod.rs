@@ -497,19 +497,6 @@ impl<T: TimingModel> Hart<T> {
             },
             block_pa: pa,
         };
-        if std::env::var_os("HS_JIT_OFFSETS").is_some() && self.blocks.jit.blocks == 0 {
-            eprintln!(
-                "x {} frame {} checks {} stamp {} hooks {:?} stall {:?} tlb {} size {}",
-                lay.x,
-                frame,
-                lay.checks,
-                lay.fetch_stamp,
-                lay.hooks.as_ref().map(|h| (h.model, h.inline)),
-                lay.hooks.as_ref().map(|h| h.stall),
-                std::mem::offset_of!(Hart<T>, tlb),
-                std::mem::size_of::<Hart<T>>()
-            );
-        }
         #[cfg(target_arch = "x86_64")]
         let code = emit::Emitter::new(&lay).block(&ops, &op_addr);
         #[cfg(not(target_arch = "x86_64"))]
@@ -556,13 +543,8 @@ impl<T: TimingModel> Hart<T> {
         // SAFETY: `cell` is a link cell of code in the region (16 bytes,
         // aligned; see `emit`), and no translated code runs now.
         unsafe {
-            // (a store into the code region is a store next to code the
-            // host may be running: made only when the cell changes)
-            let cell = cell as *mut u64;
-            if cell.read() != s as u64 || cell.add(1).read() != entry {
-                cell.write(s as u64);
-                cell.add(1).write(entry);
-            }
+            (cell as *mut u64).write(s as u64);
+            (cell as *mut u64).add(1).write(entry);
         }
     }
 
