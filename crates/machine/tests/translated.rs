@@ -238,3 +238,29 @@ fn the_in_order_model_translates_a_block_later() {
     assert_eq!(translated(600), (1, 0));
     assert_eq!(translated(3000), (1, 1));
 }
+
+/// Translated code runs from memory that is not writable, and is written
+/// through a view that is not executable: once blocks are translated and
+/// chained, no mapping of this process is both writable and executable.
+#[test]
+fn no_page_is_writable_and_executable() {
+    let mut a = Asm::new(BASE);
+    a.li(T0, 0).li(A1, 200);
+    a.label("loop").addi(T0, T0, 1).j("next");
+    a.label("next").bltu(T0, A1, "loop");
+    exit_with(&mut a, T0);
+    let (stop, m) = check(&finish(a));
+    assert_eq!(stop, StopReason::HtifExit(200));
+    assert!(m.harts()[0].translation_stats().blocks >= 2);
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    let wx: Vec<&str> = maps
+        .lines()
+        .filter(|l| {
+            let perms = l.split_whitespace().nth(1).unwrap_or("");
+            perms.contains('w') && perms.contains('x')
+        })
+        .collect();
+    assert!(wx.is_empty(), "writable and executable: {wx:?}");
+    // the code's two views are there
+    assert!(maps.lines().filter(|l| l.contains("hartscope-jit")).count() >= 2);
+}

@@ -145,8 +145,17 @@ pub(super) struct Hooks {
 
 /// Translated code: an executable region, and per block (by its first
 /// op's arena index) either how often it ran or where its code starts.
+///
+/// The region is one piece of memory mapped twice: executable and read-only
+/// where code runs (every address in code — jumps, link cells — is in this
+/// view), writable and not executable where code is copied and link cells
+/// are filled. No page of the process is writable and executable at once,
+/// so a stray host write cannot become host code.
 pub(crate) struct Jit {
+    /// the executable view
     region: *mut u8,
+    /// the writable view of the same memory
+    region_w: *mut u8,
     used: usize,
     slots: Vec<u32>,
     ops: Vec<Op>,
@@ -173,6 +182,7 @@ impl Jit {
     pub fn new() -> Self {
         Jit {
             region: std::ptr::null_mut(),
+            region_w: std::ptr::null_mut(),
             used: 0,
             slots: Vec::new(),
             ops: Vec::new(),
@@ -221,26 +231,26 @@ impl Jit {
         Err(false)
     }
 
-    /// Map the executable region if it is not yet; false if it cannot be.
+    /// Map the region's two views if they are not yet; false if they
+    /// cannot be (blocks then stay interpreted).
     fn ensure_region(&mut self) -> bool {
         if self.region.is_null() {
-            // SAFETY: a fresh private anonymous mapping, owned by `self`.
-            let p = unsafe {
-                libc::mmap(
-                    std::ptr::null_mut(),
-                    REGION_BYTES,
-                    libc::PROT_READ | libc::PROT_WRITE | libc::PROT_EXEC,
-                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                    -1,
-                    0,
-                )
-            };
-            if p == libc::MAP_FAILED {
-                return false;
+            match map_twice(REGION_BYTES) {
+                Some((x, w)) => (self.region, self.region_w) = (x, w),
+                None => return false,
             }
-            self.region = p.cast();
         }
         true
+    }
+
+    /// Write `bytes` at `at` of the executable view (through the writable one).
+    ///
+    /// # Safety
+    /// `at..at + bytes.len()` lies in the region, and no translated code
+    /// runs meanwhile.
+    unsafe fn write_code(&mut self, at: *const u8, bytes: &[u8]) {
+        let off = at as usize - self.region as usize;
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.region_w.add(off), bytes.len());
     }
 
     /// Copy `code` into the region for the block at `start` (guest `pc`);
@@ -252,7 +262,7 @@ impl Jit {
         }
         // SAFETY: in bounds of the region (checked above); no translated
         // code runs while a block is installed.
-        unsafe { std::ptr::copy_nonoverlapping(code.as_ptr(), self.region.add(at), code.len()) };
+        unsafe { self.write_code(self.region.add(at), code) };
         self.used = (at + code.len() + 15) & !15;
         self.slots[start] = COMPILED | at as u32;
         if let Some((file, name)) = &mut self.perf_map {
@@ -268,9 +278,47 @@ impl Jit {
 impl Drop for Jit {
     fn drop(&mut self) {
         if !self.region.is_null() {
-            // SAFETY: mapped by `install` with this length.
-            unsafe { libc::munmap(self.region.cast(), REGION_BYTES) };
+            // SAFETY: both views were mapped by `ensure_region` with this length.
+            unsafe {
+                libc::munmap(self.region.cast(), REGION_BYTES);
+                libc::munmap(self.region_w.cast(), REGION_BYTES);
+            }
         }
+    }
+}
+
+/// `len` bytes of fresh shared memory mapped twice: (executable and
+/// read-only, writable and not executable). Only touched pages take memory.
+fn map_twice(len: usize) -> Option<(*mut u8, *mut u8)> {
+    // SAFETY: plain system calls on a descriptor owned here; each mapping
+    // is checked, and undone if the other fails.
+    unsafe {
+        let fd = libc::memfd_create(c"hartscope-jit".as_ptr(), libc::MFD_CLOEXEC);
+        if fd < 0 {
+            return None;
+        }
+        let map = |prot| {
+            let p = libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_SHARED, fd, 0);
+            (p != libc::MAP_FAILED).then_some(p.cast::<u8>())
+        };
+        let views = if libc::ftruncate(fd, len as libc::off_t) == 0 {
+            match (
+                map(libc::PROT_READ | libc::PROT_EXEC),
+                map(libc::PROT_READ | libc::PROT_WRITE),
+            ) {
+                (Some(x), Some(w)) => Some((x, w)),
+                (x, w) => {
+                    for p in [x, w].into_iter().flatten() {
+                        libc::munmap(p.cast(), len);
+                    }
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        libc::close(fd);
+        views
     }
 }
 
@@ -540,12 +588,12 @@ impl<T: TimingModel> Hart<T> {
             return;
         }
         let entry = jit.region as u64 + (slot & !COMPILED) as u64 + jit.chain_entry as u64;
-        // SAFETY: `cell` is a link cell of code in the region (16 bytes,
-        // aligned; see `emit`), and no translated code runs now.
-        unsafe {
-            (cell as *mut u64).write(s as u64);
-            (cell as *mut u64).add(1).write(entry);
-        }
+        let mut filled = [0u8; 16];
+        filled[..8].copy_from_slice(&(s as u64).to_ne_bytes());
+        filled[8..].copy_from_slice(&entry.to_ne_bytes());
+        // SAFETY: `cell` is a link cell of code in the region (16 bytes;
+        // see `emit`), and no translated code runs now.
+        unsafe { self.blocks.jit.write_code(cell as *const u8, &filled) };
     }
 
     fn jit_refresh_frame(&mut self) {
