@@ -127,10 +127,7 @@ mod tests {
         use object::{Object, ObjectSymbol};
         // The test executable carries line tables (the release profile keeps
         // debug = 1); the probe's link address comes from its symbol table.
-        assert_eq!(
-            hs_source_lines_probe(std::hint::black_box(4)),
-            0x5f
-        );
+        assert_eq!(hs_source_lines_probe(std::hint::black_box(4)), 0x5f);
         let exe = std::env::current_exe().unwrap();
         let data = std::fs::read(&exe).unwrap();
         let file = object::File::parse(&*data).unwrap();
