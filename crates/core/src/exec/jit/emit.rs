@@ -41,6 +41,9 @@
 //! `stall` and the model's counters lag by what is [`Owed`], settled
 //! before anything that reads them and at every exit.
 
+// dynasm's `Rq(r)` and `Rd(r)` expand to `r.into()` on our u8 registers.
+#![allow(clippy::useless_conversion)]
+
 use dynasmrt::x64::X64Relocation;
 use dynasmrt::{dynasm, DynamicLabel, DynasmApi, DynasmLabelApi, VecAssembler};
 use hs_isa::Insn;
