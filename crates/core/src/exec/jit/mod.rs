@@ -243,14 +243,13 @@ impl Jit {
         true
     }
 
-    /// Write `bytes` at `at` of the executable view (through the writable one).
+    /// Write `bytes` at offset `at` of the region (through its writable view).
     ///
     /// # Safety
     /// `at..at + bytes.len()` lies in the region, and no translated code
     /// runs meanwhile.
-    unsafe fn write_code(&mut self, at: *const u8, bytes: &[u8]) {
-        let off = at as usize - self.region as usize;
-        std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.region_w.add(off), bytes.len());
+    unsafe fn write_code(&mut self, at: usize, bytes: &[u8]) {
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.region_w.add(at), bytes.len());
     }
 
     /// Copy `code` into the region for the block at `start` (guest `pc`);
@@ -262,7 +261,7 @@ impl Jit {
         }
         // SAFETY: in bounds of the region (checked above); no translated
         // code runs while a block is installed.
-        unsafe { self.write_code(self.region.add(at), code) };
+        unsafe { self.write_code(at, code) };
         self.used = (at + code.len() + 15) & !15;
         self.slots[start] = COMPILED | at as u32;
         if let Some((file, name)) = &mut self.perf_map {
@@ -593,7 +592,10 @@ impl<T: TimingModel> Hart<T> {
         filled[8..].copy_from_slice(&entry.to_ne_bytes());
         // SAFETY: `cell` is a link cell of code in the region (16 bytes;
         // see `emit`), and no translated code runs now.
-        unsafe { self.blocks.jit.write_code(cell as *const u8, &filled) };
+        unsafe {
+            let jit = &mut self.blocks.jit;
+            jit.write_code(cell as usize - jit.region as usize, &filled)
+        };
     }
 
     fn jit_refresh_frame(&mut self) {
