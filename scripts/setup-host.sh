@@ -35,8 +35,17 @@ else
   echo "setup-host: all Debian packages present" >&2
 fi
 
+# The workspace's `rust-version` is the oldest toolchain that builds it
+# (measured); Debian bookworm's own cargo (1.63) is far older, so rustup's is
+# the one to install.
+need=$(sed -n 's/^rust-version = "\([0-9.]*\)"$/\1/p' "$(dirname "$0")/../Cargo.toml")
 if ! command -v cargo >/dev/null 2>&1; then
-  echo "setup-host: cargo is not on PATH; install a Rust toolchain (rustup or Debian's cargo) first" >&2
+  echo "setup-host: cargo is not on PATH; install Rust ${need} or later with rustup (Debian bookworm's cargo is too old)" >&2
+  exit 1
+fi
+have=$(cargo --version | sed -n 's/^cargo \([0-9]*\.[0-9]*\).*/\1/p')
+if [[ -z $have ]] || [[ $(printf '%s\n%s\n' "$need" "$have" | sort -V | head -n1) != "$need" ]]; then
+  echo "setup-host: $(command -v cargo) is ${have:-of unknown version}, and this workspace needs Rust ${need} or later (Cargo.toml's rust-version); install it with rustup (Debian bookworm's cargo is too old)" >&2
   exit 1
 fi
 
