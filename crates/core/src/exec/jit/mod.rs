@@ -156,6 +156,8 @@ pub(crate) struct Jit {
     region: *mut u8,
     /// the writable view of the same memory
     region_w: *mut u8,
+    /// the host refused the region: blocks stay interpreted, not asked again
+    refused: bool,
     used: usize,
     slots: Vec<u32>,
     ops: Vec<Op>,
@@ -183,6 +185,7 @@ impl Jit {
         Jit {
             region: std::ptr::null_mut(),
             region_w: std::ptr::null_mut(),
+            refused: false,
             used: 0,
             slots: Vec::new(),
             ops: Vec::new(),
@@ -232,12 +235,26 @@ impl Jit {
     }
 
     /// Map the region's two views if they are not yet; false if they
-    /// cannot be (blocks then stay interpreted).
+    /// cannot be (blocks then stay interpreted, and the user is told once
+    /// a process why the run is slower than it should be).
     fn ensure_region(&mut self) -> bool {
         if self.region.is_null() {
+            if self.refused {
+                return false;
+            }
             match map_twice(REGION_BYTES) {
-                Some((x, w)) => (self.region, self.region_w) = (x, w),
-                None => return false,
+                Ok((x, w)) => (self.region, self.region_w) = (x, w),
+                Err(e) => {
+                    self.refused = true;
+                    static TOLD: std::sync::Once = std::sync::Once::new();
+                    TOLD.call_once(|| {
+                        eprintln!(
+                            "hartscope: the host refused memory for translated code ({e}); \
+                             blocks stay interpreted (same results, slower)"
+                        )
+                    });
+                    return false;
+                }
             }
         }
         true
@@ -288,34 +305,33 @@ impl Drop for Jit {
 
 /// `len` bytes of fresh shared memory mapped twice: (executable and
 /// read-only, writable and not executable). Only touched pages take memory.
-fn map_twice(len: usize) -> Option<(*mut u8, *mut u8)> {
+fn map_twice(len: usize) -> std::io::Result<(*mut u8, *mut u8)> {
     // SAFETY: plain system calls on a descriptor owned here; each mapping
     // is checked, and undone if the other fails.
     unsafe {
         let fd = libc::memfd_create(c"hartscope-jit".as_ptr(), libc::MFD_CLOEXEC);
         if fd < 0 {
-            return None;
+            return Err(std::io::Error::last_os_error());
         }
         let map = |prot| {
             let p = libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_SHARED, fd, 0);
-            (p != libc::MAP_FAILED).then_some(p.cast::<u8>())
-        };
-        let views = if libc::ftruncate(fd, len as libc::off_t) == 0 {
-            match (
-                map(libc::PROT_READ | libc::PROT_EXEC),
-                map(libc::PROT_READ | libc::PROT_WRITE),
-            ) {
-                (Some(x), Some(w)) => Some((x, w)),
-                (x, w) => {
-                    for p in [x, w].into_iter().flatten() {
-                        libc::munmap(p.cast(), len);
-                    }
-                    None
-                }
+            if p == libc::MAP_FAILED {
+                Err(std::io::Error::last_os_error())
+            } else {
+                Ok(p.cast::<u8>())
             }
-        } else {
-            None
         };
+        let views = (|| {
+            if libc::ftruncate(fd, len as libc::off_t) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            let x = map(libc::PROT_READ | libc::PROT_EXEC)?;
+            map(libc::PROT_READ | libc::PROT_WRITE)
+                .map(|w| (x, w))
+                .inspect_err(|_| {
+                    libc::munmap(x.cast(), len);
+                })
+        })();
         libc::close(fd);
         views
     }
