@@ -239,6 +239,34 @@ fn the_in_order_model_translates_a_block_later() {
     assert_eq!(translated(3000), (1, 1));
 }
 
+/// A block is translated on exactly its `translate_after`-th run, however
+/// its runs are split between entries of the run loop (a 64-cycle quantum
+/// sends it back to the machine every few rounds): a loop block that runs
+/// 299 times is not translated at a threshold of 300, one that runs 300
+/// times is. (The loop's first round is in the block before it.)
+#[test]
+fn a_block_is_translated_on_exactly_its_hot_run() {
+    let translated = |rounds: u64, quantum: Option<u64>| {
+        let mut a = Asm::new(BASE);
+        a.li(T0, rounds).li(T1, 0);
+        a.label("loop").addi(T1, T1, 1).bne(T1, T0, "loop");
+        a.li(T2, 1).la(T3, "tohost").sd(T2, T3, 0);
+        a.label("idle").wfi().j("idle");
+        let mut cfg = common::bare_metal_config(1, finish(a), 50_000_000);
+        if let Some(q) = quantum {
+            cfg.quantum = q;
+        }
+        let mut m = Machine::new(cfg).unwrap();
+        m.harts_mut()[0].set_translate_after(300);
+        assert_eq!(m.run(), StopReason::HtifExit(0));
+        m.harts()[0].translation_stats().blocks
+    };
+    for quantum in [None, Some(64)] {
+        assert_eq!(translated(300, quantum), 0, "quantum {quantum:?}");
+        assert_eq!(translated(301, quantum), 1, "quantum {quantum:?}");
+    }
+}
+
 /// Translated code runs from memory that is not writable, and is written
 /// through a view that is not executable: once blocks are translated and
 /// chained, no mapping of this process is both writable and executable.
