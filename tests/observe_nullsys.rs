@@ -338,9 +338,7 @@ fn custom_annotate_and_source_lines_through_the_binary() {
 
     let t = std::fs::read_to_string(&trace).unwrap();
     assert!(
-        t.starts_with(&format!(
-            "# hartscope instruction trace: syscall=getppid,count=1,skip=500,"
-        )),
+        t.starts_with("# hartscope instruction trace: syscall=getppid,count=1,skip=500,"),
         "{t}"
     );
     assert!(

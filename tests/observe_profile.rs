@@ -281,7 +281,7 @@ fn the_phase_table_is_the_same_with_and_without_profiling() {
     let cpi: f64 = last
         .trim_matches('|')
         .split('|')
-        .last()
+        .next_back()
         .unwrap()
         .trim()
         .parse()

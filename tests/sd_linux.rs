@@ -209,7 +209,9 @@ fn both_kernels_mount_an_ext2_card_made_on_the_host() {
     let dir = Scratch::new("sd-linux-ext2");
     let files = dir.path("fs");
     std::fs::create_dir_all(files.join("sub")).unwrap();
-    let hello: Vec<u8> = (0..70_000u32).map(|i| (i * 13 ^ i >> 9) as u8).collect();
+    let hello: Vec<u8> = (0..70_000u32)
+        .map(|i| ((i * 13) ^ (i >> 9)) as u8)
+        .collect();
     std::fs::write(files.join("hello.bin"), &hello).unwrap();
     std::fs::write(files.join("sub/note.txt"), "made on the host\n").unwrap();
     let img = dir.path("ext2.img");

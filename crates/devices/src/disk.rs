@@ -133,7 +133,7 @@ impl Disk {
     /// A blank disk of `len` bytes (a whole number of sectors): reads as
     /// zeros, writes go to the overlay; nothing on the host backs it.
     pub fn blank(len: u64) -> Result<Disk, String> {
-        if len == 0 || len % SECTOR != 0 {
+        if len == 0 || !len.is_multiple_of(SECTOR) {
             return Err(format!(
                 "a blank disk of {len} bytes is not a positive whole number of 512-byte sectors"
             ));

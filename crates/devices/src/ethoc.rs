@@ -602,7 +602,7 @@ impl Device for Ethoc {
             v[..n].copy_from_slice(&self.buf[at..at + n]);
             return Ok(u64::from_le_bytes(v));
         }
-        if size != 4 || off % 4 != 0 {
+        if size != 4 || !off.is_multiple_of(4) {
             return Err(BadAccess);
         }
         Ok(match off {
@@ -631,7 +631,7 @@ impl Device for Ethoc {
             self.buf[at..at + n].copy_from_slice(&val.to_le_bytes()[..n]);
             return Ok(WriteEffect::default());
         }
-        if size != 4 || off % 4 != 0 {
+        if size != 4 || !off.is_multiple_of(4) {
             return Err(BadAccess);
         }
         let v = val as u32;

@@ -308,10 +308,8 @@ impl VirtioBackend for VirtioNet {
         index: u16,
         queue: &QueueConfig,
     ) -> Result<u32, NeedsReset> {
-        if index == TX {
-            if self.take_tx(ctx.now, queue).is_err() {
-                return Err(self.fail());
-            }
+        if index == TX && self.take_tx(ctx.now, queue).is_err() {
+            return Err(self.fail());
         }
         // A new receive buffer may take a waiting frame at the next event.
         if index == RX && !self.backlog.is_empty() {

@@ -155,7 +155,7 @@ fn divide_significands(a: u64, scale_a: i32, b: u64, scale_b: i32, prec: u32) ->
         let num = (a << la) << 32;
         let den = b << lb;
         let q = num / den;
-        let sticky = (num % den != 0) as u64;
+        let sticky = !num.is_multiple_of(den) as u64;
         let scale = scale_a - scale_b - 32 - la as i32 + lb as i32;
         ((q | sticky) as u128, scale)
     } else {
@@ -163,7 +163,7 @@ fn divide_significands(a: u64, scale_a: i32, b: u64, scale_b: i32, prec: u32) ->
         let num = ((a << la) as u128) << 64;
         let den = (b << lb) as u128;
         let q = num / den;
-        let sticky = (num % den != 0) as u128;
+        let sticky = !num.is_multiple_of(den) as u128;
         let scale = scale_a - scale_b - 64 - la as i32 + lb as i32;
         (q | sticky, scale)
     }

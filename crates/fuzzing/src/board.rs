@@ -133,7 +133,7 @@ pub(crate) fn drive(board: &mut Board, ram: &GuestRam, input: &mut Input, max_op
             // A device register written with a pointer (a ring or buffer base).
             2 => {
                 let (base, size) = windows[input.u8() as usize % windows.len()];
-                let off = u64::from(input.u16()) % size & !3;
+                let off = (u64::from(input.u16()) % size) & !3;
                 let p = pointer(input);
                 let _ = board.mmio_write(acc, base + off, 4, p);
             }

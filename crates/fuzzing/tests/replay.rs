@@ -76,7 +76,7 @@ fn every_target_survives_random_inputs() {
 fn a_spinning_program_runs_its_whole_budget() {
     // The header: satp mode and page (2 bytes), then 30 u64 values.
     let mut data = vec![0u8; 2 + 8 * 30];
-    data.extend(std::iter::repeat(0).take(4096)); // page tables
+    data.extend(std::iter::repeat_n(0, 4096)); // page tables
     data.extend(0x0000_006fu32.to_le_bytes()); // j .
     hs_fuzzing::hart::run(&data);
 }

@@ -157,7 +157,7 @@ pub fn ensure(
         &log,
         &mut |_line| {
             lines += 1;
-            if lines % 200 == 0 {
+            if lines.is_multiple_of(200) {
                 progress(&format!("busybox: {lines} build steps"));
             }
         },

@@ -80,7 +80,7 @@ impl Entry {
 }
 
 fn pad4(out: &mut Vec<u8>) {
-    while out.len() % 4 != 0 {
+    while !out.len().is_multiple_of(4) {
         out.push(0);
     }
 }
@@ -161,7 +161,7 @@ pub fn read_archives(bytes: &[u8]) -> std::result::Result<Vec<ParsedEntry>, Stri
             pos += 1;
             continue;
         }
-        if pos % 4 != 0 {
+        if !pos.is_multiple_of(4) {
             return Err(format!("archive at offset {pos} is not 4-byte aligned"));
         }
         let hdr = bytes

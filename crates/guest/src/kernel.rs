@@ -282,7 +282,7 @@ pub fn ensure(
             let t = line.trim_start();
             if t.starts_with("CC ") || t.starts_with("AS ") {
                 objects += 1;
-                if objects % 250 == 0 {
+                if objects.is_multiple_of(250) {
                     progress(&format!(
                         "kernel: {objects} objects compiled, {} s",
                         started.elapsed().as_secs()

@@ -112,7 +112,7 @@ pub fn thousands(v: i64) -> String {
     let digits = v.unsigned_abs().to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -913,7 +913,7 @@ pub fn build(input: &ReportInput) -> Vec<Block> {
                 .collect();
             if vals
                 .iter()
-                .all(|v| v.map_or(true, |x| x == 0.0 || x.is_nan()))
+                .all(|v| v.is_none_or(|x| x == 0.0 || x.is_nan()))
             {
                 return None;
             }

@@ -82,7 +82,7 @@ pub fn guest_metrics(runs: &[ReportRun], labels: &[String]) -> Vec<Block> {
         }
         t.row(row);
         // One chart of the values in the first time unit met.
-        if time_unit_ns(&unit).is_some() && chart_unit.as_deref().map_or(true, |u| u == unit) {
+        if time_unit_ns(&unit).is_some() && chart_unit.as_deref().is_none_or(|u| u == unit) {
             chart_unit = Some(unit.clone());
             let vals = runs
                 .iter()

@@ -345,7 +345,7 @@ fn place(
                    regions: &mut Vec<Region>|
      -> Result<(), Problem> {
         for s in &segs {
-            let end = s.addr.checked_add(s.mem_size).unwrap_or(u64::MAX);
+            let end = s.addr.saturating_add(s.mem_size);
             let outside = MachineError::OutsideRam {
                 what,
                 name: name.into(),

@@ -345,13 +345,13 @@ impl<T: TimingModel> Machine<T> {
         if cfg.harts == 0 || cfg.harts > MAX_HARTS {
             return Err(MachineError::BadSmp(cfg.harts));
         }
-        if cfg.hz == 0 || cfg.hz % TIMEBASE_HZ != 0 {
+        if cfg.hz == 0 || !cfg.hz.is_multiple_of(TIMEBASE_HZ) {
             return Err(MachineError::BadFrequency(cfg.hz));
         }
         if cfg.quantum == 0 {
             return Err(MachineError::BadQuantum(cfg.quantum));
         }
-        if cfg.ram_bytes == 0 || cfg.ram_bytes % 4096 != 0 || cfg.ram_bytes > MAX_RAM {
+        if cfg.ram_bytes == 0 || !cfg.ram_bytes.is_multiple_of(4096) || cfg.ram_bytes > MAX_RAM {
             return Err(MachineError::BadRamSize(cfg.ram_bytes));
         }
         let clock = Clock {
@@ -574,7 +574,7 @@ impl<T: TimingModel> Machine<T> {
             self.run_slice();
             // Host time is read every 64 slices only: a progress line must
             // not slow the run it reports on.
-            if self.on_progress.is_some() && self.slices % 64 == 0 {
+            if self.on_progress.is_some() && self.slices.is_multiple_of(64) {
                 let t = Instant::now();
                 if t.duration_since(last_report) >= Duration::from_secs(1) {
                     last_report = t;
@@ -670,7 +670,7 @@ impl<T: TimingModel> Machine<T> {
             if self.stop.is_some() {
                 return;
             }
-        } else if self.slices % INPUT_POLL_SLICES == 0 {
+        } else if self.slices.is_multiple_of(INPUT_POLL_SLICES) {
             self.poll_input(None);
         }
         let fed = self.feed_uart();

@@ -92,7 +92,7 @@ impl Asm {
         self.labels[name]
     }
     pub fn align(&mut self, n: usize) -> &mut Self {
-        while self.bytes.len() % n != 0 {
+        while !self.bytes.len().is_multiple_of(n) {
             self.bytes.push(0);
         }
         self
@@ -133,7 +133,7 @@ impl Asm {
             return self.word(i(0x1b, rd, 0, rd, lo));
         }
         // Build from the top 12 bits down, 12 bits at a time.
-        let lo = ((sv << 52) >> 52) as i64;
+        let lo = (sv << 52) >> 52;
         let rest = (sv - lo) >> 12;
         self.li(rd, rest as u64);
         self.slli(rd, rd, 12);
@@ -258,7 +258,7 @@ pub fn elf(base: u64, image: &[u8], symbols: &[(&str, u64)]) -> Vec<u8> {
     const TEXT_OFF: usize = 0x1000;
     let mut out = vec![0u8; TEXT_OFF];
     out.extend_from_slice(image);
-    while out.len() % 8 != 0 {
+    while !out.len().is_multiple_of(8) {
         out.push(0);
     }
     // .strtab
@@ -271,7 +271,7 @@ pub fn elf(base: u64, image: &[u8], symbols: &[(&str, u64)]) -> Vec<u8> {
         strtab.push(0);
     }
     out.extend_from_slice(&strtab);
-    while out.len() % 8 != 0 {
+    while !out.len().is_multiple_of(8) {
         out.push(0);
     }
     // .symtab: null + one global object per symbol, in section 1 (.text)
@@ -292,7 +292,7 @@ pub fn elf(base: u64, image: &[u8], symbols: &[(&str, u64)]) -> Vec<u8> {
     let shstr_off = out.len();
     let shstr = b"\0.text\0.symtab\0.strtab\0.shstrtab\0";
     out.extend_from_slice(shstr);
-    while out.len() % 8 != 0 {
+    while !out.len().is_multiple_of(8) {
         out.push(0);
     }
     let shoff = out.len();

@@ -119,7 +119,7 @@ fn main() {
                 f.instret as f64 / f.cpu / 1e6
             );
             let per = |f: &Figures| f.cpu / f.instret as f64;
-            if best[k].as_ref().map_or(true, |b| per(&f) < per(b)) {
+            if best[k].as_ref().is_none_or(|b| per(&f) < per(b)) {
                 best[k] = Some(f);
             }
         }

@@ -362,7 +362,7 @@ impl Predictor {
             }
         }
         self.tick += 1;
-        if self.tick % U_AGING_PERIOD == 0 {
+        if self.tick.is_multiple_of(U_AGING_PERIOD) {
             // clear the high bit, then next time the low bit, of every counter
             let keep = if (self.tick / U_AGING_PERIOD) % 2 == 1 {
                 1
@@ -457,8 +457,7 @@ impl Predictor {
         let is_return = matches!(hint, JumpHint::Return | JumpHint::ReturnCall);
         let from_stack = if is_return {
             self.counts.returns += 1;
-            let t = self.pop();
-            t
+            self.pop()
         } else {
             None
         };
@@ -799,7 +798,7 @@ mod tests {
                     .wrapping_mul(6364136223846793005)
                     .wrapping_add(1442695040888963407);
                 let pc = 0x1000 + ((x >> 33) % 64) * 4;
-                p.branch(pc, (x >> 40) % 3 != 0);
+                p.branch(pc, !(x >> 40).is_multiple_of(3));
             }
             p.counts
         };

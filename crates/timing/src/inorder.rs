@@ -740,7 +740,7 @@ impl InOrder {
         let mut best: Option<(u32, WalkRec)> = None;
         for shift in [12u32, 21, 30, 39] {
             if let Some(r) = self.walks.get(&((va >> shift << shift) | shift as u64)) {
-                if best.map_or(true, |(_, b)| r.stamp > b.stamp) {
+                if best.is_none_or(|(_, b)| r.stamp > b.stamp) {
                     best = Some((shift, *r));
                 }
             }

@@ -117,9 +117,9 @@ impl<T: TimingModel> Hart<T> {
             Auipc { rd, imm } => self.wxs(rd, pc!().wrapping_add(imm as i64 as u64)),
             Jal { rd, imm } => {
                 let t = pc!().wrapping_add(imm as i64 as u64);
-                let extra =
-                    self.timing
-                        .direct_jump(pc!(), t, JumpHint::of(rd as u8, None), next!());
+                let extra = self
+                    .timing
+                    .direct_jump(pc!(), t, JumpHint::of(rd, None), next!());
                 *cyc += extra;
                 self.stall = self.stall.wrapping_add(extra);
                 self.wxs(rd, next!());
@@ -127,9 +127,9 @@ impl<T: TimingModel> Hart<T> {
             }
             Jalr { rd, rs1, imm } => {
                 let t = addr!(rs1, imm) & !1;
-                let extra =
-                    self.timing
-                        .jump(pc!(), t, JumpHint::of(rd as u8, Some(rs1 as u8)), next!());
+                let extra = self
+                    .timing
+                    .jump(pc!(), t, JumpHint::of(rd, Some(rs1)), next!());
                 *cyc += extra;
                 self.stall = self.stall.wrapping_add(extra);
                 self.wxs(rd, next!());

@@ -207,7 +207,7 @@ pub fn parse(cfg: &DeviceConfig) -> Result<SsiBoardConfig, ParamError> {
                 if !peer {
                     if let Some(k) = ["peer-latency-ns", "peer-tcp-source", "peer-tcp-sink"]
                         .into_iter()
-                        .find_map(|f| key(f))
+                        .find_map(&key)
                     {
                         return Err(err(k, "needs `peer = true` (the network peer it configures)"));
                     }

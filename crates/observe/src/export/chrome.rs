@@ -360,7 +360,7 @@ pub fn chrome_trace(events: &[Event], phases: &[Phase], guest_hz: u64) -> Result
                 let list = pending.entry(e.hart).or_default();
                 let (taken, kept): (Vec<_>, Vec<_>) = list
                     .drain(..)
-                    .partition(|&(_, src)| from.map_or(true, |f| f == src));
+                    .partition(|&(_, src)| from.is_none_or(|f| f == src));
                 *list = kept;
                 for (send, _) in taken {
                     flow_id_of_send.insert(send, flow_id_of_send.len() as u64 + 1);

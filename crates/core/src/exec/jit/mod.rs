@@ -740,7 +740,7 @@ extern "sysv64" fn jit_direct_jump<T: TimingModel>(
     let target = pc.wrapping_add(imm as i64 as u64);
     let link = pc.wrapping_add(op.len as u64);
     h.timing
-        .direct_jump(pc, target, JumpHint::of(rd as u8, None), link)
+        .direct_jump(pc, target, JumpHint::of(rd, None), link)
 }
 
 /// Translated code's `jump` hook of the `jalr` `op` (its target in the
@@ -753,12 +753,8 @@ extern "sysv64" fn jit_jump<T: TimingModel>(h: *mut Hart<T>, _bus: *mut u8, op: 
         unreachable!("jit_jump of a non-jalr op")
     };
     let link = pc.wrapping_add(op.len as u64);
-    h.timing.jump(
-        pc,
-        h.jit_frame.pc,
-        JumpHint::of(rd as u8, Some(rs1 as u8)),
-        link,
-    )
+    h.timing
+        .jump(pc, h.jit_frame.pc, JumpHint::of(rd, Some(rs1)), link)
 }
 
 /// Translated code's check-log record of an inline op (cycle count in
