@@ -873,6 +873,8 @@ pub fn build(input: &ReportInput) -> Vec<Block> {
                     sys.iter().map(|m| m.get(n).copied().unwrap_or(0)).collect(),
                 )
             }),
+            count,
+            count_change,
         )));
         let keys: BTreeSet<(u64, Option<u32>)> =
             irq.iter().flat_map(|m| m.keys().copied()).collect();
@@ -890,6 +892,8 @@ pub fn build(input: &ReportInput) -> Vec<Block> {
                     irq.iter().map(|m| m.get(k).copied().unwrap_or(0)).collect(),
                 )
             }),
+            count,
+            count_change,
         )));
     }
 
@@ -928,40 +932,24 @@ pub fn build(input: &ReportInput) -> Vec<Block> {
     if same > 0 {
         b.push(Block::Para(format!("Counters that differ between the runs; {same} more are equal in every run (all are in each run's `stats.txt`).")));
     }
-    let mut headers = vec!["counter".to_string()];
-    let mut right = vec![false];
-    for (i, l) in labels.iter().enumerate() {
-        headers.push(l.clone());
-        right.push(true);
-        if i > 0 {
-            headers.push(format!("Δ {l}"));
-            right.push(true);
-        }
-    }
-    let mut t = Table {
-        headers,
-        right,
-        rows: Vec::new(),
-    };
-    for (n, vals) in rows {
-        let mut row = vec![n];
-        for (i, v) in vals.iter().enumerate() {
-            row.push(v.map_or("-".into(), |x| {
+    let t = compare_table(
+        "counter",
+        &labels,
+        rows.into_iter(),
+        |v: Option<f64>| {
+            v.map_or("-".into(), |x| {
                 if x.fract() == 0.0 {
                     thousands(x as i64)
                 } else {
                     format!("{x:.4}")
                 }
-            }));
-            if i > 0 {
-                row.push(match (vals[0], v) {
-                    (Some(a), Some(x)) => delta(a, *x),
-                    _ => "-".into(),
-                });
-            }
-        }
-        t.row(row);
-    }
+            })
+        },
+        |first, v| match (first, v) {
+            (Some(a), Some(x)) => delta(a, x),
+            _ => "-".into(),
+        },
+    );
     b.push(Block::Table(t));
 
     // Repeats
@@ -1497,10 +1485,19 @@ fn share(part: u64, whole: u64) -> String {
     }
 }
 
-fn compare_table(
+/// A count's change from the first run's, as a percentage.
+fn count_change(first: u64, v: u64) -> String {
+    delta(first as f64, v as f64)
+}
+
+/// A table of one row per name and, per run, its value and (after the
+/// first run) its change from the first run's.
+fn compare_table<V: Copy>(
     what: &str,
     labels: &[String],
-    rows: impl Iterator<Item = (String, Vec<u64>)>,
+    rows: impl Iterator<Item = (String, Vec<V>)>,
+    cell: impl Fn(V) -> String,
+    change: impl Fn(V, V) -> String,
 ) -> Table {
     let mut headers = vec![what.to_string()];
     let mut right = vec![false];
@@ -1519,10 +1516,10 @@ fn compare_table(
     };
     for (name, vals) in rows {
         let mut row = vec![name];
-        for (i, v) in vals.iter().enumerate() {
-            row.push(count(*v));
+        for (i, &v) in vals.iter().enumerate() {
+            row.push(cell(v));
             if i > 0 {
-                row.push(delta(vals[0] as f64, *v as f64));
+                row.push(change(vals[0], v));
             }
         }
         t.row(row);
