@@ -203,23 +203,25 @@ fn an_interrupt_lands_in_a_loop_on_itself() {
     assert!(m.harts()[0].instret() > 2_500, "the loop ran");
 }
 
+/// A loop of `rounds` rounds (its first in the block before it), then an
+/// HTIF exit with 0, waiting in `wfi` (not a hot loop) until it is seen.
+fn counted_loop(rounds: u64) -> Vec<u8> {
+    let mut a = Asm::new(BASE);
+    a.li(T0, rounds).li(T1, 0);
+    a.label("loop").addi(T1, T1, 1).bne(T1, T0, "loop");
+    a.li(T2, 1).la(T3, "tohost").sd(T2, T3, 0);
+    a.label("idle").wfi().j("idle");
+    finish(a)
+}
+
 /// By default a block is translated after 256 runs on the atomic model
 /// and after 1,024 on the in-order one (its translated code, calling the
 /// hooks, saves less per run): a loop of 600 rounds is translated on the
 /// first only, one of 3,000 on both, with results the reference's.
 #[test]
 fn the_in_order_model_translates_a_block_later() {
-    let counted = |rounds: u64| {
-        let mut a = Asm::new(BASE);
-        a.li(T0, rounds).li(T1, 0);
-        a.label("loop").addi(T1, T1, 1).bne(T1, T0, "loop");
-        // exit through HTIF, waiting in `wfi` (not a hot loop) until seen
-        a.li(T2, 1).la(T3, "tohost").sd(T2, T3, 0);
-        a.label("idle").wfi().j("idle");
-        finish(a)
-    };
     let translated = |rounds: u64| {
-        let elf = counted(rounds);
+        let elf = counted_loop(rounds);
         let mut atomic = common::bare_metal(1, elf.clone(), 50_000_000);
         let stop = lockstep(
             &mut atomic,
@@ -247,12 +249,7 @@ fn the_in_order_model_translates_a_block_later() {
 #[test]
 fn a_block_is_translated_on_exactly_its_hot_run() {
     let translated = |rounds: u64, quantum: Option<u64>| {
-        let mut a = Asm::new(BASE);
-        a.li(T0, rounds).li(T1, 0);
-        a.label("loop").addi(T1, T1, 1).bne(T1, T0, "loop");
-        a.li(T2, 1).la(T3, "tohost").sd(T2, T3, 0);
-        a.label("idle").wfi().j("idle");
-        let mut cfg = common::bare_metal_config(1, finish(a), 50_000_000);
+        let mut cfg = common::bare_metal_config(1, counted_loop(rounds), 50_000_000);
         if let Some(q) = quantum {
             cfg.quantum = q;
         }
