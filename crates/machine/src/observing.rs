@@ -708,9 +708,9 @@ impl<M: TimingModel, const TRACE: bool> TimingModel for Observing<M, TRACE> {
             walk_pending: at + h.walk_pending,
             insn_counts: at + h.insn_counts,
             last_class: at + h.last_class,
-            mem_last_line: at + h.mem_last_line,
-            mem_last_vline: at + h.mem_last_vline,
-            mem_last_dirty: at + h.mem_last_dirty,
+            mem_tlb_mask: at + h.mem_tlb_mask,
+            mem_tlb_span: at + h.mem_tlb_span,
+            mem_keys: at + h.mem_keys,
             mem_translating: at + h.mem_translating,
             mem_counts: at + h.mem_counts,
             ..h

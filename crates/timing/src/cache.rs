@@ -75,6 +75,31 @@ impl Cache {
         self.line_shift
     }
 
+    /// Number of sets.
+    pub fn sets(&self) -> usize {
+        self.set_mask as usize + 1
+    }
+
+    /// The set of line number `line` (address >> line shift).
+    #[inline(always)]
+    pub fn set_of(&self, line: u64) -> usize {
+        (line & self.set_mask) as usize
+    }
+
+    /// The most recently used way of set `set` as one word: its line
+    /// number times two plus its dirty bit, or u64::MAX when the way is
+    /// empty (no line number reaches 2^63). An access to that line hits it
+    /// and, a load or a store to a dirty line, changes nothing but the
+    /// counts.
+    #[inline(always)]
+    pub fn mru_key(&self, set: usize) -> u64 {
+        let i = set * self.ways + self.mru[set] as usize;
+        if self.tags[i] == INVALID {
+            return u64::MAX;
+        }
+        self.tags[i] << 1 | self.dirty[i] as u64
+    }
+
     /// An access that hits the most recently used way of its set (the
     /// common case, with no replacement state to change); false, having
     /// done nothing, otherwise.
@@ -195,6 +220,71 @@ impl Cache {
         let line = pa >> self.line_shift;
         let base = (line & self.set_mask) as usize * self.ways;
         self.tags[base..base + self.ways].contains(&line)
+    }
+}
+
+/// Sets whose most recent way [`MruKeys`] copies; a cache with more sets
+/// keeps no copy (its test then never holds).
+pub const MRU_KEYS: usize = 512;
+
+/// A copy of each set's [`Cache::mru_key`], kept up to date by its owner
+/// after every access that may change it, so a hit there is one load at a
+/// fixed place (for a model's fast paths and translated code's test of
+/// them, see `InlineHooks`).
+#[repr(C)]
+pub struct MruKeys {
+    pub(crate) keys: [u64; MRU_KEYS],
+    /// Clears a line number to its index in `keys` (0 when not kept).
+    pub(crate) mask: u64,
+    kept: bool,
+}
+
+impl MruKeys {
+    pub fn new(c: &Cache) -> Self {
+        let kept = c.sets() <= MRU_KEYS;
+        let mut k = MruKeys {
+            keys: [u64::MAX; MRU_KEYS],
+            mask: if kept { c.set_mask } else { 0 },
+            kept,
+        };
+        k.rebuild(c);
+        k
+    }
+
+    /// Whether an access to line number `line` hits its set's most recent
+    /// way and changes nothing there (a read, or a write to a dirty line).
+    #[inline(always)]
+    pub fn holds(&self, line: u64, write: bool) -> bool {
+        let key = self.keys[(line & self.mask) as usize];
+        let want = line << 1 | 1;
+        if write {
+            key == want
+        } else {
+            key | 1 == want
+        }
+    }
+
+    /// After an access to `line` in `c`.
+    #[inline(always)]
+    pub fn refresh(&mut self, c: &Cache, line: u64) {
+        if self.kept {
+            let set = c.set_of(line);
+            self.keys[set] = c.mru_key(set);
+        }
+    }
+
+    /// After anything else that changed `c` (a flush, a restore).
+    pub fn rebuild(&mut self, c: &Cache) {
+        if self.kept {
+            for set in 0..c.sets() {
+                self.keys[set] = c.mru_key(set);
+            }
+        }
+    }
+
+    /// Offset of the copy in an `MruKeys`, and the index mask.
+    pub(crate) fn layout(&self) -> (usize, u64) {
+        (std::mem::offset_of!(MruKeys, keys), self.mask)
     }
 }
 

@@ -30,7 +30,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use crate::bpred::Predictor;
-use crate::cache::Cache;
+use crate::cache::{Cache, MruKeys};
 use crate::desc::{InOrderConfig, PipelineConfig};
 use crate::stats::{event, ModelStats, Stat};
 use crate::tlb::{L2Tlb, Tlb};
@@ -163,11 +163,9 @@ pub struct InOrder {
     dshift: u32,
     /// Address of the line fetched last (u64::MAX: none; no line address has its low bits set).
     last_iline: u64,
-    last_dline: u64,
-    /// Virtual line of the last data access (the same physical line seen
-    /// through another virtual page is another TLB lookup).
-    last_dvline: u64,
-    last_dline_dirty: bool,
+    /// Each L1D set's most recent way (kept after every access, for the
+    /// fast path of `mem` and translated code's test of it).
+    l1d_keys: MruKeys,
     // architectural context seen through the hooks
     prv: u8,
     levels: u32,
@@ -341,9 +339,7 @@ impl InOrder {
             iline_mask: !(cfg.l1i.line - 1),
             dshift: cfg.l1d.line.trailing_zeros(),
             last_iline: u64::MAX,
-            last_dline: u64::MAX,
-            last_dvline: u64::MAX,
-            last_dline_dirty: false,
+            l1d_keys: MruKeys::new(&Cache::new(&cfg.l1d)),
             prv: 3,
             levels: 0,
             translating: false,
@@ -545,10 +541,8 @@ impl InOrder {
 
     fn set_context(&mut self) {
         self.translating = self.prv != 3 && self.levels != 0;
-        // the next accesses look at the TLBs again
+        // the next fetch looks at the I-TLB again
         self.last_iline = u64::MAX;
-        self.last_dline = u64::MAX;
-        self.last_dvline = u64::MAX;
     }
 
     fn flush_tlbs(&mut self) {
@@ -558,8 +552,6 @@ impl InOrder {
             t.flush();
         }
         self.last_iline = u64::MAX;
-        self.last_dline = u64::MAX;
-        self.last_dvline = u64::MAX;
     }
 
     /// L1D counts including the same-line fast path.
@@ -595,7 +587,7 @@ impl InOrder {
     #[inline]
     fn data_access(&mut self, pa: u64, write: bool) -> (u64, u64) {
         let line = pa >> self.dshift;
-        if line == self.last_dline && (!write || self.last_dline_dirty) {
+        if self.l1d_keys.holds(line, write) {
             if write {
                 self.l1d.counts.write_accesses += 1;
             } else {
@@ -609,8 +601,7 @@ impl InOrder {
     #[inline(never)]
     fn data_access_slow(&mut self, pa: u64, write: bool) -> (u64, u64) {
         let o = self.l1d.access(pa, write);
-        self.last_dline = pa >> self.dshift;
-        self.last_dline_dirty = write;
+        self.l1d_keys.refresh(&self.l1d, pa >> self.dshift);
         let mut stall = 0;
         match o.writeback {
             Some(victim) if self.dirty_victim_first => {
@@ -1190,9 +1181,10 @@ impl TimingModel for InOrder {
             insn_counts: offset_of!(InOrder, class_counts),
             last_class: offset_of!(InOrder, last_class),
             mem_shift: self.dshift as u8,
-            mem_last_line: offset_of!(InOrder, last_dline),
-            mem_last_vline: offset_of!(InOrder, last_dvline),
-            mem_last_dirty: offset_of!(InOrder, last_dline_dirty),
+            mem_tlb_mask: offset_of!(InOrder, dtlb) + Tlb::last_span_offsets().0,
+            mem_tlb_span: offset_of!(InOrder, dtlb) + Tlb::last_span_offsets().1,
+            mem_keys: offset_of!(InOrder, l1d_keys) + self.l1d_keys.layout().0,
+            mem_key_mask: self.l1d_keys.layout().1,
             mem_translating: offset_of!(InOrder, translating),
             mem_counts: offset_of!(InOrder, same_line),
             mem_cost: self.l1d_lat,
@@ -1358,9 +1350,6 @@ impl TimingModel for InOrder {
             pending_va: self.pending_va,
             ad_write: self.ad_write,
             last_iline: self.last_iline,
-            last_dline: self.last_dline,
-            last_dvline: self.last_dvline,
-            last_dline_dirty: self.last_dline_dirty,
             prv: self.prv,
             levels: self.levels,
             translating: self.translating,
@@ -1424,9 +1413,10 @@ impl TimingModel for InOrder {
         self.pending_va = l.pending_va;
         self.ad_write = l.ad_write;
         self.last_iline = l.last_iline;
-        self.last_dline = l.last_dline;
-        self.last_dvline = l.last_dvline;
-        self.last_dline_dirty = l.last_dline_dirty;
+        // what is derived from the caches and TLBs
+        self.itlb.refresh_last();
+        self.dtlb.refresh_last();
+        self.l1d_keys.rebuild(&self.l1d);
         self.prv = l.prv;
         self.levels = l.levels;
         self.translating = l.translating;
@@ -1460,9 +1450,6 @@ struct Learnt<C, T, U, P, Q> {
     pending_va: u64,
     ad_write: u64,
     last_iline: u64,
-    last_dline: u64,
-    last_dvline: u64,
-    last_dline_dirty: bool,
     prv: u8,
     levels: u32,
     translating: bool,
@@ -1483,12 +1470,13 @@ impl InOrder {
         } else {
             0
         };
-        // the line of the last data access, nothing pending: the same page
-        // (a TLB hit) and an L1 hit that changes no replacement state
-        if pa >> self.dshift == self.last_dline
-            && va >> self.dshift == self.last_dvline
-            && !mmio
-            && (!write || self.last_dline_dirty)
+        // nothing pending, the TLB entry that hit last (so no replacement
+        // state changes there) and an L1 hit in the most recent way that
+        // changes nothing: only counted (translated code tests this inline)
+        let line = pa >> self.dshift;
+        if !mmio
+            && (!self.translating || self.dtlb.last_holds(va))
+            && self.l1d_keys.holds(line, write)
         {
             self.same_line[(self.translating as usize) << 1 | write as usize] += 1;
             return self.charged(self.l1d_lat + wait);
@@ -1496,11 +1484,9 @@ impl InOrder {
         // else the usual case: a TLB entry found without a search and the
         // MRU way of the line's set
         let tlb_hit = self.translating && self.dtlb.quick_hit(va);
-        if !mmio && (tlb_hit || !self.translating) && self.l1d.mru_hit(pa >> self.dshift, write) {
+        if !mmio && (tlb_hit || !self.translating) && self.l1d.mru_hit(line, write) {
+            self.l1d_keys.refresh(&self.l1d, line);
             self.c.dtlb_write_accesses += (write && tlb_hit) as u64;
-            self.last_dline = pa >> self.dshift;
-            self.last_dvline = va >> self.dshift;
-            self.last_dline_dirty = write;
             self.state[MEM] += self.l1d_lat;
             return self.charged(self.l1d_lat + wait);
         }
@@ -1525,7 +1511,6 @@ impl InOrder {
             return cycles + self.mmio;
         }
         let (c, stall) = self.data_access(pa, write);
-        self.last_dvline = va >> self.dshift;
         self.state[MEM] += c;
         self.mem_stall += stall;
         cycles + c
@@ -1809,6 +1794,14 @@ mod tests {
             let off = line + rnd(16) * 4;
             let pa = RAM + page + off;
             let va = 0x4000_0000 + at.2 * 0x10_0000 + page + off;
+            // the copies the data shortcut tests are the L1D's own state
+            for set in 0..m.l1d.sets() {
+                assert_eq!(
+                    m.l1d_keys.keys[set],
+                    m.l1d.mru_key(set),
+                    "step {step}: set {set}"
+                );
+            }
             let saved = m.save_state(true).unwrap().unwrap();
             match rnd(4) {
                 0 => {
@@ -1846,10 +1839,11 @@ mod tests {
                 }
                 _ => {
                     let store = rnd(2) == 1;
-                    let line = |a: u64| a >> ih.mem_shift;
-                    let holds = line(pa) == u64_at(&m, ih.mem_last_line)
-                        && line(va) == u64_at(&m, ih.mem_last_vline)
-                        && (!store || u8_at(&m, ih.mem_last_dirty) != 0)
+                    let line = pa >> ih.mem_shift;
+                    let key = u64_at(&m, ih.mem_keys + 8 * (line & ih.mem_key_mask) as usize);
+                    let holds = (u8_at(&m, ih.mem_translating) == 0
+                        || va | u64_at(&m, ih.mem_tlb_mask) == u64_at(&m, ih.mem_tlb_span))
+                        && if store { key } else { key | 1 } == 2 * line + 1
                         && u64_at(&m, ih.walk_pending) == 0;
                     let kind = if store { MemKind::Store } else { MemKind::Load };
                     let translating = u8_at(&m, ih.mem_translating) as usize;

@@ -164,14 +164,18 @@ pub struct InlineHooks {
     pub last_class: usize,
     /// `mem(va, pa, _, Load | Store, false)` returns `mem_cost` and adds 1
     /// to the u64 at `mem_counts + 16 * translating + 8 * store` (the byte
-    /// at `mem_translating`, 0 or 1), nothing else, while `pa >> mem_shift`
-    /// equals the u64 at `mem_last_line`, `va >> mem_shift` the u64 at
-    /// `mem_last_vline`, the byte at `mem_last_dirty` is not 0 for a
-    /// store, and the u64 at `walk_pending` is 0.
+    /// at `mem_translating`, 0 or 1), nothing else, while the u64 at
+    /// `walk_pending` is 0; translating is 0 or `va |` the u64 at
+    /// `mem_tlb_mask` equals the u64 at `mem_tlb_span` (the D-TLB entry
+    /// that hit last holds `va`); and, with `line = pa >> mem_shift`, the
+    /// u64 `k` at `mem_keys + 8 * (line & mem_key_mask)` is `2 * line + 1`
+    /// for a store, `k | 1` is for a load (the line is the most recent
+    /// way of its L1 set; a store needs it dirty).
     pub mem_shift: u8,
-    pub mem_last_line: usize,
-    pub mem_last_vline: usize,
-    pub mem_last_dirty: usize,
+    pub mem_tlb_mask: usize,
+    pub mem_tlb_span: usize,
+    pub mem_keys: usize,
+    pub mem_key_mask: u64,
     pub mem_translating: usize,
     pub mem_counts: usize,
     pub mem_cost: u64,

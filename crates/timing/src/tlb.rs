@@ -19,12 +19,48 @@ struct Entry {
 /// Slots of the direct-mapped index from 4 KiB page number to entry.
 const INDEX: usize = 256;
 
+/// The entry that hit last, as one test: `va | mask == span` exactly when
+/// it holds `va` (an empty entry: never). A copy kept beside `last`, so
+/// translated code tests it with two loads at fixed offsets (see
+/// `InlineHooks::mem_tlb_mask`).
+#[derive(Clone, Copy)]
+#[repr(C)]
+pub(crate) struct LastSpan {
+    pub(crate) mask: u64,
+    pub(crate) span: u64,
+}
+
+impl LastSpan {
+    const EMPTY: LastSpan = LastSpan {
+        mask: u64::MAX,
+        span: 0,
+    };
+    fn of(e: &Entry) -> LastSpan {
+        if e.base == 0 {
+            return LastSpan::EMPTY;
+        }
+        LastSpan {
+            mask: e.mask,
+            span: (e.base & !1) | e.mask,
+        }
+    }
+}
+
+impl Default for LastSpan {
+    fn default() -> Self {
+        LastSpan::EMPTY
+    }
+}
+
 #[derive(serde::Serialize, serde::Deserialize)]
 pub struct Tlb {
     entries: Vec<Entry>,
     clock: u64,
     /// The entry that hit last (exact for LRU: it is already the most recent).
     last: usize,
+    /// `last`'s entry as one test (derived: rebuilt by `refresh_last`).
+    #[serde(skip)]
+    pub(crate) last_span: LastSpan,
     /// A hint, not state: which entry held each 4 KiB page when last looked
     /// up (checked before use, so a stale hint only costs a search).
     #[serde(with = "hs_snapshot::state::array")]
@@ -47,6 +83,7 @@ impl Tlb {
             entries: vec![Entry::default(); n.max(1)],
             clock: 0,
             last: 0,
+            last_span: LastSpan::EMPTY,
             index: [0; INDEX],
             accesses: 0,
             misses: 0,
@@ -58,11 +95,39 @@ impl Tlb {
         (va & !e.mask) | 1 == e.base
     }
 
+    /// Whether the entry that hit last holds `va` (no state change): a
+    /// hit there changes nothing but the access count.
+    #[inline(always)]
+    pub fn last_holds(&self, va: u64) -> bool {
+        va | self.last_span.mask == self.last_span.span
+    }
+
+    #[inline(always)]
+    fn set_last(&mut self, i: usize) {
+        self.last = i;
+        self.last_span = LastSpan::of(&self.entries[i]);
+    }
+
+    /// Byte offsets of `last_span`'s mask and span in a `Tlb`.
+    pub(crate) fn last_span_offsets() -> (usize, usize) {
+        use std::mem::offset_of;
+        let at = offset_of!(Tlb, last_span);
+        (
+            at + offset_of!(LastSpan, mask),
+            at + offset_of!(LastSpan, span),
+        )
+    }
+
+    /// Rebuild what is derived from the entries (after a restore).
+    pub(crate) fn refresh_last(&mut self) {
+        self.set_last(self.last);
+    }
+
     /// A lookup that hits the entry that hit last; false, having done
     /// nothing, otherwise.
     #[inline(always)]
     pub fn last_hit(&mut self, va: u64) -> bool {
-        if Self::matches(&self.entries[self.last], va) {
+        if self.last_holds(va) {
             self.accesses += 1;
             return true;
         }
@@ -84,7 +149,7 @@ impl Tlb {
                 self.accesses += 1;
                 self.clock += 1;
                 e.stamp = self.clock;
-                self.last = i;
+                self.set_last(i);
                 true
             }
             _ => false,
@@ -108,7 +173,7 @@ impl Tlb {
         };
         if let Some(i) = found {
             self.entries[i].stamp = self.clock;
-            self.last = i;
+            self.set_last(i);
             self.index[slot] = i as u16;
             return true;
         }
@@ -135,12 +200,13 @@ impl Tlb {
             mask,
             stamp: self.clock,
         };
-        self.last = v;
+        self.set_last(v);
         self.index[(va >> 12) as usize % INDEX] = v as u16;
     }
 
     pub fn flush(&mut self) {
         self.entries.fill(Entry::default());
+        self.last_span = LastSpan::EMPTY;
     }
 }
 
@@ -256,6 +322,11 @@ mod tests {
                 )
             };
             let va = va | (x >> 20) & 0xff8;
+            assert_eq!(
+                quick.last_holds(va),
+                Tlb::matches(&quick.entries[quick.last], va),
+                "step {step}: {va:#x}"
+            );
             let last = quick.last_hit(va);
             let q = last || quick.quick_hit(va);
             by_index += (q && !last) as u32;

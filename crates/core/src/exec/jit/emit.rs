@@ -34,7 +34,8 @@
 //! `fetch`, `insn`, then `mem`, `branch` or `jump` — taking the model's own
 //! shortcuts ([`hs_timing::InlineHooks`]) inline where they hold: a fetch
 //! from the line fetched last, a class's fixed `insn` cost and counter, a
-//! load or store to the line accessed last. Everything else is a call that
+//! load or store hitting the D-TLB entry that hit last and the most recent
+//! way of its L1 set. Everything else is a call that
 //! keeps the register cache (the hooks read no guest register). r13 plus
 //! `pending` is then the cycle count (each op's 1 and every cost known at
 //! translation time; costs a call returns are added to r13); the hart's
@@ -730,28 +731,43 @@ impl<'a> Emitter<'a> {
         let (ih, t) = (&h.inline, h.model);
         let shift = ih.mem_shift as i8;
         let to_pa = h.host_to_pa as i64;
-        let (vline, line, dirty) = (
-            t + ih.mem_last_vline as i32,
-            t + ih.mem_last_line as i32,
-            t + ih.mem_last_dirty as i32,
+        let (tr, tmask, tspan, keys) = (
+            t + ih.mem_translating as i32,
+            t + ih.mem_tlb_mask as i32,
+            t + ih.mem_tlb_span as i32,
+            t + ih.mem_keys as i32,
         );
+        let key_mask = ih.mem_key_mask as i32;
         let cost = ih.mem_cost as i32;
         let (label, back) = (self.a.new_dynamic_label(), self.a.new_dynamic_label());
+        let line = self.a.new_dynamic_label();
+        // translating: the D-TLB entry that hit last holds the address;
+        // then the line is the L1 set's most recent way (dirty for a store)
         dynasm!(self.a
             ; .arch x64
+            ; cmp BYTE [rbx + tr], 0
+            ; je =>line
             ; lea rax, [Rq(base) + imm]
-            ; shr rax, shift
-            ; cmp rax, QWORD [rbx + vline]
+            ; or rax, QWORD [rbx + tmask]
+            ; cmp rax, QWORD [rbx + tspan]
             ; jne =>label
+            ; =>line
             ; mov rax, QWORD to_pa
             ; add rax, rsi
             ; shr rax, shift
-            ; cmp rax, QWORD [rbx + line]
+            ; mov ecx, eax
+            ; and ecx, key_mask
+            ; lea rax, [rax * 2 + 1]
+            ; mov rcx, QWORD [rbx + rcx * 8 + keys]
+        );
+        if !store {
+            dynasm!(self.a ; .arch x64 ; or rcx, 1);
+        }
+        dynasm!(self.a
+            ; .arch x64
+            ; cmp rcx, rax
             ; jne =>label
         );
-        if store {
-            dynasm!(self.a ; .arch x64 ; cmp BYTE [rbx + dirty], 0 ; je =>label);
-        }
         dynasm!(self.a ; .arch x64 ; =>back);
         self.hook_calls.push(HookCall {
             label,
