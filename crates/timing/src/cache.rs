@@ -513,4 +513,39 @@ mod tests {
             "a sweep that fits misses only the first time"
         );
     }
+
+    /// `MruKeys::holds` is exactly "the line is its set's most recent way,
+    /// and a write finds it dirty" (what `mru_hit` takes without changing
+    /// anything but the counts), kept by `refresh` after each access; a
+    /// cache with more sets than it copies never holds.
+    #[test]
+    fn the_most_recent_way_copies_say_what_the_cache_holds() {
+        for replacement in [Replacement::Lru, Replacement::Fifo, Replacement::Random] {
+            let mut c = Cache::new(&cfg(1024, 2, 64, replacement));
+            let mut k = MruKeys::new(&c);
+            let mut x = 0x2545_f491_4f6c_dd1du64;
+            let (mut held, mut not) = (0, 0);
+            for step in 0..20_000 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let (line, write) = (x % 40, x >> 40 & 1 == 1);
+                let set = c.set_of(line);
+                let i = set * c.ways + c.mru[set] as usize;
+                let truth = c.tags[i] == line && (!write || c.dirty[i]);
+                assert_eq!(k.holds(line, write), truth, "step {step}: {replacement:?}");
+                held += truth as u32;
+                not += !truth as u32;
+                c.access(line << 6, write);
+                k.refresh(&c, line);
+            }
+            assert!(held > 1000 && not > 1000, "{held} held, {not} not");
+        }
+        let big = Cache::new(&cfg(64 * 2 * 2 * MRU_KEYS as u64, 2, 64, Replacement::Lru));
+        let mut c = big;
+        let k = MruKeys::new(&c);
+        c.access(0, false);
+        assert!(c.mru_hit(0, false));
+        assert!(!k.holds(0, false), "more sets than copied: never holds");
+    }
 }
