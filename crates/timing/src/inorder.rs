@@ -1485,7 +1485,11 @@ impl InOrder {
         // MRU way of the line's set
         let tlb_hit = self.translating && self.dtlb.quick_hit(va);
         if !mmio && (tlb_hit || !self.translating) && self.l1d.mru_hit(line, write) {
-            self.l1d_keys.refresh(&self.l1d, line);
+            // (a read there changes nothing the copy holds; a write may set
+            // the dirty bit)
+            if write {
+                self.l1d_keys.refresh(&self.l1d, line);
+            }
             self.c.dtlb_write_accesses += (write && tlb_hit) as u64;
             self.state[MEM] += self.l1d_lat;
             return self.charged(self.l1d_lat + wait);
