@@ -713,8 +713,19 @@ impl<M: TimingModel, const TRACE: bool> TimingModel for Observing<M, TRACE> {
             mem_keys: at + h.mem_keys,
             mem_translating: at + h.mem_translating,
             mem_counts: at + h.mem_counts,
+            branch: h.branch.map(|b| hs_timing::InlineBranch {
+                history: at + b.history,
+                branches: at + b.branches,
+                mispredicts: at + b.mispredicts,
+                fetch_cycles: at + b.fetch_cycles,
+                ..b
+            }),
             ..h
         })
+    }
+    #[inline(always)]
+    fn inline_branch_table(&mut self) -> u64 {
+        self.inner.inline_branch_table()
     }
     #[inline(always)]
     fn skipped(&mut self, n: u64) {

@@ -233,6 +233,32 @@ impl Predictor {
         }
     }
 
+    /// [`crate::InlineBranch`] of this predictor, its offsets from the
+    /// predictor (`fetch_cycles` and the costs are the caller's): a
+    /// gshare or bimodal table whose history fits in its index (so the
+    /// fold is the history itself); None for TAGE.
+    pub(crate) fn inline_branch(&self) -> Option<crate::InlineBranch> {
+        use std::mem::offset_of;
+        let plain = self.tagged.is_empty()
+            && self.history_mask & !self.index_mask == 0
+            && self.counters.len() as u64 == self.index_mask + 1;
+        plain.then(|| crate::InlineBranch {
+            history: offset_of!(Predictor, history),
+            history_mask: self.history_mask,
+            index_mask: self.index_mask,
+            branches: offset_of!(Predictor, counts) + offset_of!(BpredCounts, cond_branches),
+            mispredicts: offset_of!(Predictor, counts) + offset_of!(BpredCounts, cond_mispredicts),
+            fetch_cycles: 0,
+            mispredict: 0,
+            taken_penalty: 0,
+        })
+    }
+
+    /// The counter table `inline_branch` describes.
+    pub(crate) fn counter_table(&mut self) -> u64 {
+        self.counters.as_mut_ptr() as u64
+    }
+
     /// The history length of each tagged table (empty unless TAGE).
     pub fn tage_history_lengths(&self) -> impl Iterator<Item = u32> + '_ {
         self.tagged.iter().map(|t| t.index.len)

@@ -34,7 +34,9 @@ use crate::cache::{Cache, MruKeys};
 use crate::desc::{InOrderConfig, PipelineConfig};
 use crate::stats::{event, ModelStats, Stat};
 use crate::tlb::{L2Tlb, Tlb};
-use crate::{InlineHooks, InsnClass, JumpHint, MemKind, Operands, TimingModel, TrapInfo};
+use crate::{
+    InlineBranch, InlineHooks, InsnClass, JumpHint, MemKind, Operands, TimingModel, TrapInfo,
+};
 
 const FETCH: usize = 0;
 const EXECUTE: usize = 1;
@@ -1188,7 +1190,24 @@ impl TimingModel for InOrder {
             mem_translating: offset_of!(InOrder, translating),
             mem_counts: offset_of!(InOrder, same_line),
             mem_cost: self.l1d_lat,
+            branch: self.bp.inline_branch().map(|b| {
+                let bp = offset_of!(InOrder, bp);
+                InlineBranch {
+                    history: bp + b.history,
+                    branches: bp + b.branches,
+                    mispredicts: bp + b.mispredicts,
+                    fetch_cycles: offset_of!(InOrder, state) + 8 * FETCH,
+                    mispredict: self.mispredict,
+                    taken_penalty: self.taken_penalty,
+                    ..b
+                }
+            }),
         })
+    }
+
+    #[inline(always)]
+    fn inline_branch_table(&mut self) -> u64 {
+        self.bp.counter_table()
     }
 
     #[inline(always)]
@@ -1783,8 +1802,9 @@ mod tests {
             x ^= x << 17;
             x % n
         };
-        let mut held = [0u32; 3];
+        let mut held = [0u32; 4];
         let mut at = (0, 0, 0);
+        let b = ih.branch.expect("a gshare predictor has the counter step");
         for step in 0..30_000 {
             if step == 10_000 {
                 translating(&mut m);
@@ -1807,7 +1827,44 @@ mod tests {
                 );
             }
             let saved = m.save_state(true).unwrap().unwrap();
-            match rnd(4) {
+            match rnd(5) {
+                4 => {
+                    // a conditional branch (its `insn` first); a few
+                    // branches, each mostly one way
+                    let pc = 0x8000_0000 + 2 * rnd(40);
+                    let taken = (pc % 3 == 0) != (rnd(6) == 0);
+                    m.insn(pc, InsnClass::Branch, Operands::EMPTY);
+                    let saved = m.save_state(true).unwrap().unwrap();
+                    let i = ((pc >> 1) ^ u64_at(&m, b.history)) & b.index_mask;
+                    let c = unsafe { *((m.inline_branch_table() + i) as *const u8) };
+                    let got = m.branch(pc, taken, pc + 64);
+                    held[3] += 1;
+                    copy.restore_state(&saved, true).unwrap();
+                    let k = 2 * c as usize + taken as usize;
+                    let missed = (c >= 2) != taken;
+                    let want = if missed {
+                        b.mispredict
+                    } else if taken {
+                        b.taken_penalty
+                    } else {
+                        0
+                    };
+                    assert_eq!(got, want, "step {step}: branch at {pc:#x}");
+                    unsafe {
+                        *((copy.inline_branch_table() + i) as *mut u8) = crate::BRANCH_NEXT[k];
+                        let base = &mut copy as *mut InOrder as *mut u8;
+                        let h = base.add(b.history).cast::<u64>();
+                        h.write_unaligned((2 * h.read_unaligned() + taken as u64) & b.history_mask);
+                        let f = base.add(b.fetch_cycles).cast::<u64>();
+                        f.write_unaligned(f.read_unaligned() + want);
+                    }
+                    bump(&mut copy, b.branches);
+                    if missed {
+                        bump(&mut copy, b.mispredicts);
+                    }
+                    let now = m.save_state(true).unwrap().unwrap();
+                    assert_eq!(now, copy.save_state(true).unwrap().unwrap(), "step {step}");
+                }
                 0 => {
                     if rnd(50) == 0 {
                         // a walk before the fetch (its PTEs in RAM)
@@ -1870,7 +1927,10 @@ mod tests {
                 }
             }
         }
-        // each shortcut was met often, translating and not
+        // each shortcut was met often, translating and not (the branches
+        // both predicted and not)
+        assert!(m.bp.counts.cond_mispredicts > 100);
+        assert!(m.bp.counts.cond_branches > 2 * m.bp.counts.cond_mispredicts);
         assert!(
             held.iter().all(|&n| n > 1_000),
             "shortcuts held {held:?} times"

@@ -179,7 +179,37 @@ pub struct InlineHooks {
     pub mem_translating: usize,
     pub mem_counts: usize,
     pub mem_cost: u64,
+    /// The conditional branch's two-bit-counter step, when the model's
+    /// predictor is one (see [`InlineBranch`]).
+    pub branch: Option<InlineBranch>,
 }
+
+/// `branch(pc, taken, _)` while the byte at [`InlineHooks::last_class`] is
+/// `InsnClass::Branch` (a conditional branch's `insn` ran last), with `h`
+/// the u64 at `history`, `i = ((pc >> 1) ^ h) & index_mask` and `c` the
+/// byte at `table + i` (`table`: what [`TimingModel::inline_branch_table`]
+/// returns): it stores `BRANCH_NEXT[2c + taken]` there, `(2h + taken) &
+/// history_mask` at `history`, adds 1 to the u64 at `branches` and, when
+/// `c >= 2` is not `taken` (a misprediction), 1 to the u64 at
+/// `mispredicts`; it returns `mispredict` then, else `taken_penalty` if
+/// taken, else 0, and adds that to the u64 at `fetch_cycles`. Nothing
+/// else. Masks and costs are the model's for its life; the table is
+/// `index_mask + 1` bytes, each at most 3.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InlineBranch {
+    pub history: usize,
+    pub history_mask: u64,
+    pub index_mask: u64,
+    pub branches: usize,
+    pub mispredicts: usize,
+    pub fetch_cycles: usize,
+    pub mispredict: u64,
+    pub taken_penalty: u64,
+}
+
+/// A two-bit counter after an outcome, by `2 * counter + taken`:
+/// saturating up when taken, down when not.
+pub const BRANCH_NEXT: [u8; 8] = [0, 1, 0, 2, 1, 3, 2, 3];
 
 pub trait TimingModel {
     /// True when `fetch`, `insn`, `mem`, `branch`, `jump`, `direct_jump`
@@ -208,6 +238,12 @@ pub trait TimingModel {
     /// model's life (translated code keeps the offsets).
     fn inline_hooks(&self) -> Option<InlineHooks> {
         None
+    }
+    /// The address of the counter table [`InlineBranch`] describes (0
+    /// when there is none): valid until the model is next restored or
+    /// replaced, so translated code asks each time it is entered.
+    fn inline_branch_table(&mut self) -> u64 {
+        0
     }
     /// `n` instructions retired, one cycle each, without their `fetch`,
     /// `insn`, `mem`, `branch`, `jump`, `direct_jump` or `divide` calls

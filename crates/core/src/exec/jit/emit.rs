@@ -1038,22 +1038,26 @@ impl<'a> Emitter<'a> {
                 _ => dynasm!(self.a ; .arch x64 ; setae al),
             }
             dynasm!(self.a ; .arch x64 ; movzx eax, al);
-            self.store_last_class();
-            let regs = self.regs;
-            let off = op.off as i32;
-            self.kept_call(&regs, false, f, |e| {
-                dynasm!(e.a
+            if let Some(b) = self.inline_branch(op) {
+                self.branch_step(op, &b);
+            } else {
+                self.store_last_class();
+                let regs = self.regs;
+                let off = op.off as i32;
+                self.kept_call(&regs, false, f, |e| {
+                    dynasm!(e.a
+                        ; .arch x64
+                        ; mov ecx, eax
+                        ; mov esi, off
+                        ; mov rdx, QWORD imm as i64
+                    );
+                });
+                dynasm!(self.a
                     ; .arch x64
                     ; mov ecx, eax
-                    ; mov esi, off
-                    ; mov rdx, QWORD imm as i64
+                    ; shr rax, 1
                 );
-            });
-            dynasm!(self.a
-                ; .arch x64
-                ; mov ecx, eax
-                ; shr rax, 1
-            );
+            }
             self.add_dynamic();
             dynasm!(self.a ; .arch x64 ; test ecx, 1 ; jnz =>label);
         } else {
@@ -1075,6 +1079,79 @@ impl<'a> Emitter<'a> {
             target_off: op.off as i64 + imm as i64,
             log_op: self.lay.log.then_some(addr),
         });
+    }
+
+    /// The model's inline counter step for the conditional branch `op`
+    /// (its `insn` just ran, so the model's last class is `Branch`), if
+    /// it has one whose masks and costs fit this code's immediates.
+    fn inline_branch(&self, op: &Op) -> Option<hs_timing::InlineBranch> {
+        let b = self.lay.hooks.as_ref()?.inline.branch?;
+        let fits = |v: u64| v <= i32::MAX as u64;
+        (op.class == hs_timing::InsnClass::Branch
+            && fits(b.index_mask)
+            && fits(b.history_mask)
+            && b.mispredict <= 0xff
+            && b.taken_penalty <= 0xff)
+            .then_some(b)
+    }
+
+    /// The `branch` hook's counter step inline (see `InlineBranch`), with
+    /// the outcome in eax: leaves the cycles in rax and the outcome in
+    /// ecx's low bit. Uses only rax, rcx and rsi (no cached register).
+    fn branch_step(&mut self, op: &Op, b: &hs_timing::InlineBranch) {
+        let t = self.lay.hooks.as_ref().map_or(0, |h| h.model);
+        let (hist, branches, misses, fetch) = (
+            t + b.history as i32,
+            t + b.branches as i32,
+            t + b.mispredicts as i32,
+            t + b.fetch_cycles as i32,
+        );
+        // by 2 * counter + taken: the counter after, mispredicted or not,
+        // and the cycles (a byte each)
+        let bytes = |f: &dyn Fn(usize) -> u64| (0..8).fold(0u64, |a, i| a | f(i) << (8 * i));
+        let next = bytes(&|i| hs_timing::BRANCH_NEXT[i] as u64) as i64;
+        let missed = |i: usize| (i >> 2) != (i & 1);
+        let missed_bits = (0..8).fold(0i32, |a, i| a | (missed(i) as i32) << i);
+        let cycles = bytes(&|i| match (missed(i), i & 1) {
+            (true, _) => b.mispredict,
+            (false, 1) => b.taken_penalty,
+            _ => 0,
+        }) as i64;
+        let (f_base_pc, f_table) = (self.lay.f_base_pc, self.lay.f_bp_table);
+        dynasm!(self.a
+            ; .arch x64
+            // rsi: the counter's address
+            ; mov rsi, QWORD [rbx + f_base_pc]
+            ; add rsi, op.off as i32
+            ; shr rsi, 1
+            ; xor rsi, QWORD [rbx + hist]
+            ; and rsi, b.index_mask as i32
+            ; add rsi, QWORD [rbx + f_table]
+            // ecx: 2 * counter + taken (a counter is at most 3; the mask
+            // keeps the shifts below inside their words whatever it is)
+            ; movzx ecx, BYTE [rsi]
+            ; lea ecx, [rax + rcx * 2]
+            ; and ecx, 7
+            ; mov eax, missed_bits
+            ; bt eax, ecx
+            ; adc QWORD [rbx + misses], 0
+            ; add QWORD [rbx + branches], 1
+            ; shl ecx, 3
+            ; mov rax, QWORD next
+            ; shr rax, cl
+            ; mov BYTE [rsi], al
+            ; mov rax, QWORD cycles
+            ; shr rax, cl
+            ; movzx eax, al
+            ; add QWORD [rbx + fetch], rax
+            // the outcome into the history
+            ; shr ecx, 3
+            ; and ecx, 1
+            ; mov rsi, QWORD [rbx + hist]
+            ; lea rsi, [rcx + rsi * 2]
+            ; and rsi, b.history_mask as i32
+            ; mov QWORD [rbx + hist], rsi
+        );
     }
 
     /// With the guest address in rsi: jump to a new slow stub unless the

@@ -87,6 +87,9 @@ pub(crate) struct JitFrame {
     /// the jit's slots and their number, for `jalr`'s chaining in code
     slots: u64,
     slots_len: u64,
+    /// the timing model's branch counter table (`InlineBranch`), asked
+    /// for each time translated code is entered
+    bp_table: u64,
     exit: Option<Exit>,
 }
 
@@ -105,6 +108,7 @@ pub(super) struct Layout {
     f_stamp: i32,
     f_slots: i32,
     f_slots_len: i32,
+    f_bp_table: i32,
     /// the executable region (mapped before any code is emitted)
     region: u64,
     checks: i32,
@@ -524,6 +528,7 @@ impl<T: TimingModel> Hart<T> {
             f_stamp: frame + std::mem::offset_of!(JitFrame, stamp) as i32,
             f_slots: frame + std::mem::offset_of!(JitFrame, slots) as i32,
             f_slots_len: frame + std::mem::offset_of!(JitFrame, slots_len) as i32,
+            f_bp_table: frame + std::mem::offset_of!(JitFrame, bp_table) as i32,
             region: self.blocks.jit.region as u64,
             checks: std::mem::offset_of!(Hart<T>, checks) as i32,
             fetch_stamp: std::mem::offset_of!(Hart<T>, fetch_stamp) as i32,
@@ -617,6 +622,7 @@ impl<T: TimingModel> Hart<T> {
     fn jit_refresh_frame(&mut self) {
         self.jit_frame.row = &self.tlb.e[KIND_LOAD][self.data_ctx & 3][0] as *const _ as u64;
         self.jit_frame.gen = self.tlb.gen_bits;
+        self.jit_frame.bp_table = self.timing.inline_branch_table();
     }
 
     /// One op the translated code does not inline, by the interpreter's
