@@ -35,7 +35,8 @@
 //! shortcuts ([`hs_timing::InlineHooks`]) inline where they hold: a fetch
 //! from the line fetched last, a class's fixed `insn` cost and counter, a
 //! load or store hitting the D-TLB entry that hit last and the most recent
-//! way of its L1 set. Everything else is a call that
+//! way of its L1 set, a conditional branch's two-bit-counter step.
+//! Everything else is a call that
 //! keeps the register cache (the hooks read no guest register). r13 plus
 //! `pending` is then the cycle count (each op's 1 and every cost known at
 //! translation time; costs a call returns are added to r13); the hart's
