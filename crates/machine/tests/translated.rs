@@ -286,6 +286,27 @@ fn no_page_is_writable_and_executable() {
         })
         .collect();
     assert!(wx.is_empty(), "writable and executable: {wx:?}");
-    // the code's two views are there
-    assert!(maps.lines().filter(|l| l.contains("hartscope-jit")).count() >= 2);
+    // the code's two views are there: shared memory, one executable and
+    // one writable, in what the host's `perf` takes for anonymous memory
+    // (`/dev/zero`, as its `is_anon_memory` says), so that it names the
+    // code from `/tmp/perf-PID.map` (`--perf-map`) and not from a file
+    let views = |perms: &str| {
+        maps.lines()
+            .filter(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                f.get(1) == Some(&perms) && f.get(5).is_some_and(|n| n.starts_with("/dev/zero"))
+            })
+            .count()
+    };
+    assert!(
+        views("r-xs") >= 1 && views("rw-s") >= 1,
+        "no executable and writable views of anonymous shared memory:\n{maps}"
+    );
+    assert!(
+        !maps.lines().any(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.get(1).is_some_and(|p| p.contains('x')) && l.contains("/memfd:")
+        }),
+        "code in a memfd, which perf does not name from a perf map"
+    );
 }

@@ -309,7 +309,54 @@ impl Drop for Jit {
 
 /// `len` bytes of fresh shared memory mapped twice: (executable and
 /// read-only, writable and not executable). Only touched pages take memory.
+///
+/// First as anonymous shared memory, whose second view `mremap` makes:
+/// the host's `perf` takes code in anonymous memory (`/dev/zero` in the
+/// process's maps) for JIT code and names it from `/tmp/perf-PID.map`
+/// (`--perf-map`); code in a named file, as a `memfd`, it looks for in
+/// that file. Where that is refused, a `memfd` mapped twice.
 fn map_twice(len: usize) -> std::io::Result<(*mut u8, *mut u8)> {
+    match map_twice_anonymous(len) {
+        Ok(views) => Ok(views),
+        Err(_) => map_twice_memfd(len),
+    }
+}
+
+/// [`map_twice`] from anonymous shared memory.
+fn map_twice_anonymous(len: usize) -> std::io::Result<(*mut u8, *mut u8)> {
+    // SAFETY: plain system calls on mappings made here; each is checked,
+    // and what was made is undone when a later step fails.
+    unsafe {
+        let w = libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        );
+        if w == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        // (an old size of 0: a second mapping of the same shared pages)
+        let x = libc::mremap(w, 0, len, libc::MREMAP_MAYMOVE);
+        if x == libc::MAP_FAILED {
+            let e = std::io::Error::last_os_error();
+            libc::munmap(w, len);
+            return Err(e);
+        }
+        if libc::mprotect(x, len, libc::PROT_READ | libc::PROT_EXEC) != 0 {
+            let e = std::io::Error::last_os_error();
+            libc::munmap(x, len);
+            libc::munmap(w, len);
+            return Err(e);
+        }
+        Ok((x.cast::<u8>(), w.cast::<u8>()))
+    }
+}
+
+/// [`map_twice`] from a `memfd`.
+fn map_twice_memfd(len: usize) -> std::io::Result<(*mut u8, *mut u8)> {
     // SAFETY: plain system calls on a descriptor owned here; each mapping
     // is checked, and undone if the other fails.
     unsafe {
