@@ -311,10 +311,10 @@ impl Drop for Jit {
 /// read-only, writable and not executable). Only touched pages take memory.
 ///
 /// First as anonymous shared memory, whose second view `mremap` makes:
-/// the host's `perf` takes code in anonymous memory (`/dev/zero` in the
-/// process's maps) for JIT code and names it from `/tmp/perf-PID.map`
-/// (`--perf-map`); code in a named file, as a `memfd`, it looks for in
-/// that file. Where that is refused, a `memfd` mapped twice.
+/// the host's `perf` names code in anonymous memory (`/dev/zero` in the
+/// process's maps) from `/tmp/perf-PID.map` (`--perf-map`), but code in a
+/// file mapping (a `memfd` is one) only from that file. Where that is
+/// refused, a `memfd` mapped twice.
 fn map_twice(len: usize) -> std::io::Result<(*mut u8, *mut u8)> {
     match map_twice_anonymous(len) {
         Ok(views) => Ok(views),
