@@ -1393,6 +1393,47 @@ fn inorder_hart(prog: &[u32]) -> Hart<hs_timing::InOrder> {
     h
 }
 
+/// Translated code finds the model's branch counter table through the
+/// hart, asked each time it is entered: a model restored mid-run (a new
+/// table) goes on exactly as one that was not, every block translated.
+#[test]
+fn a_restored_inorder_model_goes_on_as_one_that_was_not() {
+    // 3,000 rounds of a branch taken one round in four, then ecall
+    let prog = [
+        addi(12, 0, 1500),
+        i(1, 12, 1, 12, 0x13), // slli a2, a2, 1
+        addi(13, 0, 0),
+        addi(13, 13, 1),       // loop: a3 += 1
+        i(3, 13, 7, 14, 0x13), // andi a4, a3, 3
+        b(8, 0, 14, 0),        // beq a4, zero, +8
+        addi(15, 15, 1),       // a5 += 1
+        addi(12, 12, -1),      // a2 -= 1
+        b(-20, 0, 12, 1),      // bne a2, zero, loop
+        ECALL,
+    ];
+    let run = |restore_at: Option<u64>| {
+        let mut h = inorder_hart(&prog);
+        h.set_translate_after(1);
+        h.csr_write(MTVEC, BASE + 0x100);
+        let mut dev = Dev::default();
+        if let Some(at) = restore_at {
+            assert_eq!(h.run(&mut dev, at), Exit::Budget);
+            let saved = h.timing.save_state(true).unwrap().unwrap();
+            h.timing.restore_state(&saved, true).unwrap();
+        }
+        assert_eq!(h.run(&mut dev, 10_000_000), Exit::Idle);
+        assert!(h.translation_stats().blocks >= 2);
+        // (the saved state holds the counter table itself)
+        let state = h.timing.save_state(true).unwrap().unwrap();
+        (h.cycle(), h.x(15), h.timing.model_stats(), state)
+    };
+    let straight = run(None);
+    assert_eq!(straight.1, 2250);
+    for at in [200, 500, 7_000] {
+        assert!(run(Some(at)) == straight, "restored at cycle {at}");
+    }
+}
+
 #[test]
 fn inorder_model_accounts_for_every_cycle_and_feeds_hpm_counters() {
     // mhpmevent3 = L1D read misses; loop 200x: ld (stride 64 over 32 KiB) ; addi ; bne; then csrr a5, mhpmcounter3; ecall
