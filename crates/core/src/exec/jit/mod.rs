@@ -485,6 +485,9 @@ impl<T: TimingModel> Hart<T> {
                     let slots = &self.blocks.jit.slots;
                     self.jit_frame.slots = slots.as_ptr() as u64;
                     self.jit_frame.slots_len = slots.len() as u64;
+                    // (only a restore replaces the table: never while
+                    // translated code runs, so not after helpers)
+                    self.jit_frame.bp_table = self.timing.inline_branch_table();
                     self.jit_refresh_frame();
                     // SAFETY: code `emit` built for this hart type and bus
                     // type (the key), entered with the hart and bus it
@@ -669,7 +672,6 @@ impl<T: TimingModel> Hart<T> {
     fn jit_refresh_frame(&mut self) {
         self.jit_frame.row = &self.tlb.e[KIND_LOAD][self.data_ctx & 3][0] as *const _ as u64;
         self.jit_frame.gen = self.tlb.gen_bits;
-        self.jit_frame.bp_table = self.timing.inline_branch_table();
     }
 
     /// One op the translated code does not inline, by the interpreter's
