@@ -1183,8 +1183,7 @@ impl TimingModel for InOrder {
             insn_counts: offset_of!(InOrder, class_counts),
             last_class: offset_of!(InOrder, last_class),
             mem_shift: self.dshift as u8,
-            mem_tlb_mask: offset_of!(InOrder, dtlb) + Tlb::last_span_offsets().0,
-            mem_tlb_span: offset_of!(InOrder, dtlb) + Tlb::last_span_offsets().1,
+            mem_tlb_recent: offset_of!(InOrder, dtlb) + Tlb::recent_offset(),
             mem_keys: offset_of!(InOrder, l1d_keys) + self.l1d_keys.layout().0,
             mem_key_mask: self.l1d_keys.layout().1,
             mem_translating: offset_of!(InOrder, translating),
@@ -1433,8 +1432,8 @@ impl TimingModel for InOrder {
         self.ad_write = l.ad_write;
         self.last_iline = l.last_iline;
         // what is derived from the caches and TLBs
-        self.itlb.refresh_last();
-        self.dtlb.refresh_last();
+        self.itlb.refresh_recent();
+        self.dtlb.refresh_recent();
         self.l1d_keys.rebuild(&self.l1d);
         self.prv = l.prv;
         self.levels = l.levels;
@@ -1489,12 +1488,13 @@ impl InOrder {
         } else {
             0
         };
-        // nothing pending, the TLB entry that hit last (so no replacement
-        // state changes there) and an L1 hit in the most recent way that
-        // changes nothing: only counted (translated code tests this inline)
+        // nothing pending, one of the two most recent TLB entries (a hit
+        // there only swaps them, if anything) and an L1 hit in the most
+        // recent way that changes nothing: only counted (translated code
+        // tests this inline)
         let line = pa >> self.dshift;
         if !mmio
-            && (!self.translating || self.dtlb.last_holds(va))
+            && (!self.translating || self.dtlb.touch_recent(va))
             && self.l1d_keys.holds(line, write)
         {
             self.same_line[(self.translating as usize) << 1 | write as usize] += 1;
@@ -1802,7 +1802,7 @@ mod tests {
             x ^= x << 17;
             x % n
         };
-        let mut held = [0u32; 4];
+        let mut held = [0u32; 5];
         let mut at = (0, 0, 0);
         let b = ih.branch.expect("a gshare predictor has the counter step");
         for step in 0..30_000 {
@@ -1810,14 +1810,21 @@ mod tests {
                 translating(&mut m);
             }
             // a few pages, each seen through two virtual pages; half the
-            // time the line of the step before
+            // time the line of the step before, now and then through the
+            // other virtual page (two D-TLB entries in turn)
             if rnd(2) == 0 {
-                at = (rnd(3), rnd(4), rnd(2));
+                if rnd(3) == 0 {
+                    at.2 ^= 1;
+                } else {
+                    at = (rnd(3), rnd(4), rnd(2));
+                }
             }
             let (page, line) = (at.0 << 12, at.1 * 64);
             let off = line + rnd(16) * 4;
             let pa = RAM + page + off;
-            let va = 0x4000_0000 + at.2 * 0x10_0000 + page + off;
+            // (the two a gigabyte apart: whatever page size the walks
+            // give, two D-TLB entries)
+            let va = 0x4000_0000 + at.2 * 0x4000_0000 + page + off;
             // the copies the data shortcut tests are the L1D's own state
             for set in 0..m.l1d.sets() {
                 assert_eq!(
@@ -1838,7 +1845,7 @@ mod tests {
                     let i = ((pc >> 1) ^ u64_at(&m, b.history)) & b.index_mask;
                     let c = unsafe { *((m.inline_branch_table() + i) as *const u8) };
                     let got = m.branch(pc, taken, pc + 64);
-                    held[3] += 1;
+                    held[4] += 1;
                     copy.restore_state(&saved, true).unwrap();
                     let k = 2 * c as usize + taken as usize;
                     let missed = (c >= 2) != taken;
@@ -1902,21 +1909,47 @@ mod tests {
                     let store = rnd(2) == 1;
                     let line = pa >> ih.mem_shift;
                     let key = u64_at(&m, ih.mem_keys + 8 * (line & ih.mem_key_mask) as usize);
-                    let holds = (u8_at(&m, ih.mem_translating) == 0
-                        || va | u64_at(&m, ih.mem_tlb_mask) == u64_at(&m, ih.mem_tlb_span))
-                        && if store { key } else { key | 1 } == 2 * line + 1
-                        && u64_at(&m, ih.walk_pending) == 0;
                     let kind = if store { MemKind::Store } else { MemKind::Load };
                     let translating = u8_at(&m, ih.mem_translating) as usize;
                     let fetched = u64_at(&m, ih.fetch_last_line);
+                    // the hook alone, on a copy of the model as it was
+                    copy.restore_state(&saved, true).unwrap();
+                    let hooked = copy.mem(va, pa, 8, kind, false);
+                    let after_hook = copy.save_state(true).unwrap().unwrap();
+                    // the D-TLB's two most recent entries, as translated
+                    // code tests them; where the second holds the address
+                    // it swaps them first
+                    let rec = ih.mem_tlb_recent;
+                    let holds_at = |m: &InOrder, r: usize| va | u64_at(m, r) == u64_at(m, r + 8);
+                    let swap = |m: &mut InOrder| unsafe {
+                        let p = (m as *mut InOrder as *mut u8).add(rec);
+                        std::ptr::swap_nonoverlapping(p, p.add(24), 24);
+                    };
+                    let second = translating == 1 && !holds_at(&m, rec) && holds_at(&m, rec + 24);
+                    if second {
+                        swap(&mut m);
+                    }
+                    let holds = (translating == 0 || holds_at(&m, rec))
+                        && if store { key } else { key | 1 } == 2 * line + 1
+                        && u64_at(&m, ih.walk_pending) == 0;
                     let c = m.mem(va, pa, 8, kind, false);
+                    // the swap is what the hook does first
+                    assert_eq!(c, hooked, "step {step}");
+                    assert_eq!(
+                        m.save_state(true).unwrap().unwrap(),
+                        after_hook,
+                        "step {step}"
+                    );
                     // a walk pending before it is complete; the line fetched stays
                     assert_eq!(u64_at(&m, ih.walk_pending), 0, "step {step}");
                     assert_eq!(u64_at(&m, ih.fetch_last_line), fetched, "step {step}");
                     if holds {
-                        held[2] += 1;
+                        held[2 + second as usize] += 1;
                         assert_eq!(c, ih.mem_cost, "step {step}");
                         copy.restore_state(&saved, true).unwrap();
+                        if second {
+                            swap(&mut copy);
+                        }
                         bump(
                             &mut copy,
                             ih.mem_counts + 16 * translating + 8 * store as usize,

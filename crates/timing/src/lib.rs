@@ -165,15 +165,20 @@ pub struct InlineHooks {
     /// `mem(va, pa, _, Load | Store, false)` returns `mem_cost` and adds 1
     /// to the u64 at `mem_counts + 16 * translating + 8 * store` (the byte
     /// at `mem_translating`, 0 or 1), nothing else, while the u64 at
-    /// `walk_pending` is 0; translating is 0 or `va |` the u64 at
-    /// `mem_tlb_mask` equals the u64 at `mem_tlb_span` (the D-TLB entry
-    /// that hit last holds `va`); and, with `line = pa >> mem_shift`, the
+    /// `walk_pending` is 0; translating is 0 or the D-TLB's most recent
+    /// entry holds `va` (`va |` the u64 at `mem_tlb_recent` equals the u64
+    /// at `mem_tlb_recent + 8`); and, with `line = pa >> mem_shift`, the
     /// u64 `k` at `mem_keys + 8 * (line & mem_key_mask)` is `2 * line + 1`
     /// for a store, `k | 1` is for a load (the line is the most recent
     /// way of its L1 set; a store needs it dirty).
+    ///
+    /// Where instead the second most recent D-TLB entry holds `va` (the
+    /// same test at `mem_tlb_recent + 24` and `+ 32`), swapping the two
+    /// 24-byte records at `mem_tlb_recent` and `mem_tlb_recent + 24` first
+    /// is what `mem` would do first (that hit's whole LRU update): after
+    /// the swap, the above holds as written, and `mem` is called as before.
     pub mem_shift: u8,
-    pub mem_tlb_mask: usize,
-    pub mem_tlb_span: usize,
+    pub mem_tlb_recent: usize,
     pub mem_keys: usize,
     pub mem_key_mask: u64,
     pub mem_translating: usize,

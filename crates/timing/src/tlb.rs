@@ -19,71 +19,151 @@ struct Entry {
 /// Slots of the direct-mapped index from 4 KiB page number to entry.
 const INDEX: usize = 256;
 
-/// The entry that hit last, as one test: `va | mask == span` exactly when
-/// it holds `va` (an empty entry: never). A copy kept beside `last`, so
-/// translated code tests it with two loads at fixed offsets (see
-/// `InlineHooks::mem_tlb_mask`).
-#[derive(Clone, Copy)]
+/// One of the two most recently used entries, with the test for it:
+/// `va | mask == span` exactly when the entry holds `va` (an empty entry,
+/// or no second one: never). Kept beside the entries so translated code
+/// tests both with loads at fixed offsets and, on a hit in the second,
+/// swaps the two records (see `InlineHooks::mem_tlb_recent`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
 #[repr(C)]
-pub(crate) struct LastSpan {
+pub(crate) struct Recent {
     pub(crate) mask: u64,
     pub(crate) span: u64,
+    /// Its index in `entries`.
+    entry: u64,
 }
 
-impl LastSpan {
-    const EMPTY: LastSpan = LastSpan {
-        mask: u64::MAX,
-        span: 0,
-    };
-    fn of(e: &Entry) -> LastSpan {
-        if e.base == 0 {
-            return LastSpan::EMPTY;
+// (the inline contract's 24-byte records)
+const _: () = assert!(std::mem::size_of::<Recent>() == 24);
+
+impl Recent {
+    fn of(entries: &[Entry], i: usize, none: bool) -> Recent {
+        let e = &entries[i];
+        if none || e.base == 0 {
+            return Recent {
+                mask: u64::MAX,
+                span: 0,
+                entry: i as u64,
+            };
         }
-        LastSpan {
+        Recent {
             mask: e.mask,
             span: (e.base & !1) | e.mask,
+            entry: i as u64,
         }
     }
-}
-
-impl Default for LastSpan {
-    fn default() -> Self {
-        LastSpan::EMPTY
+    #[inline(always)]
+    fn holds(&self, va: u64) -> bool {
+        va | self.mask == self.span
     }
 }
 
-#[derive(serde::Serialize, serde::Deserialize)]
+/// A fully associative TLB with exact LRU replacement.
+///
+/// The LRU order is the two entries in `recent` (most recent first), then
+/// the others by their stamps, newest first. A hit in the second of the
+/// two only swaps them (the usual case after the most recent: code going
+/// back and forth between its stack and one data page), so it is cheap
+/// enough to be done inline by translated code; the two stamps are
+/// brought up to date (`settle`) only before the order below them matters.
 pub struct Tlb {
     entries: Vec<Entry>,
     clock: u64,
-    /// The entry that hit last (exact for LRU: it is already the most recent).
-    last: usize,
-    /// `last`'s entry as one test (derived: rebuilt by `refresh_last`).
-    #[serde(skip)]
-    pub(crate) last_span: LastSpan,
+    pub(crate) recent: [Recent; 2],
     /// A hint, not state: which entry held each 4 KiB page when last looked
     /// up (checked before use, so a stale hint only costs a search).
-    #[serde(with = "hs_snapshot::state::array")]
     index: [u16; INDEX],
     pub accesses: u64,
     pub misses: u64,
 }
 
+/// What a snapshot keeps of a [`Tlb`] (`recent`'s tests are derived).
+#[derive(serde::Serialize, serde::Deserialize)]
+struct SavedTlb<'a> {
+    entries: std::borrow::Cow<'a, [Entry]>,
+    clock: u64,
+    /// The most recently used entry.
+    last: usize,
+    /// The second most recently used (`last` when there is none). Absent
+    /// from snapshots made before it was kept, whose stamps give it.
+    #[serde(default = "SavedTlb::unknown")]
+    prev: usize,
+    #[serde(with = "hs_snapshot::state::array")]
+    index: [u16; INDEX],
+    accesses: u64,
+    misses: u64,
+}
+
+impl SavedTlb<'_> {
+    fn unknown() -> usize {
+        usize::MAX
+    }
+}
+
+impl serde::Serialize for Tlb {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        SavedTlb {
+            entries: std::borrow::Cow::Borrowed(&self.entries),
+            clock: self.clock,
+            last: self.last(),
+            prev: self.prev(),
+            index: self.index,
+            accesses: self.accesses,
+            misses: self.misses,
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Tlb {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let s = SavedTlb::deserialize(d)?;
+        let entries = s.entries.into_owned();
+        let n = entries.len();
+        if n == 0 || s.last >= n || (s.prev >= n && s.prev != SavedTlb::unknown()) {
+            return Err(D::Error::custom(format!(
+                "a TLB of {n} entries with most recent entries {} and {}",
+                s.last, s.prev
+            )));
+        }
+        let prev = if s.prev == SavedTlb::unknown() {
+            // (stamps were exact then: the newest after `last`)
+            (0..n)
+                .filter(|&i| i != s.last && entries[i].base != 0)
+                .max_by_key(|&i| entries[i].stamp)
+                .unwrap_or(s.last)
+        } else {
+            s.prev
+        };
+        let mut t = Tlb {
+            recent: [Recent::of(&entries, s.last, false); 2],
+            entries,
+            clock: s.clock,
+            index: s.index,
+            accesses: s.accesses,
+            misses: s.misses,
+        };
+        t.recent[1].entry = prev as u64;
+        t.respan();
+        Ok(t)
+    }
+}
+
 impl Tlb {
-    /// Same number of entries, with `last` and the index hints in range.
+    /// Same number of entries, with the index hints in range.
     pub(crate) fn same_shape(&self, o: &Tlb) -> bool {
         o.entries.len() == self.entries.len()
-            && o.last < o.entries.len().max(1)
             && o.index
                 .iter()
                 .all(|&i| (i as usize) < o.entries.len().max(1))
     }
     pub fn new(n: usize) -> Self {
+        let entries = vec![Entry::default(); n.max(1)];
         Tlb {
-            entries: vec![Entry::default(); n.max(1)],
+            recent: [Recent::of(&entries, 0, true); 2],
+            entries,
             clock: 0,
-            last: 0,
-            last_span: LastSpan::EMPTY,
             index: [0; INDEX],
             accesses: 0,
             misses: 0,
@@ -95,48 +175,92 @@ impl Tlb {
         (va & !e.mask) | 1 == e.base
     }
 
-    /// Whether the entry that hit last holds `va` (no state change): a
-    /// hit there changes nothing but the access count.
-    #[inline(always)]
-    pub fn last_holds(&self, va: u64) -> bool {
-        va | self.last_span.mask == self.last_span.span
+    fn last(&self) -> usize {
+        self.recent[0].entry as usize
+    }
+    fn prev(&self) -> usize {
+        self.recent[1].entry as usize
     }
 
+    /// Whether one of the two most recent entries holds `va`: a hit there
+    /// changes nothing but the access count and, in the second, the order
+    /// of the two, which this makes (so that it is then the most recent).
     #[inline(always)]
-    fn set_last(&mut self, i: usize) {
-        self.last = i;
-        self.last_span = LastSpan::of(&self.entries[i]);
+    pub fn touch_recent(&mut self, va: u64) -> bool {
+        if self.recent[0].holds(va) {
+            return true;
+        }
+        if self.recent[1].holds(va) {
+            self.recent.swap(0, 1);
+            return true;
+        }
+        false
     }
 
-    /// Byte offsets of `last_span`'s mask and span in a `Tlb`.
-    pub(crate) fn last_span_offsets() -> (usize, usize) {
-        use std::mem::offset_of;
-        let at = offset_of!(Tlb, last_span);
-        (
-            at + offset_of!(LastSpan, mask),
-            at + offset_of!(LastSpan, span),
-        )
+    /// Rebuild the two tests from the entries they name.
+    fn respan(&mut self) {
+        let (last, prev) = (self.last(), self.prev());
+        self.recent = [
+            Recent::of(&self.entries, last, false),
+            Recent::of(&self.entries, prev, prev == last),
+        ];
+    }
+
+    /// Offset of `recent` in a `Tlb`: two records of mask, span and entry.
+    pub(crate) fn recent_offset() -> usize {
+        std::mem::offset_of!(Tlb, recent)
     }
 
     /// Rebuild what is derived from the entries (after a restore).
-    pub(crate) fn refresh_last(&mut self) {
-        self.set_last(self.last);
+    pub(crate) fn refresh_recent(&mut self) {
+        self.respan();
     }
 
-    /// A lookup that hits the entry that hit last; false, having done
-    /// nothing, otherwise.
+    /// Give the two most recent entries stamps newer than all others, in
+    /// their order (hits in them do not keep their stamps up to date).
+    fn settle(&mut self) {
+        let (last, prev) = (self.last(), self.prev());
+        if prev != last {
+            self.entries[prev].stamp = self.clock + 1;
+            self.entries[last].stamp = self.clock + 2;
+            self.clock += 2;
+        }
+    }
+
+    /// Entry `i` was just used: it becomes the most recent.
+    fn promote(&mut self, i: usize) {
+        let last = self.last();
+        if i == last {
+            return;
+        }
+        if i == self.prev() {
+            self.recent.swap(0, 1);
+            return;
+        }
+        self.settle();
+        self.clock += 1;
+        self.entries[i].stamp = self.clock;
+        self.recent = [
+            Recent::of(&self.entries, i, false),
+            Recent::of(&self.entries, last, false),
+        ];
+    }
+
+    /// A lookup that hits one of the two most recent entries; false,
+    /// having done nothing, otherwise.
     #[inline(always)]
     pub fn last_hit(&mut self, va: u64) -> bool {
-        if self.last_holds(va) {
+        if self.touch_recent(va) {
             self.accesses += 1;
             return true;
         }
         false
     }
 
-    /// A lookup that hits the last entry, or the entry the index names
-    /// for `va`'s 4 KiB page (how most other hits are found): `lookup`'s
-    /// hit, without its search. False, having done nothing, otherwise.
+    /// A lookup that hits one of the two most recent entries, or the entry
+    /// the index names for `va`'s 4 KiB page (how most other hits are
+    /// found): `lookup`'s hit, without its search. False, having done
+    /// nothing, otherwise.
     #[inline(always)]
     pub fn quick_hit(&mut self, va: u64) -> bool {
         if self.last_hit(va) {
@@ -144,12 +268,10 @@ impl Tlb {
         }
         let slot = (va >> 12) as usize % INDEX;
         let i = self.index[slot] as usize;
-        match self.entries.get_mut(i) {
+        match self.entries.get(i) {
             Some(e) if Self::matches(e, va) => {
                 self.accesses += 1;
-                self.clock += 1;
-                e.stamp = self.clock;
-                self.set_last(i);
+                self.promote(i);
                 true
             }
             _ => false,
@@ -160,10 +282,9 @@ impl Tlb {
     #[inline]
     pub fn lookup(&mut self, va: u64) -> bool {
         self.accesses += 1;
-        if Self::matches(&self.entries[self.last], va) {
+        if self.touch_recent(va) {
             return true;
         }
-        self.clock += 1;
         let slot = (va >> 12) as usize % INDEX;
         let hint = self.index[slot] as usize;
         let found = if hint < self.entries.len() && Self::matches(&self.entries[hint], va) {
@@ -172,8 +293,7 @@ impl Tlb {
             self.entries.iter().position(|e| Self::matches(e, va))
         };
         if let Some(i) = found {
-            self.entries[i].stamp = self.clock;
-            self.set_last(i);
+            self.promote(i);
             self.index[slot] = i as u16;
             return true;
         }
@@ -181,9 +301,10 @@ impl Tlb {
         false
     }
 
-    /// Fill the page holding `va`, `1 << shift` bytes large, replacing the LRU entry.
+    /// Fill the page holding `va`, `1 << shift` bytes large, replacing the
+    /// first empty entry, else the least recently used.
     pub fn fill(&mut self, va: u64, shift: u32) {
-        self.clock += 1;
+        self.settle();
         let mask = (1u64 << shift) - 1;
         let mut v = 0;
         for (i, e) in self.entries.iter().enumerate() {
@@ -198,15 +319,16 @@ impl Tlb {
         self.entries[v] = Entry {
             base: (va & !mask) | 1,
             mask,
-            stamp: self.clock,
+            stamp: self.entries[v].stamp,
         };
-        self.set_last(v);
+        self.promote(v);
+        self.respan();
         self.index[(va >> 12) as usize % INDEX] = v as u16;
     }
 
     pub fn flush(&mut self) {
         self.entries.fill(Entry::default());
-        self.last_span = LastSpan::EMPTY;
+        self.respan();
     }
 }
 
@@ -290,13 +412,14 @@ mod tests {
     }
 
     /// Everything a TLB holds, the index hints included.
-    fn state(t: &Tlb) -> (Vec<(u64, u64, u64)>, u64, usize, Vec<u16>, u64, u64) {
+    type State = (Vec<(u64, u64, u64)>, u64, [Recent; 2], Vec<u16>, u64, u64);
+    fn state(t: &Tlb) -> State {
         let e = t
             .entries
             .iter()
             .map(|e| (e.base, e.mask, e.stamp))
             .collect();
-        (e, t.clock, t.last, t.index.to_vec(), t.accesses, t.misses)
+        (e, t.clock, t.recent, t.index.to_vec(), t.accesses, t.misses)
     }
 
     #[test]
@@ -323,8 +446,8 @@ mod tests {
             };
             let va = va | (x >> 20) & 0xff8;
             assert_eq!(
-                quick.last_holds(va),
-                Tlb::matches(&quick.entries[quick.last], va),
+                quick.recent[0].holds(va),
+                Tlb::matches(&quick.entries[quick.last()], va),
                 "step {step}: {va:#x}"
             );
             let last = quick.last_hit(va);
@@ -343,6 +466,129 @@ mod tests {
             assert!(state(&quick) == state(&plain), "step {step}: {va:#x}");
         }
         assert!(by_index > 1000, "only {by_index} hits found by the index");
+    }
+
+    /// The LRU a TLB is meant to be, written plainly: each entry's time
+    /// of last use, a fill taking the first empty entry, else the one
+    /// used longest ago.
+    struct PlainLru {
+        slots: Vec<Option<(u64, u64, u64)>>,
+        now: u64,
+    }
+
+    impl PlainLru {
+        fn find(&mut self, va: u64) -> bool {
+            self.now += 1;
+            for (base, mask, used) in self.slots.iter_mut().flatten() {
+                if va & !*mask == *base {
+                    *used = self.now;
+                    return true;
+                }
+            }
+            false
+        }
+        fn fill(&mut self, va: u64, shift: u32) -> usize {
+            self.now += 1;
+            let mask = (1u64 << shift) - 1;
+            let v = self
+                .slots
+                .iter()
+                .position(|s| s.is_none())
+                .unwrap_or_else(|| {
+                    (0..self.slots.len())
+                        .min_by_key(|&i| self.slots[i].map_or(0, |s| s.2))
+                        .unwrap()
+                });
+            self.slots[v] = Some((va & !mask, mask, self.now));
+            v
+        }
+    }
+
+    #[test]
+    fn hits_in_the_two_most_recent_keep_the_order_of_a_plain_lru() {
+        // Every way of hitting (the inline pair test, quick_hit, lookup),
+        // fills and flushes, on TLBs of 1 to 6 entries: the same hits and
+        // the same entry replaced as an LRU that stamps every use.
+        let mut x = 0x853c_49e6_748f_ea9bu64;
+        let mut rnd = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let mut second_hits = 0;
+        for n in 1..=6usize {
+            let mut t = Tlb::new(n);
+            let mut lru = PlainLru {
+                slots: vec![None; n],
+                now: 0,
+            };
+            for step in 0..40_000 {
+                // a working set of n + 2 pages, mostly two of them in turn
+                let page = if rnd(4) != 0 {
+                    rnd(2)
+                } else {
+                    rnd(n as u64 + 2)
+                };
+                let (va, shift) = if page == 3 {
+                    (0x4000_0000 + rnd(0x20_0000), 21)
+                } else {
+                    (0x8000_0000 + page * 0x1000 + rnd(0x1000), 12)
+                };
+                let was_second = t.recent[1].holds(va) && !t.recent[0].holds(va);
+                let hit = match rnd(3) {
+                    0 => t.touch_recent(va) || t.lookup(va),
+                    1 => t.quick_hit(va) || t.lookup(va),
+                    _ => t.lookup(va),
+                };
+                second_hits += was_second as u32;
+                assert_eq!(hit, lru.find(va), "{n} entries, step {step}: {va:#x}");
+                if !hit {
+                    t.fill(va, shift);
+                    let v = lru.fill(va, shift);
+                    assert_eq!(t.last(), v, "{n} entries, step {step}: the entry replaced");
+                }
+                // the pair's tests are its entries'
+                assert!(t.recent[0].holds(va), "{n} entries, step {step}");
+                if rnd(5_000) == 0 {
+                    t.flush();
+                    lru.slots.fill(None);
+                }
+            }
+        }
+        assert!(
+            second_hits > 10_000,
+            "only {second_hits} hits in the second"
+        );
+    }
+
+    #[test]
+    fn a_saved_tlb_comes_back_the_same_and_an_old_one_finds_its_second() {
+        let mut t = Tlb::new(4);
+        for va in [0x1000, 0x2000, 0x3000, 0x1000, 0x4000, 0x2000] {
+            if !t.lookup(va) {
+                t.fill(va, 12);
+            }
+        }
+        assert!(t.touch_recent(0x4000)); // the second: now the first
+        let json = serde_json::to_string(&t).unwrap();
+        let back: Tlb = serde_json::from_str(&json).unwrap();
+        assert!(state(&back) == state(&t));
+        // a snapshot from before `prev` was kept: exact stamps name it
+        let mut old: serde_json::Value = serde_json::from_str(&json).unwrap();
+        old.as_object_mut().unwrap().remove("prev");
+        t.settle();
+        old["entries"] = serde_json::to_value(&t.entries).unwrap();
+        old["clock"] = t.clock.into();
+        let back: Tlb = serde_json::from_value(old.clone()).unwrap();
+        assert_eq!((back.last(), back.prev()), (t.last(), t.prev()));
+        // an entry out of range is refused, not trusted
+        old["last"] = 9.into();
+        let e = serde_json::from_value::<Tlb>(old)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("4 entries"), "{e}");
     }
 
     #[test]

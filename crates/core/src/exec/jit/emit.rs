@@ -155,6 +155,19 @@ enum HookKind {
     Mem { base: u8, imm: i32, size_kind: u32 },
 }
 
+/// A data access whose address the D-TLB's most recent entry does not
+/// hold: the second most recent is tested out of line (and, when it holds
+/// the address, the two swap, as the model's LRU does) before the hook.
+struct TlbSecond {
+    label: DynamicLabel,
+    /// the hook call
+    fail: DynamicLabel,
+    /// back to the shortcut's line test
+    line: DynamicLabel,
+    base: u8,
+    imm: i32,
+}
+
 /// A store that hit a page flagged as code.
 struct CodeStore {
     label: DynamicLabel,
@@ -200,6 +213,7 @@ pub(super) struct Emitter<'a> {
     /// model's shortcut for certain
     fetched_line: Option<u64>,
     hook_calls: Vec<HookCall>,
+    tlb_seconds: Vec<TlbSecond>,
 }
 
 /// `op`'s address (a stable copy the helpers read), for the op at `i`.
@@ -227,6 +241,7 @@ impl<'a> Emitter<'a> {
             owed: Owed::default(),
             fetched_line: None,
             hook_calls: Vec::new(),
+            tlb_seconds: Vec::new(),
         }
     }
 
@@ -732,26 +747,26 @@ impl<'a> Emitter<'a> {
         let (ih, t) = (&h.inline, h.model);
         let shift = ih.mem_shift as i8;
         let to_pa = h.host_to_pa as i64;
-        let (tr, tmask, tspan, keys) = (
+        let (tr, recent, keys) = (
             t + ih.mem_translating as i32,
-            t + ih.mem_tlb_mask as i32,
-            t + ih.mem_tlb_span as i32,
+            t + ih.mem_tlb_recent as i32,
             t + ih.mem_keys as i32,
         );
         let key_mask = ih.mem_key_mask as i32;
         let cost = ih.mem_cost as i32;
         let (label, back) = (self.a.new_dynamic_label(), self.a.new_dynamic_label());
-        let line = self.a.new_dynamic_label();
-        // translating: the D-TLB entry that hit last holds the address;
-        // then the line is the L1 set's most recent way (dirty for a store)
+        let (line, second) = (self.a.new_dynamic_label(), self.a.new_dynamic_label());
+        // translating: the D-TLB's most recent entry holds the address
+        // (else, out of line, the second: see `TlbSecond`); then the line
+        // is the L1 set's most recent way (dirty for a store)
         dynasm!(self.a
             ; .arch x64
             ; cmp BYTE [rbx + tr], 0
             ; je =>line
             ; lea rax, [Rq(base) + imm]
-            ; or rax, QWORD [rbx + tmask]
-            ; cmp rax, QWORD [rbx + tspan]
-            ; jne =>label
+            ; or rax, QWORD [rbx + recent]
+            ; cmp rax, QWORD [rbx + recent + 8]
+            ; jne =>second
             ; =>line
             ; mov rax, QWORD to_pa
             ; add rax, rsi
@@ -770,6 +785,13 @@ impl<'a> Emitter<'a> {
             ; jne =>label
         );
         dynasm!(self.a ; .arch x64 ; =>back);
+        self.tlb_seconds.push(TlbSecond {
+            label: second,
+            fail: label,
+            line,
+            base,
+            imm,
+        });
         self.hook_calls.push(HookCall {
             label,
             back,
@@ -1336,6 +1358,31 @@ impl<'a> Emitter<'a> {
             self.settle(&s.after.1, -1);
             self.reload(&s.regs_after);
             dynasm!(self.a ; .arch x64 ; jmp =>s.back);
+        }
+        if let Some(h) = &lay.hooks {
+            // (rax and rcx are the shortcut's scratch registers; rsi, the
+            // host address, stays)
+            let recent = h.model + h.inline.mem_tlb_recent as i32;
+            for s in std::mem::take(&mut self.tlb_seconds) {
+                dynasm!(self.a
+                    ; .arch x64
+                    ; =>s.label
+                    ; lea rax, [Rq(s.base) + s.imm]
+                    ; or rax, QWORD [rbx + recent + 24]
+                    ; cmp rax, QWORD [rbx + recent + 32]
+                    ; jne =>s.fail
+                );
+                for at in [0, 8, 16] {
+                    dynasm!(self.a
+                        ; .arch x64
+                        ; mov rax, QWORD [rbx + recent + at]
+                        ; mov rcx, QWORD [rbx + recent + 24 + at]
+                        ; mov QWORD [rbx + recent + at], rcx
+                        ; mov QWORD [rbx + recent + 24 + at], rax
+                    );
+                }
+                dynasm!(self.a ; .arch x64 ; jmp =>s.line);
+            }
         }
         if let Some(h) = &lay.hooks {
             let (fetch, mem) = (h.fetch, h.mem);
