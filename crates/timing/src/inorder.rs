@@ -1795,13 +1795,7 @@ mod tests {
             let p = (m as *mut InOrder as *mut u8).add(off).cast::<u64>();
             p.write_unaligned(p.read_unaligned() + 1);
         };
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut rnd = |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        };
+        let mut rnd = crate::test_rng(0x9e37_79b9_7f4a_7c15u64);
         let mut held = [0u32; 5];
         let mut at = (0, 0, 0);
         let b = ih.branch.expect("a gshare predictor has the counter step");

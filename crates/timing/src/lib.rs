@@ -15,6 +15,18 @@ pub mod inorder;
 pub mod stats;
 pub mod tlb;
 
+/// Tests' random numbers: xorshift64 from `seed`, `rnd(n)` below `n`.
+#[cfg(test)]
+pub(crate) fn test_rng(seed: u64) -> impl FnMut(u64) -> u64 {
+    let mut x = seed;
+    move |n| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % n
+    }
+}
+
 pub use bpred::JumpHint;
 pub use desc::{DescError, InOrderConfig, IpiDesc, MachineDesc, ModelDesc};
 pub use inorder::{InOrder, InOrderFactory};

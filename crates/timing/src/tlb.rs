@@ -509,13 +509,7 @@ mod tests {
         // Every way of hitting (the inline pair test, quick_hit, lookup),
         // fills and flushes, on TLBs of 1 to 6 entries: the same hits and
         // the same entry replaced as an LRU that stamps every use.
-        let mut x = 0x853c_49e6_748f_ea9bu64;
-        let mut rnd = |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        };
+        let mut rnd = crate::test_rng(0x853c_49e6_748f_ea9bu64);
         let mut second_hits = 0;
         for n in 1..=6usize {
             let mut t = Tlb::new(n);
