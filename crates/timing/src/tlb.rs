@@ -145,7 +145,7 @@ impl<'de> serde::Deserialize<'de> for Tlb {
             misses: s.misses,
         };
         t.recent[1].entry = prev as u64;
-        t.respan();
+        t.refresh_recent();
         Ok(t)
     }
 }
@@ -197,8 +197,9 @@ impl Tlb {
         false
     }
 
-    /// Rebuild the two tests from the entries they name.
-    fn respan(&mut self) {
+    /// Rebuild the two tests from the entries they name (after anything
+    /// that changed an entry, and after a restore).
+    pub(crate) fn refresh_recent(&mut self) {
         let (last, prev) = (self.last(), self.prev());
         self.recent = [
             Recent::of(&self.entries, last, false),
@@ -209,11 +210,6 @@ impl Tlb {
     /// Offset of `recent` in a `Tlb`: two records of mask, span and entry.
     pub(crate) fn recent_offset() -> usize {
         std::mem::offset_of!(Tlb, recent)
-    }
-
-    /// Rebuild what is derived from the entries (after a restore).
-    pub(crate) fn refresh_recent(&mut self) {
-        self.respan();
     }
 
     /// Give the two most recent entries stamps newer than all others, in
@@ -238,6 +234,13 @@ impl Tlb {
             return;
         }
         self.settle();
+        self.make_most_recent(i);
+    }
+
+    /// Entry `i` becomes the most recent and the most recent the second
+    /// (the two's stamps already settled).
+    fn make_most_recent(&mut self, i: usize) {
+        let last = self.last();
         self.clock += 1;
         self.entries[i].stamp = self.clock;
         self.recent = [
@@ -249,7 +252,7 @@ impl Tlb {
     /// A lookup that hits one of the two most recent entries; false,
     /// having done nothing, otherwise.
     #[inline(always)]
-    pub fn last_hit(&mut self, va: u64) -> bool {
+    pub fn recent_hit(&mut self, va: u64) -> bool {
         if self.touch_recent(va) {
             self.accesses += 1;
             return true;
@@ -263,7 +266,7 @@ impl Tlb {
     /// nothing, otherwise.
     #[inline(always)]
     pub fn quick_hit(&mut self, va: u64) -> bool {
-        if self.last_hit(va) {
+        if self.recent_hit(va) {
             return true;
         }
         let slot = (va >> 12) as usize % INDEX;
@@ -321,14 +324,16 @@ impl Tlb {
             mask,
             stamp: self.entries[v].stamp,
         };
-        self.promote(v);
-        self.respan();
+        // (settled above; where the victim was the most recent entry itself,
+        // an empty one or the only one, `refresh_recent` leaves no second)
+        self.make_most_recent(v);
+        self.refresh_recent();
         self.index[(va >> 12) as usize % INDEX] = v as u16;
     }
 
     pub fn flush(&mut self) {
         self.entries.fill(Entry::default());
-        self.respan();
+        self.refresh_recent();
     }
 }
 
@@ -450,7 +455,7 @@ mod tests {
                 Tlb::matches(&quick.entries[quick.last()], va),
                 "step {step}: {va:#x}"
             );
-            let last = quick.last_hit(va);
+            let last = quick.recent_hit(va);
             let q = last || quick.quick_hit(va);
             by_index += (q && !last) as u32;
             let hit = q || quick.lookup(va);

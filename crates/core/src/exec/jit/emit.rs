@@ -1383,8 +1383,6 @@ impl<'a> Emitter<'a> {
                 }
                 dynasm!(self.a ; .arch x64 ; jmp =>s.line);
             }
-        }
-        if let Some(h) = &lay.hooks {
             let (fetch, mem) = (h.fetch, h.mem);
             for c in std::mem::take(&mut self.hook_calls) {
                 dynasm!(self.a ; .arch x64 ; =>c.label);
