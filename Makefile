@@ -9,9 +9,11 @@
 
 CARGO ?= cargo
 HARTSCOPE := target/release/hartscope
+# the test suite's build (Cargo.toml's `ci` profile: no whole-program LTO)
+HARTSCOPE_CI := target/ci/hartscope
 OUT ?= out
 
-.PHONY: setup build images demo test bench fuzz clean
+.PHONY: setup build build-ci images demo test bench fuzz clean
 
 setup:
 	bash scripts/setup-host.sh
@@ -19,10 +21,13 @@ setup:
 build: setup
 	$(CARGO) build --release -p hartscope
 
-images: build
-	$(HARTSCOPE) guest build --image debian
-	$(HARTSCOPE) guest build --image debian-perf
-	$(HARTSCOPE) guest build --image custom
+build-ci: setup
+	$(CARGO) build --profile ci -p hartscope
+
+images: build-ci
+	$(HARTSCOPE_CI) guest build --image debian
+	$(HARTSCOPE_CI) guest build --image debian-perf
+	$(HARTSCOPE_CI) guest build --image custom
 
 demo: build
 	$(HARTSCOPE) guest build --image debian
@@ -40,7 +45,7 @@ bench: build
 	$(HARTSCOPE) bench
 
 test: images
-	$(CARGO) test --release --workspace
+	$(CARGO) test --profile ci --workspace
 
 # Coverage-guided fuzzing, every target for FUZZ_SECONDS (README: Fuzzing).
 FUZZ_SECONDS ?= 60
