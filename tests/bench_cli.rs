@@ -153,6 +153,12 @@ fn bench_runs_hartscope_and_qemu_side_by_side() {
             (Some(got), Some(want)) => assert!((got - want).abs() < 1e-9, "{m}"),
             (got, want) => assert_eq!(got, want, "{m}"),
         }
+        // one repetition: each range is that repetition's figure
+        let lo_hi = |v: &serde_json::Value| (v[0].as_f64(), v[1].as_f64());
+        let mips = x["mips"].as_f64();
+        assert_eq!(lo_hi(&x["mips_range"]), (mips, mips), "{x}");
+        let ratio = x["run_vs_plain"].as_f64();
+        assert_eq!(lo_hi(&x["run_vs_plain_range"]), (ratio, ratio), "{x}");
     }
     assert!(text.contains("| in-order + profile |"), "{text}");
 }

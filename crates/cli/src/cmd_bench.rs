@@ -189,9 +189,13 @@ pub struct ModeMedian {
     pub wall_s: f64,
     pub run_s: f64,
     pub mips: f64,
+    /// The lowest and highest MIPS of the repetitions.
+    pub mips_range: (f64, f64),
     /// For a sampled mode: median over repetitions of its run time over
     /// the plain mode's run time (the sampler's cost while simulating).
     pub run_vs_plain: Option<f64>,
+    /// The lowest and highest of those ratios.
+    pub run_vs_plain_range: Option<(f64, f64)>,
     /// The same for wall time (adds symbol loading and report writing).
     pub wall_vs_plain: Option<f64>,
 }
@@ -397,28 +401,7 @@ fn bench_models(
         }
         runs.push(row);
     }
-    let median_of =
-        |i: usize, f: &dyn Fn(&ModeRun) -> f64| median(runs.iter().map(|r| f(&r[i])).collect());
-    let median = MODES
-        .iter()
-        .enumerate()
-        .map(|(i, &(mode, _, sampled))| {
-            // a sampled mode follows its plain one
-            let ratio = |f: &dyn Fn(&ModeRun) -> f64| {
-                sampled
-                    .then(|| median(runs.iter().map(|r| f(&r[i]) / f(&r[i - 1])).collect()))
-                    .flatten()
-            };
-            ModeMedian {
-                mode: mode.into(),
-                wall_s: median_of(i, &|r| r.wall_s).unwrap_or(0.0),
-                run_s: median_of(i, &|r| r.run_s).unwrap_or(0.0),
-                mips: median_of(i, &|r| r.mips).unwrap_or(0.0),
-                run_vs_plain: ratio(&|r| r.run_s),
-                wall_vs_plain: ratio(&|r| r.wall_s),
-            }
-        })
-        .collect();
+    let median = models_medians(&runs);
     Ok(ModelsSection {
         what: format!(
             "Models: Linux boot of image `{}` with workload {}, hartscope alone",
@@ -435,6 +418,46 @@ fn bench_models(
                mode's ratios are to the plain mode of the same model, per repetition."
             .into(),
     })
+}
+
+/// Per mode (in `MODES` order), medians over the repetitions `runs`, and
+/// the range of MIPS and of a sampled mode's ratios: on a shared host one
+/// repetition moves by several per cent, which the median alone hides.
+fn models_medians(runs: &[Vec<ModeRun>]) -> Vec<ModeMedian> {
+    let of = |i: usize, f: &dyn Fn(&ModeRun) -> f64| -> Vec<f64> {
+        runs.iter().filter_map(|r| r.get(i)).map(f).collect()
+    };
+    let range = |v: &[f64]| -> Option<(f64, f64)> {
+        let lo = v.iter().copied().reduce(f64::min)?;
+        Some((lo, v.iter().copied().reduce(f64::max)?))
+    };
+    MODES
+        .iter()
+        .enumerate()
+        .map(|(i, &(mode, _, sampled))| {
+            // a sampled mode follows its plain one
+            let ratios = |f: &dyn Fn(&ModeRun) -> f64| -> Vec<f64> {
+                if !sampled || i == 0 {
+                    return Vec::new();
+                }
+                runs.iter()
+                    .filter_map(|r| Some(f(r.get(i)?) / f(r.get(i - 1)?)))
+                    .collect()
+            };
+            let run_ratios = ratios(&|r| r.run_s);
+            let mips = of(i, &|r| r.mips);
+            ModeMedian {
+                mode: mode.into(),
+                wall_s: median(of(i, &|r| r.wall_s)).unwrap_or(0.0),
+                run_s: median(of(i, &|r| r.run_s)).unwrap_or(0.0),
+                mips: median(mips.clone()).unwrap_or(0.0),
+                mips_range: range(&mips).unwrap_or((0.0, 0.0)),
+                run_vs_plain: median(run_ratios.clone()),
+                run_vs_plain_range: range(&run_ratios),
+                wall_vs_plain: median(ratios(&|r| r.wall_s)),
+            }
+        })
+        .collect()
 }
 
 /// hartscope's stats JSON at `stats`.
@@ -1153,20 +1176,28 @@ fn models_table(m: &ModelsSection) -> String {
         "\n## {}\n\nin-order machine: `{}`; sampling every {} cycles of each hart\n{}\n\n",
         m.what, m.inorder_machine, m.sample_period, m.note
     );
-    s.push_str("| mode | wall s | run s | MIPS | run vs plain | wall vs plain |\n");
-    s.push_str("|--|--:|--:|--:|--:|--:|\n");
+    s.push_str(
+        "| mode | wall s | run s | MIPS | MIPS range | run vs plain | run vs plain range | wall vs plain |\n",
+    );
+    s.push_str("|--|--:|--:|--:|--:|--:|--:|--:|\n");
     for x in &m.median {
+        let (lo, hi) = x.mips_range;
         s.push_str(&format!(
-            "| {} | {:.2} | {:.2} | {:.1} | {} | {} |\n",
+            "| {} | {:.2} | {:.2} | {:.1} | {lo:.1}–{hi:.1} | {} | {} | {} |\n",
             x.mode,
             x.wall_s,
             x.run_s,
             x.mips,
             fmt_opt(x.run_vs_plain, 3),
+            x.run_vs_plain_range
+                .map_or("–".to_string(), |(lo, hi)| format!("{lo:.3}–{hi:.3}")),
             fmt_opt(x.wall_vs_plain, 2)
         ));
     }
-    s.push_str(&format!("(medians of {} repetition(s))\n", m.runs.len()));
+    s.push_str(&format!(
+        "(medians of {} repetition(s); the ranges are their lowest and highest)\n",
+        m.runs.len()
+    ));
     s
 }
 
@@ -1225,6 +1256,62 @@ fn section(sec: &Section, bare: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_models_table_gives_medians_and_ranges_per_repetition() {
+        // three repetitions; run seconds chosen so each sampled ratio is known
+        let run = |mode: &str, run_s: f64| ModeRun {
+            mode: mode.into(),
+            wall_s: run_s + 1.0,
+            run_s,
+            mips: 100.0 / run_s,
+            instret: 100,
+        };
+        let rep = |plain: f64, sampled: f64| {
+            vec![
+                run("atomic", 1.0),
+                run("atomic + profile", 1.0),
+                run("in-order", plain),
+                run("in-order + profile", sampled),
+            ]
+        };
+        let runs = vec![rep(2.0, 2.4), rep(4.0, 4.4), rep(2.5, 2.5)];
+        let m = models_medians(&runs);
+        assert_eq!(m.len(), 4);
+        assert_eq!((m[0].run_vs_plain, m[0].run_vs_plain_range), (None, None));
+        assert_eq!((m[2].run_vs_plain, m[2].run_vs_plain_range), (None, None));
+        let r = &m[3];
+        assert_eq!(r.mode, "in-order + profile");
+        // ratios 1.2, 1.1, 1.0: the median is the middle one, not the
+        // ratio of the medians (2.5 / 2.5)
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
+        assert!(close(r.run_vs_plain.unwrap(), 1.1), "{r:?}");
+        let (lo, hi) = r.run_vs_plain_range.unwrap();
+        assert!(close(lo, 1.0) && close(hi, 1.2), "{r:?}");
+        assert!(
+            close(m[2].mips, 40.0) && m[2].mips_range == (25.0, 50.0),
+            "{:?}",
+            m[2]
+        );
+        let text = models_table(&ModelsSection {
+            what: "w".into(),
+            inorder_machine: "m".into(),
+            sample_period: 1024,
+            runs: runs.clone(),
+            median: m,
+            note: "n".into(),
+        });
+        assert!(
+            text.contains(
+                "| in-order + profile | 3.50 | 2.50 | 40.0 | 22.7–41.7 | 1.100 | 1.000–1.200 |"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("| atomic | 2.00 | 1.00 | 100.0 | 100.0–100.0 | – | – | – |"),
+            "{text}"
+        );
+    }
 
     #[test]
     fn medians_of_odd_and_even_counts() {
