@@ -371,6 +371,11 @@ impl<T: TimingModel> Hart<T> {
     pub fn priv_mode(&self) -> Priv {
         self.prv
     }
+    /// `satp` as it stands (an observer's shortcut for `csr(SATP)`).
+    #[inline]
+    pub fn satp(&self) -> u64 {
+        self.csr.satp
+    }
     /// Local time in cycles (mcycle).
     pub fn cycle(&self) -> u64 {
         self.cycle

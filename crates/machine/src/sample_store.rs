@@ -25,8 +25,11 @@ const BATCH: usize = 1024;
 /// used: about 80 MiB for a million).
 const SAMPLES_RESERVED: usize = 1 << 20;
 
+/// `Taken::frames` of a sample whose stack is its hart's last sample's.
+const SAME_STACK: u32 = u32::MAX;
+
 /// A sample as the hart gave it: its stack is `frames` return addresses
-/// in the batch's frame list.
+/// in the batch's frame list, or the hart's last ([`SAME_STACK`]).
 struct Taken {
     hart: u16,
     privilege: Privilege,
@@ -99,9 +102,15 @@ impl Kept {
     fn add(&mut self, b: &mut Batch) {
         let mut at = 0;
         for t in b.taken.drain(..) {
-            let n = t.frames as usize;
-            let stack = self.intern(t.hart as usize, &b.frames[at..at + n]);
-            at += n;
+            let h = t.hart as usize;
+            let stack = match self.last_stack.get(h) {
+                Some(last) if t.frames == SAME_STACK => last.clone(),
+                _ => {
+                    let n = t.frames as usize;
+                    at += n;
+                    self.intern(h, &b.frames[at - n..at])
+                }
+            };
             self.samples.push(Sample {
                 hart: t.hart,
                 cycle: t.cycle,
@@ -128,6 +137,9 @@ struct Keeper {
 /// another (see the module docs).
 pub(crate) struct SampleStore {
     filling: Batch,
+    /// Per hart, its last sample's stack (the keeper's `last_stack`):
+    /// a repeat is sent as [`SAME_STACK`], not copied again.
+    last: Vec<Option<Vec<u64>>>,
     keeper: Option<Keeper>,
     /// Samples taken so far (all are kept).
     taken: usize,
@@ -139,6 +151,7 @@ impl SampleStore {
     pub(crate) fn new(max: usize) -> SampleStore {
         SampleStore {
             filling: Batch::default(),
+            last: Vec::new(),
             keeper: None,
             taken: 0,
             reserve: max.min(SAMPLES_RESERVED),
@@ -165,11 +178,24 @@ impl SampleStore {
         if self.filling.taken.capacity() == 0 {
             self.filling = self.empty_batch();
         }
-        self.filling.frames.extend_from_slice(stack);
+        let h = hart as usize;
+        if self.last.len() <= h {
+            self.last.resize(h + 1, None);
+        }
+        let frames = match &mut self.last[h] {
+            Some(last) if last[..] == *stack => SAME_STACK,
+            last => {
+                let l = last.get_or_insert_with(Vec::new);
+                l.clear();
+                l.extend_from_slice(stack);
+                self.filling.frames.extend_from_slice(stack);
+                stack.len() as u32
+            }
+        };
         self.filling.taken.push(Taken {
             hart,
             privilege,
-            frames: stack.len() as u32,
+            frames,
             cycle,
             pc,
             satp,
@@ -222,6 +248,7 @@ impl SampleStore {
     pub(crate) fn take(&mut self) -> Vec<Sample> {
         let mut rest = std::mem::take(&mut self.filling);
         self.taken = 0;
+        self.last.clear();
         let mut kept = match self.keeper.take() {
             Some(k) => {
                 drop(k.to);
@@ -295,6 +322,24 @@ mod tests {
             (again.len(), again[0].cycle, again[0].stack.len()),
             (1, 1, 0)
         );
+    }
+
+    #[test]
+    fn a_repeated_stack_is_sent_once_and_taking_starts_afresh() {
+        let mut s = SampleStore::new(1 << 20);
+        for i in 0..3 {
+            s.push(1, Privilege::Supervisor, i, 0, 0, &[7, 8], None);
+        }
+        // the two repeats went as markers: one stack's frames in the batch
+        assert_eq!(s.filling.frames, [7, 8]);
+        assert_eq!(s.filling.taken[2].frames, SAME_STACK);
+        let out = s.take();
+        assert!(out.iter().all(|x| *x.stack == [7, 8]), "{out:?}");
+        // after taking, the keeper's last stacks are gone: a repeat of the
+        // last stack is sent whole again
+        s.push(1, Privilege::Supervisor, 9, 0, 0, &[7, 8], None);
+        assert_eq!(s.filling.taken[0].frames, 2);
+        assert_eq!(*s.take()[0].stack, [7, 8]);
     }
 
     #[test]

@@ -24,7 +24,6 @@ use hs_core::{Hart, Priv, View};
 use hs_observe::{satp_root, Privilege, Sample, UserIdentifier};
 use hs_timing::TimingModel;
 
-use crate::observing::CSR_SATP;
 use crate::sample_store::SampleStore;
 use crate::task::TaskReader;
 
@@ -138,7 +137,13 @@ impl Sampler {
         if now < next || next == u64::MAX {
             return;
         }
-        let missed = (now - next) / self.cfg.period;
+        // (a deadline is nearly always passed by less than a period)
+        let late = now - next;
+        let missed = if late < self.cfg.period {
+            0
+        } else {
+            late / self.cfg.period
+        };
         self.overshot += missed;
         self.next[h] = next + (missed + 1) * self.cfg.period;
         if self.store.len() >= self.cfg.max_samples {
@@ -184,7 +189,7 @@ impl Sampler {
     /// the rest of the work is the store's.
     fn take<T: TimingModel>(&mut self, h: usize, hart: &Hart<T>, tasks: Option<&mut TaskReader>) {
         let pc = hart.pc();
-        let satp = hart.csr(CSR_SATP).unwrap_or(0);
+        let satp = hart.satp();
         let mut stack = Frames::default();
         let max = self.cfg.max_depth.min(MAX_DEPTH);
         let privilege = match hart.priv_mode() {

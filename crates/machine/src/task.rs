@@ -17,7 +17,7 @@
 //! `swapper/N` for hart N, as perf names it per CPU. Nothing here runs
 //! unless a sample is taken or a timeline asks for task switches.
 
-use hs_core::{Hart, PageReader, Priv, View};
+use hs_core::{Hart, Priv, View};
 use hs_observe::{Task, TaskLayout};
 use hs_timing::TimingModel;
 
@@ -26,11 +26,19 @@ const CSR_SSCRATCH: u16 = 0x140;
 /// Largest pid Linux hands out (`PID_MAX_LIMIT`, 4 million on 64-bit).
 const PID_MAX: u32 = 4 << 20;
 
+/// A task as last read: where, what it was named, and its `comm` bytes
+/// as read (up to the layout's length).
+struct LastTask {
+    ptr: u64,
+    task: Task,
+    raw: [u8; TaskLayout::MAX_COMM as usize],
+}
+
 /// Reads task identities; remembers each hart's last task for M-mode.
 pub struct TaskReader {
     layout: TaskLayout,
-    /// Per hart: the last task read in S or U mode, with its pointer.
-    last: Vec<Option<(u64, Task)>>,
+    /// Per hart: the last task read in S or U mode.
+    last: Vec<Option<LastTask>>,
     /// Per hart: the task last reported as switched to (timeline).
     reported: Vec<Option<Task>>,
 }
@@ -39,7 +47,7 @@ impl TaskReader {
     pub fn new(layout: TaskLayout, harts: usize) -> TaskReader {
         TaskReader {
             layout,
-            last: vec![None; harts],
+            last: (0..harts).map(|_| None).collect(),
             reported: vec![None; harts],
         }
     }
@@ -56,7 +64,7 @@ impl TaskReader {
             // `tp` or `sscratch` usually still names the task being served.
             Priv::Machine | Priv::Supervisor => {
                 // Before the MMU is on, tp holds what early boot put there.
-                if hart.csr(crate::observing::CSR_SATP).unwrap_or(0) >> 60 == 0 {
+                if hart.satp() >> 60 == 0 {
                     return None;
                 }
                 self.read(h, hart, hart.x(4))
@@ -66,7 +74,7 @@ impl TaskReader {
         };
         match found {
             Some(t) => Some(t),
-            None => self.last.get(h)?.as_ref().map(|(_, t)| t.clone()),
+            None => self.last.get(h)?.as_ref().map(|l| l.task.clone()),
         }
     }
 
@@ -91,7 +99,7 @@ impl TaskReader {
         if ptr >> 63 != 1 || ptr & 7 != 0 {
             return None;
         }
-        let l = &self.layout;
+        let l = self.layout;
         let mut view = hart.page_reader(View::Kernel);
         let mut word = |off: u32| -> Option<u32> {
             let mut b = [0u8; 4];
@@ -99,29 +107,47 @@ impl TaskReader {
             Some(u32::from_le_bytes(b))
         };
         let (tid, pid) = (word(l.pid)?, word(l.tgid)?);
+        let mut raw = [0u8; TaskLayout::MAX_COMM as usize];
+        let raw = &mut raw[..l.comm_len as usize];
+        view.read(ptr.checked_add(l.comm as u64)?, raw)?;
+        // The task this hart ran last time (the usual case), its bytes
+        // unchanged: what was checked and named then holds now.
+        if let Some(Some(last)) = self.last.get(h) {
+            if last.ptr == ptr
+                && last.task.pid == pid
+                && last.task.tid == tid
+                && last.raw[..raw.len()] == *raw
+            {
+                return Some(last.task.clone());
+            }
+        }
         if tid > PID_MAX || pid > PID_MAX || (tid == 0) != (pid == 0) {
             return None;
         }
-        let mut buf = [0u8; TaskLayout::MAX_COMM as usize];
-        let name = read_comm(&mut view, ptr, l, &mut buf)?;
-        // The task this hart ran last time (the usual case): share its name.
-        if let Some(Some((p, t))) = self.last.get(h) {
-            if *p == ptr && t.pid == pid && t.tid == tid && (tid == 0 || t.comm.as_bytes() == name)
-            {
-                return Some(t.clone());
-            }
-        }
+        let name = comm_name(raw)?;
         // Idle: the kernel names it `swapper` until the scheduler starts,
         // then `swapper/CPU` by its own CPU number; name it by the hart, as
         // the sample's CPU column is.
         let comm = if tid == 0 {
             format!("swapper/{h}").into()
         } else {
-            String::from_utf8_lossy(name).into()
+            match self.last.get(h) {
+                // the same name as before: share it
+                Some(Some(last)) if last.task.tid != 0 && last.task.comm.as_bytes() == name => {
+                    last.task.comm.clone()
+                }
+                _ => String::from_utf8_lossy(name).into(),
+            }
         };
         let t = Task { pid, tid, comm };
         if let Some(slot) = self.last.get_mut(h) {
-            *slot = Some((ptr, t.clone()));
+            let mut keep = [0u8; TaskLayout::MAX_COMM as usize];
+            keep[..raw.len()].copy_from_slice(raw);
+            *slot = Some(LastTask {
+                ptr,
+                task: t.clone(),
+                raw: keep,
+            });
         }
         Some(t)
     }
@@ -129,16 +155,9 @@ impl TaskReader {
 
 /// `comm` up to its NUL; None unless it is printable ASCII (a wrong pointer
 /// reads garbage).
-fn read_comm<'b, T: TimingModel>(
-    view: &mut PageReader<'_, T>,
-    ptr: u64,
-    l: &TaskLayout,
-    buf: &'b mut [u8; TaskLayout::MAX_COMM as usize],
-) -> Option<&'b [u8]> {
-    let buf = &mut buf[..l.comm_len as usize];
-    view.read(ptr.checked_add(l.comm as u64)?, buf)?;
-    let end = buf.iter().position(|&b| b == 0)?;
-    let name = &buf[..end];
+fn comm_name(raw: &[u8]) -> Option<&[u8]> {
+    let end = raw.iter().position(|&b| b == 0)?;
+    let name = &raw[..end];
     if name.is_empty() || !name.iter().all(|&b| (0x20..0x7f).contains(&b)) {
         return None;
     }
@@ -151,6 +170,7 @@ mod tests {
     use hs_bus::{Access, BusFault, GuestRam, SystemBus, WriteEffect};
     use hs_core::HartConfig;
     use hs_timing::Atomic;
+    use std::sync::Arc;
 
     const RAM: u64 = 0x8000_0000;
     /// Kernel virtual base: a 1 GiB page at this address maps RAM.
@@ -332,5 +352,36 @@ mod tests {
         // A comm without a NUL in its 16 bytes is refused too.
         task(&ram, 0x4000, 3, 3, b"0123456789abcdef");
         assert_eq!(fresh.current(0, &h), None);
+    }
+
+    #[test]
+    fn a_task_changed_in_place_is_read_again() {
+        let (mut h, ram) = machine(1, KVA + 0x4000, 0);
+        task(&ram, 0x4000, 17, 12, b"sh");
+        h.run(&mut NoDevices, 100);
+        let mut r = TaskReader::new(LAYOUT, 1);
+        let t = |tid, pid, comm: &str| {
+            Some(Task {
+                pid,
+                tid,
+                comm: comm.into(),
+            })
+        };
+        assert_eq!(r.current(0, &h), t(17, 12, "sh"));
+        // the same task_struct: exec renames it, a new thread reuses it
+        task(&ram, 0x4000, 17, 12, b"ls");
+        assert_eq!(r.current(0, &h), t(17, 12, "ls"));
+        task(&ram, 0x4000, 18, 12, b"ls");
+        let ls = r.current(0, &h);
+        assert_eq!(ls, t(18, 12, "ls"));
+        // bytes after the NUL changed, the name did not: the name is shared
+        ram.write_bytes(RAM + 0x4000 + 0x20 + 3, b"junk");
+        let again = r.current(0, &h).unwrap();
+        assert_eq!(Some(&again), ls.as_ref());
+        assert!(Arc::ptr_eq(&again.comm, &ls.unwrap().comm));
+        // a name that is no longer a name: the last task stays charged
+        ram.write_bytes(RAM + 0x4000 + 0x20, &[0xff; 16]);
+        assert_eq!(r.current(0, &h), t(18, 12, "ls"));
+        assert_eq!(TaskReader::new(LAYOUT, 1).current(0, &h), None);
     }
 }
