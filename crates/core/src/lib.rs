@@ -223,23 +223,35 @@ impl<T: TimingModel> PageReader<'_, T> {
     /// Host address of `va`'s byte if `len` bytes from it lie in one page
     /// of RAM; None if the page is unmapped or not RAM, or for a read
     /// across pages (`Some(None)`), which takes the slow path.
-    #[inline]
+    ///
+    /// Inline, with the page change out of line: a stack walk reads a
+    /// frame record or two per page, so the call and its saved registers
+    /// would cost more than the test.
+    #[inline(always)]
     fn in_page(&mut self, va: u64, len: usize) -> Option<Option<*const u8>> {
         let off = (va & 0xfff) as usize;
         if off + len > 4096 {
             return Some(None);
         }
         if va >> 12 != self.page.0 {
-            let pa = match self.view {
-                View::Current => self.hart.peek_ram_page(va),
-                View::Kernel => self.hart.peek_kernel_ram_page(va),
-            }?;
-            // (peek_*_ram_page checked that the whole page is RAM)
-            self.page = (va >> 12, self.hart.ram.host_ptr(pa) as *const u8);
+            self.turn_to(va)?;
         }
         // SAFETY: `off + len` lies inside the page, which is guest RAM; the
         // hart (borrowed for the reader's life) keeps that RAM mapped.
         Some(Some(unsafe { self.page.1.add(off) }))
+    }
+
+    /// Make `va`'s page the one last translated; None if it is unmapped
+    /// or not RAM.
+    #[inline(never)]
+    fn turn_to(&mut self, va: u64) -> Option<()> {
+        let pa = match self.view {
+            View::Current => self.hart.peek_ram_page(va),
+            View::Kernel => self.hart.peek_kernel_ram_page(va),
+        }?;
+        // (peek_*_ram_page checked that the whole page is RAM)
+        self.page = (va >> 12, self.hart.ram.host_ptr(pa) as *const u8);
+        Some(())
     }
 
     /// Fill `buf` from `va`; None if any byte is unmapped or not RAM.
@@ -272,8 +284,14 @@ impl<T: TimingModel> PageReader<'_, T> {
                     u64::from_le(w.add(1).read_unaligned()),
                 ))
             },
-            None => Some((self.u64(va)?, self.u64(va.checked_add(8)?)?)),
+            None => self.u64_pair_across(va),
         }
+    }
+
+    /// [`Self::u64_pair`] of a record that crosses a page (rare: out of line).
+    #[inline(never)]
+    fn u64_pair_across(&mut self, va: u64) -> Option<(u64, u64)> {
+        Some((self.u64(va)?, self.u64(va.checked_add(8)?)?))
     }
 
     /// The little-endian word at `va`.
