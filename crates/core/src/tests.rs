@@ -904,6 +904,56 @@ fn own_store_to_code_then_fence_i() {
     assert_eq!(h.x(10), 6);
 }
 
+/// Guest code patched and run again 2,000 times, every block translated
+/// on its first run, with the smallest block cache: each round decodes
+/// the page's blocks afresh, and every ~90 rounds the full cache empties
+/// every translation, so host code is written over host code that ran
+/// (at the same addresses). What runs is what the guest wrote last.
+/// (Where the host core itself kept old code, see `sync_core` in
+/// `exec/jit`, only a Linux boot showed it; this test passes there
+/// without that fix, and fails when emptying the block cache leaves
+/// translations behind.)
+#[test]
+fn translated_code_written_over_old_code_runs_as_written() {
+    let prog = [
+        0x8000_0637,               // 0: lui a2, 0x80000
+        i(32, 12, 1, 12, 0x13),    // 1: slli a2, a2, 32
+        i(32, 12, 5, 12, 0x13),    // 2: srli a2, a2, 32 -> a2 = BASE
+        addi(13, 0, 0),            // 3: a3 = 0 (the immediate)
+        addi(16, 0, 2000),         // 4: a6 = rounds
+        addi(13, 13, 1),           // 5: loop: a3 += 1
+        i(0x600, 12, 2, 11, 0x03), // 6: lw a1, 0x600(a2) (addi a0, a0, 0)
+        i(20, 13, 1, 14, 0x13),    // 7: slli a4, a3, 20
+        r(0, 14, 11, 6, 11, 0x33), // 8: or a1, a1, a4
+        sw(11, 12, 0x200),         // 9: patch BASE + 0x200
+        FENCE_I,                   // 10
+        jal(1, 0x200 - 44),        // 11: call BASE + 0x200
+        addi(16, 16, -1),          // 12
+        b(-32, 0, 16, 1),          // 13: bne a6, zero, loop
+        ECALL,                     // 14
+    ];
+    let (mut h, ram) = hart_with(&prog);
+    ram.write(BASE + 0x200, 4, addi(10, 10, 0) as u64);
+    ram.write(BASE + 0x204, 4, i(0, 1, 0, 0, 0x67) as u64); // ret
+    ram.write(BASE + 0x600, 4, addi(10, 10, 0) as u64);
+    h.set_engine(Engine::Translated);
+    h.set_translate_after(1);
+    h.set_block_cache_ops(0); // (clamped to the smallest)
+    h.csr_write(MTVEC, BASE + 0x100);
+    assert_eq!(
+        run_until(&mut h, &mut Dev::default(), 10_000_000),
+        Exit::Idle
+    );
+    assert_eq!(h.csr(MCAUSE), Some(CAUSE_MACHINE_ECALL));
+    assert_eq!(h.x(10), 2000 * 2001 / 2);
+    if cfg!(target_arch = "x86_64") {
+        // (each round translates the page's blocks anew, and the smallest
+        // block cache empties every translation about every 90 rounds)
+        let t = h.translation_stats();
+        assert!(t.blocks >= 8000 && t.flushes >= 20, "{t:?}");
+    }
+}
+
 #[test]
 fn ebreak_and_ecall_causes() {
     let (mut h, _) = hart_with(&[EBREAK]);

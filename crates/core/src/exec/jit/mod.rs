@@ -163,6 +163,8 @@ pub(crate) struct Jit {
     /// the host refused the region: blocks stay interpreted, not asked again
     refused: bool,
     used: usize,
+    /// code was written since this core last serialized (see [`sync_core`])
+    unsynced: bool,
     slots: Vec<u32>,
     ops: Vec<Op>,
     /// bytes from a block's code to where a chained jump enters it
@@ -191,6 +193,7 @@ impl Jit {
             region_w: std::ptr::null_mut(),
             refused: false,
             used: 0,
+            unsynced: false,
             slots: Vec::new(),
             ops: Vec::new(),
             chain_entry: 0,
@@ -283,6 +286,7 @@ impl Jit {
         // SAFETY: in bounds of the region (checked above); no translated
         // code runs while a block is installed.
         unsafe { self.write_code(at, code) };
+        self.unsynced = true;
         self.used = (at + code.len() + 15) & !15;
         self.slots[start] = COMPILED | at as u32;
         if let Some((file, name)) = &mut self.perf_map {
@@ -303,6 +307,42 @@ impl Drop for Jit {
                 libc::munmap(self.region.cast(), REGION_BYTES);
                 libc::munmap(self.region_w.cast(), REGION_BYTES);
             }
+        }
+    }
+}
+
+/// Make this core fetch afresh what was written to the region since it
+/// last ran translated code. The code is written through the region's
+/// writable view, another linear address than the one it runs from, and
+/// for that case the x86 manuals ask for a serializing instruction before
+/// the new code runs (Intel SDM vol. 3, "Handling Self- and
+/// Cross-Modifying Code": a processor's check of writes against
+/// instructions it already fetched may go by linear address). Without it,
+/// a Sapphire Rapids VM ran stale instructions where a reset had put new
+/// code over old (the host faulted, SIGSEGV, within minutes of a boot
+/// that empties the region often), while the EPYC hosts never did.
+/// `serialize` where the core has it (cheap, and no VM exit); else
+/// `cpuid`.
+#[inline(never)]
+fn sync_core() {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::sync::atomic::{AtomicU8, Ordering};
+        // 0: not yet asked, 1: cpuid, 2: serialize
+        static HOW: AtomicU8 = AtomicU8::new(0);
+        let mut how = HOW.load(Ordering::Relaxed);
+        if how == 0 {
+            let serialize = std::arch::x86_64::__cpuid(0).eax >= 7
+                && std::arch::x86_64::__cpuid_count(7, 0).edx & (1 << 14) != 0;
+            how = if serialize { 2 } else { 1 };
+            HOW.store(how, Ordering::Relaxed);
+        }
+        if how == 2 {
+            // SAFETY: `serialize` (0f 01 e8), which this core has (CPUID
+            // leaf 7, EDX bit 14), changes no register, flag or memory.
+            unsafe { std::arch::asm!(".byte 0x0f, 0x01, 0xe8", options(nostack, preserves_flags)) };
+        } else {
+            std::arch::x86_64::__cpuid(0);
         }
     }
 }
@@ -495,6 +535,10 @@ impl<T: TimingModel> Hart<T> {
                     // entries, and the hart only at offsets of `Layout`.
                     let f: extern "sysv64" fn(*mut Hart<T>, *mut B) -> u64 =
                         unsafe { std::mem::transmute(code) };
+                    if self.blocks.jit.unsynced {
+                        self.blocks.jit.unsynced = false;
+                        sync_core();
+                    }
                     if f(self, bus) == 2 {
                         return self.jit_frame.exit.take();
                     }
