@@ -321,30 +321,62 @@ impl Drop for Jit {
 /// a Sapphire Rapids VM ran stale instructions where a reset had put new
 /// code over old (the host faulted, SIGSEGV, within minutes of a boot
 /// that empties the region often), while the EPYC hosts never did.
-/// `serialize` where the core has it (cheap, and no VM exit); else
-/// `cpuid`.
+/// (A thread moved to another core is serialized by the kernel.)
 #[inline(never)]
 fn sync_core() {
     #[cfg(target_arch = "x86_64")]
     {
         use std::sync::atomic::{AtomicU8, Ordering};
-        // 0: not yet asked, 1: cpuid, 2: serialize
+        // 0: not yet asked, 1: no `serialize`, 2: `serialize`
         static HOW: AtomicU8 = AtomicU8::new(0);
         let mut how = HOW.load(Ordering::Relaxed);
         if how == 0 {
-            let serialize = std::arch::x86_64::__cpuid(0).eax >= 7
+            let has = std::arch::x86_64::__cpuid(0).eax >= 7
                 && std::arch::x86_64::__cpuid_count(7, 0).edx & (1 << 14) != 0;
-            how = if serialize { 2 } else { 1 };
+            how = if has { 2 } else { 1 };
             HOW.store(how, Ordering::Relaxed);
         }
         if how == 2 {
-            // SAFETY: `serialize` (0f 01 e8), which this core has (CPUID
-            // leaf 7, EDX bit 14), changes no register, flag or memory.
-            unsafe { std::arch::asm!(".byte 0x0f, 0x01, 0xe8", options(nostack, preserves_flags)) };
+            serialize();
         } else {
-            std::arch::x86_64::__cpuid(0);
+            iret_to_self();
         }
     }
+}
+
+/// The `serialize` instruction (0f 01 e8; CPUID leaf 7, EDX bit 14):
+/// about 45-85 ns on the Sapphire Rapids VM.
+#[cfg(target_arch = "x86_64")]
+fn serialize() {
+    // SAFETY: only called where the core has the instruction, which
+    // changes no register, flag or memory.
+    unsafe { std::arch::asm!(".byte 0x0f, 0x01, 0xe8", options(nostack, preserves_flags)) };
+}
+
+/// An `iretq` to the next instruction, serializing on every x86-64 core
+/// (what Linux's `sync_core` did before `serialize`): about 150 ns on
+/// the Sapphire Rapids VM, where `cpuid` (a VM exit) took 2,000-2,300.
+#[cfg(target_arch = "x86_64")]
+fn iret_to_self() {
+    // SAFETY: builds the frame `iretq` pops (ss, rsp as it was, rflags,
+    // cs, rip of the label) from the current values, so it returns to
+    // the label with every register, flag and the stack as they were.
+    unsafe {
+        std::arch::asm!(
+            "mov {t:e}, ss",
+            "push {t}",
+            "push rsp",
+            "add qword ptr [rsp], 8",
+            "pushfq",
+            "mov {t:e}, cs",
+            "push {t}",
+            "lea {t}, [rip + 2f]",
+            "push {t}",
+            "iretq",
+            "2:",
+            t = out(reg) _,
+        )
+    };
 }
 
 /// `len` bytes of fresh shared memory mapped twice: (executable and
@@ -880,6 +912,26 @@ extern "sysv64" fn jit_code_store<T: TimingModel>(h: *mut Hart<T>, host: u64, le
 #[cfg(all(test, target_arch = "x86_64"))]
 mod tests {
     use crate::mmu::{Tlb, TlbEntry, KIND_LOAD, KIND_STORE};
+
+    /// Both ways of serializing the core return where they were called,
+    /// with the stack, registers and flags the code around them uses.
+    #[test]
+    fn serializing_the_core_returns_as_it_was() {
+        let mut sum = 0u64;
+        for i in 0..1000u64 {
+            let before = [i, i * 3, i ^ 0x55];
+            super::iret_to_self();
+            if std::arch::x86_64::__cpuid_count(7, 0).edx & (1 << 14) != 0 {
+                super::serialize();
+            }
+            super::sync_core();
+            sum = sum.wrapping_add(std::hint::black_box(before).iter().sum::<u64>());
+        }
+        assert_eq!(
+            sum,
+            (0..1000u64).map(|i| i + i * 3 + (i ^ 0x55)).sum::<u64>()
+        );
+    }
 
     /// Translated code finds a TLB entry as (tag, addend) at 16 bytes an
     /// entry, and the store row at a fixed distance from the load row.
