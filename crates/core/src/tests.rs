@@ -907,14 +907,10 @@ fn own_store_to_code_then_fence_i() {
 /// Guest code patched and run again 2,000 times, every block translated
 /// on its first run, with the smallest block cache: each round decodes
 /// the page's blocks afresh, and every ~90 rounds the full cache empties
-/// every translation, so host code is written over host code that ran
-/// (at the same addresses). What runs is what the guest wrote last.
-/// (Where the host core itself kept old code, see `sync_core` in
-/// `exec/jit`, only a Linux boot showed it; this test passes there
-/// without that fix, and fails when emptying the block cache leaves
-/// translations behind.)
+/// every translation. What runs is what the guest wrote last (the test
+/// fails when emptying the block cache leaves translations behind).
 #[test]
-fn translated_code_written_over_old_code_runs_as_written() {
+fn patched_code_runs_as_written_across_translation_resets() {
     let prog = [
         0x8000_0637,               // 0: lui a2, 0x80000
         i(32, 12, 1, 12, 0x13),    // 1: slli a2, a2, 32

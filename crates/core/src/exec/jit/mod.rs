@@ -52,7 +52,10 @@ pub const TRANSLATE_AFTER: u32 = 256;
 pub const TRANSLATE_AFTER_HOOKED: u32 = 1024;
 /// A slot with this bit holds the offset of the block's code.
 const COMPILED: u32 = 1 << 31;
-/// Executable memory per hart; full, it is emptied like the arena.
+/// Executable memory per hart, filled as a ring: after a reset new code
+/// goes on where the dropped code ended, and only a full region starts
+/// again from its beginning (so code is written over code that ran only
+/// that much translating later: see `sync_core`).
 const REGION_BYTES: usize = 64 << 20;
 /// Ops copied for the helpers (fixed capacity: their addresses are in code).
 const OP_COPIES: usize = 1 << 18;
@@ -162,7 +165,12 @@ pub(crate) struct Jit {
     region_w: *mut u8,
     /// the host refused the region: blocks stay interpreted, not asked again
     refused: bool,
+    /// where the next block's code goes
     used: usize,
+    /// where the code of the translations in use begins: a reset leaves
+    /// the region's offset where it was, so new code goes over old only
+    /// when the region wraps (see `sync_core`)
+    epoch: usize,
     /// code was written since this core last serialized (see [`sync_core`])
     unsynced: bool,
     slots: Vec<u32>,
@@ -193,6 +201,7 @@ impl Jit {
             region_w: std::ptr::null_mut(),
             refused: false,
             used: 0,
+            epoch: 0,
             unsynced: false,
             slots: Vec::new(),
             ops: Vec::new(),
@@ -209,17 +218,17 @@ impl Jit {
 
     /// Drop every translation (the arena was emptied, or code must change).
     pub fn reset(&mut self) {
-        if self.used != 0 || !self.ops.is_empty() {
+        if self.used != self.epoch || !self.ops.is_empty() {
             self.flushes += 1;
         }
-        self.used = 0;
+        self.epoch = self.used;
         self.slots.clear();
         self.ops.clear();
     }
 
     /// Host memory translations take: code and op copies in use.
     pub fn bytes(&self) -> usize {
-        self.used + self.ops.len() * std::mem::size_of::<Op>() + self.slots.len() * 4
+        (self.used - self.epoch) + self.ops.len() * std::mem::size_of::<Op>() + self.slots.len() * 4
     }
 
     /// The block at arena index `start`: its code, or whether it just
@@ -320,8 +329,12 @@ impl Drop for Jit {
 /// instructions it already fetched may go by linear address). Without it,
 /// a Sapphire Rapids VM ran stale instructions where a reset had put new
 /// code over old (the host faulted, SIGSEGV, within minutes of a boot
-/// that empties the region often), while the EPYC hosts never did.
-/// (A thread moved to another core is serialized by the kernel.)
+/// that empties the region often), while the EPYC hosts never did. With
+/// it, one run of that boot in six still faulted the same way (perhaps
+/// after the thread moved to another core, which Linux does not always
+/// serialize), so a
+/// reset no longer puts new code over old either: the region is a ring
+/// ([`REGION_BYTES`]).
 #[inline(never)]
 fn sync_core() {
     #[cfg(target_arch = "x86_64")]
@@ -627,12 +640,17 @@ impl<T: TimingModel> Hart<T> {
         if jit.ops.capacity() == 0 {
             jit.ops.reserve_exact(OP_COPIES);
         }
-        if jit.ops.len() + n > OP_COPIES || jit.used + 64 * 1024 > REGION_BYTES {
+        let wrap = jit.used + 64 * 1024 > REGION_BYTES;
+        if jit.ops.len() + n > OP_COPIES || (wrap && jit.used != jit.epoch) {
             let key = jit.key;
             let slots = jit.slots.len();
             jit.reset();
             jit.key = key;
             jit.slots.resize(slots, jit.hot - 1);
+        }
+        if wrap {
+            // (nothing translated is in use now: start the region again)
+            (jit.used, jit.epoch) = (0, 0);
         }
         let first = jit.ops.len();
         jit.ops.extend_from_slice(&ops);
@@ -931,6 +949,27 @@ mod tests {
             sum,
             (0..1000u64).map(|i| i + i * 3 + (i ^ 0x55)).sum::<u64>()
         );
+    }
+
+    /// A reset drops the translations but not the place in the region:
+    /// new code goes after the old, never over it, until the region is
+    /// full; what is in use is only the new code.
+    #[test]
+    fn a_reset_puts_new_code_after_the_old() {
+        let mut jit = super::Jit::new();
+        assert!(jit.ensure_region());
+        jit.slots.resize(4, 0);
+        let ret = [0xc3u8; 100];
+        assert!(jit.install(1, &ret, 0x8000_0000));
+        let after = jit.used;
+        assert_eq!(after, 112);
+        jit.reset();
+        assert_eq!(jit.bytes(), 0);
+        jit.slots.resize(4, 0);
+        assert!(jit.install(2, &ret, 0x8000_0100));
+        assert_eq!(jit.slots[2] & !super::COMPILED, after as u32);
+        assert_eq!(jit.bytes(), 112 + 4 * 4);
+        assert_eq!(jit.flushes, 1);
     }
 
     /// Translated code finds a TLB entry as (tag, addend) at 16 bytes an
