@@ -332,32 +332,30 @@ impl Drop for Jit {
 /// that empties the region often), while the EPYC hosts never did. With
 /// it, one run of that boot in six still faulted the same way (perhaps
 /// after the thread moved to another core, which Linux does not always
-/// serialize), so a
-/// reset no longer puts new code over old either: the region is a ring
-/// ([`REGION_BYTES`]).
+/// serialize), so a reset no longer puts new code over old either: the
+/// region is a ring ([`REGION_BYTES`]).
 #[inline(never)]
 fn sync_core() {
     #[cfg(target_arch = "x86_64")]
-    {
-        use std::sync::atomic::{AtomicU8, Ordering};
-        // 0: not yet asked, 1: no `serialize`, 2: `serialize`
-        static HOW: AtomicU8 = AtomicU8::new(0);
-        let mut how = HOW.load(Ordering::Relaxed);
-        if how == 0 {
-            let has = std::arch::x86_64::__cpuid(0).eax >= 7
-                && std::arch::x86_64::__cpuid_count(7, 0).edx & (1 << 14) != 0;
-            how = if has { 2 } else { 1 };
-            HOW.store(how, Ordering::Relaxed);
-        }
-        if how == 2 {
-            serialize();
-        } else {
-            iret_to_self();
-        }
+    if has_serialize() {
+        serialize();
+    } else {
+        iret_to_self();
     }
 }
 
-/// The `serialize` instruction (0f 01 e8; CPUID leaf 7, EDX bit 14):
+/// Whether this core has the `serialize` instruction (CPUID leaf 7, EDX
+/// bit 14), asked once a process.
+#[cfg(target_arch = "x86_64")]
+fn has_serialize() -> bool {
+    static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *HAS.get_or_init(|| {
+        std::arch::x86_64::__cpuid(0).eax >= 7
+            && std::arch::x86_64::__cpuid_count(7, 0).edx & (1 << 14) != 0
+    })
+}
+
+/// The `serialize` instruction (0f 01 e8), where [`has_serialize`]:
 /// about 45-85 ns on the Sapphire Rapids VM.
 #[cfg(target_arch = "x86_64")]
 fn serialize() {
@@ -939,7 +937,7 @@ mod tests {
         for i in 0..1000u64 {
             let before = [i, i * 3, i ^ 0x55];
             super::iret_to_self();
-            if std::arch::x86_64::__cpuid_count(7, 0).edx & (1 << 14) != 0 {
+            if super::has_serialize() {
                 super::serialize();
             }
             super::sync_core();
