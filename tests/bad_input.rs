@@ -2,8 +2,7 @@
 //! stderr naming the file or option at fault, a non-zero exit, no panic, no
 //! console output and no stats file left behind, and it does so promptly.
 
-#[path = "support/mod.rs"]
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -3,8 +3,7 @@
 //! and writes the same figures as JSON; without QEMU it says so and still
 //! reports hartscope's own figures.
 
-#[path = "support/mod.rs"]
-mod support;
+use crate::support;
 
 use std::process::Command;
 use std::time::Duration;

@@ -2,8 +2,7 @@
 //! that counts the processors Linux brought up and exits with a status of
 //! its own; hartscope must exit with that status after Linux powered off.
 
-#[path = "support/mod.rs"]
-mod support;
+use crate::support;
 
 use support::*;
 

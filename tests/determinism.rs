@@ -3,8 +3,7 @@
 //! identical guest counts: cycles, instret in total and per hart, phases,
 //! device counters. Only the host-time fields may differ.
 
-#[path = "support/mod.rs"]
-mod support;
+use crate::support;
 
 use support::*;
 

@@ -19,8 +19,7 @@ use std::collections::BTreeMap;
 
 use hs_observe::EventKind;
 
-#[path = "support/mod.rs"]
-mod support;
+use crate::support;
 
 #[test]
 fn dma_irq_study_reproduces_the_routing_effect_and_keeps_ipis_causal() {

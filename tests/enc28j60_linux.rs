@@ -14,8 +14,7 @@
 //!   computes over what it received equals the peer's over what it sent;
 //! * two runs give the same console and counters.
 
-#[path = "support/mod.rs"]
-mod support;
+use crate::support;
 
 use support::*;
 

@@ -6,8 +6,7 @@
 //! a plain run. (The checker's failure side, a divergence
 //! found and named by its pc, is `crates/machine/tests/lockstep.rs`.)
 
-#[path = "support/mod.rs"]
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::time::Duration;

@@ -13,8 +13,7 @@
 //!   `uio_pdrv_genirq.of_id=generic-uio`), with the kernel's stack on tap0
 //!   behind its packet stream: the same ping and transfers, intact.
 
-#[path = "support/mod.rs"]
-mod support;
+use crate::support;
 
 use support::*;
 

@@ -5,8 +5,7 @@
 //! sees exactly those output changes, the same on two runs; an input line
 //! set to interrupt on both edges appears in /proc/interrupts.
 
-#[path = "support/mod.rs"]
-mod support;
+use crate::support;
 
 use support::*;
 

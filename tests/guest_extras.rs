@@ -5,8 +5,7 @@
 //! BusyBox's ash runs its own applets before `$PATH`, so the study calls
 //! `/usr/bin/dd` by path; this test checks that name is coreutils'.
 
-#[path = "support/mod.rs"]
-mod support;
+use crate::support;
 
 use support::*;
 

@@ -12,8 +12,7 @@
 //! * A locked file gone from the mirror is one sentence naming it and the
 //!   command that re-locks, with nothing left under the image's name.
 
-#[path = "support/mod.rs"]
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};

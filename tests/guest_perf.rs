@@ -17,8 +17,7 @@
 //! - atomic machine: cycles and instructions count, the four events the
 //!   model does not count are `<not supported>`, never a 0.
 
-#[path = "support/mod.rs"]
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::Command;

@@ -3,8 +3,7 @@
 //! and check from two /proc/interrupts snapshots that only CPU1 took the
 //! console's interrupts afterwards.
 
-#[path = "support/mod.rs"]
-mod support;
+use crate::support;
 
 use support::*;
 

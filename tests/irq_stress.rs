@@ -8,8 +8,7 @@
 //! RCU-stall report, no flood of empty PLIC claims, and the interrupts the
 //! test is about were really taken.
 
-#[path = "support/mod.rs"]
-mod support;
+use crate::support;
 
 use support::*;
 

@@ -7,8 +7,7 @@
 //! so they run here only: on the whole machine and on QEMU `virt`, which
 //! must both pass.
 
-#[path = "support/mod.rs"]
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::Command;

@@ -12,8 +12,7 @@
 //!   notifications) in the boundary variants and none of them natively;
 //! * each variant's two runs are identical (the report's repeats table).
 
-#[path = "support/mod.rs"]
-mod support;
+use crate::support;
 
 const VARIANTS: [&str; 6] = [
     "native",

@@ -4,8 +4,7 @@
 //! instruction trace — with the atomic model and with the in-order model.
 //! And the recorder's cycle accounting matches the hart's on both.
 
-#[path = "observe_support/mod.rs"]
-mod observe_support;
+use crate::observe_support;
 
 use hs_machine::hs_timing::Atomic;
 use hs_machine::{ItraceSpec, ObserveOptions, SamplerConfig};

@@ -9,10 +9,8 @@
 //!   hart did during the phase (timer interrupts, kernel threads), so it is
 //!   at least the iteration and, on the lean `custom` kernel, within 5 % of it.
 
-#[path = "observe_support/mod.rs"]
-mod observe_support;
-#[path = "support/mod.rs"]
-mod support;
+use crate::observe_support;
+use crate::support;
 
 use hs_machine::hs_timing::Atomic;
 use hs_machine::reports::{itrace_report, trace_windows};

@@ -3,10 +3,8 @@
 //! and real BusyBox functions, user address spaces are recognised, stacks
 //! are unwound, and `--profile DIR` writes the four files.
 
-#[path = "observe_support/mod.rs"]
-mod observe_support;
-#[path = "support/mod.rs"]
-mod support;
+use crate::observe_support;
+use crate::support;
 
 use hs_machine::hs_timing::Atomic;
 use hs_machine::{ObserveOptions, SamplerConfig};

@@ -5,10 +5,8 @@
 //! hart's task switches. Through the binary, `inferno-collapse-perf`
 //! reading perf.script gives exactly folded.txt's stacks.
 
-#[path = "observe_support/mod.rs"]
-mod observe_support;
-#[path = "support/mod.rs"]
-mod support;
+use crate::observe_support;
+use crate::support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;

@@ -5,10 +5,8 @@
 //! fields its phase requires, complete events on one thread nest, flow
 //! events pair up, and there is one named thread per hart.
 
-#[path = "observe_support/mod.rs"]
-mod observe_support;
-#[path = "support/mod.rs"]
-mod support;
+use crate::observe_support;
+use crate::support;
 
 use std::collections::BTreeMap;
 

@@ -11,8 +11,7 @@
 //!   count what the disk's `/sys/block/*/stat` says it completed);
 //! * each variant's two runs are identical (the report's repeats table).
 
-#[path = "support/mod.rs"]
-mod support;
+use crate::support;
 
 #[test]
 fn sd_block_study_runs_every_mode_and_repeats_exactly() {

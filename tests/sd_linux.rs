@@ -13,8 +13,7 @@
 //! that the driver ran the bus as the machine said (lines, DMA or PIO
 //! counters), and that a second run gives the same counters.
 
-#[path = "support/mod.rs"]
-mod support;
+use crate::support;
 
 use support::*;
 

@@ -9,8 +9,7 @@
 //! cut (a restored run observes from the cut); and the time of a system
 //! call in flight at the cut (its entry was not observed).
 
-#[path = "support/mod.rs"]
-mod support;
+use crate::support;
 
 use support::*;
 

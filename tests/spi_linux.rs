@@ -14,8 +14,7 @@
 //! (`--stats-json`: `spi0.cs0.bytes`, `.last8`, `.fnv1a`, …). Each run is
 //! done twice and must give the same record.
 
-#[path = "support/mod.rs"]
-mod support;
+use crate::support;
 
 use support::*;
 

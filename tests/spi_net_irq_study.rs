@@ -14,8 +14,7 @@
 //! The polled and async variants are kernel patch series built
 //! incrementally on the kept build tree (under a minute each).
 
-#[path = "support/mod.rs"]
-mod support;
+use crate::support;
 
 #[test]
 fn spi_net_irq_study_runs_all_three_drivers_and_repeats_exactly() {

@@ -4,8 +4,7 @@
 //! repeat from it; the counts from the cut on are those of runs that booted
 //! themselves, and a second study run takes the boot from the cache.
 
-#[path = "support/mod.rs"]
-mod support;
+use crate::support;
 
 use hs_lab::store::Store;
 use support::*;

@@ -4,8 +4,7 @@
 //! on machines/u74.toml counts each benchmark as `perf stat` would, the
 //! report pairs the counts with the tables — and twice gives the same bytes.
 
-#[path = "support/mod.rs"]
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 

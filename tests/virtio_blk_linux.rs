@@ -15,8 +15,7 @@
 //! FNV-1a in the run's statistics), that both image files are byte-identical
 //! to before, and that a second run gives the same disk counters.
 
-#[path = "support/mod.rs"]
-mod support;
+use crate::support;
 
 use support::*;
 

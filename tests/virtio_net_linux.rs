@@ -11,8 +11,7 @@
 //! * frames counted by the NIC equal those the peer took and sent;
 //! * two runs give the same console and counters.
 
-#[path = "support/mod.rs"]
-mod support;
+use crate::support;
 
 use support::*;
 

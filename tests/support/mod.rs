@@ -28,8 +28,14 @@ pub struct Scratch(pub PathBuf);
 
 impl Scratch {
     pub fn new(name: &str) -> Self {
-        let dir =
-            std::env::temp_dir().join(format!("hartscope-accept-{name}-{}", std::process::id()));
+        // (every acceptance test runs in one process: the sequence number
+        // keeps two tests that chose the same name apart)
+        static MADE: AtomicUsize = AtomicUsize::new(0);
+        let n = MADE.fetch_add(1, Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!(
+            "hartscope-accept-{name}-{}-{n}",
+            std::process::id()
+        ));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("create scratch directory");
         Scratch(dir)
