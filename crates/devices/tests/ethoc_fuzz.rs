@@ -5,7 +5,7 @@
 //! descriptors end in an error status; and random register, descriptor and
 //! packet-memory traffic never panics the host and repeats exactly.
 
-mod wire;
+use crate::wire;
 
 use hs_devices::ether::WireConfig;
 use hs_devices::ethoc::*;

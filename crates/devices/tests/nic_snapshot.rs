@@ -3,7 +3,7 @@
 //! on exactly as the saved one, peer included; a NIC on a wire without
 //! save/restore is refused.
 
-mod wire;
+use crate::wire;
 
 use hs_devices::ether::WireConfig;
 use hs_devices::ethoc::*;

@@ -4,7 +4,7 @@
 //! and random descriptor tables and rings never panic the host and repeat
 //! exactly.
 
-mod wire;
+use crate::wire;
 
 use hs_devices::virtio_mmio::{NeedsReset, QueueConfig, VirtioBackend};
 use hs_devices::virtio_net::{VirtioNet, HDR_LEN, RX, TX};

@@ -3,7 +3,7 @@
 //! be the canonical NaN from us. Operands are biased towards subnormals,
 //! exponent extremes and cancellation.
 
-mod common;
+use crate::common;
 
 use common::{Fmt, Rng, D, S};
 use hs_fpu as fpu;

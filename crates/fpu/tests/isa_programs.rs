@@ -12,7 +12,7 @@
 //!   `riscv64-unknown-elf-gcc` and runs it on `qemu-system-riscv64 -M spike`.
 //!   It fails if the tools are missing, unless `HS_FPU_SKIP_QEMU=1`.
 
-mod common;
+use crate::common;
 
 use hs_test_support::isa;
 

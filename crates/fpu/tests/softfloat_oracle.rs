@@ -9,7 +9,7 @@
 //! exhaustive).
 #![cfg(all(target_arch = "x86_64", target_os = "linux"))]
 
-mod common;
+use crate::common;
 
 use common::{Fmt, Rng, D, ROUNDING_MODES, S};
 use hs_fpu as fpu;

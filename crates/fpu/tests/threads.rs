@@ -3,7 +3,7 @@
 //! RUP and one in RDN (where every inexact result differs), and check every
 //! result and flag set against answers computed beforehand on one thread.
 
-mod common;
+use crate::common;
 
 use common::{Rng, D, S};
 use hs_fpu as fpu;

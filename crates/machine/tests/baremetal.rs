@@ -2,7 +2,7 @@
 //! exit and console, UART, CLINT timer with idle skip, IPIs, PLIC routing
 //! of a UART interrupt, syscon power-off, markers, determinism.
 
-mod common;
+use crate::common;
 
 use hs_machine::{BootFile, BootImages, Machine, MachineConfig, StopReason};
 use hs_test_support::asm::*;

@@ -4,7 +4,7 @@
 //! harts; and a difference put into one of them is found and named by its
 //! pc and instruction.
 
-mod common;
+use crate::common;
 
 use hs_machine::{lockstep, Machine, StopReason};
 use hs_test_support::asm::*;

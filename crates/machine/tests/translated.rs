@@ -9,7 +9,7 @@
 //! (translated code calls them, taking the model's shortcuts inline):
 //! every step's cycle count must be the reference's.
 
-mod common;
+use crate::common;
 
 use hs_machine::{lockstep, Machine, StopReason};
 use hs_test_support::asm::*;

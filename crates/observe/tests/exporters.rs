@@ -1,6 +1,6 @@
 //! Exact output of each exporter for a small fabricated record.
 
-mod common;
+use crate::common;
 
 use common::*;
 use hs_observe::export::{

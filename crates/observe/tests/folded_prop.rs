@@ -1,6 +1,6 @@
 //! Properties of the sample exporters over random samples.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

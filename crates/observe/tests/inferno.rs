@@ -9,7 +9,7 @@
 //! `cargo install inferno`); when it is nowhere, the test says so and
 //! checks nothing.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -1,8 +1,6 @@
 //! The symbolizer against real binaries: a static riscv64 program built here
 //! with Debian's cross compiler, and OpenSBI's `fw_jump.elf` when installed.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
