@@ -9,6 +9,7 @@ mod support;
 
 mod bad_input;
 mod bench_cli;
+mod boot_cli;
 mod boot_matrix;
 mod determinism;
 mod dma_irq_study;
