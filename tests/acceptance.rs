@@ -1,7 +1,7 @@
 //! The platform acceptance tests, one module per subject (`tests/*.rs`),
 //! built as one test binary: each binary of its own was linked with thin
-//! LTO over the whole workspace, and linking 35 of them was most of the
-//! test suite's build time. Run one subject with
+//! LTO over the whole workspace, and linking those 36 was most of the test
+//! suite's build time. Run one subject with
 //! `cargo test --profile ci -p hartscope --test acceptance -- engine_check::`.
 
 mod observe_support;

@@ -13,20 +13,11 @@ use hs_machine::{
 };
 use hs_observe::{Observations, UserIdentifier};
 
-pub fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .expect("repository root")
-}
+// (the same items as the acceptance helpers', so both globs may be used)
+pub use crate::support::{image, root as repo};
 
 pub fn workload(name: &str) -> PathBuf {
     repo().join("guest/workloads").join(name)
-}
-
-/// A built guest image; a missing one fails the test with the command that builds it.
-pub fn image(name: &str) -> hs_guest::ImageDir {
-    hs_guest::find(name).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// The files that name the image's code.
