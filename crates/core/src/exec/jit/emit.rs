@@ -5,7 +5,7 @@
 //! instruction ([`super::Layout::op_helper`]).
 //!
 //! Registers while a block runs (callee-saved, so helper calls keep them):
-//! rbx the hart, r13 the cycle count at the last sync (ops retired since
+//! rbx the hart (`Layout::rebase` bytes into it), r13 the cycle count at the last sync (ops retired since
 //! then are counted at translation time, `pending`), r15 the load row of
 //! the data TLB. The block's virtual pc, the bus and the TLB generation
 //! bits are read from the frame where needed. A helper may change the TLB,
@@ -134,6 +134,8 @@ struct Owed {
     /// loads and stores that took (or, on the straight line, are taken
     /// to have taken) the `mem` shortcut
     same_line: [u16; 2],
+    /// conditional branches stepped inline, to the model's branch counter
+    branches: u16,
 }
 
 /// A hook the inline shortcut did not cover: called with the register
@@ -184,6 +186,47 @@ enum Emitted {
     Helper,
     /// inline, ending the block (a jump)
     Jumped,
+}
+
+/// A conditional branch's step as translated code looks it up, by
+/// `2 * counter + taken` (see `InlineBranch`): the counter after it
+/// (bytes 0-7), then the cycles it costs (bytes 8-15).
+pub(super) fn branch_steps(b: &hs_timing::InlineBranch) -> [u8; 16] {
+    let mut t = [0u8; 16];
+    for i in 0..8 {
+        let missed = (i >> 2) != (i & 1);
+        t[i] = hs_timing::BRANCH_NEXT[i];
+        t[8 + i] = match (missed, i & 1) {
+            (true, _) => b.mispredict,
+            (false, 1) => b.taken_penalty,
+            _ => 0,
+        } as u8;
+    }
+    t
+}
+
+/// `op QWORD [rbx + disp], imm` (or `[rbx + rax + disp]`, `with_rax`),
+/// `imm` sign-extended: the group-1 form with an 8-bit immediate (opcode
+/// 0x83, `ext` the op: 0 add, 2 adc, 5 sub, 7 cmp), written out since the
+/// assembler encodes a runtime immediate of a memory operand with four
+/// bytes. The bytes and how many of them are used.
+fn qword_imm8(ext: u8, with_rax: bool, disp: i32, imm: i8) -> ([u8; 9], usize) {
+    // REX.W, 0x83, ModRM (mod 10: disp32; reg: ext; rm: rbx, or 100 for
+    // a SIB byte of scale 1, index rax, base rbx)
+    let mut b = [0u8; 9];
+    b[0] = 0x48;
+    b[1] = 0x83;
+    let mut n = 3;
+    if with_rax {
+        b[2] = 0x84 | ext << 3;
+        b[3] = 0x03;
+        n = 4;
+    } else {
+        b[2] = 0x83 | ext << 3;
+    }
+    b[n..n + 4].copy_from_slice(&disp.to_le_bytes());
+    b[n + 4] = imm as u8;
+    (b, n + 5)
 }
 
 pub(super) struct Emitter<'a> {
@@ -249,6 +292,79 @@ impl<'a> Emitter<'a> {
         self.lay.x + 8 * r as i32
     }
 
+    /// Host register `r` = guest register `g` (x0 to x31 sit at one-byte
+    /// displacements from rbx, see `Layout::rebase`).
+    fn load_x(&mut self, r: u8, g: u8) {
+        let d = self.x(g);
+        if d == d as i8 as i32 {
+            dynasm!(self.a ; .arch x64 ; mov Rq(r), QWORD [BYTE rbx + d as i8]);
+        } else {
+            dynasm!(self.a ; .arch x64 ; mov Rq(r), QWORD [rbx + d]);
+        }
+    }
+
+    /// Guest register `g` (or the sink) = host register `r`.
+    fn store_x(&mut self, g: u8, r: u8) {
+        let d = self.x(g);
+        if d == d as i8 as i32 {
+            dynasm!(self.a ; .arch x64 ; mov QWORD [BYTE rbx + d as i8], Rq(r));
+        } else {
+            dynasm!(self.a ; .arch x64 ; mov QWORD [rbx + d], Rq(r));
+        }
+    }
+
+    /// Host register `r` += `v`, in the shortest form (nothing for 0).
+    fn add_imm(&mut self, r: u8, v: i32) {
+        if v == 0 {
+        } else if v == v as i8 as i32 {
+            dynasm!(self.a ; .arch x64 ; add Rq(r), BYTE v as i8);
+        } else {
+            dynasm!(self.a ; .arch x64 ; add Rq(r), v);
+        }
+    }
+
+    /// The u64 at `[rbx + at]` += `n`, in the shortest form.
+    fn add_mem(&mut self, at: i32, n: i32) {
+        if n == n as i8 as i32 {
+            self.qword_imm8(0, false, at, n as i8);
+        } else {
+            dynasm!(self.a ; .arch x64 ; add QWORD [rbx + at], n);
+        }
+    }
+
+    /// `op QWORD [rbx + disp], imm` in its short form (see [`qword_imm8`]).
+    fn qword_imm8(&mut self, ext: u8, with_rax: bool, disp: i32, imm: i8) {
+        let (bytes, n) = qword_imm8(ext, with_rax, disp, imm);
+        for &b in &bytes[..n] {
+            self.a.push(b);
+        }
+    }
+
+    /// Host register `r` = the block's pc + `off`.
+    fn block_pc_plus(&mut self, r: u8, off: i64) {
+        let f = self.lay.f_base_pc;
+        if off == off as i32 as i64 {
+            dynasm!(self.a ; .arch x64 ; mov Rq(r), QWORD [rbx + f]);
+            self.add_imm(r, off as i32);
+        } else {
+            dynasm!(self.a ; .arch x64 ; mov Rq(r), QWORD off ; add Rq(r), QWORD [rbx + f]);
+        }
+    }
+
+    /// Host register `d` = host register `s` + `v` (a plain move for 0:
+    /// an lea with a runtime displacement is always encoded with four
+    /// bytes of it).
+    /// Flags are clobbered when `d` is `s`.
+    fn lea_imm(&mut self, d: u8, s: u8, v: i32) {
+        if d == s {
+            self.add_imm(d, v);
+        } else if v == 0 {
+            dynasm!(self.a ; .arch x64 ; mov Rq(d), Rq(s));
+        } else {
+            dynasm!(self.a ; .arch x64 ; lea Rq(d), [Rq(s) + v]);
+        }
+    }
+
     /// The whole block and where a chained jump enters it; `None` if the
     /// assembler refused something (the block then stays interpreted).
     pub(super) fn block(mut self, ops: &[Op], op_addr: OpAddr) -> Option<(Vec<u8>, usize)> {
@@ -306,7 +422,7 @@ impl<'a> Emitter<'a> {
             ; push r14
             ; push r15
             ; sub rsp, 8
-            ; mov rbx, rdi
+            ; lea rbx, [rdi + lay.rebase]
             ; mov QWORD [rbx + lay.f_bus], rsi
         );
         self.chain_entry = self.a.offset().0;
@@ -338,8 +454,10 @@ impl<'a> Emitter<'a> {
             ; .arch x64
             ; lea rax, [r13 + retired]
             ; mov QWORD [rbx + lay.f_cyc], rax
-            ; mov rdx, QWORD off
-            ; add rdx, QWORD [rbx + lay.f_base_pc]
+        );
+        self.block_pc_plus(2, off);
+        dynasm!(self.a
+            ; .arch x64
             ; mov QWORD [rbx + lay.f_pc], rdx
             ; lea rcx, [=>cell]
             ; mov QWORD [rbx + lay.f_link], rcx
@@ -460,8 +578,7 @@ impl<'a> Emitter<'a> {
     fn store_dirty(&mut self, regs: &RegCache) {
         for (i, s) in regs.slots.iter().enumerate() {
             if let (Some(g), true) = (s.guest, s.dirty) {
-                let (d, r) = (self.x(g), CACHE_REGS[i]);
-                dynasm!(self.a ; .arch x64 ; mov QWORD [rbx + d], Rq(r));
+                self.store_x(g, CACHE_REGS[i]);
             }
         }
     }
@@ -470,8 +587,7 @@ impl<'a> Emitter<'a> {
     fn reload(&mut self, regs: &RegCache) {
         for (i, s) in regs.slots.iter().enumerate() {
             if let Some(g) = s.guest {
-                let (d, r) = (self.x(g), CACHE_REGS[i]);
-                dynasm!(self.a ; .arch x64 ; mov Rq(r), QWORD [rbx + d]);
+                self.load_x(CACHE_REGS[i], g);
             }
         }
     }
@@ -492,8 +608,7 @@ impl<'a> Emitter<'a> {
             .unwrap_or(0);
         let old = self.regs.slots[i];
         if let (Some(e), true) = (old.guest, old.dirty) {
-            let (d, r) = (self.x(e), CACHE_REGS[i]);
-            dynasm!(self.a ; .arch x64 ; mov QWORD [rbx + d], Rq(r));
+            self.store_x(e, CACHE_REGS[i]);
         }
         self.regs.slots[i] = Slot {
             guest: Some(g),
@@ -514,8 +629,7 @@ impl<'a> Emitter<'a> {
             Some(i) => i,
             None => {
                 let i = self.claim(g);
-                let (d, r) = (self.x(g), CACHE_REGS[i]);
-                dynasm!(self.a ; .arch x64 ; mov Rq(r), QWORD [rbx + d]);
+                self.load_x(CACHE_REGS[i], g);
                 i
             }
         };
@@ -527,8 +641,7 @@ impl<'a> Emitter<'a> {
     /// cached, as the predecoder arranges for these ops anyway).
     fn set_rd(&mut self, rd: u8) {
         if rd == 0 {
-            let d = self.x(SINK);
-            dynasm!(self.a ; .arch x64 ; mov QWORD [rbx + d], rax);
+            self.store_x(SINK, 0);
             return;
         }
         let i = self.regs.find(rd).unwrap_or_else(|| self.claim(rd));
@@ -564,7 +677,7 @@ impl<'a> Emitter<'a> {
         let lay = self.lay;
         dynasm!(self.a
             ; .arch x64
-            ; mov rdi, rbx
+            ; lea rdi, [rbx - lay.rebase]
             ; mov rsi, QWORD [rbx + lay.f_bus]
             ; mov rdx, QWORD arg as i64
             ; mov rax, QWORD f as i64
@@ -590,13 +703,13 @@ impl<'a> Emitter<'a> {
         let (ih, t, st) = (&h.inline, h.model, h.stall);
         if o.stall != 0 {
             let n = sign * o.stall;
-            dynasm!(self.a ; .arch x64 ; add QWORD [rbx + st], n);
+            self.add_mem(st, n);
         }
         for (class, &n) in o.classes.iter().enumerate() {
             if n != 0 {
                 let at = t + (ih.insn_counts + 8 * class) as i32;
                 let n = sign * n as i32;
-                dynasm!(self.a ; .arch x64 ; add QWORD [rbx + at], n);
+                self.add_mem(at, n);
             }
         }
         if o.same_line != [0, 0] {
@@ -606,8 +719,19 @@ impl<'a> Emitter<'a> {
                 if n != 0 {
                     let at = t + (ih.mem_counts + 8 * store) as i32;
                     let n = sign * n as i32;
-                    dynasm!(self.a ; .arch x64 ; add QWORD [rbx + rax + at], n);
+                    if n == n as i8 as i32 {
+                        self.qword_imm8(0, true, at, n as i8);
+                    } else {
+                        dynasm!(self.a ; .arch x64 ; add QWORD [rbx + rax + at], n);
+                    }
                 }
+            }
+        }
+        if o.branches != 0 {
+            if let Some(b) = &ih.branch {
+                let at = t + b.branches as i32;
+                let n = sign * o.branches as i32;
+                self.add_mem(at, n);
             }
         }
         if let (Some(class), true) = (o.last_class, sign > 0) {
@@ -668,9 +792,10 @@ impl<'a> Emitter<'a> {
             dynasm!(self.a ; .arch x64 ; sub rsp, pad);
         }
         args(self);
+        let rebase = self.lay.rebase;
         dynasm!(self.a
             ; .arch x64
-            ; mov rdi, rbx
+            ; lea rdi, [rbx - rebase]
             ; mov rax, QWORD f as i64
             ; call rax
         );
@@ -702,15 +827,22 @@ impl<'a> Emitter<'a> {
         let mask = ih.fetch_line_mask as i64;
         let (last, walk) = (t + ih.fetch_last_line as i32, t + ih.walk_pending as i32);
         let f_base_pa = self.lay.f_base_pa;
+        dynasm!(self.a ; .arch x64 ; mov rax, QWORD [rbx + f_base_pa]);
+        self.add_imm(0, op.off as i32);
+        if mask == mask as i32 as i64 {
+            // (a line mask is high bits set: sign-extended from 32 bits)
+            dynasm!(self.a ; .arch x64 ; and rax, mask as i32);
+        } else {
+            dynasm!(self.a ; .arch x64 ; mov rcx, QWORD mask ; and rax, rcx);
+        }
         dynasm!(self.a
             ; .arch x64
-            ; mov rax, QWORD mask
-            ; mov rcx, QWORD [rbx + f_base_pa]
-            ; add rcx, op.off as i32
-            ; and rax, rcx
             ; cmp rax, QWORD [rbx + last]
             ; jne =>label
-            ; cmp QWORD [rbx + walk], 0
+        );
+        self.qword_imm8(7, false, walk, 0);
+        dynasm!(self.a
+            ; .arch x64
             ; jne =>label
             ; =>back
         );
@@ -763,7 +895,10 @@ impl<'a> Emitter<'a> {
             ; .arch x64
             ; cmp BYTE [rbx + tr], 0
             ; je =>line
-            ; lea rax, [Rq(base) + imm]
+        );
+        self.lea_imm(0, base, imm);
+        dynasm!(self.a
+            ; .arch x64
             ; or rax, QWORD [rbx + recent]
             ; cmp rax, QWORD [rbx + recent + 8]
             ; jne =>second
@@ -912,7 +1047,7 @@ impl<'a> Emitter<'a> {
                 self.hooks_before(op);
                 let r1 = self.src(rs1);
                 let d = self.dst(rd);
-                dynasm!(self.a ; .arch x64 ; lea Rq(d), [Rq(r1) + imm]);
+                self.lea_imm(d, r1, imm);
                 self.pending += 1;
             }
             Slti { rd, rs1, imm } => alu_i!(rd, rs1, cmp rax, imm ; setl al ; movzx eax, al),
@@ -935,7 +1070,7 @@ impl<'a> Emitter<'a> {
             }
             Auipc { rd, imm } => {
                 self.hooks_before(op);
-                dynasm!(self.a ; .arch x64 ; mov rax, QWORD off + imm as i64 ; add rax, QWORD [rbx + lay.f_base_pc]);
+                self.block_pc_plus(0, off + imm as i64);
                 self.set_rd(rd);
                 self.pending += 1;
             }
@@ -967,13 +1102,8 @@ impl<'a> Emitter<'a> {
                 let link = off + op.len as i64;
                 self.hooks_before(op);
                 self.flush_regs();
-                let d = self.x(if rd == 0 { SINK } else { rd });
-                dynasm!(self.a
-                    ; .arch x64
-                    ; mov rax, QWORD link
-                    ; add rax, QWORD [rbx + lay.f_base_pc]
-                    ; mov QWORD [rbx + d], rax
-                );
+                self.block_pc_plus(0, link);
+                self.store_x(if rd == 0 { SINK } else { rd }, 0);
                 if let Some(h) = &lay.hooks {
                     let f = h.direct_jump;
                     self.store_last_class();
@@ -997,17 +1127,15 @@ impl<'a> Emitter<'a> {
                 let link = off + op.len as i64;
                 self.hooks_before(op);
                 self.flush_regs();
-                let (d1, d) = (self.x(rs1), self.x(if rd == 0 { SINK } else { rd }));
+                self.load_x(1, rs1);
                 dynasm!(self.a
                     ; .arch x64
-                    ; mov rcx, QWORD [rbx + d1]
                     ; add rcx, imm
                     ; and rcx, -2
                     ; mov QWORD [rbx + lay.f_pc], rcx
-                    ; mov rax, QWORD link
-                    ; add rax, QWORD [rbx + lay.f_base_pc]
-                    ; mov QWORD [rbx + d], rax
                 );
+                self.block_pc_plus(0, link);
+                self.store_x(if rd == 0 { SINK } else { rd }, 0);
                 if let Some(h) = &lay.hooks {
                     // (the hook reads the target from the frame's pc)
                     let f = h.jump;
@@ -1082,7 +1210,7 @@ impl<'a> Emitter<'a> {
                 );
             }
             self.add_dynamic();
-            dynasm!(self.a ; .arch x64 ; test ecx, 1 ; jnz =>label);
+            dynasm!(self.a ; .arch x64 ; test cl, 1 ; jnz =>label);
         } else {
             match cond {
                 0 => dynasm!(self.a ; .arch x64 ; je =>label),
@@ -1123,58 +1251,65 @@ impl<'a> Emitter<'a> {
     /// ecx's low bit. Uses only rax, rcx and rsi (no cached register).
     fn branch_step(&mut self, op: &Op, b: &hs_timing::InlineBranch) {
         let t = self.lay.hooks.as_ref().map_or(0, |h| h.model);
-        let (hist, branches, misses, fetch) = (
+        let (hist, misses, fetch) = (
             t + b.history as i32,
-            t + b.branches as i32,
             t + b.mispredicts as i32,
             t + b.fetch_cycles as i32,
         );
-        // by 2 * counter + taken: the counter after, mispredicted or not,
-        // and the cycles (a byte each)
-        let bytes = |f: &dyn Fn(usize) -> u64| (0..8).fold(0u64, |a, i| a | f(i) << (8 * i));
-        let next = bytes(&|i| hs_timing::BRANCH_NEXT[i] as u64) as i64;
         let missed = |i: usize| (i >> 2) != (i & 1);
         let missed_bits = (0..8).fold(0i32, |a, i| a | (missed(i) as i32) << i);
-        let cycles = bytes(&|i| match (missed(i), i & 1) {
-            (true, _) => b.mispredict,
-            (false, 1) => b.taken_penalty,
-            _ => 0,
-        }) as i64;
-        let (f_base_pc, f_table) = (self.lay.f_base_pc, self.lay.f_bp_table);
+        let (f_base_pc, f_table, steps) =
+            (self.lay.f_base_pc, self.lay.f_bp_table, self.lay.f_bp_steps);
+        if b.index_mask < 0x800 {
+            // (pc >> 1) & index_mask reads only the pc's page offset,
+            // which is the block's physical address's: known here
+            let pc_bits = (self.lay.block_pa.wrapping_add(op.off as u64) >> 1) & b.index_mask;
+            dynasm!(self.a ; .arch x64 ; mov esi, pc_bits as i32);
+        } else {
+            dynasm!(self.a
+                ; .arch x64
+                ; mov rsi, QWORD [rbx + f_base_pc]
+                ; add rsi, op.off as i32
+                ; shr rsi, 1
+            );
+        }
         dynasm!(self.a
             ; .arch x64
             // rsi: the counter's address
-            ; mov rsi, QWORD [rbx + f_base_pc]
-            ; add rsi, op.off as i32
-            ; shr rsi, 1
             ; xor rsi, QWORD [rbx + hist]
             ; and rsi, b.index_mask as i32
             ; add rsi, QWORD [rbx + f_table]
             // ecx: 2 * counter + taken (a counter is at most 3; the mask
-            // keeps the shifts below inside their words whatever it is)
+            // keeps the look-ups below inside their eight bytes whatever
+            // it is)
             ; movzx ecx, BYTE [rsi]
             ; lea ecx, [rax + rcx * 2]
             ; and ecx, 7
             ; mov eax, missed_bits
             ; bt eax, ecx
-            ; adc QWORD [rbx + misses], 0
-            ; add QWORD [rbx + branches], 1
-            ; shl ecx, 3
-            ; mov rax, QWORD next
-            ; shr rax, cl
+        );
+        self.qword_imm8(2, false, misses, 0);
+        dynasm!(self.a
+            ; .arch x64
+            ; movzx eax, BYTE [rbx + rcx + steps]
             ; mov BYTE [rsi], al
-            ; mov rax, QWORD cycles
-            ; shr rax, cl
-            ; movzx eax, al
+            ; movzx eax, BYTE [rbx + rcx + steps + 8]
             ; add QWORD [rbx + fetch], rax
             // the outcome into the history
-            ; shr ecx, 3
             ; and ecx, 1
             ; mov rsi, QWORD [rbx + hist]
             ; lea rsi, [rcx + rsi * 2]
-            ; and rsi, b.history_mask as i32
+        );
+        if b.history_mask < 0x80 {
+            dynasm!(self.a ; .arch x64 ; and esi, BYTE b.history_mask as i8);
+        } else {
+            dynasm!(self.a ; .arch x64 ; and rsi, b.history_mask as i32);
+        }
+        dynasm!(self.a
+            ; .arch x64
             ; mov QWORD [rbx + hist], rsi
         );
+        self.owed.branches += 1;
     }
 
     /// With the guest address in rsi: jump to a new slow stub unless the
@@ -1188,21 +1323,34 @@ impl<'a> Emitter<'a> {
         // (the tag compared is the last byte's page: an access crossing
         // into the next page finds the entry of its first page, whose tag
         // differs in the page number's low bits, and takes the slow path)
+        if n == 1 {
+            dynasm!(self.a ; .arch x64 ; mov rax, rsi);
+        } else {
+            dynasm!(self.a ; .arch x64 ; lea rax, [BYTE rsi + (n - 1) as i8]);
+        }
         dynasm!(self.a
             ; .arch x64
-            ; lea rax, [rsi + n - 1]
             ; shr rax, 12
             ; mov ecx, esi
             ; shr ecx, 8
             ; and ecx, ((crate::mmu::TLB_SIZE - 1) << 4) as i32
             ; or rax, QWORD [rbx + lay.f_gen]
-            ; cmp rax, QWORD [r15 + rcx + row_delta]
-            ; jne =>slow
         );
-        dynasm!(self.a
-            ; .arch x64
-            ; add rsi, QWORD [r15 + rcx + row_delta + 8]
-        );
+        if row_delta == 0 {
+            dynasm!(self.a
+                ; .arch x64
+                ; cmp rax, QWORD [r15 + rcx]
+                ; jne =>slow
+                ; add rsi, QWORD [r15 + rcx + 8]
+            );
+        } else {
+            dynasm!(self.a
+                ; .arch x64
+                ; cmp rax, QWORD [r15 + rcx + row_delta]
+                ; jne =>slow
+                ; add rsi, QWORD [r15 + rcx + row_delta + 8]
+            );
+        }
         self.slow.push(Slow {
             label: slow,
             back,
@@ -1219,7 +1367,7 @@ impl<'a> Emitter<'a> {
     /// rsi = x[rs1] + imm; the host register holding rs1.
     fn address(&mut self, rs1: u8, imm: i32) -> u8 {
         let r1 = self.src(rs1);
-        dynasm!(self.a ; .arch x64 ; lea rsi, [Rq(r1) + imm]);
+        self.lea_imm(6, r1, imm);
         r1
     }
 
@@ -1418,8 +1566,8 @@ impl<'a> Emitter<'a> {
                             ; .arch x64
                             ; movzx eax, BYTE [rbx + tr]
                             ; shl eax, 4
-                            ; sub QWORD [rbx + rax + at], 1
                         );
+                        self.qword_imm8(5, true, at, 1);
                         dynasm!(self.a ; .arch x64 ; jmp =>c.back);
                         continue;
                     }
@@ -1435,7 +1583,7 @@ impl<'a> Emitter<'a> {
             self.store_dirty(&c.regs);
             dynasm!(self.a
                 ; .arch x64
-                ; mov rdi, rbx
+                ; lea rdi, [rbx - lay.rebase]
                 ; mov edx, c.len
                 ; mov rax, QWORD lay.code_store_helper as i64
                 ; call rax
@@ -1467,6 +1615,62 @@ impl<'a> Emitter<'a> {
                 ; .u64 0
                 ; .u64 0
             );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::qword_imm8;
+
+    #[test]
+    fn short_immediates_of_qword_memory_operands_are_encoded_as_objdump_reads_them() {
+        // each checked with `objdump -D -b binary -mi386:x86-64`
+        let cases: [(u8, bool, i32, i8, &[u8]); 5] = [
+            // add QWORD PTR [rbx+0x1a10], 0x5
+            (
+                0,
+                false,
+                0x1a10,
+                5,
+                &[0x48, 0x83, 0x83, 0x10, 0x1a, 0, 0, 0x05],
+            ),
+            // add QWORD PTR [rbx+rax*1+0x1ab8], -1
+            (
+                0,
+                true,
+                0x1ab8,
+                -1,
+                &[0x48, 0x83, 0x84, 0x03, 0xb8, 0x1a, 0, 0, 0xff],
+            ),
+            // adc QWORD PTR [rbx+0x6f8], 0x0
+            (
+                2,
+                false,
+                0x6f8,
+                0,
+                &[0x48, 0x83, 0x93, 0xf8, 0x06, 0, 0, 0x00],
+            ),
+            // sub QWORD PTR [rbx+rax*1+0x1ab8], 0x1
+            (
+                5,
+                true,
+                0x1ab8,
+                1,
+                &[0x48, 0x83, 0xac, 0x03, 0xb8, 0x1a, 0, 0, 0x01],
+            ),
+            // cmp QWORD PTR [rbx+0x19e0], 0x0
+            (
+                7,
+                false,
+                0x19e0,
+                0,
+                &[0x48, 0x83, 0xbb, 0xe0, 0x19, 0, 0, 0x00],
+            ),
+        ];
+        for (ext, with_rax, disp, imm, want) in cases {
+            let (b, n) = qword_imm8(ext, with_rax, disp, imm);
+            assert_eq!(&b[..n], want, "op /{ext}, rax index {with_rax}");
         }
     }
 }

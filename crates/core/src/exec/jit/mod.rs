@@ -93,11 +93,18 @@ pub(crate) struct JitFrame {
     /// the timing model's branch counter table (`InlineBranch`), asked
     /// for each time translated code is entered
     bp_table: u64,
+    /// by `2 * counter + taken` (`InlineBranch`): the counter after it,
+    /// then the cycles it costs (a byte each), for translated code to look
+    /// up (filled before a block is translated)
+    bp_steps: [u8; 16],
     exit: Option<Exit>,
 }
 
 /// Offsets and addresses the emitter builds code from.
 pub(super) struct Layout {
+    /// rbx, while a block runs, is the hart's address plus this; every
+    /// hart offset here is from rbx
+    rebase: i32,
     x: i32,
     f_cyc: i32,
     f_pc: i32,
@@ -112,6 +119,7 @@ pub(super) struct Layout {
     f_slots: i32,
     f_slots_len: i32,
     f_bp_table: i32,
+    f_bp_steps: i32,
     /// the executable region (mapped before any code is emitted)
     region: u64,
     checks: i32,
@@ -655,25 +663,31 @@ impl<T: TimingModel> Hart<T> {
         let copies = jit.ops.as_ptr();
         let op_addr = |i: usize| unsafe { copies.add(first + i) } as u64;
         let (code_flags, _) = self.ram.code_flags();
-        let frame = std::mem::offset_of!(Hart<T>, jit_frame) as i32;
+        // rbx points `rebase` bytes into the hart, so that the guest
+        // registers, read and written most, sit at one-byte displacements
+        let rebase = std::mem::offset_of!(Hart<T>, x) as i32 + 128;
+        let at = |off: usize| off as i32 - rebase;
+        let frame = std::mem::offset_of!(Hart<T>, jit_frame);
         let lay = Layout {
-            x: std::mem::offset_of!(Hart<T>, x) as i32,
-            f_cyc: frame + std::mem::offset_of!(JitFrame, cyc) as i32,
-            f_pc: frame + std::mem::offset_of!(JitFrame, pc) as i32,
-            f_base_pc: frame + std::mem::offset_of!(JitFrame, base_pc) as i32,
-            f_row: frame + std::mem::offset_of!(JitFrame, row) as i32,
-            f_gen: frame + std::mem::offset_of!(JitFrame, gen) as i32,
-            f_base_pa: frame + std::mem::offset_of!(JitFrame, base_pa) as i32,
-            f_limit: frame + std::mem::offset_of!(JitFrame, limit) as i32,
-            f_link: frame + std::mem::offset_of!(JitFrame, link) as i32,
-            f_bus: frame + std::mem::offset_of!(JitFrame, bus) as i32,
-            f_stamp: frame + std::mem::offset_of!(JitFrame, stamp) as i32,
-            f_slots: frame + std::mem::offset_of!(JitFrame, slots) as i32,
-            f_slots_len: frame + std::mem::offset_of!(JitFrame, slots_len) as i32,
-            f_bp_table: frame + std::mem::offset_of!(JitFrame, bp_table) as i32,
+            rebase,
+            x: at(std::mem::offset_of!(Hart<T>, x)),
+            f_cyc: at(frame + std::mem::offset_of!(JitFrame, cyc)),
+            f_pc: at(frame + std::mem::offset_of!(JitFrame, pc)),
+            f_base_pc: at(frame + std::mem::offset_of!(JitFrame, base_pc)),
+            f_row: at(frame + std::mem::offset_of!(JitFrame, row)),
+            f_gen: at(frame + std::mem::offset_of!(JitFrame, gen)),
+            f_base_pa: at(frame + std::mem::offset_of!(JitFrame, base_pa)),
+            f_limit: at(frame + std::mem::offset_of!(JitFrame, limit)),
+            f_link: at(frame + std::mem::offset_of!(JitFrame, link)),
+            f_bus: at(frame + std::mem::offset_of!(JitFrame, bus)),
+            f_stamp: at(frame + std::mem::offset_of!(JitFrame, stamp)),
+            f_slots: at(frame + std::mem::offset_of!(JitFrame, slots)),
+            f_slots_len: at(frame + std::mem::offset_of!(JitFrame, slots_len)),
+            f_bp_table: at(frame + std::mem::offset_of!(JitFrame, bp_table)),
+            f_bp_steps: at(frame + std::mem::offset_of!(JitFrame, bp_steps)),
             region: self.blocks.jit.region as u64,
-            checks: std::mem::offset_of!(Hart<T>, checks) as i32,
-            fetch_stamp: std::mem::offset_of!(Hart<T>, fetch_stamp) as i32,
+            checks: at(std::mem::offset_of!(Hart<T>, checks)),
+            fetch_stamp: at(std::mem::offset_of!(Hart<T>, fetch_stamp)),
             vcache: self.blocks.vcache_layout(),
             op_helper: if self.blocks.jit.key.1 {
                 jit_op::<T, B, true> as *const () as usize
@@ -693,8 +707,8 @@ impl<T: TimingModel> Hart<T> {
                 };
                 Some(Hooks {
                     inline,
-                    model: std::mem::offset_of!(Hart<T>, timing) as i32,
-                    stall: std::mem::offset_of!(Hart<T>, stall) as i32,
+                    model: at(std::mem::offset_of!(Hart<T>, timing)),
+                    stall: at(std::mem::offset_of!(Hart<T>, stall)),
                     fetch: jit_fetch::<T> as *const () as usize,
                     mem: jit_mem::<T> as *const () as usize,
                     branch: jit_branch::<T> as *const () as usize,
@@ -707,6 +721,9 @@ impl<T: TimingModel> Hart<T> {
             },
             block_pa: pa,
         };
+        if let Some(b) = lay.hooks.as_ref().and_then(|h| h.inline.branch) {
+            self.jit_frame.bp_steps = emit::branch_steps(&b);
+        }
         #[cfg(target_arch = "x86_64")]
         let code = emit::Emitter::new(&lay).block(&ops, &op_addr);
         #[cfg(not(target_arch = "x86_64"))]
