@@ -188,15 +188,20 @@ enum Emitted {
     Jumped,
 }
 
+/// Whether the step at `2 * counter + taken` mispredicted: the
+/// counter's high bit (its prediction) is not the outcome.
+fn mispredicted(i: usize) -> bool {
+    (i >> 2) != (i & 1)
+}
+
 /// A conditional branch's step as translated code looks it up, by
 /// `2 * counter + taken` (see `InlineBranch`): the counter after it
 /// (bytes 0-7), then the cycles it costs (bytes 8-15).
 pub(super) fn branch_steps(b: &hs_timing::InlineBranch) -> [u8; 16] {
     let mut t = [0u8; 16];
     for i in 0..8 {
-        let missed = (i >> 2) != (i & 1);
         t[i] = hs_timing::BRANCH_NEXT[i];
-        t[8 + i] = match (missed, i & 1) {
+        t[8 + i] = match (mispredicted(i), i & 1) {
             (true, _) => b.mispredict,
             (false, 1) => b.taken_penalty,
             _ => 0,
@@ -1256,8 +1261,7 @@ impl<'a> Emitter<'a> {
             t + b.mispredicts as i32,
             t + b.fetch_cycles as i32,
         );
-        let missed = |i: usize| (i >> 2) != (i & 1);
-        let missed_bits = (0..8).fold(0i32, |a, i| a | (missed(i) as i32) << i);
+        let missed_bits = (0..8).fold(0i32, |a, i| a | (mispredicted(i) as i32) << i);
         let (f_base_pc, f_table, steps) =
             (self.lay.f_base_pc, self.lay.f_bp_table, self.lay.f_bp_steps);
         if b.index_mask < 0x800 {
