@@ -156,7 +156,8 @@ fn platform_programs_pass_on_the_whole_machine_and_qemu_virt() {
 
 /// `--perf-map` names every translated block in `/tmp/perf-PID.map` by hart
 /// and guest pc, in the format `perf report` reads (hex start, hex size,
-/// name), and the run is otherwise the same.
+/// name), and the routines the blocks' exits share once, and the run is
+/// otherwise the same.
 #[test]
 fn perf_map_names_translated_blocks_by_guest_pc() {
     let isa = root().join("tests/isa");
@@ -187,11 +188,18 @@ fn perf_map_names_translated_blocks_by_guest_pc() {
         "a handful of translated blocks, got:\n{map}"
     );
     let mut ends = Vec::new();
+    let mut runtimes = 0;
     for l in &lines {
         let f: Vec<&str> = l.split(' ').collect();
         assert_eq!(f.len(), 3, "three fields in `{l}`");
         let start = u64::from_str_radix(f[0], 16).expect("hex start");
         let size = u64::from_str_radix(f[1], 16).expect("hex size");
+        if f[2] == "hart0@runtime" {
+            assert!(size > 0 && start > 0, "`{l}`");
+            runtimes += 1;
+            ends.push((start, start + size));
+            continue;
+        }
         let pc = f[2]
             .strip_prefix("hart0@0x")
             .map(|p| u64::from_str_radix(p, 16).expect("hex pc"))
@@ -204,6 +212,7 @@ fn perf_map_names_translated_blocks_by_guest_pc() {
         );
         ends.push((start, start + size));
     }
+    assert_eq!(runtimes, 1, "the shared routines named once:\n{map}");
     ends.sort();
     assert!(
         ends.windows(2).all(|w| w[0].1 <= w[1].0),

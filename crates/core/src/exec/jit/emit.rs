@@ -23,7 +23,10 @@
 //! A block leaves by `exit_at` (a static target: chained through a link
 //! cell), `loop_or_exit` (a jump to its own first op: round again) or
 //! `indirect_exit` (`jalr`: chained through the block cache's first level
-//! and the jit's slots), each under the run loop's conditions.
+//! and the jit's slots), each under the run loop's conditions. The tests
+//! of those conditions, and the epilogue, are written once per region
+//! ([`Runtime`]) and called from each exit: a block's code is then mostly
+//! its own ops, so more of the hot blocks fit the host's instruction cache.
 //!
 //! The block returns 0 or 1 with the frame's cycle count and next pc set
 //! (it ran to its end, or jumped), or 2 when a helper ended it at a trap
@@ -60,6 +63,27 @@ pub(super) const STORE_ROW_DELTA: i32 = 4 * (crate::mmu::TLB_SIZE as i32) * 16;
 /// saved), rbp, r12, r14 (callee-saved, restored by the epilogue). Every
 /// call out writes them back first and forgets or reloads them after.
 const CACHE_REGS: [u8; 9] = [7, 2, 8, 9, 10, 11, 5, 12, 14];
+
+/// Host addresses of the routines every block shares, at the start of
+/// the region (see [`Emitter::runtime`]).
+#[derive(Clone, Copy, Default, PartialEq, Debug)]
+pub(super) struct Runtime {
+    /// In: rax the cycle count, rdx the next pc, rcx the exit's link
+    /// cell. Sets the frame's cycle count, pc and link; returns with rcx
+    /// the cell when the run loop would chain into its block (the frame
+    /// then as that block is entered), else a cell whose target is `ret0`.
+    /// The caller jumps through `[rcx + 8]`.
+    pub exit_static: u64,
+    /// In: rax the cycle count (the frame's pc set). Sets the frame's
+    /// cycle count; returns with rcx the code of the block the run loop
+    /// would chain into (the frame as it is entered), else `ret0`. The
+    /// caller jumps to rcx.
+    pub exit_indirect: u64,
+    /// The epilogue: returns eax from the block.
+    pub ret: u64,
+    /// The epilogue returning 0.
+    pub ret0: u64,
+}
 
 /// Which guest register each cache register holds, whether it changed
 /// since it was loaded, and when it was last used (for eviction).
@@ -244,9 +268,6 @@ pub(super) struct Emitter<'a> {
     code_stores: Vec<CodeStore>,
     /// link cells of the static exits (see `exit_at`)
     cells: Vec<DynamicLabel>,
-    ret: DynamicLabel,
-    /// returns 0 (the frame's cycle count and pc set)
-    ret0: DynamicLabel,
     /// where a chained jump enters (after the prologue's pushes)
     chain_entry: usize,
     /// the first op's code (r13 and r15 loaded, no guest register cached)
@@ -269,9 +290,9 @@ pub(super) type OpAddr<'b> = &'b dyn Fn(usize) -> u64;
 
 impl<'a> Emitter<'a> {
     pub(super) fn new(lay: &'a Layout) -> Self {
-        let mut a = VecAssembler::new(0);
-        let ret = a.new_dynamic_label();
-        let ret0 = a.new_dynamic_label();
+        // (calls and jumps into the runtime are encoded against where the
+        // code will be installed)
+        let mut a = VecAssembler::new(lay.code_at as usize);
         let top = a.new_dynamic_label();
         Emitter {
             a,
@@ -281,8 +302,6 @@ impl<'a> Emitter<'a> {
             slow: Vec::new(),
             code_stores: Vec::new(),
             cells: Vec::new(),
-            ret,
-            ret0,
             chain_entry: 0,
             top,
             regs: RegCache::default(),
@@ -451,46 +470,32 @@ impl<'a> Emitter<'a> {
     /// block cache mapping the pc, under the current stamp, to the cell's
     /// block. So a cell never needs invalidating: a stale one fails the test.
     fn exit_at(&mut self, retired: i32, off: i64) {
-        let lay = self.lay;
         let cell = self.a.new_dynamic_label();
         self.cells.push(cell);
-        let vstart = lay.vcache.3[2];
-        dynasm!(self.a
-            ; .arch x64
-            ; lea rax, [r13 + retired]
-            ; mov QWORD [rbx + lay.f_cyc], rax
-        );
+        let to = self.lay.rt.exit_static as usize;
+        dynasm!(self.a ; .arch x64 ; lea rax, [r13 + retired]);
         self.block_pc_plus(2, off);
         dynasm!(self.a
             ; .arch x64
-            ; mov QWORD [rbx + lay.f_pc], rdx
             ; lea rcx, [=>cell]
-            ; mov QWORD [rbx + lay.f_link], rcx
+            ; call extern to
+            ; jmp QWORD [rcx + 8]
         );
-        self.chain_test();
-        dynasm!(self.a
-            ; .arch x64
-            ; mov r9d, DWORD [r8 + vstart]
-            ; cmp r9, QWORD [rcx]
-            ; jne =>self.ret0
-        );
-        self.chain_enter();
-        dynasm!(self.a ; .arch x64 ; jmp QWORD [rcx + 8]);
     }
 
-    /// With the cycle count in rax and the next pc in rdx: return 0 unless
-    /// the run loop would chain (the budget not reached, no `checks`, the
-    /// first level mapping the pc under the current stamp); then r8 is
-    /// that first-level entry and rsi the stamp.
-    fn chain_test(&mut self) {
+    /// With the cycle count in rax and the next pc in rdx: go to `fail`
+    /// unless the run loop would chain (the budget not reached, no
+    /// `checks`, the first level mapping the pc under the current stamp);
+    /// then r8 is that first-level entry and rsi the stamp.
+    fn chain_test(&mut self, fail: DynamicLabel) {
         let lay = self.lay;
         let (vbase, vmask, vsize, [vpc, vstamp, _, _]) = lay.vcache;
         dynasm!(self.a
             ; .arch x64
             ; cmp rax, QWORD [rbx + lay.f_limit]
-            ; jae =>self.ret0
+            ; jae =>fail
             ; cmp BYTE [rbx + lay.checks], 0
-            ; jne =>self.ret0
+            ; jne =>fail
             ; mov r8, rdx
             ; shr r8, 1
             ; and r8d, vmask as i32
@@ -498,10 +503,10 @@ impl<'a> Emitter<'a> {
             ; mov r9, QWORD vbase as i64
             ; add r8, r9
             ; cmp QWORD [r8 + vpc], rdx
-            ; jne =>self.ret0
+            ; jne =>fail
             ; mov rsi, QWORD [rbx + lay.fetch_stamp]
             ; cmp QWORD [r8 + vstamp], rsi
-            ; jne =>self.ret0
+            ; jne =>fail
         );
     }
 
@@ -547,36 +552,107 @@ impl<'a> Emitter<'a> {
         self.exit_at(retired, 0);
     }
 
-    /// After a `jalr` (frame's pc and cycle count set): chain into the
-    /// target's translated code where the run loop would (as `exit_at`,
-    /// with the target's slot read from the jit's slots instead of a link
-    /// cell), else return 0.
+    /// After a `jalr` (frame's pc set): chain into the target's translated
+    /// code where the run loop would (as `exit_at`, with the target's slot
+    /// read from the jit's slots instead of a link cell), else return 0.
     fn indirect_exit(&mut self, retired: i32) {
-        let lay = self.lay;
-        let vstart = lay.vcache.3[2];
-        let entry = lay.region.wrapping_add(self.chain_entry as u64);
+        let to = self.lay.rt.exit_indirect as usize;
         dynasm!(self.a
             ; .arch x64
             ; lea rax, [r13 + retired]
+            ; call extern to
+            ; jmp rcx
+        );
+    }
+
+    /// The routines every block of the region shares ([`Runtime`]), for
+    /// the region's start (`Layout::code_at`); with their addresses and
+    /// the bytes from a block's code to where a chained jump enters it.
+    pub(super) fn runtime(mut self) -> Option<(Vec<u8>, Runtime, usize)> {
+        let lay = self.lay;
+        let chain_entry = {
+            let mut probe = Emitter::new(lay);
+            probe.prologue();
+            probe.chain_entry
+        };
+        let base = lay.code_at;
+        let (fail_static, fail_indirect) = (self.a.new_dynamic_label(), self.a.new_dynamic_label());
+        let (ret0, fail_cell) = (self.a.new_dynamic_label(), self.a.new_dynamic_label());
+        let mut rt = Runtime::default();
+        rt.ret0 = base + self.a.offset().0 as u64;
+        dynasm!(self.a ; .arch x64 ; =>ret0 ; xor eax, eax);
+        rt.ret = base + self.a.offset().0 as u64;
+        dynasm!(self.a
+            ; .arch x64
+            ; add rsp, 8
+            ; pop r15
+            ; pop r14
+            ; pop r13
+            ; pop r12
+            ; pop rbp
+            ; pop rbx
+            ; ret
+            // a link cell whose target is `ret0`, for a static exit
+            // that does not chain
+            ; .align 16
+            ; =>fail_cell
+            ; .u64 0
+            ; .u64 rt.ret0
+        );
+        let vstart = lay.vcache.3[2];
+        rt.exit_static = base + self.a.offset().0 as u64;
+        dynasm!(self.a
+            ; .arch x64
+            ; mov QWORD [rbx + lay.f_cyc], rax
+            ; mov QWORD [rbx + lay.f_pc], rdx
+            ; mov QWORD [rbx + lay.f_link], rcx
+        );
+        self.chain_test(fail_static);
+        dynasm!(self.a
+            ; .arch x64
+            ; mov r9d, DWORD [r8 + vstart]
+            ; cmp r9, QWORD [rcx]
+            ; jne =>fail_static
+        );
+        self.chain_enter();
+        dynasm!(self.a
+            ; .arch x64
+            ; ret
+            ; =>fail_static
+            ; lea rcx, [=>fail_cell]
+            ; ret
+            ; .align 16
+        );
+        let entry = lay.region.wrapping_add(chain_entry as u64);
+        rt.exit_indirect = base + self.a.offset().0 as u64;
+        dynasm!(self.a
+            ; .arch x64
             ; mov QWORD [rbx + lay.f_cyc], rax
             ; mov rdx, QWORD [rbx + lay.f_pc]
         );
-        self.chain_test();
+        self.chain_test(fail_indirect);
         dynasm!(self.a
             ; .arch x64
             ; mov ecx, DWORD [r8 + vstart]
             ; cmp rcx, QWORD [rbx + lay.f_slots_len]
-            ; jae =>self.ret0
+            ; jae =>fail_indirect
             ; mov r9, QWORD [rbx + lay.f_slots]
             ; mov ecx, DWORD [r9 + rcx * 4]
             ; test ecx, super::COMPILED as i32
-            ; jz =>self.ret0
+            ; jz =>fail_indirect
             ; and ecx, !super::COMPILED as i32
             ; mov r9, QWORD entry as i64
             ; add rcx, r9
         );
         self.chain_enter();
-        dynasm!(self.a ; .arch x64 ; jmp rcx);
+        dynasm!(self.a
+            ; .arch x64
+            ; ret
+            ; =>fail_indirect
+            ; lea rcx, [=>ret0]
+            ; ret
+        );
+        self.a.finalize().ok().map(|code| (code, rt, chain_entry))
     }
 
     /// Store every dirty cached register of `regs` to the hart.
@@ -960,7 +1036,7 @@ impl<'a> Emitter<'a> {
             ; .arch x64
             ; mov r13, QWORD [rbx + lay.f_cyc]
             ; test eax, eax
-            ; jnz =>self.ret
+            ; jnz extern lay.rt.ret as usize
         );
         self.pending = 0;
         // (the op may have changed what the next fetch finds)
@@ -1503,7 +1579,7 @@ impl<'a> Emitter<'a> {
                 ; mov r13, QWORD [rbx + lay.f_cyc]
                 ; sub r13, s.after.0
                 ; test eax, eax
-                ; jnz =>self.ret
+                ; jnz extern lay.rt.ret as usize
             );
             // (the straight line settles what it owes later, as if the
             // op had run there)
@@ -1595,22 +1671,7 @@ impl<'a> Emitter<'a> {
             self.reload(&c.regs);
             dynasm!(self.a ; .arch x64 ; jmp =>c.back);
         }
-        let (ret, ret0) = (self.ret, self.ret0);
-        dynasm!(self.a
-            ; .arch x64
-            ; =>ret0
-            ; xor eax, eax
-            ; =>ret
-            ; add rsp, 8
-            ; pop r15
-            ; pop r14
-            ; pop r13
-            ; pop r12
-            ; pop rbp
-            ; pop rbx
-            ; ret
-            ; .align 16
-        );
+        dynasm!(self.a ; .arch x64 ; .align 16);
         // the link cells: arena index 0 (no block) until filled
         for cell in std::mem::take(&mut self.cells) {
             dynasm!(self.a

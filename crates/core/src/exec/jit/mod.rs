@@ -57,6 +57,9 @@ const COMPILED: u32 = 1 << 31;
 /// again from its beginning (so code is written over code that ran only
 /// that much translating later: see `sync_core`).
 const REGION_BYTES: usize = 64 << 20;
+/// The region's first bytes hold the routines every block shares
+/// ([`emit::Runtime`]); the ring of blocks' code starts after them.
+const RUNTIME_BYTES: usize = 4096;
 /// Ops copied for the helpers (fixed capacity: their addresses are in code).
 const OP_COPIES: usize = 1 << 18;
 
@@ -122,6 +125,10 @@ pub(super) struct Layout {
     f_bp_steps: i32,
     /// the executable region (mapped before any code is emitted)
     region: u64,
+    /// where the code being emitted will be installed
+    code_at: u64,
+    /// the shared routines (all 0 while they are emitted)
+    rt: emit::Runtime,
     checks: i32,
     fetch_stamp: i32,
     /// the first level of the block cache (see `Blocks::vcache_layout`)
@@ -185,6 +192,9 @@ pub(crate) struct Jit {
     ops: Vec<Op>,
     /// bytes from a block's code to where a chained jump enters it
     chain_entry: usize,
+    /// the shared routines at the region's start, once written, and the
+    /// first level of the block cache they were written for
+    runtime: Option<(u64, emit::Runtime)>,
     /// The op helper the code calls (it names the bus type), whether it
     /// logs and whether it calls the model's hooks: code built for
     /// another is dropped.
@@ -208,12 +218,13 @@ impl Jit {
             region: std::ptr::null_mut(),
             region_w: std::ptr::null_mut(),
             refused: false,
-            used: 0,
-            epoch: 0,
+            used: RUNTIME_BYTES,
+            epoch: RUNTIME_BYTES,
             unsynced: false,
             slots: Vec::new(),
             ops: Vec::new(),
             chain_entry: 0,
+            runtime: None,
             key: (0, false, false),
             hot: TRANSLATE_AFTER,
             hot_chosen: false,
@@ -291,6 +302,30 @@ impl Jit {
     /// runs meanwhile.
     unsafe fn write_code(&mut self, at: usize, bytes: &[u8]) {
         std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.region_w.add(at), bytes.len());
+    }
+
+    /// Write the shared routines `code` (at `rt`, for the block cache's
+    /// first level at `vcache`; chained jumps enter a block `chain_entry`
+    /// bytes into its code) at the region's start.
+    fn install_runtime(
+        &mut self,
+        code: &[u8],
+        rt: emit::Runtime,
+        chain_entry: usize,
+        vcache: u64,
+    ) -> emit::Runtime {
+        assert!(code.len() <= RUNTIME_BYTES, "the jit's shared routines outgrew their space");
+        // SAFETY: in bounds (asserted); no translated code runs while
+        // code is written, and none that calls the old routines is left.
+        unsafe { self.write_code(0, code) };
+        self.unsynced = true;
+        self.chain_entry = chain_entry;
+        self.runtime = Some((vcache, rt));
+        if let Some((file, name)) = &mut self.perf_map {
+            use std::io::Write;
+            let _ = writeln!(file, "{:x} {:x} {name}runtime", self.region as usize, code.len());
+        }
+        rt
     }
 
     /// Copy `code` into the region for the block at `start` (guest `pc`);
@@ -642,12 +677,21 @@ impl<T: TimingModel> Hart<T> {
             // SAFETY: `fetch_block` gave an in-bounds range.
             .map(|i| unsafe { *self.blocks.ops_ptr().add(i) })
             .collect();
+        let vcache = self.blocks.vcache_layout().0;
         let jit = &mut self.blocks.jit;
         if jit.ops.capacity() == 0 {
             jit.ops.reserve_exact(OP_COPIES);
         }
         let wrap = jit.used + 64 * 1024 > REGION_BYTES;
-        if jit.ops.len() + n > OP_COPIES || (wrap && jit.used != jit.epoch) {
+        // (the shared routines read the first level of the block cache
+        // where it was when they were written; it never moves while the
+        // jit lives, but if it did they would be written again, with no
+        // code left that calls the old ones)
+        let moved = jit.runtime.is_some_and(|(at, _)| at != vcache);
+        if moved {
+            jit.runtime = None;
+        }
+        if jit.ops.len() + n > OP_COPIES || (wrap && jit.used != jit.epoch) || moved {
             let key = jit.key;
             let slots = jit.slots.len();
             jit.reset();
@@ -656,7 +700,7 @@ impl<T: TimingModel> Hart<T> {
         }
         if wrap {
             // (nothing translated is in use now: start the region again)
-            (jit.used, jit.epoch) = (0, 0);
+            (jit.used, jit.epoch) = (RUNTIME_BYTES, RUNTIME_BYTES);
         }
         let first = jit.ops.len();
         jit.ops.extend_from_slice(&ops);
@@ -668,7 +712,7 @@ impl<T: TimingModel> Hart<T> {
         let rebase = std::mem::offset_of!(Hart<T>, x) as i32 + 128;
         let at = |off: usize| off as i32 - rebase;
         let frame = std::mem::offset_of!(Hart<T>, jit_frame);
-        let lay = Layout {
+        let mut lay = Layout {
             rebase,
             x: at(std::mem::offset_of!(Hart<T>, x)),
             f_cyc: at(frame + std::mem::offset_of!(JitFrame, cyc)),
@@ -686,6 +730,8 @@ impl<T: TimingModel> Hart<T> {
             f_bp_table: at(frame + std::mem::offset_of!(JitFrame, bp_table)),
             f_bp_steps: at(frame + std::mem::offset_of!(JitFrame, bp_steps)),
             region: self.blocks.jit.region as u64,
+            code_at: self.blocks.jit.region as u64,
+            rt: emit::Runtime::default(),
             checks: at(std::mem::offset_of!(Hart<T>, checks)),
             fetch_stamp: at(std::mem::offset_of!(Hart<T>, fetch_stamp)),
             vcache: self.blocks.vcache_layout(),
@@ -725,7 +771,20 @@ impl<T: TimingModel> Hart<T> {
             self.jit_frame.bp_steps = emit::branch_steps(&b);
         }
         #[cfg(target_arch = "x86_64")]
-        let code = emit::Emitter::new(&lay).block(&ops, &op_addr);
+        let code = {
+            let jit = &mut self.blocks.jit;
+            let rt = match jit.runtime {
+                Some((_, rt)) => Some(rt),
+                None => emit::Emitter::new(&lay)
+                    .runtime()
+                    .map(|(code, rt, entry)| jit.install_runtime(&code, rt, entry, vcache)),
+            };
+            rt.and_then(|rt| {
+                lay.rt = rt;
+                lay.code_at = jit.region as u64 + jit.used as u64;
+                emit::Emitter::new(&lay).block(&ops, &op_addr)
+            })
+        };
         #[cfg(not(target_arch = "x86_64"))]
         let code: Option<(Vec<u8>, usize)> = {
             let _ = (&lay, &op_addr);
@@ -968,7 +1027,8 @@ mod tests {
 
     /// A reset drops the translations but not the place in the region:
     /// new code goes after the old, never over it, until the region is
-    /// full; what is in use is only the new code.
+    /// full; what is in use is only the new code. Blocks' code starts
+    /// after the shared routines.
     #[test]
     fn a_reset_puts_new_code_after_the_old() {
         let mut jit = super::Jit::new();
@@ -976,8 +1036,9 @@ mod tests {
         jit.slots.resize(4, 0);
         let ret = [0xc3u8; 100];
         assert!(jit.install(1, &ret, 0x8000_0000));
+        assert_eq!(jit.slots[1] & !super::COMPILED, super::RUNTIME_BYTES as u32);
         let after = jit.used;
-        assert_eq!(after, 112);
+        assert_eq!(after, super::RUNTIME_BYTES + 112);
         jit.reset();
         assert_eq!(jit.bytes(), 0);
         jit.slots.resize(4, 0);
