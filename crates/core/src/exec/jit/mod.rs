@@ -96,6 +96,14 @@ pub(crate) struct JitFrame {
     /// the timing model's branch counter table (`InlineBranch`), asked
     /// for each time translated code is entered
     bp_table: u64,
+    /// a host address in guest RAM plus this is its physical address
+    /// (the same for the hart's life; set before code is translated)
+    host_to_pa: u64,
+    /// the address of the RAM's code flags (a byte per page of guest
+    /// RAM, set for pages code was decoded from) less the RAM's first
+    /// host page number, so that a host address's page number indexes
+    /// them (set with `host_to_pa`)
+    flags_by_page: u64,
     /// by `2 * counter + taken` (`InlineBranch`): the counter after it,
     /// then the cycles it costs (a byte each), for translated code to look
     /// up (filled before a block is translated)
@@ -123,6 +131,8 @@ pub(super) struct Layout {
     f_slots_len: i32,
     f_bp_table: i32,
     f_bp_steps: i32,
+    f_host_to_pa: i32,
+    f_flags_by_page: i32,
     /// the executable region (mapped before any code is emitted)
     region: u64,
     /// where the code being emitted will be installed
@@ -137,9 +147,6 @@ pub(super) struct Layout {
     mem_helper: usize,
     log_helper: usize,
     code_store_helper: usize,
-    ram_host: u64,
-    /// one byte per page of guest RAM, set for pages code was decoded from
-    code_flags: u64,
     log: bool,
     /// the model's hooks, when translated code calls them
     hooks: Option<Hooks>,
@@ -161,8 +168,6 @@ pub(super) struct Hooks {
     branch: usize,
     jump: usize,
     direct_jump: usize,
-    /// a host address in guest RAM plus this is its physical address
-    host_to_pa: u64,
 }
 
 /// Translated code: an executable region, and per block (by its first
@@ -729,6 +734,8 @@ impl<T: TimingModel> Hart<T> {
             f_slots_len: at(frame + std::mem::offset_of!(JitFrame, slots_len)),
             f_bp_table: at(frame + std::mem::offset_of!(JitFrame, bp_table)),
             f_bp_steps: at(frame + std::mem::offset_of!(JitFrame, bp_steps)),
+            f_host_to_pa: at(frame + std::mem::offset_of!(JitFrame, host_to_pa)),
+            f_flags_by_page: at(frame + std::mem::offset_of!(JitFrame, flags_by_page)),
             region: self.blocks.jit.region as u64,
             code_at: self.blocks.jit.region as u64,
             rt: emit::Runtime::default(),
@@ -743,8 +750,6 @@ impl<T: TimingModel> Hart<T> {
             mem_helper: jit_op::<T, B, false> as *const () as usize,
             log_helper: jit_log::<T> as *const () as usize,
             code_store_helper: jit_code_store::<T> as *const () as usize,
-            ram_host: self.ram_host as u64,
-            code_flags: code_flags as u64,
             log: self.blocks.jit.key.1,
             hooks: if self.blocks.jit.key.2 {
                 // (a hooked model without shortcuts: stays interpreted)
@@ -760,7 +765,6 @@ impl<T: TimingModel> Hart<T> {
                     branch: jit_branch::<T> as *const () as usize,
                     jump: jit_jump::<T> as *const () as usize,
                     direct_jump: jit_direct_jump::<T> as *const () as usize,
-                    host_to_pa: self.host_to_pa(0),
                 })
             } else {
                 None
@@ -770,6 +774,8 @@ impl<T: TimingModel> Hart<T> {
         if let Some(b) = lay.hooks.as_ref().and_then(|h| h.inline.branch) {
             self.jit_frame.bp_steps = emit::branch_steps(&b);
         }
+        self.jit_frame.host_to_pa = self.host_to_pa(0);
+        self.jit_frame.flags_by_page = (code_flags as u64).wrapping_sub(self.ram_host as u64 >> 12);
         #[cfg(target_arch = "x86_64")]
         let code = {
             let jit = &mut self.blocks.jit;
