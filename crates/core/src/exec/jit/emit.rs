@@ -607,10 +607,10 @@ impl<'a> Emitter<'a> {
         let base = lay.code_at;
         let (fail_static, fail_indirect) = (self.a.new_dynamic_label(), self.a.new_dynamic_label());
         let (ret0, fail_cell) = (self.a.new_dynamic_label(), self.a.new_dynamic_label());
-        let mut rt = Runtime::default();
-        rt.ret0 = base + self.a.offset().0 as u64;
+        let here = |e: &Self| base + e.a.offset().0 as u64;
+        let ret0_at = here(&self);
         dynasm!(self.a ; .arch x64 ; =>ret0 ; xor eax, eax);
-        rt.ret = base + self.a.offset().0 as u64;
+        let ret_at = here(&self);
         dynasm!(self.a
             ; .arch x64
             ; add rsp, 8
@@ -626,10 +626,10 @@ impl<'a> Emitter<'a> {
             ; .align 16
             ; =>fail_cell
             ; .u64 0
-            ; .u64 rt.ret0
+            ; .u64 ret0_at
         );
         let vstart = lay.vcache.3[2];
-        rt.exit_static = base + self.a.offset().0 as u64;
+        let exit_static = here(&self);
         dynasm!(self.a
             ; .arch x64
             ; mov QWORD [rbx + lay.f_cyc], rax
@@ -653,7 +653,7 @@ impl<'a> Emitter<'a> {
             ; .align 16
         );
         let entry = lay.region.wrapping_add(chain_entry as u64);
-        rt.exit_indirect = base + self.a.offset().0 as u64;
+        let exit_indirect = here(&self);
         dynasm!(self.a
             ; .arch x64
             ; mov QWORD [rbx + lay.f_cyc], rax
@@ -681,6 +681,12 @@ impl<'a> Emitter<'a> {
             ; lea rcx, [=>ret0]
             ; ret
         );
+        let rt = Runtime {
+            exit_static,
+            exit_indirect,
+            ret: ret_at,
+            ret0: ret0_at,
+        };
         self.a.finalize().ok().map(|code| (code, rt, chain_entry))
     }
 
