@@ -142,31 +142,22 @@ impl Cache {
     }
 
     /// An access that missed the MRU way: the way holding the line, else
-    /// a victim (the first empty way, else by the policy). One pass over
-    /// the set with no branch on what it finds: which way hits is data
-    /// the host cannot predict, and a mispredicted early exit was most of
-    /// this function's time.
+    /// a victim (the first empty way, else by the policy). Each pass over
+    /// the set has no branch on what it finds (which way hits is data the
+    /// host cannot predict; a mispredicted early exit was once most of
+    /// this function's time), and the victim pass runs only on a miss.
+    /// The common associativities get a pass of fixed length (unrolled,
+    /// no bounds checks).
     #[inline(never)]
     fn access_search(&mut self, line: u64, set_index: usize, write: bool) -> Outcome {
-        let base = set_index * self.ways;
+        let ways = self.ways;
+        let base = set_index * ways;
         self.clock += 1;
-        let tags = &self.tags[base..base + self.ways];
-        let stamps = &self.stamps[base..base + self.ways];
-        // an empty way orders before every filled one, filled ones by
-        // stamp (ties: the first); random replacement takes only an empty one
-        let by_stamp = self.replacement != Replacement::Random;
-        let (mut hit, mut victim, mut oldest) = (usize::MAX, 0, u64::MAX);
-        for (w, (&t, &stamp)) in tags.iter().zip(stamps).enumerate() {
-            hit = if t == line { w } else { hit };
-            let key = if t == INVALID {
-                0
-            } else {
-                stamp.saturating_add(1)
-            };
-            let older = key < oldest;
-            victim = if older { w } else { victim };
-            oldest = if older { key } else { oldest };
-        }
+        let hit = match ways {
+            4 => way_holding(&self.tags[base..base + 4], line),
+            8 => way_holding(&self.tags[base..base + 8], line),
+            _ => way_holding(&self.tags[base..base + ways], line),
+        };
         if hit != usize::MAX {
             let i = base + hit;
             if self.replacement == Replacement::Lru {
@@ -184,14 +175,21 @@ impl Cache {
         } else {
             self.counts.read_misses += 1;
         }
-        if oldest != 0 && !by_stamp {
+        let (tags, stamps) = (&self.tags, &self.stamps);
+        let (mut victim, oldest) = match ways {
+            4 => oldest_way(&tags[base..base + 4], &stamps[base..base + 4]),
+            8 => oldest_way(&tags[base..base + 8], &stamps[base..base + 8]),
+            _ => oldest_way(&tags[base..base + ways], &stamps[base..base + ways]),
+        };
+        // random replacement takes only an empty way by the pass
+        if oldest != 0 && self.replacement == Replacement::Random {
             // xorshift64 from a fixed seed: the same victims every run
             let mut x = self.rng;
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
             self.rng = x;
-            victim = (x % self.ways as u64) as usize;
+            victim = (x % ways as u64) as usize;
         }
         let victim = base + victim;
         let writeback = (self.tags[victim] != INVALID && self.dirty[victim])
@@ -221,6 +219,34 @@ impl Cache {
         let base = (line & self.set_mask) as usize * self.ways;
         self.tags[base..base + self.ways].contains(&line)
     }
+}
+
+/// The way of a set's `tags` holding `line`, or usize::MAX.
+#[inline(always)]
+fn way_holding(tags: &[u64], line: u64) -> usize {
+    let mut hit = usize::MAX;
+    for (w, &t) in tags.iter().enumerate() {
+        hit = if t == line { w } else { hit };
+    }
+    hit
+}
+
+/// The victim by stamp and its key: an empty way orders before every
+/// filled one (key 0), filled ones by stamp (ties: the first).
+#[inline(always)]
+fn oldest_way(tags: &[u64], stamps: &[u64]) -> (usize, u64) {
+    let (mut victim, mut oldest) = (0, u64::MAX);
+    for (w, (&t, &stamp)) in tags.iter().zip(stamps).enumerate() {
+        let key = if t == INVALID {
+            0
+        } else {
+            stamp.saturating_add(1)
+        };
+        let older = key < oldest;
+        victim = if older { w } else { victim };
+        oldest = if older { key } else { oldest };
+    }
+    (victim, oldest)
 }
 
 /// Sets whose most recent way [`MruKeys`] copies; a cache with more sets
@@ -383,9 +409,9 @@ mod tests {
     }
 
     #[test]
-    fn the_one_pass_search_decides_as_the_early_exits_did() {
+    fn the_branch_free_search_decides_as_the_early_exits_did() {
         for replacement in [Replacement::Lru, Replacement::Fifo, Replacement::Random] {
-            for ways in [1, 2, 4, 8] {
+            for ways in [1, 2, 3, 4, 8, 16] {
                 let shape = cfg(ways * 4 * 64, ways, 64, replacement);
                 let (mut c, mut r) = (Cache::new(&shape), Cache::new(&shape));
                 let mut x = 0x9e37_79b9_7f4a_7c15u64;
