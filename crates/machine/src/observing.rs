@@ -712,6 +712,14 @@ impl<M: TimingModel, const TRACE: bool> TimingModel for Observing<M, TRACE> {
             mem_keys: at + h.mem_keys,
             mem_translating: at + h.mem_translating,
             mem_counts: at + h.mem_counts,
+            fetch_new_line: h.fetch_new_line.map(|f| hs_timing::InlineFetch {
+                tlb_recent: at + f.tlb_recent,
+                keys: at + f.keys,
+                reads: at + f.reads,
+                tlb_accesses: at + f.tlb_accesses,
+                cycles: at + f.cycles,
+                ..f
+            }),
             branch: h.branch.map(|b| hs_timing::InlineBranch {
                 history: at + b.history,
                 branches: at + b.branches,

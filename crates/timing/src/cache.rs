@@ -207,6 +207,11 @@ impl Cache {
         }
     }
 
+    /// Offset in a `Cache` of its count of read accesses.
+    pub(crate) fn read_accesses_offset() -> usize {
+        std::mem::offset_of!(Cache, counts) + std::mem::offset_of!(CacheCounts, read_accesses)
+    }
+
     /// Drop every line (dirty ones are written back without cost).
     pub fn invalidate_all(&mut self) {
         self.tags.fill(INVALID);

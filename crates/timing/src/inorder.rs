@@ -35,7 +35,7 @@ use crate::desc::{InOrderConfig, PipelineConfig};
 use crate::stats::{event, ModelStats, Stat};
 use crate::tlb::{L2Tlb, Tlb};
 use crate::{
-    InlineBranch, InlineHooks, InsnClass, JumpHint, MemKind, Operands, TimingModel, TrapInfo,
+    InlineBranch, InlineFetch, InlineHooks, InsnClass, JumpHint, MemKind, Operands, TimingModel, TrapInfo,
 };
 
 const FETCH: usize = 0;
@@ -168,6 +168,9 @@ pub struct InOrder {
     /// Each L1D set's most recent way (kept after every access, for the
     /// fast path of `mem` and translated code's test of it).
     l1d_keys: MruKeys,
+    /// The same for the L1I (for translated code's test of a fetch from a
+    /// new line).
+    l1i_keys: MruKeys,
     // architectural context seen through the hooks
     prv: u8,
     levels: u32,
@@ -342,6 +345,7 @@ impl InOrder {
             dshift: cfg.l1d.line.trailing_zeros(),
             last_iline: u64::MAX,
             l1d_keys: MruKeys::new(&Cache::new(&cfg.l1d)),
+            l1i_keys: MruKeys::new(&Cache::new(&cfg.l1i)),
             prv: 3,
             levels: 0,
             translating: false,
@@ -803,6 +807,7 @@ impl InOrder {
         }
         self.last_iline = pa & self.iline_mask;
         let o = self.l1i.access(pa, false);
+        self.l1i_keys.refresh(&self.l1i, pa >> self.ishift);
         let mut c = self.l1i_lat;
         if !o.hit {
             let stall = self.l2_access(pa, false);
@@ -819,6 +824,7 @@ impl InOrder {
             InsnClass::FenceI => {
                 self.c.fence_i += 1;
                 self.l1i.invalidate_all();
+                self.l1i_keys.rebuild(&self.l1i);
                 self.last_iline = u64::MAX;
             }
             InsnClass::SfenceVma => {
@@ -1189,6 +1195,16 @@ impl TimingModel for InOrder {
             mem_translating: offset_of!(InOrder, translating),
             mem_counts: offset_of!(InOrder, same_line),
             mem_cost: self.l1d_lat,
+            fetch_new_line: Some(InlineFetch {
+                shift: self.ishift as u8,
+                tlb_recent: offset_of!(InOrder, itlb) + Tlb::recent_offset(),
+                keys: offset_of!(InOrder, l1i_keys) + self.l1i_keys.layout().0,
+                key_mask: self.l1i_keys.layout().1,
+                reads: offset_of!(InOrder, l1i) + Cache::read_accesses_offset(),
+                tlb_accesses: offset_of!(InOrder, itlb) + Tlb::accesses_offset(),
+                cycles: offset_of!(InOrder, state) + 8 * FETCH,
+                cost: self.l1i_lat,
+            }),
             branch: self.bp.inline_branch().map(|b| {
                 let bp = offset_of!(InOrder, bp);
                 InlineBranch {
@@ -1435,6 +1451,7 @@ impl TimingModel for InOrder {
         self.itlb.refresh_recent();
         self.dtlb.refresh_recent();
         self.l1d_keys.rebuild(&self.l1d);
+        self.l1i_keys.rebuild(&self.l1i);
         self.prv = l.prv;
         self.levels = l.levels;
         self.translating = l.translating;
@@ -1796,9 +1813,11 @@ mod tests {
             p.write_unaligned(p.read_unaligned() + 1);
         };
         let mut rnd = crate::test_rng(0x9e37_79b9_7f4a_7c15u64);
-        let mut held = [0u32; 5];
+        let mut held = [0u32; 6];
         let mut at = (0, 0, 0);
         let b = ih.branch.expect("a gshare predictor has the counter step");
+        let f = ih.fetch_new_line.expect("the single-issue core has the new-line fetch");
+        let mut new_lines = 0;
         for step in 0..30_000 {
             if step == 10_000 {
                 translating(&mut m);
@@ -1819,12 +1838,19 @@ mod tests {
             // (the two a gigabyte apart: whatever page size the walks
             // give, two D-TLB entries)
             let va = 0x4000_0000 + at.2 * 0x4000_0000 + page + off;
-            // the copies the data shortcut tests are the L1D's own state
+            // the copies the shortcuts test are the L1s' own state
             for set in 0..m.l1d.sets() {
                 assert_eq!(
                     m.l1d_keys.keys[set],
                     m.l1d.mru_key(set),
                     "step {step}: set {set}"
+                );
+            }
+            for set in 0..m.l1i.sets() {
+                assert_eq!(
+                    m.l1i_keys.keys[set],
+                    m.l1i.mru_key(set),
+                    "step {step}: L1I set {set}"
                 );
             }
             let saved = m.save_state(true).unwrap().unwrap();
@@ -1874,13 +1900,42 @@ mod tests {
                         assert_eq!(u64_at(&m, ih.fetch_last_line), fetched, "step {step}");
                         continue;
                     }
-                    let holds = pa & ih.fetch_line_mask == u64_at(&m, ih.fetch_last_line)
-                        && u64_at(&m, ih.walk_pending) == 0;
+                    let same = pa & ih.fetch_line_mask == u64_at(&m, ih.fetch_last_line);
+                    let no_walk = u64_at(&m, ih.walk_pending) == 0;
+                    // a new line: the I-TLB's most recent entry and the
+                    // L1I set's most recent way, as translated code tests them
+                    let translating = u8_at(&m, ih.mem_translating);
+                    let line = pa >> f.shift;
+                    let key = u64_at(&m, f.keys + 8 * (line & f.key_mask) as usize);
+                    let tlb = va | u64_at(&m, f.tlb_recent) == u64_at(&m, f.tlb_recent + 8);
+                    let new_line = !same
+                        && no_walk
+                        && (translating == 0 || tlb)
+                        && key | 1 == 2 * line + 1;
+                    new_lines += !same as u32;
                     let c = m.fetch(va, pa, 4);
-                    if holds {
+                    if same && no_walk {
                         held[0] += 1;
                         assert_eq!(c, 0, "step {step}: a shortcut fetch costs nothing");
                         assert_eq!(m.save_state(true).unwrap().unwrap(), saved, "step {step}");
+                    }
+                    if new_line {
+                        held[5] += 1;
+                        assert_eq!(c, f.cost, "step {step}: a new line's shortcut");
+                        copy.restore_state(&saved, true).unwrap();
+                        unsafe {
+                            let base = &mut copy as *mut InOrder as *mut u8;
+                            let last = base.add(ih.fetch_last_line).cast::<u64>();
+                            last.write_unaligned(pa & ih.fetch_line_mask);
+                            let cy = base.add(f.cycles).cast::<u64>();
+                            cy.write_unaligned(cy.read_unaligned() + f.cost);
+                        }
+                        bump(&mut copy, f.reads);
+                        if translating == 1 {
+                            bump(&mut copy, f.tlb_accesses);
+                        }
+                        let got = m.save_state(true).unwrap().unwrap();
+                        assert_eq!(got, copy.save_state(true).unwrap().unwrap(), "step {step}");
                     }
                 }
                 1 => {
@@ -1959,8 +2014,14 @@ mod tests {
         assert!(m.bp.counts.cond_mispredicts > 100);
         assert!(m.bp.counts.cond_branches > 2 * m.bp.counts.cond_mispredicts);
         assert!(
-            held.iter().all(|&n| n > 1_000),
+            held[..5].iter().all(|&n| n > 1_000) && held[5] > 300,
             "shortcuts held {held:?} times"
+        );
+        // and the new-line one often did not (a miss, the other I-TLB entry)
+        assert!(
+            new_lines > held[5] + 300,
+            "{new_lines} new lines, {} by the shortcut",
+            held[5]
         );
         assert_eq!(u8_at(&m, ih.mem_translating), 1);
     }

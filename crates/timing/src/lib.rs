@@ -196,9 +196,35 @@ pub struct InlineHooks {
     pub mem_translating: usize,
     pub mem_counts: usize,
     pub mem_cost: u64,
+    /// A fetch from a new line, where the model has that shortcut (see
+    /// [`InlineFetch`]; None: `fetch` is called).
+    pub fetch_new_line: Option<InlineFetch>,
     /// The conditional branch's two-bit-counter step, when the model's
     /// predictor is one (see [`InlineBranch`]).
     pub branch: Option<InlineBranch>,
+}
+
+/// `fetch(pc, pa, _)` of a line other than the last one fetched (see
+/// [`InlineHooks::fetch_line_mask`]), while the u64 at
+/// [`InlineHooks::walk_pending`] is 0; translating (the byte at
+/// [`InlineHooks::mem_translating`]) is 0 or the I-TLB's most recent entry
+/// holds `pc` (`pc |` the u64 at `tlb_recent` equals the u64 at
+/// `tlb_recent + 8`); and, with `line = pa >> shift`, the u64 `k` at
+/// `keys + 8 * (line & key_mask)` has `k | 1 == 2 * line + 1` (the line is
+/// the most recent way of its L1 set): it stores `pa &` the line mask at
+/// `fetch_last_line`, adds 1 to the u64 at `reads` and, translating, to
+/// the u64 at `tlb_accesses`, `cost` to the u64 at `cycles`, and returns
+/// `cost`. Nothing else.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InlineFetch {
+    pub shift: u8,
+    pub tlb_recent: usize,
+    pub keys: usize,
+    pub key_mask: u64,
+    pub reads: usize,
+    pub tlb_accesses: usize,
+    pub cycles: usize,
+    pub cost: u64,
 }
 
 /// `branch(pc, taken, _)` while the byte at [`InlineHooks::last_class`] is

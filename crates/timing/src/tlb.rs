@@ -207,6 +207,11 @@ impl Tlb {
         ];
     }
 
+    /// Offset of the access count in a `Tlb`.
+    pub(crate) fn accesses_offset() -> usize {
+        std::mem::offset_of!(Tlb, accesses)
+    }
+
     /// Offset of `recent` in a `Tlb`: two records of mask, span and entry.
     pub(crate) fn recent_offset() -> usize {
         std::mem::offset_of!(Tlb, recent)

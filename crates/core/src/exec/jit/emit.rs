@@ -83,6 +83,12 @@ pub(super) struct Runtime {
     pub ret: u64,
     /// The epilogue returning 0.
     pub ret0: u64,
+    /// With a model's new-line fetch shortcut ([`hs_timing::InlineFetch`];
+    /// else 0). In: rax the physical address of the line fetched, not
+    /// the last one. Where the shortcut holds it makes the shortcut's
+    /// change and returns with ZF set and rax its cost; else, having
+    /// changed nothing, with ZF clear. Clobbers rax, rcx.
+    pub fetch_line: u64,
 }
 
 /// Which guest register each cache register holds, whether it changed
@@ -681,13 +687,81 @@ impl<'a> Emitter<'a> {
             ; lea rcx, [=>ret0]
             ; ret
         );
+        let fetch_line = match lay.hooks.as_ref() {
+            Some(h) if h.inline.fetch_new_line.is_some() => {
+                dynasm!(self.a ; .arch x64 ; .align 16);
+                let at = here(&self);
+                self.fetch_line_routine();
+                at
+            }
+            _ => 0,
+        };
         let rt = Runtime {
             exit_static,
             exit_indirect,
             ret: ret_at,
             ret0: ret0_at,
+            fetch_line,
         };
         self.a.finalize().ok().map(|code| (code, rt, chain_entry))
+    }
+
+    /// [`Runtime::fetch_line`]: the tests and changes of
+    /// [`hs_timing::InlineFetch`], written once. (A block never crosses a
+    /// page, so its first pc's page is every op's: the I-TLB test reads
+    /// the frame's block pc.)
+    fn fetch_line_routine(&mut self) {
+        let h = self.lay.hooks.as_ref().expect("hooked");
+        let (ih, t) = (&h.inline, h.model);
+        let f = ih.fetch_new_line.expect("a new-line shortcut");
+        let tr = t + ih.mem_translating as i32;
+        let recent = t + f.tlb_recent as i32;
+        let keys = t + f.keys as i32;
+        let (shift, mask) = (f.shift as i8, f.key_mask as i32);
+        let base_pc = self.lay.f_base_pc;
+        let (line, fail) = (self.a.new_dynamic_label(), self.a.new_dynamic_label());
+        self.qword_imm8(7, false, t + ih.walk_pending as i32, 0);
+        dynasm!(self.a
+            ; .arch x64
+            ; jne =>fail
+            ; cmp BYTE [rbx + tr], 0
+            ; je =>line
+            ; mov rcx, QWORD [rbx + base_pc]
+            ; or rcx, QWORD [rbx + recent]
+            ; cmp rcx, QWORD [rbx + recent + 8]
+            ; jne =>fail
+            ; =>line
+            ; shr rax, shift
+            ; mov ecx, eax
+            ; and ecx, mask
+            ; mov rcx, QWORD [rbx + keys + rcx * 8]
+            ; or rcx, 1
+            ; lea rax, [rax + rax + 1]
+            ; cmp rcx, rax
+            ; jne =>fail
+            ; shr rax, 1
+            ; shl rax, shift
+            ; mov QWORD [rbx + t + ih.fetch_last_line as i32], rax
+        );
+        self.qword_imm8(0, false, t + f.reads as i32, 1);
+        dynasm!(self.a
+            ; .arch x64
+            ; movzx ecx, BYTE [rbx + tr]
+            ; add QWORD [rbx + t + f.tlb_accesses as i32], rcx
+        );
+        if f.cost != 0 {
+            dynasm!(self.a
+                ; .arch x64
+                ; add QWORD [rbx + t + f.cycles as i32], f.cost as i32
+            );
+        }
+        dynasm!(self.a
+            ; .arch x64
+            ; mov eax, f.cost as i32
+            ; cmp eax, eax
+            ; =>fail
+            ; ret
+        );
     }
 
     /// Store every dirty cached register of `regs` to the hart.
@@ -1657,9 +1731,20 @@ impl<'a> Emitter<'a> {
                 dynasm!(self.a ; .arch x64 ; =>c.label);
                 match c.kind {
                     HookKind::Fetch(off_len) => {
+                        // (rax: the line's address, from the test)
+                        let fetched = self.a.new_dynamic_label();
+                        let shared = lay.rt.fetch_line as usize;
+                        if shared != 0 {
+                            dynasm!(self.a
+                                ; .arch x64
+                                ; call extern shared
+                                ; jz =>fetched
+                            );
+                        }
                         self.kept_call(&c.regs, c.keep_rsi, fetch, |e| {
                             dynasm!(e.a ; .arch x64 ; mov esi, off_len as i32);
                         });
+                        dynasm!(self.a ; .arch x64 ; =>fetched);
                     }
                     HookKind::Mem {
                         base,

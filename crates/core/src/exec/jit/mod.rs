@@ -198,8 +198,9 @@ pub(crate) struct Jit {
     /// bytes from a block's code to where a chained jump enters it
     chain_entry: usize,
     /// the shared routines at the region's start, once written, and the
-    /// first level of the block cache they were written for
-    runtime: Option<(u64, emit::Runtime)>,
+    /// first level of the block cache and the model's shortcuts they were
+    /// written for
+    runtime: Option<(u64, Option<InlineHooks>, emit::Runtime)>,
     /// The op helper the code calls (it names the bus type), whether it
     /// logs and whether it calls the model's hooks: code built for
     /// another is dropped.
@@ -310,14 +311,15 @@ impl Jit {
     }
 
     /// Write the shared routines `code` (at `rt`, for the block cache's
-    /// first level at `vcache`; chained jumps enter a block `chain_entry`
-    /// bytes into its code) at the region's start.
+    /// first level at `written_for.0` and the model's shortcuts
+    /// `written_for.1`; chained jumps enter a block `chain_entry` bytes
+    /// into its code) at the region's start.
     fn install_runtime(
         &mut self,
         code: &[u8],
         rt: emit::Runtime,
         chain_entry: usize,
-        vcache: u64,
+        written_for: (u64, Option<InlineHooks>),
     ) -> emit::Runtime {
         assert!(code.len() <= RUNTIME_BYTES, "the jit's shared routines outgrew their space");
         // SAFETY: in bounds (asserted); no translated code runs while
@@ -325,7 +327,7 @@ impl Jit {
         unsafe { self.write_code(0, code) };
         self.unsynced = true;
         self.chain_entry = chain_entry;
-        self.runtime = Some((vcache, rt));
+        self.runtime = Some((written_for.0, written_for.1, rt));
         if let Some((file, name)) = &mut self.perf_map {
             use std::io::Write;
             let _ = writeln!(file, "{:x} {:x} {name}runtime", self.region as usize, code.len());
@@ -683,16 +685,25 @@ impl<T: TimingModel> Hart<T> {
             .map(|i| unsafe { *self.blocks.ops_ptr().add(i) })
             .collect();
         let vcache = self.blocks.vcache_layout().0;
+        // (what the shared routines are written for: see `Jit::runtime`)
+        let inline = if self.blocks.jit.key.2 {
+            self.timing.inline_hooks()
+        } else {
+            None
+        };
         let jit = &mut self.blocks.jit;
         if jit.ops.capacity() == 0 {
             jit.ops.reserve_exact(OP_COPIES);
         }
         let wrap = jit.used + 64 * 1024 > REGION_BYTES;
         // (the shared routines read the first level of the block cache
-        // where it was when they were written; it never moves while the
-        // jit lives, but if it did they would be written again, with no
+        // where it was when they were written, and take the model's
+        // shortcuts as it described them; neither changes while the jit
+        // lives, but if one did they would be written again, with no
         // code left that calls the old ones)
-        let moved = jit.runtime.is_some_and(|(at, _)| at != vcache);
+        let moved = jit
+            .runtime
+            .is_some_and(|(at, hooks, _)| at != vcache || hooks != inline);
         if moved {
             jit.runtime = None;
         }
@@ -780,10 +791,10 @@ impl<T: TimingModel> Hart<T> {
         let code = {
             let jit = &mut self.blocks.jit;
             let rt = match jit.runtime {
-                Some((_, rt)) => Some(rt),
-                None => emit::Emitter::new(&lay)
-                    .runtime()
-                    .map(|(code, rt, entry)| jit.install_runtime(&code, rt, entry, vcache)),
+                Some((_, _, rt)) => Some(rt),
+                None => emit::Emitter::new(&lay).runtime().map(|(code, rt, entry)| {
+                    jit.install_runtime(&code, rt, entry, (vcache, inline))
+                }),
             };
             rt.and_then(|rt| {
                 lay.rt = rt;
