@@ -508,7 +508,7 @@ impl<'a> Emitter<'a> {
         let cell = self.a.new_dynamic_label();
         self.cells.push(cell);
         let to = self.lay.rt.exit_static as usize;
-        dynasm!(self.a ; .arch x64 ; lea rax, [r13 + retired]);
+        self.lea_imm(0, 13, retired);
         self.block_pc_plus(2, off);
         dynasm!(self.a
             ; .arch x64
@@ -570,9 +570,9 @@ impl<'a> Emitter<'a> {
     fn loop_or_exit(&mut self, retired: i32) {
         let lay = self.lay;
         let exit = self.a.new_dynamic_label();
+        self.lea_imm(0, 13, retired);
         dynasm!(self.a
             ; .arch x64
-            ; lea rax, [r13 + retired]
             ; cmp rax, QWORD [rbx + lay.f_limit]
             ; jae =>exit
             ; cmp BYTE [rbx + lay.checks], 0
@@ -592,9 +592,9 @@ impl<'a> Emitter<'a> {
     /// read from the jit's slots instead of a link cell), else return 0.
     fn indirect_exit(&mut self, retired: i32) {
         let to = self.lay.rt.exit_indirect as usize;
+        self.lea_imm(0, 13, retired);
         dynasm!(self.a
             ; .arch x64
-            ; lea rax, [r13 + retired]
             ; call extern to
             ; jmp rcx
         );
@@ -855,11 +855,8 @@ impl<'a> Emitter<'a> {
     /// Write the cycle count (`retired` ops past r13) to the frame.
     fn sync(&mut self, retired: i32) {
         let lay = self.lay;
-        dynasm!(self.a
-            ; .arch x64
-            ; lea rax, [r13 + retired]
-            ; mov QWORD [rbx + lay.f_cyc], rax
-        );
+        self.lea_imm(0, 13, retired);
+        dynasm!(self.a ; .arch x64 ; mov QWORD [rbx + lay.f_cyc], rax);
     }
 
     /// Call `f(hart, bus, arg)`, then reload what a helper may change.
@@ -1817,9 +1814,13 @@ mod tests {
     #[test]
     fn leas_with_short_displacements_are_encoded_as_objdump_reads_them() {
         // each checked with `objdump -D -b binary -mi386:x86-64`
-        let cases: [(u8, u8, i32, &[u8]); 6] = [
+        let cases: [(u8, u8, i32, &[u8]); 8] = [
             // lea rsi,[r8+0x9]
             (6, 8, 9, &[0x49, 0x8d, 0x70, 0x09]),
+            // lea rax,[r13+0x5] (an exit's cycle count)
+            (0, 13, 5, &[0x49, 0x8d, 0x45, 0x05]),
+            // lea rax,[r13+0x100]
+            (0, 13, 256, &[0x49, 0x8d, 0x85, 0x00, 0x01, 0, 0]),
             // lea rax,[rdi-0x10]
             (0, 7, -16, &[0x48, 0x8d, 0x47, 0xf0]),
             // lea rsi,[r12+0x8]
