@@ -685,7 +685,8 @@ impl<T: TimingModel> Hart<T> {
             .map(|i| unsafe { *self.blocks.ops_ptr().add(i) })
             .collect();
         let vcache = self.blocks.vcache_layout().0;
-        // (what the shared routines are written for: see `Jit::runtime`)
+        // (the model's shortcuts, asked once: what the block's code and the
+        // shared routines are written for; see `Jit::runtime`)
         let inline = if self.blocks.jit.key.2 {
             self.timing.inline_hooks()
         } else {
@@ -764,7 +765,7 @@ impl<T: TimingModel> Hart<T> {
             log: self.blocks.jit.key.1,
             hooks: if self.blocks.jit.key.2 {
                 // (a hooked model without shortcuts: stays interpreted)
-                let Some(inline) = self.timing.inline_hooks() else {
+                let Some(inline) = inline else {
                     return false;
                 };
                 Some(Hooks {
