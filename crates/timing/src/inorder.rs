@@ -35,7 +35,8 @@ use crate::desc::{InOrderConfig, PipelineConfig};
 use crate::stats::{event, ModelStats, Stat};
 use crate::tlb::{L2Tlb, Tlb};
 use crate::{
-    InlineBranch, InlineFetch, InlineHooks, InsnClass, JumpHint, MemKind, Operands, TimingModel, TrapInfo,
+    InlineBranch, InlineFetch, InlineHooks, InsnClass, JumpHint, MemKind, Operands, TimingModel,
+    TrapInfo,
 };
 
 const FETCH: usize = 0;
@@ -1816,7 +1817,9 @@ mod tests {
         let mut held = [0u32; 6];
         let mut at = (0, 0, 0);
         let b = ih.branch.expect("a gshare predictor has the counter step");
-        let f = ih.fetch_new_line.expect("the single-issue core has the new-line fetch");
+        let f = ih
+            .fetch_new_line
+            .expect("the single-issue core has the new-line fetch");
         let mut new_lines = 0;
         for step in 0..30_000 {
             if step == 10_000 {
@@ -1908,10 +1911,8 @@ mod tests {
                     let line = pa >> f.shift;
                     let key = u64_at(&m, f.keys + 8 * (line & f.key_mask) as usize);
                     let tlb = va | u64_at(&m, f.tlb_recent) == u64_at(&m, f.tlb_recent + 8);
-                    let new_line = !same
-                        && no_walk
-                        && (translating == 0 || tlb)
-                        && key | 1 == 2 * line + 1;
+                    let new_line =
+                        !same && no_walk && (translating == 0 || tlb) && key | 1 == 2 * line + 1;
                     new_lines += !same as u32;
                     let c = m.fetch(va, pa, 4);
                     if same && no_walk {

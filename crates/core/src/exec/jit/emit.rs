@@ -1830,7 +1830,12 @@ mod tests {
             // lea rsi,[r14+0x80]
             (6, 14, 128, &[0x49, 0x8d, 0xb6, 0x80, 0, 0, 0]),
             // lea rax,[r12-0x800]
-            (0, 12, -0x800, &[0x49, 0x8d, 0x84, 0x24, 0x00, 0xf8, 0xff, 0xff]),
+            (
+                0,
+                12,
+                -0x800,
+                &[0x49, 0x8d, 0x84, 0x24, 0x00, 0xf8, 0xff, 0xff],
+            ),
         ];
         for (d, s, disp, want) in cases {
             let (b, n) = lea_disp(d, s, disp);

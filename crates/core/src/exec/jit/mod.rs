@@ -321,7 +321,10 @@ impl Jit {
         chain_entry: usize,
         written_for: (u64, Option<InlineHooks>),
     ) -> emit::Runtime {
-        assert!(code.len() <= RUNTIME_BYTES, "the jit's shared routines outgrew their space");
+        assert!(
+            code.len() <= RUNTIME_BYTES,
+            "the jit's shared routines outgrew their space"
+        );
         // SAFETY: in bounds (asserted); no translated code runs while
         // code is written, and none that calls the old routines is left.
         unsafe { self.write_code(0, code) };
@@ -330,7 +333,12 @@ impl Jit {
         self.runtime = Some((written_for.0, written_for.1, rt));
         if let Some((file, name)) = &mut self.perf_map {
             use std::io::Write;
-            let _ = writeln!(file, "{:x} {:x} {name}runtime", self.region as usize, code.len());
+            let _ = writeln!(
+                file,
+                "{:x} {:x} {name}runtime",
+                self.region as usize,
+                code.len()
+            );
         }
         rt
     }
