@@ -27,6 +27,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::rc::Rc;
 
 use crate::bpred::Predictor;
@@ -57,6 +58,31 @@ const SIDE_EFFECT: u64 = 1 << 63;
 /// Walk accesses kept while waiting for the access they serve (two walks
 /// for a page-crossing access fit).
 const PENDING_MAX: usize = 10;
+
+/// Hashes the walk records' keys (a page's address with its shift in the
+/// low bits), four look-ups a TLB miss: one multiply instead of SipHash,
+/// which buys resistance to chosen keys that a guest slowing only its own
+/// simulation does not need. The rotation brings the product's well-mixed
+/// high bits down to the low bits the map indexes its buckets by (the
+/// product's low bits depend only on the key's, which are the shift).
+#[derive(Default)]
+struct PageKeyHasher(u64);
+
+type PageKeys = BuildHasherDefault<PageKeyHasher>;
+
+impl Hasher for PageKeyHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(8) ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+    fn finish(&self) -> u64 {
+        self.0.rotate_left(26)
+    }
+}
 
 /// The L2 all harts of a machine share (one machine runs on one thread).
 pub type SharedL2 = Rc<RefCell<Cache>>;
@@ -150,7 +176,7 @@ pub struct InOrder {
     /// `[pipeline] store_to_load` is not 0.
     store_to_load: bool,
     bp: Predictor,
-    walks: HashMap<u64, WalkRec>,
+    walks: HashMap<u64, WalkRec, PageKeys>,
     walk_clock: u64,
     pending: [u64; PENDING_MAX],
     pending_n: usize,
@@ -335,7 +361,7 @@ impl InOrder {
             dirty_victim_first: cfg.dirty_victim_first,
             store_to_load: cfg.pipeline.as_ref().is_some_and(|p| p.store_to_load > 0),
             bp: Predictor::new(&cfg.bpred),
-            walks: HashMap::new(),
+            walks: HashMap::default(),
             walk_clock: 0,
             pending: [0; PENDING_MAX],
             pending_n: 0,
@@ -1708,6 +1734,24 @@ mod tests {
     }
 
     const RAM: u64 = 0x8000_0000;
+
+    #[test]
+    fn walk_record_keys_spread_over_the_maps_buckets() {
+        use std::hash::BuildHasher;
+        // consecutive 4 KiB pages and 2 MiB pages, shift in the low bits:
+        // the low 12 bits of their hashes (a map's bucket index up to 4,096
+        // buckets) must nearly all differ
+        for (shift, n) in [(12u32, 4096u64), (21, 4096)] {
+            let buckets: std::collections::HashSet<u64> = (0..n)
+                .map(|i| PageKeys::default().hash_one((RAM + (i << shift)) | shift as u64) & 0xfff)
+                .collect();
+            assert!(
+                buckets.len() as u64 > n / 2,
+                "pages of 2^{shift} bytes fall into {} of {n} buckets",
+                buckets.len()
+            );
+        }
+    }
 
     #[test]
     fn loads_pay_each_level_they_reach() {
