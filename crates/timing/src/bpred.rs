@@ -440,6 +440,24 @@ impl Predictor {
         ((pc >> 1) & self.btb_mask) as usize
     }
 
+    // The circular stack's neighbours of the top, wrapping by a compare: a
+    // `%` by the run-time depth is a division on every call and return.
+    fn ras_below(&self) -> usize {
+        if self.ras_top == 0 {
+            self.ras.len() - 1
+        } else {
+            self.ras_top - 1
+        }
+    }
+
+    fn ras_above(&self) -> usize {
+        if self.ras_top + 1 >= self.ras.len() {
+            0
+        } else {
+            self.ras_top + 1
+        }
+    }
+
     fn pop(&mut self) -> Option<u64> {
         if self.ras_len == 0 {
             self.counts.ras_underflows += 1;
@@ -450,17 +468,17 @@ impl Predictor {
             // whatever the slot below still holds (deep recursion returns
             // to the same few sites, so this is often right)
             let t = self.ras[self.ras_top];
-            self.ras_top = (self.ras_top + self.ras.len() - 1) % self.ras.len();
+            self.ras_top = self.ras_below();
             return (t != 0).then_some(t);
         }
         let t = self.ras[self.ras_top];
         self.ras_len -= 1;
-        self.ras_top = (self.ras_top + self.ras.len() - 1) % self.ras.len();
+        self.ras_top = self.ras_below();
         Some(t)
     }
 
     fn push(&mut self, link: u64) {
-        self.ras_top = (self.ras_top + 1) % self.ras.len();
+        self.ras_top = self.ras_above();
         self.ras[self.ras_top] = link;
         self.ras_len = (self.ras_len + 1).min(self.ras.len());
     }
