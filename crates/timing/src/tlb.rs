@@ -239,7 +239,12 @@ impl Tlb {
             return;
         }
         self.settle();
-        self.make_most_recent(i);
+        self.clock += 1;
+        self.entries[i].stamp = self.clock;
+        // (no entry changed since both records were built: the first is
+        // the entry it names, as it stands)
+        debug_assert!(self.recent[0] == Recent::of(&self.entries, last, false));
+        self.recent = [Recent::of(&self.entries, i, false), self.recent[0]];
     }
 
     /// Entry `i` becomes the most recent and the most recent the second
