@@ -727,12 +727,21 @@ impl<M: TimingModel, const TRACE: bool> TimingModel for Observing<M, TRACE> {
                 fetch_cycles: at + b.fetch_cycles,
                 ..b
             }),
+            direct_jump: h.direct_jump.map(|j| hs_timing::InlineJump {
+                jumps: at + j.jumps,
+                cycles: at + j.cycles,
+                ..j
+            }),
             ..h
         })
     }
     #[inline(always)]
     fn inline_branch_table(&mut self) -> u64 {
         self.inner.inline_branch_table()
+    }
+    #[inline(always)]
+    fn inline_jump_table(&mut self) -> u64 {
+        self.inner.inline_jump_table()
     }
     #[inline(always)]
     fn skipped(&mut self, n: u64) {

@@ -97,7 +97,9 @@ impl JumpHint {
     }
 }
 
+// (two u64s in this order: `InlineJump` describes them so)
 #[derive(Clone, Copy, Default, serde::Serialize, serde::Deserialize)]
+#[repr(C)]
 struct BtbEntry {
     /// pc | 1 (0 = empty).
     tag: u64,
@@ -257,6 +259,21 @@ impl Predictor {
     /// The counter table `inline_branch` describes.
     pub(crate) fn counter_table(&mut self) -> u64 {
         self.counters.as_mut_ptr() as u64
+    }
+
+    /// The BTB's part of an [`crate::InlineJump`] (a plain jump's hit
+    /// changes only the jump count): its index mask and the count's offset.
+    pub(crate) fn inline_jump(&self) -> (u64, usize) {
+        use std::mem::offset_of;
+        (
+            self.btb_mask,
+            offset_of!(Predictor, counts) + offset_of!(BpredCounts, jumps),
+        )
+    }
+
+    /// The BTB `inline_jump` describes.
+    pub(crate) fn btb_table(&mut self) -> u64 {
+        self.btb.as_mut_ptr() as u64
     }
 
     /// The history length of each tagged table (empty unless TAGE).

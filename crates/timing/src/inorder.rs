@@ -36,8 +36,8 @@ use crate::desc::{InOrderConfig, PipelineConfig};
 use crate::stats::{event, ModelStats, Stat};
 use crate::tlb::{L2Tlb, Tlb};
 use crate::{
-    InlineBranch, InlineFetch, InlineHooks, InsnClass, JumpHint, MemKind, Operands, TimingModel,
-    TrapInfo,
+    InlineBranch, InlineFetch, InlineHooks, InlineJump, InsnClass, JumpHint, MemKind, Operands,
+    TimingModel, TrapInfo,
 };
 
 const FETCH: usize = 0;
@@ -1244,12 +1244,28 @@ impl TimingModel for InOrder {
                     ..b
                 }
             }),
+            // (a hit costs the taken bubble with or without a decode
+            // redirect's penalty for misses)
+            direct_jump: Some({
+                let (index_mask, jumps) = self.bp.inline_jump();
+                InlineJump {
+                    index_mask,
+                    jumps: offset_of!(InOrder, bp) + jumps,
+                    cycles: offset_of!(InOrder, state) + 8 * FETCH,
+                    cost: self.taken_penalty,
+                }
+            }),
         })
     }
 
     #[inline(always)]
     fn inline_branch_table(&mut self) -> u64 {
         self.bp.counter_table()
+    }
+
+    #[inline(always)]
+    fn inline_jump_table(&mut self) -> u64 {
+        self.bp.btb_table()
     }
 
     #[inline(always)]
@@ -1858,13 +1874,16 @@ mod tests {
             p.write_unaligned(p.read_unaligned() + 1);
         };
         let mut rnd = crate::test_rng(0x9e37_79b9_7f4a_7c15u64);
-        let mut held = [0u32; 6];
+        let mut held = [0u32; 7];
         let mut at = (0, 0, 0);
         let b = ih.branch.expect("a gshare predictor has the counter step");
         let f = ih
             .fetch_new_line
             .expect("the single-issue core has the new-line fetch");
-        let mut new_lines = 0;
+        let j = ih
+            .direct_jump
+            .expect("the single-issue core has the plain jump's BTB hit");
+        let (mut new_lines, mut jumps) = (0, 0);
         for step in 0..30_000 {
             if step == 10_000 {
                 translating(&mut m);
@@ -1901,7 +1920,31 @@ mod tests {
                 );
             }
             let saved = m.save_state(true).unwrap().unwrap();
-            match rnd(5) {
+            match rnd(6) {
+                5 => {
+                    // a plain direct jump: more sites than BTB entries, each
+                    // mostly to one target
+                    let pc = 0x8000_0000 + 2 * rnd(200);
+                    let target = pc + 0x100 + 0x40 * (rnd(8) == 0) as u64;
+                    let entry = m.inline_jump_table() + 16 * ((pc >> 1) & j.index_mask);
+                    let (tag, to) =
+                        unsafe { (*(entry as *const u64), *((entry + 8) as *const u64)) };
+                    let c = m.direct_jump(pc, target, JumpHint::Plain, pc + 4);
+                    jumps += 1;
+                    if tag == pc | 1 && to == target {
+                        held[6] += 1;
+                        assert_eq!(c, j.cost, "step {step}: a jump the BTB predicted");
+                        copy.restore_state(&saved, true).unwrap();
+                        bump(&mut copy, j.jumps);
+                        unsafe {
+                            let base = &mut copy as *mut InOrder as *mut u8;
+                            let cy = base.add(j.cycles).cast::<u64>();
+                            cy.write_unaligned(cy.read_unaligned() + j.cost);
+                        }
+                        let got = m.save_state(true).unwrap().unwrap();
+                        assert_eq!(got, copy.save_state(true).unwrap().unwrap(), "step {step}");
+                    }
+                }
                 4 => {
                     // a conditional branch (its `insn` first); a few
                     // branches, each mostly one way
@@ -2059,8 +2102,14 @@ mod tests {
         assert!(m.bp.counts.cond_mispredicts > 100);
         assert!(m.bp.counts.cond_branches > 2 * m.bp.counts.cond_mispredicts);
         assert!(
-            held[..5].iter().all(|&n| n > 1_000) && held[5] > 300,
+            held[..5].iter().all(|&n| n > 1_000) && held[5] > 300 && held[6] > 1_000,
             "shortcuts held {held:?} times"
+        );
+        // and the BTB's often did not (a conflict, a new target)
+        assert!(
+            jumps > held[6] + 300,
+            "{jumps} jumps, {} predicted",
+            held[6]
         );
         // and the new-line one often did not (a miss, the other I-TLB entry)
         assert!(

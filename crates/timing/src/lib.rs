@@ -202,6 +202,23 @@ pub struct InlineHooks {
     /// The conditional branch's two-bit-counter step, when the model's
     /// predictor is one (see [`InlineBranch`]).
     pub branch: Option<InlineBranch>,
+    /// A `jal` that links no return address, where the BTB predicted it
+    /// (see [`InlineJump`]; None: `direct_jump` is called).
+    pub direct_jump: Option<InlineJump>,
+}
+
+/// `direct_jump(pc, target, JumpHint::Plain, _)` (a `jal` whose rd is
+/// neither x1 nor x5) where the 16 bytes at `table + 16 * ((pc >> 1) &
+/// index_mask)` (`table`: what [`TimingModel::inline_jump_table`] returns)
+/// are the u64s `pc | 1` and `target` (the BTB entry predicting it): it
+/// adds 1 to the u64 at `jumps` and `cost` to the u64 at `cycles`, and
+/// returns `cost`. Nothing else.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InlineJump {
+    pub index_mask: u64,
+    pub jumps: usize,
+    pub cycles: usize,
+    pub cost: u64,
 }
 
 /// `fetch(pc, pa, _)` of a line other than the last one fetched (see
@@ -286,6 +303,11 @@ pub trait TimingModel {
     /// when there is none): valid until the model is next restored or
     /// replaced, so translated code asks each time it is entered.
     fn inline_branch_table(&mut self) -> u64 {
+        0
+    }
+    /// The address of the BTB [`InlineJump`] describes (0 when there is
+    /// none), valid as [`TimingModel::inline_branch_table`]'s is.
+    fn inline_jump_table(&mut self) -> u64 {
         0
     }
     /// `n` instructions retired, one cycle each, without their `fetch`,

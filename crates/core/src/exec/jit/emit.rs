@@ -1300,7 +1300,10 @@ impl<'a> Emitter<'a> {
                 if let Some(h) = &lay.hooks {
                     let f = h.direct_jump;
                     self.store_last_class();
-                    self.call(f, addr);
+                    match self.inline_jump(rd) {
+                        Some(j) => self.direct_jump_step(op, imm, &j, f, addr),
+                        None => self.call(f, addr),
+                    }
                     self.add_dynamic();
                 }
                 let retired = self.pending + 1;
@@ -1437,6 +1440,63 @@ impl<'a> Emitter<'a> {
             && b.mispredict <= 0xff
             && b.taken_penalty <= 0xff)
             .then_some(b)
+    }
+
+    /// The model's inline BTB hit for a `jal` linking into `rd`, if it has
+    /// one and the jump is not a call (a call pushes the return-address
+    /// stack: the hook does that).
+    fn inline_jump(&self, rd: u8) -> Option<hs_timing::InlineJump> {
+        let j = self.lay.hooks.as_ref()?.inline.direct_jump?;
+        // (the BTB slot is then a constant: see below)
+        (rd != 1 && rd != 5 && j.index_mask < 0x800 && j.cost <= i32::MAX as u64).then_some(j)
+    }
+
+    /// A plain `jal`'s `direct_jump` hook (`f`) behind the BTB test of
+    /// `InlineJump`: a hit is counted here with its cost in rax, as the
+    /// hook would return it. Uses only rax and rsi besides the call.
+    fn direct_jump_step(
+        &mut self,
+        op: &Op,
+        imm: i32,
+        j: &hs_timing::InlineJump,
+        f: usize,
+        addr: u64,
+    ) {
+        let t = self.lay.hooks.as_ref().map_or(0, |h| h.model);
+        // (pc >> 1) & index_mask reads only the pc's page offset, which
+        // is the block's physical address's: the slot is known here
+        let slot = ((self.lay.block_pa.wrapping_add(op.off as u64) >> 1) & j.index_mask) as i32;
+        let entry = 16 * slot;
+        let (f_base_pc, f_table) = (self.lay.f_base_pc, self.lay.f_btb_table);
+        let (miss, done) = (self.a.new_dynamic_label(), self.a.new_dynamic_label());
+        dynasm!(self.a
+            ; .arch x64
+            ; mov rsi, QWORD [rbx + f_table]
+            // the tag: pc | 1, that is pc + 1 (a pc is even)
+            ; mov rax, QWORD [rbx + f_base_pc]
+            ; add rax, op.off as i32 + 1
+            ; cmp rax, QWORD [rsi + entry]
+            ; jne =>miss
+            // the target: pc + imm
+            ; add rax, imm - 1
+            ; cmp rax, QWORD [rsi + entry + 8]
+            ; jne =>miss
+        );
+        self.qword_imm8(0, false, t + j.jumps as i32, 1);
+        let cost = j.cost as i32;
+        if cost == cost as i8 as i32 {
+            self.qword_imm8(0, false, t + j.cycles as i32, cost as i8);
+        } else {
+            dynasm!(self.a ; .arch x64 ; add QWORD [rbx + t + j.cycles as i32], cost);
+        }
+        dynasm!(self.a
+            ; .arch x64
+            ; mov eax, cost
+            ; jmp =>done
+            ; =>miss
+        );
+        self.call(f, addr);
+        dynasm!(self.a ; .arch x64 ; =>done);
     }
 
     /// The `branch` hook's counter step inline (see `InlineBranch`), with

@@ -96,6 +96,8 @@ pub(crate) struct JitFrame {
     /// the timing model's branch counter table (`InlineBranch`), asked
     /// for each time translated code is entered
     bp_table: u64,
+    /// the timing model's BTB (`InlineJump`), asked for as `bp_table` is
+    btb_table: u64,
     /// a host address in guest RAM plus this is its physical address
     /// (the same for the hart's life; set before code is translated)
     host_to_pa: u64,
@@ -130,6 +132,7 @@ pub(super) struct Layout {
     f_slots: i32,
     f_slots_len: i32,
     f_bp_table: i32,
+    f_btb_table: i32,
     f_bp_steps: i32,
     f_host_to_pa: i32,
     f_flags_by_page: i32,
@@ -629,6 +632,7 @@ impl<T: TimingModel> Hart<T> {
                     // (only a restore replaces the table: never while
                     // translated code runs, so not after helpers)
                     self.jit_frame.bp_table = self.timing.inline_branch_table();
+                    self.jit_frame.btb_table = self.timing.inline_jump_table();
                     self.jit_refresh_frame();
                     // SAFETY: code `emit` built for this hart type and bus
                     // type (the key), entered with the hart and bus it
@@ -753,6 +757,7 @@ impl<T: TimingModel> Hart<T> {
             f_slots: at(frame + std::mem::offset_of!(JitFrame, slots)),
             f_slots_len: at(frame + std::mem::offset_of!(JitFrame, slots_len)),
             f_bp_table: at(frame + std::mem::offset_of!(JitFrame, bp_table)),
+            f_btb_table: at(frame + std::mem::offset_of!(JitFrame, btb_table)),
             f_bp_steps: at(frame + std::mem::offset_of!(JitFrame, bp_steps)),
             f_host_to_pa: at(frame + std::mem::offset_of!(JitFrame, host_to_pa)),
             f_flags_by_page: at(frame + std::mem::offset_of!(JitFrame, flags_by_page)),
