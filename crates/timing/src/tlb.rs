@@ -239,24 +239,20 @@ impl Tlb {
             return;
         }
         self.settle();
-        self.clock += 1;
-        self.entries[i].stamp = self.clock;
         // (no entry changed since both records were built: the first is
         // the entry it names, as it stands)
         debug_assert!(self.recent[0] == Recent::of(&self.entries, last, false));
-        self.recent = [Recent::of(&self.entries, i, false), self.recent[0]];
+        self.make_most_recent(i);
     }
 
     /// Entry `i` becomes the most recent and the most recent the second
-    /// (the two's stamps already settled).
+    /// (the two's stamps already settled). The second record is the first
+    /// as it was: a caller that changed an entry rebuilds both after
+    /// (`refresh_recent`).
     fn make_most_recent(&mut self, i: usize) {
-        let last = self.last();
         self.clock += 1;
         self.entries[i].stamp = self.clock;
-        self.recent = [
-            Recent::of(&self.entries, i, false),
-            Recent::of(&self.entries, last, false),
-        ];
+        self.recent = [Recent::of(&self.entries, i, false), self.recent[0]];
     }
 
     /// A lookup that hits one of the two most recent entries; false,
