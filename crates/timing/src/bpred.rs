@@ -261,14 +261,17 @@ impl Predictor {
         self.counters.as_mut_ptr() as u64
     }
 
-    /// The BTB's part of an [`crate::InlineJump`] (a plain jump's hit
-    /// changes only the jump count): its index mask and the count's offset.
-    pub(crate) fn inline_jump(&self) -> (u64, usize) {
+    /// The predictor's part of an [`crate::InlineJump`] (a plain jump's
+    /// BTB hit changes only the jump count; offsets from the predictor,
+    /// the model's cycles and cost left for the model to fill in).
+    pub(crate) fn inline_jump(&self) -> crate::InlineJump {
         use std::mem::offset_of;
-        (
-            self.btb_mask,
-            offset_of!(Predictor, counts) + offset_of!(BpredCounts, jumps),
-        )
+        crate::InlineJump {
+            index_mask: self.btb_mask,
+            jumps: offset_of!(Predictor, counts) + offset_of!(BpredCounts, jumps),
+            cycles: 0,
+            cost: 0,
+        }
     }
 
     /// The BTB `inline_jump` describes.

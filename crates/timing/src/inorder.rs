@@ -1247,12 +1247,12 @@ impl TimingModel for InOrder {
             // (a hit costs the taken bubble with or without a decode
             // redirect's penalty for misses)
             direct_jump: Some({
-                let (index_mask, jumps) = self.bp.inline_jump();
+                let j = self.bp.inline_jump();
                 InlineJump {
-                    index_mask,
-                    jumps: offset_of!(InOrder, bp) + jumps,
+                    jumps: offset_of!(InOrder, bp) + j.jumps,
                     cycles: offset_of!(InOrder, state) + 8 * FETCH,
                     cost: self.taken_penalty,
+                    ..j
                 }
             }),
         })
