@@ -317,20 +317,15 @@ fn no_page_is_writable_and_executable() {
 /// handles inline), then enough pages that a miss must replace the older
 /// of those two (which decides whether the next access to it misses).
 /// Every step's cycles must be the reference's.
-#[test]
-fn data_through_many_pages_agrees_with_the_reference() {
+/// A program that turns Sv39 paging on (the root page table at label
+/// `root`, which the caller writes) and goes on in S-mode at `s_mode`;
+/// traps go to `handler`.
+fn paged_program() -> Asm {
     const SATP: u32 = 0x180;
     const MEPC: u32 = 0x341;
     const PMPCFG0: u32 = 0x3a0;
     const PMPADDR0: u32 = 0x3b0;
     const SFENCE_VMA: u32 = 0x1200_0073;
-    // the data: RAM past the program, seen through gigapage aliases of
-    // RAM at root indices 4..21 (and RAM itself at index 2)
-    const DATA: u64 = 0x1_0000;
-    // (each a different 4 KiB page within its gigapage, so that the hart's
-    // own direct-mapped TLB holds them all and translated code's inline
-    // path, not the interpreter, makes the accesses)
-    let alias = |i: u64| (i << 30) + DATA + (i << 12);
     let mut a = Asm::new(BASE);
     a.la(T0, "handler").csrw(CSR_MTVEC, T0);
     // S-mode may reach all memory; paging on; into S-mode
@@ -343,6 +338,33 @@ fn data_through_many_pages_agrees_with_the_reference() {
     a.csrw(SATP, T0).word(SFENCE_VMA);
     a.li(T0, 1 << 11).csrw(CSR_MSTATUS, T0);
     a.la(T0, "s_mode").csrw(MEPC, T0).mret();
+    a
+}
+
+/// A root page table of gigapages: RAM at index 2 (where the program
+/// runs) with `flags`, and at `aliases` with `alias_flags`.
+fn gigapage_root(a: &mut Asm, aliases: std::ops::Range<usize>, alias_flags: u64) {
+    let pte = |pa: u64, flags: u64| ((pa >> 12) << 10) | flags;
+    let mut root = [0u64; 512];
+    // valid, RWX, accessed and dirty
+    root[2] = pte(BASE, 0xcf);
+    for i in aliases {
+        root[i] = pte(BASE, alias_flags);
+    }
+    let bytes: Vec<u8> = root.iter().flat_map(|e| e.to_le_bytes()).collect();
+    a.align(4096).label("root").data(&bytes);
+}
+
+#[test]
+fn data_through_many_pages_agrees_with_the_reference() {
+    // the data: RAM past the program, seen through gigapage aliases of
+    // RAM at root indices 4..21 (and RAM itself at index 2)
+    const DATA: u64 = 0x1_0000;
+    // (each a different 4 KiB page within its gigapage, so that the hart's
+    // own direct-mapped TLB holds them all and translated code's inline
+    // path, not the interpreter, makes the accesses)
+    let alias = |i: u64| (i << 30) + DATA + (i << 12);
+    let mut a = paged_program();
     a.label("s_mode").li(A2, 0).li(A3, 300);
     a.label("round");
     // p, q, p (a hit in the second most recent entry), a third page,
@@ -364,16 +386,31 @@ fn data_through_many_pages_agrees_with_the_reference() {
     exit_with(&mut a, A0);
     a.align(4).label("handler").li(A0, 1);
     exit_with(&mut a, A0);
-    // the root page table: gigapages, valid, RWX, accessed and dirty
-    let pte = |pa: u64| ((pa >> 12) << 10) | 0xcf;
-    let mut root = [0u64; 512];
-    root[2] = pte(BASE);
-    for i in 4..21 {
-        root[i] = pte(BASE);
-    }
-    let bytes: Vec<u8> = root.iter().flat_map(|e| e.to_le_bytes()).collect();
-    a.align(4096).label("root").data(&bytes);
+    gigapage_root(&mut a, 4..21, 0xcf);
     let (stop, m) = check(&finish(a));
     assert_eq!(stop, StopReason::HtifExit(0), "a trap on the way");
     assert!(m.harts()[0].instret() > 300 * 19 * 4);
+}
+
+/// A page mapped readable but not writable, loaded from in a hot loop
+/// (so the load side of the hart's TLB maps it), then stored to from
+/// translated code: the store must take its page fault (cause 15), not
+/// pass through the load side's entry.
+#[test]
+fn a_store_to_a_read_only_page_faults_after_loads_from_it() {
+    let data = (4u64 << 30) + 0x1_0000;
+    let mut a = paged_program();
+    a.label("s_mode").li(A2, 0).li(A3, 50).li(T1, data);
+    a.label("round")
+        .ld(T2, T1, 8)
+        .addi(A2, A2, 1)
+        .bne(A2, A3, "round");
+    a.sd(T2, T1, 8).li(A0, 0);
+    exit_with(&mut a, A0);
+    a.align(4).label("handler").csrr(A0, CSR_MCAUSE);
+    exit_with(&mut a, A0);
+    // valid, readable, accessed and dirty: not writable
+    gigapage_root(&mut a, 4..5, 0xc3);
+    let (stop, _) = check(&finish(a));
+    assert_eq!(stop, StopReason::HtifExit(15), "no store page fault");
 }

@@ -89,6 +89,24 @@ pub(super) struct Runtime {
     /// change and returns with ZF set and rax its cost; else, having
     /// changed nothing, with ZF clear. Clobbers rax, rcx.
     pub fetch_line: u64,
+    /// With a model's hooks: its data-access shortcut (the `mem_*` fields
+    /// of [`hs_timing::InlineHooks`]), written once for loads (`[0]`) and
+    /// once for stores (`[1]`) instead of at every access, whose straight
+    /// line it would otherwise lengthen by about 80 bytes and its stubs
+    /// by about 110. In: rax the guest virtual address, rsi the host
+    /// address. Returns with ZF set when the shortcut holds: not
+    /// translating or the D-TLB's most recent entry holds the address
+    /// (else the second does, and the two swap as the model's LRU does),
+    /// and the line is its L1 set's most recent way (dirty, for a store);
+    /// else with ZF clear. Clobbers rax, rcx.
+    pub mem_line: [u64; 2],
+    /// With a model's inline branch step ([`hs_timing::InlineBranch`],
+    /// when it fits this code's immediates; else 0): the step, written once
+    /// instead of at every conditional branch (about 95 bytes each). In:
+    /// eax the outcome (0 or 1), esi the pc's bits of the counter index
+    /// (`(pc >> 1) & index_mask`). Returns the cycles in rax and the
+    /// outcome in ecx's low bit. Clobbers rsi.
+    pub branch_step: u64,
 }
 
 /// Which guest register each cache register holds, whether it changed
@@ -187,19 +205,6 @@ enum HookKind {
     Mem { base: u8, imm: i32, size_kind: u32 },
 }
 
-/// A data access whose address the D-TLB's most recent entry does not
-/// hold: the second most recent is tested out of line (and, when it holds
-/// the address, the two swap, as the model's LRU does) before the hook.
-struct TlbSecond {
-    label: DynamicLabel,
-    /// the hook call
-    fail: DynamicLabel,
-    /// back to the shortcut's line test
-    line: DynamicLabel,
-    base: u8,
-    imm: i32,
-}
-
 /// A store that hit a page flagged as code.
 struct CodeStore {
     label: DynamicLabel,
@@ -238,6 +243,12 @@ pub(super) fn branch_steps(b: &hs_timing::InlineBranch) -> [u8; 16] {
         } as u8;
     }
     t
+}
+
+/// Whether the model's branch step fits the shared routine's immediates.
+fn branch_fits(b: &hs_timing::InlineBranch) -> bool {
+    let fits = |v: u64| v <= i32::MAX as u64;
+    fits(b.index_mask) && fits(b.history_mask) && b.mispredict <= 0xff && b.taken_penalty <= 0xff
 }
 
 /// `op QWORD [rbx + disp], imm` (or `[rbx + rax + disp]`, `with_rax`),
@@ -316,7 +327,6 @@ pub(super) struct Emitter<'a> {
     /// model's shortcut for certain
     fetched_line: Option<u64>,
     hook_calls: Vec<HookCall>,
-    tlb_seconds: Vec<TlbSecond>,
 }
 
 /// `op`'s address (a stable copy the helpers read), for the op at `i`.
@@ -342,7 +352,6 @@ impl<'a> Emitter<'a> {
             owed: Owed::default(),
             fetched_line: None,
             hook_calls: Vec::new(),
-            tlb_seconds: Vec::new(),
         }
     }
 
@@ -696,12 +705,31 @@ impl<'a> Emitter<'a> {
             }
             _ => 0,
         };
+        let mut mem_line = [0; 2];
+        if lay.hooks.is_some() {
+            for (store, at) in mem_line.iter_mut().enumerate() {
+                dynasm!(self.a ; .arch x64 ; .align 16);
+                *at = here(&self);
+                self.mem_line_routine(store == 1);
+            }
+        }
+        let branch_step = match lay.hooks.as_ref().and_then(|h| h.inline.branch) {
+            Some(b) if branch_fits(&b) => {
+                dynasm!(self.a ; .arch x64 ; .align 16);
+                let at = here(&self);
+                self.branch_step_routine(&b);
+                at
+            }
+            _ => 0,
+        };
         let rt = Runtime {
             exit_static,
             exit_indirect,
             ret: ret_at,
             ret0: ret0_at,
             fetch_line,
+            mem_line,
+            branch_step,
         };
         self.a.finalize().ok().map(|code| (code, rt, chain_entry))
     }
@@ -759,6 +787,71 @@ impl<'a> Emitter<'a> {
             ; .arch x64
             ; mov eax, f.cost as i32
             ; cmp eax, eax
+            ; =>fail
+            ; ret
+        );
+    }
+
+    /// [`Runtime::mem_line`] for a load or a store.
+    fn mem_line_routine(&mut self, store: bool) {
+        let h = self.lay.hooks.as_ref().expect("hooked");
+        let (ih, t) = (&h.inline, h.model);
+        let shift = ih.mem_shift as i8;
+        let to_pa = self.lay.f_host_to_pa;
+        let (tr, recent, keys) = (
+            t + ih.mem_translating as i32,
+            t + ih.mem_tlb_recent as i32,
+            t + ih.mem_keys as i32,
+        );
+        let key_mask = ih.mem_key_mask as i32;
+        let (line, second, fail) = (
+            self.a.new_dynamic_label(),
+            self.a.new_dynamic_label(),
+            self.a.new_dynamic_label(),
+        );
+        dynasm!(self.a
+            ; .arch x64
+            ; cmp BYTE [rbx + tr], 0
+            ; je =>line
+            ; mov rcx, rax
+            ; or rcx, QWORD [rbx + recent]
+            ; cmp rcx, QWORD [rbx + recent + 8]
+            ; jne =>second
+            ; =>line
+            ; mov rax, QWORD [rbx + to_pa]
+            ; add rax, rsi
+            ; shr rax, shift
+            ; mov ecx, eax
+            ; and ecx, key_mask
+            ; lea rax, [rax + rax + 1]
+            ; mov rcx, QWORD [rbx + rcx * 8 + keys]
+        );
+        if !store {
+            dynasm!(self.a ; .arch x64 ; or rcx, 1);
+        }
+        dynasm!(self.a
+            ; .arch x64
+            ; cmp rcx, rax
+            ; ret
+            // the second most recent entry: when it holds the address the
+            // two swap, then the line is tested
+            ; =>second
+            ; or rax, QWORD [rbx + recent + 24]
+            ; cmp rax, QWORD [rbx + recent + 32]
+            ; jne =>fail
+        );
+        for at in [0, 8, 16] {
+            dynasm!(self.a
+                ; .arch x64
+                ; mov rax, QWORD [rbx + recent + at]
+                ; mov rcx, QWORD [rbx + recent + 24 + at]
+                ; mov QWORD [rbx + recent + at], rcx
+                ; mov QWORD [rbx + recent + 24 + at], rax
+            );
+        }
+        dynasm!(self.a
+            ; .arch x64
+            ; jmp =>line
             ; =>fail
             ; ret
         );
@@ -1055,71 +1148,23 @@ impl<'a> Emitter<'a> {
 
     /// Hooked: a load's or store's `mem` (rsi its host address, `base`
     /// the host register holding the address register): the shortcut's
-    /// test inline, the hook when it fails. (No walk is pending: the op's
+    /// shared test, the hook when it fails. (No walk is pending: the op's
     /// fetch just ran, and leaves none.)
     fn hook_mem(&mut self, base: u8, imm: i32, size: i32, store: bool) {
         let Some(h) = self.lay.hooks.as_ref() else {
             return;
         };
-        let (ih, t) = (&h.inline, h.model);
-        let shift = ih.mem_shift as i8;
-        let to_pa = self.lay.f_host_to_pa;
-        let (tr, recent, keys) = (
-            t + ih.mem_translating as i32,
-            t + ih.mem_tlb_recent as i32,
-            t + ih.mem_keys as i32,
-        );
-        let key_mask = ih.mem_key_mask as i32;
-        let cost = ih.mem_cost as i32;
+        let cost = h.inline.mem_cost as i32;
+        let routine = self.lay.rt.mem_line[store as usize] as usize;
         let (label, back) = (self.a.new_dynamic_label(), self.a.new_dynamic_label());
-        let (line, second) = (self.a.new_dynamic_label(), self.a.new_dynamic_label());
-        // translating: the D-TLB's most recent entry holds the address
-        // (else, out of line, the second: see `TlbSecond`); then the line
-        // is the L1 set's most recent way (dirty for a store)
-        // (the span test skipped is under 30 bytes: a one-byte jump)
-        dynasm!(self.a
-            ; .arch x64
-            ; cmp BYTE [rbx + tr], 0
-            ; je BYTE =>line
-        );
+        // the shortcut's tests, shared (see `Runtime::mem_line`)
         self.lea_imm(0, base, imm);
         dynasm!(self.a
             ; .arch x64
-            ; or rax, QWORD [rbx + recent]
-            ; cmp rax, QWORD [rbx + recent + 8]
-            ; jne =>second
-            ; =>line
-            ; mov rax, QWORD [rbx + to_pa]
-            ; add rax, rsi
-            ; shr rax, shift
-            ; mov ecx, eax
-        );
-        if key_mask == key_mask as i8 as i32 {
-            dynasm!(self.a ; .arch x64 ; and ecx, BYTE key_mask as i8);
-        } else {
-            dynasm!(self.a ; .arch x64 ; and ecx, key_mask);
-        }
-        dynasm!(self.a
-            ; .arch x64
-            ; lea rax, [rax * 2 + 1]
-            ; mov rcx, QWORD [rbx + rcx * 8 + keys]
-        );
-        if !store {
-            dynasm!(self.a ; .arch x64 ; or rcx, 1);
-        }
-        dynasm!(self.a
-            ; .arch x64
-            ; cmp rcx, rax
+            ; call extern routine
             ; jne =>label
+            ; =>back
         );
-        dynasm!(self.a ; .arch x64 ; =>back);
-        self.tlb_seconds.push(TlbSecond {
-            label: second,
-            fail: label,
-            line,
-            base,
-            imm,
-        });
         self.hook_calls.push(HookCall {
             label,
             back,
@@ -1433,13 +1478,7 @@ impl<'a> Emitter<'a> {
     /// it has one whose masks and costs fit this code's immediates.
     fn inline_branch(&self, op: &Op) -> Option<hs_timing::InlineBranch> {
         let b = self.lay.hooks.as_ref()?.inline.branch?;
-        let fits = |v: u64| v <= i32::MAX as u64;
-        (op.class == hs_timing::InsnClass::Branch
-            && fits(b.index_mask)
-            && fits(b.history_mask)
-            && b.mispredict <= 0xff
-            && b.taken_penalty <= 0xff)
-            .then_some(b)
+        (op.class == hs_timing::InsnClass::Branch && branch_fits(&b)).then_some(b)
     }
 
     /// The model's inline BTB hit for a `jal` linking into `rd`, if it has
@@ -1499,19 +1538,12 @@ impl<'a> Emitter<'a> {
         dynasm!(self.a ; .arch x64 ; =>done);
     }
 
-    /// The `branch` hook's counter step inline (see `InlineBranch`), with
-    /// the outcome in eax: leaves the cycles in rax and the outcome in
-    /// ecx's low bit. Uses only rax, rcx and rsi (no cached register).
+    /// The `branch` hook's counter step (see `InlineBranch`), with the
+    /// outcome in eax: leaves the cycles in rax and the outcome in ecx's
+    /// low bit. Uses only rax, rcx and rsi (no cached register): the pc's
+    /// index bits here, the step in the shared routine.
     fn branch_step(&mut self, op: &Op, b: &hs_timing::InlineBranch) {
-        let t = self.lay.hooks.as_ref().map_or(0, |h| h.model);
-        let (hist, misses, fetch) = (
-            t + b.history as i32,
-            t + b.mispredicts as i32,
-            t + b.fetch_cycles as i32,
-        );
-        let missed_bits = (0..8).fold(0i32, |a, i| a | (mispredicted(i) as i32) << i);
-        let (f_base_pc, f_table, steps) =
-            (self.lay.f_base_pc, self.lay.f_bp_table, self.lay.f_bp_steps);
+        let f_base_pc = self.lay.f_base_pc;
         if b.index_mask < 0x800 {
             // (pc >> 1) & index_mask reads only the pc's page offset,
             // which is the block's physical address's: known here
@@ -1525,6 +1557,22 @@ impl<'a> Emitter<'a> {
                 ; shr rsi, 1
             );
         }
+        let routine = self.lay.rt.branch_step as usize;
+        dynasm!(self.a ; .arch x64 ; call extern routine);
+        self.owed.branches += 1;
+    }
+
+    /// [`Runtime::branch_step`]: the counter's step, the mispredict and
+    /// fetch counts, the history's shift.
+    fn branch_step_routine(&mut self, b: &hs_timing::InlineBranch) {
+        let t = self.lay.hooks.as_ref().map_or(0, |h| h.model);
+        let (hist, misses, fetch) = (
+            t + b.history as i32,
+            t + b.mispredicts as i32,
+            t + b.fetch_cycles as i32,
+        );
+        let missed_bits = (0..8).fold(0i32, |a, i| a | (mispredicted(i) as i32) << i);
+        let (f_table, steps) = (self.lay.f_bp_table, self.lay.f_bp_steps);
         dynasm!(self.a
             ; .arch x64
             // rsi: the counter's address
@@ -1560,8 +1608,8 @@ impl<'a> Emitter<'a> {
         dynasm!(self.a
             ; .arch x64
             ; mov QWORD [rbx + hist], rsi
+            ; ret
         );
-        self.owed.branches += 1;
     }
 
     /// With the guest address in rsi: jump to a new slow stub unless the
@@ -1760,29 +1808,6 @@ impl<'a> Emitter<'a> {
             dynasm!(self.a ; .arch x64 ; jmp =>s.back);
         }
         if let Some(h) = &lay.hooks {
-            // (rax and rcx are the shortcut's scratch registers; rsi, the
-            // host address, stays)
-            let recent = h.model + h.inline.mem_tlb_recent as i32;
-            for s in std::mem::take(&mut self.tlb_seconds) {
-                dynasm!(self.a
-                    ; .arch x64
-                    ; =>s.label
-                    ; lea rax, [Rq(s.base) + s.imm]
-                    ; or rax, QWORD [rbx + recent + 24]
-                    ; cmp rax, QWORD [rbx + recent + 32]
-                    ; jne =>s.fail
-                );
-                for at in [0, 8, 16] {
-                    dynasm!(self.a
-                        ; .arch x64
-                        ; mov rax, QWORD [rbx + recent + at]
-                        ; mov rcx, QWORD [rbx + recent + 24 + at]
-                        ; mov QWORD [rbx + recent + at], rcx
-                        ; mov QWORD [rbx + recent + 24 + at], rax
-                    );
-                }
-                dynasm!(self.a ; .arch x64 ; jmp =>s.line);
-            }
             let (fetch, mem) = (h.fetch, h.mem);
             for c in std::mem::take(&mut self.hook_calls) {
                 dynasm!(self.a ; .arch x64 ; =>c.label);
