@@ -2,12 +2,13 @@
 //! decoded afresh), step by step (`hs_machine::lockstep`), on what a
 //! translation could get wrong: code rewritten under a translated block,
 //! a timer interrupt landing inside a hot translated loop, chained blocks,
-//! a block that loops on itself, calls returning through `jalr`, and data
-//! through more pages than the model's D-TLB holds with paging on. Every
-//! block is translated on its first run. Each program runs on the atomic
-//! model (translated code skips the timing hooks) and on the in-order one
-//! (translated code calls them, taking the model's shortcuts inline):
-//! every step's cycle count must be the reference's.
+//! a block that loops on itself, calls returning through `jalr`, data
+//! through more pages than the model's D-TLB holds with paging on, and a
+//! store to a read-only page the load side maps. Every block is translated
+//! on its first run. Each program runs on the atomic model (translated code
+//! skips the timing hooks) and on the in-order one (translated code calls
+//! them, taking the model's shortcuts inline or in the region's shared
+//! routines): every step's cycle count must be the reference's.
 
 use crate::common;
 
