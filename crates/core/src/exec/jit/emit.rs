@@ -759,13 +759,10 @@ impl<'a> Emitter<'a> {
             ; cmp rcx, QWORD [rbx + recent + 8]
             ; jne =>fail
             ; =>line
-            ; shr rax, shift
-            ; mov ecx, eax
-            ; and ecx, mask
-            ; mov rcx, QWORD [rbx + keys + rcx * 8]
-            ; or rcx, 1
-            ; lea rax, [rax + rax + 1]
-            ; cmp rcx, rax
+        );
+        self.mru_key_test(shift, mask, keys, true);
+        dynasm!(self.a
+            ; .arch x64
             ; jne =>fail
             ; shr rax, 1
             ; shl rax, shift
@@ -790,6 +787,25 @@ impl<'a> Emitter<'a> {
             ; =>fail
             ; ret
         );
+    }
+
+    /// With the physical address in rax: ZF set when its line is the
+    /// most recent way of its set by the model's copy of the keys at
+    /// `keys` (dirty or not when `clean_ok`, else dirty); rax is then the
+    /// key (line number times two plus one). Clobbers rcx.
+    fn mru_key_test(&mut self, shift: i8, mask: i32, keys: i32, clean_ok: bool) {
+        dynasm!(self.a
+            ; .arch x64
+            ; shr rax, shift
+            ; mov ecx, eax
+            ; and ecx, mask
+            ; lea rax, [rax + rax + 1]
+            ; mov rcx, QWORD [rbx + keys + rcx * 8]
+        );
+        if clean_ok {
+            dynasm!(self.a ; .arch x64 ; or rcx, 1);
+        }
+        dynasm!(self.a ; .arch x64 ; cmp rcx, rax);
     }
 
     /// [`Runtime::mem_line`] for a load or a store.
@@ -820,18 +836,10 @@ impl<'a> Emitter<'a> {
             ; =>line
             ; mov rax, QWORD [rbx + to_pa]
             ; add rax, rsi
-            ; shr rax, shift
-            ; mov ecx, eax
-            ; and ecx, key_mask
-            ; lea rax, [rax + rax + 1]
-            ; mov rcx, QWORD [rbx + rcx * 8 + keys]
         );
-        if !store {
-            dynasm!(self.a ; .arch x64 ; or rcx, 1);
-        }
+        self.mru_key_test(shift, key_mask, keys, !store);
         dynasm!(self.a
             ; .arch x64
-            ; cmp rcx, rax
             ; ret
             // the second most recent entry: when it holds the address the
             // two swap, then the line is tested
