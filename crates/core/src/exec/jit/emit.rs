@@ -109,6 +109,22 @@ pub(super) struct Runtime {
     pub branch_step: u64,
 }
 
+impl Runtime {
+    /// Each routine's name and address (0: not written), for the perf map.
+    pub(super) fn named(&self) -> Vec<(&'static str, u64)> {
+        vec![
+            ("ret0", self.ret0),
+            ("ret", self.ret),
+            ("exit_static", self.exit_static),
+            ("exit_indirect", self.exit_indirect),
+            ("fetch_line", self.fetch_line),
+            ("mem_load", self.mem_line[0]),
+            ("mem_store", self.mem_line[1]),
+            ("branch_step", self.branch_step),
+        ]
+    }
+}
+
 /// Which guest register each cache register holds, whether it changed
 /// since it was loaded, and when it was last used (for eviction).
 #[derive(Clone, Copy, Default)]

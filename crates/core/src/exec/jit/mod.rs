@@ -336,12 +336,20 @@ impl Jit {
         self.runtime = Some((written_for.0, written_for.1, rt));
         if let Some((file, name)) = &mut self.perf_map {
             use std::io::Write;
-            let _ = writeln!(
-                file,
-                "{:x} {:x} {name}runtime",
-                self.region as usize,
-                code.len()
-            );
+            // (each routine by name, so a host profile tells them apart;
+            // a routine runs to the next one's start or the code's end)
+            let at = self.region as u64;
+            let mut starts = rt.named();
+            starts.retain(|&(_, a)| a != 0);
+            starts.sort_by_key(|&(_, a)| a);
+            let ends = starts
+                .iter()
+                .skip(1)
+                .map(|&(_, a)| a)
+                .chain([at + code.len() as u64]);
+            for (&(what, from), to) in starts.iter().zip(ends) {
+                let _ = writeln!(file, "{from:x} {:x} {name}runtime:{what}", to - from);
+            }
         }
         rt
     }
