@@ -167,6 +167,8 @@ impl<T: TimingModel> Hart<T> {
     /// into the next one if the virtual-pc cache holds it, unless the run
     /// loop has work (`checks`) or `limit` (budget or Sstc deadline) is
     /// reached: exactly what the run loop would do, without going there.
+    /// When hot blocks are translated, only into a block that stays cold
+    /// (its run counted here, as the run loop counts it).
     ///
     /// `LOG`: keep a [`CheckRecord`] per instruction (a second copy of this
     /// function, used only by differential checks).
@@ -221,10 +223,17 @@ impl<T: TimingModel> Hart<T> {
             macro_rules! leave {
                 ($target:expr) => {{
                     let t = $target;
-                    // (translating, the caller chains: a hot block must
-                    // be found hot whichever block precedes it)
-                    if cyc < limit && self.checks == 0 && !self.translating() {
-                        if let Some((s, n, pa)) = self.blocks.lookup(t, self.fetch_stamp) {
+                    if cyc < limit && self.checks == 0 {
+                        if let Some((s, n, pa)) = self
+                            .blocks
+                            .lookup(t, self.fetch_stamp)
+                            // (translating, only into a block this run
+                            // leaves cold, counted as the caller would: a
+                            // translated or new-hot one is the caller's)
+                            .filter(|&(s, _, _)| {
+                                !self.translating() || self.blocks.jit.stays_cold(s)
+                            })
+                        {
                             // SAFETY: as above; the stamp proves the entry
                             // belongs to the current arena generation.
                             p = unsafe { ops.add(s) };

@@ -259,6 +259,23 @@ impl Jit {
         (self.used - self.epoch) + self.ops.len() * std::mem::size_of::<Op>() + self.slots.len() * 4
     }
 
+    /// Count a run of the block at arena index `start` if that run leaves
+    /// it cold (not translated, and short of `hot`): the interpreter then
+    /// chains into it itself, counting it as the run loop would
+    /// ([`Jit::code_or_heat`]). False, with nothing counted, when the run
+    /// loop must see the block (translated, turning hot, or past `slots`).
+    #[inline(always)]
+    pub(super) fn stays_cold(&mut self, start: usize) -> bool {
+        match self.slots.get_mut(start) {
+            // (a translated block's slot has `COMPILED` set, above any `hot`)
+            Some(s) if *s + 1 < self.hot => {
+                *s += 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// The block at arena index `start`: its code, or whether it just
     /// became hot (counting this run).
     #[inline(always)]
