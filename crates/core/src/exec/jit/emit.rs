@@ -1453,10 +1453,13 @@ impl<'a> Emitter<'a> {
                 4 => dynasm!(self.a ; .arch x64 ; setb al),
                 _ => dynasm!(self.a ; .arch x64 ; setae al),
             }
-            dynasm!(self.a ; .arch x64 ; movzx eax, al);
             if let Some(b) = self.inline_branch(op) {
+                // (the routine widens the outcome, adds its cycles and
+                // leaves the outcome in the flags: the site is short)
                 self.branch_step(op, &b);
+                dynasm!(self.a ; .arch x64 ; jnz =>label);
             } else {
+                dynasm!(self.a ; .arch x64 ; movzx eax, al);
                 self.store_last_class();
                 let regs = self.regs;
                 let off = op.off as i32;
@@ -1473,9 +1476,9 @@ impl<'a> Emitter<'a> {
                     ; mov ecx, eax
                     ; shr rax, 1
                 );
+                self.add_dynamic();
+                dynasm!(self.a ; .arch x64 ; test cl, 1 ; jnz =>label);
             }
-            self.add_dynamic();
-            dynasm!(self.a ; .arch x64 ; test cl, 1 ; jnz =>label);
         } else {
             match cond {
                 0 => dynasm!(self.a ; .arch x64 ; je =>label),
@@ -1563,8 +1566,9 @@ impl<'a> Emitter<'a> {
     }
 
     /// The `branch` hook's counter step (see `InlineBranch`), with the
-    /// outcome in eax: leaves the cycles in rax and the outcome in ecx's
-    /// low bit. Uses only rax, rcx and rsi (no cached register): the pc's
+    /// outcome in al: adds the cycles to the count and the stall, and
+    /// leaves the outcome in ecx's low bit and the zero flag (clear when
+    /// taken). Uses only rax, rcx and rsi (no cached register): the pc's
     /// index bits here, the step in the shared routine.
     fn branch_step(&mut self, op: &Op, b: &hs_timing::InlineBranch) {
         let f_base_pc = self.lay.f_base_pc;
@@ -1587,9 +1591,11 @@ impl<'a> Emitter<'a> {
     }
 
     /// [`Runtime::branch_step`]: the counter's step, the mispredict and
-    /// fetch counts, the history's shift.
+    /// fetch counts, the history's shift, the cycles added where every
+    /// hook's are (written once here rather than at each branch).
     fn branch_step_routine(&mut self, b: &hs_timing::InlineBranch) {
         let t = self.lay.hooks.as_ref().map_or(0, |h| h.model);
+        let stall = self.lay.hooks.as_ref().map_or(0, |h| h.stall);
         let (hist, misses, fetch) = (
             t + b.history as i32,
             t + b.mispredicts as i32,
@@ -1599,6 +1605,7 @@ impl<'a> Emitter<'a> {
         let (f_table, steps) = (self.lay.f_bp_table, self.lay.f_bp_steps);
         dynasm!(self.a
             ; .arch x64
+            ; movzx eax, al
             // rsi: the counter's address
             ; xor rsi, QWORD [rbx + hist]
             ; and rsi, b.index_mask as i32
@@ -1632,6 +1639,10 @@ impl<'a> Emitter<'a> {
         dynasm!(self.a
             ; .arch x64
             ; mov QWORD [rbx + hist], rsi
+            // as `add_dynamic` at a hook's site, then the outcome's flag
+            ; add r13, rax
+            ; add QWORD [rbx + stall], rax
+            ; test cl, 1
             ; ret
         );
     }
