@@ -1595,7 +1595,6 @@ impl<'a> Emitter<'a> {
     /// hook's are (written once here rather than at each branch).
     fn branch_step_routine(&mut self, b: &hs_timing::InlineBranch) {
         let t = self.lay.hooks.as_ref().map_or(0, |h| h.model);
-        let stall = self.lay.hooks.as_ref().map_or(0, |h| h.stall);
         let (hist, misses, fetch) = (
             t + b.history as i32,
             t + b.mispredicts as i32,
@@ -1636,15 +1635,10 @@ impl<'a> Emitter<'a> {
         } else {
             dynasm!(self.a ; .arch x64 ; and rsi, b.history_mask as i32);
         }
-        dynasm!(self.a
-            ; .arch x64
-            ; mov QWORD [rbx + hist], rsi
-            // as `add_dynamic` at a hook's site, then the outcome's flag
-            ; add r13, rax
-            ; add QWORD [rbx + stall], rax
-            ; test cl, 1
-            ; ret
-        );
+        dynasm!(self.a ; .arch x64 ; mov QWORD [rbx + hist], rsi);
+        // the cycles, as at any hook's site, then the outcome's flag
+        self.add_dynamic();
+        dynasm!(self.a ; .arch x64 ; test cl, 1 ; ret);
     }
 
     /// With the guest address in rsi: jump to a new slow stub unless the
