@@ -251,16 +251,18 @@ impl Sampler {
 /// Most frames a sample keeps (whatever the configuration asks).
 pub const MAX_DEPTH: usize = 64;
 
-/// Return addresses collected on the host stack (one allocation per sample).
+/// Return addresses collected on the host stack (no allocation, and no
+/// clearing: a sample takes 11 frames on average of the 64 it may).
 struct Frames {
-    addrs: [u64; MAX_DEPTH],
+    addrs: [std::mem::MaybeUninit<u64>; MAX_DEPTH],
+    /// The first `n` of `addrs` are written.
     n: usize,
 }
 
 impl Default for Frames {
     fn default() -> Self {
         Frames {
-            addrs: [0; MAX_DEPTH],
+            addrs: [std::mem::MaybeUninit::uninit(); MAX_DEPTH],
             n: 0,
         }
     }
@@ -272,12 +274,14 @@ impl Frames {
     }
     fn push(&mut self, a: u64) {
         if self.n < MAX_DEPTH {
-            self.addrs[self.n] = a;
+            self.addrs[self.n].write(a);
             self.n += 1;
         }
     }
     fn as_slice(&self) -> &[u64] {
-        &self.addrs[..self.n]
+        // SAFETY: the first `n` addresses are written (`push`), and
+        // `MaybeUninit<u64>` has `u64`'s layout.
+        unsafe { std::slice::from_raw_parts(self.addrs.as_ptr().cast::<u64>(), self.n) }
     }
 }
 
@@ -287,29 +291,32 @@ impl Frames {
 fn kernel_stack<T: TimingModel>(hart: &Hart<T>, paging: bool, max: usize, out: &mut Frames) {
     let sp = hart.x(2);
     let ra_reg = hart.x(1);
-    let kernel = |a: u64| !paging || a >> 63 == 1;
+    // a kernel address has the top bit set (anything does before paging)
+    let top = if paging { 1u64 << 63 } else { 0 };
+    let kernel = |a: u64| a & top == top && a != 0;
+    // a frame pointer: a kernel address, 8-aligned, with a record below it
+    let frame_pointer = |fp: u64| fp & (top | 7) == top && fp >= 16;
     let mut fp = hart.x(8);
+    let max = max.min(MAX_DEPTH);
+    if max == 0 || !frame_pointer(fp) {
+        return;
+    }
     let mut reader = hart.page_reader(View::Current);
-    let mut first = true;
+    // The first frame alone may be a leaf's, which saves only fp: `fp - 8`
+    // then holds the caller's frame pointer (a stack address) and the
+    // return address is still in ra.
+    let Some((saved_fp, saved_ra)) = reader.u64_pair(fp - 16) else {
+        return;
+    };
+    let leaf = saved_ra >= sp && saved_ra - sp < KERNEL_STACK_SPAN && saved_ra & 7 == 0;
+    let (mut ra, mut next) = if leaf {
+        (ra_reg, saved_ra)
+    } else {
+        (saved_ra, saved_fp)
+    };
     let mut crossed = false;
-    while out.len() < max && fp != 0 && fp & 7 == 0 && kernel(fp) {
-        let Some(frame) = fp.checked_sub(16) else {
-            break;
-        };
-        let Some((saved_fp, saved_ra)) = reader.u64_pair(frame) else {
-            break;
-        };
-        // A leaf saves only fp: `fp - 8` then holds the caller's frame
-        // pointer (a stack address) and the return address is still in ra.
-        let leaf =
-            first && saved_ra >= sp && saved_ra - sp < KERNEL_STACK_SPAN && saved_ra & 7 == 0;
-        let (ra, next) = if leaf {
-            (ra_reg, saved_ra)
-        } else {
-            (saved_ra, saved_fp)
-        };
-        first = false;
-        if ra == 0 || !kernel(ra) {
+    loop {
+        if !kernel(ra) {
             break;
         }
         out.push(ra);
@@ -322,6 +329,13 @@ fn kernel_stack<T: TimingModel>(hart: &Hart<T>, paging: bool, max: usize, out: &
             crossed = true;
         }
         fp = next;
+        if out.len() >= max || !frame_pointer(fp) {
+            break;
+        }
+        let Some((saved_fp, saved_ra)) = reader.u64_pair(fp - 16) else {
+            break;
+        };
+        (ra, next) = (saved_ra, saved_fp);
     }
 }
 
