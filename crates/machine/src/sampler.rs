@@ -297,7 +297,6 @@ fn kernel_stack<T: TimingModel>(hart: &Hart<T>, paging: bool, max: usize, out: &
     // a frame pointer: a kernel address, 8-aligned, with a record below it
     let frame_pointer = |fp: u64| fp & (top | 7) == top && fp >= 16;
     let mut fp = hart.x(8);
-    let max = max.min(MAX_DEPTH);
     if max == 0 || !frame_pointer(fp) {
         return;
     }
