@@ -33,6 +33,9 @@ pub(crate) struct VEntry {
     pa: u64,
 }
 
+// (translated code reads an entry's fields at one-byte offsets)
+const _: () = assert!(std::mem::size_of::<VEntry>() <= 128);
+
 /// Second-level entries (direct-mapped by physical address). A block a
 /// conflict evicts is decoded again into fresh arena space, and loses its
 /// translation: on the debian P87 boot 2^15 entries decoded 211,000
@@ -206,6 +209,11 @@ impl Blocks {
     pub(crate) fn lookup(&self, pc: u64, stamp: u64) -> Option<(usize, usize, u64)> {
         let v = &self.vcache[Self::vslot(pc)];
         (v.pc == pc && v.stamp == stamp).then_some((v.start as usize, v.n as usize, v.pa))
+    }
+    /// The address of the first-level entry that holds `pc` when any does
+    /// (a translated exit's link cell keeps it: see `jit::emit`).
+    pub(crate) fn ventry_addr(&self, pc: u64) -> u64 {
+        &self.vcache[Self::vslot(pc)] as *const VEntry as u64
     }
     /// Where translated code finds the first level: its entries' address
     /// (stable: allocated once), slot mask, entry size and field offsets

@@ -23,10 +23,13 @@
 //! A block leaves by `exit_at` (a static target: chained through a link
 //! cell), `loop_or_exit` (a jump to its own first op: round again) or
 //! `indirect_exit` (`jalr`: chained through the block cache's first level
-//! and the jit's slots), each under the run loop's conditions. The tests
-//! of those conditions, and the epilogue, are written once per region
-//! ([`Runtime`]) and called from each exit: a block's code is then mostly
-//! its own ops, so more of the hot blocks fit the host's instruction cache.
+//! and the jit's slots), each under the run loop's conditions. A static
+//! exit tests them inline (about 20 host instructions and 100 bytes: the
+//! commonest way between two hot blocks); the indirect exit's tests, the
+//! exits that do not chain and the epilogue are written once per region
+//! ([`Runtime`]) and called or jumped to, so a block's code is otherwise
+//! mostly its own ops and more of the hot blocks fit the host's
+//! instruction cache.
 //!
 //! The block returns 0 or 1 with the frame's cycle count and next pc set
 //! (it ran to its end, or jumped), or 2 when a helper ended it at a trap
@@ -68,17 +71,19 @@ const CACHE_REGS: [u8; 9] = [7, 2, 8, 9, 10, 11, 5, 12, 14];
 /// the region (see [`Emitter::runtime`]).
 #[derive(Clone, Copy, Default, PartialEq, Debug)]
 pub(super) struct Runtime {
-    /// In: rax the cycle count, rdx the next pc, rcx the exit's link
-    /// cell. Sets the frame's cycle count, pc and link; returns with rcx
-    /// the cell when the run loop would chain into its block (the frame
-    /// then as that block is entered), else a cell whose target is `ret0`.
-    /// The caller jumps through `[rcx + 8]`.
+    /// A static exit that does not chain (see `exit_at`); jumped to, not
+    /// called. In: rax the cycle count, rdx the next pc, rcx the exit's
+    /// link cell. Sets the frame's cycle count, pc and link and returns 0
+    /// from the block.
     pub exit_static: u64,
     /// In: rax the cycle count (the frame's pc set). Sets the frame's
     /// cycle count; returns with rcx the code of the block the run loop
     /// would chain into (the frame as it is entered), else `ret0`. The
     /// caller jumps to rcx.
     pub exit_indirect: u64,
+    /// A first-level entry no pc ever matches (pc 1, stamp 0): where an
+    /// unfilled link cell points.
+    pub never: u64,
     /// The epilogue: returns eax from the block.
     pub ret: u64,
     /// The epilogue returning 0.
@@ -117,6 +122,7 @@ impl Runtime {
             ("ret", self.ret),
             ("exit_static", self.exit_static),
             ("exit_indirect", self.exit_indirect),
+            ("never", self.never),
             ("fetch_line", self.fetch_line),
             ("mem_load", self.mem_line[0]),
             ("mem_store", self.mem_line[1]),
@@ -508,38 +514,65 @@ impl<'a> Emitter<'a> {
             ; sub rsp, 8
             ; lea rbx, [rdi + lay.rebase]
             ; mov QWORD [rbx + lay.f_bus], rsi
+            ; mov r13, QWORD [rbx + lay.f_cyc]
         );
+        // (a chained jump comes with r13 set)
         self.chain_entry = self.a.offset().0;
         dynasm!(self.a
             ; .arch x64
-            ; mov r13, QWORD [rbx + lay.f_cyc]
             ; mov r15, QWORD [rbx + lay.f_row]
             ; =>self.top
         );
     }
 
-    /// Set the frame's cycle count (`retired` more ops) and next pc
-    /// (block pc + `off`), then chain into the next block or return 0
-    /// (the guest registers already written back).
+    /// Chain into the block at the block pc + `off` with `retired` more
+    /// ops counted, if the run loop would (the guest registers already
+    /// written back), else return 0 through [`Runtime::exit_static`].
     ///
-    /// Chaining: each such exit has a link cell (the arena index of a
-    /// block and the address a chained jump enters its code), filled by
-    /// `Hart::jit_link` after the exit returned once. The exit jumps there
-    /// itself only when the run loop would have chained into that block:
-    /// the budget not reached, no `checks`, and the first level of the
-    /// block cache mapping the pc, under the current stamp, to the cell's
-    /// block. So a cell never needs invalidating: a stale one fails the test.
+    /// Each such exit has a link cell: the address of the first-level
+    /// entry of the pc it last went to, the arena index of that pc's
+    /// block and the address a chained jump enters its code
+    /// (`Runtime::never`, 0, 0 until `Hart::jit_link` fills it, after the
+    /// exit returned once). The exit jumps itself exactly when the run
+    /// loop would chain into the cell's block: the budget not reached, no
+    /// `checks`, and the first level mapping the pc, under the current
+    /// stamp, to that block (an entry holding the pc is the pc's own
+    /// slot). So a cell never needs invalidating: a stale one fails the
+    /// test. The test is inline, so that a chained exit is one line of
+    /// loads and compares ending in a jump of its own.
     fn exit_at(&mut self, retired: i32, off: i64) {
+        let lay = self.lay;
         let cell = self.a.new_dynamic_label();
         self.cells.push(cell);
-        let to = self.lay.rt.exit_static as usize;
+        let fail = lay.rt.exit_static as usize;
+        // (the first level's fields sit at one-byte offsets)
+        let [vpc, vstamp, vstart, _] = lay.vcache.3.map(|o| o as i8);
         self.lea_imm(0, 13, retired);
         self.block_pc_plus(2, off);
         dynasm!(self.a
             ; .arch x64
             ; lea rcx, [=>cell]
-            ; call extern to
-            ; jmp QWORD [rcx + 8]
+            ; cmp rax, QWORD [rbx + lay.f_limit]
+            ; jae BYTE >fail
+            ; cmp BYTE [rbx + lay.checks], 0
+            ; jne BYTE >fail
+            ; mov r8, QWORD [rcx]
+            ; cmp rdx, QWORD [BYTE r8 + vpc]
+            ; jne BYTE >fail
+            ; mov rsi, QWORD [rbx + lay.fetch_stamp]
+            ; cmp rsi, QWORD [BYTE r8 + vstamp]
+            ; jne BYTE >fail
+            ; mov r9d, DWORD [BYTE r8 + vstart]
+            ; cmp r9, QWORD [rcx + 8]
+            ; jne BYTE >fail
+        );
+        self.chain_enter();
+        dynasm!(self.a
+            ; .arch x64
+            ; mov r13, rax
+            ; jmp QWORD [rcx + 16]
+            ; fail:
+            ; jmp extern fail
         );
     }
 
@@ -570,15 +603,16 @@ impl<'a> Emitter<'a> {
         );
     }
 
-    /// After `chain_test` passed: the frame as the block of entry r8 (pc
-    /// rdx) is entered under stamp rsi (the caller then jumps to its code).
+    /// After the chain test passed: the frame as the block of entry r8
+    /// (pc rdx) is entered under stamp rsi (the caller then sets r13 and
+    /// jumps to its code).
     fn chain_enter(&mut self) {
         let lay = self.lay;
-        let vpa = lay.vcache.3[3];
+        let vpa = lay.vcache.3[3] as i8;
         dynasm!(self.a
             ; .arch x64
             ; mov QWORD [rbx + lay.f_stamp], rsi
-            ; mov rsi, QWORD [r8 + vpa]
+            ; mov rsi, QWORD [BYTE r8 + vpa]
             ; mov QWORD [rbx + lay.f_base_pa], rsi
             ; mov QWORD [rbx + lay.f_base_pc], rdx
         );
@@ -636,9 +670,16 @@ impl<'a> Emitter<'a> {
             probe.chain_entry
         };
         let base = lay.code_at;
-        let (fail_static, fail_indirect) = (self.a.new_dynamic_label(), self.a.new_dynamic_label());
-        let (ret0, fail_cell) = (self.a.new_dynamic_label(), self.a.new_dynamic_label());
+        let fail_indirect = self.a.new_dynamic_label();
+        let ret0 = self.a.new_dynamic_label();
         let here = |e: &Self| base + e.a.offset().0 as u64;
+        let exit_static = here(&self);
+        dynasm!(self.a
+            ; .arch x64
+            ; mov QWORD [rbx + lay.f_cyc], rax
+            ; mov QWORD [rbx + lay.f_pc], rdx
+            ; mov QWORD [rbx + lay.f_link], rcx
+        );
         let ret0_at = here(&self);
         dynasm!(self.a ; .arch x64 ; =>ret0 ; xor eax, eax);
         let ret_at = here(&self);
@@ -652,37 +693,16 @@ impl<'a> Emitter<'a> {
             ; pop rbp
             ; pop rbx
             ; ret
-            // a link cell whose target is `ret0`, for a static exit
-            // that does not chain
             ; .align 16
-            ; =>fail_cell
-            ; .u64 0
-            ; .u64 ret0_at
         );
+        // (an entry of the first level's size: pc 1, every other field 0)
+        let never = here(&self);
+        dynasm!(self.a ; .arch x64 ; .u64 1);
+        for _ in 1..lay.vcache.2 / 8 {
+            dynasm!(self.a ; .arch x64 ; .u64 0);
+        }
+        dynasm!(self.a ; .arch x64 ; .align 16);
         let vstart = lay.vcache.3[2];
-        let exit_static = here(&self);
-        dynasm!(self.a
-            ; .arch x64
-            ; mov QWORD [rbx + lay.f_cyc], rax
-            ; mov QWORD [rbx + lay.f_pc], rdx
-            ; mov QWORD [rbx + lay.f_link], rcx
-        );
-        self.chain_test(fail_static);
-        dynasm!(self.a
-            ; .arch x64
-            ; mov r9d, DWORD [r8 + vstart]
-            ; cmp r9, QWORD [rcx]
-            ; jne =>fail_static
-        );
-        self.chain_enter();
-        dynasm!(self.a
-            ; .arch x64
-            ; ret
-            ; =>fail_static
-            ; lea rcx, [=>fail_cell]
-            ; ret
-            ; .align 16
-        );
         let entry = lay.region.wrapping_add(chain_entry as u64);
         let exit_indirect = here(&self);
         dynasm!(self.a
@@ -707,6 +727,7 @@ impl<'a> Emitter<'a> {
         self.chain_enter();
         dynasm!(self.a
             ; .arch x64
+            ; mov r13, rax
             ; ret
             ; =>fail_indirect
             ; lea rcx, [=>ret0]
@@ -741,6 +762,7 @@ impl<'a> Emitter<'a> {
         let rt = Runtime {
             exit_static,
             exit_indirect,
+            never,
             ret: ret_at,
             ret0: ret0_at,
             fetch_line,
@@ -1909,11 +1931,14 @@ impl<'a> Emitter<'a> {
             dynasm!(self.a ; .arch x64 ; jmp =>c.back);
         }
         dynasm!(self.a ; .arch x64 ; .align 16);
-        // the link cells: arena index 0 (no block) until filled
+        // the link cells, unfilled (see `exit_at`)
+        let never = lay.rt.never;
         for cell in std::mem::take(&mut self.cells) {
             dynasm!(self.a
                 ; .arch x64
                 ; =>cell
+                ; .u64 never
+                ; .u64 0
                 ; .u64 0
                 ; .u64 0
             );

@@ -862,9 +862,10 @@ impl<T: TimingModel> Hart<T> {
     }
 
     /// The block just left by an exit with a link cell: if the run loop
-    /// would chain into a translated block there, point the cell at it,
-    /// so next time the exit jumps there itself (after the same checks:
-    /// budget, `checks`, and the first level mapping the pc to that block).
+    /// would chain into a translated block there, point the cell at it
+    /// (its pc's first-level entry, its arena index, its code), so next
+    /// time the exit jumps there itself (after the same checks: budget,
+    /// `checks`, and that entry mapping the pc to that block).
     #[inline(always)]
     fn jit_link(&mut self) {
         let cell = std::mem::take(&mut self.jit_frame.link);
@@ -882,10 +883,11 @@ impl<T: TimingModel> Hart<T> {
             return;
         }
         let entry = jit.region as u64 + (slot & !COMPILED) as u64 + jit.chain_entry as u64;
-        let mut filled = [0u8; 16];
-        filled[..8].copy_from_slice(&(s as u64).to_ne_bytes());
-        filled[8..].copy_from_slice(&entry.to_ne_bytes());
-        // SAFETY: `cell` is a link cell of code in the region (16 bytes;
+        let mut filled = [0u8; 24];
+        filled[..8].copy_from_slice(&self.blocks.ventry_addr(self.pc).to_ne_bytes());
+        filled[8..16].copy_from_slice(&(s as u64).to_ne_bytes());
+        filled[16..].copy_from_slice(&entry.to_ne_bytes());
+        // SAFETY: `cell` is a link cell of code in the region (32 bytes;
         // see `emit`), and no translated code runs now.
         unsafe {
             let jit = &mut self.blocks.jit;
