@@ -78,11 +78,11 @@ pub(super) struct Runtime {
     pub exit_static: u64,
     /// In: rax the cycle count (the frame's pc set). Sets the frame's
     /// cycle count; returns with rcx the code of the block the run loop
-    /// would chain into (the frame as it is entered), else `ret0`. The
-    /// caller jumps to rcx.
+    /// would chain into (the frame and r13 as it is entered), else
+    /// `ret0`. The caller jumps to rcx.
     pub exit_indirect: u64,
     /// A first-level entry no pc ever matches (pc 1, stamp 0): where an
-    /// unfilled link cell points.
+    /// unfilled link cell points. (Data, so not named in the perf map.)
     pub never: u64,
     /// The epilogue: returns eax from the block.
     pub ret: u64,
@@ -122,7 +122,6 @@ impl Runtime {
             ("ret", self.ret),
             ("exit_static", self.exit_static),
             ("exit_indirect", self.exit_indirect),
-            ("never", self.never),
             ("fetch_line", self.fetch_line),
             ("mem_load", self.mem_line[0]),
             ("mem_store", self.mem_line[1]),
