@@ -136,6 +136,39 @@ fn rewritten_code_is_retranslated() {
     assert!(m.harts()[0].stats().code_invalidations >= 1);
 }
 
+/// A block stores, then jumps to the next block: 99 rounds into a data
+/// page, while the jump is chained into the next block's translation,
+/// and in round 50 (no `fence.i`) a new instruction into that block's
+/// code. That store sets the hart's `checks`, so the jump must not chain
+/// there (its link and the first-level entry still hold): the run loop
+/// drops the page's blocks first and the jump runs what was stored, as on
+/// the reference. (The store's address is read from a table by round.)
+#[test]
+fn a_jump_after_a_store_into_its_target_runs_the_new_code() {
+    let addi_t1 = |imm: u32| (imm << 20) | (T1 << 15) | (T1 << 7) | 0x13;
+    let mut a = Asm::new(BASE);
+    a.li(T0, 0).li(T1, 0).li(A1, 100);
+    a.li(SP, addi_t1(5) as u64).la(A2, "table");
+    a.label("loop")
+        .addi(T0, T0, 1)
+        .slli(A3, T0, 3)
+        .add(A3, A3, A2)
+        .ld(A3, A3, 0)
+        .sw(SP, A3, 0)
+        .j("patched");
+    a.label("patched").addi(T1, T1, 3).bltu(T0, A1, "loop");
+    exit_with(&mut a, T1);
+    a.align(4096).label("data").data(&[0; 8]);
+    let (data, patched) = (a.addr("data"), a.addr("patched"));
+    let table: Vec<u8> = (0..=100u64)
+        .flat_map(|round| if round == 50 { patched } else { data }.to_le_bytes())
+        .collect();
+    a.align(8).label("table").data(&table);
+    let (stop, m) = check(&finish(a));
+    assert_eq!(stop, StopReason::HtifExit(49 * 3 + 51 * 5));
+    assert_eq!(m.harts()[0].stats().code_invalidations, 1);
+}
+
 /// A timer interrupt lands inside a hot loop of translated, chained
 /// blocks: on the same instruction, at the same cycle, as the reference.
 #[test]
