@@ -37,6 +37,11 @@ fn inorder(elf: &[u8]) -> Machine<InOrder> {
     Machine::with_timing(cfg, |_| f.build()).unwrap()
 }
 
+/// The encoding of `addi t1, t1, imm` (what the code-rewriting programs store).
+fn addi_t1(imm: u32) -> u32 {
+    (imm << 20) | (T1 << 15) | (T1 << 7) | 0x13
+}
+
 /// Exit through HTIF with the code in `reg`.
 fn exit_with(a: &mut Asm, reg: u32) {
     a.slli(T2, reg, 1)
@@ -117,7 +122,6 @@ fn interrupted_loop(ticks: u64, body: impl FnOnce(&mut Asm)) -> Machine {
 /// fast path, not only on its first, TLB-filling run.)
 #[test]
 fn rewritten_code_is_retranslated() {
-    let addi_t1 = |imm: u32| (imm << 20) | (T1 << 15) | (T1 << 7) | 0x13;
     let mut a = Asm::new(BASE);
     a.li(T0, 0).li(T1, 0).li(A1, 100).li(A2, 50);
     a.label("loop").addi(T0, T0, 1).j("patched");
@@ -145,7 +149,6 @@ fn rewritten_code_is_retranslated() {
 /// the reference. (The store's address is read from a table by round.)
 #[test]
 fn a_jump_after_a_store_into_its_target_runs_the_new_code() {
-    let addi_t1 = |imm: u32| (imm << 20) | (T1 << 15) | (T1 << 7) | 0x13;
     let mut a = Asm::new(BASE);
     a.li(T0, 0).li(T1, 0).li(A1, 100);
     a.li(SP, addi_t1(5) as u64).la(A2, "table");
@@ -197,7 +200,6 @@ fn an_interrupt_lands_where_the_reference_takes_it() {
 /// next round runs what was stored, as on the reference: 64 rounds add 1.
 #[test]
 fn a_loop_on_itself_sees_its_own_code_change() {
-    let addi_t1 = |imm: u32| (imm << 20) | (T1 << 15) | (T1 << 7) | 0x13;
     let mut a = Asm::new(BASE);
     a.li(T0, 0).li(T1, 0).li(A1, 128).li(A2, addi_t1(0) as u64);
     a.la(A3, "loop");
