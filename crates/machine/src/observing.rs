@@ -708,12 +708,12 @@ impl<M: TimingModel, const TRACE: bool> TimingModel for Observing<M, TRACE> {
             walk_pending: at + h.walk_pending,
             insn_counts: at + h.insn_counts,
             last_class: at + h.last_class,
-            mem_tlb_recent: at + h.mem_tlb_recent,
+            mem_tlb: h.mem_tlb.moved(at),
             mem_keys: at + h.mem_keys,
             mem_translating: at + h.mem_translating,
             mem_counts: at + h.mem_counts,
             fetch_new_line: h.fetch_new_line.map(|f| hs_timing::InlineFetch {
-                tlb_recent: at + f.tlb_recent,
+                tlb: f.tlb.moved(at),
                 keys: at + f.keys,
                 reads: at + f.reads,
                 tlb_accesses: at + f.tlb_accesses,
@@ -742,6 +742,10 @@ impl<M: TimingModel, const TRACE: bool> TimingModel for Observing<M, TRACE> {
     #[inline(always)]
     fn inline_jump_table(&mut self) -> u64 {
         self.inner.inline_jump_table()
+    }
+    #[inline(always)]
+    fn inline_tlb_entries(&mut self) -> [u64; 2] {
+        self.inner.inline_tlb_entries()
     }
     #[inline(always)]
     fn skipped(&mut self, n: u64) {

@@ -1216,7 +1216,7 @@ impl TimingModel for InOrder {
             insn_counts: offset_of!(InOrder, class_counts),
             last_class: offset_of!(InOrder, last_class),
             mem_shift: self.dshift as u8,
-            mem_tlb_recent: offset_of!(InOrder, dtlb) + Tlb::recent_offset(),
+            mem_tlb: self.dtlb.inline(offset_of!(InOrder, dtlb)),
             mem_keys: offset_of!(InOrder, l1d_keys) + self.l1d_keys.layout().0,
             mem_key_mask: self.l1d_keys.layout().1,
             mem_translating: offset_of!(InOrder, translating),
@@ -1224,7 +1224,7 @@ impl TimingModel for InOrder {
             mem_cost: self.l1d_lat,
             fetch_new_line: Some(InlineFetch {
                 shift: self.ishift as u8,
-                tlb_recent: offset_of!(InOrder, itlb) + Tlb::recent_offset(),
+                tlb: self.itlb.inline(offset_of!(InOrder, itlb)),
                 keys: offset_of!(InOrder, l1i_keys) + self.l1i_keys.layout().0,
                 key_mask: self.l1i_keys.layout().1,
                 reads: offset_of!(InOrder, l1i) + Cache::read_accesses_offset(),
@@ -1266,6 +1266,11 @@ impl TimingModel for InOrder {
     #[inline(always)]
     fn inline_jump_table(&mut self) -> u64 {
         self.bp.btb_table()
+    }
+
+    #[inline(always)]
+    fn inline_tlb_entries(&mut self) -> [u64; 2] {
+        [self.itlb.entries_addr(), self.dtlb.entries_addr()]
     }
 
     #[inline(always)]
@@ -1548,13 +1553,13 @@ impl InOrder {
         } else {
             0
         };
-        // nothing pending, one of the two most recent TLB entries (a hit
-        // there only swaps them, if anything) and an L1 hit in the most
+        // nothing pending, a TLB hit found without a search (its LRU
+        // update made, the access counted below) and an L1 hit in the most
         // recent way that changes nothing: only counted (translated code
         // tests this inline)
         let line = pa >> self.dshift;
         if !mmio
-            && (!self.translating || self.dtlb.touch_recent(va))
+            && (!self.translating || self.dtlb.recent_or_indexed(va))
             && self.l1d_keys.holds(line, write)
         {
             self.same_line[(self.translating as usize) << 1 | write as usize] += 1;
@@ -1848,6 +1853,58 @@ mod tests {
         ]
     };
 
+    /// What translated code does for a TLB `tlb` describes (its entries at
+    /// `entries`) before a shortcut's test, through raw memory: true when
+    /// the most recent entry then holds `va` (an entry that held it
+    /// otherwise has been made the most recent as `InlineTlb` says); the
+    /// second bool, whether it did so through the index.
+    fn inline_tlb_step(
+        m: &mut InOrder,
+        tlb: &crate::InlineTlb,
+        entries: u64,
+        va: u64,
+    ) -> (bool, bool) {
+        let base = m as *mut InOrder as *mut u8;
+        // SAFETY: offsets and addresses the model gave for itself
+        unsafe {
+            let at = |off: usize| base.add(off).cast::<u64>();
+            let holds = |r: usize| va | at(r).read_unaligned() == at(r + 8).read_unaligned();
+            let (first, second) = (tlb.recent, tlb.recent + 24);
+            if holds(first) {
+                return (true, false);
+            }
+            if holds(second) {
+                std::ptr::swap_nonoverlapping(base.add(first), base.add(second), 24);
+                return (true, false);
+            }
+            let slot = ((va >> 12) % 256) as usize;
+            let i = base
+                .add(tlb.index + 2 * slot)
+                .cast::<u16>()
+                .read_unaligned() as usize;
+            assert!(i < tlb.entries, "a hint names entry {i} of {}", tlb.entries);
+            let e = (entries as *mut u64).add(3 * i);
+            if (va & !*e.add(1)) | 1 != *e {
+                return (false, false);
+            }
+            let stamp =
+                |r: usize| (entries as *mut u64).add(3 * at(r + 16).read_unaligned() as usize + 2);
+            let clock = at(tlb.clock);
+            if at(first + 16).read_unaligned() != at(second + 16).read_unaligned() {
+                *stamp(second) = clock.read_unaligned() + 1;
+                *stamp(first) = clock.read_unaligned() + 2;
+                clock.write_unaligned(clock.read_unaligned() + 2);
+            }
+            clock.write_unaligned(clock.read_unaligned() + 1);
+            *e.add(2) = clock.read_unaligned();
+            std::ptr::copy_nonoverlapping(base.add(first), base.add(second), 24);
+            at(first).write_unaligned(*e.add(1));
+            at(first + 8).write_unaligned((*e & !1) | *e.add(1));
+            at(first + 16).write_unaligned(i as u64);
+            (true, true)
+        }
+    }
+
     /// What `inline_hooks` describes is the hooks' own fast paths: over a
     /// mixed run (fetches, instructions of every class, loads and stores
     /// over a few lines and pages, translating and not, page walks),
@@ -1874,7 +1931,7 @@ mod tests {
             p.write_unaligned(p.read_unaligned() + 1);
         };
         let mut rnd = crate::test_rng(0x9e37_79b9_7f4a_7c15u64);
-        let mut held = [0u32; 7];
+        let mut held = [0u32; 9];
         let mut at = (0, 0, 0);
         let b = ih.branch.expect("a gshare predictor has the counter step");
         let f = ih
@@ -1888,21 +1945,22 @@ mod tests {
             if step == 10_000 {
                 translating(&mut m);
             }
-            // a few pages, each seen through two virtual pages; half the
-            // time the line of the step before, now and then through the
-            // other virtual page (two D-TLB entries in turn)
+            // a few pages, each seen through three virtual pages; half the
+            // time the line of the step before, now and then through
+            // another virtual page (three TLB entries in turn: the two
+            // most recent and one found through the index)
             if rnd(2) == 0 {
                 if rnd(3) == 0 {
-                    at.2 ^= 1;
+                    at.2 = (at.2 + 1 + rnd(2)) % 3;
                 } else {
-                    at = (rnd(3), rnd(4), rnd(2));
+                    at = (rnd(3), rnd(4), rnd(3));
                 }
             }
             let (page, line) = (at.0 << 12, at.1 * 64);
             let off = line + rnd(16) * 4;
             let pa = RAM + page + off;
-            // (the two a gigabyte apart: whatever page size the walks
-            // give, two D-TLB entries)
+            // (a gigabyte apart: whatever page size the walks give, three
+            // TLB entries)
             let va = 0x4000_0000 + at.2 * 0x4000_0000 + page + off;
             // the copies the shortcuts test are the L1s' own state
             for set in 0..m.l1d.sets() {
@@ -1992,16 +2050,34 @@ mod tests {
                     }
                     let same = pa & ih.fetch_line_mask == u64_at(&m, ih.fetch_last_line);
                     let no_walk = u64_at(&m, ih.walk_pending) == 0;
-                    // a new line: the I-TLB's most recent entry and the
-                    // L1I set's most recent way, as translated code tests them
+                    // a new line: the I-TLB's most recent entry (or
+                    // another, made the most recent) and the L1I set's
+                    // most recent way, as translated code tests them
                     let translating = u8_at(&m, ih.mem_translating);
                     let line = pa >> f.shift;
                     let key = u64_at(&m, f.keys + 8 * (line & f.key_mask) as usize);
-                    let tlb = va | u64_at(&m, f.tlb_recent) == u64_at(&m, f.tlb_recent + 8);
+                    copy.restore_state(&saved, true).unwrap();
+                    let hooked = copy.fetch(va, pa, 4);
+                    let after_hook = copy.save_state(true).unwrap().unwrap();
+                    let (tlb, by_index) = if !same && no_walk && translating == 1 {
+                        let entries = m.inline_tlb_entries()[0];
+                        inline_tlb_step(&mut m, &f.tlb, entries, va)
+                    } else {
+                        (false, false)
+                    };
+                    held[7] += by_index as u32;
+                    let moved = m.save_state(true).unwrap().unwrap();
                     let new_line =
                         !same && no_walk && (translating == 0 || tlb) && key | 1 == 2 * line + 1;
                     new_lines += !same as u32;
                     let c = m.fetch(va, pa, 4);
+                    // the TLB's update is what the hook does first
+                    assert_eq!(c, hooked, "step {step}");
+                    assert_eq!(
+                        m.save_state(true).unwrap().unwrap(),
+                        after_hook,
+                        "step {step}"
+                    );
                     if same && no_walk {
                         held[0] += 1;
                         assert_eq!(c, 0, "step {step}: a shortcut fetch costs nothing");
@@ -2010,7 +2086,7 @@ mod tests {
                     if new_line {
                         held[5] += 1;
                         assert_eq!(c, f.cost, "step {step}: a new line's shortcut");
-                        copy.restore_state(&saved, true).unwrap();
+                        copy.restore_state(&moved, true).unwrap();
                         unsafe {
                             let base = &mut copy as *mut InOrder as *mut u8;
                             let last = base.add(ih.fetch_last_line).cast::<u64>();
@@ -2053,24 +2129,24 @@ mod tests {
                     copy.restore_state(&saved, true).unwrap();
                     let hooked = copy.mem(va, pa, 8, kind, false);
                     let after_hook = copy.save_state(true).unwrap().unwrap();
-                    // the D-TLB's two most recent entries, as translated
-                    // code tests them; where the second holds the address
-                    // it swaps them first
-                    let rec = ih.mem_tlb_recent;
+                    // the D-TLB's most recent entry, as translated code
+                    // tests it; where another holds the address and
+                    // translated code finds it, it becomes the most
+                    // recent first
+                    let rec = ih.mem_tlb.recent;
                     let holds_at = |m: &InOrder, r: usize| va | u64_at(m, r) == u64_at(m, r + 8);
-                    let swap = |m: &mut InOrder| unsafe {
-                        let p = (m as *mut InOrder as *mut u8).add(rec);
-                        std::ptr::swap_nonoverlapping(p, p.add(24), 24);
-                    };
-                    let second = translating == 1 && !holds_at(&m, rec) && holds_at(&m, rec + 24);
+                    let no_walk = u64_at(&m, ih.walk_pending) == 0;
+                    let second = translating == 1 && no_walk && !holds_at(&m, rec);
                     if second {
-                        swap(&mut m);
+                        let entries = m.inline_tlb_entries()[1];
+                        held[8] += inline_tlb_step(&mut m, &ih.mem_tlb, entries, va).1 as u32;
                     }
+                    let moved = m.save_state(true).unwrap().unwrap();
                     let holds = (translating == 0 || holds_at(&m, rec))
                         && if store { key } else { key | 1 } == 2 * line + 1
                         && u64_at(&m, ih.walk_pending) == 0;
                     let c = m.mem(va, pa, 8, kind, false);
-                    // the swap is what the hook does first
+                    // the TLB update is what the hook does first
                     assert_eq!(c, hooked, "step {step}");
                     assert_eq!(
                         m.save_state(true).unwrap().unwrap(),
@@ -2083,10 +2159,7 @@ mod tests {
                     if holds {
                         held[2 + second as usize] += 1;
                         assert_eq!(c, ih.mem_cost, "step {step}");
-                        copy.restore_state(&saved, true).unwrap();
-                        if second {
-                            swap(&mut copy);
-                        }
+                        copy.restore_state(&moved, true).unwrap();
                         bump(
                             &mut copy,
                             ih.mem_counts + 16 * translating + 8 * store as usize,
@@ -2102,7 +2175,10 @@ mod tests {
         assert!(m.bp.counts.cond_mispredicts > 100);
         assert!(m.bp.counts.cond_branches > 2 * m.bp.counts.cond_mispredicts);
         assert!(
-            held[..5].iter().all(|&n| n > 1_000) && held[5] > 300 && held[6] > 1_000,
+            held[..5].iter().all(|&n| n > 500)
+                && held[5] > 300
+                && held[6] > 1_000
+                && held[7..].iter().all(|&n| n > 100),
             "shortcuts held {held:?} times"
         );
         // and the BTB's often did not (a conflict, a new target)

@@ -178,19 +178,17 @@ pub struct InlineHooks {
     /// to the u64 at `mem_counts + 16 * translating + 8 * store` (the byte
     /// at `mem_translating`, 0 or 1), nothing else, while the u64 at
     /// `walk_pending` is 0; translating is 0 or the D-TLB's most recent
-    /// entry holds `va` (`va |` the u64 at `mem_tlb_recent` equals the u64
-    /// at `mem_tlb_recent + 8`); and, with `line = pa >> mem_shift`, the
-    /// u64 `k` at `mem_keys + 8 * (line & mem_key_mask)` is `2 * line + 1`
-    /// for a store, `k | 1` is for a load (the line is the most recent
-    /// way of its L1 set; a store needs it dirty).
+    /// entry holds `va` (see [`InlineTlb`]); and, with `line = pa >>
+    /// mem_shift`, the u64 `k` at `mem_keys + 8 * (line & mem_key_mask)` is
+    /// `2 * line + 1` for a store, `k | 1` is for a load (the line is the
+    /// most recent way of its L1 set; a store needs it dirty).
     ///
-    /// Where instead the second most recent D-TLB entry holds `va` (the
-    /// same test at `mem_tlb_recent + 24` and `+ 32`), swapping the two
-    /// 24-byte records at `mem_tlb_recent` and `mem_tlb_recent + 24` first
-    /// is what `mem` would do first (that hit's whole LRU update): after
-    /// the swap, the above holds as written, and `mem` is called as before.
+    /// Where instead (no walk pending, translating) another D-TLB entry
+    /// holds `va` and [`InlineTlb`]'s hit finds it, that hit's update is
+    /// what `mem` would do first (its whole LRU update): after it, the
+    /// above holds as written, and `mem` is called as before.
     pub mem_shift: u8,
-    pub mem_tlb_recent: usize,
+    pub mem_tlb: InlineTlb,
     pub mem_keys: usize,
     pub mem_key_mask: u64,
     pub mem_translating: usize,
@@ -225,23 +223,65 @@ pub struct InlineJump {
 /// [`InlineHooks::fetch_line_mask`]), while the u64 at
 /// [`InlineHooks::walk_pending`] is 0; translating (the byte at
 /// [`InlineHooks::mem_translating`]) is 0 or the I-TLB's most recent entry
-/// holds `pc` (`pc |` the u64 at `tlb_recent` equals the u64 at
-/// `tlb_recent + 8`); and, with `line = pa >> shift`, the u64 `k` at
-/// `keys + 8 * (line & key_mask)` has `k | 1 == 2 * line + 1` (the line is
-/// the most recent way of its L1 set): it stores `pa &` the line mask at
+/// holds `pc` (see [`InlineTlb`]: where another entry holds it and the
+/// hit there finds it, its update is what `fetch` does first, and then
+/// this holds); and, with `line = pa >> shift`, the u64 `k` at `keys + 8 *
+/// (line & key_mask)` has `k | 1 == 2 * line + 1` (the line is the most
+/// recent way of its L1 set): it stores `pa &` the line mask at
 /// `fetch_last_line`, adds 1 to the u64 at `reads` and, translating, to
 /// the u64 at `tlb_accesses`, `cost` to the u64 at `cycles`, and returns
 /// `cost`. Nothing else.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct InlineFetch {
     pub shift: u8,
-    pub tlb_recent: usize,
+    pub tlb: InlineTlb,
     pub keys: usize,
     pub key_mask: u64,
     pub reads: usize,
     pub tlb_accesses: usize,
     pub cycles: usize,
     pub cost: u64,
+}
+
+/// A fully associative LRU TLB as translated code tests and updates it
+/// (offsets from the model, as [`InlineHooks`]'s).
+///
+/// Two 24-byte records at `recent`, the most recent entry's first, are
+/// each the u64s `mask`, `span` and `entry` (an entry's number): a record
+/// holds `va` when `va | mask == span`, and then a hit in the first
+/// changes nothing. The entries are `entries` 24-byte records of the u64s
+/// `base`, `mask` and `stamp`, at the address
+/// [`TimingModel::inline_tlb_entries`] gives; entry `e` holds `va` when
+/// `(va & !mask) | 1 == base`. `index` is 256 u16 hints, one per `(va >>
+/// 12) % 256`; `clock` is a u64.
+///
+/// A hit in neither record, where the second holds `va`: the two records
+/// swap, and that is the hit's whole update. Else, where the entry `i`
+/// the hint for `va` names (`i < entries`) holds it: if the two records
+/// name different entries, the second's entry's stamp becomes `clock +
+/// 1`, the first's `clock + 2`, and the clock `clock + 2`; then the clock
+/// goes up by 1 and entry `i`'s stamp becomes it, the first record is
+/// copied to the second, and the first becomes `{mask, (base & !1) |
+/// mask, i}` of entry `i`: that is the hit's whole update. (The access
+/// count is the shortcut's to add, as it says.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InlineTlb {
+    pub recent: usize,
+    pub index: usize,
+    pub clock: usize,
+    pub entries: usize,
+}
+
+impl InlineTlb {
+    /// The same TLB inside a wrapper whose model is `at` bytes in.
+    pub fn moved(self, at: usize) -> InlineTlb {
+        InlineTlb {
+            recent: at + self.recent,
+            index: at + self.index,
+            clock: at + self.clock,
+            ..self
+        }
+    }
 }
 
 /// `branch(pc, taken, _)` while the byte at [`InlineHooks::last_class`] is
@@ -309,6 +349,12 @@ pub trait TimingModel {
     /// none), valid as [`TimingModel::inline_branch_table`]'s is.
     fn inline_jump_table(&mut self) -> u64 {
         0
+    }
+    /// The addresses of the I-TLB's and the D-TLB's entries that
+    /// [`InlineTlb`] describes (0 where there are none), valid as
+    /// [`TimingModel::inline_branch_table`]'s is.
+    fn inline_tlb_entries(&mut self) -> [u64; 2] {
+        [0, 0]
     }
     /// `n` instructions retired, one cycle each, without their `fetch`,
     /// `insn`, `mem`, `branch`, `jump`, `direct_jump` or `divide` calls

@@ -7,7 +7,9 @@
 //! hart's own is. The page size comes from the hart's page walks (see
 //! `inorder`).
 
+// (`repr(C)`: translated code reads and writes entries, see `InlineTlb`)
 #[derive(Clone, Copy, Default, serde::Serialize, serde::Deserialize)]
+#[repr(C)]
 struct Entry {
     /// Page base | 1 (0 = empty).
     base: u64,
@@ -18,12 +20,14 @@ struct Entry {
 
 /// Slots of the direct-mapped index from 4 KiB page number to entry.
 const INDEX: usize = 256;
+// (`InlineTlb` says 256: translated code indexes by the page number's low byte)
+const _: () = assert!(INDEX == 256);
 
 /// One of the two most recently used entries, with the test for it:
 /// `va | mask == span` exactly when the entry holds `va` (an empty entry,
 /// or no second one: never). Kept beside the entries so translated code
 /// tests both with loads at fixed offsets and, on a hit in the second,
-/// swaps the two records (see `InlineHooks::mem_tlb_recent`).
+/// swaps the two records (see `InlineTlb`).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 #[repr(C)]
 pub(crate) struct Recent {
@@ -186,7 +190,7 @@ impl Tlb {
     /// changes nothing but the access count and, in the second, the order
     /// of the two, which this makes (so that it is then the most recent).
     #[inline(always)]
-    pub fn touch_recent(&mut self, va: u64) -> bool {
+    fn touch_recent(&mut self, va: u64) -> bool {
         if self.recent[0].holds(va) {
             return true;
         }
@@ -212,9 +216,21 @@ impl Tlb {
         std::mem::offset_of!(Tlb, accesses)
     }
 
-    /// Offset of `recent` in a `Tlb`: two records of mask, span and entry.
-    pub(crate) fn recent_offset() -> usize {
-        std::mem::offset_of!(Tlb, recent)
+    /// The TLB's [`crate::InlineTlb`], for one `at` bytes into its model.
+    pub(crate) fn inline(&self, at: usize) -> crate::InlineTlb {
+        use std::mem::offset_of;
+        crate::InlineTlb {
+            recent: at + offset_of!(Tlb, recent),
+            index: at + offset_of!(Tlb, index),
+            clock: at + offset_of!(Tlb, clock),
+            entries: self.entries.len(),
+        }
+    }
+
+    /// Where the entries are (see [`crate::InlineTlb`]); they move only
+    /// when the TLB is replaced (a restore).
+    pub(crate) fn entries_addr(&mut self) -> u64 {
+        self.entries.as_mut_ptr() as u64
     }
 
     /// Give the two most recent entries stamps newer than all others, in
@@ -255,36 +271,34 @@ impl Tlb {
         self.recent = [Recent::of(&self.entries, i, false), self.recent[0]];
     }
 
-    /// A lookup that hits one of the two most recent entries; false,
-    /// having done nothing, otherwise.
-    #[inline(always)]
-    pub fn recent_hit(&mut self, va: u64) -> bool {
-        if self.touch_recent(va) {
-            self.accesses += 1;
-            return true;
-        }
-        false
-    }
-
-    /// A lookup that hits one of the two most recent entries, or the entry
-    /// the index names for `va`'s 4 KiB page (how most other hits are
-    /// found): `lookup`'s hit, without its search. False, having done
+    /// Whether one of the two most recent entries holds `va`, or the entry
+    /// the index names for its 4 KiB page (how most other hits are found):
+    /// `lookup`'s hit without its search, making its LRU update (as
+    /// `InlineTlb` describes it) but not counting it. False, having done
     /// nothing, otherwise.
     #[inline(always)]
-    pub fn quick_hit(&mut self, va: u64) -> bool {
-        if self.recent_hit(va) {
+    pub fn recent_or_indexed(&mut self, va: u64) -> bool {
+        if self.touch_recent(va) {
             return true;
         }
         let slot = (va >> 12) as usize % INDEX;
         let i = self.index[slot] as usize;
         match self.entries.get(i) {
             Some(e) if Self::matches(e, va) => {
-                self.accesses += 1;
                 self.promote(i);
                 true
             }
             _ => false,
         }
+    }
+
+    /// [`Tlb::recent_or_indexed`], counted: `lookup`'s hit, without its
+    /// search. False, having done nothing, otherwise.
+    #[inline(always)]
+    pub fn quick_hit(&mut self, va: u64) -> bool {
+        let hit = self.recent_or_indexed(va);
+        self.accesses += hit as u64;
+        hit
     }
 
     /// Look `va` up; true on a hit.
@@ -461,9 +475,9 @@ mod tests {
                 Tlb::matches(&quick.entries[quick.last()], va),
                 "step {step}: {va:#x}"
             );
-            let last = quick.recent_hit(va);
-            let q = last || quick.quick_hit(va);
-            by_index += (q && !last) as u32;
+            let recent = quick.recent[0].holds(va) || quick.recent[1].holds(va);
+            let q = quick.quick_hit(va);
+            by_index += (q && !recent) as u32;
             let hit = q || quick.lookup(va);
             assert_eq!(hit, plain.lookup(va), "step {step}: {va:#x}");
             if !hit {

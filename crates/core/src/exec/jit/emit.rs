@@ -92,7 +92,8 @@ pub(super) struct Runtime {
     /// else 0). In: rax the physical address of the line fetched, not
     /// the last one. Where the shortcut holds it makes the shortcut's
     /// change and returns with ZF set and rax its cost; else, having
-    /// changed nothing, with ZF clear. Clobbers rax, rcx.
+    /// changed nothing (but the I-TLB hit's update, see `tlb_other`),
+    /// with ZF clear. Clobbers rax, rcx.
     pub fetch_line: u64,
     /// With a model's hooks: its data-access shortcut (the `mem_*` fields
     /// of [`hs_timing::InlineHooks`]), written once for loads (`[0]`) and
@@ -101,10 +102,16 @@ pub(super) struct Runtime {
     /// by about 110. In: rax the guest virtual address, rsi the host
     /// address. Returns with ZF set when the shortcut holds: not
     /// translating or the D-TLB's most recent entry holds the address
-    /// (else the second does, and the two swap as the model's LRU does),
-    /// and the line is its L1 set's most recent way (dirty, for a store);
-    /// else with ZF clear. Clobbers rax, rcx.
+    /// (else another does and `tlb_other` finds it, making the model's
+    /// LRU update), and the line is its L1 set's most recent way (dirty,
+    /// for a store); else with ZF clear. Clobbers rax, rcx.
     pub mem_line: [u64; 2],
+    /// With a model's hooks: for the I-TLB (`[0]`) and the D-TLB (`[1]`),
+    /// a hit in the entry the index names, neither of the two most recent
+    /// holding the address ([`hs_timing::InlineTlb`]). In: rcx the
+    /// virtual address. Makes the hit's update and returns with ZF set;
+    /// else, having changed nothing, with ZF clear. Clobbers rcx.
+    pub tlb_other: [u64; 2],
     /// With a model's inline branch step ([`hs_timing::InlineBranch`],
     /// when it fits this code's immediates; else 0): the step, written once
     /// instead of at every conditional branch (about 95 bytes each). In:
@@ -125,6 +132,8 @@ impl Runtime {
             ("fetch_line", self.fetch_line),
             ("mem_load", self.mem_line[0]),
             ("mem_store", self.mem_line[1]),
+            ("itlb_by_index", self.tlb_other[0]),
+            ("dtlb_by_index", self.tlb_other[1]),
             ("branch_step", self.branch_step),
         ]
     }
@@ -732,11 +741,26 @@ impl<'a> Emitter<'a> {
             ; lea rcx, [=>ret0]
             ; ret
         );
+        let mut tlb_other = [0; 2];
+        let tlb_other_labels = [self.a.new_dynamic_label(), self.a.new_dynamic_label()];
+        if let Some(h) = lay.hooks.as_ref() {
+            let tlbs = [
+                h.inline.fetch_new_line.map(|f| f.tlb),
+                Some(h.inline.mem_tlb),
+            ];
+            for (d, tlb) in tlbs.iter().enumerate() {
+                if let Some(tlb) = tlb {
+                    dynasm!(self.a ; .arch x64 ; .align 16 ; =>tlb_other_labels[d]);
+                    tlb_other[d] = here(&self);
+                    self.tlb_other_routine(h.model, tlb, lay.f_tlb_entries[d]);
+                }
+            }
+        }
         let fetch_line = match lay.hooks.as_ref() {
             Some(h) if h.inline.fetch_new_line.is_some() => {
                 dynasm!(self.a ; .arch x64 ; .align 16);
                 let at = here(&self);
-                self.fetch_line_routine();
+                self.fetch_line_routine(tlb_other_labels[0]);
                 at
             }
             _ => 0,
@@ -746,7 +770,7 @@ impl<'a> Emitter<'a> {
             for (store, at) in mem_line.iter_mut().enumerate() {
                 dynasm!(self.a ; .arch x64 ; .align 16);
                 *at = here(&self);
-                self.mem_line_routine(store == 1);
+                self.mem_line_routine(store == 1, tlb_other_labels[1]);
             }
         }
         let branch_step = match lay.hooks.as_ref().and_then(|h| h.inline.branch) {
@@ -766,6 +790,7 @@ impl<'a> Emitter<'a> {
             ret0: ret0_at,
             fetch_line,
             mem_line,
+            tlb_other,
             branch_step,
         };
         self.a.finalize().ok().map(|code| (code, rt, chain_entry))
@@ -775,16 +800,20 @@ impl<'a> Emitter<'a> {
     /// [`hs_timing::InlineFetch`], written once. (A block never crosses a
     /// page, so its first pc's page is every op's: the I-TLB test reads
     /// the frame's block pc.)
-    fn fetch_line_routine(&mut self) {
+    fn fetch_line_routine(&mut self, itlb_other: DynamicLabel) {
         let h = self.lay.hooks.as_ref().expect("hooked");
         let (ih, t) = (&h.inline, h.model);
         let f = ih.fetch_new_line.expect("a new-line shortcut");
         let tr = t + ih.mem_translating as i32;
-        let recent = t + f.tlb_recent as i32;
+        let recent = t + f.tlb.recent as i32;
         let keys = t + f.keys as i32;
         let (shift, mask) = (f.shift as i8, f.key_mask as i32);
         let base_pc = self.lay.f_base_pc;
-        let (line, fail) = (self.a.new_dynamic_label(), self.a.new_dynamic_label());
+        let (line, other, fail) = (
+            self.a.new_dynamic_label(),
+            self.a.new_dynamic_label(),
+            self.a.new_dynamic_label(),
+        );
         self.qword_imm8(7, false, t + ih.walk_pending as i32, 0);
         dynasm!(self.a
             ; .arch x64
@@ -794,7 +823,7 @@ impl<'a> Emitter<'a> {
             ; mov rcx, QWORD [rbx + base_pc]
             ; or rcx, QWORD [rbx + recent]
             ; cmp rcx, QWORD [rbx + recent + 8]
-            ; jne =>fail
+            ; jne =>other
             ; =>line
         );
         self.mru_key_test(shift, mask, keys, true);
@@ -823,6 +852,144 @@ impl<'a> Emitter<'a> {
             ; cmp eax, eax
             ; =>fail
             ; ret
+            ; =>other
+        );
+        self.tlb_second_or_index(
+            recent,
+            |e| dynasm!(e.a ; .arch x64 ; mov rcx, QWORD [rbx + base_pc]),
+            itlb_other,
+            line,
+        );
+    }
+
+    /// A shortcut routine's TLB test after the most recent entry did not
+    /// hold the virtual address (`va` sets rcx to it): where the second
+    /// most recent does, the two records swap (inline: the usual case,
+    /// code going back and forth between two pages); else the entry the
+    /// index names, through `by_index` ([`Runtime::tlb_other`]). Either
+    /// way on to `line`; else returns with ZF clear. Clobbers rcx.
+    fn tlb_second_or_index(
+        &mut self,
+        recent: i32,
+        va: impl Fn(&mut Self),
+        by_index: DynamicLabel,
+        line: DynamicLabel,
+    ) {
+        let index = self.a.new_dynamic_label();
+        va(self);
+        dynasm!(self.a
+            ; .arch x64
+            ; or rcx, QWORD [rbx + recent + 24]
+            ; cmp rcx, QWORD [rbx + recent + 32]
+            ; jne =>index
+            ; push rax
+        );
+        for at in [0, 8, 16] {
+            dynasm!(self.a
+                ; .arch x64
+                ; mov rax, QWORD [rbx + recent + at]
+                ; mov rcx, QWORD [rbx + recent + 24 + at]
+                ; mov QWORD [rbx + recent + at], rcx
+                ; mov QWORD [rbx + recent + 24 + at], rax
+            );
+        }
+        dynasm!(self.a
+            ; .arch x64
+            ; pop rax
+            ; jmp =>line
+            ; =>index
+        );
+        va(self);
+        dynasm!(self.a
+            ; .arch x64
+            ; call =>by_index
+            ; je =>line
+            ; ret
+        );
+    }
+
+    /// [`Runtime::tlb_other`] of the TLB `tlb` describes (its model `t`
+    /// bytes from rbx, its entries' address in the frame at `f_entries`).
+    fn tlb_other_routine(&mut self, t: i32, tlb: &hs_timing::InlineTlb, f_entries: i32) {
+        // (not first and second: dynasm reads those as registers)
+        let (first, second) = (t + tlb.recent as i32, t + tlb.recent as i32 + 24);
+        let (index, clock) = (t + tlb.index as i32, t + tlb.clock as i32);
+        let (settled, none) = (self.a.new_dynamic_label(), self.a.new_dynamic_label());
+        // the entry the index names for the 4 KiB page (rdi), if it holds
+        // the address: it becomes the most recent
+        dynasm!(self.a
+            ; .arch x64
+            ; push rax
+            ; push rdx
+            ; push rdi
+            ; mov edx, ecx
+            ; shr edx, 12
+            ; movzx edx, dl
+            ; movzx edx, WORD [rbx + index + rdx * 2]
+            ; cmp edx, tlb.entries as i32
+            ; jae =>none
+            ; lea rax, [rdx + rdx * 2]
+            ; mov rdi, QWORD [rbx + f_entries]
+            ; lea rdi, [rdi + rax * 8]
+            ; mov rax, QWORD [rdi + 8]
+            ; not rax
+            ; and rax, rcx
+            ; or rax, 1
+            ; cmp rax, QWORD [rdi]
+            ; jne =>none
+            // the two records' stamps settled (when they name two entries)
+            ; mov rax, QWORD [rbx + first + 16]
+            ; mov rcx, QWORD [rbx + second + 16]
+            ; cmp rax, rcx
+            ; je =>settled
+            ; lea rax, [rax + rax * 2]
+            ; shl rax, 3
+            ; add rax, QWORD [rbx + f_entries]
+            ; lea rcx, [rcx + rcx * 2]
+            ; shl rcx, 3
+            ; add rcx, QWORD [rbx + f_entries]
+            ; push rdx
+            ; mov rdx, QWORD [rbx + clock]
+            ; add rdx, 1
+            ; mov QWORD [rcx + 16], rdx
+            ; add rdx, 1
+            ; mov QWORD [rax + 16], rdx
+            ; mov QWORD [rbx + clock], rdx
+            ; pop rdx
+            ; =>settled
+            ; mov rax, QWORD [rbx + clock]
+            ; add rax, 1
+            ; mov QWORD [rbx + clock], rax
+            ; mov QWORD [rdi + 16], rax
+        );
+        for at in [0, 8, 16] {
+            dynasm!(self.a
+                ; .arch x64
+                ; mov rax, QWORD [rbx + first + at]
+                ; mov QWORD [rbx + second + at], rax
+            );
+        }
+        dynasm!(self.a
+            ; .arch x64
+            ; mov rax, QWORD [rdi + 8]
+            ; mov QWORD [rbx + first], rax
+            ; mov rcx, QWORD [rdi]
+            ; and rcx, -2
+            ; or rcx, rax
+            ; mov QWORD [rbx + first + 8], rcx
+            ; mov QWORD [rbx + first + 16], rdx
+            ; pop rdi
+            ; pop rdx
+            ; pop rax
+            ; cmp eax, eax
+            ; ret
+            ; =>none
+            ; pop rdi
+            ; pop rdx
+            ; pop rax
+            // (rsp is never 0: ZF clear)
+            ; test rsp, rsp
+            ; ret
         );
     }
 
@@ -846,22 +1013,18 @@ impl<'a> Emitter<'a> {
     }
 
     /// [`Runtime::mem_line`] for a load or a store.
-    fn mem_line_routine(&mut self, store: bool) {
+    fn mem_line_routine(&mut self, store: bool, dtlb_other: DynamicLabel) {
         let h = self.lay.hooks.as_ref().expect("hooked");
         let (ih, t) = (&h.inline, h.model);
         let shift = ih.mem_shift as i8;
         let to_pa = self.lay.f_host_to_pa;
         let (tr, recent, keys) = (
             t + ih.mem_translating as i32,
-            t + ih.mem_tlb_recent as i32,
+            t + ih.mem_tlb.recent as i32,
             t + ih.mem_keys as i32,
         );
         let key_mask = ih.mem_key_mask as i32;
-        let (line, second, fail) = (
-            self.a.new_dynamic_label(),
-            self.a.new_dynamic_label(),
-            self.a.new_dynamic_label(),
-        );
+        let (line, other) = (self.a.new_dynamic_label(), self.a.new_dynamic_label());
         dynasm!(self.a
             ; .arch x64
             ; cmp BYTE [rbx + tr], 0
@@ -869,7 +1032,7 @@ impl<'a> Emitter<'a> {
             ; mov rcx, rax
             ; or rcx, QWORD [rbx + recent]
             ; cmp rcx, QWORD [rbx + recent + 8]
-            ; jne =>second
+            ; jne =>other
             ; =>line
             ; mov rax, QWORD [rbx + to_pa]
             ; add rax, rsi
@@ -878,27 +1041,15 @@ impl<'a> Emitter<'a> {
         dynasm!(self.a
             ; .arch x64
             ; ret
-            // the second most recent entry: when it holds the address the
-            // two swap, then the line is tested
-            ; =>second
-            ; or rax, QWORD [rbx + recent + 24]
-            ; cmp rax, QWORD [rbx + recent + 32]
-            ; jne =>fail
+            // another entry: when it holds the address it becomes the
+            // most recent, then the line is tested
+            ; =>other
         );
-        for at in [0, 8, 16] {
-            dynasm!(self.a
-                ; .arch x64
-                ; mov rax, QWORD [rbx + recent + at]
-                ; mov rcx, QWORD [rbx + recent + 24 + at]
-                ; mov QWORD [rbx + recent + at], rcx
-                ; mov QWORD [rbx + recent + 24 + at], rax
-            );
-        }
-        dynasm!(self.a
-            ; .arch x64
-            ; jmp =>line
-            ; =>fail
-            ; ret
+        self.tlb_second_or_index(
+            recent,
+            |e| dynasm!(e.a ; .arch x64 ; mov rcx, rax),
+            dtlb_other,
+            line,
         );
     }
 

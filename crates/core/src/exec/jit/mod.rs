@@ -98,6 +98,9 @@ pub(crate) struct JitFrame {
     bp_table: u64,
     /// the timing model's BTB (`InlineJump`), asked for as `bp_table` is
     btb_table: u64,
+    /// the timing model's I-TLB and D-TLB entries (`InlineTlb`), asked
+    /// for as `bp_table` is
+    tlb_entries: [u64; 2],
     /// a host address in guest RAM plus this is its physical address
     /// (the same for the hart's life; set before code is translated)
     host_to_pa: u64,
@@ -133,6 +136,8 @@ pub(super) struct Layout {
     f_slots_len: i32,
     f_bp_table: i32,
     f_btb_table: i32,
+    /// the I-TLB's entries, then the D-TLB's
+    f_tlb_entries: [i32; 2],
     f_bp_steps: i32,
     f_host_to_pa: i32,
     f_flags_by_page: i32,
@@ -658,6 +663,7 @@ impl<T: TimingModel> Hart<T> {
                     // translated code runs, so not after helpers)
                     self.jit_frame.bp_table = self.timing.inline_branch_table();
                     self.jit_frame.btb_table = self.timing.inline_jump_table();
+                    self.jit_frame.tlb_entries = self.timing.inline_tlb_entries();
                     self.jit_refresh_frame();
                     // SAFETY: code `emit` built for this hart type and bus
                     // type (the key), entered with the hart and bus it
@@ -783,6 +789,8 @@ impl<T: TimingModel> Hart<T> {
             f_slots_len: at(frame + std::mem::offset_of!(JitFrame, slots_len)),
             f_bp_table: at(frame + std::mem::offset_of!(JitFrame, bp_table)),
             f_btb_table: at(frame + std::mem::offset_of!(JitFrame, btb_table)),
+            f_tlb_entries: [0, 8]
+                .map(|i| at(frame + std::mem::offset_of!(JitFrame, tlb_entries) + i)),
             f_bp_steps: at(frame + std::mem::offset_of!(JitFrame, bp_steps)),
             f_host_to_pa: at(frame + std::mem::offset_of!(JitFrame, host_to_pa)),
             f_flags_by_page: at(frame + std::mem::offset_of!(JitFrame, flags_by_page)),
