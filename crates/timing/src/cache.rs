@@ -119,6 +119,38 @@ impl Cache {
         true
     }
 
+    /// An access to line number `line` that hits, in any way, making the
+    /// replacement update `access` makes but counting nothing (the caller
+    /// counts it); false, having done nothing, on a miss.
+    #[inline]
+    pub fn hit_uncounted(&mut self, line: u64, write: bool) -> bool {
+        let set_index = (line & self.set_mask) as usize;
+        let base = set_index * self.ways;
+        let i = base + self.mru[set_index] as usize;
+        if self.tags[i] == line {
+            self.dirty[i] |= write;
+            return true;
+        }
+        let ways = self.ways;
+        let hit = match ways {
+            4 => way_holding(&self.tags[base..base + 4], line),
+            8 => way_holding(&self.tags[base..base + 8], line),
+            _ => way_holding(&self.tags[base..base + ways], line),
+        };
+        if hit == usize::MAX {
+            return false;
+        }
+        // (as `access_search`'s hit)
+        self.clock += 1;
+        let i = base + hit;
+        if self.replacement == Replacement::Lru {
+            self.stamps[i] = self.clock;
+        }
+        self.dirty[i] |= write;
+        self.mru[set_index] = hit as u8;
+        true
+    }
+
     /// Access the line holding byte address `pa`.
     #[inline]
     pub fn access(&mut self, pa: u64, write: bool) -> Outcome {
@@ -485,6 +517,51 @@ mod tests {
         assert!(c.access(0, false).hit);
         c.access(256, false); // evicts 0, the first filled
         assert!(!c.contains(0) && c.contains(128));
+    }
+
+    /// `hit_uncounted` is `access`'s hit, counts aside, and a miss
+    /// changes nothing: for every policy and the unrolled and general
+    /// associativities, a cache asked it first (and `access` on a miss)
+    /// ends each step in the state of one only asked `access`.
+    #[test]
+    fn a_hit_uncounted_is_accesss_hit_without_its_count() {
+        for replacement in [Replacement::Lru, Replacement::Fifo, Replacement::Random] {
+            for ways in [2, 4, 8] {
+                let shape = cfg(64 * 4 * ways, ways, 64, replacement);
+                let (mut a, mut b) = (Cache::new(&shape), Cache::new(&shape));
+                let mut x = 0x2545_f491_4f6c_dd1du64;
+                let (mut hits, mut misses) = (0, 0);
+                for step in 0..20_000 {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let (line, write) = (x % (6 * ways), x >> 40 & 1 == 1);
+                    let o = b.access(line << 6, write);
+                    if a.hit_uncounted(line, write) {
+                        hits += 1;
+                        assert!(o.hit, "step {step}: a hit where access missed");
+                        if write {
+                            a.counts.write_accesses += 1;
+                        } else {
+                            a.counts.read_accesses += 1;
+                        }
+                    } else {
+                        misses += 1;
+                        assert_eq!(a.access(line << 6, write), o, "step {step}");
+                    }
+                    fn state(c: &Cache) -> (&[u64], &[u64], &[bool], &[u8], u64, u64, CacheCounts) {
+                        (
+                            &c.tags, &c.stamps, &c.dirty, &c.mru, c.clock, c.rng, c.counts,
+                        )
+                    }
+                    assert!(
+                        state(&a) == state(&b),
+                        "step {step}: {replacement:?}, {ways} ways"
+                    );
+                }
+                assert!(hits > 1000 && misses > 1000, "{hits} hits, {misses} misses");
+            }
+        }
     }
 
     #[test]

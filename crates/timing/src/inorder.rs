@@ -797,13 +797,28 @@ impl InOrder {
         // a new line: the usual case is an I-TLB entry found without a
         // search and the MRU way of the line's set
         let tlb_hit = self.translating && self.itlb.quick_hit(pc);
-        if (tlb_hit || !self.translating) && self.l1i.mru_hit(line, false) {
+        if (tlb_hit || !self.translating) && self.l1i_hit(line) {
             self.last_iline = pa & self.iline_mask;
             self.state[FETCH] += self.l1i_lat;
             return self.charged(self.l1i_lat);
         }
         let c = self.fetch_new_line(pc, pa, tlb_hit);
         self.charged(c)
+    }
+
+    /// An L1I hit in any way, counted, with its replacement update and
+    /// the most recent way's copy kept.
+    #[inline(always)]
+    fn l1i_hit(&mut self, line: u64) -> bool {
+        if self.l1i.mru_hit(line, false) {
+            return true;
+        }
+        if !self.l1i.hit_uncounted(line, false) {
+            return false;
+        }
+        self.l1i.counts.read_accesses += 1;
+        self.l1i_keys.refresh(&self.l1i, line);
+        true
     }
 
     /// A fetch right after the hart walked (for it): the walk is recorded
@@ -1554,32 +1569,32 @@ impl InOrder {
             0
         };
         // nothing pending, a TLB hit found without a search (its LRU
-        // update made, the access counted below) and an L1 hit in the most
-        // recent way that changes nothing: only counted (translated code
-        // tests this inline)
+        // update made) and an L1 hit: only counted, here (`same_line`),
+        // whichever way hit. Translated code tests the most recent way
+        // inline, where the hit changes nothing.
         let line = pa >> self.dshift;
         if !mmio
             && (!self.translating || self.dtlb.recent_or_indexed(va))
-            && self.l1d_keys.holds(line, write)
+            && (self.l1d_keys.holds(line, write) || self.l1d_hit(line, write))
         {
             self.same_line[(self.translating as usize) << 1 | write as usize] += 1;
             return self.charged(self.l1d_lat + wait);
         }
-        // else the usual case: a TLB entry found without a search and the
-        // MRU way of the line's set
+        // else a TLB or L1 miss (or MMIO)
         let tlb_hit = self.translating && self.dtlb.quick_hit(va);
-        if !mmio && (tlb_hit || !self.translating) && self.l1d.mru_hit(line, write) {
-            // (a read there changes nothing the copy holds; a write may set
-            // the dirty bit)
-            if write {
-                self.l1d_keys.refresh(&self.l1d, line);
-            }
-            self.c.dtlb_write_accesses += (write && tlb_hit) as u64;
-            self.state[MEM] += self.l1d_lat;
-            return self.charged(self.l1d_lat + wait);
-        }
         let c = self.mem_slow(va, pa, write, mmio, tlb_hit);
         self.charged(c + wait)
+    }
+
+    /// An L1D hit in any way, uncounted (see `mem_plain`), with its
+    /// replacement update and the most recent way's copy kept.
+    #[inline(always)]
+    fn l1d_hit(&mut self, line: u64, write: bool) -> bool {
+        if !self.l1d.hit_uncounted(line, write) {
+            return false;
+        }
+        self.l1d_keys.refresh(&self.l1d, line);
+        true
     }
 
     /// A data access the fast path in `mem` did not cover.
