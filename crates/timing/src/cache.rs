@@ -529,13 +529,10 @@ mod tests {
             for ways in [2, 4, 8] {
                 let shape = cfg(64 * 4 * ways, ways, 64, replacement);
                 let (mut a, mut b) = (Cache::new(&shape), Cache::new(&shape));
-                let mut x = 0x2545_f491_4f6c_dd1du64;
+                let mut rnd = crate::test_rng(0x2545_f491_4f6c_dd1d);
                 let (mut hits, mut misses) = (0, 0);
                 for step in 0..20_000 {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    let (line, write) = (x % (6 * ways), x >> 40 & 1 == 1);
+                    let (line, write) = (rnd(6 * ways), rnd(2) == 1);
                     let o = b.access(line << 6, write);
                     if a.hit_uncounted(line, write) {
                         hits += 1;
