@@ -91,9 +91,10 @@ pub(super) struct Runtime {
     /// With a model's new-line fetch shortcut ([`hs_timing::InlineFetch`];
     /// else 0). In: rax the physical address of the line fetched, not
     /// the last one. Where the shortcut holds it makes the shortcut's
-    /// change and returns with ZF set and rax its cost; else, having
-    /// changed nothing (but the I-TLB hit's update, see `tlb_other`),
-    /// with ZF clear. Clobbers rax, rcx.
+    /// change and returns with ZF set and rax its cost; else with ZF
+    /// clear, having changed nothing but what an I-TLB hit in another
+    /// entry changes (its LRU update, which the hook makes first; see
+    /// `tlb_by_index`). Clobbers rax, rcx.
     pub fetch_line: u64,
     /// With a model's hooks: its data-access shortcut (the `mem_*` fields
     /// of [`hs_timing::InlineHooks`]), written once for loads (`[0]`) and
@@ -102,16 +103,17 @@ pub(super) struct Runtime {
     /// by about 110. In: rax the guest virtual address, rsi the host
     /// address. Returns with ZF set when the shortcut holds: not
     /// translating or the D-TLB's most recent entry holds the address
-    /// (else another does and `tlb_other` finds it, making the model's
-    /// LRU update), and the line is its L1 set's most recent way (dirty,
-    /// for a store); else with ZF clear. Clobbers rax, rcx.
+    /// (else the second most recent does, or the entry the index names,
+    /// `tlb_by_index`, and the model's LRU update is made), and the line
+    /// is its L1 set's most recent way (dirty, for a store); else with ZF
+    /// clear. Clobbers rax, rcx.
     pub mem_line: [u64; 2],
     /// With a model's hooks: for the I-TLB (`[0]`) and the D-TLB (`[1]`),
     /// a hit in the entry the index names, neither of the two most recent
     /// holding the address ([`hs_timing::InlineTlb`]). In: rcx the
     /// virtual address. Makes the hit's update and returns with ZF set;
     /// else, having changed nothing, with ZF clear. Clobbers rcx.
-    pub tlb_other: [u64; 2],
+    pub tlb_by_index: [u64; 2],
     /// With a model's inline branch step ([`hs_timing::InlineBranch`],
     /// when it fits this code's immediates; else 0): the step, written once
     /// instead of at every conditional branch (about 95 bytes each). In:
@@ -132,8 +134,8 @@ impl Runtime {
             ("fetch_line", self.fetch_line),
             ("mem_load", self.mem_line[0]),
             ("mem_store", self.mem_line[1]),
-            ("itlb_by_index", self.tlb_other[0]),
-            ("dtlb_by_index", self.tlb_other[1]),
+            ("itlb_by_index", self.tlb_by_index[0]),
+            ("dtlb_by_index", self.tlb_by_index[1]),
             ("branch_step", self.branch_step),
         ]
     }
@@ -741,8 +743,8 @@ impl<'a> Emitter<'a> {
             ; lea rcx, [=>ret0]
             ; ret
         );
-        let mut tlb_other = [0; 2];
-        let tlb_other_labels = [self.a.new_dynamic_label(), self.a.new_dynamic_label()];
+        let mut tlb_by_index = [0; 2];
+        let tlb_by_index_labels = [self.a.new_dynamic_label(), self.a.new_dynamic_label()];
         if let Some(h) = lay.hooks.as_ref() {
             let tlbs = [
                 h.inline.fetch_new_line.map(|f| f.tlb),
@@ -750,9 +752,9 @@ impl<'a> Emitter<'a> {
             ];
             for (d, tlb) in tlbs.iter().enumerate() {
                 if let Some(tlb) = tlb {
-                    dynasm!(self.a ; .arch x64 ; .align 16 ; =>tlb_other_labels[d]);
-                    tlb_other[d] = here(&self);
-                    self.tlb_other_routine(h.model, tlb, lay.f_tlb_entries[d]);
+                    dynasm!(self.a ; .arch x64 ; .align 16 ; =>tlb_by_index_labels[d]);
+                    tlb_by_index[d] = here(&self);
+                    self.tlb_by_index_routine(h.model, tlb, lay.f_tlb_entries[d]);
                 }
             }
         }
@@ -760,7 +762,7 @@ impl<'a> Emitter<'a> {
             Some(h) if h.inline.fetch_new_line.is_some() => {
                 dynasm!(self.a ; .arch x64 ; .align 16);
                 let at = here(&self);
-                self.fetch_line_routine(tlb_other_labels[0]);
+                self.fetch_line_routine(tlb_by_index_labels[0]);
                 at
             }
             _ => 0,
@@ -770,7 +772,7 @@ impl<'a> Emitter<'a> {
             for (store, at) in mem_line.iter_mut().enumerate() {
                 dynasm!(self.a ; .arch x64 ; .align 16);
                 *at = here(&self);
-                self.mem_line_routine(store == 1, tlb_other_labels[1]);
+                self.mem_line_routine(store == 1, tlb_by_index_labels[1]);
             }
         }
         let branch_step = match lay.hooks.as_ref().and_then(|h| h.inline.branch) {
@@ -790,7 +792,7 @@ impl<'a> Emitter<'a> {
             ret0: ret0_at,
             fetch_line,
             mem_line,
-            tlb_other,
+            tlb_by_index,
             branch_step,
         };
         self.a.finalize().ok().map(|code| (code, rt, chain_entry))
@@ -800,7 +802,7 @@ impl<'a> Emitter<'a> {
     /// [`hs_timing::InlineFetch`], written once. (A block never crosses a
     /// page, so its first pc's page is every op's: the I-TLB test reads
     /// the frame's block pc.)
-    fn fetch_line_routine(&mut self, itlb_other: DynamicLabel) {
+    fn fetch_line_routine(&mut self, itlb_by_index: DynamicLabel) {
         let h = self.lay.hooks.as_ref().expect("hooked");
         let (ih, t) = (&h.inline, h.model);
         let f = ih.fetch_new_line.expect("a new-line shortcut");
@@ -857,7 +859,7 @@ impl<'a> Emitter<'a> {
         self.tlb_second_or_index(
             recent,
             |e| dynasm!(e.a ; .arch x64 ; mov rcx, QWORD [rbx + base_pc]),
-            itlb_other,
+            itlb_by_index,
             line,
         );
     }
@@ -866,7 +868,7 @@ impl<'a> Emitter<'a> {
     /// hold the virtual address (`va` sets rcx to it): where the second
     /// most recent does, the two records swap (inline: the usual case,
     /// code going back and forth between two pages); else the entry the
-    /// index names, through `by_index` ([`Runtime::tlb_other`]). Either
+    /// index names, through `by_index` ([`Runtime::tlb_by_index`]). Either
     /// way on to `line`; else returns with ZF clear. Clobbers rcx.
     fn tlb_second_or_index(
         &mut self,
@@ -908,10 +910,10 @@ impl<'a> Emitter<'a> {
         );
     }
 
-    /// [`Runtime::tlb_other`] of the TLB `tlb` describes (its model `t`
+    /// [`Runtime::tlb_by_index`] of the TLB `tlb` describes (its model `t`
     /// bytes from rbx, its entries' address in the frame at `f_entries`).
-    fn tlb_other_routine(&mut self, t: i32, tlb: &hs_timing::InlineTlb, f_entries: i32) {
-        // (not first and second: dynasm reads those as registers)
+    fn tlb_by_index_routine(&mut self, t: i32, tlb: &hs_timing::InlineTlb, f_entries: i32) {
+        // (not r0 and r1: dynasm reads those as registers)
         let (first, second) = (t + tlb.recent as i32, t + tlb.recent as i32 + 24);
         let (index, clock) = (t + tlb.index as i32, t + tlb.clock as i32);
         let (settled, none) = (self.a.new_dynamic_label(), self.a.new_dynamic_label());
@@ -1013,7 +1015,7 @@ impl<'a> Emitter<'a> {
     }
 
     /// [`Runtime::mem_line`] for a load or a store.
-    fn mem_line_routine(&mut self, store: bool, dtlb_other: DynamicLabel) {
+    fn mem_line_routine(&mut self, store: bool, dtlb_by_index: DynamicLabel) {
         let h = self.lay.hooks.as_ref().expect("hooked");
         let (ih, t) = (&h.inline, h.model);
         let shift = ih.mem_shift as i8;
@@ -1048,7 +1050,7 @@ impl<'a> Emitter<'a> {
         self.tlb_second_or_index(
             recent,
             |e| dynasm!(e.a ; .arch x64 ; mov rcx, rax),
-            dtlb_other,
+            dtlb_by_index,
             line,
         );
     }
