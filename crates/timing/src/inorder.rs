@@ -810,9 +810,6 @@ impl InOrder {
     /// the most recent way's copy kept.
     #[inline(always)]
     fn l1i_hit(&mut self, line: u64) -> bool {
-        if self.l1i.mru_hit(line, false) {
-            return true;
-        }
         if !self.l1i.hit_uncounted(line, false) {
             return false;
         }
@@ -1573,15 +1570,17 @@ impl InOrder {
         // whichever way hit. Translated code tests the most recent way
         // inline, where the hit changes nothing.
         let line = pa >> self.dshift;
+        let tlb_hit = self.translating && self.dtlb.recent_or_indexed(va);
         if !mmio
-            && (!self.translating || self.dtlb.recent_or_indexed(va))
+            && (tlb_hit || !self.translating)
             && (self.l1d_keys.holds(line, write) || self.l1d_hit(line, write))
         {
             self.same_line[(self.translating as usize) << 1 | write as usize] += 1;
             return self.charged(self.l1d_lat + wait);
         }
-        // else a TLB or L1 miss (or MMIO)
-        let tlb_hit = self.translating && self.dtlb.quick_hit(va);
+        // else a TLB or L1 miss (or MMIO): the TLB's hit is counted here
+        // (the same-line fold counts the others')
+        self.dtlb.accesses += tlb_hit as u64;
         let c = self.mem_slow(va, pa, write, mmio, tlb_hit);
         self.charged(c + wait)
     }
