@@ -477,3 +477,40 @@ fn a_store_to_a_clean_line_makes_it_dirty() {
     let (stop, _) = check(&finish(a));
     assert_eq!(stop, StopReason::HtifExit(0));
 }
+
+/// A store to a line that is the most recent way of its L1D set, then an
+/// AMO (run by the interpreter's definition) on another line of the set,
+/// then a load from the store's line: the load
+/// must take the model's hook (its line is no longer the set's most
+/// recent way), not pass as on the store's line (translated code tests
+/// such a load against the line the store kept, as long as no hook or
+/// interpreter call ran between). Three more lines of the set then evict
+/// whichever is least recent, so a replacement update missed at the load
+/// evicts the store's line and the next round's store misses where the
+/// reference's hits.
+#[test]
+fn a_load_after_an_amo_in_its_set_updates_the_replacement_order() {
+    // amoadd.d zero, a2, (a1)
+    let amoadd = (A2 << 20) | (A1 << 15) | (3 << 12) | 0x2f;
+    let mut a = Asm::new(BASE);
+    a.li(A2, 0).li(A3, 100).la(T1, "data");
+    a.li(A1, 4096).add(A1, A1, T1);
+    // (the load first makes the line the most recent way, so that the
+    // store passes the model's shortcut from the second round on)
+    a.label("round")
+        .ld(T2, T1, 16)
+        .sd(A2, T1, 0)
+        .word(amoadd)
+        .ld(T2, T1, 8)
+        .j("evict")
+        .label("evict");
+    for k in 2..=4 {
+        a.li(T3, 4096 * k).add(T3, T3, T1).ld(T2, T3, 0);
+    }
+    a.addi(A2, A2, 1).bne(A2, A3, "round");
+    a.li(A0, 0);
+    exit_with(&mut a, A0);
+    a.align(4096).label("data").data(&[0; 5 * 4096]);
+    let (stop, _) = check(&finish(a));
+    assert_eq!(stop, StopReason::HtifExit(0));
+}

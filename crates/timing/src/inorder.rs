@@ -1919,6 +1919,75 @@ mod tests {
         }
     }
 
+    /// What translated code takes from `InlineHooks` to test a later
+    /// access's line alone: `branch`, `jump` and `direct_jump` (and
+    /// `insn` of a branch) leave everything the data shortcut tests as it
+    /// was — the D-TLB's two recent records, the L1D's keys, the
+    /// translating byte and the pending walk — over a mixed run of loads,
+    /// stores (with TLB misses) and jumps of every hint.
+    #[test]
+    fn branches_and_jumps_leave_what_the_data_shortcut_tests_alone() {
+        let (mut m, _) = model();
+        let ih = m
+            .inline_hooks()
+            .expect("the single-issue core has shortcuts");
+        translating(&mut m);
+        let tested = |m: &InOrder| -> Vec<u8> {
+            let base = m as *const InOrder as *const u8;
+            // SAFETY: offsets and sizes the model gave for itself
+            let bytes = |off: usize, n: usize| unsafe {
+                std::slice::from_raw_parts(base.add(off), n).to_vec()
+            };
+            let sets = ih.mem_key_mask as usize + 1;
+            [
+                bytes(ih.mem_tlb.recent, 48),
+                bytes(ih.mem_keys, 8 * sets),
+                bytes(ih.mem_translating, 1),
+                bytes(ih.walk_pending, 8),
+            ]
+            .concat()
+        };
+        let mut rnd = crate::test_rng(0x51ed_270b_2e8f_3a4d);
+        let hints = [
+            JumpHint::Plain,
+            JumpHint::Call,
+            JumpHint::Return,
+            JumpHint::ReturnCall,
+        ];
+        let (mut accesses, mut control) = (0, 0);
+        for step in 0..20_000 {
+            let (page, line) = (rnd(80) << 12, rnd(64) * 64);
+            if rnd(2) == 0 {
+                let kind = if rnd(3) == 0 {
+                    MemKind::Store
+                } else {
+                    MemKind::Load
+                };
+                m.mem(0x4000_0000 + page + line, RAM + page + line, 8, kind, false);
+                accesses += 1;
+                continue;
+            }
+            let before = tested(&m);
+            let pc = 0x8000_0000 + 2 * rnd(500);
+            let target = pc + 0x40 * rnd(8);
+            match rnd(3) {
+                0 => {
+                    m.insn(pc, InsnClass::Branch, Operands::EMPTY);
+                    m.branch(pc, rnd(2) == 0, target);
+                }
+                1 => {
+                    m.jump(pc, target, hints[rnd(4) as usize], pc + 4);
+                }
+                _ => {
+                    m.direct_jump(pc, target, hints[rnd(2) as usize], pc + 4);
+                }
+            }
+            control += 1;
+            assert_eq!(tested(&m), before, "step {step}");
+        }
+        assert!(accesses > 5_000 && control > 5_000);
+    }
+
     /// What `inline_hooks` describes is the hooks' own fast paths: over a
     /// mixed run (fetches, instructions of every class, loads and stores
     /// over a few lines and pages, translating and not, page walks),

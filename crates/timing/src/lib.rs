@@ -187,6 +187,13 @@ pub struct InlineHooks {
     /// holds `va` and [`InlineTlb`]'s hit finds it, that hit's update is
     /// what `mem` would do first (its whole LRU update): after it, the
     /// above holds as written, and `mem` is called as before.
+    ///
+    /// A passing shortcut changes nothing it tests, and neither do the
+    /// other shortcuts here, `insn` of an inlined class, `branch`, `jump`
+    /// or `direct_jump`: so after a load or store whose shortcut passed,
+    /// an access to the same line (a load, or a store after a store)
+    /// passes it too until a `fetch` or `mem` hook runs (translated code
+    /// relies on that, and tests a later access's line alone).
     pub mem_shift: u8,
     pub mem_tlb: InlineTlb,
     pub mem_keys: usize,

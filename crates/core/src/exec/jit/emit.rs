@@ -41,7 +41,10 @@
 //! shortcuts ([`hs_timing::InlineHooks`]) inline where they hold: a fetch
 //! from the line fetched last, a class's fixed `insn` cost and counter, a
 //! load or store hitting the D-TLB entry that hit last and the most recent
-//! way of its L1 set, a conditional branch's two-bit-counter step.
+//! way of its L1 set (for an access likely on the line of the one
+//! before it in the block, only that line compared with the one the
+//! frame keeps: see `hook_mem`), a conditional branch's two-bit-counter
+//! step.
 //! Everything else is a call that
 //! keeps the register cache (the hooks read no guest register). r13 plus
 //! `pending` is then the cycle count (each op's 1 and every cost known at
@@ -108,6 +111,14 @@ pub(super) struct Runtime {
     /// is its L1 set's most recent way (dirty, for a store); else with ZF
     /// clear. Clobbers rax, rcx.
     pub mem_line: [u64; 2],
+    /// `mem_line`, first writing the address's line (`rax >> mem_shift`)
+    /// to the frame's `last_line`: for an access a later one of its block
+    /// is tested against (see [`Emitter::hook_mem`]). Clobbers rax, rcx.
+    pub mem_line_keep: [u64; 2],
+    /// Returns with ZF set at once (the shortcut holding, as `hook_mem`
+    /// says why) when the address's line is the frame's `last_line`,
+    /// else is `mem_line_keep`. Clobbers rax, rcx.
+    pub mem_line_same: [u64; 2],
     /// With a model's hooks: for the I-TLB (`[0]`) and the D-TLB (`[1]`),
     /// a hit in the entry the index names, neither of the two most recent
     /// holding the address ([`hs_timing::InlineTlb`]). In: rcx the
@@ -132,7 +143,11 @@ impl Runtime {
             ("exit_static", self.exit_static),
             ("exit_indirect", self.exit_indirect),
             ("fetch_line", self.fetch_line),
+            ("mem_load_same", self.mem_line_same[0]),
+            ("mem_load_keep", self.mem_line_keep[0]),
             ("mem_load", self.mem_line[0]),
+            ("mem_store_same", self.mem_line_same[1]),
+            ("mem_store_keep", self.mem_line_keep[1]),
             ("mem_store", self.mem_line[1]),
             ("itlb_by_index", self.tlb_by_index[0]),
             ("dtlb_by_index", self.tlb_by_index[1]),
@@ -192,6 +207,8 @@ struct Slow {
     before: RegCache,
     /// reloaded after it (the cache the straight line has after the op)
     regs_after: RegCache,
+    /// the frame's `last_line` is forgotten after it (see `line_in_use`)
+    forget: bool,
 }
 
 /// Hooked models: what translated code owes the hart and the model at a
@@ -226,6 +243,8 @@ struct HookCall {
     regs: RegCache,
     keep_rsi: bool,
     kind: HookKind,
+    /// the frame's `last_line` is forgotten after it (see `line_in_use`)
+    forget: bool,
 }
 
 enum HookKind {
@@ -237,12 +256,68 @@ enum HookKind {
     Mem { base: u8, imm: i32, size_kind: u32 },
 }
 
+/// Hooked models: how a load's or store's shortcut test uses the
+/// frame's `last_line` (see [`Emitter::hook_mem`]).
+#[derive(Clone, Copy, Default)]
+struct SameLine {
+    /// a later access of the block is tested against this one's line:
+    /// written to `last_line` when the shortcut passes
+    keep: bool,
+    /// likely on the line of the access before it (same base register,
+    /// unchanged, offsets less than a line apart, and a load or a store
+    /// after a store): tested against `last_line` first
+    test: bool,
+}
+
+/// The plan of [`SameLine`]s for a block's ops.
+fn same_line_plan(ops: &[Op], line_bytes: i64) -> Vec<SameLine> {
+    let mut plan = vec![SameLine::default(); ops.len()];
+    // the access before: its op, base register, offset and kind
+    let mut last: Option<(usize, u8, i32, bool)> = None;
+    for (j, op) in ops.iter().enumerate() {
+        if let Some((base, imm, store)) = access_of(&op.insn) {
+            if let Some((i, b, at, stored)) = last {
+                if b == base && (imm as i64 - at as i64).abs() < line_bytes && (stored || !store) {
+                    plan[i].keep = true;
+                    plan[j].test = true;
+                }
+            }
+            last = Some((j, base, imm, store));
+        }
+        if last.is_some_and(|(_, b, _, _)| op.ops.dst == b) {
+            last = None;
+        }
+    }
+    plan
+}
+
+/// A load's or store's base register, offset and kind (store), for the
+/// ones translated inline.
+fn access_of(insn: &Insn) -> Option<(u8, i32, bool)> {
+    use Insn::*;
+    match *insn {
+        Lb { rs1, imm, .. }
+        | Lh { rs1, imm, .. }
+        | Lw { rs1, imm, .. }
+        | Ld { rs1, imm, .. }
+        | Lbu { rs1, imm, .. }
+        | Lhu { rs1, imm, .. }
+        | Lwu { rs1, imm, .. } => Some((rs1, imm, false)),
+        Sb { rs1, imm, .. } | Sh { rs1, imm, .. } | Sw { rs1, imm, .. } | Sd { rs1, imm, .. } => {
+            Some((rs1, imm, true))
+        }
+        _ => None,
+    }
+}
+
 /// A store that hit a page flagged as code.
 struct CodeStore {
     label: DynamicLabel,
     back: DynamicLabel,
     len: i32,
     regs: RegCache,
+    /// the frame's `last_line` is forgotten after it (see `line_in_use`)
+    forget: bool,
 }
 
 /// How [`Emitter::op`] emitted an op.
@@ -359,6 +434,15 @@ pub(super) struct Emitter<'a> {
     /// model's shortcut for certain
     fetched_line: Option<u64>,
     hook_calls: Vec<HookCall>,
+    /// hooked models: the block's [`SameLine`] plan, and the op being
+    /// emitted
+    plan: Vec<SameLine>,
+    op_index: usize,
+    /// hooked models: whether the frame's `last_line` was written on this
+    /// straight line since the block began or a helper ran (each hook
+    /// and interpreter call since then resets it at run time), and if so
+    /// whether by a store (its line is then dirty)
+    last_line: Option<bool>,
 }
 
 /// `op`'s address (a stable copy the helpers read), for the op at `i`.
@@ -384,6 +468,9 @@ impl<'a> Emitter<'a> {
             owed: Owed::default(),
             fetched_line: None,
             hook_calls: Vec::new(),
+            plan: Vec::new(),
+            op_index: 0,
+            last_line: None,
         }
     }
 
@@ -469,8 +556,12 @@ impl<'a> Emitter<'a> {
     /// assembler refused something (the block then stays interpreted).
     pub(super) fn block(mut self, ops: &[Op], op_addr: OpAddr) -> Option<(Vec<u8>, usize)> {
         self.prologue();
+        if let Some(h) = &self.lay.hooks {
+            self.plan = same_line_plan(ops, 1 << h.inline.mem_shift);
+        }
         let mut ended = false;
         for (i, op) in ops.iter().enumerate() {
+            self.op_index = i;
             match self.op(op, op_addr(i)) {
                 Emitted::Jumped => {
                     ended = true;
@@ -767,11 +858,30 @@ impl<'a> Emitter<'a> {
             }
             _ => 0,
         };
-        let mut mem_line = [0; 2];
-        if lay.hooks.is_some() {
-            for (store, at) in mem_line.iter_mut().enumerate() {
+        let (mut mem_line, mut mem_line_keep, mut mem_line_same) = ([0; 2], [0; 2], [0; 2]);
+        if let Some(h) = lay.hooks.as_ref() {
+            let shift = h.inline.mem_shift as i8;
+            for store in 0..2 {
+                let kept = self.a.new_dynamic_label();
                 dynasm!(self.a ; .arch x64 ; .align 16);
-                *at = here(&self);
+                mem_line_same[store] = here(&self);
+                dynasm!(self.a
+                    ; .arch x64
+                    ; mov rcx, rax
+                    ; shr rcx, shift
+                    ; cmp rcx, QWORD [rbx + lay.f_last_line]
+                    ; jne =>kept
+                    ; ret
+                );
+                mem_line_keep[store] = here(&self);
+                dynasm!(self.a
+                    ; .arch x64
+                    ; mov rcx, rax
+                    ; shr rcx, shift
+                    ; =>kept
+                    ; mov QWORD [rbx + lay.f_last_line], rcx
+                );
+                mem_line[store] = here(&self);
                 self.mem_line_routine(store == 1, tlb_by_index_labels[1]);
             }
         }
@@ -792,6 +902,8 @@ impl<'a> Emitter<'a> {
             ret0: ret0_at,
             fetch_line,
             mem_line,
+            mem_line_keep,
+            mem_line_same,
             tlb_by_index,
             branch_step,
         };
@@ -1322,7 +1434,9 @@ impl<'a> Emitter<'a> {
             ; jne =>label
             ; =>back
         );
+        let forget = self.line_in_use();
         self.hook_calls.push(HookCall {
+            forget,
             label,
             back,
             regs: self.regs,
@@ -1353,7 +1467,24 @@ impl<'a> Emitter<'a> {
             return;
         };
         let cost = h.inline.mem_cost as i32;
-        let routine = self.lay.rt.mem_line[store as usize] as usize;
+        let plan = self.plan.get(self.op_index).copied().unwrap_or_default();
+        let rt = &self.lay.rt;
+        let routine = if plan.test && self.last_line.is_some_and(|dirty| dirty || !store) {
+            // Likely the line of the last access whose shortcut passed,
+            // with nothing since that could have changed what it tested
+            // (a passing shortcut changes nothing, and every hook and
+            // interpreter call since resets `last_line`): then the same
+            // page, the D-TLB's most recent entry, and the same line, the
+            // most recent way of its set (dirty after a store), so the
+            // shortcut holds and the routine takes it on that test alone.
+            self.last_line = Some(store);
+            rt.mem_line_same[store as usize]
+        } else if plan.keep {
+            self.last_line = Some(store);
+            rt.mem_line_keep[store as usize]
+        } else {
+            rt.mem_line[store as usize]
+        } as usize;
         let (label, back) = (self.a.new_dynamic_label(), self.a.new_dynamic_label());
         // the shortcut's tests, shared (see `Runtime::mem_line`)
         self.lea_imm(0, base, imm);
@@ -1363,7 +1494,9 @@ impl<'a> Emitter<'a> {
             ; jne =>label
             ; =>back
         );
+        let forget = self.line_in_use();
         self.hook_calls.push(HookCall {
+            forget,
             label,
             back,
             regs: self.regs,
@@ -1379,9 +1512,28 @@ impl<'a> Emitter<'a> {
         self.owed.stall += cost;
     }
 
+    /// Whether a later access of the block may be tested against the
+    /// frame's `last_line` as it is here or as the current op writes it:
+    /// a hook or interpreter call here must then forget it.
+    fn line_in_use(&self) -> bool {
+        let plan = self.plan.get(self.op_index).copied().unwrap_or_default();
+        self.last_line.is_some() || plan.keep || plan.test
+    }
+
+    /// At run time, after a hook or the interpreter ran (where `forget`):
+    /// no line is known to pass the data shortcut (see `hook_mem`).
+    fn forget_line(&mut self, forget: bool) {
+        if forget && self.lay.hooks.is_some() {
+            let at = self.lay.f_last_line;
+            dynasm!(self.a ; .arch x64 ; mov QWORD [rbx + at], -1);
+        }
+    }
+
     /// The interpreter's definition of the op, retiring (and logging) it.
     fn helper_op(&mut self, addr: u64) -> Emitted {
         let lay = self.lay;
+        // (it may change anything the data shortcut tests)
+        self.last_line = None;
         self.flush_regs();
         self.settle_owed();
         let p = self.pending;
@@ -1854,7 +2006,9 @@ impl<'a> Emitter<'a> {
                 ; add rsi, QWORD [r15 + rcx + row_delta + 8]
             );
         }
+        let forget = self.line_in_use();
         self.slow.push(Slow {
+            forget,
             label: slow,
             back,
             pending: self.pending,
@@ -1961,7 +2115,9 @@ impl<'a> Emitter<'a> {
             ; jne =>code
             ; =>back
         );
+        let forget = self.line_in_use();
         self.code_stores.push(CodeStore {
+            forget,
             label: code,
             back,
             len: n,
@@ -2008,6 +2164,7 @@ impl<'a> Emitter<'a> {
             // op had run there)
             self.settle(&s.after.1, -1);
             self.reload(&s.regs_after);
+            self.forget_line(s.forget);
             dynasm!(self.a ; .arch x64 ; jmp =>s.back);
         }
         if let Some(h) = &lay.hooks {
@@ -2029,6 +2186,8 @@ impl<'a> Emitter<'a> {
                         self.kept_call(&c.regs, c.keep_rsi, fetch, |e| {
                             dynasm!(e.a ; .arch x64 ; mov esi, off_len as i32);
                         });
+                        // (a walk for the fetch reads through the L1D)
+                        self.forget_line(c.forget);
                         dynasm!(self.a ; .arch x64 ; =>fetched);
                     }
                     HookKind::Mem {
@@ -2059,6 +2218,7 @@ impl<'a> Emitter<'a> {
                             ; shl eax, 4
                         );
                         self.qword_imm8(5, true, at, 1);
+                        self.forget_line(c.forget);
                         dynasm!(self.a ; .arch x64 ; jmp =>c.back);
                         continue;
                     }
@@ -2080,6 +2240,7 @@ impl<'a> Emitter<'a> {
                 ; call rax
             );
             self.reload(&c.regs);
+            self.forget_line(c.forget);
             dynasm!(self.a ; .arch x64 ; jmp =>c.back);
         }
         dynasm!(self.a ; .arch x64 ; .align 16);

@@ -113,6 +113,12 @@ pub(crate) struct JitFrame {
     /// then the cycles it costs (a byte each), for translated code to look
     /// up (filled before a block is translated)
     bp_steps: [u8; 16],
+    /// hooked models: the data line (virtual address >> the L1D's line
+    /// shift) of the last load or store whose shortcut passed in the
+    /// running block, or `u64::MAX` once a hook or the interpreter may
+    /// have run since (see `emit`'s same-line accesses). Read only where
+    /// the running block wrote it.
+    last_line: u64,
     exit: Option<Exit>,
 }
 
@@ -141,6 +147,7 @@ pub(super) struct Layout {
     f_bp_steps: i32,
     f_host_to_pa: i32,
     f_flags_by_page: i32,
+    f_last_line: i32,
     /// the executable region (mapped before any code is emitted)
     region: u64,
     /// where the code being emitted will be installed
@@ -794,6 +801,7 @@ impl<T: TimingModel> Hart<T> {
             f_bp_steps: at(frame + std::mem::offset_of!(JitFrame, bp_steps)),
             f_host_to_pa: at(frame + std::mem::offset_of!(JitFrame, host_to_pa)),
             f_flags_by_page: at(frame + std::mem::offset_of!(JitFrame, flags_by_page)),
+            f_last_line: at(frame + std::mem::offset_of!(JitFrame, last_line)),
             region: self.blocks.jit.region as u64,
             code_at: self.blocks.jit.region as u64,
             rt: emit::Runtime::default(),
