@@ -467,7 +467,16 @@ fn a_store_to_a_clean_line_makes_it_dirty() {
     let mut a = Asm::new(BASE);
     a.li(A2, 0).li(A3, 100).la(T1, "data");
     a.label("round").ld(T2, T1, 0).sd(T2, T1, 0);
-    for k in 1..=4 {
+    same_set_round_ends(a, 1..=4);
+}
+
+/// The end of a round of the program `a` (A2 its count, A3 the rounds,
+/// T1 the label `data`, which this writes: five pages): loads from the
+/// lines 4 KiB times `ways` past T1, in the first one's L1D set (16
+/// KiB, 4 ways), then the next round or an exit with 0, which the run
+/// on both models, checked against the reference, must reach.
+fn same_set_round_ends(mut a: Asm, ways: std::ops::RangeInclusive<u64>) {
+    for k in ways {
         a.li(T3, 4096 * k).add(T3, T3, T1).ld(T2, T3, 0);
     }
     a.addi(A2, A2, 1).bne(A2, A3, "round");
@@ -504,13 +513,5 @@ fn a_load_after_an_amo_in_its_set_updates_the_replacement_order() {
         .ld(T2, T1, 8)
         .j("evict")
         .label("evict");
-    for k in 2..=4 {
-        a.li(T3, 4096 * k).add(T3, T3, T1).ld(T2, T3, 0);
-    }
-    a.addi(A2, A2, 1).bne(A2, A3, "round");
-    a.li(A0, 0);
-    exit_with(&mut a, A0);
-    a.align(4096).label("data").data(&[0; 5 * 4096]);
-    let (stop, _) = check(&finish(a));
-    assert_eq!(stop, StopReason::HtifExit(0));
+    same_set_round_ends(a, 2..=4);
 }
