@@ -3,6 +3,7 @@
 
 use crate::desc::{CacheConfig, Replacement};
 
+/// The tag of an empty way (no line number reaches it).
 const INVALID: u64 = u64::MAX;
 
 /// Outcome of one access.
@@ -23,16 +24,21 @@ pub struct CacheCounts {
     pub writebacks: u64,
 }
 
-#[derive(serde::Serialize, serde::Deserialize)]
+/// Saved as [`CacheState`] (tags, stamps and dirty bits in arrays of their
+/// own, as this was first laid out), so snapshots keep their form.
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
+#[serde(into = "CacheState", try_from = "CacheState")]
 pub struct Cache {
     line_shift: u32,
     set_mask: u64,
     ways: usize,
-    /// Line numbers (address >> line_shift), `ways` per set; INVALID = empty.
-    tags: Vec<u64>,
-    /// LRU: last use; FIFO: fill time.
-    stamps: Vec<u64>,
-    dirty: Vec<bool>,
+    /// Per set, its ways' tags (line numbers; INVALID for an empty way),
+    /// then their stamps: twice the clock at the last use (LRU) or the
+    /// fill (FIFO, random), plus the dirty bit; 0 exactly for an empty
+    /// way, so every filled way's (at least 2, and no two alike) orders
+    /// after it. A search reads one run of 2 × ways words: one host cache
+    /// line for four ways.
+    sets: Vec<u64>,
     /// Per set, the way used last: a hit there changes no replacement state
     /// (it is already the most recent), so it needs no search.
     mru: Vec<u8>,
@@ -42,27 +48,126 @@ pub struct Cache {
     pub counts: CacheCounts,
 }
 
+/// A cache as a snapshot holds it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct CacheState {
+    line_shift: u32,
+    set_mask: u64,
+    ways: usize,
+    /// Line numbers, `ways` per set; INVALID = empty.
+    tags: Vec<u64>,
+    stamps: Vec<u64>,
+    dirty: Vec<bool>,
+    mru: Vec<u8>,
+    clock: u64,
+    replacement: Replacement,
+    rng: u64,
+    counts: CacheCounts,
+}
+
+impl From<Cache> for CacheState {
+    fn from(c: Cache) -> Self {
+        let n = c.mru.len() * c.ways;
+        let (mut tags, mut stamps, mut dirty) =
+            (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
+        for set in c.sets.chunks_exact(2 * c.ways) {
+            let (t, st) = set.split_at(c.ways);
+            tags.extend_from_slice(t);
+            dirty.extend(st.iter().map(|&s| s & 1 == 1));
+            stamps.extend(st.iter().map(|&s| s >> 1));
+        }
+        CacheState {
+            line_shift: c.line_shift,
+            set_mask: c.set_mask,
+            ways: c.ways,
+            tags,
+            stamps,
+            dirty,
+            mru: c.mru,
+            clock: c.clock,
+            replacement: c.replacement,
+            rng: c.rng,
+            counts: c.counts,
+        }
+    }
+}
+
+impl TryFrom<CacheState> for Cache {
+    type Error = String;
+    /// A saved cache whose arrays fit its own shape (whether that shape is
+    /// the machine's is the restorer's question). An empty way's stamp is
+    /// taken as 0 whatever was saved (before this layout, emptying a cache
+    /// kept its stamps; an empty way was chosen before any filled one all
+    /// the same).
+    fn try_from(s: CacheState) -> Result<Self, String> {
+        let n = usize::try_from(s.set_mask)
+            .ok()
+            .and_then(|m| m.checked_add(1))
+            .filter(|n| n.is_power_of_two());
+        let lines = n.and_then(|n| n.checked_mul(s.ways));
+        let fits = s.line_shift < 64
+            && (1..=64).contains(&s.ways)
+            && n == Some(s.mru.len())
+            && lines.is_some_and(|l| {
+                l == s.tags.len() && l == s.stamps.len() && l == s.dirty.len()
+            })
+            && s.mru.iter().all(|&w| (w as usize) < s.ways);
+        if !fits {
+            return Err(format!(
+                "a saved cache of {} ways does not fit its own arrays ({} tags, {} sets)",
+                s.ways,
+                s.tags.len(),
+                s.mru.len()
+            ));
+        }
+        let mut sets = Vec::with_capacity(2 * s.tags.len());
+        for ((tags, stamps), dirty) in s
+            .tags
+            .chunks_exact(s.ways)
+            .zip(s.stamps.chunks_exact(s.ways))
+            .zip(s.dirty.chunks_exact(s.ways))
+        {
+            sets.extend_from_slice(tags);
+            sets.extend(tags.iter().zip(stamps).zip(dirty).map(|((&t, &st), &d)| {
+                if t == INVALID {
+                    0
+                } else {
+                    st << 1 | d as u64
+                }
+            }));
+        }
+        Ok(Cache {
+            line_shift: s.line_shift,
+            set_mask: s.set_mask,
+            ways: s.ways,
+            sets,
+            mru: s.mru,
+            clock: s.clock,
+            replacement: s.replacement,
+            rng: s.rng,
+            counts: s.counts,
+        })
+    }
+}
+
 impl Cache {
     /// Same geometry and policy (a snapshot's cache fits this one).
     pub(crate) fn same_shape(&self, o: &Cache) -> bool {
         (self.line_shift, self.set_mask, self.ways, self.replacement)
             == (o.line_shift, o.set_mask, o.ways, o.replacement)
-            && o.tags.len() == self.tags.len()
-            && o.stamps.len() == self.tags.len()
-            && o.dirty.len() == self.tags.len()
+            && o.sets.len() == self.sets.len()
             && o.mru.len() == self.mru.len()
-            && o.mru.iter().all(|&w| (w as usize) < self.ways.max(1))
     }
     pub fn new(cfg: &CacheConfig) -> Self {
-        let n = (cfg.size / cfg.line) as usize;
+        let (sets, ways) = (cfg.sets() as usize, cfg.ways as usize);
+        let mut set = vec![INVALID; ways];
+        set.resize(2 * ways, 0);
         Cache {
             line_shift: cfg.line.trailing_zeros(),
             set_mask: cfg.sets() - 1,
-            ways: cfg.ways as usize,
-            tags: vec![INVALID; n],
-            stamps: vec![0; n],
-            dirty: vec![false; n],
-            mru: vec![0; cfg.sets() as usize],
+            ways,
+            sets: set.repeat(sets),
+            mru: vec![0; sets],
             clock: 0,
             replacement: cfg.replacement,
             rng: 0x9e37_79b9_7f4a_7c15,
@@ -86,6 +191,12 @@ impl Cache {
         (line & self.set_mask) as usize
     }
 
+    /// Where set `set`'s tags start in `sets` (its stamps follow them).
+    #[inline(always)]
+    fn base(&self, set: usize) -> usize {
+        set * self.ways * 2
+    }
+
     /// The most recently used way of set `set` as one word: its line
     /// number times two plus its dirty bit, or u64::MAX when the way is
     /// empty (no line number reaches 2^63). An access to that line hits it
@@ -93,11 +204,12 @@ impl Cache {
     /// counts.
     #[inline(always)]
     pub fn mru_key(&self, set: usize) -> u64 {
-        let i = set * self.ways + self.mru[set] as usize;
-        if self.tags[i] == INVALID {
+        let i = self.base(set) + self.mru[set] as usize;
+        let tag = self.sets[i];
+        if tag == INVALID {
             return u64::MAX;
         }
-        self.tags[i] << 1 | self.dirty[i] as u64
+        tag << 1 | self.sets[i + self.ways] & 1
     }
 
     /// An access that hits the most recently used way of its set (the
@@ -105,12 +217,12 @@ impl Cache {
     /// done nothing, otherwise.
     #[inline(always)]
     pub fn mru_hit(&mut self, line: u64, write: bool) -> bool {
-        let set_index = (line & self.set_mask) as usize;
-        let i = set_index * self.ways + self.mru[set_index] as usize;
-        if self.tags[i] != line {
+        let set = self.set_of(line);
+        let i = self.base(set) + self.mru[set] as usize;
+        if self.sets[i] != line {
             return false;
         }
-        self.dirty[i] |= write;
+        self.sets[i + self.ways] |= write as u64;
         if write {
             self.counts.write_accesses += 1;
         } else {
@@ -124,95 +236,97 @@ impl Cache {
     /// counts it); false, having done nothing, on a miss.
     #[inline]
     pub fn hit_uncounted(&mut self, line: u64, write: bool) -> bool {
-        let set_index = (line & self.set_mask) as usize;
-        let base = set_index * self.ways;
-        let i = base + self.mru[set_index] as usize;
-        if self.tags[i] == line {
-            self.dirty[i] |= write;
+        let set = self.set_of(line);
+        let i = self.base(set) + self.mru[set] as usize;
+        if self.sets[i] == line {
+            self.sets[i + self.ways] |= write as u64;
             return true;
         }
-        let ways = self.ways;
-        let hit = match ways {
-            4 => way_holding(&self.tags[base..base + 4], line),
-            8 => way_holding(&self.tags[base..base + 8], line),
-            _ => way_holding(&self.tags[base..base + ways], line),
-        };
-        if hit == usize::MAX {
-            return false;
+        match self.ways {
+            4 => self.search::<4, false>(line, set, write).hit,
+            8 => self.search::<8, false>(line, set, write).hit,
+            _ => self.search::<0, false>(line, set, write).hit,
         }
-        // (as `access_search`'s hit)
-        self.clock += 1;
-        let i = base + hit;
-        if self.replacement == Replacement::Lru {
-            self.stamps[i] = self.clock;
-        }
-        self.dirty[i] |= write;
-        self.mru[set_index] = hit as u8;
-        true
     }
 
     /// Access the line holding byte address `pa`.
     #[inline]
     pub fn access(&mut self, pa: u64, write: bool) -> Outcome {
         let line = pa >> self.line_shift;
-        let set_index = (line & self.set_mask) as usize;
-        let base = set_index * self.ways;
+        let set = self.set_of(line);
         if write {
             self.counts.write_accesses += 1;
         } else {
             self.counts.read_accesses += 1;
         }
-        let i = base + self.mru[set_index] as usize;
-        if self.tags[i] == line {
-            self.dirty[i] |= write;
+        let i = self.base(set) + self.mru[set] as usize;
+        if self.sets[i] == line {
+            self.sets[i + self.ways] |= write as u64;
             return Outcome {
                 hit: true,
                 writeback: None,
             };
         }
-        self.access_search(line, set_index, write)
+        self.access_search(line, set, write)
     }
 
-    /// An access that missed the MRU way: the way holding the line, else
-    /// a victim (the first empty way, else by the policy). Each pass over
-    /// the set has no branch on what it finds (which way hits is data the
-    /// host cannot predict; a mispredicted early exit was once most of
-    /// this function's time), and the victim pass runs only on a miss.
-    /// The common associativities get a pass of fixed length (unrolled,
-    /// no bounds checks).
+    /// An access that missed the MRU way, for the common associativities
+    /// with a search of fixed length (unrolled, no bounds checks).
     #[inline(never)]
-    fn access_search(&mut self, line: u64, set_index: usize, write: bool) -> Outcome {
-        let ways = self.ways;
-        let base = set_index * ways;
-        self.clock += 1;
-        let hit = match ways {
-            4 => way_holding(&self.tags[base..base + 4], line),
-            8 => way_holding(&self.tags[base..base + 8], line),
-            _ => way_holding(&self.tags[base..base + ways], line),
-        };
+    fn access_search(&mut self, line: u64, set: usize, write: bool) -> Outcome {
+        match self.ways {
+            4 => self.search::<4, true>(line, set, write),
+            8 => self.search::<8, true>(line, set, write),
+            _ => self.search::<0, true>(line, set, write),
+        }
+    }
+
+    /// The way of set `set` holding `line` takes the access, else (`FILL`)
+    /// a victim does: the first empty way, else by the policy; without
+    /// `FILL` a miss changes nothing. `W` ways (0: the cache's own count).
+    /// Each pass over the set has no branch on what it finds (which way
+    /// hits is data the host cannot predict; a mispredicted early exit was
+    /// once most of this function's time), and the victim pass runs only
+    /// on a miss.
+    #[inline(always)]
+    fn search<const W: usize, const FILL: bool>(
+        &mut self,
+        line: u64,
+        set: usize,
+        write: bool,
+    ) -> Outcome {
+        let ways = if W == 0 { self.ways } else { W };
+        let base = set * ways * 2;
+        let (tags, stamps) = self.sets[base..base + 2 * ways].split_at_mut(ways);
+        let hit = way_holding(tags, line);
         if hit != usize::MAX {
-            let i = base + hit;
-            if self.replacement == Replacement::Lru {
-                self.stamps[i] = self.clock;
-            }
-            self.dirty[i] |= write;
-            self.mru[set_index] = hit as u8;
+            self.clock += 1;
+            let dirty = stamps[hit] & 1 | write as u64;
+            stamps[hit] = if self.replacement == Replacement::Lru {
+                self.clock << 1 | dirty
+            } else {
+                stamps[hit] | dirty
+            };
+            self.mru[set] = hit as u8;
             return Outcome {
                 hit: true,
                 writeback: None,
             };
         }
+        let miss = Outcome {
+            hit: false,
+            writeback: None,
+        };
+        if !FILL {
+            return miss;
+        }
+        self.clock += 1;
         if write {
             self.counts.write_misses += 1;
         } else {
             self.counts.read_misses += 1;
         }
-        let (tags, stamps) = (&self.tags, &self.stamps);
-        let (mut victim, oldest) = match ways {
-            4 => oldest_way(&tags[base..base + 4], &stamps[base..base + 4]),
-            8 => oldest_way(&tags[base..base + 8], &stamps[base..base + 8]),
-            _ => oldest_way(&tags[base..base + ways], &stamps[base..base + ways]),
-        };
+        let (mut victim, oldest) = oldest_way(stamps);
         // random replacement takes only an empty way by the pass
         if oldest != 0 && self.replacement == Replacement::Random {
             // xorshift64 from a fixed seed: the same victims every run
@@ -223,20 +337,13 @@ impl Cache {
             self.rng = x;
             victim = (x % ways as u64) as usize;
         }
-        let victim = base + victim;
-        let writeback = (self.tags[victim] != INVALID && self.dirty[victim])
-            .then(|| self.tags[victim] << self.line_shift);
-        if writeback.is_some() {
-            self.counts.writebacks += 1;
-        }
-        self.tags[victim] = line;
-        self.stamps[victim] = self.clock;
-        self.dirty[victim] = write;
-        self.mru[set_index] = (victim - base) as u8;
-        Outcome {
-            hit: false,
-            writeback,
-        }
+        // (an empty way's stamp is 0: never dirty)
+        let writeback = (stamps[victim] & 1 == 1).then(|| tags[victim] << self.line_shift);
+        self.counts.writebacks += writeback.is_some() as u64;
+        tags[victim] = line;
+        stamps[victim] = self.clock << 1 | write as u64;
+        self.mru[set] = victim as u8;
+        Outcome { writeback, ..miss }
     }
 
     /// Offset in a `Cache` of its count of read accesses.
@@ -246,15 +353,24 @@ impl Cache {
 
     /// Drop every line (dirty ones are written back without cost).
     pub fn invalidate_all(&mut self) {
-        self.tags.fill(INVALID);
-        self.dirty.fill(false);
+        for set in self.sets.chunks_exact_mut(2 * self.ways) {
+            let (tags, stamps) = set.split_at_mut(self.ways);
+            tags.fill(INVALID);
+            stamps.fill(0);
+        }
     }
 
     /// Whether the line holding `pa` is present (no state change).
     pub fn contains(&self, pa: u64) -> bool {
         let line = pa >> self.line_shift;
-        let base = (line & self.set_mask) as usize * self.ways;
-        self.tags[base..base + self.ways].contains(&line)
+        let base = self.base(self.set_of(line));
+        self.sets[base..base + self.ways].contains(&line)
+    }
+
+    /// The cache as a snapshot holds it.
+    #[cfg(test)]
+    pub(crate) fn state(&self) -> CacheState {
+        self.clone().into()
     }
 }
 
@@ -268,20 +384,16 @@ fn way_holding(tags: &[u64], line: u64) -> usize {
     hit
 }
 
-/// The victim by stamp and its key: an empty way orders before every
-/// filled one (key 0), filled ones by stamp (ties: the first).
+/// The victim by stamp and its stamp: an empty way (stamp 0) before every
+/// filled one, filled ones by stamp (ties, only among empty ways: the
+/// first).
 #[inline(always)]
-fn oldest_way(tags: &[u64], stamps: &[u64]) -> (usize, u64) {
+fn oldest_way(stamps: &[u64]) -> (usize, u64) {
     let (mut victim, mut oldest) = (0, u64::MAX);
-    for (w, (&t, &stamp)) in tags.iter().zip(stamps).enumerate() {
-        let key = if t == INVALID {
-            0
-        } else {
-            stamp.saturating_add(1)
-        };
-        let older = key < oldest;
+    for (w, &stamp) in stamps.iter().enumerate() {
+        let older = stamp < oldest;
         victim = if older { w } else { victim };
-        oldest = if older { key } else { oldest };
+        oldest = if older { stamp } else { oldest };
     }
     (victim, oldest)
 }
@@ -365,8 +477,9 @@ mod tests {
         }
     }
 
-    /// The search as first written (early exits), for comparison.
-    fn reference_search(c: &mut Cache, line: u64, set_index: usize, write: bool) -> Outcome {
+    /// The search as first written (early exits, on the saved form's
+    /// arrays), for comparison.
+    fn reference_search(c: &mut CacheState, line: u64, set_index: usize, write: bool) -> Outcome {
         let base = set_index * c.ways;
         c.clock += 1;
         let set = base..base + c.ways;
@@ -426,7 +539,7 @@ mod tests {
     }
 
     /// `Cache::access` with the reference search.
-    fn reference_access(c: &mut Cache, pa: u64, write: bool) -> Outcome {
+    fn reference_access(c: &mut CacheState, pa: u64, write: bool) -> Outcome {
         let line = pa >> c.line_shift;
         let set_index = (line & c.set_mask) as usize;
         if write {
@@ -445,12 +558,31 @@ mod tests {
         reference_search(c, line, set_index, write)
     }
 
+    /// The reference's emptying, as first written (stamps kept).
+    fn reference_invalidate_all(c: &mut CacheState) {
+        c.tags.fill(INVALID);
+        c.dirty.fill(false);
+    }
+
+    /// What the cache's state must equal: the reference's, an empty way's
+    /// stamp (which never decides anything) aside.
+    fn normalised(c: &CacheState) -> CacheState {
+        let mut c = c.clone();
+        for (t, s) in c.tags.iter().zip(c.stamps.iter_mut()) {
+            if *t == INVALID {
+                *s = 0;
+            }
+        }
+        c
+    }
+
     #[test]
     fn the_branch_free_search_decides_as_the_early_exits_did() {
         for replacement in [Replacement::Lru, Replacement::Fifo, Replacement::Random] {
             for ways in [1, 2, 3, 4, 8, 16] {
                 let shape = cfg(ways * 4 * 64, ways, 64, replacement);
-                let (mut c, mut r) = (Cache::new(&shape), Cache::new(&shape));
+                let mut c = Cache::new(&shape);
+                let mut r = c.state();
                 let mut x = 0x9e37_79b9_7f4a_7c15u64;
                 let mut misses = 0;
                 for step in 0..20_000 {
@@ -469,21 +601,10 @@ mod tests {
                     misses += !o.hit as u32;
                     if step % 5_000 == 4_999 {
                         c.invalidate_all();
-                        r.invalidate_all();
+                        reference_invalidate_all(&mut r);
                     }
-                    let state = |c: &Cache| {
-                        (
-                            c.tags.clone(),
-                            c.stamps.clone(),
-                            c.dirty.clone(),
-                            c.mru.clone(),
-                            c.clock,
-                            c.rng,
-                            c.counts,
-                        )
-                    };
                     assert!(
-                        state(&c) == state(&r),
+                        c.state() == normalised(&r),
                         "{replacement:?} {ways} ways, step {step}"
                     );
                 }
@@ -493,6 +614,48 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// A snapshot holds the cache in its first layout's form: saved and
+    /// restored, a cache goes on exactly as one never saved; a state saved
+    /// by that layout after emptying (stamps kept) restores with the
+    /// empty ways' stamps as 0; arrays that do not fit their own shape are
+    /// refused in a sentence, not a panic.
+    #[test]
+    fn a_saved_cache_goes_on_as_it_was_and_a_misfit_is_refused() {
+        let shape = cfg(64 * 4 * 8, 4, 64, Replacement::Lru);
+        let (mut a, mut rnd) = (Cache::new(&shape), crate::test_rng(7));
+        let mut step = |c: &mut Cache, rnd: &mut dyn FnMut(u64) -> u64| {
+            c.access(rnd(64) << 6, rnd(2) == 1)
+        };
+        for _ in 0..500 {
+            step(&mut a, &mut rnd);
+        }
+        let json = serde_json::to_string(&a).unwrap();
+        assert!(json.contains("\"tags\"") && json.contains("\"dirty\"") && !json.contains("\"sets\""));
+        let mut b: Cache = serde_json::from_str(&json).unwrap();
+        let (mut ra, mut rb) = (crate::test_rng(9), crate::test_rng(9));
+        for _ in 0..2_000 {
+            assert_eq!(step(&mut a, &mut ra), step(&mut b, &mut rb));
+            assert!(a.state() == b.state());
+        }
+
+        let mut old = a.state();
+        reference_invalidate_all(&mut old);
+        assert!(old.stamps.iter().any(|&s| s != 0));
+        let c = Cache::try_from(old.clone()).unwrap();
+        assert!(c.state() == normalised(&old));
+
+        let mut bad = old.clone();
+        bad.tags.pop();
+        let e = serde_json::from_str::<Cache>(&serde_json::to_string(&bad).unwrap())
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("does not fit its own arrays"), "{e}");
+        let mut bad = old;
+        bad.mru[3] = 4;
+        assert!(Cache::try_from(bad).is_err());
     }
 
     #[test]
@@ -546,13 +709,8 @@ mod tests {
                         misses += 1;
                         assert_eq!(a.access(line << 6, write), o, "step {step}");
                     }
-                    fn state(c: &Cache) -> (&[u64], &[u64], &[bool], &[u8], u64, u64, CacheCounts) {
-                        (
-                            &c.tags, &c.stamps, &c.dirty, &c.mru, c.clock, c.rng, c.counts,
-                        )
-                    }
                     assert!(
-                        state(&a) == state(&b),
+                        a.state() == b.state(),
                         "step {step}: {replacement:?}, {ways} ways"
                     );
                 }
@@ -635,9 +793,9 @@ mod tests {
                 x ^= x >> 7;
                 x ^= x << 17;
                 let (line, write) = (x % 40, x >> 40 & 1 == 1);
-                let set = c.set_of(line);
-                let i = set * c.ways + c.mru[set] as usize;
-                let truth = c.tags[i] == line && (!write || c.dirty[i]);
+                let (s, set) = (c.state(), c.set_of(line));
+                let i = set * s.ways + s.mru[set] as usize;
+                let truth = s.tags[i] == line && (!write || s.dirty[i]);
                 assert_eq!(k.holds(line, write), truth, "step {step}: {replacement:?}");
                 held += truth as u32;
                 not += !truth as u32;
