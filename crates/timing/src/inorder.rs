@@ -634,6 +634,20 @@ impl InOrder {
     #[inline(never)]
     fn data_access_slow(&mut self, pa: u64, write: bool) -> (u64, u64) {
         let o = self.l1d.access(pa, write);
+        self.data_filled(pa, write, o)
+    }
+
+    /// `data_access` of a line `l1d_hit` just found absent, nothing having
+    /// touched the L1D since (no walk in between).
+    fn data_access_absent(&mut self, pa: u64, write: bool) -> (u64, u64) {
+        let o = self.l1d.access_absent(pa, write);
+        self.data_filled(pa, write, o)
+    }
+
+    /// After the L1D access `o`: its copy of the most recent way, and the
+    /// L2's part of a miss and of a write-back.
+    #[inline(always)]
+    fn data_filled(&mut self, pa: u64, write: bool, o: crate::cache::Outcome) -> (u64, u64) {
         self.l1d_keys.refresh(&self.l1d, pa >> self.dshift);
         let mut stall = 0;
         match o.writeback {
@@ -1571,17 +1585,17 @@ impl InOrder {
         // inline, where the hit changes nothing.
         let line = pa >> self.dshift;
         let tlb_hit = self.translating && self.dtlb.recent_or_indexed(va);
-        if !mmio
-            && (tlb_hit || !self.translating)
-            && (self.l1d_keys.holds(line, write) || self.l1d_hit(line, write))
-        {
+        // (`looked`: the L1D was searched for the line, which is absent
+        // when the test fails)
+        let looked = !mmio && (tlb_hit || !self.translating);
+        if looked && (self.l1d_keys.holds(line, write) || self.l1d_hit(line, write)) {
             self.same_line[(self.translating as usize) << 1 | write as usize] += 1;
             return self.charged(self.l1d_lat + wait);
         }
         // else a TLB or L1 miss (or MMIO): the TLB's hit is counted here
         // (the same-line fold counts the others')
         self.dtlb.accesses += tlb_hit as u64;
-        let c = self.mem_slow(va, pa, write, mmio, tlb_hit);
+        let c = self.mem_slow(va, pa, write, mmio, tlb_hit, looked);
         self.charged(c + wait)
     }
 
@@ -1597,13 +1611,26 @@ impl InOrder {
     }
 
     /// A data access the fast path in `mem` did not cover.
+    ///
+    /// `absent`: the L1D was searched for the line and does not hold it.
     #[inline(never)]
-    fn mem_slow(&mut self, va: u64, pa: u64, write: bool, mmio: bool, tlb_hit: bool) -> u64 {
+    fn mem_slow(
+        &mut self,
+        va: u64,
+        pa: u64,
+        write: bool,
+        mmio: bool,
+        tlb_hit: bool,
+        absent: bool,
+    ) -> u64 {
         let mut cycles = 0;
+        let mut walked = false;
         if self.translating {
             let hit = tlb_hit || self.dtlb.lookup(va);
             self.c.dtlb_write_accesses += write as u64;
             if !hit {
+                // (the walk goes through the L1D)
+                walked = true;
                 cycles += self.tlb_miss(false, va, write);
             }
         }
@@ -1612,7 +1639,11 @@ impl InOrder {
             self.state[MEM] += self.mmio;
             return cycles + self.mmio;
         }
-        let (c, stall) = self.data_access(pa, write);
+        let (c, stall) = if absent && !walked {
+            self.data_access_absent(pa, write)
+        } else {
+            self.data_access(pa, write)
+        };
         self.state[MEM] += c;
         self.mem_stall += stall;
         cycles + c
