@@ -811,12 +811,15 @@ impl InOrder {
         // a new line: the usual case is an I-TLB entry found without a
         // search and the MRU way of the line's set
         let tlb_hit = self.translating && self.itlb.quick_hit(pc);
-        if (tlb_hit || !self.translating) && self.l1i_hit(line) {
+        // (then the L1I is searched for the line, absent if not hit, and
+        // `fetch_new_line` has no walk to make)
+        let looked = tlb_hit || !self.translating;
+        if looked && self.l1i_hit(line) {
             self.last_iline = pa & self.iline_mask;
             self.state[FETCH] += self.l1i_lat;
             return self.charged(self.l1i_lat);
         }
-        let c = self.fetch_new_line(pc, pa, tlb_hit);
+        let c = self.fetch_new_line(pc, pa, tlb_hit, looked);
         self.charged(c)
     }
 
@@ -852,14 +855,21 @@ impl InOrder {
         c + self.charged(earlier + w)
     }
 
+    /// A fetch from a line other than the last, not an L1I hit found
+    /// without a walk; `absent`: the L1I was searched for the line (no
+    /// walk is needed) and does not hold it.
     #[inline(never)]
-    fn fetch_new_line(&mut self, pc: u64, pa: u64, tlb_hit: bool) -> u64 {
+    fn fetch_new_line(&mut self, pc: u64, pa: u64, tlb_hit: bool, absent: bool) -> u64 {
         let mut cycles = 0;
         if self.translating && !(tlb_hit || self.itlb.lookup(pc)) {
             cycles += self.tlb_miss(true, pc, false);
         }
         self.last_iline = pa & self.iline_mask;
-        let o = self.l1i.access(pa, false);
+        let o = if absent {
+            self.l1i.access_absent(pa, false)
+        } else {
+            self.l1i.access(pa, false)
+        };
         self.l1i_keys.refresh(&self.l1i, pa >> self.ishift);
         let mut c = self.l1i_lat;
         if !o.hit {
