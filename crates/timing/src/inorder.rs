@@ -634,20 +634,20 @@ impl InOrder {
     #[inline(never)]
     fn data_access_slow(&mut self, pa: u64, write: bool) -> (u64, u64) {
         let o = self.l1d.access(pa, write);
-        self.data_filled(pa, write, o)
+        self.data_filled(pa, o)
     }
 
     /// `data_access` of a line `l1d_hit` just found absent, nothing having
     /// touched the L1D since (no walk in between).
     fn data_access_absent(&mut self, pa: u64, write: bool) -> (u64, u64) {
         let o = self.l1d.access_absent(pa, write);
-        self.data_filled(pa, write, o)
+        self.data_filled(pa, o)
     }
 
     /// After the L1D access `o`: its copy of the most recent way, and the
     /// L2's part of a miss and of a write-back.
     #[inline(always)]
-    fn data_filled(&mut self, pa: u64, write: bool, o: crate::cache::Outcome) -> (u64, u64) {
+    fn data_filled(&mut self, pa: u64, o: crate::cache::Outcome) -> (u64, u64) {
         self.l1d_keys.refresh(&self.l1d, pa >> self.dshift);
         let mut stall = 0;
         match o.writeback {
