@@ -77,11 +77,11 @@ fn write_perf_script<R: UserResolver>(
     let file = std::fs::File::create(&path).map_err(write_err(&path))?;
     let mut out = std::io::BufWriter::new(file);
     let mut script = PerfScript::new(sym, obs.guest_hz, obs.sample_period.max(1))?;
-    let mut text = String::new();
+    let mut text = Vec::new();
     for chunk in obs.samples.chunks(4096) {
         text.clear();
         script.write(chunk, &mut text);
-        out.write_all(text.as_bytes()).map_err(write_err(&path))?;
+        out.write_all(&text).map_err(write_err(&path))?;
     }
     out.flush().map_err(write_err(&path))?;
     Ok(path)

@@ -22,12 +22,14 @@ pub fn perf_script<R: UserResolver>(
     guest_hz: u64,
     period: u64,
 ) -> Result<String> {
-    let mut out = String::new();
+    let mut out = Vec::new();
     if samples.is_empty() && guest_hz != 0 {
-        return Ok(out);
+        return Ok(String::new());
     }
     PerfScript::new(symbolizer, guest_hz, period)?.write(samples, &mut out);
-    Ok(out)
+    // (every piece is a `str` or ASCII: valid UTF-8 whole)
+    Ok(String::from_utf8(out)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
 }
 
 /// [`perf_script`] a piece at a time (a long run's text is large), each
@@ -35,7 +37,7 @@ pub fn perf_script<R: UserResolver>(
 pub struct PerfScript<'s, R> {
     resolver: StackResolver<'s, R>,
     /// The frame lines of each shared stack, by [`StackId`] (empty until made).
-    stack_text: Vec<String>,
+    stack_text: Vec<Vec<u8>>,
     guest_hz: u64,
     period: u64,
 }
@@ -56,8 +58,9 @@ impl<'s, R: UserResolver> PerfScript<'s, R> {
         })
     }
 
-    /// Append the blocks of `samples` to `out`.
-    pub fn write(&mut self, samples: &[Sample], out: &mut String) {
+    /// Append the blocks of `samples` to `out` (UTF-8 text: bytes, so
+    /// that numbers go in without a check or a `char` at a time).
+    pub fn write(&mut self, samples: &[Sample], out: &mut Vec<u8>) {
         for s in samples {
             let p = self.resolver.parts(s);
             push_header(out, &p, s, self.guest_hz, self.period);
@@ -67,7 +70,7 @@ impl<'s, R: UserResolver> PerfScript<'s, R> {
                 Callers::Shared(id) => {
                     let i = id.index();
                     if self.stack_text.len() <= i {
-                        self.stack_text.resize(i + 1, String::new());
+                        self.stack_text.resize(i + 1, Vec::new());
                     }
                     if self.stack_text[i].is_empty() {
                         let text = &mut self.stack_text[i];
@@ -76,10 +79,10 @@ impl<'s, R: UserResolver> PerfScript<'s, R> {
                             .iter()
                             .for_each(|f| push_frame(text, f));
                     }
-                    out.push_str(&self.stack_text[i]);
+                    out.extend_from_slice(&self.stack_text[i]);
                 }
             }
-            out.push('\n');
+            out.push(b'\n');
         }
     }
 }
@@ -88,7 +91,7 @@ impl<'s, R: UserResolver> PerfScript<'s, R> {
 /// comm unpadded when a callchain follows, `%5d/%-5d`, `[%03d]`, `%12s:`,
 /// `%10u`; the time is the cycle at `guest_hz` in seconds, to the
 /// microsecond. (By hand, as the frames: `format!` was most of the time.)
-fn push_header(out: &mut String, p: &SampleParts<'_>, s: &Sample, guest_hz: u64, period: u64) {
+fn push_header(out: &mut Vec<u8>, p: &SampleParts<'_>, s: &Sample, guest_hz: u64, period: u64) {
     // The time to the microsecond, floored: the whole seconds and the
     // microseconds of the rest, each floored, are those of the cycle's
     // nanoseconds (floor(floor(x / a) / b) = floor(x / ab)), with no
@@ -98,27 +101,25 @@ fn push_header(out: &mut String, p: &SampleParts<'_>, s: &Sample, guest_hz: u64,
         Some(r) => r / guest_hz,
         None => (rem as u128 * 1_000_000 / guest_hz as u128) as u64,
     };
-    out.push_str(p.comm);
-    out.push(' ');
+    out.extend_from_slice(p.comm.as_bytes());
+    out.push(b' ');
     push_dec(out, p.pid as u64, 5, Pad::Left);
-    out.push('/');
+    out.push(b'/');
     push_dec(out, p.tid as u64, 5, Pad::Right);
-    out.push_str(" [");
+    out.extend_from_slice(b" [");
     push_dec(out, s.hart as u64, 3, Pad::Zero);
-    out.push_str("] ");
+    out.extend_from_slice(b"] ");
     // the time, right-aligned in 12 columns
     let digits = |v: u64| if v == 0 { 1 } else { v.ilog10() as usize + 1 };
-    for _ in (digits(secs) + 7)..12 {
-        out.push(' ');
-    }
+    out.resize(out.len() + 12usize.saturating_sub(digits(secs) + 7), b' ');
     push_dec(out, secs, 0, Pad::Left);
-    out.push('.');
+    out.push(b'.');
     push_dec(out, micros, 6, Pad::Zero);
-    out.push_str(": ");
+    out.extend_from_slice(b": ");
     push_dec(out, period, 10, Pad::Left);
-    out.push(' ');
-    out.push_str(EVENT);
-    out.push_str(": \n");
+    out.push(b' ');
+    out.extend_from_slice(EVENT.as_bytes());
+    out.extend_from_slice(b": \n");
 }
 
 /// Where [`push_dec`] pads to its width: spaces on the left (`{:>w}`), on
@@ -131,7 +132,7 @@ enum Pad {
 }
 
 /// `v` in decimal, padded to `width` columns.
-fn push_dec(out: &mut String, v: u64, width: usize, pad: Pad) {
+fn push_dec(out: &mut Vec<u8>, v: u64, width: usize, pad: Pad) {
     let mut digits = [0u8; 20];
     let mut n = 0;
     let mut v = v;
@@ -143,18 +144,18 @@ fn push_dec(out: &mut String, v: u64, width: usize, pad: Pad) {
             break;
         }
     }
-    let fill = if pad == Pad::Zero { '0' } else { ' ' };
+    let fill = if pad == Pad::Zero { b'0' } else { b' ' };
     if pad != Pad::Right {
-        (n..width).for_each(|_| out.push(fill));
+        out.resize(out.len() + width.saturating_sub(n), fill);
     }
-    push_ascii(out, &digits[20 - n..]);
+    out.extend_from_slice(&digits[20 - n..]);
     if pad == Pad::Right {
-        (n..width).for_each(|_| out.push(' '));
+        out.resize(out.len() + width.saturating_sub(n), b' ');
     }
 }
 
 /// One frame line: `\taddr sym+0xoff (dso)`.
-fn push_frame(out: &mut String, f: &Frame<'_>) {
+fn push_frame(out: &mut Vec<u8>, f: &Frame<'_>) {
     // perf prints user addresses relative to the file, kernel ones as is.
     let addr = if f.space == Space::User {
         f.file_addr
@@ -163,24 +164,24 @@ fn push_frame(out: &mut String, f: &Frame<'_>) {
     };
     // (by hand: the formatting machinery was most of the time
     // this takes on a long run's millions of frames)
-    out.push('\t');
+    out.push(b'\t');
     push_hex(out, addr, 16);
-    out.push(' ');
+    out.push(b' ');
     match f.symbol {
         Some(name) => {
-            out.push_str(name);
-            out.push_str("+0x");
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(b"+0x");
             push_hex(out, f.offset, 0);
         }
-        None => out.push_str(UNKNOWN),
+        None => out.extend_from_slice(UNKNOWN.as_bytes()),
     }
-    out.push_str(" (");
-    out.push_str(f.dso);
-    out.push_str(")\n");
+    out.extend_from_slice(b" (");
+    out.extend_from_slice(f.dso.as_bytes());
+    out.extend_from_slice(b")\n");
 }
 
 /// `v` in lower-case hex, right-aligned in `width` columns (as `{:>width$x}`).
-fn push_hex(out: &mut String, v: u64, width: usize) {
+fn push_hex(out: &mut Vec<u8>, v: u64, width: usize) {
     let mut digits = [0u8; 16];
     let mut n = 0;
     let mut v = v;
@@ -192,16 +193,8 @@ fn push_hex(out: &mut String, v: u64, width: usize) {
             break;
         }
     }
-    for _ in n..width {
-        out.push(' ');
-    }
-    push_ascii(out, &digits[16 - n..]);
-}
-
-/// ASCII bytes (digits) onto `out`, without the UTF-8 check `from_utf8`
-/// makes (a third of the time the digits took with it).
-fn push_ascii(out: &mut String, ascii: &[u8]) {
-    out.extend(ascii.iter().map(|&b| char::from(b)));
+    out.resize(out.len() + width.saturating_sub(n), b' ');
+    out.extend_from_slice(&digits[16 - n..]);
 }
 
 #[cfg(test)]
@@ -225,11 +218,11 @@ mod tests {
         ];
         for v in values {
             for w in [0, 3, 5, 6, 10] {
-                let mut s = String::new();
+                let mut s = Vec::new();
                 push_dec(&mut s, v, w, Pad::Left);
                 push_dec(&mut s, v, w, Pad::Right);
                 push_dec(&mut s, v, w, Pad::Zero);
-                assert_eq!(s, format!("{v:>w$}{v:<w$}{v:0w$}"));
+                assert_eq!(s, format!("{v:>w$}{v:<w$}{v:0w$}").into_bytes());
             }
         }
         let sym = crate::symbols::Symbolizer::new();
@@ -257,7 +250,7 @@ mod tests {
                 }),
             };
             let p = crate::symbols::StackResolver::new(&sym).parts(&sample);
-            let mut got = String::new();
+            let mut got = Vec::new();
             push_header(&mut got, &p, &sample, hz, 1024);
             let ns = cycle as u128 * 1_000_000_000 / hz as u128;
             let time = format!("{}.{:06}", ns / 1_000_000_000, (ns % 1_000_000_000) / 1_000);
@@ -265,7 +258,7 @@ mod tests {
                 "kworker/0:1 {pid:>5}/{tid:<5} [{hart:03}] {time:>12}: {:>10} cycles: \n",
                 1024
             );
-            assert_eq!(got, want);
+            assert_eq!(String::from_utf8(got).unwrap(), want);
         }
     }
 
@@ -281,9 +274,9 @@ mod tests {
             0xffff_ffff_8000_1234,
         ] {
             for w in [0, 1, 16, 20] {
-                let mut s = String::new();
+                let mut s = Vec::new();
                 push_hex(&mut s, v, w);
-                assert_eq!(s, format!("{v:>w$x}"));
+                assert_eq!(s, format!("{v:>w$x}").into_bytes());
             }
         }
     }
