@@ -659,7 +659,7 @@ mod tests {
     fn a_saved_cache_goes_on_as_it_was_and_a_misfit_is_refused() {
         let shape = cfg(64 * 4 * 8, 4, 64, Replacement::Lru);
         let (mut a, mut rnd) = (Cache::new(&shape), crate::test_rng(7));
-        let mut step =
+        let step =
             |c: &mut Cache, rnd: &mut dyn FnMut(u64) -> u64| c.access(rnd(64) << 6, rnd(2) == 1);
         for _ in 0..500 {
             step(&mut a, &mut rnd);
