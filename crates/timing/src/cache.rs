@@ -244,8 +244,18 @@ impl Cache {
             self.sets[i + self.ways] |= write as u64;
             return true;
         }
+        // (the 4-way search needs few registers; with the others here
+        // every call, a most-recent-way hit too, saved and restored five)
+        if self.ways == 4 {
+            return self.search::<4, false>(line, set, write).hit;
+        }
+        self.hit_uncounted_other(line, set, write)
+    }
+
+    /// [`Cache::hit_uncounted`]'s search of a set of other than 4 ways.
+    #[inline(never)]
+    fn hit_uncounted_other(&mut self, line: u64, set: usize, write: bool) -> bool {
         match self.ways {
-            4 => self.search::<4, false>(line, set, write).hit,
             8 => self.search::<8, false>(line, set, write).hit,
             _ => self.search::<0, false>(line, set, write).hit,
         }
@@ -275,8 +285,20 @@ impl Cache {
     /// Access the line holding byte address `pa`, which `hit_uncounted`
     /// just found absent, nothing having changed this cache since: the
     /// miss `access` would take, without looking for the line again.
-    #[inline(never)]
+    #[inline(always)]
     pub fn access_absent(&mut self, pa: u64, write: bool) -> Outcome {
+        match self.ways {
+            4 => self.absent_by_ways::<4>(pa, write),
+            8 => self.absent_by_ways::<8>(pa, write),
+            _ => self.absent_by_ways::<0>(pa, write),
+        }
+    }
+
+    /// [`Cache::access_absent`] for `W` ways (0: the cache's own count),
+    /// one copy each, so that the common associativities save no more
+    /// host registers than their own code uses.
+    #[inline(never)]
+    fn absent_by_ways<const W: usize>(&mut self, pa: u64, write: bool) -> Outcome {
         let line = pa >> self.line_shift;
         debug_assert!(!self.contains(pa));
         if write {
@@ -285,22 +307,25 @@ impl Cache {
             self.counts.read_accesses += 1;
         }
         let set = self.set_of(line);
-        match self.ways {
-            4 => self.fill::<4>(line, set, write),
-            8 => self.fill::<8>(line, set, write),
-            _ => self.fill::<0>(line, set, write),
-        }
+        self.fill::<W>(line, set, write)
     }
 
     /// An access that missed the MRU way, for the common associativities
     /// with a search of fixed length (unrolled, no bounds checks).
-    #[inline(never)]
+    #[inline(always)]
     fn access_search(&mut self, line: u64, set: usize, write: bool) -> Outcome {
         match self.ways {
-            4 => self.search::<4, true>(line, set, write),
-            8 => self.search::<8, true>(line, set, write),
-            _ => self.search::<0, true>(line, set, write),
+            4 => self.search_by_ways::<4>(line, set, write),
+            8 => self.search_by_ways::<8>(line, set, write),
+            _ => self.search_by_ways::<0>(line, set, write),
         }
+    }
+
+    /// [`Cache::access_search`] for `W` ways, one copy each (as
+    /// [`Cache::absent_by_ways`]).
+    #[inline(never)]
+    fn search_by_ways<const W: usize>(&mut self, line: u64, set: usize, write: bool) -> Outcome {
+        self.search::<W, true>(line, set, write)
     }
 
     /// The way of set `set` holding `line` takes the access, else (`FILL`)
