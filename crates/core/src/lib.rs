@@ -271,6 +271,20 @@ impl<T: TimingModel> PageReader<'_, T> {
         Some(())
     }
 
+    /// The `N` bytes at `va`, copied inline when they lie in one page
+    /// (`read`'s copy of a length known only at run time is a `memcpy`
+    /// call: most of reading a `task_struct`'s ids at every sample).
+    #[inline]
+    pub fn bytes<const N: usize>(&mut self, va: u64) -> Option<[u8; N]> {
+        let mut b = [0u8; N];
+        match self.in_page(va, N)? {
+            // SAFETY: `in_page` vouched for `N` bytes at `p`.
+            Some(p) => b = unsafe { (p as *const [u8; N]).read_unaligned() },
+            None => self.read(va, &mut b)?,
+        }
+        Some(b)
+    }
+
     /// The little-endian words at `va` and `va + 8` (a frame record: one
     /// page lookup when both lie in one page).
     #[inline]

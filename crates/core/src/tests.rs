@@ -707,7 +707,8 @@ fn a_restored_tlb_still_fences_whole_superpages() {
 /// A page reader (one translation per page) reads exactly what
 /// `read_virt` / `read_kernel_virt` read, in every mode, across pages,
 /// through a TLB entry a remap without a fence left stale, and fails where
-/// they fail — reusing one reader across pages or not.
+/// they fail — reusing one reader across pages or not; `bytes` of a
+/// fixed length as well.
 #[test]
 fn page_reader_reads_what_read_virt_reads() {
     let (mut h, ram) = hart_with(&[]);
@@ -759,6 +760,16 @@ fn page_reader_reads_what_read_virt_reads() {
                         let pair = ok.then(|| (word(&want[..8]), word(&want[8..])));
                         assert_eq!(reader.u64_pair(va), pair, "u64_pair {view:?} {va:#x}");
                     }
+                    let fixed = match len {
+                        4 => reader.bytes::<4>(va).map(|b| b.to_vec()),
+                        8 => reader.bytes::<8>(va).map(|b| b.to_vec()),
+                        _ => reader.bytes::<16>(va).map(|b| b.to_vec()),
+                    };
+                    assert_eq!(
+                        fixed,
+                        ok.then(|| want.clone()),
+                        "bytes {view:?} {va:#x}+{len}"
+                    );
                 }
             }
         }

@@ -79,6 +79,10 @@ pub struct Sampler {
     ident: Arc<UserIdentifier>,
     spaces: BTreeMap<u64, Option<usize>>,
     pub marks: Vec<SpaceMark>,
+    /// The stack buffer, kept between samples: one made on the host stack
+    /// at each sample was zeroed there (a 520-byte `memset` a sample),
+    /// although nothing reads what it has not written.
+    frames: Option<Box<Frames>>,
 }
 
 impl Sampler {
@@ -99,6 +103,7 @@ impl Sampler {
             ident,
             spaces: BTreeMap::new(),
             marks: Vec::new(),
+            frames: None,
         }
     }
 
@@ -190,7 +195,8 @@ impl Sampler {
     fn take<T: TimingModel>(&mut self, h: usize, hart: &Hart<T>, tasks: Option<&mut TaskReader>) {
         let pc = hart.pc();
         let satp = hart.satp();
-        let mut stack = Frames::default();
+        let mut stack = self.frames.take().unwrap_or_default();
+        stack.n = 0;
         let max = self.cfg.max_depth.min(MAX_DEPTH);
         let privilege = match hart.priv_mode() {
             Priv::Machine => Privilege::Machine,
@@ -216,6 +222,7 @@ impl Sampler {
             stack.as_slice(),
             task,
         );
+        self.frames = Some(stack);
     }
 
     /// The binary running in this address space, re-checked at `pc`.

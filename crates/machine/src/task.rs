@@ -102,14 +102,20 @@ impl TaskReader {
         let l = self.layout;
         let mut view = hart.page_reader(View::Kernel);
         let mut word = |off: u32| -> Option<u32> {
-            let mut b = [0u8; 4];
-            view.read(ptr.checked_add(off as u64)?, &mut b)?;
-            Some(u32::from_le_bytes(b))
+            Some(u32::from_le_bytes(
+                view.bytes(ptr.checked_add(off as u64)?)?,
+            ))
         };
         let (tid, pid) = (word(l.pid)?, word(l.tgid)?);
         let mut raw = [0u8; TaskLayout::MAX_COMM as usize];
         let raw = &mut raw[..l.comm_len as usize];
-        view.read(ptr.checked_add(l.comm as u64)?, raw)?;
+        let comm = ptr.checked_add(l.comm as u64)?;
+        // (Linux's TASK_COMM_LEN: a copy of fixed length)
+        if raw.len() == 16 {
+            raw.copy_from_slice(&view.bytes::<16>(comm)?);
+        } else {
+            view.read(comm, raw)?;
+        }
         // The task this hart ran last time (the usual case), its bytes
         // unchanged: what was checked and named then holds now.
         if let Some(Some(last)) = self.last.get(h) {
