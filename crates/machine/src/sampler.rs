@@ -82,7 +82,7 @@ pub struct Sampler {
     /// The stack buffer, kept between samples: one made on the host stack
     /// at each sample was zeroed there (a 520-byte `memset` a sample),
     /// although nothing reads what it has not written.
-    frames: Option<Box<Frames>>,
+    frames: Frames,
 }
 
 impl Sampler {
@@ -103,7 +103,7 @@ impl Sampler {
             ident,
             spaces: BTreeMap::new(),
             marks: Vec::new(),
-            frames: None,
+            frames: Frames::default(),
         }
     }
 
@@ -195,19 +195,23 @@ impl Sampler {
     fn take<T: TimingModel>(&mut self, h: usize, hart: &Hart<T>, tasks: Option<&mut TaskReader>) {
         let pc = hart.pc();
         let satp = hart.satp();
-        let mut stack = self.frames.take().unwrap_or_default();
-        stack.n = 0;
         let max = self.cfg.max_depth.min(MAX_DEPTH);
+        // (a user sample's binary first: identifying it changes the sampler)
+        let binary = match hart.priv_mode() {
+            Priv::User => self.identify(hart, satp, pc),
+            _ => None,
+        };
+        let stack = &mut self.frames;
+        stack.n = 0;
         let privilege = match hart.priv_mode() {
             Priv::Machine => Privilege::Machine,
             Priv::Supervisor => {
-                kernel_stack(hart, satp >> 60 != 0, max, &mut stack);
+                kernel_stack(hart, satp >> 60 != 0, max, stack);
                 Privilege::Supervisor
             }
             Priv::User => {
-                let binary = self.identify(hart, satp, pc);
                 if let Some(b) = binary.and_then(|i| self.ident.binaries().get(i)) {
-                    user_stack(hart, b, max, &mut stack);
+                    user_stack(hart, b, max, stack);
                 }
                 Privilege::User
             }
@@ -219,10 +223,9 @@ impl Sampler {
             hart.cycle(),
             pc,
             satp,
-            stack.as_slice(),
+            self.frames.as_slice(),
             task,
         );
-        self.frames = Some(stack);
     }
 
     /// The binary running in this address space, re-checked at `pc`.
