@@ -25,7 +25,16 @@ struct Block {
     code_gen: Cell<u64>,
     /// Page base address of the store behind each recent `code_gen` value.
     code_log: Box<[Cell<u64>]>,
+    /// Per page, how often a store hit it while flagged as code: a hot-code
+    /// hint names the count it was given under, so a write ends it.
+    code_writes: Box<[Cell<u32>]>,
+    /// Hot-code hints (see [`GuestRam::note_hot_code`]), by a hash of the
+    /// block's address: (address + 1, its page's `code_writes`); 0 empty.
+    hot: Box<[Cell<(u64, u32)>]>,
 }
+
+/// Hot-code hints kept (a power of two; a collision only forgets one).
+const HOT_HINTS: usize = 1 << 15;
 
 impl Drop for Block {
     fn drop(&mut self) {
@@ -85,6 +94,8 @@ impl GuestRam {
         let pages = (size >> PAGE_SHIFT) as usize;
         let code = (0..pages).map(|_| Cell::new(false)).collect();
         let code_log = (0..CODE_WRITE_LOG).map(|_| Cell::new(0)).collect();
+        let code_writes = (0..pages).map(|_| Cell::new(0)).collect();
+        let hot = (0..HOT_HINTS).map(|_| Cell::new((0, 0))).collect();
         Ok(Self(Rc::new(Block {
             base,
             size,
@@ -92,6 +103,8 @@ impl GuestRam {
             code,
             code_gen: Cell::new(0),
             code_log,
+            code_writes,
+            hot,
         })))
     }
 
@@ -189,7 +202,7 @@ impl GuestRam {
     #[inline]
     pub fn mark_code(&self, pa: u64) {
         if self.contains(pa, 1) {
-            self.0.code[((pa - self.0.base) >> PAGE_SHIFT) as usize].set(true);
+            self.0.code[self.page_index(pa)].set(true);
         }
     }
 
@@ -204,7 +217,7 @@ impl GuestRam {
     /// Is the page holding `pa` flagged as code?
     #[inline(always)]
     pub fn is_code(&self, pa: u64) -> bool {
-        self.contains(pa, 1) && self.0.code[((pa - self.0.base) >> PAGE_SHIFT) as usize].get()
+        self.contains(pa, 1) && self.0.code[self.page_index(pa)].get()
     }
 
     /// Changes whenever a store hits a code page. A hart whose copy differs
@@ -221,6 +234,32 @@ impl GuestRam {
         let now = self.0.code_gen.get();
         (gen != 0 && gen <= now && now - gen < CODE_WRITE_LOG as u64)
             .then(|| self.0.code_log[(gen % CODE_WRITE_LOG as u64) as usize].get())
+    }
+
+    /// Remember that the block of code at `pa` ran often enough to be
+    /// translated, until a store hits its page: a hart that decodes a block
+    /// there (another hart running the same code, or this one after its
+    /// blocks were dropped) may translate it at once instead of
+    /// interpreting it warm again. A hint only: it changes which engine
+    /// runs a block, never what the block does.
+    pub fn note_hot_code(&self, pa: u64) {
+        if self.contains(pa, 1) {
+            let writes = self.0.code_writes[self.page_index(pa)].get();
+            self.0.hot[hot_slot(pa)].set((pa + 1, writes));
+        }
+    }
+
+    /// Whether [`Self::note_hot_code`] named `pa` and its page has not been
+    /// written as code since.
+    pub fn is_hot_code(&self, pa: u64) -> bool {
+        self.contains(pa, 1)
+            && self.0.hot[hot_slot(pa)].get()
+                == (pa + 1, self.0.code_writes[self.page_index(pa)].get())
+    }
+
+    #[inline(always)]
+    fn page_index(&self, pa: u64) -> usize {
+        ((pa - self.0.base) >> PAGE_SHIFT) as usize
     }
 
     /// The code-page tracking, for a snapshot: the pages flagged as code
@@ -271,6 +310,8 @@ impl GuestRam {
             let flag = &b.code[page as usize];
             if flag.get() {
                 flag.set(false);
+                let writes = &b.code_writes[page as usize];
+                writes.set(writes.get().wrapping_add(1));
                 let gen = b.code_gen.get() + 1;
                 b.code_gen.set(gen);
                 b.code_log[(gen % CODE_WRITE_LOG as u64) as usize]
@@ -278,6 +319,13 @@ impl GuestRam {
             }
         }
     }
+}
+
+/// A block address's hot-code hint slot (a multiplicative hash: blocks lie
+/// 2 bytes apart at least, and kernel code is dense in few pages).
+#[inline(always)]
+fn hot_slot(pa: u64) -> usize {
+    ((pa >> 1).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - HOT_HINTS.trailing_zeros())) as usize
 }
 
 impl std::fmt::Debug for GuestRam {
@@ -363,6 +411,35 @@ mod tests {
         }
         assert_eq!(ram.code_write(g + 1), None); // fell out of the log
         assert_eq!(ram.code_write(ram.code_generation()), Some(0x8000_1000));
+    }
+
+    #[test]
+    fn a_hot_code_hint_lasts_until_its_page_is_written_as_code() {
+        let ram = GuestRam::new(0x8000_0000, 0x3000).unwrap();
+        let pa = 0x8000_1010;
+        ram.mark_code(pa);
+        assert!(!ram.is_hot_code(pa));
+        ram.note_hot_code(pa);
+        assert!(ram.is_hot_code(pa));
+        assert!(!ram.is_hot_code(pa + 2), "only the block's own address");
+        // a store to another page, or to this one before it holds code
+        // again, leaves the hint
+        ram.write(0x8000_2000, 8, 1);
+        assert!(ram.is_hot_code(pa));
+        ram.write(pa + 0x100, 4, 1);
+        assert!(!ram.is_hot_code(pa), "the page changed");
+        // hinted again once decoded and translated again, and ended again
+        // by the next store (a second store finds the page no longer
+        // flagged as code and changes nothing)
+        ram.mark_code(pa);
+        ram.note_hot_code(pa);
+        ram.write(0x8000_1000, 1, 0);
+        ram.write(0x8000_1000, 1, 0);
+        assert!(!ram.is_hot_code(pa));
+        // outside RAM: no hint, no panic
+        ram.note_hot_code(0x1000);
+        assert!(!ram.is_hot_code(0x1000));
+        assert!(!ram.is_hot_code(u64::MAX));
     }
 
     #[test]

@@ -289,9 +289,17 @@ impl Jit {
     }
 
     /// The block at arena index `start`: its code, or whether it just
-    /// became hot (counting this run).
+    /// became hot (counting this run). On its first run a block `was_hot`
+    /// names (one translated before at its address, by any hart, its page
+    /// unwritten since) is hot at once: it would otherwise be interpreted
+    /// through the same warm-up again.
     #[inline(always)]
-    fn code_or_heat(&mut self, start: usize, arena_len: usize) -> Result<*const u8, bool> {
+    fn code_or_heat(
+        &mut self,
+        start: usize,
+        arena_len: usize,
+        was_hot: impl FnOnce() -> bool,
+    ) -> Result<*const u8, bool> {
         if start >= self.slots.len() {
             self.slots.resize(arena_len.max(start + 1), 0);
         }
@@ -302,6 +310,9 @@ impl Jit {
         }
         if *s < self.hot {
             *s += 1;
+            if *s == 1 && start != 0 && was_hot() {
+                *s = self.hot;
+            }
             return Err(*s == self.hot && start != 0);
         }
         Err(false)
@@ -654,7 +665,12 @@ impl<T: TimingModel> Hart<T> {
         }
         loop {
             let arena = self.blocks.arena_len();
-            match self.blocks.jit.code_or_heat(start, arena) {
+            let ram = &self.ram;
+            match self
+                .blocks
+                .jit
+                .code_or_heat(start, arena, || ram.is_hot_code(pa))
+            {
                 Ok(code) => {
                     self.jit_frame.cyc = self.cycle;
                     self.jit_frame.seen = self.cycle;
@@ -872,8 +888,9 @@ impl<T: TimingModel> Hart<T> {
         };
         if ok {
             jit.blocks += 1;
+            self.ram.note_hot_code(pa);
         }
-        jit.nanos += t0.elapsed().as_nanos() as u64;
+        self.blocks.jit.nanos += t0.elapsed().as_nanos() as u64;
         ok
     }
 
