@@ -422,8 +422,8 @@ mod tests {
         ram.note_hot_code(pa);
         assert!(ram.is_hot_code(pa));
         assert!(!ram.is_hot_code(pa + 2), "only the block's own address");
-        // a store to another page, or to this one before it holds code
-        // again, leaves the hint
+        // a store to another page leaves the hint; one to its own page
+        // (flagged as code) ends it
         ram.write(0x8000_2000, 8, 1);
         assert!(ram.is_hot_code(pa));
         ram.write(pa + 0x100, 4, 1);

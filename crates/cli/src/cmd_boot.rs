@@ -161,7 +161,9 @@ pub struct BootArgs {
     pub engine: Option<String>,
     /// Runs of a block before the translating engine translates it (default
     /// 256, 1024 on the in-order model; taken between 1 and 65536; 1
-    /// translates every block, for checks).
+    /// translates every block, for checks). A block at an address whose
+    /// block was translated before (by any hart, its page unwritten since)
+    /// is translated on its first run.
     #[arg(long, value_name = "RUNS")]
     pub translate_after: Option<u32>,
     /// Name each translated block in /tmp/perf-PID.map (hart and guest
