@@ -732,6 +732,14 @@ impl<M: TimingModel, const TRACE: bool> TimingModel for Observing<M, TRACE> {
                 cycles: at + j.cycles,
                 ..j
             }),
+            return_jump: h.return_jump.map(|r| hs_timing::InlineReturn {
+                ras_top: at + r.ras_top,
+                ras_len: at + r.ras_len,
+                jumps: at + r.jumps,
+                returns: at + r.returns,
+                cycles: at + r.cycles,
+                ..r
+            }),
             ..h
         })
     }
@@ -742,6 +750,10 @@ impl<M: TimingModel, const TRACE: bool> TimingModel for Observing<M, TRACE> {
     #[inline(always)]
     fn inline_jump_table(&mut self) -> u64 {
         self.inner.inline_jump_table()
+    }
+    #[inline(always)]
+    fn inline_return_stack(&mut self) -> u64 {
+        self.inner.inline_return_stack()
     }
     #[inline(always)]
     fn inline_tlb_entries(&mut self) -> [u64; 2] {

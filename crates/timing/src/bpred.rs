@@ -274,6 +274,27 @@ impl Predictor {
         }
     }
 
+    /// The predictor's part of an [`crate::InlineReturn`] (None without
+    /// a return-address stack).
+    pub(crate) fn inline_return(&self) -> Option<crate::InlineReturn> {
+        use std::mem::offset_of;
+        let count = |c: usize| offset_of!(Predictor, counts) + c;
+        (!self.ras.is_empty()).then(|| crate::InlineReturn {
+            ras_top: offset_of!(Predictor, ras_top),
+            ras_len: offset_of!(Predictor, ras_len),
+            depth: self.ras.len() as u64,
+            jumps: count(offset_of!(BpredCounts, jumps)),
+            returns: count(offset_of!(BpredCounts, returns)),
+            cycles: 0,
+            cost: 0,
+        })
+    }
+
+    /// The return-address stack `inline_return` describes.
+    pub(crate) fn ras_stack(&mut self) -> u64 {
+        self.ras.as_mut_ptr() as u64
+    }
+
     /// The BTB `inline_jump` describes.
     pub(crate) fn btb_table(&mut self) -> u64 {
         self.btb.as_mut_ptr() as u64

@@ -210,6 +210,9 @@ pub struct InlineHooks {
     /// A `jal` that links no return address, where the BTB predicted it
     /// (see [`InlineJump`]; None: `direct_jump` is called).
     pub direct_jump: Option<InlineJump>,
+    /// A return the return-address stack predicted (see [`InlineReturn`];
+    /// None: `jump` is called).
+    pub return_jump: Option<InlineReturn>,
 }
 
 /// `direct_jump(pc, target, JumpHint::Plain, _)` (a `jal` whose rd is
@@ -222,6 +225,26 @@ pub struct InlineHooks {
 pub struct InlineJump {
     pub index_mask: u64,
     pub jumps: usize,
+    pub cycles: usize,
+    pub cost: u64,
+}
+
+/// The return-address stack's shortcut for a return (offsets as
+/// [`InlineHooks`]'s): `jump(pc, target, JumpHint::Return, _)` (a `jalr`
+/// that links nothing, through x1 or x5) where the u64 `n` at `ras_len` is
+/// not 0 and the u64 at `stack + 8 * top` is `target` (`stack`: what
+/// [`TimingModel::inline_return_stack`] returns; `top`: the u64 at
+/// `ras_top`, below `depth` whenever `n` is not 0): it stores `n - 1` at
+/// `ras_len` and `top - 1` at `ras_top` (`depth - 1` when `top` is 0),
+/// adds 1 to the u64s at `jumps` and `returns` and `cost` to the u64 at
+/// `cycles`, and returns `cost`. Nothing else.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InlineReturn {
+    pub ras_top: usize,
+    pub ras_len: usize,
+    pub depth: u64,
+    pub jumps: usize,
+    pub returns: usize,
     pub cycles: usize,
     pub cost: u64,
 }
@@ -355,6 +378,12 @@ pub trait TimingModel {
     /// The address of the BTB [`InlineJump`] describes (0 when there is
     /// none), valid as [`TimingModel::inline_branch_table`]'s is.
     fn inline_jump_table(&mut self) -> u64 {
+        0
+    }
+    /// The address of the return-address stack [`InlineReturn`]
+    /// describes (0 when there is none), valid as
+    /// [`TimingModel::inline_branch_table`]'s is.
+    fn inline_return_stack(&mut self) -> u64 {
         0
     }
     /// The addresses of the I-TLB's and the D-TLB's entries that

@@ -58,6 +58,7 @@
 use dynasmrt::x64::X64Relocation;
 use dynasmrt::{dynasm, DynamicLabel, DynasmApi, DynasmLabelApi, VecAssembler};
 use hs_isa::Insn;
+use hs_timing::JumpHint;
 
 use super::super::{Op, SINK};
 use super::Layout;
@@ -132,6 +133,13 @@ pub(super) struct Runtime {
     /// (`(pc >> 1) & index_mask`). Returns the cycles in rax and the
     /// outcome in ecx's low bit. Clobbers rsi.
     pub branch_step: u64,
+    /// With a model's inline return ([`hs_timing::InlineReturn`], when
+    /// its depth and cost fit; else 0): a `ret`'s stack pop, written once.
+    /// In: the frame's pc the return's target. Where the stack predicts
+    /// it, makes the shortcut's change and returns with ZF set and rax its
+    /// cost; else with ZF clear, having changed nothing. Clobbers rax,
+    /// rcx, rsi.
+    pub return_step: u64,
 }
 
 impl Runtime {
@@ -152,6 +160,7 @@ impl Runtime {
             ("itlb_by_index", self.tlb_by_index[0]),
             ("dtlb_by_index", self.tlb_by_index[1]),
             ("branch_step", self.branch_step),
+            ("return_step", self.return_step),
         ]
     }
 }
@@ -350,6 +359,11 @@ pub(super) fn branch_steps(b: &hs_timing::InlineBranch) -> [u8; 16] {
         } as u8;
     }
     t
+}
+
+/// Whether the model's inline return fits the shared routine's immediates.
+fn return_fits(r: &hs_timing::InlineReturn) -> bool {
+    (1..=i32::MAX as u64).contains(&r.depth) && r.cost <= i32::MAX as u64
 }
 
 /// Whether the model's branch step fits the shared routine's immediates.
@@ -894,6 +908,15 @@ impl<'a> Emitter<'a> {
             }
             _ => 0,
         };
+        let return_step = match lay.hooks.as_ref().and_then(|h| h.inline.return_jump) {
+            Some(r) if return_fits(&r) => {
+                dynasm!(self.a ; .arch x64 ; .align 16);
+                let at = here(&self);
+                self.return_step_routine(&r);
+                at
+            }
+            _ => 0,
+        };
         let rt = Runtime {
             exit_static,
             exit_indirect,
@@ -906,6 +929,7 @@ impl<'a> Emitter<'a> {
             mem_line_same,
             tlb_by_index,
             branch_step,
+            return_step,
         };
         self.a.finalize().ok().map(|code| (code, rt, chain_entry))
     }
@@ -1731,7 +1755,17 @@ impl<'a> Emitter<'a> {
                     // (the hook reads the target from the frame's pc)
                     let f = h.jump;
                     self.store_last_class();
+                    let (routine, done) = (lay.rt.return_step, self.a.new_dynamic_label());
+                    if routine != 0 && JumpHint::of(rd, Some(rs1)) == JumpHint::Return {
+                        // (the registers are flushed: the routine's may go)
+                        dynasm!(self.a
+                            ; .arch x64
+                            ; call extern routine as usize
+                            ; je =>done
+                        );
+                    }
                     self.call(f, addr);
+                    dynasm!(self.a ; .arch x64 ; =>done);
                     self.add_dynamic();
                 }
                 let retired = self.pending + 1;
@@ -1965,6 +1999,48 @@ impl<'a> Emitter<'a> {
         // the cycles, as at any hook's site, then the outcome's flag
         self.add_dynamic();
         dynasm!(self.a ; .arch x64 ; test cl, 1 ; ret);
+    }
+
+    /// [`Runtime::return_step`]: the pop of `InlineReturn`, its counts
+    /// and its cost (added to the count and the stall by the site).
+    fn return_step_routine(&mut self, r: &hs_timing::InlineReturn) {
+        let t = self.lay.hooks.as_ref().map_or(0, |h| h.model);
+        let (top, len) = (t + r.ras_top as i32, t + r.ras_len as i32);
+        let (f_pc, f_stack) = (self.lay.f_pc, self.lay.f_ras_stack);
+        let (miss, kept) = (self.a.new_dynamic_label(), self.a.new_dynamic_label());
+        self.qword_imm8(7, false, len, 0);
+        dynasm!(self.a
+            ; .arch x64
+            ; je =>miss
+            ; mov rax, QWORD [rbx + top]
+            ; mov rsi, QWORD [rbx + f_stack]
+            ; mov rcx, QWORD [rbx + f_pc]
+            ; cmp rcx, QWORD [rsi + rax * 8]
+            ; jne =>miss
+            // the pop: one entry fewer, the top one below (wrapping)
+            ; sub rax, 1
+            ; jnc =>kept
+            ; mov eax, r.depth as i32 - 1
+            ; =>kept
+            ; mov QWORD [rbx + top], rax
+        );
+        self.qword_imm8(5, false, len, 1);
+        self.qword_imm8(0, false, t + r.jumps as i32, 1);
+        self.qword_imm8(0, false, t + r.returns as i32, 1);
+        let cost = r.cost as i32;
+        if cost != 0 {
+            dynasm!(self.a ; .arch x64 ; add QWORD [rbx + t + r.cycles as i32], cost);
+        }
+        dynasm!(self.a
+            ; .arch x64
+            ; mov eax, cost
+            ; cmp eax, eax
+            ; ret
+            ; =>miss
+            // (rsp is never 0: ZF clear)
+            ; test rsp, rsp
+            ; ret
+        );
     }
 
     /// With the guest address in rsi: jump to a new slow stub unless the

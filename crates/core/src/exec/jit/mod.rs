@@ -98,6 +98,9 @@ pub(crate) struct JitFrame {
     bp_table: u64,
     /// the timing model's BTB (`InlineJump`), asked for as `bp_table` is
     btb_table: u64,
+    /// the timing model's return-address stack (`InlineReturn`), asked
+    /// for as `bp_table` is
+    ras_stack: u64,
     /// the timing model's I-TLB and D-TLB entries (`InlineTlb`), asked
     /// for as `bp_table` is
     tlb_entries: [u64; 2],
@@ -142,6 +145,7 @@ pub(super) struct Layout {
     f_slots_len: i32,
     f_bp_table: i32,
     f_btb_table: i32,
+    f_ras_stack: i32,
     /// the I-TLB's entries, then the D-TLB's
     f_tlb_entries: [i32; 2],
     f_bp_steps: i32,
@@ -686,6 +690,7 @@ impl<T: TimingModel> Hart<T> {
                     // translated code runs, so not after helpers)
                     self.jit_frame.bp_table = self.timing.inline_branch_table();
                     self.jit_frame.btb_table = self.timing.inline_jump_table();
+                    self.jit_frame.ras_stack = self.timing.inline_return_stack();
                     self.jit_frame.tlb_entries = self.timing.inline_tlb_entries();
                     self.jit_refresh_frame();
                     // SAFETY: code `emit` built for this hart type and bus
@@ -812,6 +817,7 @@ impl<T: TimingModel> Hart<T> {
             f_slots_len: at(frame + std::mem::offset_of!(JitFrame, slots_len)),
             f_bp_table: at(frame + std::mem::offset_of!(JitFrame, bp_table)),
             f_btb_table: at(frame + std::mem::offset_of!(JitFrame, btb_table)),
+            f_ras_stack: at(frame + std::mem::offset_of!(JitFrame, ras_stack)),
             f_tlb_entries: [0, 8]
                 .map(|i| at(frame + std::mem::offset_of!(JitFrame, tlb_entries) + i)),
             f_bp_steps: at(frame + std::mem::offset_of!(JitFrame, bp_steps)),
