@@ -732,11 +732,13 @@ impl<M: TimingModel, const TRACE: bool> TimingModel for Observing<M, TRACE> {
                 cycles: at + j.cycles,
                 ..j
             }),
-            return_jump: h.return_jump.map(|r| hs_timing::InlineReturn {
+            jalr: h.jalr.map(|r| hs_timing::InlineJalr {
                 ras_top: at + r.ras_top,
                 ras_len: at + r.ras_len,
                 jumps: at + r.jumps,
                 returns: at + r.returns,
+                calls: at + r.calls,
+                mispredicts: at + r.mispredicts,
                 cycles: at + r.cycles,
                 ..r
             }),

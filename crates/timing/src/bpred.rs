@@ -274,19 +274,22 @@ impl Predictor {
         }
     }
 
-    /// The predictor's part of an [`crate::InlineReturn`] (None without
+    /// The predictor's part of an [`crate::InlineJalr`] (None without
     /// a return-address stack).
-    pub(crate) fn inline_return(&self) -> Option<crate::InlineReturn> {
+    pub(crate) fn inline_jalr(&self) -> Option<crate::InlineJalr> {
         use std::mem::offset_of;
         let count = |c: usize| offset_of!(Predictor, counts) + c;
-        (!self.ras.is_empty()).then(|| crate::InlineReturn {
+        (!self.ras.is_empty()).then(|| crate::InlineJalr {
             ras_top: offset_of!(Predictor, ras_top),
             ras_len: offset_of!(Predictor, ras_len),
             depth: self.ras.len() as u64,
             jumps: count(offset_of!(BpredCounts, jumps)),
             returns: count(offset_of!(BpredCounts, returns)),
+            calls: count(offset_of!(BpredCounts, calls)),
+            mispredicts: count(offset_of!(BpredCounts, jump_mispredicts)),
             cycles: 0,
             cost: 0,
+            mispredict: 0,
         })
     }
 

@@ -210,9 +210,9 @@ pub struct InlineHooks {
     /// A `jal` that links no return address, where the BTB predicted it
     /// (see [`InlineJump`]; None: `direct_jump` is called).
     pub direct_jump: Option<InlineJump>,
-    /// A return the return-address stack predicted (see [`InlineReturn`];
-    /// None: `jump` is called).
-    pub return_jump: Option<InlineReturn>,
+    /// A `jalr`'s jump: a return the return-address stack predicts, a
+    /// plain jump or a call (see [`InlineJalr`]; None: `jump` is called).
+    pub jalr: Option<InlineJalr>,
 }
 
 /// `direct_jump(pc, target, JumpHint::Plain, _)` (a `jal` whose rd is
@@ -229,24 +229,40 @@ pub struct InlineJump {
     pub cost: u64,
 }
 
-/// The return-address stack's shortcut for a return (offsets as
-/// [`InlineHooks`]'s): `jump(pc, target, JumpHint::Return, _)` (a `jalr`
-/// that links nothing, through x1 or x5) where the u64 `n` at `ras_len` is
-/// not 0 and the u64 at `stack + 8 * top` is `target` (`stack`: what
-/// [`TimingModel::inline_return_stack`] returns; `top`: the u64 at
-/// `ras_top`, below `depth` whenever `n` is not 0): it stores `n - 1` at
-/// `ras_len` and `top - 1` at `ras_top` (`depth - 1` when `top` is 0),
-/// adds 1 to the u64s at `jumps` and `returns` and `cost` to the u64 at
-/// `cycles`, and returns `cost`. Nothing else.
+/// A `jalr`'s `jump` hook, as translated code takes it (offsets as
+/// [`InlineHooks`]'s; `stack`: what [`TimingModel::inline_return_stack`]
+/// returns; `n` and `top`: the u64s at `ras_len` and `ras_top`, `top`
+/// below `depth` whenever `n` is not 0).
+///
+/// A return, `jump(pc, target, JumpHint::Return, _)` (a `jalr` that links
+/// nothing, through x1 or x5), where `n` is not 0 and the u64 at `stack +
+/// 8 * top` is `target`: it stores `n - 1` at `ras_len` and `top - 1` at
+/// `ras_top` (`depth - 1` when `top` is 0), adds 1 to the u64s at `jumps`
+/// and `returns` and `cost` to the u64 at `cycles`, and returns `cost`.
+/// Nothing else.
+///
+/// Every plain jump or call, `jump(pc, target, JumpHint::Plain | Call,
+/// link)`, with the BTB entry at `table + 16 * ((pc >> 1) & index_mask)`
+/// (as [`InlineJump`] describes it): a hit when it holds `pc | 1` and
+/// `target`; the entry then holds them whatever it held. It adds 1 to the
+/// u64 at `jumps`; a call then pushes: with `t` = `top + 1` (0 when that
+/// is `depth`) it stores `t` at `ras_top`, `link` at `stack + 8 * t` and
+/// `min(n + 1, depth)` at `ras_len`, and adds 1 to the u64 at `calls`. A
+/// hit adds `cost` to the u64 at `cycles` and returns it; a miss adds 1 to
+/// the u64 at `mispredicts` and `mispredict` to the u64 at `cycles`, and
+/// returns `mispredict`. Nothing else.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct InlineReturn {
+pub struct InlineJalr {
     pub ras_top: usize,
     pub ras_len: usize,
     pub depth: u64,
     pub jumps: usize,
     pub returns: usize,
+    pub calls: usize,
+    pub mispredicts: usize,
     pub cycles: usize,
     pub cost: u64,
+    pub mispredict: u64,
 }
 
 /// `fetch(pc, pa, _)` of a line other than the last one fetched (see
@@ -380,7 +396,7 @@ pub trait TimingModel {
     fn inline_jump_table(&mut self) -> u64 {
         0
     }
-    /// The address of the return-address stack [`InlineReturn`]
+    /// The address of the return-address stack [`InlineJalr`]
     /// describes (0 when there is none), valid as
     /// [`TimingModel::inline_branch_table`]'s is.
     fn inline_return_stack(&mut self) -> u64 {

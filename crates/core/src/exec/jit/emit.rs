@@ -133,13 +133,22 @@ pub(super) struct Runtime {
     /// (`(pc >> 1) & index_mask`). Returns the cycles in rax and the
     /// outcome in ecx's low bit. Clobbers rsi.
     pub branch_step: u64,
-    /// With a model's inline return ([`hs_timing::InlineReturn`], when
+    /// With a model's inline return ([`hs_timing::InlineJalr`], when
     /// its depth and cost fit; else 0): a `ret`'s stack pop, written once.
     /// In: the frame's pc the return's target. Where the stack predicts
     /// it, makes the shortcut's change and returns with ZF set and rax its
     /// cost; else with ZF clear, having changed nothing. Clobbers rax,
     /// rcx, rsi.
     pub return_step: u64,
+    /// With `return_step` and the model's BTB (`InlineJump`, its slot in
+    /// the pc's page offset): a plain `jalr`'s whole `jump` hook
+    /// ([`hs_timing::InlineJalr`]), and a call's at `jalr_call` (the
+    /// push, then on as `jalr_plain`), written once. In: the frame's pc
+    /// the target, rdx the tag (`pc | 1`), edi the BTB entry's offset in
+    /// its table (16 times its slot), for a call rcx the link. Returns the
+    /// cost in rax. Clobbers rcx, rdx, rsi, rdi.
+    pub jalr_plain: u64,
+    pub jalr_call: u64,
 }
 
 impl Runtime {
@@ -161,6 +170,8 @@ impl Runtime {
             ("dtlb_by_index", self.tlb_by_index[1]),
             ("branch_step", self.branch_step),
             ("return_step", self.return_step),
+            ("jalr_plain", self.jalr_plain),
+            ("jalr_call", self.jalr_call),
         ]
     }
 }
@@ -362,7 +373,7 @@ pub(super) fn branch_steps(b: &hs_timing::InlineBranch) -> [u8; 16] {
 }
 
 /// Whether the model's inline return fits the shared routine's immediates.
-fn return_fits(r: &hs_timing::InlineReturn) -> bool {
+fn return_fits(r: &hs_timing::InlineJalr) -> bool {
     (1..=i32::MAX as u64).contains(&r.depth) && r.cost <= i32::MAX as u64
 }
 
@@ -908,7 +919,7 @@ impl<'a> Emitter<'a> {
             }
             _ => 0,
         };
-        let return_step = match lay.hooks.as_ref().and_then(|h| h.inline.return_jump) {
+        let return_step = match lay.hooks.as_ref().and_then(|h| h.inline.jalr) {
             Some(r) if return_fits(&r) => {
                 dynasm!(self.a ; .arch x64 ; .align 16);
                 let at = here(&self);
@@ -917,6 +928,18 @@ impl<'a> Emitter<'a> {
             }
             _ => 0,
         };
+        let (mut jalr_plain, mut jalr_call) = (0, 0);
+        if let Some(h) = lay.hooks.as_ref() {
+            if let (Some(r), Some(j)) = (h.inline.jalr, h.inline.direct_jump) {
+                if return_fits(&r) && r.mispredict <= i32::MAX as u64 && j.index_mask < 0x800 {
+                    dynasm!(self.a ; .arch x64 ; .align 16);
+                    jalr_call = here(&self);
+                    self.push_routine(&r);
+                    jalr_plain = here(&self);
+                    self.jalr_plain_routine(&r);
+                }
+            }
+        }
         let rt = Runtime {
             exit_static,
             exit_indirect,
@@ -930,6 +953,8 @@ impl<'a> Emitter<'a> {
             tlb_by_index,
             branch_step,
             return_step,
+            jalr_plain,
+            jalr_call,
         };
         self.a.finalize().ok().map(|code| (code, rt, chain_entry))
     }
@@ -1755,17 +1780,24 @@ impl<'a> Emitter<'a> {
                     // (the hook reads the target from the frame's pc)
                     let f = h.jump;
                     self.store_last_class();
-                    let (routine, done) = (lay.rt.return_step, self.a.new_dynamic_label());
-                    if routine != 0 && JumpHint::of(rd, Some(rs1)) == JumpHint::Return {
-                        // (the registers are flushed: the routine's may go)
-                        dynasm!(self.a
-                            ; .arch x64
-                            ; call extern routine as usize
-                            ; je =>done
-                        );
+                    // (the registers are flushed: the routines' may go)
+                    let rt = &lay.rt;
+                    match JumpHint::of(rd, Some(rs1)) {
+                        JumpHint::Return if rt.return_step != 0 => {
+                            let done = self.a.new_dynamic_label();
+                            dynasm!(self.a
+                                ; .arch x64
+                                ; call extern rt.return_step as usize
+                                ; je =>done
+                            );
+                            self.call(f, addr);
+                            dynasm!(self.a ; .arch x64 ; =>done);
+                        }
+                        hint @ (JumpHint::Plain | JumpHint::Call) if rt.jalr_plain != 0 => {
+                            self.jalr_step(op, hint == JumpHint::Call, link)
+                        }
+                        _ => self.call(f, addr),
                     }
-                    self.call(f, addr);
-                    dynasm!(self.a ; .arch x64 ; =>done);
                     self.add_dynamic();
                 }
                 let retired = self.pending + 1;
@@ -1875,6 +1907,26 @@ impl<'a> Emitter<'a> {
         let j = self.lay.hooks.as_ref()?.inline.direct_jump?;
         // (the BTB slot is then a constant: see below)
         (rd != 1 && rd != 5 && j.index_mask < 0x800 && j.cost <= i32::MAX as u64).then_some(j)
+    }
+
+    /// A plain or call `jalr`'s `jump` hook as [`Runtime::jalr_plain`]
+    /// or [`Runtime::jalr_call`] makes it (the target in the frame's pc;
+    /// `link`: the link's offset from the block's pc).
+    fn jalr_step(&mut self, op: &Op, call: bool, link: i64) {
+        let index_mask = self.lay.hooks.as_ref().and_then(|h| h.inline.direct_jump);
+        let index_mask = index_mask.map_or(0, |j| j.index_mask);
+        // (pc >> 1) & index_mask reads only the pc's page offset, which
+        // is the block's physical address's: the slot is known here
+        let slot = (self.lay.block_pa.wrapping_add(op.off as u64) >> 1) & index_mask;
+        dynasm!(self.a ; .arch x64 ; mov edi, 16 * slot as i32);
+        self.block_pc_plus(2, op.off as i64 + 1);
+        let routine = if call {
+            self.block_pc_plus(1, link);
+            self.lay.rt.jalr_call
+        } else {
+            self.lay.rt.jalr_plain
+        };
+        dynasm!(self.a ; .arch x64 ; call extern routine as usize);
     }
 
     /// A plain `jal`'s `direct_jump` hook (`f`) behind the BTB test of
@@ -2001,9 +2053,9 @@ impl<'a> Emitter<'a> {
         dynasm!(self.a ; .arch x64 ; test cl, 1 ; ret);
     }
 
-    /// [`Runtime::return_step`]: the pop of `InlineReturn`, its counts
+    /// [`Runtime::return_step`]: the pop of `InlineJalr`, its counts
     /// and its cost (added to the count and the stall by the site).
-    fn return_step_routine(&mut self, r: &hs_timing::InlineReturn) {
+    fn return_step_routine(&mut self, r: &hs_timing::InlineJalr) {
         let t = self.lay.hooks.as_ref().map_or(0, |h| h.model);
         let (top, len) = (t + r.ras_top as i32, t + r.ras_len as i32);
         let (f_pc, f_stack) = (self.lay.f_pc, self.lay.f_ras_stack);
@@ -2039,6 +2091,73 @@ impl<'a> Emitter<'a> {
             ; =>miss
             // (rsp is never 0: ZF clear)
             ; test rsp, rsp
+            ; ret
+        );
+    }
+
+    /// The push of `InlineJalr` and its count (rcx the link; clobbers
+    /// rax, rsi), going on into what follows.
+    fn push_routine(&mut self, r: &hs_timing::InlineJalr) {
+        let t = self.lay.hooks.as_ref().map_or(0, |h| h.model);
+        let (top, len) = (t + r.ras_top as i32, t + r.ras_len as i32);
+        let depth = r.depth as i32;
+        let within = self.a.new_dynamic_label();
+        dynasm!(self.a
+            ; .arch x64
+            // the top one above (wrapping), the link there
+            ; mov rax, QWORD [rbx + top]
+            ; add rax, 1
+            ; cmp rax, depth
+            ; jb =>within
+            ; xor eax, eax
+            ; =>within
+            ; mov QWORD [rbx + top], rax
+            ; mov rsi, QWORD [rbx + self.lay.f_ras_stack]
+            ; mov QWORD [rsi + rax * 8], rcx
+            // one entry more, up to the depth (carry: below it)
+            ; mov rax, QWORD [rbx + len]
+            ; cmp rax, depth
+            ; adc rax, 0
+            ; mov QWORD [rbx + len], rax
+        );
+        self.qword_imm8(0, false, t + r.calls as i32, 1);
+    }
+
+    /// [`Runtime::jalr_plain`]: the BTB's test and update, the counts
+    /// and the cost of `InlineJalr`'s plain jump.
+    fn jalr_plain_routine(&mut self, r: &hs_timing::InlineJalr) {
+        let t = self.lay.hooks.as_ref().map_or(0, |h| h.model);
+        let (f_pc, f_table) = (self.lay.f_pc, self.lay.f_btb_table);
+        let miss = self.a.new_dynamic_label();
+        self.qword_imm8(0, false, t + r.jumps as i32, 1);
+        dynasm!(self.a
+            ; .arch x64
+            ; mov rsi, QWORD [rbx + f_table]
+            ; add rsi, rdi
+            ; mov rcx, QWORD [rbx + f_pc]
+            // a hit: both words equal (their differences or'ed are 0)
+            ; mov rax, rdx
+            ; xor rax, QWORD [rsi]
+            ; mov rdi, rcx
+            ; xor rdi, QWORD [rsi + 8]
+            ; mov QWORD [rsi], rdx
+            ; mov QWORD [rsi + 8], rcx
+            ; or rax, rdi
+            ; jnz =>miss
+        );
+        let (cost, missed) = (r.cost as i32, r.mispredict as i32);
+        dynasm!(self.a
+            ; .arch x64
+            ; add QWORD [rbx + t + r.cycles as i32], cost
+            ; mov eax, cost
+            ; ret
+            ; =>miss
+        );
+        self.qword_imm8(0, false, t + r.mispredicts as i32, 1);
+        dynasm!(self.a
+            ; .arch x64
+            ; add QWORD [rbx + t + r.cycles as i32], missed
+            ; mov eax, missed
             ; ret
         );
     }

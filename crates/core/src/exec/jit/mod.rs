@@ -98,7 +98,7 @@ pub(crate) struct JitFrame {
     bp_table: u64,
     /// the timing model's BTB (`InlineJump`), asked for as `bp_table` is
     btb_table: u64,
-    /// the timing model's return-address stack (`InlineReturn`), asked
+    /// the timing model's return-address stack (`InlineJalr`), asked
     /// for as `bp_table` is
     ras_stack: u64,
     /// the timing model's I-TLB and D-TLB entries (`InlineTlb`), asked
