@@ -293,7 +293,7 @@ impl Predictor {
         })
     }
 
-    /// The return-address stack `inline_return` describes.
+    /// The return-address stack `inline_jalr` describes.
     pub(crate) fn ras_stack(&mut self) -> u64 {
         self.ras.as_mut_ptr() as u64
     }

@@ -146,7 +146,7 @@ pub(super) struct Runtime {
     /// push, then on as `jalr_plain`), written once. In: the frame's pc
     /// the target, rdx the tag (`pc | 1`), edi the BTB entry's offset in
     /// its table (16 times its slot), for a call rcx the link. Returns the
-    /// cost in rax. Clobbers rcx, rdx, rsi, rdi.
+    /// cost in rax. Clobbers rcx, rsi, rdi.
     pub jalr_plain: u64,
     pub jalr_call: u64,
 }
