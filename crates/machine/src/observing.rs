@@ -732,16 +732,7 @@ impl<M: TimingModel, const TRACE: bool> TimingModel for Observing<M, TRACE> {
                 cycles: at + j.cycles,
                 ..j
             }),
-            jalr: h.jalr.map(|r| hs_timing::InlineJalr {
-                ras_top: at + r.ras_top,
-                ras_len: at + r.ras_len,
-                jumps: at + r.jumps,
-                returns: at + r.returns,
-                calls: at + r.calls,
-                mispredicts: at + r.mispredicts,
-                cycles: at + r.cycles,
-                ..r
-            }),
+            jalr: h.jalr.map(|r| r.moved(at)),
             ..h
         })
     }

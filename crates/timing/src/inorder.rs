@@ -1292,20 +1292,11 @@ impl TimingModel for InOrder {
                 }
             }),
             // (a predicted jump costs the taken bubble)
-            jalr: self.bp.inline_jalr().map(|r| {
-                let bp = offset_of!(InOrder, bp);
-                InlineJalr {
-                    ras_top: bp + r.ras_top,
-                    ras_len: bp + r.ras_len,
-                    jumps: bp + r.jumps,
-                    returns: bp + r.returns,
-                    calls: bp + r.calls,
-                    mispredicts: bp + r.mispredicts,
-                    cycles: offset_of!(InOrder, state) + 8 * FETCH,
-                    cost: self.taken_penalty,
-                    mispredict: self.mispredict,
-                    ..r
-                }
+            jalr: self.bp.inline_jalr().map(|r| InlineJalr {
+                cycles: offset_of!(InOrder, state) + 8 * FETCH,
+                cost: self.taken_penalty,
+                mispredict: self.mispredict,
+                ..r.moved(offset_of!(InOrder, bp))
             }),
         })
     }
@@ -1916,6 +1907,33 @@ mod tests {
     }
 
     /// Enter S-mode with Sv39 on.
+    /// The u64 `off` bytes into the model (an offset it gave for itself).
+    fn u64_at(m: &InOrder, off: usize) -> u64 {
+        // SAFETY: offsets of u64 fields, from `inline_hooks`
+        unsafe {
+            (m as *const InOrder as *const u8)
+                .add(off)
+                .cast::<u64>()
+                .read_unaligned()
+        }
+    }
+
+    /// Store `v` as the u64 `off` bytes into the model.
+    fn set_u64(m: &mut InOrder, off: usize, v: u64) {
+        // SAFETY: as `u64_at`
+        unsafe {
+            (m as *mut InOrder as *mut u8)
+                .add(off)
+                .cast::<u64>()
+                .write_unaligned(v)
+        }
+    }
+
+    /// Add `v` to the u64 `off` bytes into the model.
+    fn add_u64(m: &mut InOrder, off: usize, v: u64) {
+        set_u64(m, off, u64_at(m, off) + v);
+    }
+
     fn translating(m: &mut InOrder) {
         m.csr_write(CSR_SATP, 8 << 60);
         m.xret(0, 3, 1);
@@ -2070,22 +2088,6 @@ mod tests {
             .expect("a predictor with a return-address stack has the inline jalr");
         let j = ih.direct_jump.expect("and the BTB's");
         let (mut copy, _) = model();
-        let u64_at = |m: &InOrder, off: usize| unsafe {
-            (m as *const InOrder as *const u8)
-                .add(off)
-                .cast::<u64>()
-                .read_unaligned()
-        };
-        let set = |m: &mut InOrder, off: usize, v: u64| unsafe {
-            (m as *mut InOrder as *mut u8)
-                .add(off)
-                .cast::<u64>()
-                .write_unaligned(v)
-        };
-        let add = |m: &mut InOrder, off: usize, v: u64| {
-            let old = u64_at(m, off);
-            set(m, off, old + v);
-        };
         // the stack's slot `top`, read and written through its address
         let slot = |m: &mut InOrder, top: u64| {
             assert!(top < r.depth, "top {top}");
@@ -2125,22 +2127,22 @@ mod tests {
                     let entry =
                         (copy.inline_jump_table() + 16 * ((pc >> 1) & j.index_mask)) as *mut u64;
                     unsafe { (*entry, *entry.add(1)) = (pc | 1, target) };
-                    add(&mut copy, r.jumps, 1);
+                    add_u64(&mut copy, r.jumps, 1);
                     if call {
                         links.push(pc + 4);
                         let t = if top + 1 == r.depth { 0 } else { top + 1 };
-                        set(&mut copy, r.ras_top, t);
+                        set_u64(&mut copy, r.ras_top, t);
                         unsafe { *slot(&mut copy, t) = pc + 4 };
-                        set(&mut copy, r.ras_len, (n + 1).min(r.depth));
-                        add(&mut copy, r.calls, 1);
+                        set_u64(&mut copy, r.ras_len, (n + 1).min(r.depth));
+                        add_u64(&mut copy, r.calls, 1);
                     }
                     let cost = if hit {
                         r.cost
                     } else {
-                        add(&mut copy, r.mispredicts, 1);
+                        add_u64(&mut copy, r.mispredicts, 1);
                         r.mispredict
                     };
-                    add(&mut copy, r.cycles, cost);
+                    add_u64(&mut copy, r.cycles, cost);
                     held[3 + !hit as usize] += 1;
                     assert_eq!(c, cost, "step {step}: {hint:?}, hit {hit}");
                     let got = m.save_state(true).unwrap().unwrap();
@@ -2166,12 +2168,12 @@ mod tests {
                     held[0] += 1;
                     held[2] += (top == 0) as u32;
                     assert_eq!(c, r.cost, "step {step}: a predicted return");
-                    set(&mut copy, r.ras_len, n - 1);
+                    set_u64(&mut copy, r.ras_len, n - 1);
                     let below = top.checked_sub(1).unwrap_or(r.depth - 1);
-                    set(&mut copy, r.ras_top, below);
-                    add(&mut copy, r.jumps, 1);
-                    add(&mut copy, r.returns, 1);
-                    add(&mut copy, r.cycles, r.cost);
+                    set_u64(&mut copy, r.ras_top, below);
+                    add_u64(&mut copy, r.jumps, 1);
+                    add_u64(&mut copy, r.returns, 1);
+                    add_u64(&mut copy, r.cycles, r.cost);
                     let got = m.save_state(true).unwrap().unwrap();
                     assert_eq!(got, copy.save_state(true).unwrap().unwrap(), "step {step}");
                 }
@@ -2196,18 +2198,9 @@ mod tests {
             .inline_hooks()
             .expect("the single-issue core has shortcuts");
         let (mut copy, _) = model();
-        let u64_at = |m: &InOrder, off: usize| unsafe {
-            (m as *const InOrder as *const u8)
-                .add(off)
-                .cast::<u64>()
-                .read_unaligned()
-        };
         let u8_at =
             |m: &InOrder, off: usize| unsafe { *(m as *const InOrder as *const u8).add(off) };
-        let bump = |m: &mut InOrder, off: usize| unsafe {
-            let p = (m as *mut InOrder as *mut u8).add(off).cast::<u64>();
-            p.write_unaligned(p.read_unaligned() + 1);
-        };
+        let bump = |m: &mut InOrder, off: usize| add_u64(m, off, 1);
         let mut rnd = crate::test_rng(0x9e37_79b9_7f4a_7c15u64);
         let mut held = [0u32; 9];
         let mut at = (0, 0, 0);

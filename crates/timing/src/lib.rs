@@ -318,6 +318,22 @@ pub struct InlineTlb {
     pub entries: usize,
 }
 
+impl InlineJalr {
+    /// The same fields inside a struct that holds theirs `at` bytes in.
+    pub fn moved(self, at: usize) -> InlineJalr {
+        InlineJalr {
+            ras_top: at + self.ras_top,
+            ras_len: at + self.ras_len,
+            jumps: at + self.jumps,
+            returns: at + self.returns,
+            calls: at + self.calls,
+            mispredicts: at + self.mispredicts,
+            cycles: at + self.cycles,
+            ..self
+        }
+    }
+}
+
 impl InlineTlb {
     /// The same TLB inside a wrapper whose model is `at` bytes in.
     pub fn moved(self, at: usize) -> InlineTlb {
