@@ -1794,7 +1794,9 @@ impl<'a> Emitter<'a> {
                             dynasm!(self.a ; .arch x64 ; =>done);
                         }
                         hint @ (JumpHint::Plain | JumpHint::Call) if rt.jalr_plain != 0 => {
-                            self.jalr_step(op, hint == JumpHint::Call, link)
+                            // (the routines are written only with the BTB's)
+                            let j = h.inline.direct_jump.expect("the BTB's shortcut");
+                            self.jalr_step(op, &j, hint == JumpHint::Call, link)
                         }
                         _ => self.call(f, addr),
                     }
@@ -1909,15 +1911,19 @@ impl<'a> Emitter<'a> {
         (rd != 1 && rd != 5 && j.index_mask < 0x800 && j.cost <= i32::MAX as u64).then_some(j)
     }
 
+    /// `(pc >> 1) & mask` of `op`'s pc, for a mask below 0x800: it reads
+    /// only the pc's page offset, which is the block's physical
+    /// address's, so it is known at translation time.
+    fn pc_index(&self, op: &Op, mask: u64) -> u64 {
+        debug_assert!(mask < 0x800);
+        (self.lay.block_pa.wrapping_add(op.off as u64) >> 1) & mask
+    }
+
     /// A plain or call `jalr`'s `jump` hook as [`Runtime::jalr_plain`]
     /// or [`Runtime::jalr_call`] makes it (the target in the frame's pc;
     /// `link`: the link's offset from the block's pc).
-    fn jalr_step(&mut self, op: &Op, call: bool, link: i64) {
-        let index_mask = self.lay.hooks.as_ref().and_then(|h| h.inline.direct_jump);
-        let index_mask = index_mask.map_or(0, |j| j.index_mask);
-        // (pc >> 1) & index_mask reads only the pc's page offset, which
-        // is the block's physical address's: the slot is known here
-        let slot = (self.lay.block_pa.wrapping_add(op.off as u64) >> 1) & index_mask;
+    fn jalr_step(&mut self, op: &Op, j: &hs_timing::InlineJump, call: bool, link: i64) {
+        let slot = self.pc_index(op, j.index_mask);
         dynasm!(self.a ; .arch x64 ; mov edi, 16 * slot as i32);
         self.block_pc_plus(2, op.off as i64 + 1);
         let routine = if call {
@@ -1941,10 +1947,7 @@ impl<'a> Emitter<'a> {
         addr: u64,
     ) {
         let t = self.lay.hooks.as_ref().map_or(0, |h| h.model);
-        // (pc >> 1) & index_mask reads only the pc's page offset, which
-        // is the block's physical address's: the slot is known here
-        let slot = ((self.lay.block_pa.wrapping_add(op.off as u64) >> 1) & j.index_mask) as i32;
-        let entry = 16 * slot;
+        let entry = 16 * self.pc_index(op, j.index_mask) as i32;
         let (f_base_pc, f_table) = (self.lay.f_base_pc, self.lay.f_btb_table);
         let (miss, done) = (self.a.new_dynamic_label(), self.a.new_dynamic_label());
         dynasm!(self.a
@@ -1985,9 +1988,7 @@ impl<'a> Emitter<'a> {
     fn branch_step(&mut self, op: &Op, b: &hs_timing::InlineBranch) {
         let f_base_pc = self.lay.f_base_pc;
         if b.index_mask < 0x800 {
-            // (pc >> 1) & index_mask reads only the pc's page offset,
-            // which is the block's physical address's: known here
-            let pc_bits = (self.lay.block_pa.wrapping_add(op.off as u64) >> 1) & b.index_mask;
+            let pc_bits = self.pc_index(op, b.index_mask);
             dynasm!(self.a ; .arch x64 ; mov esi, pc_bits as i32);
         } else {
             dynasm!(self.a
