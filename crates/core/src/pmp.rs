@@ -35,6 +35,7 @@ pub enum PageCheck {
 }
 
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+#[serde(from = "PmpSaved")]
 pub struct Pmp {
     cfg: [u8; PMP_ENTRIES],
     addr: [u64; PMP_ENTRIES],
@@ -43,6 +44,26 @@ pub struct Pmp {
     hi: [u64; PMP_ENTRIES],
     any_active: bool,
     any_locked: bool,
+}
+
+/// A PMP as snapshots hold it: the CSRs and what was decoded from them
+/// (decoded again on restore, from the CSRs).
+#[derive(serde::Deserialize)]
+struct PmpSaved {
+    cfg: [u8; PMP_ENTRIES],
+    addr: [u64; PMP_ENTRIES],
+}
+
+impl From<PmpSaved> for Pmp {
+    fn from(s: PmpSaved) -> Pmp {
+        let mut p = Pmp {
+            cfg: s.cfg,
+            addr: s.addr,
+            ..Pmp::default()
+        };
+        p.recompute();
+        p
+    }
 }
 
 impl Default for Pmp {
@@ -136,6 +157,10 @@ impl Pmp {
                     (base, base.saturating_add(size))
                 }
             };
+            // An empty range matches no address (the privileged spec: also
+            // a TOR entry whose address is not above the one before it),
+            // which (0, 0) never does in `first_match`'s test.
+            let (lo, hi) = if lo < hi { (lo, hi) } else { (0, 0) };
             self.lo[i] = lo;
             self.hi[i] = hi;
             if lo < hi {
@@ -253,6 +278,76 @@ mod tests {
         assert_eq!(
             p.check_page(0x8000_2000, Priv::User, Perm::Write),
             PageCheck::Mixed
+        );
+    }
+
+    /// `first_match` as the privileged spec states it: every entry in
+    /// order; one that is off, or a TOR entry whose address is not above
+    /// the one before it, matches no address.
+    fn first_match_by_all(p: &Pmp, pa: u64, len: u64) -> Option<(usize, bool)> {
+        let end = pa.saturating_add(len);
+        (0..PMP_ENTRIES)
+            .filter(|&i| p.lo[i] < p.hi[i])
+            .find(|&i| p.lo[i] < end && pa < p.hi[i])
+            .map(|i| (i, p.lo[i] <= pa && end <= p.hi[i]))
+    }
+
+    #[test]
+    fn the_first_match_is_the_privileged_specs() {
+        // random configurations: a few entries of each mode at random
+        // indices, addresses near each other so that ranges overlap
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut matched = 0;
+        for _ in 0..500 {
+            let mut p = Pmp::default();
+            for _ in 0..1 + next() % 6 {
+                let i = (next() % PMP_ENTRIES as u64) as usize;
+                p.write_addr(
+                    i,
+                    (0x8000_0000 + next() % 0x1_0000) >> 2 | ((1 << (next() % 12)) - 1),
+                );
+                let mode = (next() % 4) as u8;
+                let cfg = (mode << A_SHIFT) | (next() % 8) as u8;
+                p.write_cfg(i / 8, (cfg as u64) << (8 * (i % 8)));
+            }
+            // a restored copy decodes the same ranges
+            let restored: Pmp = serde_json::from_slice(&serde_json::to_vec(&p).unwrap()).unwrap();
+            assert_eq!((restored.lo, restored.hi), (p.lo, p.hi));
+            for _ in 0..200 {
+                let pa = 0x8000_0000 + next() % 0x1_2000 - 0x1000;
+                let len = [1, 2, 4, 8, 4096][(next() % 5) as usize];
+                let want = first_match_by_all(&p, pa, len);
+                matched += want.is_some() as u32;
+                assert_eq!(p.first_match(pa, len), want, "{pa:#x}+{len} in {p:?}");
+            }
+        }
+        // (the configurations do reach the addresses tried)
+        assert!(matched > 10_000, "{matched}");
+    }
+
+    #[test]
+    fn an_empty_tor_entry_matches_no_address() {
+        // entry 1: TOR from pmpaddr0 to pmpaddr1, equal (an empty range
+        // inside the access); entry 2: everything RWX
+        let mut p = Pmp::default();
+        p.write_addr(0, 0x8000_1ffc >> 2);
+        p.write_addr(1, 0x8000_1ffc >> 2);
+        p.write_addr(2, u64::MAX);
+        let cfg = (((A_TOR << A_SHIFT) | R) as u64) << 8
+            | (((A_NAPOT << A_SHIFT) | R | W | X) as u64) << 16;
+        assert!(p.write_cfg(0, cfg));
+        // (the privileged spec: TOR with pmpaddr[i-1] >= pmpaddr[i]
+        // matches no address, so entry 2 decides, not a partial match)
+        assert!(p.check(0x8000_1ff8, 8, Priv::Supervisor, Perm::Write));
+        assert_eq!(
+            p.check_page(0x8000_1000, Priv::User, Perm::Write),
+            PageCheck::Uniform(true)
         );
     }
 
