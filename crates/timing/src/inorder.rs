@@ -190,7 +190,11 @@ pub struct InOrder {
     /// Clears the offset within an L1I line.
     iline_mask: u64,
     dshift: u32,
-    /// Address of the line fetched last (u64::MAX: none; no line address has its low bits set).
+    /// Address of the line fetched last ([`NO_LINE`]: none), with bit 0
+    /// set while a walk is pending: no line address has its low bits set,
+    /// so a fetch is from the last line, with no walk to finish first,
+    /// exactly when its line equals this word (one test, inline in
+    /// translated code).
     last_iline: u64,
     /// Each L1D set's most recent way (kept after every access, for the
     /// fast path of `mem` and translated code's test of it).
@@ -289,6 +293,10 @@ impl Pipe {
     }
 }
 
+/// `last_iline` when no line was fetched last (its low bits set: no line
+/// address has them; bit 0 is left for a pending walk).
+const NO_LINE: u64 = !1;
+
 fn class_index(c: InsnClass) -> usize {
     c as usize
 }
@@ -370,7 +378,7 @@ impl InOrder {
             ishift: cfg.l1i.line.trailing_zeros(),
             iline_mask: !(cfg.l1i.line - 1),
             dshift: cfg.l1d.line.trailing_zeros(),
-            last_iline: u64::MAX,
+            last_iline: NO_LINE,
             l1d_keys: MruKeys::new(&Cache::new(&cfg.l1d)),
             l1i_keys: MruKeys::new(&Cache::new(&cfg.l1i)),
             prv: 3,
@@ -572,10 +580,23 @@ impl InOrder {
         self.states().iter().sum()
     }
 
+    /// No line fetched last: the next fetch looks at the I-TLB and L1I.
+    fn forget_iline(&mut self) {
+        self.last_iline = NO_LINE | (self.pending_n > 0) as u64;
+    }
+
+    /// `pa`'s line was fetched last (no walk is pending: a fetch
+    /// completes the one made for it first).
+    #[inline(always)]
+    fn fetched_iline(&mut self, pa: u64) {
+        debug_assert_eq!(self.pending_n, 0);
+        self.last_iline = pa & self.iline_mask;
+    }
+
     fn set_context(&mut self) {
         self.translating = self.prv != 3 && self.levels != 0;
         // the next fetch looks at the I-TLB again
-        self.last_iline = u64::MAX;
+        self.forget_iline();
     }
 
     fn flush_tlbs(&mut self) {
@@ -584,7 +605,7 @@ impl InOrder {
         if let Some(t) = self.l2tlb.as_mut() {
             t.flush();
         }
-        self.last_iline = u64::MAX;
+        self.forget_iline();
     }
 
     /// L1D counts including the same-line fast path.
@@ -715,6 +736,7 @@ impl InOrder {
     fn take_pending(&mut self) -> (u32, WalkRec) {
         let n = self.pending_n.min(5);
         self.pending_n = 0;
+        self.last_iline &= !1;
         let mut r = WalkRec::default();
         r.ptes[..n].copy_from_slice(&self.pending[..n]);
         r.n = n as u8;
@@ -815,7 +837,7 @@ impl InOrder {
         // `fetch_new_line` has no walk to make)
         let looked = tlb_hit || !self.translating;
         if looked && self.l1i_hit(line) {
-            self.last_iline = pa & self.iline_mask;
+            self.fetched_iline(pa);
             self.state[FETCH] += self.l1i_lat;
             return self.charged(self.l1i_lat);
         }
@@ -864,7 +886,7 @@ impl InOrder {
         if self.translating && !(tlb_hit || self.itlb.lookup(pc)) {
             cycles += self.tlb_miss(true, pc, false);
         }
-        self.last_iline = pa & self.iline_mask;
+        self.fetched_iline(pa);
         let o = if absent {
             self.l1i.access_absent(pa, false)
         } else {
@@ -888,7 +910,7 @@ impl InOrder {
                 self.c.fence_i += 1;
                 self.l1i.invalidate_all();
                 self.l1i_keys.rebuild(&self.l1i);
-                self.last_iline = u64::MAX;
+                self.forget_iline();
             }
             InsnClass::SfenceVma => {
                 self.c.sfence_vma += 1;
@@ -1323,6 +1345,8 @@ impl TimingModel for InOrder {
 
     #[inline(always)]
     fn fetch(&mut self, pc: u64, pa: u64, _len: u8) -> u64 {
+        // (testing the line first, as translated code does, made the
+        // block interpreter's loop longer elsewhere)
         if self.pending_n > 0 {
             return self.fetch_after_walk(pc, pa);
         }
@@ -1360,6 +1384,7 @@ impl TimingModel for InOrder {
                     self.pending[self.pending_n] = pa;
                     self.pending_n += 1;
                 }
+                self.last_iline |= 1;
                 self.pending_va = va;
                 return self.charged(walked);
             }
@@ -1479,7 +1504,13 @@ impl TimingModel for InOrder {
             pending_n: self.pending_n,
             pending_va: self.pending_va,
             ad_write: self.ad_write,
-            last_iline: self.last_iline,
+            // (saved as before the pending walk's bit was kept there: the
+            // line, or u64::MAX for none)
+            last_iline: if self.last_iline | 1 == u64::MAX {
+                u64::MAX
+            } else {
+                self.last_iline & !1
+            },
             prv: self.prv,
             levels: self.levels,
             translating: self.translating,
@@ -1542,7 +1573,7 @@ impl TimingModel for InOrder {
         self.pending_n = l.pending_n;
         self.pending_va = l.pending_va;
         self.ad_write = l.ad_write;
-        self.last_iline = l.last_iline;
+        self.last_iline = l.last_iline & !1 | (l.pending_n > 0) as u64;
         // what is derived from the caches and TLBs
         self.itlb.refresh_recent();
         self.dtlb.refresh_recent();
@@ -2313,14 +2344,21 @@ mod tests {
                 }
                 0 => {
                     if rnd(50) == 0 {
-                        // a walk before the fetch (its PTEs in RAM)
-                        let fetched = u64_at(&m, ih.fetch_last_line);
+                        // a walk before the fetch (its PTEs in RAM): no
+                        // fetch passes the test until it is complete
                         m.mem(va, RAM + 0x10_000 + rnd(4) * 8, 8, MemKind::Walk, false);
-                        assert_eq!(u64_at(&m, ih.fetch_last_line), fetched, "step {step}");
+                        assert_ne!(u64_at(&m, ih.walk_pending), 0, "step {step}");
+                        let last = u64_at(&m, ih.fetch_last_line);
+                        assert_ne!(last & ih.fetch_line_mask, last, "step {step}");
                         continue;
                     }
                     let same = pa & ih.fetch_line_mask == u64_at(&m, ih.fetch_last_line);
                     let no_walk = u64_at(&m, ih.walk_pending) == 0;
+                    // (one test covers both)
+                    assert!(
+                        no_walk || !same,
+                        "step {step}: a pending walk's line passes"
+                    );
                     // a new line: the I-TLB's most recent entry (or
                     // another, made the most recent) and the L1I set's
                     // most recent way, as translated code tests them
@@ -2395,7 +2433,8 @@ mod tests {
                     let key = u64_at(&m, ih.mem_keys + 8 * (line & ih.mem_key_mask) as usize);
                     let kind = if store { MemKind::Store } else { MemKind::Load };
                     let translating = u8_at(&m, ih.mem_translating) as usize;
-                    let fetched = u64_at(&m, ih.fetch_last_line);
+                    // (the line as a fetch's test sees it once no walk is pending)
+                    let fetched = u64_at(&m, ih.fetch_last_line) & !1;
                     // the hook alone, on a copy of the model as it was
                     copy.restore_state(&saved, true).unwrap();
                     let hooked = copy.mem(va, pa, 8, kind, false);

@@ -158,13 +158,15 @@ pub const INSN_CLASSES: usize = InsnClass::System as usize + 1;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct InlineHooks {
     /// `fetch(_, pa, _)` returns 0 and changes nothing while
-    /// `pa & fetch_line_mask` equals the u64 at `fetch_last_line` and the
-    /// u64 at `walk_pending` is 0. Any `fetch` leaves both so that a next
-    /// fetch from its line passes, and `mem` of a load or store leaves no
-    /// walk pending (it completes the walk that served it); `insn` of an
-    /// inlined class, `mem` of any kind and `branch`, `jump` and
-    /// `direct_jump` never change the line, so after a fetch, a walk and
-    /// the access it served a fetch from the same line still passes.
+    /// `pa & fetch_line_mask` equals the u64 at `fetch_last_line`, which
+    /// it never does while a walk is pending (the u64 at `walk_pending`
+    /// is not 0): one test covers both. Any `fetch` leaves that word so
+    /// that a next fetch from its line passes, and `mem` of a load or
+    /// store leaves no walk pending (it completes the walk that served
+    /// it); `insn` of an inlined class, `mem` of a load or store and
+    /// `branch`, `jump` and `direct_jump` never change the line, so after
+    /// a fetch, a walk and the access it served a fetch from the same
+    /// line passes again.
     pub fetch_line_mask: u64,
     pub fetch_last_line: usize,
     pub walk_pending: usize,

@@ -1463,7 +1463,7 @@ impl<'a> Emitter<'a> {
         }
         self.fetched_line = Some(line);
         let (label, back) = (self.a.new_dynamic_label(), self.a.new_dynamic_label());
-        let (last, walk) = (t + ih.fetch_last_line as i32, t + ih.walk_pending as i32);
+        let last = t + ih.fetch_last_line as i32;
         // (a translated block runs from the one physical address it was
         // decoded at: the block cache maps an address to its block)
         let line_pa = self.lay.block_pa.wrapping_add(op.off as u64) & ih.fetch_line_mask;
@@ -1472,14 +1472,10 @@ impl<'a> Emitter<'a> {
         } else {
             dynasm!(self.a ; .arch x64 ; mov rax, QWORD line_pa as i64);
         }
+        // (a pending walk keeps the word unequal to every line)
         dynasm!(self.a
             ; .arch x64
             ; cmp rax, QWORD [rbx + last]
-            ; jne =>label
-        );
-        self.qword_imm8(7, false, walk, 0);
-        dynasm!(self.a
-            ; .arch x64
             ; jne =>label
             ; =>back
         );
