@@ -55,6 +55,10 @@ const IRQ_S_SOFT: u64 = 1;
 const IRQ_M_SOFT: u64 = 3;
 /// Flag in `InOrder::cost`: the class flushes something (fence.i, sfence.vma).
 const SIDE_EFFECT: u64 = 1 << 63;
+/// Flag in `InOrder::cost`, of every class with `[pipeline]`: the cost is
+/// the pipeline's to work out. (With the other flag, the one test that
+/// keeps the single-issue core's `insn` a table look-up.)
+const PIPELINED: u64 = 1 << 62;
 /// Walk accesses kept while waiting for the access they serve (two walks
 /// for a page-crossing access fit).
 const PENDING_MAX: usize = 10;
@@ -143,7 +147,8 @@ pub struct InOrder {
     // parameters
     lat_extra: [u64; CLASSES],
     /// What `insn` returns per class: latency - 1 + writeback, with
-    /// [`SIDE_EFFECT`] set for the classes that also change model state.
+    /// [`SIDE_EFFECT`] set for the classes that also change model state
+    /// and [`PIPELINED`] for every class of the pipelined core.
     cost: [u64; CLASSES],
     lat_state: [u8; CLASSES],
     writeback: u64,
@@ -339,6 +344,9 @@ impl InOrder {
         let mut cost = lat_extra.map(|e| e + cfg.writeback);
         cost[class_index(FenceI)] |= SIDE_EFFECT;
         cost[class_index(SfenceVma)] |= SIDE_EFFECT;
+        if cfg.pipeline.is_some() {
+            cost = cost.map(|c| c | PIPELINED);
+        }
         InOrder {
             lat_extra,
             cost,
@@ -903,6 +911,19 @@ impl InOrder {
         cycles + c
     }
 
+    /// `insn` of a class whose cost is flagged: its side effects, then
+    /// the pipeline's cost or the table's.
+    #[inline]
+    fn insn_flagged(&mut self, class: InsnClass, ops: Operands, cost: u64) -> u64 {
+        if cost & SIDE_EFFECT != 0 {
+            self.class_side_effects(class);
+        }
+        if cost & PIPELINED != 0 {
+            return self.pipelined_insn(class, ops);
+        }
+        cost & !SIDE_EFFECT
+    }
+
     #[inline(never)]
     fn class_side_effects(&mut self, class: InsnClass) {
         match class {
@@ -1269,7 +1290,7 @@ impl TimingModel for InOrder {
             fetch_last_line: offset_of!(InOrder, last_iline),
             walk_pending: offset_of!(InOrder, pending_n),
             insn_cost: std::array::from_fn(|i| {
-                (self.cost[i] & SIDE_EFFECT == 0).then_some(self.cost[i])
+                (self.cost[i] & (SIDE_EFFECT | PIPELINED) == 0).then_some(self.cost[i])
             }),
             insn_counts: offset_of!(InOrder, class_counts),
             last_class: offset_of!(InOrder, last_class),
@@ -1359,13 +1380,10 @@ impl TimingModel for InOrder {
         let i = class_index(class);
         self.class_counts[i] += 1;
         let cost = self.cost[i];
-        if cost & SIDE_EFFECT != 0 {
-            self.class_side_effects(class);
+        if cost & (SIDE_EFFECT | PIPELINED) != 0 {
+            return self.insn_flagged(class, ops, cost);
         }
-        if self.pipe.is_some() {
-            return self.pipelined_insn(class, ops);
-        }
-        cost & !SIDE_EFFECT
+        cost
     }
 
     #[inline(always)]
