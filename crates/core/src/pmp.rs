@@ -55,14 +55,26 @@ struct PmpSaved {
 }
 
 impl From<PmpSaved> for Pmp {
+    /// (only what the CSRs can hold: a saved file is not trusted to)
     fn from(s: PmpSaved) -> Pmp {
         let mut p = Pmp {
-            cfg: s.cfg,
-            addr: s.addr,
+            cfg: s.cfg.map(legal_cfg),
+            addr: s.addr.map(|a| a & ADDR_MASK),
             ..Pmp::default()
         };
         p.recompute();
         p
+    }
+}
+
+/// A pmpcfg byte as the register holds it: reserved bits read as zero,
+/// and W without R (reserved) is dropped.
+fn legal_cfg(v: u8) -> u8 {
+    let c = v & (R | W | X | (3 << A_SHIFT) | L);
+    if c & R == 0 {
+        c & !W
+    } else {
+        c
     }
 }
 
@@ -103,10 +115,7 @@ impl Pmp {
             if e >= PMP_ENTRIES || self.cfg[e] & L != 0 {
                 continue;
             }
-            let mut c = (v >> (8 * i)) as u8 & (R | W | X | (3 << A_SHIFT) | L);
-            if c & R == 0 {
-                c &= !W; // W without R is reserved
-            }
+            let c = legal_cfg((v >> (8 * i)) as u8);
             if c != self.cfg[e] {
                 self.cfg[e] = c;
                 changed = true;
@@ -319,6 +328,7 @@ mod tests {
             // a restored copy decodes the same ranges
             let restored: Pmp = serde_json::from_slice(&serde_json::to_vec(&p).unwrap()).unwrap();
             assert_eq!((restored.lo, restored.hi), (p.lo, p.hi));
+            assert_eq!((restored.cfg, restored.addr), (p.cfg, p.addr));
             for _ in 0..200 {
                 let pa = 0x8000_0000 + next() % 0x1_2000 - 0x1000;
                 let len = [1, 2, 4, 8, 4096][(next() % 5) as usize];
@@ -329,6 +339,22 @@ mod tests {
         }
         // (the configurations do reach the addresses tried)
         assert!(matched > 10_000, "{matched}");
+    }
+
+    #[test]
+    fn a_restored_pmp_holds_only_what_its_csrs_can() {
+        // a saved file's NAPOT address of all ones (more than pmpaddr's
+        // 54 bits) and reserved cfg bits, as an edited snapshot may have
+        let json = format!(
+            r#"{{"cfg":[{},0,0,0,0,0,0,0,0,0,0,0,0,0,0,0],"addr":[{},0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]}}"#,
+            0x79,
+            u64::MAX
+        );
+        let p: Pmp = serde_json::from_str(&json).unwrap();
+        assert_eq!(p.read_cfg(0), ((A_NAPOT << A_SHIFT) | R) as u64);
+        assert_eq!(p.read_addr(0), ADDR_MASK);
+        assert!(p.check(0x8000_0000, 8, Priv::User, Perm::Read));
+        assert!(!p.check(0x8000_0000, 8, Priv::User, Perm::Write));
     }
 
     #[test]
