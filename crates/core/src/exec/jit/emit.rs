@@ -95,7 +95,8 @@ pub(super) struct Runtime {
     /// With a model's new-line fetch shortcut ([`hs_timing::InlineFetch`];
     /// else 0). In: rax the physical address of the line fetched, not
     /// the last one. Where the shortcut holds it makes the shortcut's
-    /// change and returns with ZF set and rax its cost; else with ZF
+    /// change, adds its cost to the cycle count (r13) and the stall, as
+    /// a site adds a hook's, and returns with ZF set; else with ZF
     /// clear, having changed nothing but what an I-TLB hit in another
     /// entry changes (its LRU update, which the hook makes first; see
     /// `tlb_by_index`). Clobbers rax, rcx.
@@ -269,8 +270,9 @@ struct HookCall {
 
 enum HookKind {
     /// `fetch` of the op at this byte of its block, this long (`off |
-    /// len << 16`)
-    Fetch(u32),
+    /// len << 16`); `routine_tried` when the site called the new-line
+    /// routine ([`Runtime::fetch_line`]) already
+    Fetch { off_len: u32, routine_tried: bool },
     /// `mem` of a load or store: the address is `x[base] + imm` (base the
     /// host register holding it), `size | store << 8`
     Mem { base: u8, imm: i32, size_kind: u32 },
@@ -1004,14 +1006,18 @@ impl<'a> Emitter<'a> {
             ; add QWORD [rbx + t + f.tlb_accesses as i32], rcx
         );
         if f.cost != 0 {
+            // (the cycles here, not at each site: a hit then costs the
+            // site nothing after the call)
+            let cost = f.cost as i32;
             dynasm!(self.a
                 ; .arch x64
-                ; add QWORD [rbx + t + f.cycles as i32], f.cost as i32
+                ; add QWORD [rbx + t + f.cycles as i32], cost
+                ; add r13, cost
+                ; add QWORD [rbx + h.stall], cost
             );
         }
         dynasm!(self.a
             ; .arch x64
-            ; mov eax, f.cost as i32
             ; cmp eax, eax
             ; =>fail
             ; ret
@@ -1045,20 +1051,18 @@ impl<'a> Emitter<'a> {
             ; or rcx, QWORD [rbx + recent + 24]
             ; cmp rcx, QWORD [rbx + recent + 32]
             ; jne =>index
-            ; push rax
-        );
-        for at in [0, 8, 16] {
-            dynasm!(self.a
-                ; .arch x64
-                ; mov rax, QWORD [rbx + recent + at]
-                ; mov rcx, QWORD [rbx + recent + 24 + at]
-                ; mov QWORD [rbx + recent + at], rcx
-                ; mov QWORD [rbx + recent + 24 + at], rax
-            );
-        }
-        dynasm!(self.a
-            ; .arch x64
-            ; pop rax
+            // the swap: the records' first 16 bytes through two SSE
+            // registers, their last 8 through rcx and a third (no code
+            // that calls a routine keeps anything in them: they are
+            // caller-saved, and blocks call into Rust)
+            ; movups xmm0, [rbx + recent]
+            ; movups xmm1, [rbx + recent + 24]
+            ; movups [rbx + recent], xmm1
+            ; movups [rbx + recent + 24], xmm0
+            ; mov rcx, QWORD [rbx + recent + 16]
+            ; movq xmm2, QWORD [rbx + recent + 40]
+            ; mov QWORD [rbx + recent + 40], rcx
+            ; movq QWORD [rbx + recent + 16], xmm2
             ; jmp =>line
             ; =>index
         );
@@ -1458,9 +1462,17 @@ impl<'a> Emitter<'a> {
         // whichever page it runs from; lines are at most a page)
         let pa = self.lay.block_pa.wrapping_add(op.off as u64) & 0xfff;
         let line = pa & ih.fetch_line_mask;
-        if ih.fetch_line_mask | 0xfff == u64::MAX && self.fetched_line == Some(line) {
+        let lines_known = ih.fetch_line_mask | 0xfff == u64::MAX;
+        if lines_known && self.fetched_line == Some(line) {
             return;
         }
+        // Another line of this block was fetched last (only inline ops
+        // and loads' and stores' slow paths ran since, which fetch
+        // nothing new): the model's last line is that one, or has the
+        // pending walk's bit, so the test below would fail for certain
+        // and the site goes to the new-line routine at once.
+        let routine = self.lay.rt.fetch_line;
+        let known_new = lines_known && self.fetched_line.is_some() && routine != 0;
         self.fetched_line = Some(line);
         let (label, back) = (self.a.new_dynamic_label(), self.a.new_dynamic_label());
         let last = t + ih.fetch_last_line as i32;
@@ -1472,13 +1484,22 @@ impl<'a> Emitter<'a> {
         } else {
             dynasm!(self.a ; .arch x64 ; mov rax, QWORD line_pa as i64);
         }
-        // (a pending walk keeps the word unequal to every line)
-        dynasm!(self.a
-            ; .arch x64
-            ; cmp rax, QWORD [rbx + last]
-            ; jne =>label
-            ; =>back
-        );
+        if known_new {
+            dynasm!(self.a
+                ; .arch x64
+                ; call extern routine as usize
+                ; jnz =>label
+                ; =>back
+            );
+        } else {
+            // (a pending walk keeps the word unequal to every line)
+            dynasm!(self.a
+                ; .arch x64
+                ; cmp rax, QWORD [rbx + last]
+                ; jne =>label
+                ; =>back
+            );
+        }
         let forget = self.line_in_use();
         self.hook_calls.push(HookCall {
             forget,
@@ -1486,7 +1507,10 @@ impl<'a> Emitter<'a> {
             back,
             regs: self.regs,
             keep_rsi,
-            kind: HookKind::Fetch(op.off as u32 | (op.len as u32) << 16),
+            kind: HookKind::Fetch {
+                off_len: op.off as u32 | (op.len as u32) << 16,
+                routine_tried: known_new,
+            },
         });
     }
 
@@ -2364,15 +2388,18 @@ impl<'a> Emitter<'a> {
             for c in std::mem::take(&mut self.hook_calls) {
                 dynasm!(self.a ; .arch x64 ; =>c.label);
                 match c.kind {
-                    HookKind::Fetch(off_len) => {
-                        // (rax: the line's address, from the test)
-                        let fetched = self.a.new_dynamic_label();
+                    HookKind::Fetch {
+                        off_len,
+                        routine_tried,
+                    } => {
+                        // (rax: the line's address, from the test; a hit
+                        // in the routine added its cycles there)
                         let shared = lay.rt.fetch_line as usize;
-                        if shared != 0 {
+                        if shared != 0 && !routine_tried {
                             dynasm!(self.a
                                 ; .arch x64
                                 ; call extern shared
-                                ; jz =>fetched
+                                ; jz =>c.back
                             );
                         }
                         self.kept_call(&c.regs, c.keep_rsi, fetch, |e| {
@@ -2380,7 +2407,6 @@ impl<'a> Emitter<'a> {
                         });
                         // (a walk for the fetch reads through the L1D)
                         self.forget_line(c.forget);
-                        dynasm!(self.a ; .arch x64 ; =>fetched);
                     }
                     HookKind::Mem {
                         base,
