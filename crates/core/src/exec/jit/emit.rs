@@ -130,7 +130,7 @@ pub(super) struct Runtime {
     /// With a model's inline branch step ([`hs_timing::InlineBranch`],
     /// when it fits this code's immediates; else 0): the step, written once
     /// instead of at every conditional branch (about 95 bytes each). In:
-    /// eax the outcome (0 or 1), esi the pc's bits of the counter index
+    /// al the outcome (0 or 1; the rest of rax anything), esi the pc's bits of the counter index
     /// (`(pc >> 1) & index_mask`). Returns the cycles in rax and the
     /// outcome in ecx's low bit. Clobbers rsi.
     pub branch_step: u64,
@@ -360,9 +360,10 @@ fn mispredicted(i: usize) -> bool {
 
 /// A conditional branch's step as translated code looks it up, by
 /// `2 * counter + taken` (see `InlineBranch`): the counter after it
-/// (bytes 0-7), then the cycles it costs (bytes 8-15).
-pub(super) fn branch_steps(b: &hs_timing::InlineBranch) -> [u8; 16] {
-    let mut t = [0u8; 16];
+/// (bytes 0-7), the cycles it costs (bytes 8-15), then 1 where it
+/// mispredicted (bytes 16-23).
+pub(super) fn branch_steps(b: &hs_timing::InlineBranch) -> [u8; 24] {
+    let mut t = [0u8; 24];
     for i in 0..8 {
         t[i] = hs_timing::BRANCH_NEXT[i];
         t[8 + i] = match (mispredicted(i), i & 1) {
@@ -370,6 +371,7 @@ pub(super) fn branch_steps(b: &hs_timing::InlineBranch) -> [u8; 16] {
             (false, 1) => b.taken_penalty,
             _ => 0,
         } as u8;
+        t[16 + i] = mispredicted(i) as u8;
     }
     t
 }
@@ -2033,27 +2035,22 @@ impl<'a> Emitter<'a> {
             t + b.mispredicts as i32,
             t + b.fetch_cycles as i32,
         );
-        let missed_bits = (0..8).fold(0i32, |a, i| a | (mispredicted(i) as i32) << i);
         let (f_table, steps) = (self.lay.f_bp_table, self.lay.f_bp_steps);
         dynasm!(self.a
             ; .arch x64
-            ; movzx eax, al
             // rsi: the counter's address
             ; xor rsi, QWORD [rbx + hist]
             ; and rsi, b.index_mask as i32
             ; add rsi, QWORD [rbx + f_table]
             // ecx: 2 * counter + taken (a counter is at most 3; the mask
             // keeps the look-ups below inside their eight bytes whatever
-            // it is)
+            // it is, and drops whatever rax holds above al, the outcome:
+            // a sum's low bits depend on its terms' low bits alone)
             ; movzx ecx, BYTE [rsi]
             ; lea ecx, [rax + rcx * 2]
             ; and ecx, 7
-            ; mov eax, missed_bits
-            ; bt eax, ecx
-        );
-        self.qword_imm8(2, false, misses, 0);
-        dynasm!(self.a
-            ; .arch x64
+            ; movzx eax, BYTE [rbx + rcx + steps + 16]
+            ; add QWORD [rbx + misses], rax
             ; movzx eax, BYTE [rbx + rcx + steps]
             ; mov BYTE [rsi], al
             ; movzx eax, BYTE [rbx + rcx + steps + 8]

@@ -113,9 +113,10 @@ pub(crate) struct JitFrame {
     /// them (set with `host_to_pa`)
     flags_by_page: u64,
     /// by `2 * counter + taken` (`InlineBranch`): the counter after it,
-    /// then the cycles it costs (a byte each), for translated code to look
-    /// up (filled before a block is translated)
-    bp_steps: [u8; 16],
+    /// the cycles it costs, then whether it mispredicted (a byte each),
+    /// for translated code to look up (filled before a block is
+    /// translated)
+    bp_steps: [u8; 24],
     /// hooked models: the data line (virtual address >> the L1D's line
     /// shift) of the last load or store whose shortcut passed in the
     /// running block, or `u64::MAX` once a hook or the interpreter may
