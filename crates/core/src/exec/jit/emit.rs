@@ -985,11 +985,12 @@ impl<'a> Emitter<'a> {
         dynasm!(self.a
             ; .arch x64
             ; jne =>fail
-            ; cmp BYTE [rbx + tr], 0
-            ; je =>line
+            // (the record first, as in `mem_line_routine`)
             ; mov rcx, QWORD [rbx + base_pc]
             ; or rcx, QWORD [rbx + recent]
             ; cmp rcx, QWORD [rbx + recent + 8]
+            ; je =>line
+            ; cmp BYTE [rbx + tr], 0
             ; jne =>other
             ; =>line
         );
@@ -1194,13 +1195,16 @@ impl<'a> Emitter<'a> {
         );
         let key_mask = ih.mem_key_mask as i32;
         let (line, other) = (self.a.new_dynamic_label(), self.a.new_dynamic_label());
+        // (untranslated accesses take the line test whatever the
+        // record holds, so the record is tested first: one test fewer
+        // where it holds, the usual case)
         dynasm!(self.a
             ; .arch x64
-            ; cmp BYTE [rbx + tr], 0
-            ; je =>line
             ; mov rcx, rax
             ; or rcx, QWORD [rbx + recent]
             ; cmp rcx, QWORD [rbx + recent + 8]
+            ; je =>line
+            ; cmp BYTE [rbx + tr], 0
             ; jne =>other
             ; =>line
             ; mov rax, QWORD [rbx + to_pa]
