@@ -1765,16 +1765,21 @@ impl<'a> Emitter<'a> {
                 let link = off + op.len as i64;
                 self.hooks_before(op);
                 self.flush_regs();
-                self.block_pc_plus(0, link);
-                self.store_x(if rd == 0 { SINK } else { rd }, 0);
+                // (a link to x0 is written nowhere: nothing reads the sink)
+                if rd != 0 {
+                    self.block_pc_plus(0, link);
+                    self.store_x(rd, 0);
+                }
                 if let Some(h) = &lay.hooks {
                     let f = h.direct_jump;
                     self.store_last_class();
                     match self.inline_jump(rd) {
                         Some(j) => self.direct_jump_step(op, imm, &j, f, addr),
-                        None => self.call(f, addr),
+                        None => {
+                            self.call(f, addr);
+                            self.add_dynamic();
+                        }
                     }
-                    self.add_dynamic();
                 }
                 let retired = self.pending + 1;
                 if lay.log {
@@ -1794,14 +1799,18 @@ impl<'a> Emitter<'a> {
                 self.hooks_before(op);
                 self.flush_regs();
                 self.load_x(1, rs1);
+                if imm != 0 {
+                    dynasm!(self.a ; .arch x64 ; add rcx, imm);
+                }
                 dynasm!(self.a
                     ; .arch x64
-                    ; add rcx, imm
                     ; and rcx, -2
                     ; mov QWORD [rbx + lay.f_pc], rcx
                 );
-                self.block_pc_plus(0, link);
-                self.store_x(if rd == 0 { SINK } else { rd }, 0);
+                if rd != 0 {
+                    self.block_pc_plus(0, link);
+                    self.store_x(rd, 0);
+                }
                 if let Some(h) = &lay.hooks {
                     // (the hook reads the target from the frame's pc)
                     let f = h.jump;
@@ -1962,8 +1971,10 @@ impl<'a> Emitter<'a> {
     }
 
     /// A plain `jal`'s `direct_jump` hook (`f`) behind the BTB test of
-    /// `InlineJump`: a hit is counted here with its cost in rax, as the
-    /// hook would return it. Uses only rax and rsi besides the call.
+    /// `InlineJump`: a hit is counted here, its cost with the straight
+    /// line's (`pending` and the owed stall); a miss calls the hook and
+    /// adds what it returns beyond that cost. Uses only rax and rsi
+    /// besides the call.
     fn direct_jump_step(
         &mut self,
         op: &Op,
@@ -1996,14 +2007,22 @@ impl<'a> Emitter<'a> {
         } else {
             dynasm!(self.a ; .arch x64 ; add QWORD [rbx + t + j.cycles as i32], cost);
         }
+        // a hit's cost is known here: counted with the straight line's
+        // (settled at the exit), and a miss adds what the hook returns
+        // beyond it
         dynasm!(self.a
             ; .arch x64
-            ; mov eax, cost
             ; jmp =>done
             ; =>miss
         );
         self.call(f, addr);
+        if cost != 0 {
+            dynasm!(self.a ; .arch x64 ; sub rax, cost);
+        }
+        self.add_dynamic();
         dynasm!(self.a ; .arch x64 ; =>done);
+        self.pending += cost;
+        self.owed.stall += cost;
     }
 
     /// The `branch` hook's counter step (see `InlineBranch`), with the
