@@ -130,9 +130,9 @@ pub(super) struct Runtime {
     /// With a model's inline branch step ([`hs_timing::InlineBranch`],
     /// when it fits this code's immediates; else 0): the step, written once
     /// instead of at every conditional branch (about 95 bytes each). In:
-    /// al the outcome (0 or 1; the rest of rax anything), esi the pc's bits of the counter index
-    /// (`(pc >> 1) & index_mask`). Returns the cycles in rax and the
-    /// outcome in ecx's low bit. Clobbers rsi.
+    /// al the outcome (0 or 1; the rest of rax anything), esi the pc's
+    /// bits of the counter index (`(pc >> 1) & index_mask`). Returns the
+    /// cycles in rax and the outcome in ecx's low bit. Clobbers rsi.
     pub branch_step: u64,
     /// With a model's inline return ([`hs_timing::InlineJalr`], when
     /// its depth and cost fit; else 0): a `ret`'s stack pop, written once.
