@@ -555,6 +555,15 @@ impl<'a> Emitter<'a> {
         }
     }
 
+    /// A jump's link (the block's pc + `link`) into guest register `rd`
+    /// (registers flushed); none for x0: nothing reads the sink.
+    fn write_link(&mut self, rd: u8, link: i64) {
+        if rd != 0 {
+            self.block_pc_plus(0, link);
+            self.store_x(rd, 0);
+        }
+    }
+
     /// Host register `r` = the block's pc + `off`.
     fn block_pc_plus(&mut self, r: u8, off: i64) {
         let f = self.lay.f_base_pc;
@@ -1765,11 +1774,7 @@ impl<'a> Emitter<'a> {
                 let link = off + op.len as i64;
                 self.hooks_before(op);
                 self.flush_regs();
-                // (a link to x0 is written nowhere: nothing reads the sink)
-                if rd != 0 {
-                    self.block_pc_plus(0, link);
-                    self.store_x(rd, 0);
-                }
+                self.write_link(rd, link);
                 if let Some(h) = &lay.hooks {
                     let f = h.direct_jump;
                     self.store_last_class();
@@ -1807,10 +1812,7 @@ impl<'a> Emitter<'a> {
                     ; and rcx, -2
                     ; mov QWORD [rbx + lay.f_pc], rcx
                 );
-                if rd != 0 {
-                    self.block_pc_plus(0, link);
-                    self.store_x(rd, 0);
-                }
+                self.write_link(rd, link);
                 if let Some(h) = &lay.hooks {
                     // (the hook reads the target from the frame's pc)
                     let f = h.jump;
