@@ -23,6 +23,10 @@ struct Block {
     /// Bumped whenever a store (hart or DMA) hits a page flagged as code;
     /// harts compare it to their own copy to know when to drop decoded blocks.
     code_gen: Cell<u64>,
+    /// Bumped whenever a page becomes flagged as code: a hart whose copy
+    /// differs must stop its store fast path for pages now code (see
+    /// [`GuestRam::code_marks`]).
+    code_marks: Cell<u64>,
     /// Page base address of the store behind each recent `code_gen` value.
     code_log: Box<[Cell<u64>]>,
     /// Per page, how often a store hit it while flagged as code: a hot-code
@@ -102,6 +106,7 @@ impl GuestRam {
             ptr,
             code,
             code_gen: Cell::new(0),
+            code_marks: Cell::new(0),
             code_log,
             code_writes,
             hot,
@@ -202,16 +207,21 @@ impl GuestRam {
     #[inline]
     pub fn mark_code(&self, pa: u64) {
         if self.contains(pa, 1) {
-            self.0.code[self.page_index(pa)].set(true);
+            let flag = &self.0.code[self.page_index(pa)];
+            if !flag.get() {
+                flag.set(true);
+                self.0.code_marks.set(self.0.code_marks.get() + 1);
+            }
         }
     }
 
-    /// The code-page flags (one byte per 4 KiB page from [`Self::base`],
-    /// nonzero = code) and how many there are, for translated code that
-    /// tests them inline after a store. Valid while this `GuestRam` (or a
-    /// clone) is alive; read only, on this thread.
-    pub fn code_flags(&self) -> (*const u8, usize) {
-        (self.0.code.as_ptr().cast::<u8>(), self.0.code.len())
+    /// Changes whenever a page becomes flagged as code. Harts keep stores
+    /// to code pages off their fast path (whose only test is the TLB's):
+    /// one whose copy differs must look for store entries of pages now
+    /// code before its next store.
+    #[inline(always)]
+    pub fn code_marks(&self) -> u64 {
+        self.0.code_marks.get()
     }
 
     /// Is the page holding `pa` flagged as code?
@@ -292,6 +302,8 @@ impl GuestRam {
         for &p in pages {
             b.code[p as usize].set(true);
         }
+        // (pages may be code now that were not: every hart looks again)
+        b.code_marks.set(b.code_marks.get() + 1);
         b.code_gen.set(gen);
         for (c, &v) in b.code_log.iter().zip(log) {
             c.set(v);

@@ -167,6 +167,9 @@ pub struct Hart<T: TimingModel = Atomic> {
     fetch_ctx: usize,
     data_ctx: usize,
     tlb: Box<mmu::Tlb>,
+    /// The RAM's `code_marks` when store entries were last flagged
+    /// against code pages (see `Hart::flag_code_stores`).
+    code_marks_seen: u64,
     blocks: exec::Blocks,
     ram: GuestRam,
     ram_base: u64,
@@ -338,6 +341,7 @@ impl<T: TimingModel> Hart<T> {
             fetch_ctx: mmu::CTX_M,
             data_ctx: mmu::CTX_M,
             tlb: mmu::Tlb::new(),
+            code_marks_seen: ram.code_marks(),
             blocks: exec::Blocks::new(),
             ram_base: ram.base(),
             ram,

@@ -19,9 +19,16 @@ use crate::{Hart, Priv};
 pub const TLB_BITS: u32 = 10;
 pub const TLB_SIZE: usize = 1 << TLB_BITS;
 const GEN_SHIFT: u32 = 52;
-const GEN_MAX: u64 = (1 << 11) - 1;
+/// A tag's page number.
+const VPN_BITS: u64 = (1 << GEN_SHIFT) - 1;
+const GEN_MAX: u64 = (1 << 10) - 1;
 /// Tag flag: the page is not RAM (MMIO); `addend` then maps va to pa.
 pub const TLB_MMIO: u64 = 1 << 63;
+/// Tag flag of a store entry: the RAM page is flagged as code, so a store
+/// must tell the block cache. The fast paths' single tag test fails on it
+/// (as QEMU's not-dirty bit), yet the entry is there: the slow path finds
+/// the page without a walk, so the TLB's hits and misses are the same.
+pub const TLB_CODE: u64 = 1 << 62;
 
 pub const KIND_FETCH: usize = 0;
 pub const KIND_LOAD: usize = 1;
@@ -56,6 +63,10 @@ pub struct Tlb {
     /// level may then map pcs of a page no fetch entry maps any more (its
     /// entries are only made through a fetch entry, see `fetch_block`).
     pub(crate) fetch_replaced: bool,
+    /// Where store entries of RAM were put in this generation (context ×
+    /// [`TLB_SIZE`] + slot; some since replaced or dropped): what
+    /// `Hart::flag_code_stores` looks through instead of every entry.
+    pub(crate) store_fills: Vec<u16>,
 }
 
 /// Most superpages [`Tlb`] lists (Linux maps its own memory with a few).
@@ -68,6 +79,7 @@ impl Tlb {
             gen_bits: 0,
             superpages: Some(Vec::new()),
             fetch_replaced: false,
+            store_fills: Vec::new(),
         });
         t.gen_bits = 1 << GEN_SHIFT;
         t
@@ -76,6 +88,7 @@ impl Tlb {
         self.superpages = Some(Vec::new());
         // (a new generation: no first-level entry outlives it either)
         self.fetch_replaced = false;
+        self.store_fills.clear();
         let gen = (self.gen_bits >> GEN_SHIFT) + 1;
         if gen > GEN_MAX {
             for k in self.e.iter_mut() {
@@ -91,6 +104,20 @@ impl Tlb {
 }
 
 impl Tlb {
+    /// A store entry of RAM was put at `slot` of context `ctx`.
+    pub(crate) fn note_store_fill(&mut self, ctx: usize, slot: usize) {
+        if self.store_fills.len() >= 4 * TLB_SIZE {
+            // (mostly entries since replaced: keep one mention of each
+            // live one)
+            let gen = self.gen_bits;
+            let live = (self.e[KIND_STORE].as_flattened().iter().enumerate())
+                .filter(|(_, e)| e.tag & !(VPN_BITS | TLB_CODE) == gen)
+                .map(|(i, _)| i as u16);
+            self.store_fills = live.collect();
+        }
+        self.store_fills.push((ctx * TLB_SIZE + slot) as u16);
+    }
+
     /// An entry for `va` came from a leaf mapping `1 << shift` bytes.
     fn note_leaf(&mut self, va: u64, shift: u32) {
         if !(13..64).contains(&shift) {
@@ -136,7 +163,7 @@ impl Tlb {
         let slot = (vpn as usize) & (TLB_SIZE - 1);
         for kind in self.e.iter_mut() {
             for ctx in kind.iter_mut() {
-                if ctx[slot].tag & !TLB_MMIO == want {
+                if ctx[slot].tag & !(TLB_MMIO | TLB_CODE) == want {
                     ctx[slot] = TlbEntry::default();
                 }
             }
@@ -274,6 +301,38 @@ impl<T: TimingModel> Hart<T> {
         self.refresh_stamp();
     }
 
+    /// Keep stores to pages flagged as code since this hart last looked
+    /// (by itself or another hart) off the store fast path: flag their
+    /// store entries with [`TLB_CODE`]. Harts run one at a time, so looking
+    /// when a slice starts and after each block decode is soon enough.
+    #[inline(always)]
+    pub(crate) fn flag_code_stores(&mut self) {
+        if self.ram.code_marks() != self.code_marks_seen {
+            self.flag_code_stores_now();
+        }
+    }
+
+    #[inline(never)]
+    fn flag_code_stores_now(&mut self) {
+        self.code_marks_seen = self.ram.code_marks();
+        let (gen, ram_host, base) = (self.tlb.gen_bits, self.ram_host as u64, self.ram_base);
+        let entries = self.tlb.e[KIND_STORE].as_flattened_mut();
+        for &i in &self.tlb.store_fills {
+            let e = &mut entries[i as usize];
+            // (live RAM entries not yet flagged: exactly the generation)
+            if e.tag & !VPN_BITS == gen {
+                let va = (e.tag & VPN_BITS) << 12;
+                let pa = va
+                    .wrapping_add(e.addend)
+                    .wrapping_sub(ram_host)
+                    .wrapping_add(base);
+                if self.ram.is_code(pa) {
+                    e.tag |= TLB_CODE;
+                }
+            }
+        }
+    }
+
     /// Walk the page tables for `va` in context `ctx`. `set_ad` updates the
     /// A/D bits as hardware does; observation walks pass false.
     pub(crate) fn walk(
@@ -388,8 +447,14 @@ impl<T: TimingModel> Hart<T> {
         let slot = (vpn as usize) & (TLB_SIZE - 1);
         let e = self.tlb.e[kind][ctx][slot];
         let want = vpn | self.tlb.gen_bits;
-        if e.tag == want {
-            return Ok(self.host_to_pa(va.wrapping_add(e.addend)));
+        if e.tag & !TLB_CODE == want {
+            let pa = self.host_to_pa(va.wrapping_add(e.addend));
+            if e.tag != want && !self.ram.is_code(pa) {
+                // (a store wrote the page, which is code no more: stores
+                // to it take the fast path again)
+                self.tlb.e[kind][ctx][slot].tag = want;
+            }
+            return Ok(pa);
         }
         if e.tag == want | TLB_MMIO {
             return Ok(va.wrapping_add(e.addend));
@@ -411,8 +476,9 @@ impl<T: TimingModel> Hart<T> {
             PageCheck::Uniform(false) => return Err(access_fault(kind, va)),
             PageCheck::Uniform(true) => {
                 let entry = if self.ram.contains(page, 4096) {
+                    let code = kind == KIND_STORE && self.ram.is_code(page);
                     TlbEntry {
-                        tag: want,
+                        tag: if code { want | TLB_CODE } else { want },
                         addend: (self.ram.host_ptr(page) as u64).wrapping_sub(va & !0xfff),
                     }
                 } else {
@@ -430,6 +496,9 @@ impl<T: TimingModel> Hart<T> {
                     self.tlb.fetch_replaced = true;
                 }
                 self.tlb.e[kind][ctx][slot] = entry;
+                if kind == KIND_STORE && entry.tag & TLB_MMIO == 0 {
+                    self.tlb.note_store_fill(ctx, slot);
+                }
             }
             PageCheck::Mixed => {
                 if !self.pmp.check(w.pa, len, prv, perm) {

@@ -82,7 +82,7 @@ impl<T: TimingModel> Hart<T> {
         for (kind, ctxs) in self.tlb.e.iter().enumerate() {
             for (ctx, entries) in ctxs.iter().enumerate() {
                 for e in entries {
-                    let tag = e.tag & !mmu::TLB_MMIO;
+                    let tag = e.tag & !(mmu::TLB_MMIO | mmu::TLB_CODE);
                     if e.tag == 0 || tag & !VPN_MASK != gen {
                         continue;
                     }
@@ -139,13 +139,19 @@ impl<T: TimingModel> Hart<T> {
                     addend: t.pa.wrapping_sub(va),
                 }
             } else {
+                // (flagged as a fill would: see `mmu::TLB_CODE`)
+                let code = t.kind as usize == mmu::KIND_STORE && self.ram.is_code(t.pa);
                 mmu::TlbEntry {
-                    tag: t.vpn | self.tlb.gen_bits,
+                    tag: t.vpn | self.tlb.gen_bits | if code { mmu::TLB_CODE } else { 0 },
                     addend: (self.ram.host_ptr(t.pa) as u64).wrapping_sub(va),
                 }
             };
             self.tlb.e[t.kind as usize][t.ctx as usize][slot] = entry;
+            if t.kind as usize == mmu::KIND_STORE && !t.mmio {
+                self.tlb.note_store_fill(t.ctx as usize, slot);
+            }
         }
+        self.code_marks_seen = self.ram.code_marks();
         Ok(())
     }
 

@@ -915,6 +915,135 @@ fn own_store_to_code_then_fence_i() {
     assert_eq!(h.x(10), 6);
 }
 
+/// The page stored to in the two tests below (its word at +0x400).
+const STORED: u64 = BASE + 0x3000;
+/// a2 = STORED, a1 = 7 (the word stored)
+fn set_stored() -> Vec<u32> {
+    vec![
+        0x8000_3637,            // lui a2, 0x80003
+        i(32, 12, 1, 12, 0x13), // slli a2, a2, 32
+        i(32, 12, 5, 12, 0x13), // srli a2, a2, 32
+        addi(11, 0, 7),         // a1 = 7
+    ]
+}
+
+/// A hart's store entry for a page, filled while the page held no code,
+/// must not let its stores skip the block cache once another hart has
+/// decoded code from that page: the writer's next store marks the page
+/// written (so the decoding hart drops its blocks), under every engine.
+#[test]
+fn a_store_to_a_page_another_hart_made_code_is_noticed() {
+    for engine in [Engine::Reference, Engine::Blocks, Engine::Translated] {
+        // the writer, at BASE: store to STORED + 0x400 forever
+        let mut prog = set_stored();
+        prog.extend([sw(11, 12, 0x400), jal(0, -4)]);
+        let (mut writer, ram) = hart_with(&prog);
+        // the runner's code, on the stored page: a loop
+        ram.write(STORED, 4, addi(10, 10, 1) as u64);
+        ram.write(STORED + 4, 4, jal(0, -4) as u64);
+        let mut runner = Hart::new(
+            HartConfig {
+                hart_id: 4,
+                cycles_per_tick: 4,
+            },
+            ram.clone(),
+            Atomic,
+        );
+        runner.reset(STORED);
+        for h in [&mut writer, &mut runner] {
+            h.set_engine(engine);
+            h.set_translate_after(1);
+        }
+        // the writer's store entry is filled: the page is no code yet
+        run_until(&mut writer, &mut Dev::default(), 2_000);
+        assert!(!ram.is_code(STORED), "{engine:?}");
+        run_until(&mut runner, &mut Dev::default(), 2_000);
+        assert!(ram.is_code(STORED), "{engine:?}");
+        let gen = ram.code_generation();
+        // the writer's next slice: its first store must be seen
+        run_until(&mut writer, &mut Dev::default(), 4_000);
+        assert!(
+            !ram.is_code(STORED),
+            "{engine:?}: a store skipped the code check"
+        );
+        assert!(ram.code_generation() > gen, "{engine:?}");
+    }
+}
+
+/// The same within one slice of one hart: it stores to a page (filling
+/// its store entry), jumps to code on that page (decoding it) and stores
+/// again from there, which must be seen.
+#[test]
+fn a_store_to_a_page_the_hart_just_made_code_is_noticed() {
+    for engine in [Engine::Reference, Engine::Blocks, Engine::Translated] {
+        let mut prog = set_stored();
+        prog.extend([sw(11, 12, 0x400), i(0, 12, 0, 0, 0x67)]); // jr a2
+        let (mut h, ram) = hart_with(&prog);
+        ram.write(STORED, 4, sw(11, 12, 0x400) as u64);
+        ram.write(STORED + 4, 4, jal(0, 0) as u64);
+        h.set_engine(engine);
+        h.set_translate_after(1);
+        run_until(&mut h, &mut Dev::default(), 2_000);
+        assert_eq!(h.pc, STORED + 4, "{engine:?}");
+        assert!(
+            ram.code_generation() > 0,
+            "{engine:?}: a store skipped the code check"
+        );
+    }
+}
+
+/// A failed `sc` fills the store entry of a code page without writing
+/// it: the page stays code, so the entry must keep the next store (a
+/// plain one) off the fast path.
+#[test]
+fn a_store_after_a_failed_sc_to_a_code_page_is_noticed() {
+    for engine in [Engine::Reference, Engine::Blocks, Engine::Translated] {
+        let mut prog = set_stored();
+        prog.push(i(0, 12, 0, 0, 0x67)); // jr a2
+        let (mut h, ram) = hart_with(&prog);
+        ram.write(STORED, 4, sc_d(13, 11, 12) as u64); // no reservation: fails
+        ram.write(STORED + 4, 4, sw(11, 12, 0x400) as u64);
+        ram.write(STORED + 8, 4, jal(0, 0) as u64);
+        h.set_engine(engine);
+        h.set_translate_after(1);
+        run_until(&mut h, &mut Dev::default(), 2_000);
+        assert_eq!((h.pc, h.x(13)), (STORED + 8, 1), "{engine:?}");
+        assert!(
+            ram.code_generation() > 0,
+            "{engine:?}: a store skipped the code check"
+        );
+    }
+}
+
+/// The list of store entries `flag_code_stores` looks through, emptied of
+/// replaced entries when it grows long, keeps every live one (flagged or
+/// not): one it lost would let stores to a page made code skip the check.
+#[test]
+fn the_store_fill_list_keeps_every_live_store_entry() {
+    let mut t = Tlb::new();
+    let gen = t.gen_bits;
+    let live = [(0, 5, 0), (1, 7, TLB_CODE), (3, TLB_SIZE - 1, 0)];
+    for &(ctx, slot, flag) in &live {
+        t.e[KIND_STORE][ctx][slot] = TlbEntry {
+            tag: slot as u64 | gen | flag,
+            addend: 0,
+        };
+        t.note_store_fill(ctx, slot);
+    }
+    // (an entry of an old generation, and one of a device, are not live)
+    t.e[KIND_STORE][2][9].tag = 9 | (gen + (1 << 52));
+    t.e[KIND_STORE][2][10].tag = 10 | gen | TLB_MMIO;
+    for _ in 0..5 * TLB_SIZE {
+        t.note_store_fill(2, 9);
+    }
+    assert!(t.store_fills.len() <= 4 * TLB_SIZE);
+    for &(ctx, slot, _) in &live {
+        assert!(t.store_fills.contains(&((ctx * TLB_SIZE + slot) as u16)));
+    }
+    let dropped = (2 * TLB_SIZE + 10) as u16;
+    assert!(!t.store_fills.contains(&dropped));
+}
+
 /// Guest code patched and run again 2,000 times, every block translated
 /// on its first run, with the smallest block cache: each round decodes
 /// the page's blocks afresh, and every ~90 rounds the full cache empties

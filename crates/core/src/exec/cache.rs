@@ -542,6 +542,7 @@ impl<T: TimingModel> Hart<T> {
             return Err(Trap::new(CAUSE_FETCH_ACCESS, pc));
         }
         self.ram.mark_code(pa);
+        self.flag_code_stores();
         let slot = Blocks::slot(pa);
         self.blocks.table[slot] = BlockEntry {
             pa,

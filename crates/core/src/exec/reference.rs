@@ -142,6 +142,7 @@ impl<T: TimingModel> Hart<T> {
         // Stores to this page must be noticed as code writes, as they are
         // for a page the block engine decoded.
         self.ram.mark_code(block_pa);
+        self.flag_code_stores();
         let page_end = (block_pa | 0xfff) + 1;
         let mut cyc = self.cycle;
         let mut n = 0usize;

@@ -80,6 +80,8 @@ impl<T: TimingModel> Hart<T> {
         until_cycle: u64,
         pause: &mut P,
     ) -> Exit {
+        // (another hart may have decoded code from a page this one stores to)
+        self.flag_code_stores();
         // (a pause is always ahead: a run makes progress)
         let mut pause_at = pause.first(self).max(self.cycle + 1);
         // one compare per block covers the budget, the pause, the Sstc

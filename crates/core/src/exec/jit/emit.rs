@@ -332,16 +332,6 @@ fn access_of(insn: &Insn) -> Option<(u8, i32, bool)> {
     }
 }
 
-/// A store that hit a page flagged as code.
-struct CodeStore {
-    label: DynamicLabel,
-    back: DynamicLabel,
-    len: i32,
-    regs: RegCache,
-    /// the frame's `last_line` is forgotten after it (see `line_in_use`)
-    forget: bool,
-}
-
 /// How [`Emitter::op`] emitted an op.
 enum Emitted {
     /// inline, the block going on after it
@@ -446,7 +436,6 @@ pub(super) struct Emitter<'a> {
     pending: i32,
     taken: Vec<Taken>,
     slow: Vec<Slow>,
-    code_stores: Vec<CodeStore>,
     /// link cells of the static exits (see `exit_at`)
     cells: Vec<DynamicLabel>,
     /// where a chained jump enters (after the prologue's pushes)
@@ -489,7 +478,6 @@ impl<'a> Emitter<'a> {
             pending: 0,
             taken: Vec::new(),
             slow: Vec::new(),
-            code_stores: Vec::new(),
             cells: Vec::new(),
             chain_entry: 0,
             top,
@@ -2336,31 +2324,9 @@ impl<'a> Emitter<'a> {
             4 => dynasm!(self.a ; .arch x64 ; mov DWORD [rsi], Rd(r2)),
             _ => dynasm!(self.a ; .arch x64 ; mov QWORD [rsi], Rq(r2)),
         }
-        // a store into a page some hart decoded code from: tell the RAM
-        // and the run loop, as the interpreter's fast path does
-        let code = self.a.new_dynamic_label();
-        let lay = self.lay;
-        // (rsi is in guest RAM: a store TLB entry maps RAM pages of this
-        // hart's RAM only, so the flag of its page is
-        // `code_flags[(rsi - ram_host) >> 12]`, ram_host page-aligned: the
-        // frame holds `code_flags - (ram_host >> 12)`)
-        dynasm!(self.a
-            ; .arch x64
-            ; mov rax, rsi
-            ; shr rax, 12
-            ; add rax, QWORD [rbx + lay.f_flags_by_page]
-            ; cmp BYTE [rax], 0
-            ; jne =>code
-            ; =>back
-        );
-        let forget = self.line_in_use();
-        self.code_stores.push(CodeStore {
-            forget,
-            label: code,
-            back,
-            len: n,
-            regs: self.regs,
-        });
+        // (a store entry of a page flagged as code fails the TLB test: the
+        // interpreter does that store, and tells the block cache)
+        dynasm!(self.a ; .arch x64 ; =>back);
         self.pending += 1;
         self.access_done();
     }
@@ -2466,22 +2432,6 @@ impl<'a> Emitter<'a> {
                 self.add_dynamic();
                 dynasm!(self.a ; .arch x64 ; jmp =>c.back);
             }
-        }
-        for c in std::mem::take(&mut self.code_stores) {
-            dynasm!(self.a ; .arch x64 ; =>c.label);
-            // rsi: the host address stored to (the helper reads no guest
-            // register, but the call clobbers the cache's)
-            self.store_dirty(&c.regs);
-            dynasm!(self.a
-                ; .arch x64
-                ; lea rdi, [rbx - lay.rebase]
-                ; mov edx, c.len
-                ; mov rax, QWORD lay.code_store_helper as i64
-                ; call rax
-            );
-            self.reload(&c.regs);
-            self.forget_line(c.forget);
-            dynasm!(self.a ; .arch x64 ; jmp =>c.back);
         }
         dynasm!(self.a ; .arch x64 ; .align 16);
         // the link cells, unfilled (see `exit_at`)

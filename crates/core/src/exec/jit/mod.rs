@@ -36,7 +36,7 @@ use super::reference::CheckKind;
 use super::semantics::Flow;
 use super::{Engine, Op};
 use crate::mmu::KIND_LOAD;
-use crate::{Exit, Hart, CHECK_CODE};
+use crate::{Exit, Hart};
 
 /// Runs of a block before it is translated, unless
 /// [`Hart::set_translate_after`] chose another count. Translating a block
@@ -107,11 +107,6 @@ pub(crate) struct JitFrame {
     /// a host address in guest RAM plus this is its physical address
     /// (the same for the hart's life; set before code is translated)
     host_to_pa: u64,
-    /// the address of the RAM's code flags (a byte per page of guest
-    /// RAM, set for pages code was decoded from) less the RAM's first
-    /// host page number, so that a host address's page number indexes
-    /// them (set with `host_to_pa`)
-    flags_by_page: u64,
     /// by `2 * counter + taken` (`InlineBranch`): the counter after it,
     /// the cycles it costs, then whether it mispredicted (a byte each),
     /// for translated code to look up (filled before a block is
@@ -151,7 +146,6 @@ pub(super) struct Layout {
     f_tlb_entries: [i32; 2],
     f_bp_steps: i32,
     f_host_to_pa: i32,
-    f_flags_by_page: i32,
     f_last_line: i32,
     /// the executable region (mapped before any code is emitted)
     region: u64,
@@ -166,7 +160,6 @@ pub(super) struct Layout {
     op_helper: usize,
     mem_helper: usize,
     log_helper: usize,
-    code_store_helper: usize,
     log: bool,
     /// the model's hooks, when translated code calls them
     hooks: Option<Hooks>,
@@ -743,9 +736,7 @@ impl<T: TimingModel> Hart<T> {
     /// not be (then it stays interpreted).
     #[inline(never)]
     fn jit_compile<B: SystemBus>(&mut self, start: usize, n: usize, pa: u64) -> bool {
-        // (translated stores find a page's code flag by host page number:
-        // guest RAM is mapped page-aligned)
-        if !cfg!(target_arch = "x86_64") || self.ram_host as u64 & 0xfff != 0 {
+        if !cfg!(target_arch = "x86_64") {
             return false;
         }
         if !self.blocks.jit.ensure_region() {
@@ -795,7 +786,6 @@ impl<T: TimingModel> Hart<T> {
         jit.ops.extend_from_slice(&ops);
         let copies = jit.ops.as_ptr();
         let op_addr = |i: usize| unsafe { copies.add(first + i) } as u64;
-        let (code_flags, _) = self.ram.code_flags();
         // rbx points `rebase` bytes into the hart, so that the guest
         // registers, read and written most, sit at one-byte displacements
         let rebase = std::mem::offset_of!(Hart<T>, x) as i32 + 128;
@@ -823,7 +813,6 @@ impl<T: TimingModel> Hart<T> {
                 .map(|i| at(frame + std::mem::offset_of!(JitFrame, tlb_entries) + i)),
             f_bp_steps: at(frame + std::mem::offset_of!(JitFrame, bp_steps)),
             f_host_to_pa: at(frame + std::mem::offset_of!(JitFrame, host_to_pa)),
-            f_flags_by_page: at(frame + std::mem::offset_of!(JitFrame, flags_by_page)),
             f_last_line: at(frame + std::mem::offset_of!(JitFrame, last_line)),
             region: self.blocks.jit.region as u64,
             code_at: self.blocks.jit.region as u64,
@@ -838,7 +827,6 @@ impl<T: TimingModel> Hart<T> {
             },
             mem_helper: jit_op::<T, B, false> as *const () as usize,
             log_helper: jit_log::<T> as *const () as usize,
-            code_store_helper: jit_code_store::<T> as *const () as usize,
             log: self.blocks.jit.key.1,
             hooks: if self.blocks.jit.key.2 {
                 // (a hooked model without shortcuts: stays interpreted)
@@ -864,7 +852,6 @@ impl<T: TimingModel> Hart<T> {
             self.jit_frame.bp_steps = emit::branch_steps(&b);
         }
         self.jit_frame.host_to_pa = self.host_to_pa(0);
-        self.jit_frame.flags_by_page = (code_flags as u64).wrapping_sub(self.ram_host as u64 >> 12);
         #[cfg(target_arch = "x86_64")]
         let code = {
             let jit = &mut self.blocks.jit;
@@ -1087,16 +1074,6 @@ extern "sysv64" fn jit_log<T: TimingModel>(h: *mut Hart<T>, _bus: *mut u8, op: *
     h.log_step(CheckKind::Retired, pc, Some(op), h.jit_frame.cyc);
     h.jit_refresh_frame();
     0
-}
-
-/// Translated code stored `len` bytes at `host` in a page flagged as code:
-/// what the interpreter's store fast path does then.
-extern "sysv64" fn jit_code_store<T: TimingModel>(h: *mut Hart<T>, host: u64, len: u64) {
-    // SAFETY: as `jit_op`.
-    let h = unsafe { &mut *h };
-    let pa = h.host_to_pa(host);
-    h.ram.note_store(pa, len);
-    h.checks |= CHECK_CODE;
 }
 
 #[cfg(all(test, target_arch = "x86_64"))]
