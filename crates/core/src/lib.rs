@@ -16,7 +16,9 @@
 //!   M) holding host addresses for RAM pages; PMP is checked when an entry
 //!   is filled (pages PMP splits are never cached). Flushing is O(1).
 //! * Code changes: every store to a page holding decoded code goes through
-//!   `GuestRam::note_store`; the hart drops the blocks of just the written
+//!   `GuestRam::note_store` (the store TLB's entries of such pages carry
+//!   `mmu::TLB_CODE`, which keeps those stores off the fast paths, whose
+//!   only test is the tag's); the hart drops the blocks of just the written
 //!   pages (using `GuestRam::code_write`), on `fence.i` or before its next
 //!   block, whichever comes first.
 //!
