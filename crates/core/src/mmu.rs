@@ -301,6 +301,23 @@ impl<T: TimingModel> Hart<T> {
         self.refresh_stamp();
     }
 
+    /// Put the entry mapping virtual page `vpn` to the RAM page at `pa`
+    /// into array `kind`, context `ctx`, under the current generation (a
+    /// walk's fill or a snapshot's): a store entry of a code page carries
+    /// [`TLB_CODE`], and every store entry is listed for
+    /// [`Hart::flag_code_stores`].
+    pub(crate) fn put_ram_entry(&mut self, kind: usize, ctx: usize, vpn: u64, pa: u64) {
+        let slot = (vpn as usize) & (TLB_SIZE - 1);
+        let code = kind == KIND_STORE && self.ram.is_code(pa);
+        self.tlb.e[kind][ctx][slot] = TlbEntry {
+            tag: vpn | self.tlb.gen_bits | if code { TLB_CODE } else { 0 },
+            addend: (self.ram.host_ptr(pa) as u64).wrapping_sub(vpn << 12),
+        };
+        if kind == KIND_STORE {
+            self.tlb.note_store_fill(ctx, slot);
+        }
+    }
+
     /// Keep stores to pages flagged as code since this hart last looked
     /// (by itself or another hart) off the store fast path: flag their
     /// store entries with [`TLB_CODE`]. Harts run one at a time, so looking
@@ -315,18 +332,14 @@ impl<T: TimingModel> Hart<T> {
     #[inline(never)]
     fn flag_code_stores_now(&mut self) {
         self.code_marks_seen = self.ram.code_marks();
-        let (gen, ram_host, base) = (self.tlb.gen_bits, self.ram_host as u64, self.ram_base);
+        let (gen, to_pa) = (self.tlb.gen_bits, self.host_to_pa(0));
         let entries = self.tlb.e[KIND_STORE].as_flattened_mut();
         for &i in &self.tlb.store_fills {
             let e = &mut entries[i as usize];
             // (live RAM entries not yet flagged: exactly the generation)
             if e.tag & !VPN_BITS == gen {
-                let va = (e.tag & VPN_BITS) << 12;
-                let pa = va
-                    .wrapping_add(e.addend)
-                    .wrapping_sub(ram_host)
-                    .wrapping_add(base);
-                if self.ram.is_code(pa) {
+                let host = ((e.tag & VPN_BITS) << 12).wrapping_add(e.addend);
+                if self.ram.is_code(host.wrapping_add(to_pa)) {
                     e.tag |= TLB_CODE;
                 }
             }
@@ -475,18 +488,6 @@ impl<T: TimingModel> Hart<T> {
         match self.pmp.check_page(page, prv, perm) {
             PageCheck::Uniform(false) => return Err(access_fault(kind, va)),
             PageCheck::Uniform(true) => {
-                let entry = if self.ram.contains(page, 4096) {
-                    let code = kind == KIND_STORE && self.ram.is_code(page);
-                    TlbEntry {
-                        tag: if code { want | TLB_CODE } else { want },
-                        addend: (self.ram.host_ptr(page) as u64).wrapping_sub(va & !0xfff),
-                    }
-                } else {
-                    TlbEntry {
-                        tag: want | TLB_MMIO,
-                        addend: page.wrapping_sub(va & !0xfff),
-                    }
-                };
                 let old = e.tag & !TLB_MMIO;
                 if kind == KIND_FETCH
                     && old != 0
@@ -495,9 +496,13 @@ impl<T: TimingModel> Hart<T> {
                     // (a live entry, of another page: `e` did not match)
                     self.tlb.fetch_replaced = true;
                 }
-                self.tlb.e[kind][ctx][slot] = entry;
-                if kind == KIND_STORE && entry.tag & TLB_MMIO == 0 {
-                    self.tlb.note_store_fill(ctx, slot);
+                if self.ram.contains(page, 4096) {
+                    self.put_ram_entry(kind, ctx, vpn, page);
+                } else {
+                    self.tlb.e[kind][ctx][slot] = TlbEntry {
+                        tag: want | TLB_MMIO,
+                        addend: page.wrapping_sub(va & !0xfff),
+                    };
                 }
             }
             PageCheck::Mixed => {

@@ -132,23 +132,14 @@ impl<T: TimingModel> Hart<T> {
                     t.pa
                 ));
             }
-            let va = t.vpn << 12;
-            let entry = if t.mmio {
-                mmu::TlbEntry {
+            if t.mmio {
+                self.tlb.e[t.kind as usize][t.ctx as usize][slot] = mmu::TlbEntry {
                     tag: t.vpn | self.tlb.gen_bits | mmu::TLB_MMIO,
-                    addend: t.pa.wrapping_sub(va),
-                }
+                    addend: t.pa.wrapping_sub(t.vpn << 12),
+                };
             } else {
-                // (flagged as a fill would: see `mmu::TLB_CODE`)
-                let code = t.kind as usize == mmu::KIND_STORE && self.ram.is_code(t.pa);
-                mmu::TlbEntry {
-                    tag: t.vpn | self.tlb.gen_bits | if code { mmu::TLB_CODE } else { 0 },
-                    addend: (self.ram.host_ptr(t.pa) as u64).wrapping_sub(va),
-                }
-            };
-            self.tlb.e[t.kind as usize][t.ctx as usize][slot] = entry;
-            if t.kind as usize == mmu::KIND_STORE && !t.mmio {
-                self.tlb.note_store_fill(t.ctx as usize, slot);
+                // (flagged and listed as a walk's fill would be)
+                self.put_ram_entry(t.kind as usize, t.ctx as usize, t.vpn, t.pa);
             }
         }
         self.code_marks_seen = self.ram.code_marks();
