@@ -712,11 +712,17 @@ impl<M: TimingModel, const TRACE: bool> TimingModel for Observing<M, TRACE> {
             mem_keys: at + h.mem_keys,
             mem_translating: at + h.mem_translating,
             mem_counts: at + h.mem_counts,
+            mem_any_way: h.mem_any_way.map(|l| hs_timing::InlineL1 {
+                clock: at + l.clock,
+            }),
             fetch_new_line: h.fetch_new_line.map(|f| hs_timing::InlineFetch {
                 tlb: f.tlb.moved(at),
                 keys: at + f.keys,
                 reads: at + f.reads,
                 tlb_accesses: at + f.tlb_accesses,
+                any_way: f.any_way.map(|l| hs_timing::InlineL1 {
+                    clock: at + l.clock,
+                }),
                 cycles: at + f.cycles,
                 ..f
             }),
@@ -751,6 +757,10 @@ impl<M: TimingModel, const TRACE: bool> TimingModel for Observing<M, TRACE> {
     #[inline(always)]
     fn inline_tlb_entries(&mut self) -> [u64; 2] {
         self.inner.inline_tlb_entries()
+    }
+    #[inline(always)]
+    fn inline_l1_sets(&mut self) -> [[u64; 2]; 2] {
+        self.inner.inline_l1_sets()
     }
     #[inline(always)]
     fn skipped(&mut self, n: u64) {

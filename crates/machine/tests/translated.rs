@@ -549,6 +549,61 @@ fn same_set_round_ends(mut a: Asm, ways: std::ops::RangeInclusive<u64>) {
     assert_eq!(stop, StopReason::HtifExit(0));
 }
 
+/// Loads and stores to three, then five lines of one L1D set (4 KiB
+/// apart), in an order that hits ways other than the most recent (a load
+/// from a dirty line, a store to a clean one) before the set overflows:
+/// translated code makes those hits' replacement update itself, and any
+/// slip in it (the order, the dirty bit) changes which line the fifth
+/// evicts and whether that costs a write-back, so the cycles part from
+/// the reference's.
+#[test]
+fn hits_in_other_ways_of_an_l1d_set_keep_its_replacement_order() {
+    let mut a = Asm::new(BASE);
+    a.li(A2, 0).li(A3, 100).la(T1, "data");
+    a.li(A1, 4096).add(A1, A1, T1);
+    a.li(T0, 8192).add(T0, T0, T1);
+    a.label("round")
+        .ld(T2, T1, 0)
+        .ld(T2, A1, 0)
+        .ld(T2, T0, 0)
+        // a clean line, not the most recent: now dirty and the most recent
+        .sd(A2, A1, 8)
+        .j("mid")
+        .label("mid")
+        // a line neither the most recent nor the least
+        .ld(T2, T1, 8)
+        .sd(A2, T0, 16)
+        .ld(T2, A1, 24);
+    same_set_round_ends(a, 3..=4);
+}
+
+/// Code in five pages whose first lines share an L1I set (with the
+/// loop's own), run in an order that fetches lines other than the set's
+/// most recent way (back and forth between the first two pages) before
+/// the set overflows: translated code's new-line routine makes those
+/// hits' replacement update itself, and a slip in it changes which of
+/// the first two lines the fifth page's evicts, so the fetch from the
+/// first page after it hits where the reference's misses.
+#[test]
+fn fetches_from_other_ways_of_an_l1i_set_keep_its_replacement_order() {
+    let mut a = Asm::new(BASE);
+    a.li(A2, 0).li(A3, 100);
+    a.label("round").j("p1");
+    a.label("next").addi(A2, A2, 1).bne(A2, A3, "round");
+    a.li(A0, 0);
+    exit_with(&mut a, A0);
+    a.align(4096).label("p1").j("p2");
+    a.label("p1b").j("p2b");
+    a.label("p1c").j("next");
+    a.align(4096).label("p2").j("p1b");
+    a.label("p2b").j("p3");
+    a.align(4096).label("p3").j("p4");
+    a.align(4096).label("p4").j("p5");
+    a.align(4096).label("p5").j("p1c");
+    let (stop, _) = check(&finish(a));
+    assert_eq!(stop, StopReason::HtifExit(0));
+}
+
 /// A store to a line that is the most recent way of its L1D set, then an
 /// AMO (run by the interpreter's definition) on another line of the set,
 /// then a load from the store's line: the load

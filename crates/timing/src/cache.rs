@@ -410,6 +410,20 @@ impl Cache {
         std::mem::offset_of!(Cache, counts) + std::mem::offset_of!(CacheCounts, read_accesses)
     }
 
+    /// The hit in any way that translated code makes itself (see
+    /// [`crate::InlineL1`]), where this cache is one it describes: four
+    /// ways, LRU. The clock's offset in a `Cache`.
+    pub(crate) fn inline_any_way(&self) -> Option<usize> {
+        (self.ways == 4 && self.replacement == Replacement::Lru)
+            .then_some(std::mem::offset_of!(Cache, clock))
+    }
+
+    /// Where the sets and the most recent ways are ([`crate::InlineL1`]);
+    /// they move only when the cache is replaced (a restore).
+    pub(crate) fn sets_addr(&mut self) -> [u64; 2] {
+        [self.sets.as_mut_ptr() as u64, self.mru.as_mut_ptr() as u64]
+    }
+
     /// Drop every line (dirty ones are written back without cost).
     pub fn invalidate_all(&mut self) {
         for set in self.sets.chunks_exact_mut(2 * self.ways) {

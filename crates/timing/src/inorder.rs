@@ -36,8 +36,8 @@ use crate::desc::{InOrderConfig, PipelineConfig};
 use crate::stats::{event, ModelStats, Stat};
 use crate::tlb::{L2Tlb, Tlb};
 use crate::{
-    InlineBranch, InlineFetch, InlineHooks, InlineJalr, InlineJump, InsnClass, JumpHint, MemKind,
-    Operands, TimingModel, TrapInfo,
+    InlineBranch, InlineFetch, InlineHooks, InlineJalr, InlineJump, InlineL1, InsnClass, JumpHint,
+    MemKind, Operands, TimingModel, TrapInfo,
 };
 
 const FETCH: usize = 0;
@@ -1271,6 +1271,15 @@ impl InOrder {
     }
 }
 
+/// An L1's hit in any way as [`InlineL1`] describes it, where the cache
+/// is one it describes and its keys are kept (the update writes the
+/// set's); the cache at `at` in the model.
+fn any_way(c: &Cache, keys: &MruKeys, at: usize) -> Option<InlineL1> {
+    c.inline_any_way()
+        .filter(|_| keys.layout().1 + 1 == c.sets() as u64)
+        .map(|clock| InlineL1 { clock: at + clock })
+}
+
 impl TimingModel for InOrder {
     // The single-issue core: its `insn` is a table lookup and its same-
     // line fetches and data accesses are the fast paths `inline_hooks`
@@ -1301,6 +1310,8 @@ impl TimingModel for InOrder {
             mem_translating: offset_of!(InOrder, translating),
             mem_counts: offset_of!(InOrder, same_line),
             mem_cost: self.l1d_lat,
+            // (the keys must be kept: the update writes the set's)
+            mem_any_way: any_way(&self.l1d, &self.l1d_keys, offset_of!(InOrder, l1d)),
             fetch_new_line: Some(InlineFetch {
                 shift: self.ishift as u8,
                 tlb: self.itlb.inline(offset_of!(InOrder, itlb)),
@@ -1310,6 +1321,7 @@ impl TimingModel for InOrder {
                 tlb_accesses: offset_of!(InOrder, itlb) + Tlb::accesses_offset(),
                 cycles: offset_of!(InOrder, state) + 8 * FETCH,
                 cost: self.l1i_lat,
+                any_way: any_way(&self.l1i, &self.l1i_keys, offset_of!(InOrder, l1i)),
             }),
             branch: self.bp.inline_branch().map(|b| {
                 let bp = offset_of!(InOrder, bp);
@@ -1362,6 +1374,11 @@ impl TimingModel for InOrder {
     #[inline(always)]
     fn inline_tlb_entries(&mut self) -> [u64; 2] {
         [self.itlb.entries_addr(), self.dtlb.entries_addr()]
+    }
+
+    #[inline(always)]
+    fn inline_l1_sets(&mut self) -> [[u64; 2]; 2] {
+        [self.l1i.sets_addr(), self.l1d.sets_addr()]
     }
 
     #[inline(always)]
@@ -1996,6 +2013,44 @@ mod tests {
         ]
     };
 
+    /// What translated code does for an L1 `l1` describes (its sets and
+    /// most recent ways at `sets`, its keys at `keys` under `mask`) where
+    /// a key test failed, through raw memory: true, having made the hit's
+    /// update, when a way holds `line` (and it is not a read from the
+    /// most recent way, which the key test would have passed).
+    fn inline_l1_step(
+        m: &mut InOrder,
+        l1: &crate::InlineL1,
+        (keys, mask): (usize, u64),
+        sets: [u64; 2],
+        line: u64,
+        store: bool,
+    ) -> bool {
+        let base = m as *mut InOrder as *mut u8;
+        let set = line & mask;
+        // SAFETY: offsets and addresses the model gave for itself
+        unsafe {
+            let ways = (sets[0] as *mut u64).add(8 * set as usize);
+            let Some(w) = (0..4).find(|&w| *ways.add(w) == line) else {
+                return false;
+            };
+            let stamp = ways.add(4 + w);
+            let mru = (sets[1] as *mut u8).add(set as usize);
+            if *mru as usize == w {
+                assert!(store, "a load from the most recent way passes the key test");
+                *stamp |= 1;
+            } else {
+                let clock = base.add(l1.clock).cast::<u64>();
+                clock.write_unaligned(clock.read_unaligned() + 1);
+                *stamp = clock.read_unaligned() << 1 | *stamp & 1 | store as u64;
+                *mru = w as u8;
+            }
+            let key = base.add(keys + 8 * set as usize).cast::<u64>();
+            key.write_unaligned(2 * line + (*stamp & 1));
+            true
+        }
+    }
+
     /// What translated code does for a TLB `tlb` describes (its entries at
     /// `entries`) before a shortcut's test, through raw memory: true when
     /// the most recent entry then holds `va` (an entry that held it
@@ -2251,7 +2306,7 @@ mod tests {
             |m: &InOrder, off: usize| unsafe { *(m as *const InOrder as *const u8).add(off) };
         let bump = |m: &mut InOrder, off: usize| add_u64(m, off, 1);
         let mut rnd = crate::test_rng(0x9e37_79b9_7f4a_7c15u64);
-        let mut held = [0u32; 9];
+        let mut held = [0u32; 11];
         let mut at = (0, 0, 0);
         let b = ih.branch.expect("a gshare predictor has the counter step");
         let f = ih
@@ -2382,7 +2437,6 @@ mod tests {
                     // most recent way, as translated code tests them
                     let translating = u8_at(&m, ih.mem_translating);
                     let line = pa >> f.shift;
-                    let key = u64_at(&m, f.keys + 8 * (line & f.key_mask) as usize);
                     copy.restore_state(&saved, true).unwrap();
                     let hooked = copy.fetch(va, pa, 4);
                     let after_hook = copy.save_state(true).unwrap().unwrap();
@@ -2393,9 +2447,18 @@ mod tests {
                         (false, false)
                     };
                     held[7] += by_index as u32;
+                    let key_at = f.keys + 8 * (line & f.key_mask) as usize;
+                    let tlb_holds = !same && no_walk && (translating == 0 || tlb);
+                    // where the key does not hold, the line in another
+                    // way: translated code makes the hit's update first
+                    if tlb_holds && u64_at(&m, key_at) | 1 != 2 * line + 1 {
+                        let l1 = f.any_way.expect("a 4-way LRU L1I");
+                        let sets = m.inline_l1_sets()[0];
+                        let keys = (f.keys, f.key_mask);
+                        held[10] += inline_l1_step(&mut m, &l1, keys, sets, line, false) as u32;
+                    }
                     let moved = m.save_state(true).unwrap().unwrap();
-                    let new_line =
-                        !same && no_walk && (translating == 0 || tlb) && key | 1 == 2 * line + 1;
+                    let new_line = tlb_holds && u64_at(&m, key_at) | 1 == 2 * line + 1;
                     new_lines += !same as u32;
                     let c = m.fetch(va, pa, 4);
                     // the TLB's update is what the hook does first
@@ -2448,7 +2511,7 @@ mod tests {
                 _ => {
                     let store = rnd(2) == 1;
                     let line = pa >> ih.mem_shift;
-                    let key = u64_at(&m, ih.mem_keys + 8 * (line & ih.mem_key_mask) as usize);
+                    let key_at = ih.mem_keys + 8 * (line & ih.mem_key_mask) as usize;
                     let kind = if store { MemKind::Store } else { MemKind::Load };
                     let translating = u8_at(&m, ih.mem_translating) as usize;
                     // (the line as a fetch's test sees it once no walk is pending)
@@ -2469,10 +2532,23 @@ mod tests {
                         let entries = m.inline_tlb_entries()[1];
                         held[8] += inline_tlb_step(&mut m, &ih.mem_tlb, entries, va).1 as u32;
                     }
+                    let tlb_holds =
+                        (translating == 0 || holds_at(&m, rec)) && u64_at(&m, ih.walk_pending) == 0;
+                    let key_holds = |m: &InOrder| {
+                        let key = u64_at(m, key_at);
+                        (if store { key } else { key | 1 }) == 2 * line + 1
+                    };
+                    // where the key does not hold, the line in another
+                    // way (or clean in the most recent, for a store):
+                    // translated code makes the hit's update first
+                    if tlb_holds && !key_holds(&m) {
+                        let l1 = ih.mem_any_way.expect("a 4-way LRU L1D");
+                        let sets = m.inline_l1_sets()[1];
+                        let keys = (ih.mem_keys, ih.mem_key_mask);
+                        held[9] += inline_l1_step(&mut m, &l1, keys, sets, line, store) as u32;
+                    }
                     let moved = m.save_state(true).unwrap().unwrap();
-                    let holds = (translating == 0 || holds_at(&m, rec))
-                        && if store { key } else { key | 1 } == 2 * line + 1
-                        && u64_at(&m, ih.walk_pending) == 0;
+                    let holds = tlb_holds && key_holds(&m);
                     let c = m.mem(va, pa, 8, kind, false);
                     // the TLB update is what the hook does first
                     assert_eq!(c, hooked, "step {step}");

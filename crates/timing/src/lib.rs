@@ -203,6 +203,12 @@ pub struct InlineHooks {
     pub mem_translating: usize,
     pub mem_counts: usize,
     pub mem_cost: u64,
+    /// Where the D-TLB test above holds but the key does not, and the
+    /// line is in another way of its set (or, for a store, in the most
+    /// recent way but clean): that hit's update, which [`InlineL1`]
+    /// describes, is what `mem` would do first; after it, the above holds
+    /// as written. None: the model's L1D is not one it describes.
+    pub mem_any_way: Option<InlineL1>,
     /// A fetch from a new line, where the model has that shortcut (see
     /// [`InlineFetch`]; None: `fetch` is called).
     pub fetch_new_line: Option<InlineFetch>,
@@ -279,6 +285,11 @@ pub struct InlineJalr {
 /// `fetch_last_line`, adds 1 to the u64 at `reads` and, translating, to
 /// the u64 at `tlb_accesses`, `cost` to the u64 at `cycles`, and returns
 /// `cost`. Nothing else.
+///
+/// Where the I-TLB test holds but the key does not, and the line is in
+/// another way of its set: that hit's update, which `any_way` describes
+/// ([`InlineL1`]; None: the model's L1I is not one it describes), is what
+/// `fetch` does first; after it, the above holds as written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct InlineFetch {
     pub shift: u8,
@@ -289,6 +300,29 @@ pub struct InlineFetch {
     pub tlb_accesses: usize,
     pub cycles: usize,
     pub cost: u64,
+    pub any_way: Option<InlineL1>,
+}
+
+/// A four-way LRU L1 whose most-recent-way keys [`InlineHooks`] (the
+/// L1D) or [`InlineFetch`] (the L1I) describes, as translated code finds a line in any way and makes the
+/// hit's update (offsets from the model, as `InlineHooks`'s).
+///
+/// At the two addresses [`TimingModel::inline_l1_sets`] gives for it:
+/// the sets, 64 bytes each (set `s = line & mask`, the index of its
+/// keys, `mem_key_mask` or [`InlineFetch::key_mask`]):
+/// four u64 tags (line numbers), then the four ways' u64 stamps (twice
+/// the clock at their last use, plus 1 when dirty); and a byte per set,
+/// its most recent way. `clock` is a u64.
+///
+/// A hit in way `w` (its tag is `line`): when `w` is the most recent
+/// way, a store sets its stamp's dirty bit; else the clock goes up by 1,
+/// the way's stamp becomes twice the clock plus its dirty bit (set by a
+/// store), and `w` becomes the most recent way. Then the set's key is
+/// `2 * line` plus the way's dirty bit. That is the hit's whole update
+/// (the access is the shortcut's to count, as it says).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InlineL1 {
+    pub clock: usize,
 }
 
 /// A fully associative LRU TLB as translated code tests and updates it
@@ -425,6 +459,13 @@ pub trait TimingModel {
     /// [`TimingModel::inline_branch_table`]'s is.
     fn inline_tlb_entries(&mut self) -> [u64; 2] {
         [0, 0]
+    }
+    /// The addresses of the L1I's and then the L1D's sets and most
+    /// recent ways that [`InlineL1`] describes (0 where there are none),
+    /// valid as
+    /// [`TimingModel::inline_branch_table`]'s is.
+    fn inline_l1_sets(&mut self) -> [[u64; 2]; 2] {
+        [[0, 0]; 2]
     }
     /// `n` instructions retired, one cycle each, without their `fetch`,
     /// `insn`, `mem`, `branch`, `jump`, `direct_jump` or `divide` calls

@@ -992,9 +992,14 @@ impl<'a> Emitter<'a> {
             ; =>line
         );
         self.mru_key_test(shift, mask, keys, true);
+        let (hit, any_way) = (self.a.new_dynamic_label(), self.a.new_dynamic_label());
+        match f.any_way {
+            Some(_) => dynasm!(self.a ; .arch x64 ; jne =>any_way),
+            None => dynasm!(self.a ; .arch x64 ; jne =>fail),
+        }
         dynasm!(self.a
             ; .arch x64
-            ; jne =>fail
+            ; =>hit
             ; shr rax, 1
             ; shl rax, shift
             ; mov QWORD [rbx + t + ih.fetch_last_line as i32], rax
@@ -1021,8 +1026,14 @@ impl<'a> Emitter<'a> {
             ; cmp eax, eax
             ; =>fail
             ; ret
-            ; =>other
         );
+        if let Some(l1) = f.any_way {
+            dynasm!(self.a ; .arch x64 ; =>any_way);
+            self.l1_any_way(0, &l1, keys, mask, false, |e| {
+                dynasm!(e.a ; .arch x64 ; jmp =>hit);
+            });
+        }
+        dynasm!(self.a ; .arch x64 ; =>other);
         self.tlb_second_or_index(
             recent,
             |e| dynasm!(e.a ; .arch x64 ; mov rcx, QWORD [rbx + base_pc]),
@@ -1179,6 +1190,100 @@ impl<'a> Emitter<'a> {
         dynasm!(self.a ; .arch x64 ; cmp rcx, rax);
     }
 
+    /// A shortcut routine's tail where the key test of L1 `c` (0 the
+    /// L1I, 1 the L1D) failed, rax `2 * line + 1`: a hit in any way of the
+    /// set, as [`hs_timing::InlineL1`] says, makes its update (the key
+    /// then holds) and goes on as `hit` writes with rax as it was; a miss
+    /// changes nothing and returns with ZF clear. Clobbers rax, rcx (rdx,
+    /// a cache register, is kept on the stack).
+    fn l1_any_way(
+        &mut self,
+        c: usize,
+        l1: &hs_timing::InlineL1,
+        keys: i32,
+        key_mask: i32,
+        store: bool,
+        hit: impl Fn(&mut Self),
+    ) {
+        let t = self.lay.hooks.as_ref().map_or(0, |h| h.model);
+        let [sets, mru] = self.lay.f_l1_sets[c];
+        let clock = t + l1.clock as i32;
+        let ways: Vec<DynamicLabel> = (0..4).map(|_| self.a.new_dynamic_label()).collect();
+        // rcx: the set's four tags (then their stamps); rdx: the line
+        dynasm!(self.a
+            ; .arch x64
+            ; push rdx
+            ; mov rdx, rax
+            ; shr rdx, 1
+            ; mov ecx, edx
+            ; and ecx, key_mask
+            ; shl ecx, 6
+            ; add rcx, QWORD [rbx + sets]
+        );
+        for (w, &l) in ways.iter().enumerate() {
+            dynasm!(self.a ; .arch x64 ; cmp rdx, QWORD [rcx + 8 * w as i32] ; je =>l);
+        }
+        // (a miss: ZF clear from the last compare)
+        dynasm!(self.a ; .arch x64 ; pop rdx ; ret);
+        let done = self.a.new_dynamic_label();
+        for (w, &l) in ways.iter().enumerate() {
+            let stamp = 32 + 8 * w as i32;
+            let recent = self.a.new_dynamic_label();
+            dynasm!(self.a
+                ; .arch x64
+                ; =>l
+                ; mov eax, edx
+                ; and eax, key_mask
+                ; add rax, QWORD [rbx + mru]
+                ; cmp BYTE [rax], w as i8
+                ; je =>recent
+                // another way: it becomes the most recent, stamped with
+                // the clock's next tick (and its dirty bit)
+                ; mov BYTE [rax], w as i8
+                ; mov rax, QWORD [rbx + clock]
+                ; add rax, 1
+                ; mov QWORD [rbx + clock], rax
+                ; add rax, rax
+            );
+            if store {
+                dynasm!(self.a ; .arch x64 ; or rax, 1);
+            } else {
+                dynasm!(self.a
+                    ; .arch x64
+                    ; mov rdx, QWORD [rcx + stamp]
+                    ; and edx, 1
+                    ; or rax, rdx
+                    ; mov rdx, QWORD [rcx + 8 * w as i32]
+                );
+            }
+            dynasm!(self.a
+                ; .arch x64
+                ; mov QWORD [rcx + stamp], rax
+                ; =>recent
+            );
+            if store {
+                // (the most recent way, clean: now dirty)
+                dynasm!(self.a ; .arch x64 ; or QWORD [rcx + stamp], 1);
+            }
+            // rcx: the way's stamp, for the key's dirty bit
+            dynasm!(self.a ; .arch x64 ; add rcx, stamp ; jmp =>done);
+        }
+        // the set's key: twice the line plus the dirty bit
+        dynasm!(self.a
+            ; .arch x64
+            ; =>done
+            ; mov rax, QWORD [rcx]
+            ; and eax, 1
+            ; lea rax, [rax + rdx * 2]
+            ; mov ecx, edx
+            ; and ecx, key_mask
+            ; mov QWORD [rbx + keys + rcx * 8], rax
+            ; lea rax, [rdx + rdx + 1]
+            ; pop rdx
+        );
+        hit(self);
+    }
+
     /// [`Runtime::mem_line`] for a load or a store.
     fn mem_line_routine(&mut self, store: bool, dtlb_by_index: DynamicLabel) {
         let h = self.lay.hooks.as_ref().expect("hooked");
@@ -1208,9 +1313,17 @@ impl<'a> Emitter<'a> {
             ; add rax, rsi
         );
         self.mru_key_test(shift, key_mask, keys, !store);
+        if let Some(l1) = ih.mem_any_way {
+            let any_way = self.a.new_dynamic_label();
+            dynasm!(self.a ; .arch x64 ; jne =>any_way ; ret ; =>any_way);
+            self.l1_any_way(1, &l1, keys, key_mask, store, |e| {
+                dynasm!(e.a ; .arch x64 ; cmp eax, eax ; ret);
+            });
+        } else {
+            dynasm!(self.a ; .arch x64 ; ret);
+        }
         dynasm!(self.a
             ; .arch x64
-            ; ret
             // another entry: when it holds the address it becomes the
             // most recent, then the line is tested
             ; =>other

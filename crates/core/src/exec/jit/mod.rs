@@ -104,6 +104,9 @@ pub(crate) struct JitFrame {
     /// the timing model's I-TLB and D-TLB entries (`InlineTlb`), asked
     /// for as `bp_table` is
     tlb_entries: [u64; 2],
+    /// the timing model's L1I's and L1D's sets and most recent ways
+    /// (`InlineL1`), asked for as `bp_table` is
+    l1_sets: [[u64; 2]; 2],
     /// a host address in guest RAM plus this is its physical address
     /// (the same for the hart's life; set before code is translated)
     host_to_pa: u64,
@@ -144,6 +147,8 @@ pub(super) struct Layout {
     f_ras_stack: i32,
     /// the I-TLB's entries, then the D-TLB's
     f_tlb_entries: [i32; 2],
+    /// the L1I's sets and most recent ways, then the L1D's
+    f_l1_sets: [[i32; 2]; 2],
     f_bp_steps: i32,
     f_host_to_pa: i32,
     f_last_line: i32,
@@ -686,6 +691,7 @@ impl<T: TimingModel> Hart<T> {
                     self.jit_frame.btb_table = self.timing.inline_jump_table();
                     self.jit_frame.ras_stack = self.timing.inline_return_stack();
                     self.jit_frame.tlb_entries = self.timing.inline_tlb_entries();
+                    self.jit_frame.l1_sets = self.timing.inline_l1_sets();
                     self.jit_refresh_frame();
                     // SAFETY: code `emit` built for this hart type and bus
                     // type (the key), entered with the hart and bus it
@@ -811,6 +817,8 @@ impl<T: TimingModel> Hart<T> {
             f_ras_stack: at(frame + std::mem::offset_of!(JitFrame, ras_stack)),
             f_tlb_entries: [0, 8]
                 .map(|i| at(frame + std::mem::offset_of!(JitFrame, tlb_entries) + i)),
+            f_l1_sets: [[0, 8], [16, 24]]
+                .map(|c| c.map(|i| at(frame + std::mem::offset_of!(JitFrame, l1_sets) + i))),
             f_bp_steps: at(frame + std::mem::offset_of!(JitFrame, bp_steps)),
             f_host_to_pa: at(frame + std::mem::offset_of!(JitFrame, host_to_pa)),
             f_last_line: at(frame + std::mem::offset_of!(JitFrame, last_line)),
