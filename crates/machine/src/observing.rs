@@ -814,6 +814,13 @@ impl<M: TimingModel, const TRACE: bool> TimingModel for Observing<M, TRACE> {
         }
         c
     }
+    fn mem_absent(&mut self, va: u64, pa: u64, size: u8, kind: MemKind) -> u64 {
+        let c = self.inner.mem_absent(va, pa, size, kind);
+        if TRACE {
+            self.rec.on_mem(pa, kind, false, c);
+        }
+        c
+    }
     #[inline(always)]
     fn branch(&mut self, pc: u64, taken: bool, target: u64) -> u64 {
         let c = self.inner.branch(pc, taken, target);

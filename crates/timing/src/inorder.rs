@@ -1430,6 +1430,15 @@ impl TimingModel for InOrder {
         self.mem_plain(va, pa, size, write, mmio)
     }
 
+    fn mem_absent(&mut self, va: u64, pa: u64, _size: u8, kind: MemKind) -> u64 {
+        debug_assert!(self.pending_n == 0 && !self.l1d.contains(pa));
+        // (the TLB's hit, as `mem_plain` counts it on this path)
+        let tlb_hit = self.translating;
+        self.dtlb.accesses += tlb_hit as u64;
+        let c = self.mem_slow(va, pa, kind == MemKind::Store, false, tlb_hit, true);
+        self.charged(c)
+    }
+
     #[inline(always)]
     fn branch(&mut self, pc: u64, taken: bool, target: u64) -> u64 {
         let c = self.branch_inner(pc, taken, target);
@@ -2049,6 +2058,54 @@ mod tests {
             key.write_unaligned(2 * line + (*stamp & 1));
             true
         }
+    }
+
+    /// `mem_absent` is `mem` (its cost and every change it makes) where
+    /// translated code calls it: no walk pending, the D-TLB's test held
+    /// (its update made, as translated code makes it) or not translating,
+    /// and the line in no way of its L1D set; over loads and stores to
+    /// eight lines of each of four sets (misses, write-backs), not
+    /// translating and translating through three virtual pages.
+    #[test]
+    fn mem_absent_is_mem_where_the_line_is_in_no_way_of_its_set() {
+        let (mut m, _) = model();
+        let (mut copy, _) = model();
+        let ih = m.inline_hooks().expect("shortcuts");
+        let mut rnd = crate::test_rng(0x2545_f491_4f6c_dd1d);
+        let mut absent = [0u32; 2];
+        for step in 0..20_000 {
+            if step == 5_000 {
+                translating(&mut m);
+            }
+            let off = (rnd(8) << 12) + rnd(4) * 64 + rnd(8) * 8;
+            let (pa, va) = (RAM + off, 0x4000_0000 * (1 + rnd(3)) + off);
+            let kind = if rnd(2) == 0 {
+                MemKind::Load
+            } else {
+                MemKind::Store
+            };
+            let translating = m.translating;
+            let tlb = !translating || {
+                let entries = m.inline_tlb_entries()[1];
+                inline_tlb_step(&mut m, &ih.mem_tlb, entries, va).0
+            };
+            if !tlb || m.pending_n != 0 || m.l1d.contains(pa) {
+                m.mem(va, pa, 8, kind, false);
+                continue;
+            }
+            let saved = m.save_state(true).unwrap().unwrap();
+            copy.restore_state(&saved, true).unwrap();
+            let c = m.mem(va, pa, 8, kind, false);
+            assert_eq!(copy.mem_absent(va, pa, 8, kind), c, "step {step}");
+            assert_eq!(
+                copy.save_state(true).unwrap().unwrap(),
+                m.save_state(true).unwrap().unwrap(),
+                "step {step}"
+            );
+            absent[translating as usize] += 1;
+        }
+        assert!(absent.iter().all(|&n| n > 1_000), "{absent:?} absent");
+        assert!(m.l1d.counts.writebacks > 1_000);
     }
 
     /// What translated code does for a TLB `tlb` describes (its entries at

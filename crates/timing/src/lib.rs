@@ -494,6 +494,15 @@ pub trait TimingModel {
     fn mem(&mut self, _va: u64, _pa: u64, _size: u8, _kind: MemKind, _mmio: bool) -> u64 {
         0
     }
+    /// `mem(va, pa, size, kind, false)` of a load or store where
+    /// translated code found, as [`InlineHooks`] describes it (only with
+    /// its `mem_any_way`), no walk pending, the D-TLB's test holding (its
+    /// update made) and the line in no way of its L1D set: the same,
+    /// without looking for the line again.
+    #[inline(always)]
+    fn mem_absent(&mut self, va: u64, pa: u64, size: u8, kind: MemKind) -> u64 {
+        self.mem(va, pa, size, kind, false)
+    }
     /// A conditional branch resolved; `taken` and its `target`.
     #[inline(always)]
     fn branch(&mut self, _pc: u64, _taken: bool, _target: u64) -> u64 {

@@ -39,12 +39,13 @@
 //! every inline op calls them as the interpreter's block loop does —
 //! `fetch`, `insn`, then `mem`, `branch` or `jump` — taking the model's own
 //! shortcuts ([`hs_timing::InlineHooks`]) inline where they hold: a fetch
-//! from the line fetched last, a class's fixed `insn` cost and counter, a
-//! load or store hitting the D-TLB entry that hit last and the most recent
-//! way of its L1 set (for an access likely on the line of the one
-//! before it in the block, only that line compared with the one the
-//! frame keeps: see `hook_mem`), a conditional branch's two-bit-counter
-//! step.
+//! from the line fetched last (or a new line in any way of its L1I set,
+//! the hit's replacement update made), a class's fixed `insn` cost and
+//! counter, a load or store hitting the D-TLB entry that hit last and
+//! the most recent way of its L1 set, or another way, whose update is
+//! then made (for an access likely on the line of the one before it in
+//! the block, only that line compared with the one the frame keeps: see
+//! `hook_mem`), a conditional branch's two-bit-counter step.
 //! Everything else is a call that
 //! keeps the register cache (the hooks read no guest register). r13 plus
 //! `pending` is then the cycle count (each op's 1 and every cost known at
@@ -1223,8 +1224,9 @@ impl<'a> Emitter<'a> {
         for (w, &l) in ways.iter().enumerate() {
             dynasm!(self.a ; .arch x64 ; cmp rdx, QWORD [rcx + 8 * w as i32] ; je =>l);
         }
-        // (a miss: ZF clear from the last compare)
-        dynasm!(self.a ; .arch x64 ; pop rdx ; ret);
+        // (a miss: ZF clear from the last compare; CF set says the line
+        // is absent, see `stubs`)
+        dynasm!(self.a ; .arch x64 ; pop rdx ; stc ; ret);
         let done = self.a.new_dynamic_label();
         for (w, &l) in ways.iter().enumerate() {
             let stamp = 32 + 8 * w as i32;
@@ -2514,7 +2516,15 @@ impl<'a> Emitter<'a> {
                         imm,
                         size_kind,
                     } => {
-                        let cost = lay.hooks.as_ref().map_or(0, |h| h.inline.mem_cost) as i32;
+                        let h = lay.hooks.as_ref().expect("hooked");
+                        let cost = h.inline.mem_cost as i32;
+                        // with the any-way search the routine returns CF
+                        // set where the line is absent (else clear): the
+                        // hook need not look for it again
+                        let absent = h.inline.mem_any_way.is_some();
+                        if absent {
+                            dynasm!(self.a ; .arch x64 ; setc al);
+                        }
                         // (rsi, the host address, is the hook's too)
                         self.kept_call(&c.regs, true, mem, |e| {
                             dynasm!(e.a
@@ -2522,6 +2532,15 @@ impl<'a> Emitter<'a> {
                                 ; lea rdx, [Rq(base) + imm]
                                 ; mov ecx, size_kind as i32
                             );
+                            if absent {
+                                let bit = super::MEM_ABSENT.trailing_zeros() as i8;
+                                dynasm!(e.a
+                                    ; .arch x64
+                                    ; movzx eax, al
+                                    ; shl eax, bit
+                                    ; or ecx, eax
+                                );
+                            }
                         });
                         // the straight line counts the shortcut's cost
                         // and use, taken back here

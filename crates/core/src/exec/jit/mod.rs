@@ -1004,9 +1004,14 @@ extern "sysv64" fn jit_fetch<T: TimingModel>(h: *mut Hart<T>, off_len: u64) -> u
     h.timing.fetch(pc, pa, (off_len >> 16) as u8)
 }
 
+/// The flag of [`jit_mem`]'s `size_kind` for a line the shortcut found
+/// absent.
+pub(super) const MEM_ABSENT: u64 = 512;
+
 /// Translated code's `mem` hook of a load or store that the TLB mapped
 /// to `host` (in guest RAM) from `va`; `size_kind` is its size, plus 256
-/// for a store.
+/// for a store, plus [`MEM_ABSENT`] where the model's shortcut found the
+/// line in no way of its set (see `TimingModel::mem_absent`).
 extern "sysv64" fn jit_mem<T: TimingModel>(
     h: *mut Hart<T>,
     host: u64,
@@ -1015,12 +1020,15 @@ extern "sysv64" fn jit_mem<T: TimingModel>(
 ) -> u64 {
     // SAFETY: as `jit_op`.
     let h = unsafe { &mut *h };
-    let kind = if size_kind >> 8 != 0 {
+    let kind = if size_kind & 256 != 0 {
         MemKind::Store
     } else {
         MemKind::Load
     };
     let pa = h.host_to_pa(host);
+    if size_kind & MEM_ABSENT != 0 {
+        return h.timing.mem_absent(va, pa, size_kind as u8, kind);
+    }
     h.timing.mem(va, pa, size_kind as u8, kind, false)
 }
 
