@@ -712,17 +712,13 @@ impl<M: TimingModel, const TRACE: bool> TimingModel for Observing<M, TRACE> {
             mem_keys: at + h.mem_keys,
             mem_translating: at + h.mem_translating,
             mem_counts: at + h.mem_counts,
-            mem_any_way: h.mem_any_way.map(|l| hs_timing::InlineL1 {
-                clock: at + l.clock,
-            }),
+            mem_any_way: h.mem_any_way.map(|l| l.moved(at)),
             fetch_new_line: h.fetch_new_line.map(|f| hs_timing::InlineFetch {
                 tlb: f.tlb.moved(at),
                 keys: at + f.keys,
                 reads: at + f.reads,
                 tlb_accesses: at + f.tlb_accesses,
-                any_way: f.any_way.map(|l| hs_timing::InlineL1 {
-                    clock: at + l.clock,
-                }),
+                any_way: f.any_way.map(|l| l.moved(at)),
                 cycles: at + f.cycles,
                 ..f
             }),

@@ -1277,7 +1277,7 @@ impl InOrder {
 fn any_way(c: &Cache, keys: &MruKeys, at: usize) -> Option<InlineL1> {
     c.inline_any_way()
         .filter(|_| keys.layout().1 + 1 == c.sets() as u64)
-        .map(|clock| InlineL1 { clock: at + clock })
+        .map(|clock| InlineL1 { clock }.moved(at))
 }
 
 impl TimingModel for InOrder {
@@ -1432,9 +1432,7 @@ impl TimingModel for InOrder {
 
     fn mem_absent(&mut self, va: u64, pa: u64, _size: u8, kind: MemKind) -> u64 {
         debug_assert!(self.pending_n == 0 && !self.l1d.contains(pa));
-        // (the TLB's hit, as `mem_plain` counts it on this path)
         let tlb_hit = self.translating;
-        self.dtlb.accesses += tlb_hit as u64;
         let c = self.mem_slow(va, pa, kind == MemKind::Store, false, tlb_hit, true);
         self.charged(c)
     }
@@ -1689,9 +1687,7 @@ impl InOrder {
             self.same_line[(self.translating as usize) << 1 | write as usize] += 1;
             return self.charged(self.l1d_lat + wait);
         }
-        // else a TLB or L1 miss (or MMIO): the TLB's hit is counted here
-        // (the same-line fold counts the others')
-        self.dtlb.accesses += tlb_hit as u64;
+        // else a TLB or L1 miss (or MMIO)
         let c = self.mem_slow(va, pa, write, mmio, tlb_hit, looked);
         self.charged(c + wait)
     }
@@ -1709,7 +1705,9 @@ impl InOrder {
 
     /// A data access the fast path in `mem` did not cover.
     ///
-    /// `absent`: the L1D was searched for the line and does not hold it.
+    /// `tlb_hit`: a D-TLB hit found without a search, counted here (the
+    /// same-line fold counts the fast path's); `absent`: the L1D was
+    /// searched for the line and does not hold it.
     #[inline(never)]
     fn mem_slow(
         &mut self,
@@ -1720,6 +1718,7 @@ impl InOrder {
         tlb_hit: bool,
         absent: bool,
     ) -> u64 {
+        self.dtlb.accesses += tlb_hit as u64;
         let mut cycles = 0;
         let mut walked = false;
         if self.translating {

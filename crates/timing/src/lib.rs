@@ -370,6 +370,15 @@ impl InlineJalr {
     }
 }
 
+impl InlineL1 {
+    /// The same cache inside a struct that holds it `at` bytes in.
+    pub fn moved(self, at: usize) -> InlineL1 {
+        InlineL1 {
+            clock: at + self.clock,
+        }
+    }
+}
+
 impl InlineTlb {
     /// The same TLB inside a wrapper whose model is `at` bytes in.
     pub fn moved(self, at: usize) -> InlineTlb {
