@@ -779,6 +779,13 @@ impl<M: TimingModel, const TRACE: bool> TimingModel for Observing<M, TRACE> {
         }
         c
     }
+    fn fetch_absent(&mut self, pc: u64, pa: u64, len: u8) -> u64 {
+        let c = self.inner.fetch_absent(pc, pa, len);
+        if TRACE {
+            self.rec.on_fetch(pc, pa, len, c);
+        }
+        c
+    }
     #[inline(always)]
     fn insn(&mut self, pc: u64, class: InsnClass, ops: Operands) -> u64 {
         let c = self.inner.insn(pc, class, ops);

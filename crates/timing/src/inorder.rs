@@ -1430,6 +1430,16 @@ impl TimingModel for InOrder {
         self.mem_plain(va, pa, size, write, mmio)
     }
 
+    fn fetch_absent(&mut self, pc: u64, pa: u64, _len: u8) -> u64 {
+        debug_assert!(self.pending_n == 0 && !self.l1i.contains(pa));
+        debug_assert!(pa & self.iline_mask != self.last_iline);
+        // (`fetch`'s I-TLB test is a hit on the most recent entry, which
+        // translated code's made it: only its count is left)
+        self.itlb.accesses += self.translating as u64;
+        let c = self.fetch_new_line(pc, pa, self.translating, true);
+        self.charged(c)
+    }
+
     fn mem_absent(&mut self, va: u64, pa: u64, _size: u8, kind: MemKind) -> u64 {
         debug_assert!(self.pending_n == 0 && !self.l1d.contains(pa));
         let tlb_hit = self.translating;
@@ -2105,6 +2115,51 @@ mod tests {
         }
         assert!(absent.iter().all(|&n| n > 1_000), "{absent:?} absent");
         assert!(m.l1d.counts.writebacks > 1_000);
+    }
+
+    /// `fetch_absent` is `fetch` (its cost and every change it makes)
+    /// where translated code calls it: no walk pending, a line other than
+    /// the last, the I-TLB's test held (its update made, as translated
+    /// code makes it) or not translating, and the line in no way of its
+    /// L1I set; over fetches from eight lines of each of four sets, not
+    /// translating and translating through three virtual pages.
+    #[test]
+    fn fetch_absent_is_fetch_where_the_line_is_in_no_way_of_its_set() {
+        let (mut m, _) = model();
+        let (mut copy, _) = model();
+        let ih = m.inline_hooks().expect("shortcuts");
+        let f = ih.fetch_new_line.expect("a new-line shortcut");
+        let mut rnd = crate::test_rng(0x9e37_79b9_7f4a_7c15);
+        let mut absent = [0u32; 2];
+        for step in 0..20_000 {
+            if step == 5_000 {
+                translating(&mut m);
+            }
+            let off = (rnd(8) << 12) + rnd(4) * 64 + rnd(16) * 4;
+            let (pa, pc) = (RAM + off, 0x4000_0000 * (1 + rnd(3)) + off);
+            let translating = m.translating;
+            let new_line = pa & m.iline_mask != m.last_iline;
+            let tlb = !new_line || !translating || {
+                let entries = m.inline_tlb_entries()[0];
+                inline_tlb_step(&mut m, &f.tlb, entries, pc).0
+            };
+            if !new_line || !tlb || m.pending_n != 0 || m.l1i.contains(pa) {
+                m.fetch(pc, pa, 4);
+                continue;
+            }
+            let saved = m.save_state(true).unwrap().unwrap();
+            copy.restore_state(&saved, true).unwrap();
+            let c = m.fetch(pc, pa, 4);
+            assert_eq!(copy.fetch_absent(pc, pa, 4), c, "step {step}");
+            assert_eq!(
+                copy.save_state(true).unwrap().unwrap(),
+                m.save_state(true).unwrap().unwrap(),
+                "step {step}"
+            );
+            assert_eq!(copy.all_stats(), m.all_stats(), "step {step}");
+            absent[translating as usize] += 1;
+        }
+        assert!(absent.iter().all(|&n| n > 1_000), "{absent:?} absent");
     }
 
     /// What translated code does for a TLB `tlb` describes (its entries at

@@ -488,6 +488,15 @@ pub trait TimingModel {
     fn fetch(&mut self, _pc: u64, _pa: u64, _len: u8) -> u64 {
         0
     }
+    /// `fetch(pc, pa, len)` from a line other than the last, where
+    /// translated code found, as [`InlineHooks`] describes it (only with
+    /// its `fetch_new_line`'s `any_way`), no walk pending, the I-TLB's
+    /// test holding (its update made) and the line in no way of its L1I
+    /// set: the same, without looking for the line again.
+    #[inline(always)]
+    fn fetch_absent(&mut self, pc: u64, pa: u64, len: u8) -> u64 {
+        self.fetch(pc, pa, len)
+    }
     /// Before executing an instruction of this class at `pc`, reading and
     /// writing the registers in `ops`.
     #[inline(always)]

@@ -2505,8 +2505,27 @@ impl<'a> Emitter<'a> {
                                 ; jz =>c.back
                             );
                         }
+                        // with the any-way search the routine (which ran
+                        // when there is one) returns CF set where the
+                        // line is absent: the hook need not look again
+                        let absent = shared != 0
+                            && lay.hooks.as_ref().is_some_and(|h| {
+                                h.inline.fetch_new_line.is_some_and(|f| f.any_way.is_some())
+                            });
+                        if absent {
+                            dynasm!(self.a ; .arch x64 ; setc al);
+                        }
                         self.kept_call(&c.regs, c.keep_rsi, fetch, |e| {
                             dynasm!(e.a ; .arch x64 ; mov esi, off_len as i32);
+                            if absent {
+                                let bit = super::FETCH_ABSENT.trailing_zeros() as i8;
+                                dynasm!(e.a
+                                    ; .arch x64
+                                    ; movzx eax, al
+                                    ; shl eax, bit
+                                    ; or esi, eax
+                                );
+                            }
                         });
                         // (a walk for the fetch reads through the L1D)
                         self.forget_line(c.forget);

@@ -991,17 +991,26 @@ extern "sysv64" fn jit_op<T: TimingModel, B: SystemBus, const LOG: bool>(
     h.jit_run_op::<B, LOG>(bus, op)
 }
 
+/// The flag of [`jit_fetch`]'s `off_len` for a line the shortcut found
+/// absent.
+pub(super) const FETCH_ABSENT: u64 = 1 << 24;
+
 /// Translated code's `fetch` hook of the op at byte `off_len & 0xffff` of
-/// its block, `off_len >> 16` bytes long (the model's shortcut did not
-/// hold). (Arguments rather than the op: its copy is likely out of the
-/// host's caches.)
+/// its block, `(off_len >> 16) & 0xff` bytes long (the model's shortcut
+/// did not hold), plus [`FETCH_ABSENT`] where the shortcut found the line
+/// in no way of its set (see `TimingModel::fetch_absent`). (Arguments
+/// rather than the op: its copy is likely out of the host's caches.)
 extern "sysv64" fn jit_fetch<T: TimingModel>(h: *mut Hart<T>, off_len: u64) -> u64 {
     // SAFETY: as `jit_op`.
     let h = unsafe { &mut *h };
     let off = off_len & 0xffff;
     let pc = h.jit_frame.base_pc.wrapping_add(off);
     let pa = h.jit_frame.base_pa.wrapping_add(off);
-    h.timing.fetch(pc, pa, (off_len >> 16) as u8)
+    let len = (off_len >> 16) as u8;
+    if off_len & FETCH_ABSENT != 0 {
+        return h.timing.fetch_absent(pc, pa, len);
+    }
+    h.timing.fetch(pc, pa, len)
 }
 
 /// The flag of [`jit_mem`]'s `size_kind` for a line the shortcut found
