@@ -632,3 +632,41 @@ fn a_load_after_an_amo_in_its_set_updates_the_replacement_order() {
         .label("evict");
     same_set_round_ends(a, 2..=4);
 }
+
+/// The high halves of products (`mulh`, `mulhu`, which translated code
+/// makes with x86's one-operand multiplies, whose result lands in a
+/// register it may be caching a guest register in) and `fence` (which
+/// retires and does nothing else) in a loop whose values feed each other,
+/// one of them to x0: every step's registers and cycles the reference's.
+#[test]
+fn high_products_and_fences_agree_with_the_reference() {
+    let r_type = |f3: u32, rd: u32, rs1: u32, rs2: u32| {
+        (1 << 25) | (rs2 << 20) | (rs1 << 15) | (f3 << 12) | (rd << 7) | 0x33
+    };
+    let (mulh, mulhu) = (
+        |rd, a, b| r_type(1, rd, a, b),
+        |rd, a, b| r_type(3, rd, a, b),
+    );
+    // fence rw, rw
+    let fence = 0x0330_000f;
+    let mut a = Asm::new(BASE);
+    a.li(A2, 0).li(A3, 200).li(A0, 0);
+    a.li(A1, 0x9e37_79b9_7f4a_7c15).li(T0, (-3i64) as u64);
+    a.label("round")
+        .word(mulhu(T2, T0, A1))
+        .word(mulh(T3, T0, A1))
+        .word(fence)
+        .word(mulh(0, A1, T0))
+        .word(mulhu(T1, A1, A1))
+        .add(A0, A0, T2)
+        .add(A0, A0, T3)
+        .add(A0, A0, T1)
+        .add(A1, A1, A0)
+        .addi(T0, T0, -7)
+        .addi(A2, A2, 1)
+        .bne(A2, A3, "round");
+    a.li(A0, 0);
+    exit_with(&mut a, A0);
+    let (stop, _) = check(&finish(a));
+    assert_eq!(stop, StopReason::HtifExit(0));
+}

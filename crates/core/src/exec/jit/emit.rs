@@ -1866,6 +1866,44 @@ impl<'a> Emitter<'a> {
             Sraw { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, sar eax, cl ; movsxd rax, eax),
             Mul { rd, rs1, rs2 } => alu_r_at!(rd, rs1, rs2, true, |d, s| imul Rq(d), Rq(s)),
             Mulw { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, imul eax, ecx ; movsxd rax, eax),
+            // the product's high half is rdx's (a cache register: kept
+            // on the stack; `mul` reads its operand before writing rdx)
+            Mulh { rd, rs1, rs2 } => {
+                self.hooks_before(op);
+                let r1 = self.src(rs1);
+                let r2 = self.src(rs2);
+                dynasm!(self.a
+                    ; .arch x64
+                    ; mov rax, Rq(r1)
+                    ; push rdx
+                    ; imul Rq(r2)
+                    ; mov rax, rdx
+                    ; pop rdx
+                );
+                self.set_rd(rd);
+                self.pending += 1;
+            }
+            Mulhu { rd, rs1, rs2 } => {
+                self.hooks_before(op);
+                let r1 = self.src(rs1);
+                let r2 = self.src(rs2);
+                dynasm!(self.a
+                    ; .arch x64
+                    ; mov rax, Rq(r1)
+                    ; push rdx
+                    ; mul Rq(r2)
+                    ; mov rax, rdx
+                    ; pop rdx
+                );
+                self.set_rd(rd);
+                self.pending += 1;
+            }
+            // (one memory and one hart: a fence orders nothing here, and
+            // the interpreter's does nothing but retire)
+            Fence { .. } => {
+                self.hooks_before(op);
+                self.pending += 1;
+            }
 
             Beq { rs1, rs2, imm } => self.branch(op, addr, (rs1, rs2), imm, 0),
             Bne { rs1, rs2, imm } => self.branch(op, addr, (rs1, rs2), imm, 1),
