@@ -633,16 +633,19 @@ fn a_load_after_an_amo_in_its_set_updates_the_replacement_order() {
     same_set_round_ends(a, 2..=4);
 }
 
-/// The high halves of products (`mulh`, `mulhu`, which translated code
-/// makes with x86's one-operand multiplies, whose result lands in a
-/// register it may be caching a guest register in) and `fence` (which
-/// retires and does nothing else) in a loop whose values feed each other,
-/// one of them to x0: every step's registers and cycles the reference's.
+/// The high halves of products (`mulh`, `mulhu`) and divisions (every
+/// form, one by x0), which translated code makes with x86's one-operand
+/// multiplies and divides, whose results land in a register it may be
+/// caching a guest register in, and `fence` (which retires and does
+/// nothing else) in a loop whose values feed each other, one of them to
+/// x0: every step's registers and cycles the reference's.
 #[test]
-fn high_products_and_fences_agree_with_the_reference() {
+fn high_products_divisions_and_fences_agree_with_the_reference() {
     let r_type = |f3: u32, rd: u32, rs1: u32, rs2: u32| {
         (1 << 25) | (rs2 << 20) | (rs1 << 15) | (f3 << 12) | (rd << 7) | 0x33
     };
+    // (the word forms: opcode 0x3b)
+    let w_type = |f3, rd, rs1, rs2| r_type(f3, rd, rs1, rs2) | 0x08;
     let (mulh, mulhu) = (
         |rd, a, b| r_type(1, rd, a, b),
         |rd, a, b| r_type(3, rd, a, b),
@@ -660,6 +663,20 @@ fn high_products_and_fences_agree_with_the_reference() {
         .word(mulhu(T1, A1, A1))
         .add(A0, A0, T2)
         .add(A0, A0, T3)
+        .add(A0, A0, T1)
+        // div, divu, rem, remu, then the word forms; by x0 once
+        .word(r_type(4, T2, A1, T0))
+        .word(r_type(5, T3, A0, A1))
+        .word(r_type(6, T1, A1, T0))
+        .word(r_type(7, T2, A0, T3))
+        .word(r_type(4, 0, A1, 0))
+        .add(A0, A0, T2)
+        .add(A0, A0, T1)
+        .word(w_type(4, T2, A1, T0))
+        .word(w_type(5, T3, A0, A1))
+        .word(w_type(6, T1, A1, T0))
+        .word(w_type(7, T2, A0, T3))
+        .add(A0, A0, T2)
         .add(A0, A0, T1)
         .add(A1, A1, A0)
         .addi(T0, T0, -7)

@@ -221,6 +221,9 @@ pub struct InlineHooks {
     /// A `jalr`'s jump: a return the return-address stack predicts, a
     /// plain jump or a call (see [`InlineJalr`]; None: `jump` is called).
     pub jalr: Option<InlineJalr>,
+    /// `divide` changes nothing (the divider's latency does not depend on
+    /// the operands): translated code need not call it.
+    pub divide_inert: bool,
 }
 
 /// `direct_jump(pc, target, JumpHint::Plain, _)` (a `jal` whose rd is

@@ -1898,6 +1898,14 @@ impl<'a> Emitter<'a> {
                 self.set_rd(rd);
                 self.pending += 1;
             }
+            Div { rd, rs1, rs2 }
+            | Divu { rd, rs1, rs2 }
+            | Rem { rd, rs1, rs2 }
+            | Remu { rd, rs1, rs2 }
+            | Divw { rd, rs1, rs2 }
+            | Divuw { rd, rs1, rs2 }
+            | Remw { rd, rs1, rs2 }
+            | Remuw { rd, rs1, rs2 } => return self.divide(op, addr, (rd, rs1, rs2)),
             // (one memory and one hart: a fence orders nothing here, and
             // the interpreter's does nothing but retire)
             Fence { .. } => {
@@ -2070,6 +2078,93 @@ impl<'a> Emitter<'a> {
             target_off: op.off as i64 + imm as i64,
             log_op: self.lay.log.then_some(addr),
         });
+    }
+
+    /// A division or remainder op as the interpreter makes it: by zero
+    /// the quotient is all ones and the remainder the dividend, the
+    /// signed overflow (the least value by -1) gives the dividend and 0 —
+    /// cases x86's divide instructions fault on, so they never reach
+    /// them. A model whose `divide` is not inert gets the interpreter's op.
+    fn divide(&mut self, op: &Op, addr: u64, (rd, rs1, rs2): (u8, u8, u8)) -> Emitted {
+        use Insn::*;
+        // (`word`: of the low 32 bits, the result sign-extended; `rem`:
+        // the remainder)
+        let (word, signed, rem) = match op.insn {
+            Div { .. } => (false, true, false),
+            Divu { .. } => (false, false, false),
+            Rem { .. } => (false, true, true),
+            Remu { .. } => (false, false, true),
+            Divw { .. } => (true, true, false),
+            Divuw { .. } => (true, false, false),
+            Remw { .. } => (true, true, true),
+            _ => (true, false, true),
+        };
+        if self
+            .lay
+            .hooks
+            .as_ref()
+            .is_some_and(|h| !h.inline.divide_inert)
+        {
+            return self.helper_op(addr);
+        }
+        self.hooks_before(op);
+        let r1 = self.src(rs1);
+        let r2 = self.src(rs2);
+        let (zero, minus_one, done) = (
+            self.a.new_dynamic_label(),
+            self.a.new_dynamic_label(),
+            self.a.new_dynamic_label(),
+        );
+        if word {
+            dynasm!(self.a ; .arch x64 ; mov eax, Rd(r1) ; mov ecx, Rd(r2) ; test ecx, ecx);
+        } else {
+            dynasm!(self.a ; .arch x64 ; mov rax, Rq(r1) ; mov rcx, Rq(r2) ; test rcx, rcx);
+        }
+        dynasm!(self.a ; .arch x64 ; jz =>zero);
+        if signed {
+            if word {
+                dynasm!(self.a ; .arch x64 ; cmp ecx, -1);
+            } else {
+                dynasm!(self.a ; .arch x64 ; cmp rcx, -1);
+            }
+            dynasm!(self.a ; .arch x64 ; je =>minus_one);
+        }
+        // (rdx, a cache register, kept on the stack; the quotient in rax,
+        // the remainder in rdx)
+        dynasm!(self.a ; .arch x64 ; push rdx);
+        match (word, signed) {
+            (false, true) => dynasm!(self.a ; .arch x64 ; cqo ; idiv rcx),
+            (false, false) => dynasm!(self.a ; .arch x64 ; xor edx, edx ; div rcx),
+            (true, true) => dynasm!(self.a ; .arch x64 ; cdq ; idiv ecx),
+            (true, false) => dynasm!(self.a ; .arch x64 ; xor edx, edx ; div ecx),
+        }
+        if rem {
+            dynasm!(self.a ; .arch x64 ; mov rax, rdx);
+        }
+        dynasm!(self.a ; .arch x64 ; pop rdx ; jmp =>done);
+        if signed {
+            // by -1: the negation (the least value stays itself), and no
+            // remainder
+            dynasm!(self.a ; .arch x64 ; =>minus_one);
+            match (word, rem) {
+                (_, true) => dynasm!(self.a ; .arch x64 ; xor eax, eax),
+                (true, false) => dynasm!(self.a ; .arch x64 ; neg eax),
+                (false, false) => dynasm!(self.a ; .arch x64 ; neg rax),
+            }
+            dynasm!(self.a ; .arch x64 ; jmp =>done);
+        }
+        // by zero: all ones, or the dividend (in rax already)
+        dynasm!(self.a ; .arch x64 ; =>zero);
+        if !rem {
+            dynasm!(self.a ; .arch x64 ; mov rax, -1);
+        }
+        dynasm!(self.a ; .arch x64 ; =>done);
+        if word {
+            dynasm!(self.a ; .arch x64 ; movsxd rax, eax);
+        }
+        self.set_rd(rd);
+        self.pending += 1;
+        Emitted::Inline
     }
 
     /// The model's inline counter step for the conditional branch `op`
