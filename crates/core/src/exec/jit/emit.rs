@@ -1,5 +1,6 @@
-//! x86-64 code for one block of [`Op`]s: integer ALU ops, branches,
-//! jumps, loads and stores inline (loads and stores through the hart's
+//! x86-64 code for one block of [`Op`]s: integer ALU ops (products and
+//! divisions too), `fence`, branches, jumps, loads and stores inline
+//! (loads and stores through the hart's
 //! software TLB, exactly its fast path); every other op, and every TLB
 //! miss, through one call into the interpreter's own definition of the
 //! instruction ([`super::Layout::op_helper`]).
