@@ -1868,36 +1868,12 @@ impl<'a> Emitter<'a> {
             Mul { rd, rs1, rs2 } => alu_r_at!(rd, rs1, rs2, true, |d, s| imul Rq(d), Rq(s)),
             Mulw { rd, rs1, rs2 } => alu_r!(rd, rs1, rs2, imul eax, ecx ; movsxd rax, eax),
             // the product's high half is rdx's (a cache register: kept
-            // on the stack; `mul` reads its operand before writing rdx)
+            // on the stack)
             Mulh { rd, rs1, rs2 } => {
-                self.hooks_before(op);
-                let r1 = self.src(rs1);
-                let r2 = self.src(rs2);
-                dynasm!(self.a
-                    ; .arch x64
-                    ; mov rax, Rq(r1)
-                    ; push rdx
-                    ; imul Rq(r2)
-                    ; mov rax, rdx
-                    ; pop rdx
-                );
-                self.set_rd(rd);
-                self.pending += 1;
+                alu_r!(rd, rs1, rs2, push rdx ; imul rcx ; mov rax, rdx ; pop rdx)
             }
             Mulhu { rd, rs1, rs2 } => {
-                self.hooks_before(op);
-                let r1 = self.src(rs1);
-                let r2 = self.src(rs2);
-                dynasm!(self.a
-                    ; .arch x64
-                    ; mov rax, Rq(r1)
-                    ; push rdx
-                    ; mul Rq(r2)
-                    ; mov rax, rdx
-                    ; pop rdx
-                );
-                self.set_rd(rd);
-                self.pending += 1;
+                alu_r!(rd, rs1, rs2, push rdx ; mul rcx ; mov rax, rdx ; pop rdx)
             }
             Div { rd, rs1, rs2 }
             | Divu { rd, rs1, rs2 }
