@@ -1527,6 +1527,14 @@ impl<'a> Emitter<'a> {
         }
     }
 
+    /// eax: `flag` (one bit) where al, set from a shortcut routine's CF,
+    /// says the line is absent, else 0 — for the caller to or into a
+    /// hook's argument.
+    fn absent_flag(&mut self, flag: u64) {
+        let bit = flag.trailing_zeros() as i8;
+        dynasm!(self.a ; .arch x64 ; movzx eax, al ; shl eax, bit);
+    }
+
     /// Call `f(hart, rsi, rdx, rcx)` keeping the register cache `regs`
     /// (and rsi when `keep_rsi`): the caller-saved host registers holding
     /// a guest register are pushed around it. `args` sets rsi, rdx and
@@ -2066,6 +2074,14 @@ impl<'a> Emitter<'a> {
         use Insn::*;
         // (`word`: of the low 32 bits, the result sign-extended; `rem`:
         // the remainder)
+        if self
+            .lay
+            .hooks
+            .as_ref()
+            .is_some_and(|h| !h.inline.divide_inert)
+        {
+            return self.helper_op(addr);
+        }
         let (word, signed, rem) = match op.insn {
             Div { .. } => (false, true, false),
             Divu { .. } => (false, false, false),
@@ -2076,14 +2092,6 @@ impl<'a> Emitter<'a> {
             Remw { .. } => (true, true, true),
             _ => (true, false, true),
         };
-        if self
-            .lay
-            .hooks
-            .as_ref()
-            .is_some_and(|h| !h.inline.divide_inert)
-        {
-            return self.helper_op(addr);
-        }
         self.hooks_before(op);
         let r1 = self.src(rs1);
         let r2 = self.src(rs2);
@@ -2628,13 +2636,8 @@ impl<'a> Emitter<'a> {
                         self.kept_call(&c.regs, c.keep_rsi, fetch, |e| {
                             dynasm!(e.a ; .arch x64 ; mov esi, off_len as i32);
                             if absent {
-                                let bit = super::FETCH_ABSENT.trailing_zeros() as i8;
-                                dynasm!(e.a
-                                    ; .arch x64
-                                    ; movzx eax, al
-                                    ; shl eax, bit
-                                    ; or esi, eax
-                                );
+                                e.absent_flag(super::FETCH_ABSENT);
+                                dynasm!(e.a ; .arch x64 ; or esi, eax);
                             }
                         });
                         // (a walk for the fetch reads through the L1D)
@@ -2662,13 +2665,8 @@ impl<'a> Emitter<'a> {
                                 ; mov ecx, size_kind as i32
                             );
                             if absent {
-                                let bit = super::MEM_ABSENT.trailing_zeros() as i8;
-                                dynasm!(e.a
-                                    ; .arch x64
-                                    ; movzx eax, al
-                                    ; shl eax, bit
-                                    ; or ecx, eax
-                                );
+                                e.absent_flag(super::MEM_ABSENT);
+                                dynasm!(e.a ; .arch x64 ; or ecx, eax);
                             }
                         });
                         // the straight line counts the shortcut's cost
