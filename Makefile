@@ -13,13 +13,18 @@ HARTSCOPE := target/release/hartscope
 HARTSCOPE_CI := target/ci/hartscope
 OUT ?= out
 
-.PHONY: setup build build-ci images demo test bench fuzz clean
+.PHONY: setup build build-ci build-pgo images demo test bench fuzz clean
 
 setup:
 	bash scripts/setup-host.sh
 
 build: setup
 	$(CARGO) build --release -p hartscope
+
+# the release build optimised with a profile of its own runs (PGO):
+# target/pgo/release/hartscope, what `make bench` measures
+build-pgo: setup
+	bash scripts/build-pgo.sh
 
 build-ci: setup
 	$(CARGO) build --profile ci -p hartscope
@@ -40,9 +45,9 @@ demo: build
 	@echo; sed -n '/^### By task/,/^### By hart/p' $(OUT)/profile/hot.md | head -n 16
 	@echo; echo "More in $(OUT)/: profile/flamegraph.svg, profile/perf.script, stats.txt, trace.json (Perfetto)"
 
-bench: build
-	$(HARTSCOPE) guest build --image debian
-	$(HARTSCOPE) bench
+bench: build-pgo
+	target/pgo/release/hartscope guest build --image debian
+	target/pgo/release/hartscope bench
 
 test: images
 	$(CARGO) test --profile ci --workspace

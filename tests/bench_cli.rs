@@ -58,6 +58,13 @@ fn bench_runs_hartscope_and_qemu_side_by_side() {
 
     let v = read_json(&json);
     assert_eq!(v["image"], "custom");
+    // (the tests' build has no profile: build.rs must not claim one)
+    let build = v["build"].as_str().unwrap_or_default();
+    assert!(build.starts_with("without a profile"), "{build}");
+    assert!(
+        text.contains(&format!("hartscope build: {build}\n")),
+        "{text}"
+    );
     assert_eq!(v["smp"], 1);
     for section in ["linux_boot", "cpubound"] {
         let s = &v[section];

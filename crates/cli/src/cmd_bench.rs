@@ -67,6 +67,13 @@ pub struct BenchArgs {
     pub json: Option<PathBuf>,
 }
 
+/// This binary's build, as `build.rs` found its compiler flags.
+const BUILD: &str = if matches!(env!("HARTSCOPE_PGO").as_bytes(), b"1") {
+    "optimised with a profile of its own runs (PGO, scripts/build-pgo.sh)"
+} else {
+    "without a profile of its own runs (no PGO; `make bench` builds one with it)"
+};
+
 fn parse_mib(s: &str) -> Result<u64, String> {
     let bad = || format!("`{s}` is not a memory size in whole MiB (e.g. 512, 512M, 2G)");
     let t = s.trim_end_matches(['B', 'b']).trim_end_matches('i');
@@ -137,6 +144,9 @@ pub struct Section {
 
 #[derive(Clone, Debug, Serialize)]
 pub struct BenchReport {
+    /// How this hartscope was built: with a profile of its own runs
+    /// (`scripts/build-pgo.sh`, what `make bench` measures) or without.
+    pub build: String,
     pub image: String,
     pub smp: usize,
     pub mem_mib: u64,
@@ -320,6 +330,7 @@ pub fn run(args: BenchArgs) -> Result<i32, String> {
         Some(bench_models(&args, &me, &guest_dir, &workload, &scratch.0)?)
     };
     let report = BenchReport {
+        build: BUILD.to_string(),
         image: args.image.clone(),
         smp: args.smp,
         mem_mib: args.mem_mib,
@@ -1129,6 +1140,7 @@ pub fn render(r: &BenchReport) -> String {
         "# hartscope bench\n\nimage `{}`, --smp {}, -m {}M, {} repetition(s), interleaved\n",
         r.image, r.smp, r.mem_mib, r.repeat
     ));
+    s.push_str(&format!("hartscope build: {}\n", r.build));
     if let Some(v) = r.qemu_version.as_ref().or(r.qemu_not_run.as_ref()) {
         s.push_str(&format!("QEMU: {v}\n"));
     }
