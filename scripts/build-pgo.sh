@@ -38,8 +38,12 @@ if [[ ! -x $profdata ]]; then
   fi
 fi
 
-# the sources a build reads (the tracked files, with any uncommitted edits)
-sources=$(git ls-files -z -- Cargo.toml Cargo.lock crates | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
+# what the builds read: the compiler, the manifests and every file under
+# crates/ (edits not yet committed too; no git needed)
+sources=$( {
+  rustc -vV
+  find Cargo.toml Cargo.lock crates -type f -not -path '*/target/*' -print0 | sort -z | xargs -0 sha256sum
+} | sha256sum | cut -d' ' -f1)
 out=target/pgo
 profile=$out/merged.profdata
 if [[ -f $profile && -x $out/release/hartscope && $(cat "$out/sources.sha256" 2>/dev/null) == "$sources" ]]; then
