@@ -68,7 +68,7 @@ pub struct BenchArgs {
 }
 
 /// This binary's build, as `build.rs` found its compiler flags.
-const BUILD: &str = if matches!(env!("HARTSCOPE_PGO").as_bytes(), b"1") {
+const BUILD: &str = if cfg!(pgo) {
     "optimised with a profile of its own runs (PGO, scripts/build-pgo.sh)"
 } else {
     "without a profile of its own runs (no PGO; `make bench` builds one with it)"
