@@ -656,6 +656,85 @@ fn sfence_vma_of_a_code_page_forgets_its_blocks_even_after_a_tlb_eviction() {
     assert_eq!(run_code_at(&mut h, 0x4000_3000), 3, "ran the unmapped code");
 }
 
+/// Two translated blocks on two code pages jump to each other, chained
+/// through their exits' link cells; the first page is then remapped to
+/// other code and fenced: the second block's exit must not follow its
+/// link into the old code (fails when the link test leaves out the first
+/// level's stamp).
+#[test]
+fn a_linked_exit_into_a_remapped_and_fenced_page_runs_the_new_code() {
+    let sfence_a0 = r(0x09, 0, 10, 0, 0, 0x73); // sfence.vma a0, zero
+    let (mut h, ram) = hart_with(&[sfence_a0, jal(0, 0)]);
+    code_pages(&mut h, &ram);
+    // VA 0x4000_4000 (BASE + 0x33000) jumps back to VA 0x4000_3000, whose
+    // page's code (either) sets a1 and jumps on to VA 0x4000_4000
+    let l0 = BASE + 0x12000;
+    ram.write(l0 + 32, 8, pte(BASE + 0x33000, 0x4b));
+    ram.write(BASE + 0x33000, 4, jal(0, -0x1000) as u64);
+    for (page, value) in [(0x30000, 1), (0x32000, 3)] {
+        ram.write(BASE + page, 4, addi(11, 0, value) as u64);
+        ram.write(BASE + page + 4, 4, jal(0, 0x1000 - 4) as u64);
+    }
+    h.set_engine(Engine::Translated);
+    h.set_translate_after(1);
+    let run = |h: &mut Hart| {
+        h.set_priv(Priv::Supervisor);
+        h.update_modes();
+        h.set_x(11, 0);
+        h.set_pc(0x4000_4000);
+        let until = h.cycle() + 400;
+        run_until(h, &mut Dev::default(), until);
+        h.x(11)
+    };
+    assert_eq!(run(&mut h), 1);
+    if cfg!(target_arch = "x86_64") {
+        assert!(h.translation_stats().blocks >= 2);
+    }
+    ram.write(l0 + 24, 8, pte(BASE + 0x32000, 0x4b));
+    fence_from_m(&mut h, BASE, 0x4000_3000);
+    assert_eq!(run(&mut h), 3, "a linked exit ran the unmapped code");
+}
+
+/// One `jalr` calls two functions in turn (a1 += 1 at BASE + 0x200, a2 +=
+/// 1 at BASE + 0x8200, whose pcs take the same first-level slot), every
+/// block translated: the exit chains into the block the first level holds
+/// for the pc only when it holds that pc (fails when translated code's
+/// look-up leaves out the pc: calls go where the slot's last one went).
+#[test]
+fn a_jalr_exit_chains_only_into_the_block_of_its_own_pc() {
+    let prog = [
+        0x8000_0537,               // lui a0, 0x80000
+        i(32, 10, 1, 10, 0x13),    // slli a0, a0, 32
+        i(32, 10, 5, 10, 0x13),    // srli a0, a0, 32 -> a0 = BASE
+        addi(10, 10, 0x200),       // a0 = BASE + 0x200
+        addi(16, 0, 1000),         // a6 = rounds
+        i(1, 16, 7, 14, 0x13),     // loop: andi a4, a6, 1
+        i(15, 14, 1, 14, 0x13),    // slli a4, a4, 15
+        r(0, 14, 10, 0, 15, 0x33), // add a5, a0, a4
+        i(0, 15, 0, 1, 0x67),      // jalr ra, 0(a5)
+        addi(16, 16, -1),          // a6 -= 1
+        b(-20, 0, 16, 1),          // bne a6, zero, loop
+        ECALL,
+    ];
+    let (mut h, ram) = hart_with(&prog);
+    for (at, rd) in [(0x200, 11), (0x8200, 12)] {
+        ram.write(BASE + at, 4, addi(rd, rd, 1) as u64);
+        ram.write(BASE + at + 4, 4, i(0, 1, 0, 0, 0x67) as u64); // ret
+    }
+    h.set_engine(Engine::Translated);
+    h.set_translate_after(1);
+    h.csr_write(MTVEC, BASE + 0x100);
+    assert_eq!(
+        run_until(&mut h, &mut Dev::default(), 10_000_000),
+        Exit::Idle
+    );
+    assert_eq!(h.csr(MCAUSE), Some(CAUSE_MACHINE_ECALL));
+    assert_eq!((h.x(11), h.x(12)), (500, 500));
+    if cfg!(target_arch = "x86_64") {
+        assert!(h.translation_stats().blocks >= 4);
+    }
+}
+
 /// The TLB's generation wraps after 2,047 whole flushes: a first-level
 /// entry stamped with a generation long ago must not match again.
 #[test]
