@@ -619,11 +619,16 @@ fn code_pages(h: &mut Hart, ram: &GuestRam) {
 
 /// Run S-mode code at `pc` for a few cycles; x11 as it left it.
 fn run_code_at(h: &mut Hart, pc: u64) -> u64 {
+    run_code_for(h, pc, 16)
+}
+
+/// Run S-mode code at `pc` for `cycles` cycles; x11 as it left it.
+fn run_code_for(h: &mut Hart, pc: u64, cycles: u64) -> u64 {
     h.set_priv(Priv::Supervisor);
     h.update_modes();
     h.set_x(11, 0);
     h.set_pc(pc);
-    let until = h.cycle() + 16;
+    let until = h.cycle() + cycles;
     run_until(h, &mut Dev::default(), until);
     h.x(11)
 }
@@ -677,15 +682,8 @@ fn a_linked_exit_into_a_remapped_and_fenced_page_runs_the_new_code() {
     }
     h.set_engine(Engine::Translated);
     h.set_translate_after(1);
-    let run = |h: &mut Hart| {
-        h.set_priv(Priv::Supervisor);
-        h.update_modes();
-        h.set_x(11, 0);
-        h.set_pc(0x4000_4000);
-        let until = h.cycle() + 400;
-        run_until(h, &mut Dev::default(), until);
-        h.x(11)
-    };
+    // (long enough for both exits to be linked and followed)
+    let run = |h: &mut Hart| run_code_for(h, 0x4000_4000, 400);
     assert_eq!(run(&mut h), 1);
     if cfg!(target_arch = "x86_64") {
         assert!(h.translation_stats().blocks >= 2);
