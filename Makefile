@@ -11,6 +11,7 @@ CARGO ?= cargo
 HARTSCOPE := target/release/hartscope
 # the test suite's build (Cargo.toml's `ci` profile: no whole-program LTO)
 HARTSCOPE_CI := target/ci/hartscope
+HARTSCOPE_PGO := target/pgo/release/hartscope
 OUT ?= out
 
 .PHONY: setup build build-ci build-pgo images demo test bench fuzz clean
@@ -46,8 +47,8 @@ demo: build
 	@echo; echo "More in $(OUT)/: profile/flamegraph.svg, profile/perf.script, stats.txt, trace.json (Perfetto)"
 
 bench: build-pgo
-	target/pgo/release/hartscope guest build --image debian
-	target/pgo/release/hartscope bench
+	$(HARTSCOPE_PGO) guest build --image debian
+	$(HARTSCOPE_PGO) bench
 
 test: images
 	$(CARGO) test --profile ci --workspace

@@ -22,14 +22,16 @@ cargo=${CARGO:-cargo}
 sysroot=$(rustc --print sysroot)
 host=$(rustc -vV | sed -n 's/^host: //p')
 profdata="$sysroot/lib/rustlib/$host/bin/llvm-profdata"
+# (the way round when no profile can be made)
+plain="without a profile: cargo build --release, then target/release/hartscope bench"
 if [[ ! -x $profdata ]]; then
   if ! command -v rustup >/dev/null 2>&1; then
-    echo "build-pgo: $profdata is missing and rustup is not on PATH to add the llvm-tools component that holds it (without a profile: cargo build --release, then target/release/hartscope bench)" >&2
+    echo "build-pgo: $profdata is missing and rustup is not on PATH to add the llvm-tools component that holds it ($plain)" >&2
     exit 1
   fi
   echo "build-pgo: rustup component add llvm-tools (for llvm-profdata)" >&2
   if ! rustup component add llvm-tools; then
-    echo "build-pgo: rustup could not add the llvm-tools component (llvm-profdata); without a profile: cargo build --release, then target/release/hartscope bench" >&2
+    echo "build-pgo: rustup could not add the llvm-tools component (llvm-profdata); $plain" >&2
     exit 1
   fi
   if [[ ! -x $profdata ]]; then
