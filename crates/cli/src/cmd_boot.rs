@@ -12,8 +12,8 @@ use clap::Args;
 use hs_machine::hs_timing::{Atomic, TimingModel};
 use hs_machine::reports::{chrome_trace_json, itrace_report, write_profile};
 use hs_machine::{
-    BootFile, BootImages, ConsoleInput, GuestSymbols, InputEvent, ItraceSpec, KernelSymbolSource,
-    Machine, MachineConfig, ObserveOptions, Observing, SamplerConfig, StopReason, SymbolSources,
+    BootFile, BootImages, ConsoleInput, GuestSymbols, InputEvent, ItraceSpec, Machine,
+    MachineConfig, ObserveOptions, Observing, SamplerConfig, StopReason, SymbolSources,
 };
 use hs_observe::Observations;
 
@@ -611,45 +611,15 @@ fn symbol_sources(args: &BootArgs, machine_kernel: Option<(u64, u64)>) -> Option
         .clone()
         .or_else(|| args.kernel.is_none().then(|| DEFAULT_IMAGE.to_string()))?;
     let img = hs_guest::find(&name).ok()?;
-    let kernel = if args.kernel.is_some() {
-        None
-    } else {
-        Some(match &img.symbols {
-            hs_guest::KernelSymbols::Vmlinux(p) => KernelSymbolSource::Elf(p.clone()),
-            hs_guest::KernelSymbols::Kallsyms(p) => {
-                let captured = img.dir.join("kallsyms-modules");
-                KernelSymbolSource::Kallsyms {
-                    path: p.clone(),
-                    captured_modules: captured.is_file().then_some(captured),
-                }
-            }
-        })
-    };
-    let mut user_binaries = vec![img.busybox.clone()];
-    if let Ok(dir) = std::fs::read_dir(img.dir.join("programs")) {
-        let mut progs: Vec<PathBuf> = dir
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.is_file())
-            .collect();
-        progs.sort();
-        user_binaries.extend(progs);
+    let mut sources = hs_lab::run::symbol_sources(&img, machine_kernel);
+    if args.bios.is_some() {
+        sources.firmware_elf = None;
     }
-    Some(SymbolSources {
-        firmware_elf: if args.bios.is_none() {
-            img.firmware_elf.clone()
-        } else {
-            None
-        },
-        firmware_base: hs_machine::layout::DRAM_BASE,
-        kernel,
-        kernel_physical: machine_kernel,
-        user_binaries,
-        btf: if args.kernel.is_none() {
-            img.btf.clone()
-        } else {
-            None
-        },
-    })
+    if args.kernel.is_some() {
+        sources.kernel = None;
+        sources.btf = None;
+    }
+    Some(sources)
 }
 
 /// Boot with `model(h)` as hart h's timing model (wrapped for observation

@@ -216,8 +216,10 @@ pub(crate) fn machine_config(
     })
 }
 
-/// The files that name the guest's code in `image`.
-fn symbol_sources(image: &ImageDir, kernel_physical: Option<(u64, u64)>) -> SymbolSources {
+/// The files that name the guest's code in `image` (its firmware, kernel,
+/// BusyBox and workload programs, and the kernel's BTF); `hartscope boot`
+/// drops what its explicit `--bios` or `--kernel` replace.
+pub fn symbol_sources(image: &ImageDir, kernel_physical: Option<(u64, u64)>) -> SymbolSources {
     let kernel = match &image.symbols {
         KernelSymbols::Vmlinux(p) => KernelSymbolSource::Elf(p.clone()),
         KernelSymbols::Kallsyms(p) => {
@@ -817,6 +819,73 @@ mod tests {
             std::fs::read_to_string(src.join("run.sh")).unwrap(),
             "#!/bin/sh\necho $WORD\n"
         );
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn an_images_symbol_sources_name_busybox_then_its_programs_in_order() {
+        let base = std::env::temp_dir().join(format!("hs-lab-symbols-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        std::fs::create_dir_all(base.join("programs/sub")).unwrap();
+        // (six, made out of name order: whatever order a file system
+        // lists them in, hardly ever sorted by chance)
+        let programs = ["delta", "alpha", "foxtrot", "charlie", "echo", "bravo"];
+        for p in programs.map(|p| format!("programs/{p}")) {
+            std::fs::write(base.join(p), "x").unwrap();
+        }
+        for p in ["kallsyms", "kallsyms-modules"] {
+            std::fs::write(base.join(p), "x").unwrap();
+        }
+        let image = ImageDir {
+            name: "t".into(),
+            dir: base.clone(),
+            firmware: base.join("fw_jump.bin"),
+            fw_dynamic: base.join("fw_dynamic.bin"),
+            firmware_elf: Some(base.join("fw_jump.elf")),
+            kernel: base.join("Image"),
+            initrd: base.join("initrd"),
+            symbols: KernelSymbols::Kallsyms(base.join("kallsyms")),
+            busybox: base.join("busybox"),
+            btf: Some(base.join("btf")),
+            default_append: String::new(),
+            manifest: base.join("manifest.json"),
+        };
+        let s = symbol_sources(&image, Some((0x8020_0000, 0x8120_0000)));
+        // BusyBox first, then the programs by name; a directory is no program
+        assert_eq!(
+            s.user_binaries,
+            ["busybox", "alpha", "bravo", "charlie", "delta", "echo", "foxtrot"].map(|p| match p {
+                "busybox" => base.join(p),
+                _ => base.join("programs").join(p),
+            })
+        );
+        match &s.kernel {
+            Some(KernelSymbolSource::Kallsyms {
+                path,
+                captured_modules,
+            }) => {
+                assert_eq!(path, &base.join("kallsyms"));
+                assert_eq!(captured_modules, &Some(base.join("kallsyms-modules")));
+            }
+            other => panic!("kernel symbols from {other:?}"),
+        }
+        assert_eq!(
+            (s.firmware_elf, s.btf, s.kernel_physical),
+            (
+                Some(base.join("fw_jump.elf")),
+                Some(base.join("btf")),
+                Some((0x8020_0000, 0x8120_0000))
+            )
+        );
+        // without a capture of the modules, none is named
+        std::fs::remove_file(base.join("kallsyms-modules")).unwrap();
+        assert!(matches!(
+            symbol_sources(&image, None).kernel,
+            Some(KernelSymbolSource::Kallsyms {
+                captured_modules: None,
+                ..
+            })
+        ));
         std::fs::remove_dir_all(&base).unwrap();
     }
 
