@@ -171,8 +171,10 @@ pub fn guest_stats(json: &str) -> serde_json::Value {
                 map.remove("host_seconds");
                 map.remove("phase_host_seconds");
                 map.remove("mips");
-                // what translating took: memory and host time
+                // what translating took: memory and host time, and what
+                // it left to the block interpreter
                 map.remove("translated_blocks");
+                map.remove("interpreted_instret");
                 map.remove("translation_bytes");
                 map.remove("translation_seconds");
                 map.remove("translation_share");

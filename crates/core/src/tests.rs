@@ -1167,6 +1167,45 @@ fn patched_code_runs_as_written_across_translation_resets() {
     }
 }
 
+/// The block interpreter counts the instructions it retires, across
+/// chained blocks and up to an op that traps: every one of them with the
+/// block engine; with the translating engine only the runs before the loop
+/// turns hot (fails when a chain, a block's end or a trap is not counted,
+/// or the op that trapped is).
+#[test]
+fn the_interpreter_counts_what_it_retires() {
+    let prog = [
+        addi(10, 0, 0),    // 0: a0 = 0
+        addi(11, 0, 1000), // 1: a1 = 1000
+        addi(10, 10, 1),   // 2: loop: a0 += 1
+        addi(11, 11, -1),  // 3
+        b(-8, 0, 11, 1),   // 4: bne a1, zero, loop
+        addi(12, 0, 7),    // 5: a2 = 7 (a not-taken branch ends no block)
+        ECALL,             // 6: traps (to a wfi that idles)
+    ];
+    for (engine, after) in [(Engine::Blocks, 1024), (Engine::Translated, 16)] {
+        let (mut h, _) = hart_with(&prog);
+        h.set_engine(engine);
+        h.set_translate_after(after);
+        h.csr_write(MTVEC, BASE + 0x100);
+        assert_eq!(
+            run_until(&mut h, &mut Dev::default(), 1_000_000),
+            Exit::Idle
+        );
+        assert_eq!((h.x(10), h.x(12)), (1000, 7));
+        let interpreted = h.translation_stats().interpreted;
+        if engine == Engine::Blocks || !cfg!(target_arch = "x86_64") {
+            assert_eq!(interpreted, h.instret(), "{engine:?}");
+        } else {
+            // the first block up to its taken branch (the two ops before
+            // the loop and its first round), the loop block's next 15 runs
+            // (the 16th is translated first, and runs on through the
+            // ecall) and the wfi's block
+            assert_eq!(interpreted, 5 + 15 * 3 + 1, "of {}", h.instret());
+        }
+    }
+}
+
 #[test]
 fn ebreak_and_ecall_causes() {
     let (mut h, _) = hart_with(&[EBREAK]);

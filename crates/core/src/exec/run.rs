@@ -191,6 +191,15 @@ impl<T: TimingModel> Hart<T> {
         let ops = self.blocks.ops_ptr();
         let mut p = unsafe { ops.add(start) };
         let mut end = unsafe { p.add(n) };
+        // the current block's first op: what ran of it is counted when the
+        // block is left (a subtraction a block, not an add an instruction)
+        let mut first = p;
+        macro_rules! count {
+            ($ops:expr) => {
+                // SAFETY: `first` and `p` point into the same arena range.
+                self.blocks.jit.interpreted += unsafe { p.offset_from(first) } as u64 - $ops
+            };
+        }
         let mut block_pa = block_pa;
         // pc and the cycle count live in registers while the block runs;
         // `self.cycle` is synced around every slow path that may read it.
@@ -238,13 +247,16 @@ impl<T: TimingModel> Hart<T> {
                         {
                             // SAFETY: as above; the stamp proves the entry
                             // belongs to the current arena generation.
+                            count!(0);
                             p = unsafe { ops.add(s) };
                             end = unsafe { p.add(n) };
+                            first = p;
                             base_pc = t;
                             block_pa = pa;
                             continue 'run;
                         }
                     }
+                    count!(0);
                     self.cycle = cyc;
                     self.pc = t;
                     return None;
@@ -258,7 +270,11 @@ impl<T: TimingModel> Hart<T> {
                     retire!();
                     leave!(t)
                 }
-                Flow::Trap(t) => break 'run (t, op, extra, start),
+                Flow::Trap(t) => {
+                    // (the op that trapped retires only when it is an exit)
+                    count!((t.cause != CAUSE_EXIT) as u64);
+                    break 'run (t, op, extra, start);
+                }
             }
             retire!();
             if p == end {

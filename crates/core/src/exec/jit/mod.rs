@@ -231,6 +231,9 @@ pub(crate) struct Jit {
     pub blocks: u64,
     pub nanos: u64,
     pub flushes: u64,
+    /// instructions the block interpreter retired (see
+    /// [`TranslationStats::interpreted`])
+    pub interpreted: u64,
     /// `/tmp/perf-PID.map`, when asked for (see [`Hart::set_perf_map`]),
     /// and the name prefix of this hart's blocks in it
     perf_map: Option<(std::fs::File, String)>,
@@ -255,6 +258,7 @@ impl Jit {
             blocks: 0,
             nanos: 0,
             flushes: 0,
+            interpreted: 0,
             perf_map: None,
         }
     }
@@ -595,6 +599,12 @@ pub struct TranslationStats {
     pub nanos: u64,
     /// Times every translation was dropped (arena or region emptied).
     pub flushes: u64,
+    /// Instructions the block interpreter retired, whichever engine was
+    /// chosen: under the translating engine, those of blocks not (yet)
+    /// translated, the rest having run as translated code (ops translated
+    /// code hands to the interpreter's definition one at a time are not
+    /// counted here). What the translator leaves on the slower path.
+    pub interpreted: u64,
 }
 
 impl<T: TimingModel> Hart<T> {
@@ -630,6 +640,7 @@ impl<T: TimingModel> Hart<T> {
             bytes: j.bytes() as u64,
             nanos: j.nanos,
             flushes: j.flushes,
+            interpreted: j.interpreted,
         }
     }
 
