@@ -107,6 +107,9 @@ pub struct HartscopeRun {
     /// Host time inside the harts' runs (`host_seconds` of its stats):
     /// wall time without start-up and report writing.
     pub run_s: f64,
+    /// Instructions the block interpreter retired, all harts (their
+    /// `interpreted_instret`): the rest ran as translated code.
+    pub interpreted: u64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -191,6 +194,8 @@ pub struct ModeRun {
     pub run_s: f64,
     pub mips: f64,
     pub instret: u64,
+    /// Of `instret`, those the block interpreter retired.
+    pub interpreted: u64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -208,6 +213,10 @@ pub struct ModeMedian {
     pub run_vs_plain_range: Option<(f64, f64)>,
     /// The same for wall time (adds symbol loading and report writing).
     pub wall_vs_plain: Option<f64>,
+    /// Median share of the instructions the block interpreter retired
+    /// (where translated code did not run them): what the engine left
+    /// on its slower path.
+    pub interpreted_share: Option<f64>,
 }
 
 /// The models table's modes: (name, in-order?, sampled?).
@@ -408,6 +417,7 @@ fn bench_models(
                 run_s: h.run_s,
                 mips: h.mips,
                 instret: h.instret,
+                interpreted: h.interpreted,
             });
         }
         runs.push(row);
@@ -466,6 +476,13 @@ fn models_medians(runs: &[Vec<ModeRun>]) -> Vec<ModeMedian> {
                 run_vs_plain: median(run_ratios.clone()),
                 run_vs_plain_range: range(&run_ratios),
                 wall_vs_plain: median(ratios(&|r| r.wall_s)),
+                interpreted_share: median(
+                    runs.iter()
+                        .filter_map(|r| r.get(i))
+                        .filter(|r| r.instret > 0)
+                        .map(|r| r.interpreted as f64 / r.instret as f64)
+                        .collect(),
+                ),
             }
         })
         .collect()
@@ -1012,6 +1029,15 @@ fn hartscope_run(t: Timing, stats: &Path) -> Result<HartscopeRun, String> {
             .unwrap_or(0),
         guest_s: field("guest_seconds")?,
         run_s: field("host_seconds")?,
+        interpreted: v
+            .get("harts")
+            .and_then(serde_json::Value::as_array)
+            .map_or(0, |harts| {
+                harts
+                    .iter()
+                    .filter_map(|h| h.get("interpreted_instret")?.as_u64())
+                    .sum()
+            }),
     })
 }
 
@@ -1189,13 +1215,13 @@ fn models_table(m: &ModelsSection) -> String {
         m.what, m.inorder_machine, m.sample_period, m.note
     );
     s.push_str(
-        "| mode | wall s | run s | MIPS | MIPS range | run vs plain | run vs plain range | wall vs plain |\n",
+        "| mode | wall s | run s | MIPS | MIPS range | run vs plain | run vs plain range | wall vs plain | interpreted |\n",
     );
-    s.push_str("|--|--:|--:|--:|--:|--:|--:|--:|\n");
+    s.push_str("|--|--:|--:|--:|--:|--:|--:|--:|--:|\n");
     for x in &m.median {
         let (lo, hi) = x.mips_range;
         s.push_str(&format!(
-            "| {} | {:.2} | {:.2} | {:.1} | {lo:.1}–{hi:.1} | {} | {} | {} |\n",
+            "| {} | {:.2} | {:.2} | {:.1} | {lo:.1}–{hi:.1} | {} | {} | {} | {} |\n",
             x.mode,
             x.wall_s,
             x.run_s,
@@ -1203,11 +1229,14 @@ fn models_table(m: &ModelsSection) -> String {
             fmt_opt(x.run_vs_plain, 3),
             x.run_vs_plain_range
                 .map_or("–".to_string(), |(lo, hi)| format!("{lo:.3}–{hi:.3}")),
-            fmt_opt(x.wall_vs_plain, 2)
+            fmt_opt(x.wall_vs_plain, 2),
+            x.interpreted_share
+                .map_or("–".to_string(), |f| format!("{:.1} %", 100.0 * f))
         ));
     }
     s.push_str(&format!(
-        "(medians of {} repetition(s); the ranges are their lowest and highest)\n",
+        "(medians of {} repetition(s); the ranges are their lowest and highest; `interpreted`: \
+         the share of instructions the block interpreter retired, the rest translated)\n",
         m.runs.len()
     ));
     s
@@ -1278,6 +1307,8 @@ mod tests {
             run_s,
             mips: 100.0 / run_s,
             instret: 100,
+            // (the share falls as the run gets faster: 10 % to 40 %)
+            interpreted: (100.0 / run_s) as u64 / 2 - 10,
         };
         let rep = |plain: f64, sampled: f64| {
             vec![
@@ -1315,12 +1346,12 @@ mod tests {
         });
         assert!(
             text.contains(
-                "| in-order + profile | 3.50 | 2.50 | 40.0 | 22.7–41.7 | 1.100 | 1.000–1.200 |"
+                "| in-order + profile | 3.50 | 2.50 | 40.0 | 22.7–41.7 | 1.100 | 1.000–1.200 | 1.08 | 10.0 % |"
             ),
             "{text}"
         );
         assert!(
-            text.contains("| atomic | 2.00 | 1.00 | 100.0 | 100.0–100.0 | – | – | – |"),
+            text.contains("| atomic | 2.00 | 1.00 | 100.0 | 100.0–100.0 | – | – | – | 40.0 % |"),
             "{text}"
         );
     }
@@ -1352,6 +1383,7 @@ mod tests {
             cycles: 1,
             guest_s: 1.0,
             run_s: wall,
+            interpreted: 0,
         };
         pair(
             h,
@@ -1384,6 +1416,30 @@ mod tests {
             (alone.qemu_wall_s, alone.ratio, alone.qemu_mips_estimate),
             (None, None, None)
         );
+    }
+
+    /// A run's interpreted count is every hart's, from the stats hartscope
+    /// wrote (fails when one hart's is left out or another field is read).
+    #[test]
+    fn a_runs_interpreted_count_sums_its_harts() {
+        let dir = std::env::temp_dir().join(format!("hs-bench-stats-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let stats = dir.join("stats.json");
+        std::fs::write(
+            &stats,
+            r#"{"mips": 250.0, "instret": 1000, "cycles": 3000, "guest_seconds": 0.5,
+                "host_seconds": 2.0, "harts": [
+                  {"hart": 0, "instret": 600, "translated_blocks": 9, "interpreted_instret": 60},
+                  {"hart": 1, "instret": 400, "translated_blocks": 7, "interpreted_instret": 45}]}"#,
+        )
+        .unwrap();
+        let t = Timing {
+            wall_s: 3.0,
+            cpu_s: 2.5,
+        };
+        let h = hartscope_run(t, &stats).unwrap();
+        assert_eq!((h.instret, h.interpreted, h.run_s), (1000, 105, 2.0));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
