@@ -1422,17 +1422,13 @@ mod tests {
     /// wrote (fails when one hart's is left out or another field is read).
     #[test]
     fn a_runs_interpreted_count_sums_its_harts() {
-        let dir = std::env::temp_dir().join(format!("hs-bench-stats-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let stats = dir.join("stats.json");
-        std::fs::write(
-            &stats,
+        let (dir, stats) = unit_file(
+            "stats",
             r#"{"mips": 250.0, "instret": 1000, "cycles": 3000, "guest_seconds": 0.5,
                 "host_seconds": 2.0, "harts": [
                   {"hart": 0, "instret": 600, "translated_blocks": 9, "interpreted_instret": 60},
                   {"hart": 1, "instret": 400, "translated_blocks": 7, "interpreted_instret": 45}]}"#,
-        )
-        .unwrap();
+        );
         let t = Timing {
             wall_s: 3.0,
             cpu_s: 2.5,
@@ -1442,16 +1438,22 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// A file holding `text` in a directory of this test's own (`name`):
+    /// the directory, to remove, and the file.
+    fn unit_file(name: &str, text: &str) -> (PathBuf, PathBuf) {
+        let dir = std::env::temp_dir().join(format!("hs-bench-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("file");
+        std::fs::write(&file, text).unwrap();
+        (dir, file)
+    }
+
     #[test]
     fn agent_status_needs_the_power_down() {
-        let dir = std::env::temp_dir().join(format!("hs-bench-unit-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let log = dir.join("console.txt");
-        std::fs::write(
-            &log,
+        let (dir, log) = unit_file(
+            "console",
             "x\r\nhartscope-agent: workload exited with status 3\r\n",
-        )
-        .unwrap();
+        );
         assert_eq!(agent_status(&log), None, "no power-off yet");
         std::fs::write(
             &log,
