@@ -476,13 +476,9 @@ fn models_medians(runs: &[Vec<ModeRun>]) -> Vec<ModeMedian> {
                 run_vs_plain: median(run_ratios.clone()),
                 run_vs_plain_range: range(&run_ratios),
                 wall_vs_plain: median(ratios(&|r| r.wall_s)),
-                interpreted_share: median(
-                    runs.iter()
-                        .filter_map(|r| r.get(i))
-                        .filter(|r| r.instret > 0)
-                        .map(|r| r.interpreted as f64 / r.instret as f64)
-                        .collect(),
-                ),
+                interpreted_share: median(of(i, &|r| {
+                    r.interpreted as f64 / r.instret.max(1) as f64
+                })),
             }
         })
         .collect()

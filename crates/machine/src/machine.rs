@@ -209,12 +209,12 @@ pub struct HartSummary {
     /// memory their translations take at the end, the host time spent
     /// translating and its share of this hart's host time.
     pub translated_blocks: u64,
-    /// Instructions the block interpreter retired (under the translating
-    /// engine, those of blocks not yet hot; the rest ran translated).
-    pub interpreted_instret: u64,
     pub translation_bytes: u64,
     pub translation_seconds: f64,
     pub translation_share: f64,
+    /// Instructions the block interpreter retired (under the translating
+    /// engine, those of blocks not yet hot; the rest ran translated).
+    pub interpreted_instret: u64,
     /// TLB flushes, whole or of one page, and of those the page flushes.
     pub tlb_flushes: u64,
     pub tlb_page_flushes: u64,
@@ -1134,10 +1134,10 @@ impl<T: TimingModel> Machine<T> {
                     code_invalidations: st.code_invalidations,
                     block_cache_bytes: h.block_cache_bytes() as u64,
                     translated_blocks: tr.blocks,
-                    interpreted_instret: tr.interpreted,
                     translation_bytes: tr.bytes,
                     translation_seconds: tr_s,
                     translation_share: if hs > 0.0 { tr_s / hs } else { 0.0 },
+                    interpreted_instret: tr.interpreted,
                     tlb_flushes: st.tlb_flushes,
                     tlb_page_flushes: st.tlb_page_flushes,
                     exceptions: st.exceptions,
