@@ -191,23 +191,16 @@ pub(super) struct Hooks {
 /// Translated code: an executable region, and per block (by its first
 /// op's arena index) either how often it ran or where its code starts.
 ///
-/// The region is, by default, one private mapping, readable, writable and
-/// executable, asked for 2 MiB pages (as QEMU's TCG maps its code buffer;
-/// why, see [`map_code`]). With
-/// `HARTSCOPE_SPLIT_WX` set (or [`Hart::set_split_wx`]) it is one piece of
-/// shared memory mapped twice instead: executable and read-only where code
-/// runs (every address in code — jumps, link cells — is in this view),
-/// writable and not executable where code is copied and link cells are
-/// filled, so that no page of the process is writable and executable at
-/// once and a stray host write cannot become host code — on 4 KiB pages
-/// unless the host lets shared memory have huge ones.
+/// The region is one piece of memory mapped twice: executable and read-only
+/// where code runs (every address in code — jumps, link cells — is in this
+/// view), writable and not executable where code is copied and link cells
+/// are filled. No page of the process is writable and executable at once,
+/// so a stray host write cannot become host code.
 pub(crate) struct Jit {
-    /// where code runs
+    /// the executable view
     region: *mut u8,
-    /// where code is written: `region` itself, or its writable view
+    /// the writable view of the same memory
     region_w: *mut u8,
-    /// map the region as two views, none writable and executable
-    split_wx: bool,
     /// the host refused the region: blocks stay interpreted, not asked again
     refused: bool,
     /// where the next block's code goes
@@ -251,7 +244,6 @@ impl Jit {
         Jit {
             region: std::ptr::null_mut(),
             region_w: std::ptr::null_mut(),
-            split_wx: split_wx_asked(),
             refused: false,
             used: RUNTIME_BYTES,
             epoch: RUNTIME_BYTES,
@@ -333,15 +325,15 @@ impl Jit {
         Err(false)
     }
 
-    /// Map the region if it is not yet; false if it cannot be (blocks
-    /// then stay interpreted, and the user is told once a process why the
-    /// run is slower than it should be).
+    /// Map the region's two views if they are not yet; false if they
+    /// cannot be (blocks then stay interpreted, and the user is told once
+    /// a process why the run is slower than it should be).
     fn ensure_region(&mut self) -> bool {
         if self.region.is_null() {
             if self.refused {
                 return false;
             }
-            match map_code(REGION_BYTES, self.split_wx) {
+            match map_twice(REGION_BYTES) {
                 Ok((x, w)) => (self.region, self.region_w) = (x, w),
                 Err(e) => {
                     self.refused = true;
@@ -359,8 +351,7 @@ impl Jit {
         true
     }
 
-    /// Write `bytes` at offset `at` of the region (through its writable
-    /// view when it has two).
+    /// Write `bytes` at offset `at` of the region (through its writable view).
     ///
     /// # Safety
     /// `at..at + bytes.len()` lies in the region, and no translated code
@@ -436,26 +427,22 @@ impl Jit {
 impl Drop for Jit {
     fn drop(&mut self) {
         if !self.region.is_null() {
-            // SAFETY: `ensure_region` mapped the region (and its second
-            // view, when it has one) with this length.
+            // SAFETY: both views were mapped by `ensure_region` with this length.
             unsafe {
                 libc::munmap(self.region.cast(), REGION_BYTES);
-                if self.region_w != self.region {
-                    libc::munmap(self.region_w.cast(), REGION_BYTES);
-                }
+                libc::munmap(self.region_w.cast(), REGION_BYTES);
             }
         }
     }
 }
 
 /// Make this core fetch afresh what was written to the region since it
-/// last ran translated code. With the region's two views the code is
-/// written through the writable one, another linear address than the
-/// one it runs from, and for that case the x86 manuals ask for a
-/// serializing instruction before the new code runs (Intel SDM vol. 3,
-/// "Handling Self- and Cross-Modifying Code": a processor's check of
-/// writes against instructions it already fetched may go by linear
-/// address); with one view it costs little and is kept. Without it,
+/// last ran translated code. The code is written through the region's
+/// writable view, another linear address than the one it runs from, and
+/// for that case the x86 manuals ask for a serializing instruction before
+/// the new code runs (Intel SDM vol. 3, "Handling Self- and
+/// Cross-Modifying Code": a processor's check of writes against
+/// instructions it already fetched may go by linear address). Without it,
 /// a Sapphire Rapids VM ran stale instructions where a reset had put new
 /// code over old (the host faulted, SIGSEGV, within minutes of a boot
 /// that empties the region often), while the EPYC hosts never did. With
@@ -519,72 +506,6 @@ fn iret_to_self() {
     };
 }
 
-/// Whether `HARTSCOPE_SPLIT_WX` asks for the region's two views (set and
-/// neither empty nor `0`), read once a process.
-fn split_wx_asked() -> bool {
-    static ASKED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ASKED.get_or_init(|| {
-        std::env::var_os("HARTSCOPE_SPLIT_WX").is_some_and(|v| !v.is_empty() && v != "0")
-    })
-}
-
-/// The region's memory, `len` bytes: (where code runs, where it is
-/// written). One private mapping on 2 MiB pages unless `split_wx` (or the
-/// host refuses memory both writable and executable): then [`map_twice`].
-///
-/// Why huge pages: on 4 KiB pages a run of bare-metal `cpubound` took
-/// either about 0.85 s or about 1.15 s on an AMD EPYC host, decided at
-/// the start of the run and kept to its end (a 10-second run held its
-/// rate throughout), with every count and every block at the same offset
-/// in either — a few blocks' loads several times slower. With the code
-/// on 2 MiB pages (here, or `hugetlbfs` under the two views) none of 120
-/// runs was slow, against 23 of 120 on 4 KiB pages interleaved with them,
-/// while guest RAM on 2 MiB pages changed nothing (8 of 30).
-fn map_code(len: usize, split_wx: bool) -> std::io::Result<(*mut u8, *mut u8)> {
-    if !split_wx {
-        if let Ok(p) = map_huge_rwx(len) {
-            return Ok((p, p));
-        }
-    }
-    map_twice(len)
-}
-
-/// `len` bytes of fresh private memory, readable, writable and executable,
-/// starting at a 2 MiB boundary and advised to be backed by 2 MiB pages
-/// (which the host gives unless its transparent huge pages are `never`).
-/// Only touched memory is taken, 2 MiB at a time.
-fn map_huge_rwx(len: usize) -> std::io::Result<*mut u8> {
-    const HUGE: usize = 2 << 20;
-    // SAFETY: plain system calls on a mapping made here; each is checked,
-    // and what is unmapped lies outside the range returned.
-    unsafe {
-        // (2 MiB more than asked, to cut an aligned range out of)
-        let p = libc::mmap(
-            std::ptr::null_mut(),
-            len + HUGE,
-            libc::PROT_READ | libc::PROT_WRITE | libc::PROT_EXEC,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-            -1,
-            0,
-        );
-        if p == libc::MAP_FAILED {
-            return Err(std::io::Error::last_os_error());
-        }
-        let start = p as usize;
-        let aligned = (start + HUGE - 1) & !(HUGE - 1);
-        if aligned > start {
-            libc::munmap(p, aligned - start);
-        }
-        let tail = start + len + HUGE - (aligned + len);
-        if tail > 0 {
-            libc::munmap((aligned + len) as *mut libc::c_void, tail);
-        }
-        // (advice only: refused, the code runs on small pages)
-        libc::madvise(aligned as *mut libc::c_void, len, libc::MADV_HUGEPAGE);
-        Ok(aligned as *mut u8)
-    }
-}
-
 /// `len` bytes of fresh shared memory mapped twice: (executable and
 /// read-only, writable and not executable). Only touched pages take memory.
 ///
@@ -629,10 +550,6 @@ fn map_twice_anonymous(len: usize) -> std::io::Result<(*mut u8, *mut u8)> {
             libc::munmap(w, len);
             return Err(e);
         }
-        // (2 MiB pages where the host's `shmem_enabled` allows them when
-        // advised; Debian's `never` does not, and the advice is then moot)
-        libc::madvise(w, len, libc::MADV_HUGEPAGE);
-        libc::madvise(x, len, libc::MADV_HUGEPAGE);
         Ok((x.cast::<u8>(), w.cast::<u8>()))
     }
 }
@@ -700,15 +617,6 @@ impl<T: TimingModel> Hart<T> {
         self.blocks.jit.hot = runs.clamp(1, 1 << 16);
         self.blocks.jit.hot_chosen = true;
         self.blocks.jit.reset();
-    }
-
-    /// Map translated code as two views, none both writable and
-    /// executable (`true`), or as one private mapping on 2 MiB pages
-    /// (`false`, the default unless `HARTSCOPE_SPLIT_WX` is set); for a
-    /// hart that has not yet translated code (a region already mapped
-    /// stays as it is).
-    pub fn set_split_wx(&mut self, split: bool) {
-        self.blocks.jit.split_wx = split;
     }
 
     /// Name every block translated from now on in `/tmp/perf-PID.map`
@@ -1249,77 +1157,6 @@ mod tests {
         assert_eq!(jit.slots[2] & !super::COMPILED, after as u32);
         assert_eq!(jit.bytes(), 112 + 4 * 4);
         assert_eq!(jit.flushes, 1);
-    }
-
-    /// The `/proc/self/smaps` entry of the mapping that holds `at`.
-    fn mapping_of(at: *mut u8) -> String {
-        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
-        let at = at as usize;
-        let mut entry = String::new();
-        let mut holds = false;
-        for line in smaps.lines() {
-            let range = line.split_whitespace().next().unwrap_or("");
-            if let Some((from, to)) = range.split_once('-') {
-                if let (Ok(from), Ok(to)) = (
-                    usize::from_str_radix(from, 16),
-                    usize::from_str_radix(to, 16),
-                ) {
-                    if holds {
-                        return entry;
-                    }
-                    holds = (from..to).contains(&at);
-                    entry.clear();
-                }
-            }
-            entry.push_str(line);
-            entry.push('\n');
-        }
-        assert!(holds, "no mapping holds {at:#x}");
-        entry
-    }
-
-    /// By default the region is one private mapping, where code is written
-    /// and runs at one address, starting at a 2 MiB boundary and advised
-    /// onto 2 MiB pages (the host's `smaps` says it may have them unless
-    /// its transparent huge pages are off); asked for, it is two views of
-    /// shared memory, executable and read-only where code runs, writable
-    /// where it is written, neither both.
-    #[test]
-    fn the_region_is_one_mapping_on_huge_pages_or_two_views_when_asked() {
-        let thp_on = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
-            .is_ok_and(|s| !s.contains("[never]"));
-        for split in [false, true] {
-            let mut jit = super::Jit::new();
-            jit.split_wx = split;
-            assert!(jit.ensure_region());
-            jit.slots.resize(2, 0);
-            assert!(jit.install(1, &[0xc3u8; 16], 0x8000_0000));
-            // SAFETY: the byte just written, in the region
-            assert_eq!(unsafe { *jit.region.add(super::RUNTIME_BYTES) }, 0xc3);
-            let runs = mapping_of(jit.region);
-            let perms = |entry: &str| entry.split_whitespace().nth(1).unwrap().to_string();
-            if split {
-                assert_ne!(jit.region, jit.region_w);
-                assert_eq!(perms(&runs), "r-xs", "{runs}");
-                let written = mapping_of(jit.region_w);
-                assert_eq!(perms(&written), "rw-s", "{written}");
-            } else {
-                assert_eq!(jit.region, jit.region_w);
-                assert_eq!(perms(&runs), "rwxp", "{runs}");
-                assert_eq!(jit.region as usize % (2 << 20), 0, "{runs}");
-                let field = |name: &str| {
-                    runs.lines()
-                        .find_map(|l| l.strip_prefix(name))
-                        .map(|v| v.trim().to_string())
-                };
-                // (`hg`: advised onto huge pages)
-                let flags = field("VmFlags:").unwrap_or_default();
-                assert!(flags.split(' ').any(|f| f == "hg"), "{runs}");
-                if thp_on {
-                    assert_eq!(field("THPeligible:").as_deref(), Some("1"), "{runs}");
-                }
-            }
-        }
     }
 
     /// Translated code finds a TLB entry as (tag, addend) at 16 bytes an
