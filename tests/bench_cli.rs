@@ -97,6 +97,24 @@ fn bench_runs_hartscope_and_qemu_side_by_side() {
         (100_000_000..130_000_000).contains(&instret),
         "cpubound instructions: {instret}"
     );
+    // The count from an untimed run with its stats; the timed runs write
+    // none (as QEMU's), so their MIPS are the count over their wall time.
+    let cpubound = &v["cpubound"];
+    let command = cpubound["hartscope_command"].as_str().unwrap_or_default();
+    assert!(
+        command.contains("cpubound.elf") && !command.contains("--stats-json"),
+        "the timed command: {command}"
+    );
+    let timed = &cpubound["runs"][0]["hartscope"];
+    let by_wall = instret as f64 / timed["wall_s"].as_f64().unwrap() / 1e6;
+    assert!(
+        (timed["mips"].as_f64().unwrap() - by_wall).abs() < 1e-6 * by_wall,
+        "cpubound MIPS are its count over its wall time: {timed}"
+    );
+    assert!(
+        text.contains("one more, untimed run with --stats-json"),
+        "the choice is explained:\n{text}"
+    );
     assert!(
         v["cpubound"]["median"]["qemu_mips_estimate"]
             .as_f64()
