@@ -584,15 +584,16 @@ fn bench_cpubound(
     let mut hs = boot();
     let mut counting = boot();
     counting.arg("--stats-json").arg(&stats);
+    // a hartscope run's timing and the checksum it printed
+    let run = |cmd: &mut Command, name: &str| -> Result<(Timing, String), String> {
+        let out = scratch.join(format!("cpubound-{name}.txt"));
+        let err = scratch.join(format!("cpubound-{name}-stderr.txt"));
+        let t = timed(cmd, &out, &err)?;
+        let sum = checksum_line(&out).ok_or_else(|| run_failed("hartscope (cpubound)", &out))?;
+        Ok((t, sum))
+    };
     eprintln!("hartscope bench: cpubound: counting");
-    let out = scratch.join("cpubound-counting.txt");
-    let t = timed(
-        &mut counting,
-        &out,
-        &scratch.join("cpubound-counting-stderr.txt"),
-    )?;
-    let counted_sum =
-        checksum_line(&out).ok_or_else(|| run_failed("hartscope (cpubound)", &out))?;
+    let (t, counted_sum) = run(&mut counting, "counting")?;
     let counted = hartscope_run(t, &stats)?;
     let mut qemu = Command::new(QEMU);
     qemu.args([
@@ -609,13 +610,7 @@ fn bench_cpubound(
     let mut runs = Vec::new();
     for rep in 1..=args.repeat {
         eprintln!("hartscope bench: cpubound {rep}/{}: hartscope", args.repeat);
-        let out = scratch.join("cpubound-hartscope.txt");
-        let t = timed(
-            &mut hs,
-            &out,
-            &scratch.join("cpubound-hartscope-stderr.txt"),
-        )?;
-        let mine = checksum_line(&out).ok_or_else(|| run_failed("hartscope (cpubound)", &out))?;
+        let (t, mine) = run(&mut hs, "hartscope")?;
         if mine != counted_sum {
             return Err(format!(
                 "cpubound printed `{mine}` on a timed run but `{counted_sum}` on the counting one"
