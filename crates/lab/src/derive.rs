@@ -32,6 +32,30 @@ fn series(dir: &Path) -> Result<Vec<(String, Vec<u8>)>> {
     Ok(out)
 }
 
+/// Make `dir`'s links to the shared parts of the guest tree point at
+/// `guest_dir`'s, where they point elsewhere or nowhere (a derived tree is
+/// cached by its recipe alone, so another checkout may have made it). A
+/// link is replaced by renaming a new one over it, so a process reading
+/// the tree meanwhile sees one or the other.
+fn link_shared(guest_dir: &Path, dir: &Path) -> Result<()> {
+    for d in SHARED {
+        let src = guest_dir.join(d);
+        if !src.exists() {
+            continue;
+        }
+        let src = src.canonicalize().map_err(io_err("resolve", &src))?;
+        let link = dir.join(d);
+        if std::fs::read_link(&link).is_ok_and(|to| to == src) {
+            continue;
+        }
+        let fresh = dir.join(format!(".{d}.link{}", std::process::id()));
+        let _ = std::fs::remove_file(&fresh);
+        std::os::unix::fs::symlink(&src, &fresh).map_err(io_err("create link", &fresh))?;
+        std::fs::rename(&fresh, &link).map_err(io_err("replace link", &link))?;
+    }
+    Ok(())
+}
+
 /// Write (or find) the derived guest directory for `base` with a study's
 /// `patches` and/or `config` fragment; returns it and the derived image's name.
 pub fn derive_guest_dir(
@@ -123,6 +147,9 @@ pub fn derive_guest_dir(
 
     let dir = b.cache.join("lab").join("guest").join(&name);
     if dir.join("images").join(format!("{name}.toml")).is_file() {
+        // (made from another checkout, perhaps one since gone: the shared
+        // parts are this one's)
+        link_shared(&b.guest_dir, &dir)?;
         return Ok((dir, name));
     }
     // Written beside its final place and renamed, so a half-written tree is never used.
@@ -130,14 +157,7 @@ pub fn derive_guest_dir(
     let _ = std::fs::remove_dir_all(&tmp);
     let write = || -> Result<()> {
         std::fs::create_dir_all(tmp.join("images")).map_err(io_err("create directory", &tmp))?;
-        for d in SHARED {
-            let src = b.guest_dir.join(d);
-            if src.exists() {
-                let src = src.canonicalize().map_err(io_err("resolve", &src))?;
-                std::os::unix::fs::symlink(&src, tmp.join(d))
-                    .map_err(io_err("create link", &tmp.join(d)))?;
-            }
-        }
+        link_shared(&b.guest_dir, &tmp)?;
         if let Some(all) = &series_files {
             let sdir = tmp.join(SERIES_DIR);
             std::fs::create_dir_all(&sdir).map_err(io_err("create directory", &sdir))?;
@@ -222,6 +242,19 @@ mod tests {
         };
         let h = derived.recipe_hash(&name).unwrap();
         assert_ne!(h, real.recipe_hash("custom").unwrap());
+        // Made from a checkout since gone (its links dangle), the tree is
+        // found again with links to this checkout's parts.
+        let kernel = dir.join("kernel");
+        std::fs::remove_file(&kernel).unwrap();
+        std::os::unix::fs::symlink(scratch.join("gone/guest/kernel"), &kernel).unwrap();
+        assert!(!dir.join("kernel/virt.config").exists());
+        let (again, _) = derive_guest_dir(&b, "custom", Some(&patches), None).unwrap();
+        assert_eq!(again, dir);
+        assert_eq!(
+            std::fs::read_link(&kernel).unwrap(),
+            real.guest_dir.join("kernel").canonicalize().unwrap()
+        );
+        assert_eq!(derived.recipe_hash(&name).unwrap(), h);
         // The same series derives the same directory; a changed one a new image.
         assert_eq!(
             derive_guest_dir(&b, "custom", Some(&patches), None)
