@@ -7,11 +7,12 @@
 //! the machine must handle; see [`Hart::run`] and [`Exit`].
 //!
 //! How it is fast:
-//! * Decoded blocks, cached by physical address (`exec::cache`), with a
-//!   first level keyed by virtual pc. Blocks run through conditional
-//!   branches and end at jumps, system instructions, 64 instructions or the
-//!   page end. Interrupts, the budget and code changes are checked between
-//!   blocks only.
+//! * Decoded blocks, cached by physical address (`exec::cache`) in a cache
+//!   the harts of a machine share ([`Hart::share_code_with`]), with a
+//!   first level of each hart's own keyed by virtual pc. Blocks run
+//!   through conditional branches and end at jumps, system instructions,
+//!   64 instructions or the page end. Interrupts, the budget and code
+//!   changes are checked between blocks only.
 //! * A software TLB per access kind and translation context (U, S, S+SUM,
 //!   M) holding host addresses for RAM pages; PMP is checked when an entry
 //!   is filled (pages PMP splits are never cached). Flushing is O(1).
@@ -20,7 +21,8 @@
 //!   `mmu::TLB_CODE`, which keeps those stores off the fast paths, whose
 //!   only test is the tag's); the hart drops the blocks of just the written
 //!   pages (using `GuestRam::code_write`), on `fence.i` or before its next
-//!   block, whichever comes first.
+//!   block, whichever comes first (the first hart sharing the cache to look
+//!   drops them for all: the others' first levels empty at their next look).
 //!
 //! LR/SC: a hart holds at most one reservation (a physical address). It is
 //! dropped whenever `run` starts a slice, so a store by another hart or by
@@ -531,6 +533,7 @@ impl<T: TimingModel> Hart<T> {
     /// a block-cache flush.
     #[inline]
     pub(crate) fn refresh_stamp(&mut self) {
+        self.blocks.sync();
         self.fetch_stamp =
             self.tlb.gen_bits | ((self.fetch_ctx as u64) << 40) | self.blocks.vgen as u64;
     }

@@ -185,8 +185,12 @@ impl<T: TimingModel> Hart<T> {
             return Err(e);
         }
         self.tlb.set_superpages(s.tlb_superpages.clone());
-        self.flush_blocks();
-        self.restore_blocks(&s.blocks);
+        // (a cache other harts share too is rebuilt for all of them at
+        // once: `Hart::restore_shared_code`)
+        if !self.blocks.shared() {
+            self.flush_blocks();
+            self.restore_blocks(&s.blocks);
+        }
         // (the restored first level may have outlived fetch entries the
         // saved TLB no longer held)
         self.tlb.fetch_replaced = true;
@@ -196,5 +200,49 @@ impl<T: TimingModel> Hart<T> {
         self.update_modes();
         self.checks |= crate::CHECK_IRQ | crate::CHECK_CODE;
         Ok(())
+    }
+
+    /// After [`Hart::restore_state`] of each of `harts` from `states`:
+    /// rebuild the block caches harts share (each once, for all of its
+    /// harts), as restoring a hart of its own rebuilt its cache.
+    pub fn restore_shared_code(harts: &mut [Hart<T>], states: &[HartState]) {
+        let mut done = vec![false; harts.len()];
+        for first in 0..harts.len().min(states.len()) {
+            if done[first] || !harts[first].blocks.shared() {
+                continue;
+            }
+            let code = harts[first].blocks.code_id();
+            let members: Vec<usize> = (first..harts.len().min(states.len()))
+                .filter(|&i| harts[i].blocks.code_id() == code)
+                .collect();
+            let saved: Vec<&crate::exec::BlocksSaved> =
+                members.iter().map(|&i| &states[i].blocks).collect();
+            // (counted as the harts counted them when saved)
+            let counts: Vec<(u64, u64)> = members
+                .iter()
+                .map(|&i| {
+                    (
+                        states[i].stats.block_flushes,
+                        states[i].stats.blocks_decoded,
+                    )
+                })
+                .collect();
+            let mut group: Vec<&mut Hart<T>> = harts
+                .iter_mut()
+                .enumerate()
+                .filter(|(i, _)| members.contains(i))
+                .map(|(_, h)| h)
+                .collect();
+            for &i in &members {
+                done[i] = true;
+            }
+            group[0].flush_blocks();
+            Self::restore_blocks_of(&mut group, &saved);
+            for (h, (flushes, decoded)) in group.iter_mut().zip(counts) {
+                h.stats.block_flushes = flushes;
+                h.stats.blocks_decoded = decoded;
+                h.refresh_stamp();
+            }
+        }
     }
 }

@@ -1844,3 +1844,82 @@ fn operands_name_the_registers_each_instruction_reads_and_writes() {
     // addi x0, x0, 0 (nop) touches no register
     assert_eq!(ops(0x0000_0013), Operands::EMPTY);
 }
+
+/// Harts sharing a block cache: when one drops blocks (here a code write
+/// it notices), the other's first level empties at its next look, so a
+/// snapshot taken before that look describes it empty (a restored hart
+/// must miss where the saved one would), and after the look it refills
+/// from the shared blocks without decoding them again.
+#[test]
+fn a_hart_sharing_a_cache_forgets_blocks_another_hart_dropped() {
+    // loop: addi a0, a0, 1; j loop
+    let (mut a, ram) = hart_with(&[addi(10, 10, 1), jal(0, -4)]);
+    let mut b = Hart::new(
+        HartConfig {
+            hart_id: 4,
+            cycles_per_tick: 4,
+        },
+        ram.clone(),
+        Atomic,
+    );
+    b.reset(BASE);
+    assert!(b.share_code_with(&a));
+    run_until(&mut a, &mut Dev::default(), 30);
+    run_until(&mut b, &mut Dev::default(), 30);
+    assert!(a.x(10) >= 9 && b.x(10) >= 9);
+    assert_eq!(b.stats().blocks_decoded, 0, "hart b decoded shared blocks");
+    assert!(!b.save_blocks().vcache.is_empty());
+    // another writer patches the loop; hart a notices first
+    ram.write(BASE, 4, addi(10, 10, 100) as u64);
+    let before = (a.x(10), b.x(10));
+    run_until(&mut a, &mut Dev::default(), 60);
+    assert!(a.x(10) - before.0 >= 100 * 9, "hart a ran the old code");
+    assert!(
+        b.save_blocks().vcache.is_empty(),
+        "hart b's first level outlived the blocks hart a dropped"
+    );
+    run_until(&mut b, &mut Dev::default(), 60);
+    assert!(b.x(10) - before.1 >= 100 * 9, "hart b ran the old code");
+    assert_eq!(b.stats().blocks_decoded, 0, "hart b decoded shared blocks");
+}
+
+/// The per-hart fields translated code and the run loop store to and load
+/// from on every block (the cycle count, the stall, the pending checks,
+/// the fetch stamp, the guest registers and the translated code's frame)
+/// never sit a multiple of 4 KiB apart: an x86 host then takes a load as
+/// waiting on an unrelated store to the same low 12 address bits ("4K
+/// aliasing"). With the hart's cycle count and stall exactly 4 KiB past
+/// the frame's pc and block pc, the in-order P87 boot ran about 10 % and
+/// the atomic one about 35 % slower (docs/engine-speed.md, 12-06).
+#[test]
+fn hot_hart_fields_do_not_alias_modulo_4_kib() {
+    use std::mem::{offset_of, size_of};
+    fn check<T: TimingModel>() {
+        let frame = offset_of!(Hart<T>, jit_frame);
+        let x = offset_of!(Hart<T>, x);
+        let mut hot: Vec<(String, usize)> = vec![
+            ("cycle".into(), offset_of!(Hart<T>, cycle)),
+            ("stall".into(), offset_of!(Hart<T>, stall)),
+            ("checks".into(), offset_of!(Hart<T>, checks)),
+            ("fetch_stamp".into(), offset_of!(Hart<T>, fetch_stamp)),
+        ];
+        hot.extend(
+            (0..size_of::<crate::exec::JitFrame>() / 8)
+                .map(|i| (format!("frame+{}", 8 * i), frame + 8 * i)),
+        );
+        hot.extend((0..32).map(|i| (format!("x{i}"), x + 8 * i)));
+        for (i, (a, pa)) in hot.iter().enumerate() {
+            for (b, pb) in &hot[i + 1..] {
+                let d = pa.abs_diff(*pb);
+                // (8-byte fields: the low 12 bits of two accesses overlap)
+                let near = d % 4096 < 8 || d % 4096 > 4096 - 8;
+                assert!(
+                    d < 4096 || !near,
+                    "{a} (at {pa}) and {b} (at {pb}) are {d} bytes apart in the hart"
+                );
+            }
+        }
+    }
+    check::<Atomic>();
+    check::<hs_timing::InOrder>();
+}

@@ -440,6 +440,11 @@ impl<T: TimingModel> Machine<T> {
             hart.set_x(10, h as u64); // a0: hart id
             hart.set_x(11, plan.dtb_addr); // a1: device tree
             hart.set_x(12, FW_DYNAMIC_INFO_ADDR); // a2: fw_dynamic_info
+            if let Some(first) = harts.first() {
+                // one copy of the code every hart runs (harts whose models
+                // translate differently keep their own)
+                hart.share_code_with(first);
+            }
             harts.push(hart);
         }
 

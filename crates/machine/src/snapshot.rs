@@ -13,7 +13,7 @@
 
 use std::collections::VecDeque;
 
-use hs_core::HartState;
+use hs_core::{Hart, HartState};
 use hs_snapshot::Snapshot;
 use hs_timing::TimingModel;
 use serde::{Deserialize, Serialize};
@@ -253,6 +253,7 @@ impl<T: TimingModel> Machine<T> {
             hart.restore_state(hs)
                 .map_err(|e| err(format!("hart {h}: {e}")))?;
         }
+        Hart::restore_shared_code(&mut self.harts, &state.harts);
         // (after the harts: decoding their blocks again flags pages as code)
         let (pages, gen, log) = &state.code;
         self.ram

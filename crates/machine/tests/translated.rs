@@ -326,48 +326,75 @@ fn a_block_is_translated_on_exactly_its_hot_run() {
     }
 }
 
+/// Hart 0 runs a loop 400 times (translated on its 300th run), then lets
+/// hart 1 run the same loop 100 times at a threshold it never reaches by
+/// its own runs. `own`: hart 1 decodes on a cache of its own; `write_page`:
+/// hart 0 stores into the loop's page before it lets hart 1 go. Hart 1's
+/// result is checked against the reference engine's in lockstep; returns
+/// each hart's translated blocks, and the instructions hart 1 retired
+/// other than through the block interpreter.
+fn loop_on_two_harts(own: bool, write_page: bool) -> ([u64; 2], u64) {
+    let mut a = Asm::new(BASE);
+    a.csrr(A0, CSR_MHARTID).bne(A0, ZERO, "second");
+    a.li(T0, 400).jal(RA, "work");
+    if write_page {
+        a.la(T3, "scratch").sd(T0, T3, 0);
+    }
+    a.la(T3, "flag").li(T2, 1).sd(T2, T3, 0);
+    a.label("park").wfi().j("park");
+    a.label("second").la(T3, "flag");
+    a.label("wait").ld(T2, T3, 0).beq(T2, ZERO, "wait");
+    a.li(T0, 100).jal(RA, "work");
+    exit_with(&mut a, T1);
+    a.label("work").li(T1, 0);
+    a.label("work_loop")
+        .addi(T1, T1, 1)
+        .bne(T1, T0, "work_loop");
+    a.jalr(ZERO, RA, 0);
+    // (in the code's page; the flag in another, so that setting it
+    // leaves the loop's page unwritten)
+    a.align(8).label("scratch").data(&[0; 8]);
+    a.align(4096).label("flag").data(&[0; 8]);
+    let elf = finish(a);
+    let mut m = common::bare_metal(2, elf.clone(), 50_000_000);
+    if own {
+        m.harts_mut()[1].own_code();
+    }
+    m.harts_mut()[0].set_translate_after(300);
+    m.harts_mut()[1].set_translate_after(65_536);
+    let stop = lockstep(&mut m, &mut common::bare_metal(2, elf, 50_000_000))
+        .unwrap_or_else(|d| panic!("{d}"));
+    assert_eq!(stop, StopReason::HtifExit(100));
+    let h1 = &m.harts()[1];
+    (
+        [0, 1].map(|h| m.harts()[h].translation_stats().blocks),
+        h1.instret() - h1.translation_stats().interpreted,
+    )
+}
+
 /// A block one hart translated is translated on another hart's first run
 /// of it (the RAM keeps a hint by physical address), not interpreted
 /// through the warm-up again; a store into its page since ends the hint.
-/// Hart 0 runs a loop 400 times (translated on its 300th run), then lets
-/// hart 1 run the same loop 100 times at a threshold it never reaches by
-/// its own runs: hart 1 translates the loop only from the hint. Either
-/// way hart 1's result is the reference's.
+/// (Harts with caches of their own: harts sharing one run the block's code
+/// without translating it again, below.)
 #[test]
 fn a_block_hot_on_one_hart_is_translated_at_once_on_another() {
-    let run = |write_page: bool| {
-        let mut a = Asm::new(BASE);
-        a.csrr(A0, CSR_MHARTID).bne(A0, ZERO, "second");
-        a.li(T0, 400).jal(RA, "work");
-        if write_page {
-            a.la(T3, "scratch").sd(T0, T3, 0);
-        }
-        a.la(T3, "flag").li(T2, 1).sd(T2, T3, 0);
-        a.label("park").wfi().j("park");
-        a.label("second").la(T3, "flag");
-        a.label("wait").ld(T2, T3, 0).beq(T2, ZERO, "wait");
-        a.li(T0, 100).jal(RA, "work");
-        exit_with(&mut a, T1);
-        a.label("work").li(T1, 0);
-        a.label("work_loop")
-            .addi(T1, T1, 1)
-            .bne(T1, T0, "work_loop");
-        a.jalr(ZERO, RA, 0);
-        // (in the code's page; the flag in another, so that setting it
-        // leaves the loop's page unwritten)
-        a.align(8).label("scratch").data(&[0; 8]);
-        a.align(4096).label("flag").data(&[0; 8]);
-        let elf = finish(a);
-        let mut m = common::bare_metal(2, elf.clone(), 50_000_000);
-        m.harts_mut()[0].set_translate_after(300);
-        m.harts_mut()[1].set_translate_after(65_536);
-        let stop = lockstep(&mut m, &mut common::bare_metal(2, elf, 50_000_000))
-            .unwrap_or_else(|d| panic!("{d}"));
-        assert_eq!(stop, StopReason::HtifExit(100));
-        [0, 1].map(|h| m.harts()[h].translation_stats().blocks)
-    };
-    assert_eq!(run(false), [1, 1]);
-    assert_eq!(run(true), [1, 0]);
+    assert_eq!(loop_on_two_harts(true, false).0, [1, 1]);
+    assert_eq!(loop_on_two_harts(true, true).0, [1, 0]);
+}
+
+/// Harts of a machine share their block cache: the loop hart 0 translated
+/// runs as that code on hart 1 (the loop's block after its first pass: 99
+/// runs, 198 instructions, not through the interpreter), which translates
+/// nothing itself; a store into the loop's page drops the code for both.
+#[test]
+fn harts_run_the_code_another_hart_translated() {
+    let (blocks, translated_on_1) = loop_on_two_harts(false, false);
+    assert_eq!(blocks, [1, 0]);
+    assert!(translated_on_1 >= 198, "{translated_on_1}");
+    let (blocks, translated_on_1) = loop_on_two_harts(false, true);
+    assert_eq!(blocks, [1, 0]);
+    assert!(translated_on_1 < 198, "{translated_on_1}");
 }
 
 /// Translated code runs from memory that is not writable, and is written

@@ -59,15 +59,17 @@ pub(crate) struct BlocksSaved {
     /// (slot, physical address) of each live second-level entry.
     table: Vec<(u32, u64)>,
     /// (pc, physical address, fetch context) of each live first-level entry.
-    vcache: Vec<(u64, u64, u8)>,
+    pub(crate) vcache: Vec<(u64, u64, u8)>,
     page_slots: Vec<(u64, Vec<u32>)>,
     /// Ops in the arena.
     arena: usize,
     code_gen_seen: u64,
 }
 
-/// Decoded blocks keyed by physical address. `ops[0]` is a scratch slot for
-/// instructions that cannot be cached (page-crossing, PMP-split pages).
+/// A hart's block cache: its own first level (virtual pc to block, under
+/// the hart's fetch stamp) over [`Code`], which the harts of a machine
+/// share (see [`Hart::share_code_with`]); `Code`'s fields are reached
+/// through this (`Deref`).
 ///
 /// Invalidation is per page where possible: `page_slots` lists the table
 /// slots holding blocks of each page, and a write to a code page clears
@@ -75,12 +77,40 @@ pub(crate) struct BlocksSaved {
 /// table without decoding).
 pub(crate) struct Blocks {
     vcache: Box<[VEntry]>,
+    /// Generation of `vcache` entries (bumped by any invalidation).
+    pub vgen: u32,
+    /// The shared code's `epoch` this hart's first level last matched.
+    epoch_seen: u32,
+    /// Runs of a block before this hart translates it (0: the model's
+    /// default; see [`Hart::set_translate_after`]).
+    pub hot: u32,
+    /// Blocks this hart translated, and the host time it took.
+    pub translated: u64,
+    pub translate_nanos: u64,
+    /// Instructions this hart's block interpreter retired (see
+    /// [`super::TranslationStats::interpreted`]).
+    pub interpreted: u64,
+    code: std::rc::Rc<std::cell::UnsafeCell<Code>>,
+    /// Room that keeps the hart's hot fields apart modulo 4 KiB (rustc
+    /// places the hart's fields by their sizes, so this moves the ones
+    /// after it): see the test `hot_hart_fields_do_not_alias_modulo_4_kib`.
+    _layout: [u64; 149],
+}
+
+/// What harts running the same model share: decoded blocks keyed by
+/// physical address (the second level), the arena of their ops and their
+/// translations. `ops[0]` is a scratch slot for instructions that cannot
+/// be cached (page-crossing, PMP-split pages), used at once.
+pub(crate) struct Code {
     table: Box<[BlockEntry]>,
     ops: Vec<Op>,
     /// Generation of `table` entries (bumped by a full flush).
     pub gen: u32,
-    /// Generation of `vcache` entries (bumped by any invalidation).
-    pub vgen: u32,
+    /// Bumped whenever blocks are dropped (a flush, a page): every hart's
+    /// first level then empties before its next look-up.
+    epoch: u32,
+    /// The RAM's code generation whose writes have been dropped (by
+    /// whichever hart looked first: see `Hart::drop_written_code`).
     pub code_gen_seen: u64,
     page_slots: HashMap<u64, Vec<u32>>,
     /// Ops by instruction word, so a re-decoded block (after a flush, an
@@ -91,6 +121,48 @@ pub(crate) struct Blocks {
     limit: usize,
     /// Hot blocks translated to host code (keyed by arena index).
     pub jit: super::jit::Jit,
+}
+
+impl Code {
+    fn new() -> std::rc::Rc<std::cell::UnsafeCell<Code>> {
+        let scratch = Op {
+            insn: Insn::Illegal(0),
+            bits: 0,
+            len: 2,
+            class: InsnClass::System,
+            off: 0,
+            ops: Operands::EMPTY,
+        };
+        std::rc::Rc::new(std::cell::UnsafeCell::new(Code {
+            table: zeroed_table(1 << TABLE_BITS),
+            ops: vec![scratch],
+            gen: 1,
+            epoch: 0,
+            code_gen_seen: 0,
+            page_slots: HashMap::new(),
+            // every entry holds word 0 decoded, so a hit is always right
+            memo: vec![Op::decoded(0, 0); 1 << MEMO_BITS].into_boxed_slice(),
+            limit: ARENA_LIMIT,
+            jit: super::jit::Jit::new(),
+        }))
+    }
+}
+
+impl std::ops::Deref for Blocks {
+    type Target = Code;
+    #[inline(always)]
+    fn deref(&self) -> &Code {
+        // SAFETY: harts run one at a time on one thread (`Rc`), and a hart
+        // reaches the shared code only through its own `Blocks`.
+        unsafe { &*self.code.get() }
+    }
+}
+impl std::ops::DerefMut for Blocks {
+    #[inline(always)]
+    fn deref_mut(&mut self) -> &mut Code {
+        // SAFETY: as `deref`
+        unsafe { &mut *self.code.get() }
+    }
 }
 
 /// `n` empty second-level entries, zeroed by the allocator (fresh pages
@@ -116,26 +188,49 @@ const MEMO_BITS: u32 = 12;
 
 impl Blocks {
     pub fn new() -> Self {
-        let scratch = Op {
-            insn: Insn::Illegal(0),
-            bits: 0,
-            len: 2,
-            class: InsnClass::System,
-            off: 0,
-            ops: Operands::EMPTY,
-        };
         Blocks {
             vcache: vec![VEntry::default(); 1 << VCACHE_BITS].into_boxed_slice(),
-            table: zeroed_table(1 << TABLE_BITS),
-            ops: vec![scratch],
-            gen: 1,
             vgen: 1,
-            code_gen_seen: 0,
-            page_slots: HashMap::new(),
-            // every entry holds word 0 decoded, so a hit is always right
-            memo: vec![Op::decoded(0, 0); 1 << MEMO_BITS].into_boxed_slice(),
-            limit: ARENA_LIMIT,
-            jit: super::jit::Jit::new(),
+            epoch_seen: 0,
+            hot: 0,
+            translated: 0,
+            translate_nanos: 0,
+            interpreted: 0,
+            code: Code::new(),
+            _layout: [0; 149],
+        }
+    }
+
+    /// Run from a cache of this hart's own from now on (emptied).
+    pub fn unshare(&mut self) {
+        let limit = self.limit;
+        self.code = Code::new();
+        self.limit = limit;
+        self.epoch_seen = self.epoch.wrapping_sub(1);
+    }
+
+    /// Share `other`'s code (second level, arena, translations) from now on.
+    pub fn share(&mut self, other: &Blocks) {
+        self.code = other.code.clone();
+        self.epoch_seen = self.epoch.wrapping_sub(1);
+    }
+
+    /// Whether another hart runs from this cache too.
+    pub fn shared(&self) -> bool {
+        std::rc::Rc::strong_count(&self.code) > 1
+    }
+
+    /// Which cache this is (equal for harts that share one).
+    pub fn code_id(&self) -> usize {
+        std::rc::Rc::as_ptr(&self.code) as usize
+    }
+
+    /// Empty the first level if another hart dropped blocks since.
+    #[inline(always)]
+    pub fn sync(&mut self) {
+        if self.epoch_seen != self.epoch {
+            self.epoch_seen = self.epoch;
+            self.bump_vgen();
         }
     }
 
@@ -175,7 +270,8 @@ impl Blocks {
             self.table.fill(BlockEntry::default());
             self.gen = 1;
         }
-        self.bump_vgen();
+        self.epoch = self.epoch.wrapping_add(1);
+        self.sync();
     }
     /// Empty the first level (virtual pc to block): the mapping of some
     /// virtual page may have changed.
@@ -199,7 +295,8 @@ impl Blocks {
                     *e = BlockEntry::default();
                 }
             }
-            self.bump_vgen();
+            self.epoch = self.epoch.wrapping_add(1);
+            self.sync();
         }
     }
     /// The block at virtual `pc` if the first level holds it under the
@@ -210,18 +307,21 @@ impl Blocks {
         let v = &self.vcache[Self::vslot(pc)];
         (v.pc == pc && v.stamp == stamp).then_some((v.start as usize, v.n as usize, v.pa))
     }
-    /// The address of the first-level entry that holds `pc` when any does
+    /// Where in a first level the entry that holds `pc` is, when any does
     /// (a translated exit's link cell keeps it: see `jit::emit`).
-    pub(crate) fn ventry_addr(&self, pc: u64) -> u64 {
-        &self.vcache[Self::vslot(pc)] as *const VEntry as u64
+    pub(crate) fn ventry_offset(pc: u64) -> u64 {
+        (Self::vslot(pc) * std::mem::size_of::<VEntry>()) as u64
     }
-    /// Where translated code finds the first level: its entries' address
-    /// (stable: allocated once), slot mask, entry size and field offsets
-    /// (pc, stamp, start, pa).
-    pub(crate) fn vcache_layout(&self) -> (u64, u32, u32, [i32; 4]) {
+    /// The first level's entries (stable: allocated once; translated code
+    /// finds the running hart's through its frame).
+    pub(crate) fn vcache_addr(&self) -> u64 {
+        self.vcache.as_ptr() as u64
+    }
+    /// How translated code finds an entry in a first level: the slot mask,
+    /// the entry size and its field offsets (pc, stamp, start, pa).
+    pub(crate) fn vcache_layout() -> (u32, u32, [i32; 4]) {
         use std::mem::{offset_of, size_of};
         (
-            self.vcache.as_ptr() as u64,
             (1 << VCACHE_BITS) - 1,
             size_of::<VEntry>() as u32,
             [
@@ -265,6 +365,31 @@ impl<T: TimingModel> Hart<T> {
         self.flush_blocks();
     }
 
+    /// Run the blocks (and their translations) `other` decodes, and
+    /// decode for it those this hart runs first: one copy of the code
+    /// both run, in the host's caches as in its memory. Only between
+    /// harts whose models translate alike (the same shortcuts), else
+    /// false and nothing changes. Empties this hart's cache.
+    pub fn share_code_with(&mut self, other: &Hart<T>) -> bool {
+        if self.timing.hooks_skippable() != other.timing.hooks_skippable()
+            || self.timing.hooks_inlinable() != other.timing.hooks_inlinable()
+            || self.timing.inline_hooks() != other.timing.inline_hooks()
+        {
+            return false;
+        }
+        self.blocks.share(&other.blocks);
+        self.jit_prepare_frame();
+        self.refresh_stamp();
+        true
+    }
+
+    /// Decode and translate on a cache of this hart's own from now on
+    /// (undoes [`Hart::share_code_with`]). Empties this hart's cache.
+    pub fn own_code(&mut self) {
+        self.blocks.unshare();
+        self.refresh_stamp();
+    }
+
     /// Host memory the block cache holds, in bytes.
     pub fn block_cache_bytes(&self) -> usize {
         self.blocks.bytes()
@@ -278,7 +403,13 @@ impl<T: TimingModel> Hart<T> {
     /// the same blocks again and starts with the same cache.
     pub(crate) fn save_blocks(&self) -> BlocksSaved {
         let b = &self.blocks;
-        let live = self.tlb.gen_bits | b.vgen as u64;
+        // (a hart that has not looked since another hart sharing its cache
+        // dropped blocks has an empty first level: it empties at its next look)
+        let live = if b.epoch_seen == b.epoch {
+            self.tlb.gen_bits | b.vgen as u64
+        } else {
+            u64::MAX
+        };
         let mut page_slots: Vec<(u64, Vec<u32>)> =
             b.page_slots.iter().map(|(p, v)| (*p, v.clone())).collect();
         page_slots.sort();
@@ -306,6 +437,19 @@ impl<T: TimingModel> Hart<T> {
     /// An entry that no longer decodes (or names a slot it cannot be in) is
     /// left out: the cache is then less full than it was, never wrong.
     pub(crate) fn restore_blocks(&mut self, saved: &BlocksSaved) {
+        Self::restore_blocks_of(&mut [self], &[saved]);
+    }
+
+    /// [`Hart::restore_blocks`] for harts that share one cache (see
+    /// [`Hart::share_code_with`]), `saved[i]` what `harts[i]` saved: the
+    /// shared levels and arena as the first described them (every sharer
+    /// saved the same), each hart's first level as it described its own.
+    /// Every block any of them names is decoded before the arena is filled
+    /// to the length it had, so it fills (and is flushed) when it did.
+    pub(crate) fn restore_blocks_of(harts: &mut [&mut Self], saved: &[&BlocksSaved]) {
+        let Some(shared) = saved.first() else {
+            return;
+        };
         let mut by_pa: HashMap<u64, (u32, u32)> = HashMap::new();
         let mut decode = |h: &mut Self, pc: u64, pa: u64| -> Option<(u32, u32)> {
             if let Some(&d) = by_pa.get(&pa) {
@@ -329,63 +473,71 @@ impl<T: TimingModel> Hart<T> {
                 _ => None,
             }
         };
-        for &(slot, pa) in &saved.table {
+        for &(slot, pa) in &shared.table {
             if slot as usize == Blocks::slot(pa) {
-                decode(self, pa, pa);
+                decode(harts[0], pa, pa);
             }
         }
-        for &(pc, pa, ctx) in &saved.vcache {
-            if ctx > 3 {
-                continue;
+        for (i, saved) in saved.iter().enumerate().take(harts.len()) {
+            // (the first level as of the shared cache's last drop)
+            harts[i].blocks.sync();
+            for &(pc, pa, ctx) in &saved.vcache {
+                if ctx > 3 {
+                    continue;
+                }
+                let Some((start, n)) = decode(harts[0], pc, pa) else {
+                    continue;
+                };
+                let h = &mut *harts[i];
+                let stamp = h.tlb.gen_bits | ((ctx as u64) << 40) | h.blocks.vgen as u64;
+                h.blocks.vcache[Blocks::vslot(pc)] = VEntry {
+                    pc,
+                    stamp,
+                    start,
+                    n,
+                    pa,
+                };
             }
-            let Some((start, n)) = decode(self, pc, pa) else {
-                continue;
-            };
-            let stamp = self.tlb.gen_bits | ((ctx as u64) << 40) | self.blocks.vgen as u64;
-            self.blocks.vcache[Blocks::vslot(pc)] = VEntry {
-                pc,
-                stamp,
-                start,
-                n,
-                pa,
-            };
         }
-        // The table as it was: decoding for the first level may have put
+        // The table as it was: decoding for the first levels may have put
         // blocks in slots that held others (or nothing).
-        let gen = self.blocks.gen;
-        self.blocks.table.fill(BlockEntry::default());
-        for &(slot, pa) in &saved.table {
+        let b = &mut harts[0].blocks;
+        let gen = b.gen;
+        b.table.fill(BlockEntry::default());
+        for &(slot, pa) in &shared.table {
             if let (true, Some(&(start, n))) = (slot as usize == Blocks::slot(pa), by_pa.get(&pa)) {
-                self.blocks.table[slot as usize] = BlockEntry { pa, gen, start, n };
+                b.table[slot as usize] = BlockEntry { pa, gen, start, n };
             }
         }
-        let slots = self.blocks.table.len() as u32;
-        self.blocks.page_slots = saved
+        let slots = b.table.len() as u32;
+        b.page_slots = shared
             .page_slots
             .iter()
             .map(|(p, v)| (*p, v.iter().copied().filter(|&s| s < slots).collect()))
             .collect();
         // Every entry lies inside the arena (checked, not assumed: the run
         // loop follows them without bounds checks).
-        let ops = self.blocks.ops.len() as u64;
+        let ops = b.ops.len() as u64;
         let inside = |start: u32, n: u32| start != 0 && start as u64 + n as u64 <= ops;
-        for v in self.blocks.vcache.iter_mut() {
-            if !inside(v.start, v.n) {
-                *v = VEntry::default();
-            }
-        }
-        for e in self.blocks.table.iter_mut() {
+        for e in b.table.iter_mut() {
             if !inside(e.start, e.n) {
                 *e = BlockEntry::default();
             }
         }
         // The arena as full as it was, so it fills (and is flushed) when it did.
-        let scratch = self.blocks.ops[0];
-        let want = saved.arena.min(self.blocks.limit + MAX_BLOCK_INSNS);
-        while self.blocks.ops.len() < want {
-            self.blocks.ops.push(scratch);
+        let scratch = b.ops[0];
+        let want = shared.arena.min(b.limit + MAX_BLOCK_INSNS);
+        while b.ops.len() < want {
+            b.ops.push(scratch);
         }
-        self.blocks.code_gen_seen = saved.code_gen_seen;
+        b.code_gen_seen = shared.code_gen_seen;
+        for h in harts.iter_mut() {
+            for v in h.blocks.vcache.iter_mut() {
+                if !inside(v.start, v.n) {
+                    *v = VEntry::default();
+                }
+            }
+        }
     }
 
     /// Find or decode the block at `pc`: (first op index, op count).

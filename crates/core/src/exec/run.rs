@@ -62,6 +62,8 @@ impl<T: TimingModel> Hart<T> {
     ) -> Exit {
         self.checks |= CHECK_CODE | CHECK_IRQ;
         self.reservation = None;
+        // (another hart sharing this one's code may have dropped blocks)
+        self.refresh_stamp();
         self.resume_pausing(bus, until_cycle, pause)
     }
 
@@ -194,10 +196,11 @@ impl<T: TimingModel> Hart<T> {
         // the current block's first op: what ran of it is counted when the
         // block is left (a subtraction a block, not an add an instruction)
         let mut first = p;
+        let hot = self.jit_hot();
         macro_rules! count {
             ($ops:expr) => {
                 // SAFETY: `first` and `p` point into the same arena range.
-                self.blocks.jit.interpreted += unsafe { p.offset_from(first) } as u64 - $ops
+                self.blocks.interpreted += unsafe { p.offset_from(first) } as u64 - $ops
             };
         }
         let mut block_pa = block_pa;
@@ -242,7 +245,7 @@ impl<T: TimingModel> Hart<T> {
                             // leaves cold, counted as the caller would: a
                             // translated or new-hot one is the caller's)
                             .filter(|&(s, _, _)| {
-                                !self.translating() || self.blocks.jit.stays_cold(s)
+                                !self.translating() || self.blocks.jit.stays_cold(s, hot)
                             })
                         {
                             // SAFETY: as above; the stamp proves the entry

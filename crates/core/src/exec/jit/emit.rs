@@ -87,9 +87,6 @@ pub(super) struct Runtime {
     /// would chain into (the frame and r13 as it is entered), else
     /// `ret0`. The caller jumps to rcx.
     pub exit_indirect: u64,
-    /// A first-level entry no pc ever matches (pc 1, stamp 0): where an
-    /// unfilled link cell points. (Data, so not named in the perf map.)
-    pub never: u64,
     /// The epilogue: returns eax from the block.
     pub ret: u64,
     /// The epilogue returning 0.
@@ -658,11 +655,12 @@ impl<'a> Emitter<'a> {
     /// ops counted, if the run loop would (the guest registers already
     /// written back), else return 0 through [`Runtime::exit_static`].
     ///
-    /// Each such exit has a link cell: the address of the first-level
-    /// entry of the pc it last went to, the arena index of that pc's
-    /// block and the address a chained jump enters its code
-    /// (`Runtime::never`, 0, 0 until `Hart::jit_link` fills it, after the
-    /// exit returned once). The exit jumps itself exactly when the run
+    /// Each such exit has a link cell: the offset of the first-level
+    /// entry of the pc it last went to (in the running hart's first level:
+    /// harts sharing the code have one each), the arena index of that pc's
+    /// block and the address a chained jump enters its code (0, an index
+    /// no entry holds, 0 until `Hart::jit_link` fills it, after the exit
+    /// returned once). The exit jumps itself exactly when the run
     /// loop would chain into the cell's block: the budget not reached, no
     /// `checks`, and the first level mapping the pc, under the current
     /// stamp, to that block (an entry holding the pc is the pc's own
@@ -675,7 +673,7 @@ impl<'a> Emitter<'a> {
         self.cells.push(cell);
         let fail = lay.rt.exit_static as usize;
         // (the first level's fields sit at one-byte offsets)
-        let [vpc, vstamp, vstart, _] = lay.vcache.3.map(|o| o as i8);
+        let [vpc, vstamp, vstart, _] = lay.vcache.2.map(|o| o as i8);
         self.lea_imm(0, 13, retired);
         self.block_pc_plus(2, off);
         dynasm!(self.a
@@ -686,6 +684,7 @@ impl<'a> Emitter<'a> {
             ; cmp BYTE [rbx + lay.checks], 0
             ; jne BYTE >fail
             ; mov r8, QWORD [rcx]
+            ; add r8, QWORD [rbx + lay.f_vcache]
             ; cmp rdx, QWORD [BYTE r8 + vpc]
             ; jne BYTE >fail
             ; mov rsi, QWORD [rbx + lay.fetch_stamp]
@@ -711,7 +710,7 @@ impl<'a> Emitter<'a> {
     /// then r8 is that first-level entry and rsi the stamp.
     fn chain_test(&mut self, fail: DynamicLabel) {
         let lay = self.lay;
-        let (vbase, vmask, vsize, [vpc, vstamp, _, _]) = lay.vcache;
+        let (vmask, vsize, [vpc, vstamp, _, _]) = lay.vcache;
         dynasm!(self.a
             ; .arch x64
             ; cmp rax, QWORD [rbx + lay.f_limit]
@@ -722,8 +721,7 @@ impl<'a> Emitter<'a> {
             ; shr r8, 1
             ; and r8d, vmask as i32
             ; imul r8d, r8d, vsize as i32
-            ; mov r9, QWORD vbase as i64
-            ; add r8, r9
+            ; add r8, QWORD [rbx + lay.f_vcache]
             ; cmp QWORD [r8 + vpc], rdx
             ; jne =>fail
             ; mov rsi, QWORD [rbx + lay.fetch_stamp]
@@ -737,7 +735,7 @@ impl<'a> Emitter<'a> {
     /// jumps to its code).
     fn chain_enter(&mut self) {
         let lay = self.lay;
-        let vpa = lay.vcache.3[3] as i8;
+        let vpa = lay.vcache.2[3] as i8;
         dynasm!(self.a
             ; .arch x64
             ; mov QWORD [rbx + lay.f_stamp], rsi
@@ -824,14 +822,7 @@ impl<'a> Emitter<'a> {
             ; ret
             ; .align 16
         );
-        // (an entry of the first level's size: pc 1, every other field 0)
-        let never = here(&self);
-        dynasm!(self.a ; .arch x64 ; .u64 1);
-        for _ in 1..lay.vcache.2 / 8 {
-            dynasm!(self.a ; .arch x64 ; .u64 0);
-        }
-        dynasm!(self.a ; .arch x64 ; .align 16);
-        let vstart = lay.vcache.3[2];
+        let vstart = lay.vcache.2[2];
         let entry = lay.region.wrapping_add(chain_entry as u64);
         let exit_indirect = here(&self);
         dynasm!(self.a
@@ -946,7 +937,6 @@ impl<'a> Emitter<'a> {
         let rt = Runtime {
             exit_static,
             exit_indirect,
-            never,
             ret: ret_at,
             ret0: ret0_at,
             fetch_line,
@@ -2694,13 +2684,13 @@ impl<'a> Emitter<'a> {
         }
         dynasm!(self.a ; .arch x64 ; .align 16);
         // the link cells, unfilled (see `exit_at`)
-        let never = lay.rt.never;
+        // (first-level offset 0 and an arena index no entry holds)
         for cell in std::mem::take(&mut self.cells) {
             dynasm!(self.a
                 ; .arch x64
                 ; =>cell
-                ; .u64 never
                 ; .u64 0
+                ; .u64 u64::MAX
                 ; .u64 0
                 ; .u64 0
             );

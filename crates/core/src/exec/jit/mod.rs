@@ -34,7 +34,7 @@ use hs_timing::{InlineHooks, JumpHint, MemKind, TimingModel};
 
 use super::reference::CheckKind;
 use super::semantics::Flow;
-use super::{Engine, Op};
+use super::{Blocks, Engine, Op};
 use crate::mmu::KIND_LOAD;
 use crate::{Exit, Hart};
 
@@ -52,7 +52,8 @@ pub const TRANSLATE_AFTER: u32 = 256;
 pub const TRANSLATE_AFTER_HOOKED: u32 = 1024;
 /// A slot with this bit holds the offset of the block's code.
 const COMPILED: u32 = 1 << 31;
-/// Executable memory per hart, filled as a ring: after a reset new code
+/// Executable memory per block cache (the harts of a machine share one:
+/// see `Hart::share_code_with`), filled as a ring: after a reset new code
 /// goes on where the dropped code ended, and only a full region starts
 /// again from its beginning (so code is written over code that ran only
 /// that much translating later: see `sync_core`).
@@ -90,6 +91,9 @@ pub(crate) struct JitFrame {
     /// the fetch stamp the running block was entered under (a block that
     /// jumps to its own start goes on while it holds, see `emit`)
     stamp: u64,
+    /// this hart's first level of the block cache (code may be shared
+    /// between harts: link cells hold offsets into it)
+    vcache: u64,
     /// the jit's slots and their number, for `jalr`'s chaining in code
     slots: u64,
     slots_len: u64,
@@ -140,6 +144,7 @@ pub(super) struct Layout {
     f_link: i32,
     f_bus: i32,
     f_stamp: i32,
+    f_vcache: i32,
     f_slots: i32,
     f_slots_len: i32,
     f_bp_table: i32,
@@ -161,7 +166,7 @@ pub(super) struct Layout {
     checks: i32,
     fetch_stamp: i32,
     /// the first level of the block cache (see `Blocks::vcache_layout`)
-    vcache: (u64, u32, u32, [i32; 4]),
+    vcache: (u32, u32, [i32; 4]),
     op_helper: usize,
     mem_helper: usize,
     log_helper: usize,
@@ -216,24 +221,13 @@ pub(crate) struct Jit {
     /// bytes from a block's code to where a chained jump enters it
     chain_entry: usize,
     /// the shared routines at the region's start, once written, and the
-    /// first level of the block cache and the model's shortcuts they were
-    /// written for
-    runtime: Option<(u64, Option<InlineHooks>, emit::Runtime)>,
+    /// model's shortcuts they were written for
+    runtime: Option<(Option<InlineHooks>, emit::Runtime)>,
     /// The op helper the code calls (it names the bus type), whether it
     /// logs and whether it calls the model's hooks: code built for
     /// another is dropped.
     key: (usize, bool, bool),
-    /// runs before a block is translated
-    hot: u32,
-    /// `hot` was chosen ([`Hart::set_translate_after`]), not the default
-    /// for the model
-    hot_chosen: bool,
-    pub blocks: u64,
-    pub nanos: u64,
     pub flushes: u64,
-    /// instructions the block interpreter retired (see
-    /// [`TranslationStats::interpreted`])
-    pub interpreted: u64,
     /// `/tmp/perf-PID.map`, when asked for (see [`Hart::set_perf_map`]),
     /// and the name prefix of this hart's blocks in it
     perf_map: Option<(std::fs::File, String)>,
@@ -253,12 +247,7 @@ impl Jit {
             chain_entry: 0,
             runtime: None,
             key: (0, false, false),
-            hot: TRANSLATE_AFTER,
-            hot_chosen: false,
-            blocks: 0,
-            nanos: 0,
             flushes: 0,
-            interpreted: 0,
             perf_map: None,
         }
     }
@@ -284,10 +273,10 @@ impl Jit {
     /// ([`Jit::code_or_heat`]). False, with nothing counted, when the run
     /// loop must see the block (translated, turning hot, or past `slots`).
     #[inline(always)]
-    pub(super) fn stays_cold(&mut self, start: usize) -> bool {
+    pub(super) fn stays_cold(&mut self, start: usize, hot: u32) -> bool {
         match self.slots.get_mut(start) {
             // (a translated block's slot has `COMPILED` set, above any `hot`)
-            Some(s) if *s + 1 < self.hot => {
+            Some(s) if *s + 1 < hot => {
                 *s += 1;
                 true
             }
@@ -305,6 +294,7 @@ impl Jit {
         &mut self,
         start: usize,
         arena_len: usize,
+        hot: u32,
         was_hot: impl FnOnce() -> bool,
     ) -> Result<*const u8, bool> {
         if start >= self.slots.len() {
@@ -315,12 +305,12 @@ impl Jit {
             // SAFETY: the offset was stored by `install`, inside the region.
             return Ok(unsafe { self.region.add((*s & !COMPILED) as usize) });
         }
-        if *s < self.hot {
+        if *s < hot {
             *s += 1;
             if *s == 1 && start != 0 && was_hot() {
-                *s = self.hot;
+                *s = hot;
             }
-            return Err(*s == self.hot && start != 0);
+            return Err(*s == hot && start != 0);
         }
         Err(false)
     }
@@ -360,16 +350,15 @@ impl Jit {
         std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.region_w.add(at), bytes.len());
     }
 
-    /// Write the shared routines `code` (at `rt`, for the block cache's
-    /// first level at `written_for.0` and the model's shortcuts
-    /// `written_for.1`; chained jumps enter a block `chain_entry` bytes
-    /// into its code) at the region's start.
+    /// Write the shared routines `code` (at `rt`, for the model's
+    /// shortcuts `written_for`; chained jumps enter a block `chain_entry`
+    /// bytes into its code) at the region's start.
     fn install_runtime(
         &mut self,
         code: &[u8],
         rt: emit::Runtime,
         chain_entry: usize,
-        written_for: (u64, Option<InlineHooks>),
+        written_for: Option<InlineHooks>,
     ) -> emit::Runtime {
         assert!(
             code.len() <= RUNTIME_BYTES,
@@ -380,7 +369,7 @@ impl Jit {
         unsafe { self.write_code(0, code) };
         self.unsynced = true;
         self.chain_entry = chain_entry;
-        self.runtime = Some((written_for.0, written_for.1, rt));
+        self.runtime = Some((written_for, rt));
         if let Some((file, name)) = &mut self.perf_map {
             use std::io::Write;
             // (each routine by name, so a host profile tells them apart;
@@ -614,8 +603,7 @@ impl<T: TimingModel> Hart<T> {
     /// whatever it is; 1 translates every cached block (for checks).
     /// Drops every translation.
     pub fn set_translate_after(&mut self, runs: u32) {
-        self.blocks.jit.hot = runs.clamp(1, 1 << 16);
-        self.blocks.jit.hot_chosen = true;
+        self.blocks.hot = runs.clamp(1, 1 << 16);
         self.blocks.jit.reset();
     }
 
@@ -628,19 +616,32 @@ impl<T: TimingModel> Hart<T> {
             .create(true)
             .append(true)
             .open(path)?;
-        self.blocks.jit.perf_map = Some((file, name.to_string()));
+        // (harts that share code share its names: the first hart's)
+        if self.blocks.jit.perf_map.is_none() {
+            self.blocks.jit.perf_map = Some((file, name.to_string()));
+        }
         Ok(())
     }
 
     /// What the translating engine did on this hart.
     pub fn translation_stats(&self) -> TranslationStats {
-        let j = &self.blocks.jit;
+        let b = &self.blocks;
         TranslationStats {
-            blocks: j.blocks,
-            bytes: j.bytes() as u64,
-            nanos: j.nanos,
-            flushes: j.flushes,
-            interpreted: j.interpreted,
+            blocks: b.translated,
+            bytes: b.jit.bytes() as u64,
+            nanos: b.translate_nanos,
+            flushes: b.jit.flushes,
+            interpreted: b.interpreted,
+        }
+    }
+
+    /// Runs of a block before it is translated on this hart.
+    #[inline(always)]
+    pub(super) fn jit_hot(&self) -> u32 {
+        match self.blocks.hot {
+            0 if self.timing.hooks_skippable() => TRANSLATE_AFTER,
+            0 => TRANSLATE_AFTER_HOOKED,
+            chosen => chosen,
         }
     }
 
@@ -669,21 +670,15 @@ impl<T: TimingModel> Hart<T> {
             let jit = &mut self.blocks.jit;
             jit.reset();
             jit.key = key;
-            if !jit.hot_chosen {
-                jit.hot = if hooked {
-                    TRANSLATE_AFTER_HOOKED
-                } else {
-                    TRANSLATE_AFTER
-                };
-            }
         }
+        let hot = self.jit_hot();
         loop {
             let arena = self.blocks.arena_len();
             let ram = &self.ram;
             match self
                 .blocks
                 .jit
-                .code_or_heat(start, arena, || ram.is_hot_code(pa))
+                .code_or_heat(start, arena, hot, || ram.is_hot_code(pa))
             {
                 Ok(code) => {
                     self.jit_frame.cyc = self.cycle;
@@ -693,6 +688,7 @@ impl<T: TimingModel> Hart<T> {
                     self.jit_frame.limit = limit;
                     self.jit_frame.link = 0;
                     self.jit_frame.stamp = self.fetch_stamp;
+                    self.jit_frame.vcache = self.blocks.vcache_addr();
                     let slots = &self.blocks.jit.slots;
                     self.jit_frame.slots = slots.as_ptr() as u64;
                     self.jit_frame.slots_len = slots.len() as u64;
@@ -764,7 +760,6 @@ impl<T: TimingModel> Hart<T> {
             // SAFETY: `fetch_block` gave an in-bounds range.
             .map(|i| unsafe { *self.blocks.ops_ptr().add(i) })
             .collect();
-        let vcache = self.blocks.vcache_layout().0;
         // (the model's shortcuts, asked once: what the block's code and the
         // shared routines are written for; see `Jit::runtime`)
         let inline = if self.blocks.jit.key.2 {
@@ -772,19 +767,17 @@ impl<T: TimingModel> Hart<T> {
         } else {
             None
         };
+        let hot = self.jit_hot();
         let jit = &mut self.blocks.jit;
         if jit.ops.capacity() == 0 {
             jit.ops.reserve_exact(OP_COPIES);
         }
         let wrap = jit.used + 64 * 1024 > REGION_BYTES;
-        // (the shared routines read the first level of the block cache
-        // where it was when they were written, and take the model's
-        // shortcuts as it described them; neither changes while the jit
-        // lives, but if one did they would be written again, with no
-        // code left that calls the old ones)
-        let moved = jit
-            .runtime
-            .is_some_and(|(at, hooks, _)| at != vcache || hooks != inline);
+        // (the shared routines take the model's shortcuts as it described
+        // them; that does not change while the jit lives, but if it did
+        // they would be written again, with no code left that calls the
+        // old ones)
+        let moved = jit.runtime.is_some_and(|(hooks, _)| hooks != inline);
         if moved {
             jit.runtime = None;
         }
@@ -793,7 +786,7 @@ impl<T: TimingModel> Hart<T> {
             let slots = jit.slots.len();
             jit.reset();
             jit.key = key;
-            jit.slots.resize(slots, jit.hot - 1);
+            jit.slots.resize(slots, hot - 1);
         }
         if wrap {
             // (nothing translated is in use now: start the region again)
@@ -821,6 +814,7 @@ impl<T: TimingModel> Hart<T> {
             f_link: at(frame + std::mem::offset_of!(JitFrame, link)),
             f_bus: at(frame + std::mem::offset_of!(JitFrame, bus)),
             f_stamp: at(frame + std::mem::offset_of!(JitFrame, stamp)),
+            f_vcache: at(frame + std::mem::offset_of!(JitFrame, vcache)),
             f_slots: at(frame + std::mem::offset_of!(JitFrame, slots)),
             f_slots_len: at(frame + std::mem::offset_of!(JitFrame, slots_len)),
             f_bp_table: at(frame + std::mem::offset_of!(JitFrame, bp_table)),
@@ -838,7 +832,7 @@ impl<T: TimingModel> Hart<T> {
             rt: emit::Runtime::default(),
             checks: at(std::mem::offset_of!(Hart<T>, checks)),
             fetch_stamp: at(std::mem::offset_of!(Hart<T>, fetch_stamp)),
-            vcache: self.blocks.vcache_layout(),
+            vcache: Blocks::vcache_layout(),
             op_helper: if self.blocks.jit.key.1 {
                 jit_op::<T, B, true> as *const () as usize
             } else {
@@ -867,18 +861,15 @@ impl<T: TimingModel> Hart<T> {
             },
             block_pa: pa,
         };
-        if let Some(b) = lay.hooks.as_ref().and_then(|h| h.inline.branch) {
-            self.jit_frame.bp_steps = emit::branch_steps(&b);
-        }
-        self.jit_frame.host_to_pa = self.host_to_pa(0);
+        self.jit_prepare_frame();
         #[cfg(target_arch = "x86_64")]
         let code = {
             let jit = &mut self.blocks.jit;
             let rt = match jit.runtime {
-                Some((_, _, rt)) => Some(rt),
-                None => emit::Emitter::new(&lay).runtime().map(|(code, rt, entry)| {
-                    jit.install_runtime(&code, rt, entry, (vcache, inline))
-                }),
+                Some((_, rt)) => Some(rt),
+                None => emit::Emitter::new(&lay)
+                    .runtime()
+                    .map(|(code, rt, entry)| jit.install_runtime(&code, rt, entry, inline)),
             };
             rt.and_then(|rt| {
                 lay.rt = rt;
@@ -900,10 +891,10 @@ impl<T: TimingModel> Hart<T> {
             None => false,
         };
         if ok {
-            jit.blocks += 1;
+            self.blocks.translated += 1;
             self.ram.note_hot_code(pa);
         }
-        self.blocks.jit.nanos += t0.elapsed().as_nanos() as u64;
+        self.blocks.translate_nanos += t0.elapsed().as_nanos() as u64;
         ok
     }
 
@@ -930,7 +921,7 @@ impl<T: TimingModel> Hart<T> {
         }
         let entry = jit.region as u64 + (slot & !COMPILED) as u64 + jit.chain_entry as u64;
         let mut filled = [0u8; 24];
-        filled[..8].copy_from_slice(&self.blocks.ventry_addr(self.pc).to_ne_bytes());
+        filled[..8].copy_from_slice(&Blocks::ventry_offset(self.pc).to_ne_bytes());
         filled[8..16].copy_from_slice(&(s as u64).to_ne_bytes());
         filled[16..].copy_from_slice(&entry.to_ne_bytes());
         // SAFETY: `cell` is a link cell of code in the region (32 bytes;
@@ -939,6 +930,16 @@ impl<T: TimingModel> Hart<T> {
             let jit = &mut self.blocks.jit;
             jit.write_code(cell as usize - jit.region as usize, &filled)
         };
+    }
+
+    /// Fill the frame's parts that stay as they are for the hart's life
+    /// (the model's branch steps, guest RAM's host offset): before the
+    /// hart translates, or runs code another hart translated.
+    pub(crate) fn jit_prepare_frame(&mut self) {
+        if let Some(b) = self.timing.inline_hooks().and_then(|h| h.branch) {
+            self.jit_frame.bp_steps = emit::branch_steps(&b);
+        }
+        self.jit_frame.host_to_pa = self.host_to_pa(0);
     }
 
     fn jit_refresh_frame(&mut self) {
