@@ -688,7 +688,6 @@ impl<T: TimingModel> Hart<T> {
                     self.jit_frame.limit = limit;
                     self.jit_frame.link = 0;
                     self.jit_frame.stamp = self.fetch_stamp;
-                    self.jit_frame.vcache = self.blocks.vcache_addr();
                     let slots = &self.blocks.jit.slots;
                     self.jit_frame.slots = slots.as_ptr() as u64;
                     self.jit_frame.slots_len = slots.len() as u64;
@@ -933,9 +932,11 @@ impl<T: TimingModel> Hart<T> {
     }
 
     /// Fill the frame's parts that stay as they are for the hart's life
-    /// (the model's branch steps, guest RAM's host offset): before the
-    /// hart translates, or runs code another hart translated.
+    /// (the model's branch steps, guest RAM's host offset, its first
+    /// level's address): before the hart translates, or runs code another
+    /// hart translated.
     pub(crate) fn jit_prepare_frame(&mut self) {
+        self.jit_frame.vcache = self.blocks.vcache_addr();
         if let Some(b) = self.timing.inline_hooks().and_then(|h| h.branch) {
             self.jit_frame.bp_steps = emit::branch_steps(&b);
         }
