@@ -588,3 +588,43 @@ impl<T: TimingModel> Hart<T> {
         self.checks |= CHECK_IRQ;
     }
 }
+
+/// Where two of the per-hart fields translated code and the run loop store
+/// to and load from on every block (the cycle count, the stall, the
+/// pending checks, the fetch stamp, the guest registers and the translated
+/// code's frame) sit a multiple of 4 KiB apart in `Hart<T>`, named; None
+/// if no two do. An x86 host takes a load as waiting on an unrelated store
+/// to the same low 12 address bits ("4K aliasing"): with the hart's cycle
+/// count and stall exactly 4 KiB past the frame's pc and block pc, the
+/// in-order P87 boot ran about 10 % and the atomic one about 35 % slower
+/// (docs/engine-speed.md, 12-06). Public so that the machine can check
+/// the hart types it builds (its models wrap the timing model).
+#[doc(hidden)]
+pub fn hot_fields_alias<T: TimingModel>() -> Option<String> {
+    use std::mem::{offset_of, size_of};
+    let frame = offset_of!(Hart<T>, jit_frame);
+    let x = offset_of!(Hart<T>, x);
+    let mut hot: Vec<(String, usize)> = vec![
+        ("cycle".into(), offset_of!(Hart<T>, cycle)),
+        ("stall".into(), offset_of!(Hart<T>, stall)),
+        ("checks".into(), offset_of!(Hart<T>, checks)),
+        ("fetch_stamp".into(), offset_of!(Hart<T>, fetch_stamp)),
+    ];
+    hot.extend(
+        (0..size_of::<exec::JitFrame>() / 8).map(|i| (format!("frame+{}", 8 * i), frame + 8 * i)),
+    );
+    hot.extend((0..32).map(|i| (format!("x{i}"), x + 8 * i)));
+    for (i, (a, pa)) in hot.iter().enumerate() {
+        for (b, pb) in &hot[i + 1..] {
+            let d = pa.abs_diff(*pb);
+            // (8-byte fields: the low 12 bits of two accesses overlap)
+            let near = d % 4096 < 8 || d % 4096 > 4096 - 8;
+            if d >= 4096 && near {
+                return Some(format!(
+                    "{a} (at {pa}) and {b} (at {pb}) are {d} bytes apart in the hart"
+                ));
+            }
+        }
+    }
+    None
+}

@@ -905,6 +905,20 @@ mod tests {
     use super::*;
     use hs_timing::Atomic;
 
+    /// The harts the machine runs wrap their model in `Observing` (every
+    /// `boot` with statistics, every lab run), so theirs is the layout the
+    /// timed boots have: no two hot fields a multiple of 4 KiB apart (see
+    /// `hs_core::hot_fields_alias`), with or without a trace built in.
+    #[test]
+    fn observed_harts_hot_fields_do_not_alias_modulo_4_kib() {
+        use hs_core::hot_fields_alias;
+        use hs_timing::InOrder;
+        assert_eq!(hot_fields_alias::<Observing<Atomic>>(), None);
+        assert_eq!(hot_fields_alias::<Observing<InOrder>>(), None);
+        assert_eq!(hot_fields_alias::<Observing<Atomic, true>>(), None);
+        assert_eq!(hot_fields_alias::<Observing<InOrder, true>>(), None);
+    }
+
     /// A model that charges what the test tells it to, per hook.
     #[derive(Default)]
     struct Costs {
