@@ -175,12 +175,9 @@ impl SampleStore {
         stack: &[u64],
         task: Option<Task>,
     ) {
-        if self.filling.taken.capacity() == 0 {
-            self.filling = self.empty_batch();
-        }
         let h = hart as usize;
-        if self.last.len() <= h {
-            self.last.resize(h + 1, None);
+        if self.filling.taken.capacity() == 0 || self.last.len() <= h {
+            self.start(h);
         }
         let frames = match &mut self.last[h] {
             Some(last) if last[..] == *stack => SAME_STACK,
@@ -207,6 +204,21 @@ impl SampleStore {
         }
     }
 
+    /// Ready for hart `h`'s first sample or a batch's first: out of line,
+    /// like handing a batch over, so that the code a sample runs stays
+    /// small (at a sample every thousand cycles, the host's instruction
+    /// cache holds little of it between two).
+    #[cold]
+    #[inline(never)]
+    fn start(&mut self, h: usize) {
+        if self.filling.taken.capacity() == 0 {
+            self.filling = self.empty_batch();
+        }
+        if self.last.len() <= h {
+            self.last.resize(h + 1, None);
+        }
+    }
+
     /// An empty batch: one the keeper is done with, else a new one.
     fn empty_batch(&mut self) -> Batch {
         self.keeper
@@ -216,6 +228,8 @@ impl SampleStore {
     }
 
     /// Send the batch being filled to the keeper, starting it if need be.
+    #[cold]
+    #[inline(never)]
     fn hand_over(&mut self) {
         let batch = std::mem::take(&mut self.filling);
         let reserve = self.reserve;

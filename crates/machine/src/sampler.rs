@@ -229,6 +229,9 @@ impl Sampler {
     }
 
     /// The binary running in this address space, re-checked at `pc`.
+    /// (Out of line, as `user_stack`: a kernel sample, most of them, runs
+    /// none of it, and the code a sample runs is kept small.)
+    #[inline(never)]
     fn identify<T: TimingModel>(&mut self, hart: &Hart<T>, satp: u64, pc: u64) -> Option<usize> {
         if self.ident.is_empty() {
             return None;
@@ -350,6 +353,7 @@ fn kernel_stack<T: TimingModel>(hart: &Hart<T>, paging: bool, max: usize, out: &
 
 /// The U-mode call chain: the return address in `ra` when it is not stale,
 /// then frame-pointer links, each checked to follow a call in `bin`.
+#[inline(never)]
 fn user_stack<T: TimingModel>(
     hart: &Hart<T>,
     bin: &hs_observe::UserBinary,

@@ -127,6 +127,15 @@ impl TaskReader {
                 return Some(last.task.clone());
             }
         }
+        self.read_new(h, ptr, pid, tid, raw)
+    }
+
+    /// A task other than hart `h`'s last, or its name changed: checked,
+    /// named and remembered. Out of line: most samples find the last task,
+    /// and the code a sample runs is kept small.
+    #[cold]
+    #[inline(never)]
+    fn read_new(&mut self, h: usize, ptr: u64, pid: u32, tid: u32, raw: &[u8]) -> Option<Task> {
         if tid > PID_MAX || pid > PID_MAX || (tid == 0) != (pid == 0) {
             return None;
         }
