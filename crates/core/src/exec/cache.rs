@@ -378,7 +378,7 @@ impl<T: TimingModel> Hart<T> {
             return false;
         }
         self.blocks.share(&other.blocks);
-        self.jit_prepare_frame();
+        self.jit_prepare_frame(self.timing.inline_hooks().as_ref());
         self.refresh_stamp();
         true
     }

@@ -860,7 +860,7 @@ impl<T: TimingModel> Hart<T> {
             },
             block_pa: pa,
         };
-        self.jit_prepare_frame();
+        self.jit_prepare_frame(lay.hooks.as_ref().map(|h| &h.inline));
         #[cfg(target_arch = "x86_64")]
         let code = {
             let jit = &mut self.blocks.jit;
@@ -934,10 +934,11 @@ impl<T: TimingModel> Hart<T> {
     /// Fill the frame's parts that stay as they are for the hart's life
     /// (the model's branch steps, guest RAM's host offset, its first
     /// level's address): before the hart translates, or runs code another
-    /// hart translated.
-    pub(crate) fn jit_prepare_frame(&mut self) {
+    /// hart translated. `inline`: the model's shortcuts, as the code is
+    /// written for them (the caller has asked the model already).
+    pub(crate) fn jit_prepare_frame(&mut self, inline: Option<&InlineHooks>) {
         self.jit_frame.vcache = self.blocks.vcache_addr();
-        if let Some(b) = self.timing.inline_hooks().and_then(|h| h.branch) {
+        if let Some(b) = inline.and_then(|h| h.branch) {
             self.jit_frame.bp_steps = emit::branch_steps(&b);
         }
         self.jit_frame.host_to_pa = self.host_to_pa(0);
