@@ -119,6 +119,8 @@ pub struct HartscopeRun {
     /// Instructions the block interpreter retired, all harts (their
     /// `interpreted_instret`): the rest ran as translated code.
     pub interpreted: u64,
+    /// Samples the sampler kept (`system.samples`; 0 unsampled).
+    pub samples: u64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -205,6 +207,8 @@ pub struct ModeRun {
     pub instret: u64,
     /// Of `instret`, those the block interpreter retired.
     pub interpreted: u64,
+    /// Samples kept (0 for a plain mode).
+    pub samples: u64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -222,6 +226,11 @@ pub struct ModeMedian {
     pub run_vs_plain_range: Option<(f64, f64)>,
     /// The same for wall time (adds symbol loading and report writing).
     pub wall_vs_plain: Option<f64>,
+    /// For a sampled mode: median over repetitions of the run time it
+    /// added to the plain mode's, in host nanoseconds a sample. The ratio
+    /// above grows when the plain run gets faster; this does not, so it
+    /// is the figure a change to the sampler moves.
+    pub host_ns_per_sample: Option<f64>,
     /// Median share of the instructions the block interpreter retired
     /// (where translated code did not run them): what the engine left
     /// on its slower path.
@@ -427,6 +436,7 @@ fn bench_models(
                 mips: h.mips,
                 instret: h.instret,
                 interpreted: h.interpreted,
+                samples: h.samples,
             });
         }
         runs.push(row);
@@ -475,6 +485,16 @@ fn models_medians(runs: &[Vec<ModeRun>]) -> Vec<ModeMedian> {
                     .collect()
             };
             let run_ratios = ratios(&|r| r.run_s);
+            let per_sample: Vec<f64> = if !sampled || i == 0 {
+                Vec::new()
+            } else {
+                runs.iter()
+                    .filter_map(|r| {
+                        let (plain, s) = (r.get(i - 1)?, r.get(i)?);
+                        (s.samples > 0).then(|| (s.run_s - plain.run_s) * 1e9 / s.samples as f64)
+                    })
+                    .collect()
+            };
             let mips = of(i, &|r| r.mips);
             ModeMedian {
                 mode: mode.into(),
@@ -485,6 +505,7 @@ fn models_medians(runs: &[Vec<ModeRun>]) -> Vec<ModeMedian> {
                 run_vs_plain: median(run_ratios.clone()),
                 run_vs_plain_range: range(&run_ratios),
                 wall_vs_plain: median(ratios(&|r| r.wall_s)),
+                host_ns_per_sample: median(per_sample),
                 interpreted_share: median(of(i, &|r| {
                     r.interpreted as f64 / r.instret.max(1) as f64
                 })),
@@ -1072,7 +1093,19 @@ fn hartscope_run(t: Timing, stats: &Path) -> Result<HartscopeRun, String> {
                     .filter_map(|h| h.get("interpreted_instret")?.as_u64())
                     .sum()
             }),
+        samples: total_stat(&v, "system.samples").unwrap_or(0),
     })
+}
+
+/// The whole run's counter `name` in `boot --stats-json`'s output (its
+/// `stats.total.stats` list); None when the run did not count it.
+fn total_stat(v: &serde_json::Value, name: &str) -> Option<u64> {
+    v.pointer("/stats/total/stats")?
+        .as_array()?
+        .iter()
+        .find(|s| s.get("name").and_then(serde_json::Value::as_str) == Some(name))?
+        .get("value")?
+        .as_u64()
 }
 
 fn pair(hartscope: HartscopeRun, qemu: Option<Timing>) -> Pair {
@@ -1249,13 +1282,13 @@ fn models_table(m: &ModelsSection) -> String {
         m.what, m.inorder_machine, m.sample_period, m.note
     );
     s.push_str(
-        "| mode | wall s | run s | MIPS | MIPS range | run vs plain | run vs plain range | wall vs plain | interpreted |\n",
+        "| mode | wall s | run s | MIPS | MIPS range | run vs plain | run vs plain range | host ns a sample | wall vs plain | interpreted |\n",
     );
-    s.push_str("|--|--:|--:|--:|--:|--:|--:|--:|--:|\n");
+    s.push_str("|--|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
     for x in &m.median {
         let (lo, hi) = x.mips_range;
         s.push_str(&format!(
-            "| {} | {:.2} | {:.2} | {:.1} | {lo:.1}–{hi:.1} | {} | {} | {} | {} |\n",
+            "| {} | {:.2} | {:.2} | {:.1} | {lo:.1}–{hi:.1} | {} | {} | {} | {} | {} |\n",
             x.mode,
             x.wall_s,
             x.run_s,
@@ -1263,13 +1296,15 @@ fn models_table(m: &ModelsSection) -> String {
             fmt_opt(x.run_vs_plain, 3),
             x.run_vs_plain_range
                 .map_or("–".to_string(), |(lo, hi)| format!("{lo:.3}–{hi:.3}")),
+            fmt_opt(x.host_ns_per_sample, 0),
             fmt_opt(x.wall_vs_plain, 2),
             x.interpreted_share
                 .map_or("–".to_string(), |f| format!("{:.1} %", 100.0 * f))
         ));
     }
     s.push_str(&format!(
-        "(medians of {} repetition(s); the ranges are their lowest and highest; `interpreted`: \
+        "(medians of {} repetition(s); the ranges are their lowest and highest; `host ns a sample`: \
+         the run time sampling added, over the samples kept; `interpreted`: \
          the share of instructions the block interpreter retired, the rest translated)\n",
         m.runs.len()
     ));
@@ -1343,6 +1378,12 @@ mod tests {
             instret: 100,
             // (the share falls as the run gets faster: 10 % to 40 %)
             interpreted: (100.0 / run_s) as u64 / 2 - 10,
+            // a million samples in a sampled mode
+            samples: if mode.ends_with("profile") {
+                1_000_000
+            } else {
+                0
+            },
         };
         let rep = |plain: f64, sampled: f64| {
             vec![
@@ -1365,6 +1406,16 @@ mod tests {
         assert!(close(r.run_vs_plain.unwrap(), 1.1), "{r:?}");
         let (lo, hi) = r.run_vs_plain_range.unwrap();
         assert!(close(lo, 1.0) && close(hi, 1.2), "{r:?}");
+        // 0.4, 0.4 and 0 s added over a million samples: 400, 400, 0 ns;
+        // a plain mode has no figure
+        let ns = r.host_ns_per_sample.unwrap();
+        assert!((ns - 400.0).abs() < 1e-6, "{r:?}");
+        assert!(
+            (m[1].host_ns_per_sample.unwrap()).abs() < 1e-6,
+            "{:?}",
+            m[1]
+        );
+        assert_eq!(m[2].host_ns_per_sample, None);
         assert!(
             close(m[2].mips, 40.0) && m[2].mips_range == (25.0, 50.0),
             "{:?}",
@@ -1380,13 +1431,31 @@ mod tests {
         });
         assert!(
             text.contains(
-                "| in-order + profile | 3.50 | 2.50 | 40.0 | 22.7–41.7 | 1.100 | 1.000–1.200 | 1.08 | 10.0 % |"
+                "| in-order + profile | 3.50 | 2.50 | 40.0 | 22.7–41.7 | 1.100 | 1.000–1.200 | 400 | 1.08 | 10.0 % |"
             ),
             "{text}"
         );
         assert!(
-            text.contains("| atomic | 2.00 | 1.00 | 100.0 | 100.0–100.0 | – | – | – | 40.0 % |"),
+            text.contains(
+                "| atomic | 2.00 | 1.00 | 100.0 | 100.0–100.0 | – | – | – | – | 40.0 % |"
+            ),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn the_sample_count_is_read_from_the_whole_runs_counters() {
+        let v = serde_json::json!({"stats": {"phases": [], "total": {"label": "t", "stats": [
+            {"name": "system.contextSwitches", "unit": "count", "value": 115},
+            {"name": "system.samples", "unit": "count", "value": 2222947},
+            {"name": "system.samplesDropped", "unit": "count", "value": 3},
+        ]}}});
+        assert_eq!(total_stat(&v, "system.samples"), Some(2_222_947));
+        assert_eq!(total_stat(&v, "system.samplesDropped"), Some(3));
+        assert_eq!(total_stat(&v, "system.samplesMerged"), None);
+        assert_eq!(
+            total_stat(&serde_json::json!({"mips": 1.0}), "system.samples"),
+            None
         );
     }
 
@@ -1418,6 +1487,7 @@ mod tests {
             guest_s: 1.0,
             run_s: wall,
             interpreted: 0,
+            samples: 0,
         };
         pair(
             h,
@@ -1469,6 +1539,8 @@ mod tests {
         };
         let h = hartscope_run(t, &stats).unwrap();
         assert_eq!((h.instret, h.interpreted, h.run_s), (1000, 105, 2.0));
+        // (an unsampled run counts no samples)
+        assert_eq!(h.samples, 0);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
