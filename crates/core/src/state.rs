@@ -149,7 +149,10 @@ impl<T: TimingModel> Hart<T> {
     /// Go on from `s`: registers, CSRs, PMP and local time replaced, host
     /// caches rebuilt as they were. Refused before anything changes if `s`
     /// is another hart's, was taken at another timer rate or names a
-    /// software-TLB entry this machine cannot hold.
+    /// software-TLB entry this machine cannot hold. A block cache other
+    /// harts share is left alone here: once every hart is restored, the
+    /// caller rebuilds it with [`Hart::restore_shared_code`], as
+    /// `Machine`'s snapshot restore does.
     pub fn restore_state(&mut self, s: &HartState) -> Result<(), String> {
         if s.hart_id != self.cfg.hart_id || s.cycles_per_tick != self.cfg.cycles_per_tick {
             return Err(format!(
