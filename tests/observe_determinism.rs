@@ -191,3 +191,46 @@ fn sampling_does_not_change_what_the_guest_does_atomic() {
 fn sampling_does_not_change_what_the_guest_does_inorder() {
     sampling_is_invisible(inorder);
 }
+
+/// Translated code takes a sample itself where a block ends at the
+/// sample's cycle, instead of returning to the run loop for it
+/// (`jit_pause`): the samples (cycle, pc, privilege, address space, stack
+/// and task) are exactly those of the block engine, where every pause is
+/// the run loop's, and the guest runs the same.
+#[test]
+fn samples_taken_in_translated_code_are_the_run_loops() {
+    use hs_machine::hs_core::Engine;
+    let work = workload("p87-shell");
+    let plain = ObserveOptions::default();
+    let sampling = SamplerConfig {
+        period: 1024,
+        ..SamplerConfig::default()
+    };
+    let (a, b) = std::thread::scope(|s| {
+        let on = |engine| {
+            let (work, plain, sampling) = (&work, &plain, sampling.clone());
+            s.spawn(move || {
+                run_on_engine("debian", work, 2, plain, Some(sampling), inorder(), engine)
+            })
+        };
+        let (x, y) = (on(Engine::Blocks), on(Engine::Translated));
+        (x.join().unwrap(), y.join().unwrap())
+    });
+    let (x, y) = (&a.record.samples, &b.record.samples);
+    assert!(x.len() > 100_000, "too few samples: {}", x.len());
+    assert_eq!(x.len(), y.len(), "sample counts differ between engines");
+    if let Some(i) = (0..x.len()).find(|&i| x[i] != y[i]) {
+        panic!(
+            "sample {i} differs:\nblocks:     {:?}\ntranslated: {:?}",
+            x[i], y[i]
+        );
+    }
+    assert!(
+        a.console == b.console,
+        "the console differs between engines"
+    );
+    assert!(
+        a.tallies == b.tallies,
+        "per-hart counts differ between engines"
+    );
+}

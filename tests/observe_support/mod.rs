@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use hs_machine::hs_core::Engine;
 use hs_machine::hs_timing::{InOrder, InOrderFactory, MachineDesc, ModelDesc, TimingModel};
 use hs_machine::{
     BootFile, BootImages, GuestSymbols, KernelSymbolSource, Machine, MachineConfig, ObserveOptions,
@@ -89,11 +90,32 @@ pub fn run_with<M: TimingModel>(
     sampling: Option<SamplerConfig>,
     model: impl Fn(usize) -> M,
 ) -> Run {
+    run_on_engine(
+        image_name,
+        work,
+        harts,
+        opts,
+        sampling,
+        model,
+        Engine::Translated,
+    )
+}
+
+/// [`run_with`] with every hart on `engine`.
+pub fn run_on_engine<M: TimingModel>(
+    image_name: &str,
+    work: &Path,
+    harts: usize,
+    opts: &ObserveOptions,
+    sampling: Option<SamplerConfig>,
+    model: impl Fn(usize) -> M,
+    engine: Engine,
+) -> Run {
     // (as `boot` does: only a machine built to trace looks for a trace)
     if opts.itrace.is_some() {
-        run_built::<M, true>(image_name, work, harts, opts, sampling, model)
+        run_built::<M, true>(image_name, work, harts, opts, sampling, model, engine)
     } else {
-        run_built::<M, false>(image_name, work, harts, opts, sampling, model)
+        run_built::<M, false>(image_name, work, harts, opts, sampling, model, engine)
     }
 }
 
@@ -104,11 +126,15 @@ fn run_built<M: TimingModel, const TRACE: bool>(
     opts: &ObserveOptions,
     sampling: Option<SamplerConfig>,
     model: impl Fn(usize) -> M,
+    engine: Engine,
 ) -> Run {
     let img = image(image_name);
     let mut m =
         Machine::<Observing<M, TRACE>>::with_observing(config(&img, work, harts), opts, model)
             .unwrap_or_else(|e| panic!("{e}"));
+    for h in m.harts_mut() {
+        h.set_engine(engine);
+    }
     let mut symbols = GuestSymbols::load(&symbol_sources(&img, m.kernel_extent()))
         .unwrap_or_else(|e| panic!("{e}"));
     let sampled = sampling.is_some();

@@ -1891,3 +1891,71 @@ fn hot_hart_fields_do_not_alias_modulo_4_kib() {
     assert_eq!(crate::hot_fields_alias::<Atomic>(), None);
     assert_eq!(crate::hot_fields_alias::<hs_timing::InOrder>(), None);
 }
+
+/// Records what it saw at each pause, every `period` cycles.
+struct PauseLog {
+    period: u64,
+    seen: Vec<(u64, u64, u64, u64)>,
+}
+
+impl<T: hs_timing::TimingModel> Pause<T> for PauseLog {
+    fn first(&mut self, h: &Hart<T>) -> u64 {
+        h.cycle() + self.period
+    }
+    fn pause(&mut self, h: &Hart<T>) -> u64 {
+        self.seen.push((h.cycle(), h.pc(), h.x(10), h.x(12)));
+        h.cycle() + self.period
+    }
+}
+
+/// Translated code pauses by itself where a block ends at the pause
+/// cycle, after a static exit (a `jal`) and after an indirect one (a
+/// `ret`), and goes on chaining: the pauses, and the hart at each, are
+/// exactly those of the block engine, whose pauses are all the run
+/// loop's; no pause is made twice, none is missed.
+#[test]
+fn pauses_in_translated_code_are_the_run_loops() {
+    let ret = i(0, 1, 0, 0, 0x67); // jalr x0, 0(ra)
+    let prog = [
+        addi(10, 10, 1),
+        jal(1, 12), // call BASE+16
+        addi(11, 11, 1),
+        jal(0, -12), // to BASE
+        addi(12, 12, 3),
+        ret,
+    ];
+    let run = |engine: Engine| {
+        let (mut h, _) = hart_with(&prog);
+        h.set_engine(engine);
+        h.set_translate_after(1);
+        let mut log = PauseLog {
+            period: 7,
+            seen: Vec::new(),
+        };
+        let mut bus = Dev::default();
+        // (slices, as the machine runs them: a pause may fall at one's end)
+        for until in (1..=20).map(|k| k * 1_000) {
+            assert_eq!(h.run_pausing(&mut bus, until, &mut log), Exit::Budget);
+        }
+        (log.seen, h.cycle(), h.x(10), h.x(12))
+    };
+    let blocks = run(Engine::Blocks);
+    let translated = run(Engine::Translated);
+    assert!(blocks.0.len() > 2_000, "{} pauses", blocks.0.len());
+    // both kinds of exit paused (the hart at BASE after the `jal` back,
+    // at BASE + 8 after the `ret`)
+    for pc in [BASE, BASE + 8] {
+        assert!(blocks.0.iter().any(|p| p.1 == pc), "no pause at {pc:#x}");
+    }
+    assert_eq!(blocks.0.len(), translated.0.len(), "pause counts differ");
+    if let Some(k) = (0..blocks.0.len()).find(|&k| blocks.0[k] != translated.0[k]) {
+        panic!(
+            "pause {k}: blocks {:?}, translated {:?}",
+            blocks.0[k], translated.0[k]
+        );
+    }
+    assert_eq!(
+        (blocks.1, blocks.2, blocks.3),
+        (translated.1, translated.2, translated.3)
+    );
+}
