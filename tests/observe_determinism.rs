@@ -192,13 +192,12 @@ fn sampling_does_not_change_what_the_guest_does_inorder() {
     sampling_is_invisible(inorder);
 }
 
-/// Translated code takes a sample itself where a block ends at the
-/// sample's cycle, instead of returning to the run loop for it
-/// (`jit_pause`): the samples (cycle, pc, privilege, address space, stack
-/// and task) are exactly those of the block engine, where every pause is
-/// the run loop's, and the guest runs the same.
+/// A sample lands where it would without translation: the samples of
+/// the sampled in-order boot (cycle, pc, privilege, address space, stack
+/// and task) are exactly those of the block engine, and the guest runs
+/// the same.
 #[test]
-fn samples_taken_in_translated_code_are_the_run_loops() {
+fn samples_are_the_same_under_both_engines() {
     use hs_machine::hs_core::Engine;
     let work = workload("p87-shell");
     let plain = ObserveOptions::default();

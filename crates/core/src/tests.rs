@@ -1908,13 +1908,12 @@ impl<T: hs_timing::TimingModel> Pause<T> for PauseLog {
     }
 }
 
-/// Translated code pauses by itself where a block ends at the pause
-/// cycle, after a static exit (a `jal`) and after an indirect one (a
-/// `ret`), and goes on chaining: the pauses, and the hart at each, are
-/// exactly those of the block engine, whose pauses are all the run
-/// loop's; no pause is made twice, none is missed.
+/// Translated code leaves where a block ends at the pause cycle, after a
+/// static exit (a `jal`) and after an indirect one (a `ret`), rather than
+/// chain past it: the pauses, and the hart at each, are exactly those of
+/// the block engine; no pause is made twice, none is missed.
 #[test]
-fn pauses_in_translated_code_are_the_run_loops() {
+fn pauses_are_the_same_under_both_engines() {
     let ret = i(0, 1, 0, 0, 0x67); // jalr x0, 0(ra)
     let prog = [
         addi(10, 10, 1),

@@ -84,28 +84,8 @@ impl<T: TimingModel> Hart<T> {
     ) -> Exit {
         // (another hart may have decoded code from a page this one stores to)
         self.flag_code_stores();
-        let mut pause: &mut dyn Pause<T> = pause;
-        // Translated code pauses by itself where a block ends at the pause
-        // cycle (`jit_pause`), rather than return here only to pause; the
-        // pause is reached only through this pointer while the run lasts.
-        let look: *mut &mut dyn Pause<T> = &mut pause;
         // (a pause is always ahead: a run makes progress)
-        // SAFETY: `look` points at the live `pause` above.
-        let pause_at = unsafe { (*look).first(self) }.max(self.cycle + 1);
-        self.jit_start_pausing(look, pause_at, until_cycle);
-        let exit = self.run_loop(bus, until_cycle, look, pause_at);
-        self.jit_stop_pausing();
-        exit
-    }
-
-    /// [`Hart::resume_pausing`]'s loop, with the pause set up.
-    fn run_loop<B: SystemBus>(
-        &mut self,
-        bus: &mut B,
-        until_cycle: u64,
-        look: *mut &mut dyn Pause<T>,
-        mut pause_at: u64,
-    ) -> Exit {
+        let mut pause_at = pause.first(self).max(self.cycle + 1);
         // one compare per block covers the budget, the pause, the Sstc
         // timer and the next counter-overflow check
         let mut limit = until_cycle
@@ -117,9 +97,7 @@ impl<T: TimingModel> Hart<T> {
                 // Here a run ending at the pause cycle would have returned;
                 // after the look, go on as its `resume` would have.
                 if self.cycle >= pause_at {
-                    // SAFETY: as in `resume_pausing`.
-                    pause_at = unsafe { (*look).pause(self) }.max(self.cycle + 1);
-                    self.jit_set_pause_at(pause_at);
+                    pause_at = pause.pause(self).max(self.cycle + 1);
                     limit = until_cycle
                         .min(pause_at)
                         .min(self.stimecmp_cycle)
@@ -168,12 +146,6 @@ impl<T: TimingModel> Hart<T> {
                 }),
                 Engine::Reference => self.exec_reference_block(bus),
             };
-            // (translated code may have paused by itself: the next pause
-            // and the budget are then the ones it set, as here)
-            if self.jit_pause_at() != pause_at {
-                pause_at = self.jit_pause_at();
-                limit = self.jit_paused_limit();
-            }
             match r {
                 Ok(None) => {}
                 Ok(Some(e)) => return e,

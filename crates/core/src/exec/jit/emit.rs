@@ -80,15 +80,12 @@ pub(super) struct Runtime {
     /// A static exit that does not chain (see `exit_at`); jumped to, not
     /// called. In: rax the cycle count, rdx the next pc, rcx the exit's
     /// link cell. Sets the frame's cycle count, pc and link and returns 0
-    /// from the block; but at the frame's pause cycle it first pauses
-    /// (`jit_pause`) and tries the cell again, as the run loop would
-    /// pause there and go on.
+    /// from the block.
     pub exit_static: u64,
     /// In: rax the cycle count (the frame's pc set). Sets the frame's
     /// cycle count; returns with rcx the code of the block the run loop
     /// would chain into (the frame and r13 as it is entered), else
-    /// `ret0`, pausing first as `exit_static` does. The caller jumps to
-    /// rcx.
+    /// `ret0`. The caller jumps to rcx.
     pub exit_indirect: u64,
     /// The epilogue: returns eax from the block.
     pub ret: u64,
@@ -675,66 +672,36 @@ impl<'a> Emitter<'a> {
         let cell = self.a.new_dynamic_label();
         self.cells.push(cell);
         let fail = lay.rt.exit_static as usize;
-        self.lea_imm(0, 13, retired);
-        self.block_pc_plus(2, off);
-        let not_chained = self.a.new_dynamic_label();
-        dynasm!(self.a ; .arch x64 ; lea rcx, [=>cell]);
-        self.cell_chain(not_chained);
-        dynasm!(self.a
-            ; .arch x64
-            ; =>not_chained
-            ; jmp extern fail
-        );
-    }
-
-    /// With the cycle count in rax, the next pc in rdx and a link cell
-    /// in rcx: jump to the cell's block if the run loop would chain into
-    /// it (see `exit_at`), else go to `fail` (within a short jump).
-    fn cell_chain(&mut self, fail: DynamicLabel) {
-        let lay = self.lay;
         // (the first level's fields sit at one-byte offsets)
         let [vpc, vstamp, vstart, _] = lay.vcache.2.map(|o| o as i8);
+        self.lea_imm(0, 13, retired);
+        self.block_pc_plus(2, off);
         dynasm!(self.a
             ; .arch x64
+            ; lea rcx, [=>cell]
             ; cmp rax, QWORD [rbx + lay.f_limit]
-            ; jae BYTE =>fail
+            ; jae BYTE >fail
             ; cmp BYTE [rbx + lay.checks], 0
-            ; jne BYTE =>fail
+            ; jne BYTE >fail
             ; mov r8, QWORD [rcx]
             ; add r8, QWORD [rbx + lay.f_vcache]
             ; cmp rdx, QWORD [BYTE r8 + vpc]
-            ; jne BYTE =>fail
+            ; jne BYTE >fail
             ; mov rsi, QWORD [rbx + lay.fetch_stamp]
             ; cmp rsi, QWORD [BYTE r8 + vstamp]
-            ; jne BYTE =>fail
+            ; jne BYTE >fail
             ; mov r9d, DWORD [BYTE r8 + vstart]
             ; cmp r9, QWORD [rcx + 8]
-            ; jne BYTE =>fail
+            ; jne BYTE >fail
         );
         self.chain_enter();
         dynasm!(self.a
             ; .arch x64
             ; mov r13, rax
             ; jmp QWORD [rcx + 16]
+            ; fail:
+            ; jmp extern fail
         );
-    }
-
-    /// Call `jit_pause` from a shared routine (the stack 16-aligned,
-    /// `aligned`, or 8 off, as in a routine that was called).
-    fn call_pause(&mut self, aligned: bool) {
-        let lay = self.lay;
-        if !aligned {
-            dynasm!(self.a ; .arch x64 ; sub rsp, 8);
-        }
-        dynasm!(self.a
-            ; .arch x64
-            ; lea rdi, [rbx - lay.rebase]
-            ; mov rax, QWORD lay.pause_helper as i64
-            ; call rax
-        );
-        if !aligned {
-            dynasm!(self.a ; .arch x64 ; add rsp, 8);
-        }
     }
 
     /// With the cycle count in rax and the next pc in rdx: go to `fail`
@@ -834,16 +801,11 @@ impl<'a> Emitter<'a> {
         let ret0 = self.a.new_dynamic_label();
         let here = |e: &Self| base + e.a.offset().0 as u64;
         let exit_static = here(&self);
-        let (paused_static, paused_indirect) =
-            (self.a.new_dynamic_label(), self.a.new_dynamic_label());
-        let exit_indirect_label = self.a.new_dynamic_label();
         dynasm!(self.a
             ; .arch x64
             ; mov QWORD [rbx + lay.f_cyc], rax
             ; mov QWORD [rbx + lay.f_pc], rdx
             ; mov QWORD [rbx + lay.f_link], rcx
-            ; cmp rax, QWORD [rbx + lay.f_pause_at]
-            ; jae =>paused_static
         );
         let ret0_at = here(&self);
         dynasm!(self.a ; .arch x64 ; =>ret0 ; xor eax, eax);
@@ -865,7 +827,6 @@ impl<'a> Emitter<'a> {
         let exit_indirect = here(&self);
         dynasm!(self.a
             ; .arch x64
-            ; =>exit_indirect_label
             ; mov QWORD [rbx + lay.f_cyc], rax
             ; mov rdx, QWORD [rbx + lay.f_pc]
         );
@@ -889,35 +850,8 @@ impl<'a> Emitter<'a> {
             ; mov r13, rax
             ; ret
             ; =>fail_indirect
-            ; cmp rax, QWORD [rbx + lay.f_pause_at]
-            ; jae =>paused_indirect
             ; lea rcx, [=>ret0]
             ; ret
-        );
-        // The pause cycle reached at a block's end: where the run loop
-        // would pause, then go on (chain, if it would, else return 0).
-        // The helper leaves the pause cycle ahead, so each retry passes.
-        dynasm!(self.a ; .arch x64 ; =>paused_indirect);
-        self.call_pause(false);
-        dynasm!(self.a
-            ; .arch x64
-            ; mov rax, QWORD [rbx + lay.f_cyc]
-            ; jmp =>exit_indirect_label
-            ; =>paused_static
-        );
-        self.call_pause(true);
-        let static_fail = self.a.new_dynamic_label();
-        dynasm!(self.a
-            ; .arch x64
-            ; mov rax, QWORD [rbx + lay.f_cyc]
-            ; mov rdx, QWORD [rbx + lay.f_pc]
-            ; mov rcx, QWORD [rbx + lay.f_link]
-        );
-        self.cell_chain(static_fail);
-        dynasm!(self.a
-            ; .arch x64
-            ; =>static_fail
-            ; jmp =>ret0
         );
         let mut tlb_by_index = [0; 2];
         let tlb_by_index_labels = [self.a.new_dynamic_label(), self.a.new_dynamic_label()];

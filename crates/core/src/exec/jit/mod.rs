@@ -33,7 +33,6 @@ use hs_isa::Insn;
 use hs_timing::{InlineHooks, JumpHint, MemKind, TimingModel};
 
 use super::reference::CheckKind;
-use super::run::Pause;
 use super::semantics::Flow;
 use super::{Blocks, Engine, Op};
 use crate::mmu::KIND_LOAD;
@@ -127,16 +126,6 @@ pub(crate) struct JitFrame {
     /// the running block wrote it.
     last_line: u64,
     exit: Option<Exit>,
-    /// The cycle at which the run's [`Pause`] looks next (`u64::MAX`:
-    /// never): a block ending at or past it calls `jit_pause` instead of
-    /// returning to the run loop only for that.
-    pause_at: u64,
-    /// The run's budget without the pause (`limit` is recomputed from it
-    /// after a pause, as the run loop does).
-    until: u64,
-    /// The run's pause: a `*mut &mut dyn Pause<T>`, valid while the run
-    /// lasts (0: none).
-    pause: u64,
 }
 
 /// Offsets and addresses the emitter builds code from.
@@ -168,7 +157,6 @@ pub(super) struct Layout {
     f_bp_steps: i32,
     f_host_to_pa: i32,
     f_last_line: i32,
-    f_pause_at: i32,
     /// the executable region (mapped before any code is emitted)
     region: u64,
     /// where the code being emitted will be installed
@@ -182,7 +170,6 @@ pub(super) struct Layout {
     op_helper: usize,
     mem_helper: usize,
     log_helper: usize,
-    pause_helper: usize,
     log: bool,
     /// the model's hooks, when translated code calls them
     hooks: Option<Hooks>,
@@ -674,7 +661,7 @@ impl<T: TimingModel> Hart<T> {
         mut start: usize,
         mut n: usize,
         mut pa: u64,
-        mut limit: u64,
+        limit: u64,
     ) -> Option<Exit> {
         let log = self.check_log.is_some();
         let hooked = !self.timing.hooks_skippable();
@@ -727,8 +714,6 @@ impl<T: TimingModel> Hart<T> {
                     }
                     self.cycle = self.jit_frame.cyc;
                     self.pc = self.jit_frame.pc;
-                    // (a pause in the code recomputed the budget)
-                    limit = self.jit_frame.limit;
                     self.jit_link();
                     let k = self.cycle - self.jit_frame.seen;
                     if k != 0 && !hooked {
@@ -841,7 +826,6 @@ impl<T: TimingModel> Hart<T> {
             f_bp_steps: at(frame + std::mem::offset_of!(JitFrame, bp_steps)),
             f_host_to_pa: at(frame + std::mem::offset_of!(JitFrame, host_to_pa)),
             f_last_line: at(frame + std::mem::offset_of!(JitFrame, last_line)),
-            f_pause_at: at(frame + std::mem::offset_of!(JitFrame, pause_at)),
             region: self.blocks.jit.region as u64,
             code_at: self.blocks.jit.region as u64,
             rt: emit::Runtime::default(),
@@ -855,7 +839,6 @@ impl<T: TimingModel> Hart<T> {
             },
             mem_helper: jit_op::<T, B, false> as *const () as usize,
             log_helper: jit_log::<T> as *const () as usize,
-            pause_helper: jit_pause::<T> as *const () as usize,
             log: self.blocks.jit.key.1,
             hooks: if self.blocks.jit.key.2 {
                 // (a hooked model without shortcuts: stays interpreted)
@@ -1119,72 +1102,6 @@ extern "sysv64" fn jit_jump<T: TimingModel>(h: *mut Hart<T>, _bus: *mut u8, op: 
     let link = pc.wrapping_add(op.len as u64);
     h.timing
         .jump(pc, h.jit_frame.pc, JumpHint::of(rd, Some(rs1)), link)
-}
-
-/// Translated code reached the run's pause cycle at a block's end (the
-/// frame's cycle count and pc set, everything owed settled, the guest
-/// registers written back): sync the hart as the block's return would,
-/// let the pause look, and set the next pause cycle and the budget as the
-/// run loop does after a pause. The code then goes on as the run loop
-/// would: it chains where the loop would, else returns.
-extern "sysv64" fn jit_pause<T: TimingModel>(h: *mut Hart<T>) {
-    // SAFETY: as `jit_op`.
-    let h = unsafe { &mut *h };
-    h.cycle = h.jit_frame.cyc;
-    h.pc = h.jit_frame.pc;
-    let k = h.cycle - h.jit_frame.seen;
-    if k != 0 && h.timing.hooks_skippable() {
-        h.timing.skipped(k);
-    }
-    h.jit_frame.seen = h.cycle;
-    let look = h.jit_frame.pause as *mut &mut dyn Pause<T>;
-    let next = if look.is_null() {
-        u64::MAX
-    } else {
-        // SAFETY: set by the running `resume_pausing` from a pause that
-        // outlives the run, and used by nothing else while code runs.
-        unsafe { (*look).pause(h) }.max(h.cycle + 1)
-    };
-    h.jit_frame.pause_at = next;
-    h.jit_frame.limit = (h.jit_frame.until)
-        .min(next)
-        .min(h.stimecmp_cycle)
-        .min(h.hpm_check_at);
-}
-
-impl<T: TimingModel> Hart<T> {
-    /// Let translated code pause by itself (`jit_pause`) during this run:
-    /// `look` (valid until `jit_stop_pausing`) at `at`, the budget without
-    /// the pause `until`.
-    pub(super) fn jit_start_pausing(&mut self, look: *mut &mut dyn Pause<T>, at: u64, until: u64) {
-        self.jit_frame.pause = look as u64;
-        self.jit_frame.pause_at = at;
-        self.jit_frame.until = until;
-    }
-
-    /// The run's next pause cycle (translated code may have moved it).
-    #[inline(always)]
-    pub(super) fn jit_pause_at(&self) -> u64 {
-        self.jit_frame.pause_at
-    }
-
-    /// The budget `jit_pause` computed with the pause cycle it set.
-    #[inline(always)]
-    pub(super) fn jit_paused_limit(&self) -> u64 {
-        self.jit_frame.limit
-    }
-
-    /// The run loop paused itself: the next pause cycle is `at`.
-    #[inline(always)]
-    pub(super) fn jit_set_pause_at(&mut self, at: u64) {
-        self.jit_frame.pause_at = at;
-    }
-
-    /// The run is over: translated code does not pause until the next.
-    pub(super) fn jit_stop_pausing(&mut self) {
-        self.jit_frame.pause = 0;
-        self.jit_frame.pause_at = u64::MAX;
-    }
 }
 
 /// Translated code's check-log record of an inline op (cycle count in
