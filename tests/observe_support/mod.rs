@@ -97,11 +97,12 @@ pub fn run_with<M: TimingModel>(
         opts,
         sampling,
         model,
-        Engine::Translated,
+        Engine::default(),
     )
 }
 
-/// [`run_with`] with every hart on `engine`.
+/// [`run_with`] (which runs the default engine, as `boot` does) with
+/// every hart on `engine`.
 pub fn run_on_engine<M: TimingModel>(
     image_name: &str,
     work: &Path,
