@@ -135,6 +135,13 @@ fn observed_p87_twice_identical_inorder() {
     );
 }
 
+/// The two runs' console output and per-hart counts are the same
+/// (`between`: what differs between the runs, for the message).
+fn assert_guest_ran_the_same(a: &Run, b: &Run, between: &str) {
+    assert!(a.console == b.console, "the console differs {between}");
+    assert!(a.tallies == b.tallies, "per-hart counts differ {between}");
+}
+
 /// Sample stops end `run` calls early; the hart then resumes exactly where
 /// it was (interrupt bits, LR reservation, pending checks), so the guest
 /// runs as without sampling. On the Debian kernel an LR/SC pair split by a
@@ -157,14 +164,7 @@ fn sampling_is_invisible<M: hs_machine::hs_timing::TimingModel, F: Fn(usize) -> 
         (x.join().unwrap(), y.join().unwrap())
     });
     assert!(a.record.samples.is_empty() && b.record.samples.len() > 100_000);
-    assert!(
-        a.console == b.console,
-        "the console differs with sampling on"
-    );
-    assert!(
-        a.tallies == b.tallies,
-        "per-hart counts differ with sampling on"
-    );
+    assert_guest_ran_the_same(&a, &b, "with sampling on");
     let guest_stats = |r: &Run| -> Vec<(String, String)> {
         r.record
             .total
@@ -224,12 +224,5 @@ fn samples_are_the_same_under_both_engines() {
             x[i], y[i]
         );
     }
-    assert!(
-        a.console == b.console,
-        "the console differs between engines"
-    );
-    assert!(
-        a.tallies == b.tallies,
-        "per-hart counts differ between engines"
-    );
+    assert_guest_ran_the_same(&a, &b, "between engines");
 }
