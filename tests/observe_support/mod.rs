@@ -112,37 +112,54 @@ pub fn run_on_engine<M: TimingModel>(
     model: impl Fn(usize) -> M,
     engine: Engine,
 ) -> Run {
+    let boot = Boot {
+        image_name,
+        work,
+        harts,
+        opts,
+        sampling,
+        engine,
+    };
     // (as `boot` does: only a machine built to trace looks for a trace)
     if opts.itrace.is_some() {
-        run_built::<M, true>(image_name, work, harts, opts, sampling, model, engine)
+        run_built::<M, true>(boot, model)
     } else {
-        run_built::<M, false>(image_name, work, harts, opts, sampling, model, engine)
+        run_built::<M, false>(boot, model)
     }
 }
 
-fn run_built<M: TimingModel, const TRACE: bool>(
-    image_name: &str,
-    work: &Path,
+/// What [`run_on_engine`] boots, handed to [`run_built`] whichever way
+/// the machine is built.
+struct Boot<'a> {
+    image_name: &'a str,
+    work: &'a Path,
     harts: usize,
-    opts: &ObserveOptions,
+    opts: &'a ObserveOptions,
     sampling: Option<SamplerConfig>,
-    model: impl Fn(usize) -> M,
     engine: Engine,
-) -> Run {
-    let img = image(image_name);
-    let mut m =
-        Machine::<Observing<M, TRACE>>::with_observing(config(&img, work, harts), opts, model)
-            .unwrap_or_else(|e| panic!("{e}"));
+}
+
+fn run_built<M: TimingModel, const TRACE: bool>(boot: Boot<'_>, model: impl Fn(usize) -> M) -> Run {
+    let img = image(boot.image_name);
+    let mut m = Machine::<Observing<M, TRACE>>::with_observing(
+        config(&img, boot.work, boot.harts),
+        boot.opts,
+        model,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     for h in m.harts_mut() {
-        h.set_engine(engine);
+        h.set_engine(boot.engine);
     }
     let mut symbols = GuestSymbols::load(&symbol_sources(&img, m.kernel_extent()))
         .unwrap_or_else(|e| panic!("{e}"));
-    let sampled = sampling.is_some();
-    if let Some(s) = sampling {
+    let sampled = boot.sampling.is_some();
+    if let Some(s) = boot.sampling {
         m.enable_sampling(s, symbols.identifier());
     }
-    if let Some(layout) = symbols.task_layout().filter(|_| sampled || opts.events) {
+    if let Some(layout) = symbols
+        .task_layout()
+        .filter(|_| sampled || boot.opts.events)
+    {
         m.enable_task_identity(layout);
     }
     let stop = m.run();
