@@ -8,8 +8,8 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use hs_observe::export::{
-    annotate, chrome_trace, flamegraph_svg, fold, folded_text, itrace_text, FlamegraphOptions,
-    FoldOptions, HotFunctions, PerfScript,
+    annotate, chrome_trace, flamegraph_svg, fold_weighted, folded_text, itrace_text,
+    FlamegraphOptions, FoldOptions, HotFunctions, PerfScript,
 };
 use hs_observe::{ItraceLine, Observations, Symbolizer, UserResolver};
 
@@ -98,11 +98,13 @@ fn write_profile_summaries(
     let mut written = Vec::new();
 
     // The two passes over the samples, side by side (the second core is
-    // otherwise idle when perf.script is left out).
+    // otherwise idle when perf.script is left out), each naming a kernel
+    // sample once for all the samples named alike.
+    let alike = hs_observe::coalesce(&obs.samples);
     let (hot, folded) = std::thread::scope(|scope| {
         let folded = scope.spawn(|| {
-            fold(
-                &obs.samples,
+            fold_weighted(
+                alike.iter().copied(),
                 sym,
                 FoldOptions {
                     include_comm: true,
@@ -110,7 +112,7 @@ fn write_profile_summaries(
                 },
             )
         });
-        let hot = HotFunctions::compute(&obs.samples, sym, obs.sample_period);
+        let hot = HotFunctions::compute_weighted(alike.iter().copied(), sym, obs.sample_period);
         let folded = folded
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));

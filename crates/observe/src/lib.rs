@@ -23,7 +23,7 @@ pub use event::{cause_name, syscall_name, syscall_number, Event, EventKind};
 pub use itrace::{ItraceLine, LineAccess, LineTouch, StallCause, SymbolOffset};
 pub use phase::{HartCounts, Phase, PhaseRecorder};
 pub use record::Observations;
-pub use sample::{FastHash, FastHasher, Privilege, Sample, Task};
+pub use sample::{coalesce, FastHash, FastHasher, Privilege, Sample, Task};
 pub use source_lines::SourceLines;
 pub use stats::{Stat, StatBlock, StatValue, Unit};
 pub use symbols::{

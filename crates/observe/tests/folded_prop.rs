@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use hs_observe::export::{
-    flamegraph_svg, fold, perf_script, FlamegraphOptions, FoldOptions, HotFunctions,
+    flamegraph_svg, fold, fold_weighted, perf_script, FlamegraphOptions, FoldOptions, HotFunctions,
 };
 use hs_observe::symbols::UNKNOWN;
-use hs_observe::{Privilege, Sample};
+use hs_observe::{coalesce, Privilege, Sample, Task};
 use proptest::prelude::*;
 
 fn any_privilege() -> impl Strategy<Value = Privilege> {
@@ -177,5 +177,80 @@ proptest! {
         prop_assert_eq!(got, tasks);
         let got: BTreeMap<u16, u64> = hot.harts.iter().map(|h| (h.hart, h.samples)).collect();
         prop_assert_eq!(got, harts);
+    }
+}
+
+/// Samples drawn from small pools of pcs, stacks and tasks, so that many
+/// are alike, with stacks and task names sometimes shared, sometimes equal
+/// copies, and some samples with no task.
+fn samples_alike() -> impl Strategy<Value = Vec<Sample>> {
+    (
+        proptest::collection::vec(any_addr(), 1..4),
+        proptest::collection::vec(proptest::collection::vec(any_addr(), 0..4), 1..3),
+        proptest::collection::vec(
+            (
+                any_sample(),
+                0usize..4,
+                0usize..3,
+                0usize..4,
+                any::<bool>(),
+                any::<bool>(),
+            ),
+            0..60,
+        ),
+    )
+        .prop_map(|(pcs, stacks, picks)| {
+            let stacks: Vec<Arc<[u64]>> = stacks.into_iter().map(Into::into).collect();
+            let comms: [Arc<str>; 2] = ["sh".into(), "kworker/0:1".into()];
+            picks
+                .into_iter()
+                .map(|(s, pc, stack, task, shared_stack, shared_comm)| {
+                    let stack = &stacks[stack % stacks.len()];
+                    let comm = &comms[task % 2];
+                    Sample {
+                        pc: pcs[pc % pcs.len()],
+                        stack: if shared_stack {
+                            stack.clone()
+                        } else {
+                            stack.to_vec().into()
+                        },
+                        // (task 3: none read; 0-2: two names, three ids)
+                        task: (task < 3).then(|| Task {
+                            pid: task as u32 + 1,
+                            tid: task as u32 + 1,
+                            comm: if shared_comm {
+                                comm.clone()
+                            } else {
+                                comm.to_string().into()
+                            },
+                        }),
+                        ..s
+                    }
+                })
+                .collect()
+        })
+}
+
+proptest! {
+    // The summaries name each group of alike samples once, with its count:
+    // what they say must be what naming every sample says.
+    #[test]
+    fn reports_of_coalesced_samples_are_those_of_every_sample(samples in samples_alike()) {
+        let sym = common::symbolizer();
+        let alike = coalesce(&samples);
+        prop_assert_eq!(alike.iter().map(|(_, n)| n).sum::<u64>(), samples.len() as u64);
+        for opts in [
+            FoldOptions { include_comm: true, annotate_kernel: true },
+            FoldOptions { include_comm: false, annotate_kernel: false },
+        ] {
+            prop_assert_eq!(
+                fold_weighted(alike.iter().copied(), &sym, opts),
+                fold(&samples, &sym, opts)
+            );
+        }
+        prop_assert_eq!(
+            HotFunctions::compute_weighted(alike.iter().copied(), &sym, 1024),
+            HotFunctions::compute(&samples, &sym, 1024)
+        );
     }
 }

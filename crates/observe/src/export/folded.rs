@@ -68,6 +68,16 @@ pub fn fold<R: UserResolver>(
     symbolizer: &Symbolizer<R>,
     opts: FoldOptions,
 ) -> Vec<(String, u64)> {
+    fold_weighted(samples.iter().map(|s| (s, 1)), symbolizer, opts)
+}
+
+/// [`fold`] of samples each standing for `n` alike (as
+/// [`crate::sample::coalesce`] gives them): the same stacks and counts.
+pub fn fold_weighted<'a, R: UserResolver>(
+    samples: impl IntoIterator<Item = (&'a Sample, u64)>,
+    symbolizer: &Symbolizer<R>,
+    opts: FoldOptions,
+) -> Vec<(String, u64)> {
     // Samples with a shared stack are counted by (task, leaf, stack) and
     // their text made once per such triple; the rest by their text, in a
     // buffer reused for every sample. Sorted once at the end.
@@ -81,17 +91,17 @@ pub fn fold<R: UserResolver>(
             counts.insert(line.to_string(), n);
         }
     };
-    for s in samples {
+    for (s, n) in samples {
         let p = resolver.parts(s);
         match &p.callers {
             Callers::Shared(id) => {
                 *shared
                     .entry((p.comm, p.leaf.dso, p.leaf.symbol, *id))
-                    .or_default() += 1
+                    .or_default() += n
             }
             Callers::Own(callers) => {
                 fold_line(&mut line, p.comm, callers, p.leaf.symbol, p.leaf.dso, opts);
-                count(&line, 1);
+                count(&line, n);
             }
         }
     }

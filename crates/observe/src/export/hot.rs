@@ -76,6 +76,16 @@ impl HotFunctions {
         symbolizer: &Symbolizer<R>,
         period: u64,
     ) -> HotFunctions {
+        Self::compute_weighted(samples.iter().map(|s| (s, 1)), symbolizer, period)
+    }
+
+    /// [`Self::compute`] of samples each standing for `n` alike (as
+    /// [`crate::sample::coalesce`] gives them): the same table.
+    pub fn compute_weighted<'a, R: UserResolver>(
+        samples: impl IntoIterator<Item = (&'a Sample, u64)>,
+        symbolizer: &Symbolizer<R>,
+        period: u64,
+    ) -> HotFunctions {
         // Accumulated under borrowed names (no allocation per sample), then
         // turned into owned, ordered maps: the same output as counting in them.
         type Key<'k> = (&'k str, &'k str);
@@ -93,19 +103,21 @@ impl HotFunctions {
         type SampleKey<'k> = ((&'k str, u32), u16, Key<'k>, Option<StackId>);
         let mut by_key: HashMap<SampleKey, u64, FastHash> = HashMap::default();
         let mut resolver = StackResolver::new(symbolizer);
-        for s in samples {
+        let mut total_samples = 0;
+        for (s, n) in samples {
+            total_samples += n;
             let p = resolver.parts(s);
             let key = (p.leaf.where_name(), p.leaf.symbol.unwrap_or(UNKNOWN));
             let stack = match &p.callers {
                 Callers::Shared(id) => Some(*id),
                 Callers::Own(callers) => {
-                    count_inclusive(&mut inclusive, &mut on_stack, key, callers, 1);
+                    count_inclusive(&mut inclusive, &mut on_stack, key, callers, n);
                     None
                 }
             };
             *by_key
                 .entry(((p.comm, p.pid), s.hart, key, stack))
-                .or_default() += 1;
+                .or_default() += n;
         }
         for ((task, hart, key, stack), n) in by_key {
             if let Some(id) = stack {
@@ -199,7 +211,7 @@ impl HotFunctions {
                 .then_with(|| a.symbol.cmp(&b.symbol))
         });
         HotFunctions {
-            total_samples: samples.len() as u64,
+            total_samples,
             period,
             rows,
             tasks,

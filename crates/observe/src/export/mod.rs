@@ -13,7 +13,7 @@ mod text;
 
 pub use chrome::chrome_trace;
 pub use flamegraph::{flamegraph_svg, FlamegraphOptions};
-pub use folded::{fold, folded_text, FoldOptions};
+pub use folded::{fold, fold_weighted, folded_text, FoldOptions};
 pub use hot::{ChildrenRow, HotFunctions, HotRow};
 pub use itrace_text::{annotate, itrace_text};
 pub use perf_script::{perf_script, PerfScript};
