@@ -767,30 +767,43 @@ fn finish<T: TimingModel>(
             })?;
         }
     }
-    let symbols = if args.profile.is_some() || obs.itrace.is_some() || args.trace.is_some() {
+    // (the kernel's symbols are read on another thread during the run:
+    // nothing before its end needs them but --annotate's check)
+    let mut pending = if args.profile.is_some() || obs.itrace.is_some() || args.trace.is_some() {
         let sources = symbol_sources(args, machine.kernel_extent());
-        match sources.map(|s| GuestSymbols::load(&s)).transpose() {
+        match sources.map(|s| GuestSymbols::load_pending(&s)).transpose() {
             Ok(s) => s,
             Err(e) => return Err(format!("symbols: {e}")),
         }
     } else {
         None
     };
+    let mut symbols = None;
     if !args.annotate.is_empty() {
         if args.profile.is_none() {
             return Err("--annotate needs --profile DIR (the samples it counts, and where annotate-NAME.txt goes)".into());
         }
-        let Some(s) = symbols.as_ref() else {
+        let Some(p) = pending.take() else {
             return Err(
                 "--annotate: this run has no guest symbols (give --image or a kernel ELF)".into(),
             );
         };
+        let s = symbols.insert(p.finish().map_err(|e| format!("symbols: {e}"))?);
         for name in &args.annotate {
             hs_machine::reports::check_annotatable(s, name)?;
         }
     }
+    let identifier = pending
+        .as_ref()
+        .map(|p| p.identifier())
+        .or_else(|| symbols.as_ref().map(|s: &GuestSymbols| s.identifier()));
+    let task_layout = pending
+        .as_ref()
+        .map(|p| p.task_layout())
+        .or_else(|| symbols.as_ref().map(|s: &GuestSymbols| s.task_layout()))
+        .flatten();
     if args.profile.is_some() {
-        let ident = symbols.as_ref().map(|s| s.identifier()).unwrap_or_default();
+        let ident = identifier.unwrap_or_default();
         let cfg = SamplerConfig {
             period: args.sample_period,
             from_phase: args.profile_from.clone(),
@@ -799,7 +812,7 @@ fn finish<T: TimingModel>(
         machine.enable_sampling(cfg, ident);
     }
     // Tasks are named for samples and for the timeline's task tracks.
-    if let Some(layout) = symbols.as_ref().and_then(|s| s.task_layout()) {
+    if let Some(layout) = task_layout {
         if args.profile.is_some() || args.trace.is_some() {
             machine.enable_task_identity(layout);
         }
@@ -867,7 +880,10 @@ fn finish<T: TimingModel>(
         summary.cycles, summary.guest_seconds, summary.instret, summary.host_seconds, summary.mips
     );
 
-    let mut symbols = symbols;
+    let mut symbols = match pending {
+        Some(p) => Some(p.finish().map_err(|e| format!("symbols: {e}"))?),
+        None => symbols,
+    };
     if let Some(s) = symbols.as_mut() {
         let modules = machine
             .markers()

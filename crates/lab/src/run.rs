@@ -291,7 +291,8 @@ fn execute_observed<M: TimingModel, const TRACE: bool>(
     };
     let mut machine = Machine::<Observing<M, TRACE>>::with_observing(cfg, &options, model)
         .map_err(|e| run_err(e.to_string()))?;
-    let mut symbols = GuestSymbols::load(&symbol_sources(&p.image, machine.kernel_extent()))
+    // (the kernel's symbols are read on another thread during the run)
+    let pending = GuestSymbols::load_pending(&symbol_sources(&p.image, machine.kernel_extent()))
         .map_err(|e| run_err(format!("symbols: {e}")))?;
     if scenario.sample_period > 0 {
         machine.enable_sampling(
@@ -299,10 +300,10 @@ fn execute_observed<M: TimingModel, const TRACE: bool>(
                 period: scenario.sample_period,
                 ..SamplerConfig::default()
             },
-            symbols.identifier(),
+            pending.identifier(),
         );
     }
-    if let Some(layout) = symbols
+    if let Some(layout) = pending
         .task_layout()
         .filter(|_| scenario.sample_period > 0 || scenario.timeline)
     {
@@ -383,6 +384,9 @@ fn execute_observed<M: TimingModel, const TRACE: bool>(
         .channels
         .get("modules")
         .map(|c| c.data.clone());
+    let mut symbols = pending
+        .finish()
+        .map_err(|e| run_err(format!("symbols: {e}")))?;
     symbols
         .apply_run_modules(modules.as_deref())
         .map_err(|e| run_err(format!("symbols: {e}")))?;

@@ -41,5 +41,5 @@ pub use observation::{ItraceSpec, ItraceWindow, ObserveOptions, ObserveSetupErro
 pub use observing::{HartTally, Observing};
 pub use sampler::{SamplerConfig, SpaceMark};
 pub use snapshot::TimingRestore;
-pub use symbols::{GuestSymbols, KernelSymbolSource, SymbolSources};
+pub use symbols::{GuestSymbols, KernelSymbolSource, PendingSymbols, SymbolSources};
 pub use task::TaskReader;

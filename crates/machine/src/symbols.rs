@@ -61,8 +61,146 @@ pub struct GuestSymbols {
     pub notes: Vec<String>,
 }
 
+/// The kernel's symbols as the image gives them: most of the time loading
+/// takes (a `kallsyms` capture is some 17 MB of text to parse and sort),
+/// and nothing a run needs before it ends.
+struct KernelSymbols {
+    table: Option<SymbolTable>,
+    /// A `kallsyms` capture as read, and the capture boot's modules.
+    as_captured: Option<(SymbolTable, Vec<ModuleLoad>)>,
+}
+
+impl KernelSymbols {
+    fn read(src: Option<&KernelSymbolSource>) -> Result<KernelSymbols, ObserveError> {
+        Ok(match src {
+            Some(KernelSymbolSource::Elf(p)) => KernelSymbols {
+                table: Some(SymbolTable::from_elf_file(p)?),
+                as_captured: None,
+            },
+            Some(KernelSymbolSource::Kallsyms {
+                path,
+                captured_modules: mods,
+            }) => {
+                let t = SymbolTable::from_kallsyms_file(path)?;
+                let captured_modules = match mods {
+                    Some(m) => {
+                        let text =
+                            std::fs::read_to_string(m).map_err(|source| ObserveError::Io {
+                                path: m.clone(),
+                                source,
+                            })?;
+                        parse_proc_modules(&m.display().to_string(), &text)?
+                    }
+                    None => Vec::new(),
+                };
+                KernelSymbols {
+                    table: Some(t.clone()),
+                    as_captured: Some((t, captured_modules)),
+                }
+            }
+            None => KernelSymbols {
+                table: None,
+                as_captured: None,
+            },
+        })
+    }
+
+    /// The files [`Self::read`] will read, opened now: one that is missing
+    /// or unreadable is an error before a run rather than after it.
+    fn check_readable(src: Option<&KernelSymbolSource>) -> Result<(), ObserveError> {
+        let files = match src {
+            Some(KernelSymbolSource::Elf(p)) => vec![p],
+            Some(KernelSymbolSource::Kallsyms {
+                path,
+                captured_modules,
+            }) => std::iter::once(path).chain(captured_modules).collect(),
+            None => Vec::new(),
+        };
+        for path in files {
+            std::fs::File::open(path).map_err(|source| ObserveError::Io {
+                path: path.clone(),
+                source,
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// Guest symbols whose kernel part is still being read on another thread
+/// ([`GuestSymbols::load_pending`]); what a run needs before it starts is here.
+pub struct PendingSymbols {
+    symbols: GuestSymbols,
+    kernel: KernelRead,
+    kernel_physical: Option<(u64, u64)>,
+}
+
+/// The kernel's symbols, being read on a thread or (where none could be
+/// started) already read.
+enum KernelRead {
+    Reading(std::thread::JoinHandle<Result<KernelSymbols, ObserveError>>),
+    Read(KernelSymbols),
+}
+
+impl PendingSymbols {
+    /// As [`GuestSymbols::identifier`].
+    pub fn identifier(&self) -> Arc<UserIdentifier> {
+        self.symbols.identifier()
+    }
+
+    /// As [`GuestSymbols::task_layout`].
+    pub fn task_layout(&self) -> Option<TaskLayout> {
+        self.symbols.task_layout()
+    }
+
+    /// The whole symbols, once the kernel's are read (an error in those,
+    /// such as a malformed `kallsyms`, is reported here).
+    pub fn finish(self) -> Result<GuestSymbols, ObserveError> {
+        let kernel = match self.kernel {
+            KernelRead::Reading(thread) => thread
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))?,
+            KernelRead::Read(k) => k,
+        };
+        let mut symbols = self.symbols;
+        symbols.add_kernel(kernel, self.kernel_physical);
+        Ok(symbols)
+    }
+}
+
 impl GuestSymbols {
     pub fn load(src: &SymbolSources) -> Result<GuestSymbols, ObserveError> {
+        let mut symbols = GuestSymbols::load_without_kernel(src)?;
+        symbols.add_kernel(
+            KernelSymbols::read(src.kernel.as_ref())?,
+            src.kernel_physical,
+        );
+        Ok(symbols)
+    }
+
+    /// [`Self::load`], with the kernel's symbols read on another thread
+    /// while the caller runs the machine: a run needs only the user
+    /// binaries and the task layout before it starts, and reading the
+    /// kernel's took most of a profiled boot's start (0.12 of 0.18 s).
+    pub fn load_pending(src: &SymbolSources) -> Result<PendingSymbols, ObserveError> {
+        KernelSymbols::check_readable(src.kernel.as_ref())?;
+        let symbols = GuestSymbols::load_without_kernel(src)?;
+        let source = src.kernel.clone();
+        let kernel = match std::thread::Builder::new()
+            .name("hs-symbols".into())
+            .spawn(move || KernelSymbols::read(source.as_ref()))
+        {
+            Ok(thread) => KernelRead::Reading(thread),
+            Err(_) => KernelRead::Read(KernelSymbols::read(src.kernel.as_ref())?),
+        };
+        Ok(PendingSymbols {
+            symbols,
+            kernel,
+            kernel_physical: src.kernel_physical,
+        })
+    }
+
+    /// Everything but the kernel's symbols.
+    fn load_without_kernel(src: &SymbolSources) -> Result<GuestSymbols, ObserveError> {
         let mut notes = Vec::new();
         let mut binaries = Vec::new();
         for p in &src.user_binaries {
@@ -90,33 +228,6 @@ impl GuestSymbols {
             }
             symbolizer.set_firmware(t);
         }
-        let mut kernel_as_captured = None;
-        let mut captured_modules = Vec::new();
-        let kernel = match &src.kernel {
-            Some(KernelSymbolSource::Elf(p)) => Some(SymbolTable::from_elf_file(p)?),
-            Some(KernelSymbolSource::Kallsyms {
-                path,
-                captured_modules: mods,
-            }) => {
-                let t = SymbolTable::from_kallsyms_file(path)?;
-                if let Some(m) = mods {
-                    let text = std::fs::read_to_string(m).map_err(|source| ObserveError::Io {
-                        path: m.clone(),
-                        source,
-                    })?;
-                    captured_modules = parse_proc_modules(&m.display().to_string(), &text)?;
-                }
-                kernel_as_captured = Some(t.clone());
-                Some(t)
-            }
-            None => None,
-        };
-        if let Some(k) = kernel {
-            if let (Some((lo, hi)), Some(start)) = (src.kernel_physical, k.by_name("_start")) {
-                symbolizer.set_kernel_physical(lo, hi, start.start);
-            }
-            symbolizer.set_kernel(k);
-        }
         let task_layout = match &src.btf {
             Some(p) => Some(TaskLayout::from_btf_file(p)?),
             None => {
@@ -135,10 +246,25 @@ impl GuestSymbols {
             symbolizer,
             ident: Arc::new(UserIdentifier::new(binaries)),
             image_ids,
-            kernel_as_captured,
-            captured_modules,
+            kernel_as_captured: None,
+            captured_modules: Vec::new(),
             notes,
         })
+    }
+
+    /// The kernel's symbols into the symbolizer; `physical`: where the
+    /// image lies in physical memory (S-mode PCs before paging).
+    fn add_kernel(&mut self, kernel: KernelSymbols, physical: Option<(u64, u64)>) {
+        if let Some((t, modules)) = kernel.as_captured {
+            self.kernel_as_captured = Some(t);
+            self.captured_modules = modules;
+        }
+        if let Some(k) = kernel.table {
+            if let (Some((lo, hi)), Some(start)) = (physical, k.by_name("_start")) {
+                self.symbolizer.set_kernel_physical(lo, hi, start.start);
+            }
+            self.symbolizer.set_kernel(k);
+        }
     }
 
     /// `file:line` of a kernel address from the kernel ELF's line tables;
@@ -236,5 +362,100 @@ impl GuestSymbols {
         };
         let f = self.symbolizer.resolve(privilege(s.prv), at, s.pc, false);
         f.symbol.map(|n| (n.to_string(), f.offset))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hs_observe::{AddressSpace, Privilege};
+
+    /// A scratch directory of this process, removed when dropped.
+    struct Dir(PathBuf);
+    impl Dir {
+        fn new(tag: &str) -> Dir {
+            let d = std::env::temp_dir().join(format!("hs-symbols-{tag}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&d);
+            std::fs::create_dir_all(&d).unwrap();
+            Dir(d)
+        }
+    }
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn kallsyms_sources(path: PathBuf) -> SymbolSources {
+        SymbolSources {
+            kernel: Some(KernelSymbolSource::Kallsyms {
+                path,
+                captured_modules: None,
+            }),
+            kernel_physical: Some((0x8020_0000, 0x8040_0000)),
+            ..SymbolSources::default()
+        }
+    }
+
+    /// What `s` names `pc` in the kernel as.
+    fn kernel_name(s: &GuestSymbols, pc: u64) -> Option<String> {
+        let at = AddressSpace {
+            hart: 0,
+            cycle: 0,
+            satp: 0,
+        };
+        let f = s.symbolizer().resolve(Privilege::Supervisor, at, pc, false);
+        f.symbol.map(|n| format!("{n}+{:#x}", f.offset))
+    }
+
+    #[test]
+    fn symbols_read_during_a_run_are_those_read_before_it() {
+        let dir = Dir::new("pending");
+        let path = dir.0.join("kallsyms");
+        std::fs::write(
+            &path,
+            "ffffffff80000000 T _start\nffffffff80001000 T do_work\nffffffff80002000 t helper\n",
+        )
+        .unwrap();
+        let now = GuestSymbols::load(&kallsyms_sources(path.clone())).unwrap();
+        let later = GuestSymbols::load_pending(&kallsyms_sources(path))
+            .unwrap()
+            .finish()
+            .unwrap();
+        assert_eq!(later.symbolizer().kernel(), now.symbolizer().kernel());
+        assert!(later.symbolizer().kernel().is_some());
+        assert_eq!(later.kernel_as_captured, now.kernel_as_captured);
+        for pc in [0xffff_ffff_8000_1004, 0xffff_ffff_8000_2010, 0x8020_1008] {
+            assert_eq!(kernel_name(&later, pc), kernel_name(&now, pc), "{pc:#x}");
+        }
+        // (the physical image is named at its link address, as loaded at once)
+        assert_eq!(
+            kernel_name(&later, 0x8020_1008).as_deref(),
+            Some("do_work+0x8")
+        );
+    }
+
+    #[test]
+    fn a_missing_kernel_symbol_file_is_an_error_before_the_run() {
+        let dir = Dir::new("missing");
+        let path = dir.0.join("no-such-kallsyms");
+        match GuestSymbols::load_pending(&kallsyms_sources(path.clone())) {
+            Err(ObserveError::Io { path: p, .. }) => assert_eq!(p, path),
+            Err(e) => panic!("{e}"),
+            Ok(_) => panic!("a missing kallsyms was accepted"),
+        }
+    }
+
+    #[test]
+    fn a_malformed_kernel_symbol_file_is_an_error_when_the_symbols_are_finished() {
+        let dir = Dir::new("malformed");
+        let path = dir.0.join("kallsyms");
+        std::fs::write(&path, "ffffffff80000000 T _start\nnot an address line\n").unwrap();
+        let pending = GuestSymbols::load_pending(&kallsyms_sources(path)).unwrap();
+        let e = pending
+            .finish()
+            .err()
+            .expect("a malformed kallsyms was accepted");
+        assert!(e.to_string().contains("line 2"), "{e}");
     }
 }
