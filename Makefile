@@ -40,7 +40,7 @@ demo: build
 	mkdir -p $(OUT)
 	$(HARTSCOPE) boot --image debian --smp 2 --machine machines/inorder.toml \
 		--workload guest/workloads/p87-shell --profile $(OUT)/profile \
-		--profile-from "shell banner" --stats-txt $(OUT)/stats.txt \
+		--profile-from "shell banner" --perf-script --stats-txt $(OUT)/stats.txt \
 		--trace $(OUT)/trace.json
 	@echo; head -n 40 $(OUT)/profile/hot.md
 	@echo; sed -n '/^### By task/,/^### By hart/p' $(OUT)/profile/hot.md | head -n 16

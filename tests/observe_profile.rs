@@ -135,8 +135,9 @@ fn custom_p87_profile_names_kernel_and_busybox_functions() {
     profile_p87("custom");
 }
 
-/// `--profile DIR` through the binary: hot.md split by place, perf script
-/// text, folded stacks and a flamegraph, all naming the same functions.
+/// `--profile DIR --perf-script` through the binary: hot.md split by place,
+/// perf script text, folded stacks and a flamegraph, all naming the same
+/// functions.
 #[test]
 fn profile_directory_through_the_binary() {
     let _ = image("custom");
@@ -158,7 +159,7 @@ fn profile_directory_through_the_binary() {
         let out = support::hartscope(&args, &dir, support::BOOT_DEADLINE);
         support::assert_workload_finished(&out, 0);
     };
-    boot(&[]);
+    boot(&["--perf-script"]);
     let read =
         |n: &str| std::fs::read_to_string(prof.join(n)).unwrap_or_else(|e| panic!("{n}: {e}"));
     let hot = read("hot.md");
@@ -200,8 +201,9 @@ fn profile_directory_through_the_binary() {
     }
     assert!(script.contains("n_tty_write+0x") && script.contains("(busybox)"));
 
-    // --no-perf-script: the same reports but that one, and no stale copy.
-    boot(&["--no-perf-script"]);
+    // Without --perf-script (the default): the same reports but that one,
+    // and no stale copy.
+    boot(&[]);
     assert!(!prof.join("perf.script").exists(), "perf.script is left");
     for (n, was) in summaries.iter().zip(&before) {
         assert!(read(n) == *was, "{n} differs without perf.script");

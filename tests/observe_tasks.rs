@@ -181,6 +181,7 @@ fn perf_script_tasks_and_inferno_agree_through_the_binary() {
             prof.to_str().unwrap(),
             "--profile-from",
             SHELL_WINDOW,
+            "--perf-script",
         ],
         &dir,
         support::BOOT_DEADLINE,

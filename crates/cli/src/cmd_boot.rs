@@ -68,15 +68,20 @@ pub struct BootArgs {
     /// traps by cause, interrupts by PLIC source and hart, IPIs, syscalls by number, context switches.
     #[arg(long)]
     pub stats_txt: Option<PathBuf>,
-    /// Sample every hart every --sample-period cycles and write hot.md, perf.script,
-    /// folded.txt and flamegraph.svg into this directory.
+    /// Sample every hart every --sample-period cycles and write hot.md, folded.txt and
+    /// flamegraph.svg (and, with --perf-script, perf.script) into this directory.
     #[arg(long)]
     pub profile: Option<PathBuf>,
-    /// With --profile: leave out perf.script, one line per frame of every sample (570 MB
-    /// for the debian P87 boot, 1.6 GB on the in-order model, written at disk speed);
-    /// folded.txt holds the same stacks, counted. A perf.script already in the directory is
-    /// removed, so that it cannot pass for this run's.
+    /// With --profile: also write perf.script, `perf script` text with a line per frame of
+    /// every sample, for Perfetto, speedscope or stackcollapse-perf.pl (570 MB for the
+    /// debian P87 boot, 1.6 GB on the in-order model: writing it took longer than the
+    /// run). folded.txt holds the same stacks, counted. Without it, a perf.script already
+    /// in the directory is removed, so that it cannot pass for this run's.
     #[arg(long, requires = "profile")]
+    pub perf_script: bool,
+    /// With --profile: no perf.script. The default since perf.script became opt-in
+    /// (--perf-script); accepted so that earlier command lines still run.
+    #[arg(long, requires = "profile", conflicts_with = "perf_script")]
     pub no_perf_script: bool,
     /// Cycles between two samples of one hart.
     #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..))]
@@ -1101,8 +1106,7 @@ fn write_outputs(
         };
         let image = args.image.as_deref().unwrap_or("hartscope run");
         let title = format!("{image} — {window}");
-        write_profile(dir, record, syms, &title, !args.no_perf_script)
-            .map_err(|e| e.to_string())?;
+        write_profile(dir, record, syms, &title, args.perf_script).map_err(|e| e.to_string())?;
         eprintln!(
             "hartscope: profile of {} samples written to {}",
             record.samples.len(),
