@@ -870,6 +870,12 @@ fn finish<T: TimingModel>(
             return Ok(ENGINE_CHECK_FAILED);
         }
     };
+    // (before anything is written: a kernel symbol file that does not
+    // parse leaves no outputs, as when it was read before the run)
+    let symbols = match pending {
+        Some(p) => Some(p.finish().map_err(|e| format!("symbols: {e}"))?),
+        None => symbols,
+    };
     if stop == StopReason::SnapshotPoint {
         crate::boot_snapshot::write(&machine, args, model_id)?;
         if args.continue_after_snapshot {
@@ -885,10 +891,7 @@ fn finish<T: TimingModel>(
         summary.cycles, summary.guest_seconds, summary.instret, summary.host_seconds, summary.mips
     );
 
-    let mut symbols = match pending {
-        Some(p) => Some(p.finish().map_err(|e| format!("symbols: {e}"))?),
-        None => symbols,
-    };
+    let mut symbols = symbols;
     if let Some(s) = symbols.as_mut() {
         let modules = machine
             .markers()
