@@ -783,6 +783,9 @@ fn finish<T: TimingModel>(
     } else {
         None
     };
+    // (what the run needs of them, whether or not --annotate finishes them now)
+    let identifier = pending.as_ref().map(|p| p.identifier());
+    let task_layout = pending.as_ref().and_then(|p| p.task_layout());
     let mut symbols = None;
     if !args.annotate.is_empty() {
         if args.profile.is_none() {
@@ -798,15 +801,6 @@ fn finish<T: TimingModel>(
             hs_machine::reports::check_annotatable(s, name)?;
         }
     }
-    let identifier = pending
-        .as_ref()
-        .map(|p| p.identifier())
-        .or_else(|| symbols.as_ref().map(|s: &GuestSymbols| s.identifier()));
-    let task_layout = pending
-        .as_ref()
-        .map(|p| p.task_layout())
-        .or_else(|| symbols.as_ref().map(|s: &GuestSymbols| s.task_layout()))
-        .flatten();
     if args.profile.is_some() {
         let ident = identifier.unwrap_or_default();
         let cfg = SamplerConfig {
@@ -872,7 +866,7 @@ fn finish<T: TimingModel>(
     };
     // (before anything is written: a kernel symbol file that does not
     // parse leaves no outputs, as when it was read before the run)
-    let symbols = match pending {
+    let mut symbols = match pending {
         Some(p) => Some(p.finish().map_err(|e| format!("symbols: {e}"))?),
         None => symbols,
     };
@@ -891,7 +885,6 @@ fn finish<T: TimingModel>(
         summary.cycles, summary.guest_seconds, summary.instret, summary.host_seconds, summary.mips
     );
 
-    let mut symbols = symbols;
     if let Some(s) = symbols.as_mut() {
         let modules = machine
             .markers()
